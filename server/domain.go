@@ -1,0 +1,188 @@
+// Package server holds seatd's domain: licenses, leases, tenants, the errors
+// callers see and the store interfaces every storage backend implements. It
+// has no dependencies; backends (embedded, postgres+redis) and transports
+// (grpcapi, gateway) live in subpackages.
+package server
+
+import (
+	"time"
+)
+
+// Defaults from the seed documents (DESIGN.md "Defaults worth keeping").
+const (
+	DefaultLeaseTTL      = 360 * time.Second
+	MinLeaseTTL          = time.Second
+	MaxLeaseTTL          = 7 * 24 * time.Hour
+	DefaultTenantID      = "default"
+	HeartbeatDivisor     = 6 // suggested heartbeat interval = TTL / 6
+	MaxSeats             = 1_000_000
+	MaxFingerprintLength = 256
+	MaxLabelLength       = 256 // user, hostname, names, idempotency keys
+	MaxMetadataEntries   = 32
+	MaxMetadataValue     = 1024
+)
+
+// LeasingStrategy decides which acquisitions share one lease.
+type LeasingStrategy string
+
+const (
+	PerFingerprint LeasingStrategy = "fingerprint" // the default
+	PerUser        LeasingStrategy = "user"
+	PerHostname    LeasingStrategy = "hostname"
+	PerAcquisition LeasingStrategy = "acquisition" // no dedupe but idempotency keys
+)
+
+// License grants Seats (+ Overdraft) concurrent leases.
+type License struct {
+	ID              string            `json:"id"`
+	TenantID        string            `json:"tenant_id"`
+	Key             string            `json:"key"`
+	Name            string            `json:"name,omitempty"`
+	Seats           int               `json:"seats"`
+	Overdraft       int               `json:"overdraft,omitempty"`
+	LeaseTTL        time.Duration     `json:"lease_ttl"`
+	RevivalWindow   time.Duration     `json:"revival_window,omitempty"`
+	LeasingStrategy LeasingStrategy   `json:"leasing_strategy"`
+	Active          bool              `json:"active"`
+	ExpiresAt       time.Time         `json:"expires_at,omitzero"` // zero: never
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	CreatedAt       time.Time         `json:"created_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+}
+
+// SeatLimit is the most live leases the license allows.
+func (l *License) SeatLimit() int { return l.Seats + l.Overdraft }
+
+// HeartbeatInterval is the interval suggested to clients.
+func (l *License) HeartbeatInterval() time.Duration { return l.LeaseTTL / HeartbeatDivisor }
+
+// CheckUsable returns ErrLicenseInactive or ErrLicenseExpired when the license
+// may not grant or keep seats at now.
+func (l *License) CheckUsable(now time.Time) error {
+	if !l.Active {
+		return ErrLicenseInactive
+	}
+	if !l.ExpiresAt.IsZero() && !now.Before(l.ExpiresAt) {
+		return ErrLicenseExpired
+	}
+	return nil
+}
+
+// LeaseState is where a lease is in its life.
+type LeaseState string
+
+const (
+	LeaseActive   LeaseState = "active"
+	LeaseReleased LeaseState = "released"
+	LeaseExpired  LeaseState = "expired"
+	LeaseRevoked  LeaseState = "revoked"
+)
+
+// Terminal reports whether s is an end state.
+func (s LeaseState) Terminal() bool { return s == LeaseReleased || s == LeaseExpired || s == LeaseRevoked }
+
+// Lease is one seat held by one client.
+type Lease struct {
+	ID              string            `json:"id"`
+	LicenseID       string            `json:"license_id"`
+	TenantID        string            `json:"tenant_id"`
+	TokenHash       string            `json:"token_hash"` // hex SHA-256 of the lease token
+	Fingerprint     string            `json:"fingerprint"`
+	User            string            `json:"user,omitempty"`
+	Hostname        string            `json:"hostname,omitempty"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	IdempotencyKey  string            `json:"idempotency_key,omitempty"`
+	DedupeKey       string            `json:"dedupe_key,omitempty"` // per the leasing strategy; "" = none
+	State           LeaseState        `json:"state"`
+	AcquiredAt      time.Time         `json:"acquired_at"`
+	LastHeartbeatAt time.Time         `json:"last_heartbeat_at"`
+	ExpiresAt       time.Time         `json:"expires_at"` // the deadline
+	EndedAt         time.Time         `json:"ended_at,omitzero"`
+}
+
+// Live reports whether the lease holds a seat at now: active and before its
+// deadline (invariant 2: an expired lease stops counting at its deadline).
+func (l *Lease) Live(now time.Time) bool {
+	return l.State == LeaseActive && now.Before(l.ExpiresAt)
+}
+
+// DedupeKey is the key under which acquisitions share a lease for the given
+// strategy, or "" when every acquisition gets its own seat.
+func DedupeKey(s LeasingStrategy, fingerprint, user, hostname string) string {
+	switch s {
+	case PerUser:
+		if user == "" {
+			return "fp:" + fingerprint
+		}
+		return "user:" + user
+	case PerHostname:
+		if hostname == "" {
+			return "fp:" + fingerprint
+		}
+		return "host:" + hostname
+	case PerAcquisition:
+		return ""
+	default:
+		return "fp:" + fingerprint
+	}
+}
+
+// UsageEvent records how long a lease held its seat; exactly one per ended lease.
+type UsageEvent struct {
+	LeaseID   string        `json:"lease_id"`
+	LicenseID string        `json:"license_id"`
+	TenantID  string        `json:"tenant_id"`
+	EndState  LeaseState    `json:"end_state"`
+	StartedAt time.Time     `json:"started_at"`
+	EndedAt   time.Time     `json:"ended_at"`
+	Duration  time.Duration `json:"duration"`
+}
+
+// CleanupEvent records one zombie reclaimed; exactly one per expired lease.
+type CleanupEvent struct {
+	LeaseID         string    `json:"lease_id"`
+	LicenseID       string    `json:"license_id"`
+	TenantID        string    `json:"tenant_id"`
+	CleanupType     string    `json:"cleanup_type"` // "zombie"
+	LastHeartbeatAt time.Time `json:"last_heartbeat_at"`
+	ExpiresAt       time.Time `json:"expires_at"`
+	CleanedAt       time.Time `json:"cleaned_at"`
+}
+
+// AuditEntry records an administrative or system action.
+type AuditEntry struct {
+	ID         string            `json:"id"`
+	TenantID   string            `json:"tenant_id"`
+	Actor      string            `json:"actor"`  // "operator", "apikey:<id>", "system"
+	Action     string            `json:"action"` // e.g. "license.create", "lease.expire"
+	Resource   string            `json:"resource"`
+	ResourceID string            `json:"resource_id"`
+	Details    map[string]string `json:"details,omitempty"`
+	At         time.Time         `json:"at"`
+}
+
+// Tenant owns licenses and API keys.
+type Tenant struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// APIKey administers one tenant. Only the hash of its secret is stored.
+type APIKey struct {
+	ID         string    `json:"id"`
+	TenantID   string    `json:"tenant_id"`
+	Name       string    `json:"name,omitempty"`
+	SecretHash string    `json:"secret_hash"`
+	CreatedAt  time.Time `json:"created_at"`
+	RevokedAt  time.Time `json:"revoked_at,omitzero"`
+}
+
+// Page asks for one page of a list. Token is opaque, from a previous answer.
+type Page struct {
+	Size  int
+	Token string
+}
+
+// Usage notes how CleanupEvent.CleanupType is spelled for zombies.
+const CleanupTypeZombie = "zombie"

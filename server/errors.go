@@ -1,0 +1,125 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies an Error. Transports map codes to their own status (see
+// grpcapi); anything that is not an *Error is internal and never shown.
+type Code string
+
+const (
+	EINVALID         Code = "invalid"          // bad input; Field names it
+	ENOTFOUND        Code = "not_found"        // no such license, lease, tenant or key (or not yours)
+	ECONFLICT        Code = "conflict"         // already exists
+	EEXHAUSTED       Code = "exhausted"        // no seat free, queue full
+	EEXPIRED         Code = "lease_expired"    // heartbeat after the deadline
+	EPRECONDITION    Code = "precondition"     // license inactive/expired, lease already ended
+	EUNAUTHENTICATED Code = "unauthenticated"  // missing or unknown credentials
+	EPERMISSION      Code = "permission"       // known credentials, not allowed
+	EUNAVAILABLE     Code = "unavailable"      // backend down or rebuilding; retry
+	EINTERNAL        Code = "internal"
+)
+
+// Reasons are the machine-readable google.rpc.ErrorInfo reasons clients see.
+const (
+	ReasonInvalidArgument  = "INVALID_ARGUMENT"
+	ReasonLicenseNotFound  = "LICENSE_NOT_FOUND"
+	ReasonLeaseNotFound    = "LEASE_NOT_FOUND"
+	ReasonTenantNotFound   = "TENANT_NOT_FOUND"
+	ReasonAPIKeyNotFound   = "API_KEY_NOT_FOUND"
+	ReasonAlreadyExists    = "ALREADY_EXISTS"
+	ReasonSeatsExhausted   = "SEATS_EXHAUSTED"
+	ReasonQueueFull        = "QUEUE_FULL"
+	ReasonLeaseExpired     = "LEASE_EXPIRED"
+	ReasonLeaseReleased    = "LEASE_RELEASED"
+	ReasonLeaseRevoked     = "LEASE_REVOKED"
+	ReasonLeaseTokenWrong  = "LEASE_TOKEN_INVALID"
+	ReasonLicenseInactive  = "LICENSE_INACTIVE"
+	ReasonLicenseExpired   = "LICENSE_EXPIRED"
+	ReasonUnauthenticated  = "UNAUTHENTICATED"
+	ReasonPermissionDenied = "PERMISSION_DENIED"
+	ReasonUnavailable      = "BACKEND_UNAVAILABLE"
+)
+
+// Error is a failure a caller may see. Message is written for the client and
+// must not contain internal detail (SQL, addresses, stack).
+type Error struct {
+	Code     Code
+	Reason   string            // ErrorInfo reason; defaults per code
+	Message  string            // for the client
+	Field    string            // for EINVALID: the offending request field
+	Metadata map[string]string // ErrorInfo metadata, e.g. seats_in_use
+	Err      error             // internal cause, logged, never shown
+}
+
+func (e *Error) Error() string {
+	s := string(e.Code) + ": " + e.Message
+	if e.Field != "" {
+		s = string(e.Code) + ": " + e.Field + ": " + e.Message
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code, reason and client message.
+func Errorf(code Code, reason, format string, args ...any) *Error {
+	return &Error{Code: code, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid reports bad input in one request field.
+func Invalid(field, format string, args ...any) *Error {
+	return &Error{Code: EINVALID, Reason: ReasonInvalidArgument, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unavailable wraps a transient backend failure: the client may retry.
+func Unavailable(err error) *Error {
+	return &Error{Code: EUNAVAILABLE, Reason: ReasonUnavailable, Message: "storage backend unavailable, retry", Err: err}
+}
+
+// ErrorCode returns the code of err, EINTERNAL for anything that is not an *Error.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorReason returns the ErrorInfo reason of err ("" if none).
+func ErrorReason(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
+}
+
+// Common errors. Compare with ErrorCode/ErrorReason, not ==, since callers
+// may wrap them.
+var (
+	ErrLicenseNotFound = Errorf(ENOTFOUND, ReasonLicenseNotFound, "license not found")
+	ErrLeaseNotFound   = Errorf(ENOTFOUND, ReasonLeaseNotFound, "lease not found")
+	ErrTenantNotFound  = Errorf(ENOTFOUND, ReasonTenantNotFound, "tenant not found")
+	ErrAPIKeyNotFound  = Errorf(ENOTFOUND, ReasonAPIKeyNotFound, "api key not found")
+	ErrLeaseExpired    = Errorf(EEXPIRED, ReasonLeaseExpired, "lease expired; acquire a new seat")
+	ErrLeaseReleased   = Errorf(EPRECONDITION, ReasonLeaseReleased, "lease was released; acquire a new seat")
+	ErrLeaseRevoked    = Errorf(EPRECONDITION, ReasonLeaseRevoked, "lease was revoked")
+	ErrLeaseToken      = Errorf(EPERMISSION, ReasonLeaseTokenWrong, "lease token does not match the lease")
+	ErrLicenseInactive = Errorf(EPRECONDITION, ReasonLicenseInactive, "license is not active")
+	ErrLicenseExpired  = Errorf(EPRECONDITION, ReasonLicenseExpired, "license has expired")
+)
+
+// SeatsExhausted is the error for a full license.
+func SeatsExhausted(inUse, limit int) *Error {
+	return &Error{
+		Code: EEXHAUSTED, Reason: ReasonSeatsExhausted,
+		Message:  fmt.Sprintf("no seat free: %d of %d in use", inUse, limit),
+		Metadata: map[string]string{"seats_in_use": fmt.Sprint(inUse), "seat_limit": fmt.Sprint(limit)},
+	}
+}

@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"time"
+)
+
+// Store is everything seatd keeps. Two implementations exist: embedded (one
+// node, a local data directory) and distributed (PostgreSQL record + Redis
+// live leases). Both pass the conformance suite in server/storetest, and a
+// client cannot tell them apart.
+//
+// All methods are safe for concurrent use. Time comes from the store itself
+// (its clock, or Redis TIME), never from the caller, so that every instance
+// judges deadlines by one clock. Errors are *Error values (ErrorCode tells the
+// kind); a backend failure is EUNAVAILABLE and changes nothing.
+type Store interface {
+	TenantStore
+	LicenseStore
+	LeaseStore
+	CleanupStore
+	RecordStore
+	// Close flushes buffered writes (heartbeat write-behind) and releases the
+	// store's resources. A closed store must not be used again.
+	Close() error
+}
+
+// TenantStore keeps tenants and their API keys.
+type TenantStore interface {
+	// CreateTenant stores t as given (ID and CreatedAt set by the caller).
+	// Returns ECONFLICT if the id is taken.
+	CreateTenant(ctx context.Context, t Tenant) (Tenant, error)
+	// GetTenant returns ENOTFOUND (ErrTenantNotFound) if absent.
+	GetTenant(ctx context.Context, id string) (Tenant, error)
+	// ListTenants lists tenants by id, ascending.
+	ListTenants(ctx context.Context, p Page) ([]Tenant, string, error)
+	// CreateAPIKey stores k (ID, SecretHash, CreatedAt set by the caller).
+	// Returns ErrTenantNotFound if k.TenantID does not exist.
+	CreateAPIKey(ctx context.Context, k APIKey) (APIKey, error)
+	// ListAPIKeys lists a tenant's keys (revoked ones too), oldest first.
+	ListAPIKeys(ctx context.Context, tenantID string, p Page) ([]APIKey, string, error)
+	// RevokeAPIKey sets RevokedAt (once; revoking again returns the key
+	// unchanged). Returns ErrAPIKeyNotFound.
+	RevokeAPIKey(ctx context.Context, id string) (APIKey, error)
+	// APIKeyBySecretHash finds a key, revoked or not, by the hash of its
+	// secret. Returns ErrAPIKeyNotFound.
+	APIKeyBySecretHash(ctx context.Context, hash string) (APIKey, error)
+}
+
+// LicenseStore keeps licenses. Every method is scoped to one tenant: a
+// license of another tenant is ErrLicenseNotFound, exactly as a missing one.
+type LicenseStore interface {
+	// CreateLicense stores l as given: the caller has validated it and set
+	// ID, Key, TenantID, CreatedAt and UpdatedAt. Returns ErrTenantNotFound
+	// if the tenant does not exist, ECONFLICT (field "license.key") if the
+	// key is taken by any license of any tenant.
+	CreateLicense(ctx context.Context, l License) (License, error)
+	GetLicense(ctx context.Context, tenantID, id string) (License, error)
+	// ListLicenses lists a tenant's licenses, oldest first (by CreatedAt, ID).
+	ListLicenses(ctx context.Context, tenantID string, p Page) ([]License, string, error)
+	// UpdateLicense loads the license, calls update on a copy, and stores the
+	// result atomically with respect to acquisitions on that license.
+	// update may return an error (e.g. EINVALID), which is returned as is
+	// and changes nothing. ID, TenantID, Key and CreatedAt cannot change;
+	// UpdatedAt is set by the store.
+	UpdateLicense(ctx context.Context, tenantID, id string, update func(*License) error) (License, error)
+	// DeleteLicense revokes every active lease of the license (each gets
+	// its usage event) and removes the license: its key stops working and
+	// Get/List no longer show it. Lease history and events are kept.
+	// Returns the number of leases revoked.
+	DeleteLicense(ctx context.Context, tenantID, id string) (int, error)
+}
+
+// AcquireRequest asks for a seat. The caller has validated the fields and
+// generated LeaseID and TokenHash; the store uses them only if a new lease
+// is created (or, for TokenHash, when it hands back an existing lease).
+type AcquireRequest struct {
+	LicenseKey     string
+	Fingerprint    string
+	User           string
+	Hostname       string
+	Metadata       map[string]string
+	IdempotencyKey string
+	LeaseID        string
+	TokenHash      string
+}
+
+// AcquireResult is a granted (or re-found) lease.
+type AcquireResult struct {
+	Lease      Lease
+	License    License
+	SeatsInUse int  // live leases on the license after this call, this one included
+	Existing   bool // an existing lease was handed back (token rotated, deadline renewed)
+}
+
+// LeaseStore is the hot path: acquire, heartbeat, release. Each method is
+// atomic per license: the seat count is checked and changed in one step
+// (invariant 1), never by a read-then-write across round trips.
+type LeaseStore interface {
+	// Acquire grants a seat on the license whose key is req.LicenseKey:
+	//   - ErrLicenseNotFound if no (undeleted) license has that key;
+	//   - ErrLicenseInactive / ErrLicenseExpired (License.CheckUsable);
+	//   - if a live lease of the license has the same IdempotencyKey (when
+	//     non-empty), or the same DedupeKey per the license's leasing strategy
+	//     (when non-empty), that lease is returned with Existing=true, its
+	//     TokenHash replaced by req.TokenHash, LastHeartbeatAt=now and its
+	//     deadline renewed to now+TTL; no second seat is taken (invariant 4);
+	//   - otherwise, if fewer than SeatLimit() leases are live (Lease.Live:
+	//     leases past their deadline do not count, cleaned up or not), a new
+	//     active lease with ID req.LeaseID, AcquiredAt=LastHeartbeatAt=now and
+	//     ExpiresAt=now+TTL;
+	//   - else SeatsExhausted(inUse, limit).
+	// The new lease is durable before Acquire returns.
+	Acquire(ctx context.Context, req AcquireRequest) (AcquireResult, error)
+
+	// Heartbeat renews an active lease to now+TTL and sets LastHeartbeatAt.
+	//   - ErrLeaseNotFound if no lease has that id;
+	//   - ErrLeaseToken if SHA-256(token) != the lease's TokenHash (checked
+	//     before anything else about the lease is revealed);
+	//   - ErrLeaseReleased / ErrLeaseRevoked for those end states;
+	//   - ErrLeaseExpired when the lease is in state expired, or when now is
+	//     at or past its deadline (strict expiry, invariant 3), except: if
+	//     the lease is still in state active, now < deadline+RevivalWindow,
+	//     and a seat is free (live leases < SeatLimit), it is revived;
+	//   - ErrLicenseInactive / ErrLicenseExpired if the license can no longer
+	//     keep seats (the lease then runs out at its deadline).
+	// Heartbeats may reach durable storage in batches (write-behind); Close
+	// flushes them.
+	Heartbeat(ctx context.Context, leaseID, tokenHash string) (Lease, error)
+
+	// Release ends an active lease as released (EndedAt=now) and writes its
+	// usage event. Same id/token checks as Heartbeat. Releasing a released
+	// lease returns it unchanged (idempotent). A lease past its deadline, or
+	// expired or revoked, returns ErrLeaseExpired / ErrLeaseRevoked and
+	// changes nothing (cleanup records the expiry).
+	Release(ctx context.Context, leaseID, tokenHash string) (Lease, error)
+
+	// Revoke ends an active lease (even one past its deadline but not yet
+	// cleaned up) as revoked, with its usage event. A lease already in an
+	// end state is returned unchanged (idempotent). ErrLeaseNotFound if the
+	// lease does not exist or belongs to another tenant.
+	Revoke(ctx context.Context, tenantID, leaseID string) (Lease, error)
+
+	// GetLease returns a lease of the tenant, or ErrLeaseNotFound.
+	GetLease(ctx context.Context, tenantID, leaseID string) (Lease, error)
+
+	// ListLeases lists a license's leases newest first (AcquiredAt desc, ID
+	// desc), only those in state when state != "". ErrLicenseNotFound if the
+	// license is not the tenant's (deleted licenses too).
+	ListLeases(ctx context.Context, tenantID, licenseID string, state LeaseState, p Page) ([]Lease, string, error)
+
+	// SeatsInUse counts the live leases of a license (not past deadline).
+	SeatsInUse(ctx context.Context, tenantID, licenseID string) (int, error)
+}
+
+// LeaseRef names a lease found by the expiry index.
+type LeaseRef struct {
+	LeaseID   string
+	LicenseID string
+	ExpiresAt time.Time
+}
+
+// CleanupStore is what the cleaner needs. Cost grows with the number of
+// expired leases, not with all leases: stores keep an index by deadline.
+type CleanupStore interface {
+	// DueLeases returns up to limit active leases whose deadline is at or
+	// before now (the store's clock), ordered by (ExpiresAt, LeaseID), and
+	// strictly after the cursor `after` when it is non-nil (so a pass never
+	// sees the same lease twice). It changes nothing.
+	DueLeases(ctx context.Context, after *LeaseRef, limit int) ([]LeaseRef, error)
+
+	// ExpireLeases ends the given leases as expired, in one transaction, but
+	// only those still active and still past their deadline when checked
+	// under the store's lock/transaction (a heartbeat may have won the
+	// race). For each one it sets State=expired and EndedAt=now, writes one
+	// usage event (AcquiredAt to LastHeartbeatAt), one CleanupEvent of type
+	// "zombie" and an audit entry (actor "system", action "lease.expire").
+	// It returns the leases it expired. Calling it twice, or from two
+	// cleaners at once, records each lease once (invariant 5). On a backend
+	// error nothing is removed (invariant 6).
+	ExpireLeases(ctx context.Context, refs []LeaseRef) ([]Lease, error)
+
+	// ZombieReport answers the seed's analytics over cleanup events of the
+	// tenant with CleanedAt in [q.Start, q.End).
+	ZombieReport(ctx context.Context, q ZombieQuery) (ZombieReport, error)
+}
+
+// ZombieQuery selects a report window.
+type ZombieQuery struct {
+	TenantID string
+	Start    time.Time
+	End      time.Time
+	TopLimit int
+}
+
+// ZombieReport answers the three analytics queries of the zombie-cleanup seed.
+type ZombieReport struct {
+	Days                 []ZombieDay      // ascending by date (UTC)
+	TopLicenses          []LicenseZombies // by ZombieCount desc, then LicenseID
+	MeanMinutesToCleanup float64          // mean of CleanedAt - LastHeartbeatAt, minutes; 0 if none
+	Total                int64
+}
+
+// ZombieDay is zombies cleaned on one UTC date.
+type ZombieDay struct {
+	Date             string // YYYY-MM-DD
+	ZombiesCleaned   int64
+	AffectedLicenses int64
+}
+
+// LicenseZombies ranks one license by zombies in the window.
+type LicenseZombies struct {
+	LicenseID   string
+	LicenseName string
+	ZombieCount int64
+	LeaseCount  int64   // all leases ever acquired on the license
+	Percentage  float64 // ZombieCount / LeaseCount * 100
+}
+
+// RecordStore reads the exactly-once records and writes the audit log.
+type RecordStore interface {
+	// UsageEvents returns the usage events of a license (any state), oldest first.
+	UsageEvents(ctx context.Context, tenantID, licenseID string) ([]UsageEvent, error)
+	// CleanupEvents returns the cleanup events of a license, oldest first.
+	CleanupEvents(ctx context.Context, tenantID, licenseID string) ([]CleanupEvent, error)
+	// AppendAudit stores an audit entry (ID and At set by the caller).
+	AppendAudit(ctx context.Context, e AuditEntry) error
+	// AuditLog lists a tenant's audit entries, oldest first.
+	AuditLog(ctx context.Context, tenantID string, p Page) ([]AuditEntry, string, error)
+}
+
+// Page sizes.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// PageSize returns the effective size of p.
+func (p Page) PageSize() int {
+	switch {
+	case p.Size <= 0:
+		return DefaultPageSize
+	case p.Size > MaxPageSize:
+		return MaxPageSize
+	}
+	return p.Size
+}
