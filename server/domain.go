@@ -79,7 +79,9 @@ const (
 )
 
 // Terminal reports whether s is an end state.
-func (s LeaseState) Terminal() bool { return s == LeaseReleased || s == LeaseExpired || s == LeaseRevoked }
+func (s LeaseState) Terminal() bool {
+	return s == LeaseReleased || s == LeaseExpired || s == LeaseRevoked
+}
 
 // Lease is one seat held by one client.
 type Lease struct {

@@ -10,15 +10,15 @@ import (
 type Code string
 
 const (
-	EINVALID         Code = "invalid"          // bad input; Field names it
-	ENOTFOUND        Code = "not_found"        // no such license, lease, tenant or key (or not yours)
-	ECONFLICT        Code = "conflict"         // already exists
-	EEXHAUSTED       Code = "exhausted"        // no seat free, queue full
-	EEXPIRED         Code = "lease_expired"    // heartbeat after the deadline
-	EPRECONDITION    Code = "precondition"     // license inactive/expired, lease already ended
-	EUNAUTHENTICATED Code = "unauthenticated"  // missing or unknown credentials
-	EPERMISSION      Code = "permission"       // known credentials, not allowed
-	EUNAVAILABLE     Code = "unavailable"      // backend down or rebuilding; retry
+	EINVALID         Code = "invalid"         // bad input; Field names it
+	ENOTFOUND        Code = "not_found"       // no such license, lease, tenant or key (or not yours)
+	ECONFLICT        Code = "conflict"        // already exists
+	EEXHAUSTED       Code = "exhausted"       // no seat free, queue full
+	EEXPIRED         Code = "lease_expired"   // heartbeat after the deadline
+	EPRECONDITION    Code = "precondition"    // license inactive/expired, lease already ended
+	EUNAUTHENTICATED Code = "unauthenticated" // missing or unknown credentials
+	EPERMISSION      Code = "permission"      // known credentials, not allowed
+	EUNAVAILABLE     Code = "unavailable"     // backend down or rebuilding; retry
 	EINTERNAL        Code = "internal"
 )
 

@@ -1,0 +1,161 @@
+// Package daemon is the seatd program: configuration, wiring, serving and
+// shutdown. main only calls Main; tests run the same code in-process.
+package daemon
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/seatd/seatd/server/cleanup"
+)
+
+// Config is everything seatd can be told. Every flag has an environment
+// variable (SEATD_ + the flag name in upper snake case); a flag given on the
+// command line wins.
+type Config struct {
+	GRPCAddr    string
+	HTTPAddr    string
+	DataDir     string
+	OperatorKey string
+	InstanceID  string
+	LogLevel    string
+	LogFormat   string
+
+	CleanupInterval    time.Duration
+	CleanupBatch       int
+	CleanupConcurrency int
+	CleanupSoftLimit   time.Duration
+	CleanupHardLimit   time.Duration
+
+	DrainDelay      time.Duration
+	ShutdownTimeout time.Duration
+}
+
+func defaultInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "seatd"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// flagSet declares the flags onto c.
+func (c *Config) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("seatd", flag.ContinueOnError)
+	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:7070", "gRPC listen address")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (REST, /metrics, /healthz, /readyz)")
+	fs.StringVar(&c.DataDir, "data-dir", "./seatd-data", "embedded mode: directory for the data files")
+	fs.StringVar(&c.OperatorKey, "operator-key", "", "operator bearer key; generated and kept in the data dir when empty")
+	fs.StringVar(&c.InstanceID, "instance-id", defaultInstanceID(), "this instance's id in logs and cleanup status")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.DurationVar(&c.CleanupInterval, "cleanup-interval", cleanup.DefaultInterval, "time between cleanup passes (±5% jitter)")
+	fs.IntVar(&c.CleanupBatch, "cleanup-batch", cleanup.DefaultBatchSize, "leases expired per cleanup transaction")
+	fs.IntVar(&c.CleanupConcurrency, "cleanup-concurrency", cleanup.DefaultConcurrency, "cleanup batches in flight at once")
+	fs.DurationVar(&c.CleanupSoftLimit, "cleanup-soft-limit", cleanup.DefaultSoftLimit, "a pass takes no new batch after this long")
+	fs.DurationVar(&c.CleanupHardLimit, "cleanup-hard-limit", cleanup.DefaultHardLimit, "a pass is cancelled after this long")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on shutdown, how long to stay up reporting not-ready before closing")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "on shutdown, how long in-flight calls may take before they are cut")
+	return fs
+}
+
+// EnvName is the environment variable of a flag: --grpc-addr → SEATD_GRPC_ADDR.
+func EnvName(flagName string) string {
+	return "SEATD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// errHelp is returned by ParseConfig when -h was asked for.
+var errHelp = flag.ErrHelp
+
+// ParseConfig reads flags from args and, for flags not given, environment
+// variables from getenv. Errors name the flag or variable at fault.
+func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+	var c Config
+	fs := c.flagSet()
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(usage)
+			fmt.Fprintln(usage, "Usage: seatd [flags]\n\nEvery flag can also be set through its environment variable, e.g. --grpc-addr as SEATD_GRPC_ADDR.\n\nFlags:")
+			fs.PrintDefaults()
+			return c, errHelp
+		}
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || given[f.Name] {
+			return
+		}
+		if v := getenv(EnvName(f.Name)); v != "" {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("invalid value %q for %s: %v", v, EnvName(f.Name), serr)
+			}
+		}
+	})
+	if err != nil {
+		return c, err
+	}
+	return c, c.validate()
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.GRPCAddr == "":
+		return errors.New("--grpc-addr must not be empty")
+	case c.HTTPAddr == "":
+		return errors.New("--http-addr must not be empty")
+	case c.DataDir == "":
+		return errors.New("--data-dir must not be empty")
+	case c.CleanupInterval < time.Second:
+		return errors.New("--cleanup-interval must be at least 1s")
+	case c.CleanupBatch < 1 || c.CleanupBatch > 10000:
+		return errors.New("--cleanup-batch must be between 1 and 10000")
+	case c.CleanupConcurrency < 1 || c.CleanupConcurrency > 1000:
+		return errors.New("--cleanup-concurrency must be between 1 and 1000")
+	case c.CleanupSoftLimit <= 0 || c.CleanupHardLimit < c.CleanupSoftLimit:
+		return errors.New("--cleanup-soft-limit must be positive and at most --cleanup-hard-limit")
+	case c.DrainDelay < 0:
+		return errors.New("--drain-delay must not be negative")
+	case c.ShutdownTimeout <= 0:
+		return errors.New("--shutdown-timeout must be positive")
+	case c.OperatorKey != "" && len(c.OperatorKey) < 16:
+		return errors.New("--operator-key must be at least 16 characters")
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return errors.New("--log-format must be text or json")
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, fmt.Errorf("--log-level: unknown level %q (debug, info, warn, error)", s)
+	}
+	return l, nil
+}
+
+func (c *Config) logger(w io.Writer) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if c.LogFormat == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(h).With("instance", c.InstanceID)
+}

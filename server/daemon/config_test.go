@@ -1,0 +1,81 @@
+package daemon
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, c Config)
+	}{
+		{name: "defaults", check: func(t *testing.T, c Config) {
+			require.Equal(t, "127.0.0.1:7070", c.GRPCAddr)
+			require.Equal(t, "127.0.0.1:8080", c.HTTPAddr)
+			require.Equal(t, "./seatd-data", c.DataDir)
+			require.Equal(t, 60*time.Second, c.CleanupInterval)
+			require.Equal(t, 500, c.CleanupBatch)
+			require.Equal(t, 20, c.CleanupConcurrency)
+			require.Equal(t, 50*time.Second, c.CleanupSoftLimit)
+			require.Equal(t, 55*time.Second, c.CleanupHardLimit)
+		}},
+		{name: "env fills unset flags", env: map[string]string{"SEATD_GRPC_ADDR": ":9000", "SEATD_CLEANUP_INTERVAL": "5s"},
+			check: func(t *testing.T, c Config) {
+				require.Equal(t, ":9000", c.GRPCAddr)
+				require.Equal(t, 5*time.Second, c.CleanupInterval)
+			}},
+		{name: "flag beats env", args: []string{"--grpc-addr", ":1"}, env: map[string]string{"SEATD_GRPC_ADDR": ":2"},
+			check: func(t *testing.T, c Config) { require.Equal(t, ":1", c.GRPCAddr) }},
+		{name: "bad flag value names the flag", args: []string{"--cleanup-interval=abc"}, wantErr: "cleanup-interval"},
+		{name: "bad env value names the variable", env: map[string]string{"SEATD_CLEANUP_BATCH": "x"}, wantErr: "SEATD_CLEANUP_BATCH"},
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: "nope"},
+		{name: "stray argument", args: []string{"serve"}, wantErr: `unexpected argument "serve"`},
+		{name: "interval too short", args: []string{"--cleanup-interval=10ms"}, wantErr: "--cleanup-interval"},
+		{name: "soft above hard", args: []string{"--cleanup-soft-limit=60s", "--cleanup-hard-limit=55s"}, wantErr: "--cleanup-soft-limit"},
+		{name: "short operator key", args: []string{"--operator-key=abc"}, wantErr: "--operator-key"},
+		{name: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := ParseConfig(tt.args, env(tt.env), io.Discard)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "SEATD_GRPC_ADDR", EnvName("grpc-addr"))
+	require.Equal(t, "SEATD_CLEANUP_SOFT_LIMIT", EnvName("cleanup-soft-limit"))
+}
+
+func TestLoadOperatorKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key, generated, err := loadOperatorKey("", dir)
+	require.NoError(t, err)
+	require.True(t, generated)
+	again, generated, err := loadOperatorKey("", dir)
+	require.NoError(t, err)
+	require.False(t, generated, "a kept key is not printed again")
+	require.Equal(t, key, again)
+	configured, generated, err := loadOperatorKey("configured-key-123456", dir)
+	require.NoError(t, err)
+	require.False(t, generated)
+	require.Equal(t, "configured-key-123456", configured)
+}

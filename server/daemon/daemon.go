@@ -1,0 +1,262 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/cleanup"
+	"github.com/seatd/seatd/server/embedded"
+	"github.com/seatd/seatd/server/gateway"
+	"github.com/seatd/seatd/server/grpcapi"
+	"github.com/seatd/seatd/server/metrics"
+)
+
+// Main runs seatd with the given arguments until ctx ends (a signal), and
+// returns the process exit code. Errors at start are one line on stderr.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := ParseConfig(args, os.Getenv, stdout)
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "seatd: %v (see seatd -h)\n", err)
+		return 2
+	}
+	d, err := Start(ctx, cfg, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "seatd: %v\n", err)
+		return 1
+	}
+	<-ctx.Done()
+	if err := d.Shutdown(); err != nil {
+		fmt.Fprintf(stderr, "seatd: shutdown: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// Daemon is a running seatd.
+type Daemon struct {
+	cfg       Config
+	log       *slog.Logger
+	store     server.Store
+	scheduler *cleanup.Scheduler
+	grpc      *grpc.Server
+	health    *health.Server
+	http      *http.Server
+	gateway   *gateway.Handler
+	conn      *grpc.ClientConn
+	grpcLn    net.Listener
+	httpLn    net.Listener
+	serveErr  chan error
+	closeOnce sync.Once
+}
+
+// GRPCAddr and HTTPAddr are the addresses actually bound (useful with port 0).
+func (d *Daemon) GRPCAddr() string { return d.grpcLn.Addr().String() }
+func (d *Daemon) HTTPAddr() string { return d.httpLn.Addr().String() }
+
+// Start opens storage, binds both ports and serves in the background.
+func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err error) {
+	d := &Daemon{cfg: cfg, log: cfg.logger(logOut), serveErr: make(chan error, 2)}
+	defer func() {
+		if err != nil {
+			d.closeAll()
+		}
+	}()
+
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir %s is not usable: %w", cfg.DataDir, err)
+	}
+	operatorKey, generated, err := loadOperatorKey(cfg.OperatorKey, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if generated {
+		fmt.Fprintf(logOut, "\n  seatd generated an operator key (kept in %s/%s; shown only this once):\n\n      %s\n\n  Use it as: authorization: Bearer <key>\n\n", cfg.DataDir, operatorKeyFile, operatorKey)
+	}
+
+	d.store, err = embedded.Open(cfg.DataDir, embedded.Options{Logger: d.log})
+	if err != nil {
+		return nil, fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
+	}
+	if err := ensureDefaultTenant(ctx, d.store); err != nil {
+		return nil, err
+	}
+
+	if d.grpcLn, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
+		return nil, fmt.Errorf("cannot listen on %s (--grpc-addr): %w", cfg.GRPCAddr, err)
+	}
+	if d.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("cannot listen on %s (--http-addr): %w", cfg.HTTPAddr, err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg)
+	rpcMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+	reg.MustRegister(rpcMetrics)
+
+	cleaner := cleanup.NewCleaner(d.store, cleanup.Config{
+		BatchSize: cfg.CleanupBatch, Concurrency: cfg.CleanupConcurrency,
+		SoftLimit: cfg.CleanupSoftLimit, HardLimit: cfg.CleanupHardLimit,
+	}, d.log, m)
+	d.scheduler = &cleanup.Scheduler{Cleaner: cleaner, Interval: cfg.CleanupInterval}
+	leadership := cleanup.Solo{ID: cfg.InstanceID}
+	m.Leader.Set(1)
+
+	api := grpcapi.New(grpcapi.Config{
+		Store: d.store, Cleaner: cleaner, Scheduler: d.scheduler, Leadership: leadership,
+		OperatorKey: operatorKey, Logger: d.log, Metrics: m,
+	})
+	panicked := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		d.log.ErrorContext(ctx, "panic in handler", "panic", p)
+		return status.Error(codes.Internal, "internal error")
+	})
+	d.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(rpcMetrics.UnaryServerInterceptor(), recovery.UnaryServerInterceptor(panicked), api.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(rpcMetrics.StreamServerInterceptor(), recovery.StreamServerInterceptor(panicked)),
+	)
+	api.Register(d.grpc)
+	d.health = health.NewServer()
+	healthpb.RegisterHealthServer(d.grpc, d.health)
+	reflection.Register(d.grpc)
+	rpcMetrics.InitializeMetrics(d.grpc)
+
+	// The gateway calls our own gRPC port, so REST gets the same interceptors.
+	d.conn, err = grpc.NewClient(loopback(d.grpcLn.Addr()), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("gateway connection: %w", err)
+	}
+	d.gateway, err = gateway.New(ctx, d.conn, reg)
+	if err != nil {
+		return nil, err
+	}
+	d.http = &http.Server{Handler: d.gateway, ReadHeaderTimeout: 10 * time.Second}
+
+	go func() { d.serveErr <- d.grpc.Serve(d.grpcLn) }()
+	go func() {
+		if err := d.http.Serve(d.httpLn); !errors.Is(err, http.ErrServerClosed) {
+			d.serveErr <- err
+		}
+	}()
+	d.scheduler.Start(context.WithoutCancel(ctx))
+
+	d.setServing(true)
+	d.log.Info("seatd serving", "mode", "embedded", "grpc", d.GRPCAddr(), "http", d.HTTPAddr(), "data_dir", cfg.DataDir)
+	return d, nil
+}
+
+func (d *Daemon) setServing(ok bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	d.health.SetServingStatus("", st)
+	for _, name := range grpcapi.ServiceNames {
+		d.health.SetServingStatus(name, st)
+	}
+	d.gateway.SetReady(ok)
+}
+
+// Shutdown drains in GracefulStop order (DESIGN.md): not-ready first, wait
+// for load balancers, stop cleanup, stop gRPC gracefully within the timeout,
+// stop HTTP, then flush and close storage last.
+func (d *Daemon) Shutdown() error {
+	step := func(name string, f func()) {
+		start := time.Now()
+		f()
+		d.log.Info("shutdown step done", "step", name, "took", time.Since(start).Round(time.Millisecond))
+	}
+	var err error
+	step("not ready", func() { d.setServing(false) })
+	step("drain delay", func() { time.Sleep(d.cfg.DrainDelay) })
+	step("stop cleanup", d.scheduler.Stop)
+	step("grpc graceful stop", func() {
+		t := time.AfterFunc(d.cfg.ShutdownTimeout, d.grpc.Stop)
+		d.grpc.GracefulStop()
+		t.Stop()
+	})
+	step("http shutdown", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
+		defer cancel()
+		if e := d.http.Shutdown(ctx); e != nil {
+			err = errors.Join(err, fmt.Errorf("http: %w", e))
+		}
+	})
+	step("close storage", func() {
+		if e := d.closeAll(); e != nil {
+			err = errors.Join(err, e)
+		}
+	})
+	return err
+}
+
+// closeAll releases what Start opened; safe after a partial Start.
+func (d *Daemon) closeAll() error {
+	var err error
+	d.closeOnce.Do(func() {
+		if d.grpc != nil {
+			d.grpc.Stop()
+		}
+		if d.http != nil {
+			_ = d.http.Close()
+		}
+		if d.conn != nil {
+			_ = d.conn.Close()
+		}
+		for _, ln := range []net.Listener{d.grpcLn, d.httpLn} {
+			if ln != nil {
+				_ = ln.Close()
+			}
+		}
+		if d.store != nil {
+			err = d.store.Close()
+		}
+	})
+	return err
+}
+
+func ensureDefaultTenant(ctx context.Context, s server.Store) error {
+	_, err := s.CreateTenant(ctx, server.Tenant{ID: server.DefaultTenantID, Name: "Default", CreatedAt: time.Now()})
+	if err != nil && server.ErrorCode(err) != server.ECONFLICT {
+		return fmt.Errorf("create default tenant: %w", err)
+	}
+	return nil
+}
+
+// loopback turns a wildcard listen address into one a client can dial.
+func loopback(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if tcp.IP.IsUnspecified() {
+		if tcp.IP.To4() != nil {
+			return fmt.Sprintf("127.0.0.1:%d", tcp.Port)
+		}
+		return fmt.Sprintf("[::1]:%d", tcp.Port)
+	}
+	return tcp.String()
+}

@@ -1,0 +1,112 @@
+package grpcapi
+
+import (
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/server"
+)
+
+type protoadaptMessage = protoadapt.MessageV1
+
+func ts(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func dur(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+var strategyToProto = map[server.LeasingStrategy]seatdv1.LeasingStrategy{
+	server.PerFingerprint: seatdv1.LeasingStrategy_LEASING_STRATEGY_PER_FINGERPRINT,
+	server.PerUser:        seatdv1.LeasingStrategy_LEASING_STRATEGY_PER_USER,
+	server.PerHostname:    seatdv1.LeasingStrategy_LEASING_STRATEGY_PER_HOSTNAME,
+	server.PerAcquisition: seatdv1.LeasingStrategy_LEASING_STRATEGY_PER_ACQUISITION,
+}
+
+var strategyFromProto = map[seatdv1.LeasingStrategy]server.LeasingStrategy{
+	seatdv1.LeasingStrategy_LEASING_STRATEGY_UNSPECIFIED:     server.PerFingerprint,
+	seatdv1.LeasingStrategy_LEASING_STRATEGY_PER_FINGERPRINT: server.PerFingerprint,
+	seatdv1.LeasingStrategy_LEASING_STRATEGY_PER_USER:        server.PerUser,
+	seatdv1.LeasingStrategy_LEASING_STRATEGY_PER_HOSTNAME:    server.PerHostname,
+	seatdv1.LeasingStrategy_LEASING_STRATEGY_PER_ACQUISITION: server.PerAcquisition,
+}
+
+var stateToProto = map[server.LeaseState]seatdv1.LeaseState{
+	server.LeaseActive:   seatdv1.LeaseState_LEASE_STATE_ACTIVE,
+	server.LeaseReleased: seatdv1.LeaseState_LEASE_STATE_RELEASED,
+	server.LeaseExpired:  seatdv1.LeaseState_LEASE_STATE_EXPIRED,
+	server.LeaseRevoked:  seatdv1.LeaseState_LEASE_STATE_REVOKED,
+}
+
+var stateFromProto = map[seatdv1.LeaseState]server.LeaseState{
+	seatdv1.LeaseState_LEASE_STATE_UNSPECIFIED: "",
+	seatdv1.LeaseState_LEASE_STATE_ACTIVE:      server.LeaseActive,
+	seatdv1.LeaseState_LEASE_STATE_RELEASED:    server.LeaseReleased,
+	seatdv1.LeaseState_LEASE_STATE_EXPIRED:     server.LeaseExpired,
+	seatdv1.LeaseState_LEASE_STATE_REVOKED:     server.LeaseRevoked,
+}
+
+func licenseToProto(l server.License) *seatdv1.License {
+	active := l.Active
+	return &seatdv1.License{
+		Id:              l.ID,
+		Key:             l.Key,
+		Seats:           int32(l.Seats),
+		LeaseTtl:        durationpb.New(l.LeaseTTL),
+		Active:          &active,
+		TenantId:        l.TenantID,
+		Name:            l.Name,
+		Overdraft:       int32(l.Overdraft),
+		RevivalWindow:   dur(l.RevivalWindow),
+		LeasingStrategy: strategyToProto[l.LeasingStrategy],
+		ExpiresAt:       ts(l.ExpiresAt),
+		Metadata:        l.Metadata,
+		CreateTime:      ts(l.CreatedAt),
+		UpdateTime:      ts(l.UpdatedAt),
+	}
+}
+
+// leaseToProto omits secrets (token hash) and the time-judged state: a lease
+// past its deadline but not yet cleaned is shown as expired, since it no
+// longer holds a seat (invariant 2).
+func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
+	state := stateToProto[l.State]
+	if l.State == server.LeaseActive && !now.Before(l.ExpiresAt) {
+		state = seatdv1.LeaseState_LEASE_STATE_EXPIRED
+	}
+	return &seatdv1.Lease{
+		Id:              l.ID,
+		LicenseId:       l.LicenseID,
+		Fingerprint:     l.Fingerprint,
+		State:           state,
+		AcquiredAt:      ts(l.AcquiredAt),
+		ExpiresAt:       ts(l.ExpiresAt),
+		User:            l.User,
+		Hostname:        l.Hostname,
+		Metadata:        l.Metadata,
+		LastHeartbeatAt: ts(l.LastHeartbeatAt),
+		EndedAt:         ts(l.EndedAt),
+	}
+}
+
+func tenantToProto(t server.Tenant) *seatdv1.Tenant {
+	return &seatdv1.Tenant{Id: t.ID, Name: t.Name, CreateTime: ts(t.CreatedAt)}
+}
+
+func apiKeyToProto(k server.APIKey) *seatdv1.ApiKey {
+	return &seatdv1.ApiKey{Id: k.ID, TenantId: k.TenantID, Name: k.Name, CreateTime: ts(k.CreatedAt), RevokeTime: ts(k.RevokedAt)}
+}
+
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,84 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/server"
+)
+
+type heartbeatService struct {
+	seatdv1.UnimplementedHeartbeatServiceServer
+	s *Server
+}
+
+var _ seatdv1.HeartbeatServiceServer = (*heartbeatService)(nil)
+
+func (h *heartbeatService) Heartbeat(ctx context.Context, req *seatdv1.HeartbeatRequest) (*seatdv1.HeartbeatResponse, error) {
+	l, err := h.s.heartbeat(ctx, req.GetLeaseId(), req.GetLeaseToken())
+	if err != nil {
+		return nil, toStatus(ctx, h.s.log, err)
+	}
+	return &seatdv1.HeartbeatResponse{
+		ExpiresAt:         timestamppb.New(l.ExpiresAt),
+		HeartbeatInterval: durationpb.New(l.ExpiresAt.Sub(l.LastHeartbeatAt) / server.HeartbeatDivisor),
+		Lease:             leaseToProto(l, h.s.now()),
+	}, nil
+}
+
+func (s *Server) heartbeat(ctx context.Context, id, token string) (server.Lease, error) {
+	if err := leaseCredentials(id, token); err != nil {
+		return server.Lease{}, err
+	}
+	l, err := s.store.Heartbeat(ctx, id, server.HashSecret(token))
+	s.metrics.Heartbeats.WithLabelValues(resultLabel(err)).Inc()
+	return l, err
+}
+
+// HeartbeatStream answers each ping with the new deadline. The first message
+// names the lease; later ones may be empty. A failed heartbeat ends the
+// stream with its status (e.g. LEASE_EXPIRED), after an EXPIRED or REVOKED
+// signal when that is the reason.
+func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_HeartbeatStreamServer) error {
+	ctx := stream.Context()
+	var id, token string
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			id, token = req.GetLeaseId(), req.GetLeaseToken()
+		} else if req.GetLeaseId() != "" && req.GetLeaseId() != id {
+			return toStatus(ctx, h.s.log, server.Invalid("lease_id", "a stream keeps one lease alive; open another stream for another lease"))
+		}
+		l, err := h.s.heartbeat(ctx, id, token)
+		if err != nil {
+			var signal seatdv1.HeartbeatSignal
+			switch server.ErrorReason(err) {
+			case server.ReasonLeaseExpired:
+				signal = seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_EXPIRED
+			case server.ReasonLeaseRevoked:
+				signal = seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_REVOKED
+			}
+			if signal != seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_UNSPECIFIED {
+				_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: signal})
+			}
+			return toStatus(ctx, h.s.log, err)
+		}
+		if err := stream.Send(&seatdv1.HeartbeatStreamResponse{
+			ExpiresAt:         timestamppb.New(l.ExpiresAt),
+			HeartbeatInterval: durationpb.New(l.ExpiresAt.Sub(l.LastHeartbeatAt) / server.HeartbeatDivisor),
+		}); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package grpcapi
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/server"
+)
+
+type seatService struct {
+	seatdv1.UnimplementedSeatServiceServer
+	s *Server
+}
+
+var _ seatdv1.SeatServiceServer = (*seatService)(nil)
+
+func (h *seatService) AcquireSeat(ctx context.Context, req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {
+	resp, err := h.s.acquire(ctx, req.GetLicenseKey(), req.GetFingerprint(), req.GetUser(), req.GetHostname(), req.GetIdempotencyKey(), req.GetMetadata())
+	h.s.metrics.Acquisitions.WithLabelValues(resultLabel(err)).Inc()
+	if err != nil {
+		return nil, toStatus(ctx, h.s.log, err)
+	}
+	return resp, nil
+}
+
+func (s *Server) acquire(ctx context.Context, key, fp, user, host, idem string, md map[string]string) (*seatdv1.AcquireSeatResponse, error) {
+	if err := clientFields(key, fp, user, host, idem, md); err != nil {
+		return nil, err
+	}
+	token := server.NewSecret(server.PrefixLeaseToken)
+	res, err := s.store.Acquire(ctx, server.AcquireRequest{
+		LicenseKey: key, Fingerprint: fp, User: user, Hostname: host, Metadata: md, IdempotencyKey: idem,
+		LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret(token),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &seatdv1.AcquireSeatResponse{
+		Lease:             leaseToProto(res.Lease, s.now()),
+		LeaseToken:        token,
+		HeartbeatInterval: durationpb.New(res.License.HeartbeatInterval()),
+		SeatsInUse:        int32(res.SeatsInUse),
+		SeatLimit:         int32(res.License.SeatLimit()),
+	}, nil
+}
+
+func (h *seatService) ReleaseSeat(ctx context.Context, req *seatdv1.ReleaseSeatRequest) (*seatdv1.ReleaseSeatResponse, error) {
+	if err := leaseCredentials(req.GetLeaseId(), req.GetLeaseToken()); err != nil {
+		return nil, toStatus(ctx, h.s.log, err)
+	}
+	l, err := h.s.store.Release(ctx, req.GetLeaseId(), server.HashSecret(req.GetLeaseToken()))
+	h.s.metrics.Releases.WithLabelValues(resultLabel(err)).Inc()
+	if err != nil {
+		return nil, toStatus(ctx, h.s.log, err)
+	}
+	return &seatdv1.ReleaseSeatResponse{Lease: leaseToProto(l, h.s.now())}, nil
+}
+
+func (h *seatService) WaitForSeat(*seatdv1.WaitForSeatRequest, seatdv1.SeatService_WaitForSeatServer) error {
+	return status.Error(codes.Unimplemented, "WaitForSeat is not available yet; poll AcquireSeat with backoff")
+}
+
+// resultLabel is the metrics label for an RPC outcome: "ok" or the error code.
+func resultLabel(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return string(server.ErrorCode(err))
+}

@@ -1,0 +1,74 @@
+// Package grpcapi implements the seatd.v1 gRPC services over a server.Store.
+// Handlers validate input, call the store, and turn errors into statuses
+// through one table (status.go).
+package grpcapi
+
+import (
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/cleanup"
+	"github.com/seatd/seatd/server/metrics"
+)
+
+// Server holds what the three services share.
+type Server struct {
+	store      server.Store
+	cleaner    *cleanup.Cleaner
+	scheduler  *cleanup.Scheduler
+	leadership cleanup.Leadership
+	auth       *Authenticator
+	log        *slog.Logger
+	metrics    *metrics.Metrics
+	now        func() time.Time
+}
+
+// Config wires a Server.
+type Config struct {
+	Store       server.Store
+	Cleaner     *cleanup.Cleaner
+	Scheduler   *cleanup.Scheduler // may be nil (no scheduled passes)
+	Leadership  cleanup.Leadership
+	OperatorKey string
+	Logger      *slog.Logger
+	Metrics     *metrics.Metrics
+}
+
+// New returns a Server.
+func New(cfg Config) *Server {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := cfg.Metrics
+	if m == nil {
+		m = metrics.Discard()
+	}
+	return &Server{
+		store: cfg.Store, cleaner: cfg.Cleaner, scheduler: cfg.Scheduler, leadership: cfg.Leadership,
+		auth: &Authenticator{OperatorKey: cfg.OperatorKey, Keys: cfg.Store},
+		log:  log, metrics: m, now: time.Now,
+	}
+}
+
+// Register adds the three seatd services to g.
+func (s *Server) Register(g grpc.ServiceRegistrar) {
+	seatdv1.RegisterSeatServiceServer(g, &seatService{s: s})
+	seatdv1.RegisterHeartbeatServiceServer(g, &heartbeatService{s: s})
+	seatdv1.RegisterAdminServiceServer(g, &adminService{s: s})
+}
+
+// UnaryInterceptor authenticates admin calls.
+func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor { return s.auth.UnaryInterceptor(s) }
+
+// ServiceNames are the fully qualified names of the seatd services, for the
+// health protocol and reflection.
+var ServiceNames = []string{
+	seatdv1.SeatService_ServiceDesc.ServiceName,
+	seatdv1.HeartbeatService_ServiceDesc.ServiceName,
+	seatdv1.AdminService_ServiceDesc.ServiceName,
+}
