@@ -189,6 +189,9 @@ func (d *Daemon) Shutdown() error {
 		f()
 		d.log.Info("shutdown step done", "step", name, "took", time.Since(start).Round(time.Millisecond))
 	}
+	d.log.Info("shutting down; a second signal stops at once", "drain_delay", d.cfg.DrainDelay, "shutdown_timeout", d.cfg.ShutdownTimeout)
+	start := time.Now()
+	defer func() { d.log.Info("shutdown complete", "took", time.Since(start).Round(time.Millisecond)) }()
 	var err error
 	step("not ready", func() { d.setServing(false) })
 	step("drain delay", func() { time.Sleep(d.cfg.DrainDelay) })
