@@ -1,0 +1,67 @@
+package embedded
+
+import (
+	"encoding/json"
+	"maps"
+
+	"github.com/seatd/seatd/server"
+)
+
+// licenseRecord is a license as stored. Deleted licenses stay so that the
+// history of their leases and events keeps its context.
+type licenseRecord struct {
+	server.License
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// leaseRecord is a lease as stored. Rev orders the writes of one lease: a
+// write-behind flush of an older in-memory version never overwrites a newer
+// one that a synchronous write already stored.
+type leaseRecord struct {
+	server.Lease
+	Rev uint64 `json:"rev"`
+}
+
+func encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only plain structs of strings, times and maps are encoded.
+		panic("embedded: encode: " + err.Error())
+	}
+	return b
+}
+
+func decode[T any](b []byte) (T, error) {
+	var v T
+	err := json.Unmarshal(b, &v)
+	return v, err
+}
+
+// cloneLease copies l so that callers never share the map in memory.
+func cloneLease(l server.Lease) server.Lease {
+	l.Metadata = maps.Clone(l.Metadata)
+	return l
+}
+
+func cloneLicense(l server.License) server.License {
+	l.Metadata = maps.Clone(l.Metadata)
+	return l
+}
+
+// normalize gives a license the shape it has after a round trip through the
+// database, so a value read before and after a restart compares equal.
+func normalize(l server.License) server.License {
+	n, err := decode[server.License](encode(l))
+	if err != nil {
+		panic("embedded: normalize: " + err.Error())
+	}
+	return n
+}
+
+// nilIfEmpty stores an empty map as nil, as a round trip through JSON would.
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}

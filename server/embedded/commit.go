@@ -1,0 +1,89 @@
+package embedded
+
+import (
+	"slices"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// maxGroup bounds how many writes share one transaction.
+const maxGroup = 512
+
+// committer is group commit: a write that arrives while a transaction is
+// being committed waits and goes into the next one with every other write
+// that arrived meanwhile. A lone write commits at once (bbolt's own Batch
+// would wait for its MaxBatchDelay first), and under load many writes share
+// one fsync.
+type committer struct {
+	db      *bolt.DB
+	mu      sync.Mutex
+	queue   []*commitCall
+	running bool
+}
+
+type commitCall struct {
+	fn   func(*bolt.Tx) error
+	err  error
+	done chan struct{}
+}
+
+// write runs fn in a write transaction and returns once it is durable.
+// fn may run more than once (when a write sharing its transaction fails,
+// the others run again without it), so it must reset anything it collects.
+func (c *committer) write(fn func(*bolt.Tx) error) error {
+	call := &commitCall{fn: fn, done: make(chan struct{})}
+	c.mu.Lock()
+	c.queue = append(c.queue, call)
+	if !c.running {
+		c.running = true
+		go c.loop()
+	}
+	c.mu.Unlock()
+	<-call.done
+	return call.err
+}
+
+// loop commits groups until the queue is empty.
+func (c *committer) loop() {
+	for {
+		c.mu.Lock()
+		n := min(len(c.queue), maxGroup)
+		if n == 0 {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		group := slices.Clone(c.queue[:n])
+		c.queue = slices.Delete(c.queue, 0, n)
+		c.mu.Unlock()
+		c.commit(group)
+	}
+}
+
+// commit runs a group in one transaction. A write that fails gets its error
+// alone; the transaction is rolled back and the others run again.
+func (c *committer) commit(group []*commitCall) {
+	for len(group) > 0 {
+		failed := -1
+		err := c.db.Update(func(tx *bolt.Tx) error {
+			for i, call := range group {
+				if err := call.fn(tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if failed < 0 {
+			for _, call := range group {
+				call.err = err // nil, or the commit's failure for all
+				close(call.done)
+			}
+			return
+		}
+		group[failed].err = err
+		close(group[failed].done)
+		group = slices.Delete(group, failed, failed+1)
+	}
+}

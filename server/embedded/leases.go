@@ -1,0 +1,312 @@
+package embedded
+
+import (
+	"context"
+	"crypto/subtle"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/seatd/seatd/server"
+)
+
+func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		lic := s.idx.keys[req.LicenseKey]
+		if lic == nil {
+			return server.AcquireResult{}, server.ErrLicenseNotFound
+		}
+		if lic.busy || lic.creating {
+			s.wait()
+			continue
+		}
+		now := s.now()
+		if err := lic.lic.CheckUsable(now); err != nil {
+			return server.AcquireResult{}, err
+		}
+		dedupe := server.DedupeKey(lic.lic.LeasingStrategy, req.Fingerprint, req.User, req.Hostname)
+		if e := lic.match(req.IdempotencyKey, dedupe, now); e != nil {
+			if e.busy {
+				s.wait()
+				continue
+			}
+			return s.renew(e, req.TokenHash, now)
+		}
+		if n, limit := lic.liveCount(now), lic.lic.SeatLimit(); n >= limit {
+			return server.AcquireResult{}, server.SeatsExhausted(n, limit)
+		}
+		if _, dup := s.idx.leases[req.LeaseID]; dup {
+			return server.AcquireResult{}, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "lease id already exists")
+		}
+		return s.grant(lic, req, dedupe, now)
+	}
+}
+
+// grant takes a seat for a new lease: counted in memory at once, so that
+// concurrent acquisitions see it, and taken back if the write fails.
+func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, now time.Time) (server.AcquireResult, error) {
+	e := &entry{lic: lic, rev: 1, busy: true, lease: server.Lease{
+		ID:              req.LeaseID,
+		LicenseID:       lic.lic.ID,
+		TenantID:        lic.lic.TenantID,
+		TokenHash:       req.TokenHash,
+		Fingerprint:     req.Fingerprint,
+		User:            req.User,
+		Hostname:        req.Hostname,
+		Metadata:        nilIfEmpty(req.Metadata),
+		IdempotencyKey:  req.IdempotencyKey,
+		DedupeKey:       dedupe,
+		State:           server.LeaseActive,
+		AcquiredAt:      now,
+		LastHeartbeatAt: now,
+		ExpiresAt:       now.Add(lic.lic.LeaseTTL),
+	}}
+	s.idx.addLease(e)
+	rec := e.record()
+	var err error
+	s.unlocked(func() {
+		err = s.commit.write(func(tx *bolt.Tx) error { return insertLease(tx, rec) })
+	})
+	s.done(e)
+	if err != nil {
+		s.idx.removeLease(e)
+		return server.AcquireResult{}, s.fail("acquire", err)
+	}
+	return s.result(e, now, false), nil
+}
+
+// renew hands an existing lease back with a new token and deadline. Like
+// grant, it applies in memory first (the lease keeps its seat throughout)
+// and undoes the change if the write fails.
+func (s *Store) renew(e *entry, tokenHash string, now time.Time) (server.AcquireResult, error) {
+	prev := e.lease
+	e.lease.TokenHash = tokenHash
+	e.lease.LastHeartbeatAt = now
+	s.idx.setDeadline(e, now.Add(e.lic.lic.LeaseTTL))
+	e.rev++
+	e.busy = true
+	rec := e.record()
+	var err error
+	s.unlocked(func() {
+		err = s.commit.write(func(tx *bolt.Tx) error {
+			_, err := updateLease(tx, rec)
+			return err
+		})
+	})
+	s.done(e)
+	if err != nil {
+		s.idx.setDeadline(e, prev.ExpiresAt)
+		e.lease = prev
+		return server.AcquireResult{}, s.fail("acquire", err)
+	}
+	delete(s.idx.dirty, e) // the write carried every heartbeat so far
+	return s.result(e, now, true), nil
+}
+
+func (s *Store) result(e *entry, now time.Time, existing bool) server.AcquireResult {
+	return server.AcquireResult{
+		Lease:      cloneLease(e.lease),
+		License:    cloneLicense(e.lic.lic),
+		SeatsInUse: e.lic.liveCount(now),
+		Existing:   existing,
+	}
+}
+
+func (s *Store) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.ownLease(leaseID, tokenHash)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	if e == nil {
+		return server.Lease{}, s.endedError(leaseID, tokenHash)
+	}
+	now := s.now()
+	lic := e.lic
+	if !now.Before(e.lease.ExpiresAt) && !s.revivable(e, now) {
+		return server.Lease{}, server.ErrLeaseExpired
+	}
+	if err := lic.lic.CheckUsable(now); err != nil {
+		return server.Lease{}, err
+	}
+	e.lease.LastHeartbeatAt = now
+	s.idx.setDeadline(e, now.Add(lic.lic.LeaseTTL))
+	e.rev++
+	s.idx.dirty[e] = struct{}{} // write-behind: the flusher stores it
+	return cloneLease(e.lease), nil
+}
+
+// revivable reports whether a lease past its deadline may come back: within
+// the license's revival window and only if a seat is free (invariant 3).
+func (s *Store) revivable(e *entry, now time.Time) bool {
+	l := &e.lic.lic
+	return l.RevivalWindow > 0 &&
+		now.Before(e.lease.ExpiresAt.Add(l.RevivalWindow)) &&
+		e.lic.liveCount(now) < l.SeatLimit()
+}
+
+func (s *Store) Release(_ context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.ownLease(leaseID, tokenHash)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	if e == nil {
+		// Ended already: releasing a released lease is a no-op.
+		if err := s.endedError(leaseID, tokenHash); server.ErrorReason(err) != server.ReasonLeaseReleased {
+			return server.Lease{}, err
+		}
+		return s.storedLease(leaseID)
+	}
+	now := s.now()
+	if !e.lease.Live(now) {
+		return server.Lease{}, server.ErrLeaseExpired // cleanup records the expiry
+	}
+	return s.end(e, releasing(e, now))
+}
+
+func (s *Store) Revoke(_ context.Context, tenantID, leaseID string) (server.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		e := s.idx.leases[leaseID]
+		if e == nil {
+			l, err := s.storedLease(leaseID)
+			if err == nil && l.TenantID != tenantID {
+				return server.Lease{}, server.ErrLeaseNotFound
+			}
+			return l, err // already ended: unchanged
+		}
+		if e.lease.TenantID != tenantID {
+			return server.Lease{}, server.ErrLeaseNotFound
+		}
+		if e.busy {
+			s.wait()
+			continue
+		}
+		return s.end(e, revoking(e, s.now()))
+	}
+}
+
+// end stores the end of a lease, then frees its seat in memory: a failed
+// write frees nothing.
+func (s *Store) end(e *entry, end ending) (server.Lease, error) {
+	e.busy = true
+	var err error
+	s.unlocked(func() {
+		err = s.commit.write(func(tx *bolt.Tx) error {
+			_, err := endLease(tx, end)
+			return err
+		})
+	})
+	s.done(e)
+	if err != nil {
+		return server.Lease{}, s.fail("end lease", err)
+	}
+	s.idx.removeLease(e)
+	return cloneLease(end.rec.Lease), nil
+}
+
+func (s *Store) GetLease(_ context.Context, tenantID, leaseID string) (server.Lease, error) {
+	s.mu.Lock()
+	e := s.idx.leases[leaseID]
+	var l server.Lease
+	if e != nil {
+		l = cloneLease(e.lease)
+	}
+	s.mu.Unlock()
+	if e == nil {
+		var err error
+		if l, err = s.storedLease(leaseID); err != nil {
+			return server.Lease{}, err
+		}
+	}
+	if l.TenantID != tenantID {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	return l, nil
+}
+
+func (s *Store) SeatsInUse(_ context.Context, tenantID, licenseID string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lic, err := s.license(tenantID, licenseID)
+	if err != nil {
+		return 0, err
+	}
+	return lic.liveCount(s.now()), nil
+}
+
+// ownLease finds an active lease by id and checks the token before
+// anything else about it is revealed. It waits out writes in flight. A nil
+// entry with no error means the lease exists but has ended (or never held
+// a seat); the caller asks the disk. Call with s.mu held.
+func (s *Store) ownLease(leaseID, tokenHash string) (*entry, error) {
+	for {
+		e := s.idx.leases[leaseID]
+		if e == nil {
+			return nil, nil
+		}
+		if !tokenMatches(e.lease, tokenHash) {
+			return nil, server.ErrLeaseToken
+		}
+		if !e.busy {
+			return e, nil
+		}
+		s.wait()
+	}
+}
+
+// endedError is the error a heartbeat on a lease that is not active in
+// memory gets, after the same token check.
+func (s *Store) endedError(leaseID, tokenHash string) error {
+	l, err := s.storedLease(leaseID)
+	if err != nil {
+		return err
+	}
+	if !tokenMatches(l, tokenHash) {
+		return server.ErrLeaseToken
+	}
+	return endError(l.State)
+}
+
+// endError is the error for using a lease in state st. An "active" lease
+// that is not in memory holds no seat (it cannot happen; see load), so it
+// counts as expired.
+func endError(st server.LeaseState) error {
+	switch st {
+	case server.LeaseReleased:
+		return server.ErrLeaseReleased
+	case server.LeaseRevoked:
+		return server.ErrLeaseRevoked
+	default:
+		return server.ErrLeaseExpired
+	}
+}
+
+// storedLease reads a lease from disk. Safe with or without s.mu held:
+// database reads never wait for the lock.
+func (s *Store) storedLease(id string) (server.Lease, error) {
+	var l server.Lease
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketLeases).Get([]byte(id))
+		if v == nil {
+			return server.ErrLeaseNotFound
+		}
+		rec, err := decode[leaseRecord](v)
+		l = rec.Lease
+		return err
+	})
+	if err != nil {
+		return server.Lease{}, s.fail("get lease", err)
+	}
+	return l, nil
+}
+
+func tokenMatches(l server.Lease, tokenHash string) bool {
+	return subtle.ConstantTimeCompare([]byte(l.TokenHash), []byte(tokenHash)) == 1
+}

@@ -1,0 +1,211 @@
+package embedded
+
+import (
+	"context"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/seatd/seatd/server"
+)
+
+func (s *Store) CreateLicense(_ context.Context, l server.License) (server.License, error) {
+	l = normalize(l)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, taken := s.idx.keys[l.Key]; taken {
+		return server.License{}, &server.Error{
+			Code: server.ECONFLICT, Reason: server.ReasonAlreadyExists,
+			Field: "license.key", Message: "license key already exists",
+		}
+	}
+	if _, taken := s.idx.licenses[l.ID]; taken {
+		return server.License{}, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "license already exists")
+	}
+	// Reserve id and key in memory so that a concurrent create of the same
+	// key fails at once; acquisitions wait until the write settles.
+	lic := newLicense(l)
+	lic.creating = true
+	s.idx.addLicense(lic)
+
+	var err error
+	s.unlocked(func() {
+		err = s.commit.write(func(tx *bolt.Tx) error {
+			if tx.Bucket(bucketTenants).Get([]byte(l.TenantID)) == nil {
+				return server.ErrTenantNotFound
+			}
+			return putAll(
+				put{tx.Bucket(bucketLicenses), []byte(l.ID), encode(licenseRecord{License: l})},
+				put{tx.Bucket(bucketLicensesTenant), timeKey(l.TenantID, l.CreatedAt, l.ID), nil},
+			)
+		})
+	})
+	lic.creating = false
+	s.idle.Broadcast()
+	if err != nil {
+		s.idx.removeLicense(lic)
+		return server.License{}, s.fail("create license", err)
+	}
+	return cloneLicense(l), nil
+}
+
+func (s *Store) GetLicense(_ context.Context, tenantID, id string) (server.License, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lic, err := s.license(tenantID, id)
+	if err != nil {
+		return server.License{}, err
+	}
+	return cloneLicense(lic.lic), nil
+}
+
+func (s *Store) ListLicenses(_ context.Context, tenantID string, p server.Page) ([]server.License, string, error) {
+	var out []server.License
+	var next string
+	pfx := prefix(tenantID)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		licenses := tx.Bucket(bucketLicenses)
+		var err error
+		out, next, err = scanPage(tx.Bucket(bucketLicensesTenant), pfx, p, false, func(k, _ []byte) (server.License, bool, error) {
+			rec, err := decode[licenseRecord](licenses.Get([]byte(idFromTimeKey(k, len(pfx)))))
+			return rec.License, err == nil && !rec.Deleted, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, "", s.fail("list licenses", err)
+	}
+	return out, next, nil
+}
+
+func (s *Store) UpdateLicense(_ context.Context, tenantID, id string, update func(*server.License) error) (server.License, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lic, err := s.idleLicense(tenantID, id)
+	if err != nil {
+		return server.License{}, err
+	}
+	// Acquisitions on the license wait until the new version is stored, so
+	// none is judged against a limit that is about to change.
+	lic.busy = true
+	defer func() {
+		lic.busy = false
+		s.idle.Broadcast()
+	}()
+	cur := lic.lic
+	next := cloneLicense(cur)
+	s.unlocked(func() {
+		// update is the caller's code: never run it under the store's lock.
+		if err = update(&next); err != nil {
+			return
+		}
+		next.ID, next.TenantID, next.Key, next.CreatedAt = cur.ID, cur.TenantID, cur.Key, cur.CreatedAt
+		next.UpdatedAt = s.now()
+		next = normalize(next)
+		err = s.commit.write(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketLicenses).Put([]byte(id), encode(licenseRecord{License: next}))
+		})
+		if err != nil {
+			err = s.fail("update license", err)
+		}
+	})
+	if err != nil {
+		return server.License{}, err
+	}
+	lic.lic = next
+	return cloneLicense(next), nil
+}
+
+func (s *Store) DeleteLicense(_ context.Context, tenantID, id string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lic, err := s.idleLicense(tenantID, id)
+	if err != nil {
+		return 0, err
+	}
+	lic.busy = true // no new acquisitions
+	defer func() {
+		lic.busy = false
+		s.idle.Broadcast()
+	}()
+	// Let writes already in flight on its leases settle first.
+	for s.anyBusy(lic.entries()) {
+		s.wait()
+	}
+
+	now := s.now()
+	es := lic.entries()
+	ends := make([]ending, len(es))
+	for i, e := range es {
+		e.busy = true
+		ends[i] = revoking(e, now)
+		ends[i].audit = systemAudit(e.lease, "lease.revoke", now, map[string]string{"reason": "license deleted"})
+	}
+	rec := licenseRecord{License: lic.lic, Deleted: true}
+	revoked := 0
+	s.unlocked(func() {
+		err = s.commit.write(func(tx *bolt.Tx) error {
+			revoked = 0
+			for _, end := range ends {
+				ok, err := endLease(tx, end)
+				if err != nil {
+					return err
+				}
+				if ok {
+					revoked++
+				}
+			}
+			// History keeps the record; listings and the key index drop it.
+			if err := tx.Bucket(bucketLicensesTenant).Delete(timeKey(rec.TenantID, rec.CreatedAt, rec.ID)); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketLicenses).Put([]byte(id), encode(rec))
+		})
+	})
+	s.done(es...)
+	if err != nil {
+		return 0, s.fail("delete license", err)
+	}
+	for _, e := range es {
+		s.idx.removeLease(e)
+	}
+	lic.deleted = true
+	delete(s.idx.keys, lic.lic.Key)
+	return revoked, nil
+}
+
+// license finds a visible license of the tenant. Call with s.mu held.
+func (s *Store) license(tenantID, id string) (*license, error) {
+	lic := s.idx.licenses[id]
+	if lic == nil || lic.deleted || lic.creating || lic.lic.TenantID != tenantID {
+		return nil, server.ErrLicenseNotFound
+	}
+	return lic, nil
+}
+
+// idleLicense is license, after waiting out any update or delete in flight.
+func (s *Store) idleLicense(tenantID, id string) (*license, error) {
+	for {
+		lic, err := s.license(tenantID, id)
+		if err != nil || !lic.busy {
+			return lic, err
+		}
+		s.wait()
+	}
+}
+
+func (s *Store) anyBusy(es []*entry) bool {
+	for _, e := range es {
+		if e.busy {
+			return true
+		}
+	}
+	return false
+}
+
+// unlocked runs f with s.mu released: for database I/O, which must never
+// run under the lock.
+func (s *Store) unlocked(f func()) {
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	f()
+}

@@ -1,0 +1,90 @@
+package embedded
+
+import (
+	"bytes"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/seatd/seatd/server"
+)
+
+// scanPage walks the keys of b that start with pfx, ascending (or
+// descending), strictly after the key in p.Token, and returns one page of
+// the items fn accepts with the token of the next page ("" on the last).
+// It looks one accepted item ahead so that a last page has no token.
+func scanPage[T any](b *bolt.Bucket, pfx []byte, p server.Page, desc bool, fn func(k, v []byte) (T, bool, error)) ([]T, string, error) {
+	after, err := decodeToken(p.Token, pfx)
+	if err != nil {
+		return nil, "", err
+	}
+	size := p.PageSize()
+	var (
+		out     []T
+		lastKey []byte
+	)
+	c := b.Cursor()
+	for k, v := start(c, pfx, after, desc); k != nil && bytes.HasPrefix(k, pfx); k, v = step(c, desc) {
+		item, ok, err := fn(k, v)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ok {
+			continue
+		}
+		if len(out) == size {
+			return out, encodeToken(lastKey), nil
+		}
+		out = append(out, item)
+		lastKey = bytes.Clone(k)
+	}
+	return out, "", nil
+}
+
+func step(c *bolt.Cursor, desc bool) ([]byte, []byte) {
+	if desc {
+		return c.Prev()
+	}
+	return c.Next()
+}
+
+// start positions c on the first key of the walk.
+func start(c *bolt.Cursor, pfx, after []byte, desc bool) ([]byte, []byte) {
+	switch {
+	case !desc && after != nil:
+		k, v := c.Seek(after)
+		if bytes.Equal(k, after) {
+			return c.Next()
+		}
+		return k, v
+	case !desc:
+		if pfx == nil {
+			return c.First()
+		}
+		return c.Seek(pfx)
+	}
+	// Descending: seek to the first key at or past the bound, step back.
+	bound := after
+	if bound == nil {
+		bound = prefixEnd(pfx)
+	}
+	if bound == nil {
+		return c.Last()
+	}
+	if k, _ := c.Seek(bound); k == nil {
+		return c.Last()
+	}
+	return c.Prev()
+}
+
+// prefixEnd is the smallest key greater than every key with prefix pfx, or
+// nil for no bound.
+func prefixEnd(pfx []byte) []byte {
+	end := bytes.Clone(pfx)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

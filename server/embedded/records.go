@@ -1,0 +1,86 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/seatd/seatd/server"
+)
+
+// UsageEvents lists a license's usage events by end time. A deleted
+// license's history stays readable.
+func (s *Store) UsageEvents(_ context.Context, tenantID, licenseID string) ([]server.UsageEvent, error) {
+	if err := s.historyOf(tenantID, licenseID); err != nil {
+		return nil, err
+	}
+	return scanAll[server.UsageEvent](s, "usage events", bucketUsage, prefix(licenseID))
+}
+
+// CleanupEvents lists a license's cleanup events by cleanup time.
+func (s *Store) CleanupEvents(_ context.Context, tenantID, licenseID string) ([]server.CleanupEvent, error) {
+	if err := s.historyOf(tenantID, licenseID); err != nil {
+		return nil, err
+	}
+	return scanAll[server.CleanupEvent](s, "cleanup events", bucketCleanupLicense, prefix(licenseID))
+}
+
+func (s *Store) AppendAudit(_ context.Context, e server.AuditEntry) error {
+	err := s.commit.write(func(tx *bolt.Tx) error {
+		p := auditPut(tx, e)
+		return p.b.Put(p.k, p.v)
+	})
+	if err != nil {
+		return s.fail("append audit", err)
+	}
+	return nil
+}
+
+func (s *Store) AuditLog(_ context.Context, tenantID string, p server.Page) ([]server.AuditEntry, string, error) {
+	var out []server.AuditEntry
+	var next string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, next, err = scanPage(tx.Bucket(bucketAudit), prefix(tenantID), p, false, func(_, v []byte) (server.AuditEntry, bool, error) {
+			e, err := decode[server.AuditEntry](v)
+			return e, true, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, "", s.fail("audit log", err)
+	}
+	return out, next, nil
+}
+
+// historyOf checks that the license is, or was, the tenant's.
+func (s *Store) historyOf(tenantID, licenseID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lic := s.idx.licenses[licenseID]
+	if lic == nil || lic.creating || lic.lic.TenantID != tenantID {
+		return server.ErrLicenseNotFound
+	}
+	return nil
+}
+
+// scanAll decodes every value under pfx, in key order.
+func scanAll[T any](s *Store, what string, bucket, pfx []byte) ([]T, error) {
+	var out []T
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucket).Cursor()
+		for k, v := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
+			item, err := decode[T](v)
+			if err != nil {
+				return err
+			}
+			out = append(out, item)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail(what, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,96 @@
+package embedded
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/seatd/seatd/server"
+)
+
+const defaultTopLimit = 20
+
+// ZombieReport reads only the tenant's cleanup events inside the window:
+// they are keyed by tenant and cleanup time. A zero End means no end.
+func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
+	if !q.End.IsZero() && q.End.Before(q.Start) {
+		return server.ZombieReport{}, server.Invalid("end", "end must not be before start")
+	}
+	top := q.TopLimit
+	if top <= 0 {
+		top = defaultTopLimit
+	}
+	type day struct {
+		zombies  int64
+		licenses map[string]struct{}
+	}
+	var (
+		rep      server.ZombieReport
+		days     = map[string]*day{}
+		perLic   = map[string]int64{}
+		waitMins float64 // sum of minutes from last heartbeat to cleanup
+	)
+	pfx := prefix(q.TenantID)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketCleanupTenant).Cursor()
+		for k, v := c.Seek(timeKey(q.TenantID, q.Start, "")); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
+			if !q.End.IsZero() && !timeFromTimeKey(k, len(pfx)).Before(q.End) {
+				break
+			}
+			ev, err := decode[server.CleanupEvent](v)
+			if err != nil {
+				return err
+			}
+			date := ev.CleanedAt.UTC().Format(time.DateOnly)
+			d := days[date]
+			if d == nil {
+				d = &day{licenses: map[string]struct{}{}}
+				days[date] = d
+			}
+			d.zombies++
+			d.licenses[ev.LicenseID] = struct{}{}
+			perLic[ev.LicenseID]++
+			waitMins += ev.CleanedAt.Sub(ev.LastHeartbeatAt).Minutes()
+			rep.Total++
+		}
+
+		for lic, n := range perLic {
+			rep.TopLicenses = append(rep.TopLicenses, server.LicenseZombies{LicenseID: lic, ZombieCount: n})
+		}
+		slices.SortFunc(rep.TopLicenses, func(a, b server.LicenseZombies) int {
+			return cmp.Or(cmp.Compare(b.ZombieCount, a.ZombieCount), cmp.Compare(a.LicenseID, b.LicenseID))
+		})
+		rep.TopLicenses = rep.TopLicenses[:min(top, len(rep.TopLicenses))]
+		for i := range rep.TopLicenses {
+			t := &rep.TopLicenses[i]
+			t.LeaseCount = int64(bytesUint64(tx.Bucket(bucketLeaseCounts).Get([]byte(t.LicenseID))))
+			if t.LeaseCount > 0 {
+				t.Percentage = float64(t.ZombieCount) / float64(t.LeaseCount) * 100
+			}
+			if v := tx.Bucket(bucketLicenses).Get([]byte(t.LicenseID)); v != nil {
+				rec, err := decode[licenseRecord](v)
+				if err != nil {
+					return err
+				}
+				t.LicenseName = rec.Name
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return server.ZombieReport{}, s.fail("zombie report", err)
+	}
+
+	for date, d := range days {
+		rep.Days = append(rep.Days, server.ZombieDay{Date: date, ZombiesCleaned: d.zombies, AffectedLicenses: int64(len(d.licenses))})
+	}
+	slices.SortFunc(rep.Days, func(a, b server.ZombieDay) int { return cmp.Compare(a.Date, b.Date) })
+	if rep.Total > 0 {
+		rep.MeanMinutesToCleanup = waitMins / float64(rep.Total)
+	}
+	return rep, nil
+}

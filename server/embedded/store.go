@@ -1,0 +1,137 @@
+// Package embedded is seatd's one-node storage backend: a bbolt database in
+// a local data directory, with every active lease also held in memory so
+// that seat counting, heartbeats and the expiry index never touch the disk.
+//
+// One mutex guards the memory. Database writes happen outside it, with the
+// lease (or license) marked busy so that nothing else changes it meanwhile.
+// Writes that take or keep a seat are applied in memory first and undone if
+// the write fails; writes that free a seat are stored first and applied in
+// memory after. A failed write therefore never lets a license exceed its
+// limit (invariant 1).
+package embedded
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/seatd/seatd/server"
+)
+
+var _ server.Store = (*Store)(nil)
+
+// Options configure a Store. Zero values take the defaults.
+type Options struct {
+	// Clock is the store's time (default time.Now). All deadlines are
+	// judged by it.
+	Clock func() time.Time
+	// HeartbeatFlushInterval is how often heartbeats are written to disk
+	// (default 5s). A crash loses at most this much heartbeat progress.
+	HeartbeatFlushInterval time.Duration
+	// Logger reports background failures (default slog.Default()).
+	Logger *slog.Logger
+}
+
+const (
+	defaultFlushInterval = 5 * time.Second
+	lockTimeout          = time.Second
+	dbFileName           = "seatd.db"
+)
+
+// Store is the embedded server.Store.
+type Store struct {
+	db         *bolt.DB
+	commit     committer // every write goes through it
+	clock      func() time.Time
+	log        *slog.Logger
+	flushEvery time.Duration
+
+	mu   sync.Mutex
+	idle *sync.Cond // broadcast whenever a busy mark is cleared
+	idx  index
+
+	stop      chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (or creates) the store in dir and loads its active leases.
+func Open(dir string, opts Options) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, dbFileName), 0o600, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("data dir %s is in use by another seatd process", dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open database in data dir %s: %w", dir, err)
+	}
+	s := &Store{
+		db:         db,
+		clock:      opts.Clock,
+		log:        cmp.Or(opts.Logger, slog.Default()),
+		flushEvery: cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
+		idx:        newIndex(),
+		stop:       make(chan struct{}),
+		stopped:    make(chan struct{}),
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	s.idle = sync.NewCond(&s.mu)
+	s.commit.db = db
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("load data dir %s: %w", dir, err)
+	}
+	go s.flushLoop()
+	return s, nil
+}
+
+// Close stops the flusher, writes pending heartbeats and closes the
+// database. Calling it again returns the first result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.stopped
+		flushErr := s.flush()
+		s.closeErr = errors.Join(flushErr, s.db.Close())
+	})
+	return s.closeErr
+}
+
+// now is the store's time, in UTC and without a monotonic reading, so that
+// values compare equal before and after a round trip through the database.
+func (s *Store) now() time.Time { return s.clock().UTC().Round(0) }
+
+// fail turns a database failure into the error clients see. *server.Error
+// values (not found, conflict...) pass unchanged.
+func (s *Store) fail(op string, err error) error {
+	var e *server.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	s.log.Error("embedded store: "+op, "err", err)
+	return server.Unavailable(err)
+}
+
+// wait releases s.mu until some busy mark is cleared. Callers re-check
+// their state afterwards: anything may have changed.
+func (s *Store) wait() { s.idle.Wait() }
+
+// done clears a busy mark of a lease and wakes the waiters.
+func (s *Store) done(es ...*entry) {
+	for _, e := range es {
+		e.busy = false
+	}
+	s.idle.Broadcast()
+}

@@ -1,0 +1,184 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+)
+
+func testExpiry(t *testing.T, newBackend Backend) {
+	w := sleepers(t)
+	defer w.wait()
+	// Invariant 2: a lease past its deadline stops counting at once.
+	w.run("ExpiredSeatFreeWithoutCleanup", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(1), leaseTTL(shortTTL)))
+
+		start := time.Now()
+		a, _ := acquire(t, s, lic, "crashed-client", nil)
+		_, _, err := tryAcquire(t.Context(), s, lic.Key, "other-client", nil)
+		if judgedInTime(t, start, "seat taken before the deadline") {
+			requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "the seat is taken before the deadline")
+		}
+
+		time.Sleep(pastDeadline)
+		// No cleanup pass has run: the zombie must not block.
+		b, _ := acquire(t, s, lic, "new-client", nil)
+		require.False(t, b.Existing)
+		require.NotEqual(t, a.Lease.ID, b.Lease.ID)
+		require.Equal(t, 1, b.SeatsInUse, "only the new lease counts")
+		start = time.Now()
+		n := seatsInUse(t, s, tn.ID, lic.ID)
+		if judgedInTime(t, start, "SeatsInUse after the new acquire") {
+			require.Equal(t, 1, n)
+		}
+		require.Empty(t, cleanupEvents(t, s, tn.ID, lic.ID), "nothing was cleaned up")
+	})
+
+	w.run("SameFingerprintAfterDeadlineGetsNewLease", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(2), leaseTTL(shortTTL)))
+		a, _ := acquire(t, s, lic, "machine", nil)
+		time.Sleep(pastDeadline)
+		b, _ := acquire(t, s, lic, "machine", nil)
+		require.False(t, b.Existing, "a lease past its deadline is never handed back")
+		require.NotEqual(t, a.Lease.ID, b.Lease.ID)
+		require.Equal(t, 1, b.SeatsInUse)
+	})
+
+	// Invariant 3: strict expiry.
+	w.run("HeartbeatAfterDeadlineFailsWithoutCleanup", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(1), leaseTTL(shortTTL)))
+		a, tok := acquire(t, s, lic, "sleeping-laptop", nil)
+		time.Sleep(pastDeadline)
+
+		before := getLease(t, s, tn.ID, a.Lease.ID)
+		_, err := s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "heartbeat after the deadline")
+		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "second heartbeat after the deadline")
+		// The token is still checked first.
+		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret("wrong"))
+		requireCode(t, err, server.EPERMISSION, server.ReasonLeaseTokenWrong, "wrong token after the deadline")
+		// Release past the deadline changes nothing: cleanup records the expiry.
+		_, err = s.Release(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "release after the deadline")
+		requireSameLease(t, before, getLease(t, s, tn.ID, a.Lease.ID), "failed calls changed the lease")
+		require.Empty(t, usageEvents(t, s, tn.ID, lic.ID))
+		require.Equal(t, 0, seatsInUse(t, s, tn.ID, lic.ID))
+
+		// After cleanup it is expired for good.
+		exp := expireAllDue(t, s)
+		require.Equal(t, []string{a.Lease.ID}, leaseIDs(exp))
+		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "heartbeat after cleanup")
+		_, err = s.Release(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "release after cleanup")
+		require.Equal(t, server.LeaseExpired, getLease(t, s, tn.ID, a.Lease.ID).State)
+	})
+
+	t.Run("HeartbeatBeforeDeadlineRenews", func(t *testing.T) {
+		t.Parallel()
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, seats(1))
+		a, tok := acquire(t, s, lic, "client", nil)
+		prev := a.Lease
+		for i := range 2 {
+			time.Sleep(20 * time.Millisecond)
+			hb := heartbeat(t, s, a.Lease.ID, tok)
+			require.True(t, hb.ExpiresAt.After(prev.ExpiresAt), "heartbeat %d moves the deadline forward", i)
+			require.True(t, hb.LastHeartbeatAt.After(prev.LastHeartbeatAt), "heartbeat %d sets LastHeartbeatAt", i)
+			require.WithinDuration(t, hb.LastHeartbeatAt.Add(lic.LeaseTTL), hb.ExpiresAt, timeSlack, "deadline = now + TTL")
+			requireSameTime(t, a.Lease.AcquiredAt, hb.AcquiredAt, "AcquiredAt kept")
+			require.Equal(t, a.Lease.TokenHash, hb.TokenHash, "a heartbeat does not rotate the token")
+			requireSameLease(t, hb, getLease(t, s, tn.ID, a.Lease.ID), "GetLease sees the heartbeat")
+			prev = hb
+		}
+		require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID))
+	})
+
+	w.run("RevivalWithinWindowWhenSeatFree", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, func(l *server.License) {
+			l.Seats, l.LeaseTTL, l.RevivalWindow = 1, shortTTL, 5*time.Second
+		})
+		a, tok := acquire(t, s, lic, "laptop", nil)
+		time.Sleep(pastDeadline)
+
+		start := time.Now()
+		hb := heartbeat(t, s, a.Lease.ID, tok)
+		require.True(t, hb.ExpiresAt.After(a.Lease.ExpiresAt), "revived: new deadline")
+		require.WithinDuration(t, hb.LastHeartbeatAt.Add(shortTTL), hb.ExpiresAt, timeSlack)
+		n := seatsInUse(t, s, tn.ID, lic.ID)
+		if judgedInTime(t, start, "revived lease counts") {
+			require.Equal(t, 1, n, "the revived lease holds the seat again")
+		}
+	})
+
+	w.run("RevivalRefusedWhenSeatTaken", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, func(l *server.License) {
+			l.Seats, l.LeaseTTL, l.RevivalWindow = 1, shortTTL, 5*time.Second
+		})
+		a, tokA := acquire(t, s, lic, "laptop", nil)
+		// Leases granted from now on last long, so that B surely holds the
+		// seat while A tries to come back; A keeps its one-second deadline.
+		lic, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error {
+			l.LeaseTTL = longTTL
+			return nil
+		})
+		require.NoError(t, err)
+		requireSameTime(t, a.Lease.ExpiresAt, getLease(t, s, tn.ID, a.Lease.ID).ExpiresAt, "a TTL change keeps existing deadlines")
+		time.Sleep(pastDeadline)
+
+		b, tokB := acquire(t, s, lic, "desktop", nil)
+		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "revival while the seat is taken")
+		require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID))
+
+		// Once the seat is free again (still within the window) A comes back.
+		release(t, s, b.Lease.ID, tokB)
+		hb := heartbeat(t, s, a.Lease.ID, tokA)
+		require.True(t, hb.ExpiresAt.After(a.Lease.ExpiresAt))
+		require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID))
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "third", nil)
+		requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "the revived lease holds the seat")
+	})
+
+	w.run("RevivalRefusedAfterWindow", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, func(l *server.License) {
+			l.Seats, l.LeaseTTL, l.RevivalWindow = 1, shortTTL, time.Second
+		})
+		a, tok := acquire(t, s, lic, "laptop", nil)
+		time.Sleep(pastDeadline + lic.RevivalWindow)
+		_, err := s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "heartbeat after deadline + revival window")
+	})
+
+	w.run("RevivalRefusedAfterCleanup", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, func(l *server.License) {
+			l.Seats, l.LeaseTTL, l.RevivalWindow = 1, shortTTL, 5*time.Second
+		})
+		a, tok := acquire(t, s, lic, "laptop", nil)
+		time.Sleep(pastDeadline)
+		require.Equal(t, []string{a.Lease.ID}, leaseIDs(expireAllDue(t, s)))
+		_, err := s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "an expired (cleaned) lease is not revived")
+		require.Equal(t, server.LeaseExpired, getLease(t, s, tn.ID, a.Lease.ID).State)
+		require.Len(t, usageEvents(t, s, tn.ID, lic.ID), 1)
+	})
+}

@@ -1,0 +1,700 @@
+package storetest
+
+// memStore is a deliberately simple in-memory server.Store: one mutex, plain
+// maps, linear scans. It exists to check the suite itself and to document
+// the contract of store.go in executable form; it is not a backend. "Disk"
+// is a JSON snapshot written by Close and read by the next open, so that
+// the persistence tests exercise a real round trip (and heartbeats are
+// write-behind in the extreme: nothing is durable until Close).
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seatd/seatd/server"
+)
+
+func TestMemStore(t *testing.T) {
+	Run(t, func(t *testing.T) Opener {
+		disk := &memDisk{}
+		return func(t *testing.T) server.Store {
+			s, err := openMem(disk)
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			return s
+		}
+	})
+}
+
+type memDisk struct {
+	mu   sync.Mutex
+	data []byte
+	open bool
+}
+
+type memData struct {
+	Tenants  map[string]server.Tenant
+	APIKeys  map[string]server.APIKey
+	Licenses map[string]server.License
+	Deleted  map[string]bool // license ids
+	Leases   map[string]server.Lease
+	Usage    []server.UsageEvent
+	Cleanup  []server.CleanupEvent
+	Audit    []server.AuditEntry
+}
+
+type memStore struct {
+	mu     sync.Mutex
+	d      memData
+	disk   *memDisk
+	closed bool
+}
+
+var _ server.Store = (*memStore)(nil)
+
+func openMem(disk *memDisk) (*memStore, error) {
+	disk.mu.Lock()
+	defer disk.mu.Unlock()
+	if disk.open {
+		return nil, errors.New("data directory in use")
+	}
+	s := &memStore{disk: disk, d: memData{
+		Tenants: map[string]server.Tenant{}, APIKeys: map[string]server.APIKey{},
+		Licenses: map[string]server.License{}, Deleted: map[string]bool{}, Leases: map[string]server.Lease{},
+	}}
+	if disk.data != nil {
+		if err := json.Unmarshal(disk.data, &s.d); err != nil {
+			return nil, err
+		}
+	}
+	disk.open = true
+	return s, nil
+}
+
+func (s *memStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("closed twice")
+	}
+	s.closed = true
+	b, err := json.Marshal(s.d)
+	if err != nil {
+		return err
+	}
+	s.disk.mu.Lock()
+	defer s.disk.mu.Unlock()
+	s.disk.data, s.disk.open = b, false
+	return nil
+}
+
+// lock takes the store's lock and returns its clock reading.
+func (s *memStore) lock() (time.Time, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return time.Time{}, server.Unavailable(errors.New("store closed"))
+	}
+	return time.Now().UTC(), nil
+}
+
+func page[T any](items []T, p server.Page) ([]T, string, error) {
+	off := 0
+	if p.Token != "" {
+		n, err := strconv.Atoi(p.Token)
+		if err != nil || n < 0 {
+			return nil, "", server.Invalid("page_token", "bad page token")
+		}
+		off = n
+	}
+	if off >= len(items) {
+		return nil, "", nil
+	}
+	end := min(off+p.PageSize(), len(items))
+	next := ""
+	if end < len(items) {
+		next = strconv.Itoa(end)
+	}
+	return slices.Clone(items[off:end]), next, nil
+}
+
+func cloneLicense(l server.License) server.License { l.Metadata = maps.Clone(l.Metadata); return l }
+func cloneLease(l server.Lease) server.Lease       { l.Metadata = maps.Clone(l.Metadata); return l }
+
+// Tenants and keys.
+
+func (s *memStore) CreateTenant(_ context.Context, t server.Tenant) (server.Tenant, error) {
+	if _, err := s.lock(); err != nil {
+		return server.Tenant{}, err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.d.Tenants[t.ID]; ok {
+		return server.Tenant{}, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "tenant exists")
+	}
+	s.d.Tenants[t.ID] = t
+	return t, nil
+}
+
+func (s *memStore) GetTenant(_ context.Context, id string) (server.Tenant, error) {
+	if _, err := s.lock(); err != nil {
+		return server.Tenant{}, err
+	}
+	defer s.mu.Unlock()
+	t, ok := s.d.Tenants[id]
+	if !ok {
+		return server.Tenant{}, server.ErrTenantNotFound
+	}
+	return t, nil
+}
+
+func (s *memStore) ListTenants(_ context.Context, p server.Page) ([]server.Tenant, string, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, "", err
+	}
+	defer s.mu.Unlock()
+	all := slices.SortedFunc(maps.Values(s.d.Tenants), func(a, b server.Tenant) int { return cmp.Compare(a.ID, b.ID) })
+	return page(all, p)
+}
+
+func (s *memStore) CreateAPIKey(_ context.Context, k server.APIKey) (server.APIKey, error) {
+	if _, err := s.lock(); err != nil {
+		return server.APIKey{}, err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.d.Tenants[k.TenantID]; !ok {
+		return server.APIKey{}, server.ErrTenantNotFound
+	}
+	if _, ok := s.d.APIKeys[k.ID]; ok {
+		return server.APIKey{}, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "api key exists")
+	}
+	s.d.APIKeys[k.ID] = k
+	return k, nil
+}
+
+func (s *memStore) ListAPIKeys(_ context.Context, tenantID string, p server.Page) ([]server.APIKey, string, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, "", err
+	}
+	defer s.mu.Unlock()
+	var all []server.APIKey
+	for _, k := range s.d.APIKeys {
+		if k.TenantID == tenantID {
+			all = append(all, k)
+		}
+	}
+	slices.SortFunc(all, func(a, b server.APIKey) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return page(all, p)
+}
+
+func (s *memStore) RevokeAPIKey(_ context.Context, id string) (server.APIKey, error) {
+	now, err := s.lock()
+	if err != nil {
+		return server.APIKey{}, err
+	}
+	defer s.mu.Unlock()
+	k, ok := s.d.APIKeys[id]
+	if !ok {
+		return server.APIKey{}, server.ErrAPIKeyNotFound
+	}
+	if k.RevokedAt.IsZero() {
+		k.RevokedAt = now
+		s.d.APIKeys[id] = k
+	}
+	return k, nil
+}
+
+func (s *memStore) APIKeyBySecretHash(_ context.Context, hash string) (server.APIKey, error) {
+	if _, err := s.lock(); err != nil {
+		return server.APIKey{}, err
+	}
+	defer s.mu.Unlock()
+	for _, k := range s.d.APIKeys {
+		if k.SecretHash == hash {
+			return k, nil
+		}
+	}
+	return server.APIKey{}, server.ErrAPIKeyNotFound
+}
+
+// Licenses.
+
+// license returns an undeleted license of the tenant. Caller holds mu.
+func (s *memStore) license(tenantID, id string) (server.License, error) {
+	l, ok := s.d.Licenses[id]
+	if !ok || s.d.Deleted[id] || l.TenantID != tenantID {
+		return server.License{}, server.ErrLicenseNotFound
+	}
+	return l, nil
+}
+
+func (s *memStore) CreateLicense(_ context.Context, l server.License) (server.License, error) {
+	if _, err := s.lock(); err != nil {
+		return server.License{}, err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.d.Tenants[l.TenantID]; !ok {
+		return server.License{}, server.ErrTenantNotFound
+	}
+	for _, o := range s.d.Licenses {
+		if o.Key == l.Key && !s.d.Deleted[o.ID] {
+			return server.License{}, &server.Error{Code: server.ECONFLICT, Reason: server.ReasonAlreadyExists, Field: "license.key", Message: "license key taken"}
+		}
+	}
+	if _, ok := s.d.Licenses[l.ID]; ok {
+		return server.License{}, &server.Error{Code: server.ECONFLICT, Reason: server.ReasonAlreadyExists, Field: "license.id", Message: "license id taken"}
+	}
+	s.d.Licenses[l.ID] = cloneLicense(l)
+	return cloneLicense(l), nil
+}
+
+func (s *memStore) GetLicense(_ context.Context, tenantID, id string) (server.License, error) {
+	if _, err := s.lock(); err != nil {
+		return server.License{}, err
+	}
+	defer s.mu.Unlock()
+	l, err := s.license(tenantID, id)
+	return cloneLicense(l), err
+}
+
+func (s *memStore) ListLicenses(_ context.Context, tenantID string, p server.Page) ([]server.License, string, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, "", err
+	}
+	defer s.mu.Unlock()
+	var all []server.License
+	for _, l := range s.d.Licenses {
+		if l.TenantID == tenantID && !s.d.Deleted[l.ID] {
+			all = append(all, cloneLicense(l))
+		}
+	}
+	slices.SortFunc(all, func(a, b server.License) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return page(all, p)
+}
+
+func (s *memStore) UpdateLicense(_ context.Context, tenantID, id string, update func(*server.License) error) (server.License, error) {
+	now, err := s.lock()
+	if err != nil {
+		return server.License{}, err
+	}
+	defer s.mu.Unlock()
+	old, err := s.license(tenantID, id)
+	if err != nil {
+		return server.License{}, err
+	}
+	l := cloneLicense(old)
+	if err := update(&l); err != nil {
+		return server.License{}, err
+	}
+	l.ID, l.TenantID, l.Key, l.CreatedAt = old.ID, old.TenantID, old.Key, old.CreatedAt
+	l.UpdatedAt = now
+	s.d.Licenses[id] = cloneLicense(l)
+	return l, nil
+}
+
+func (s *memStore) DeleteLicense(_ context.Context, tenantID, id string) (int, error) {
+	now, err := s.lock()
+	if err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.license(tenantID, id); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ls := range s.d.Leases {
+		if ls.LicenseID == id && ls.State == server.LeaseActive {
+			s.end(ls, server.LeaseRevoked, now)
+			n++
+		}
+	}
+	s.d.Deleted[id] = true
+	return n, nil
+}
+
+// Leases.
+
+// live counts the live leases of a license. Caller holds mu.
+func (s *memStore) live(licenseID string, now time.Time) int {
+	n := 0
+	for _, ls := range s.d.Leases {
+		if ls.LicenseID == licenseID && ls.Live(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// end moves an active lease to a terminal state with its usage event.
+func (s *memStore) end(ls server.Lease, state server.LeaseState, now time.Time) server.Lease {
+	ls.State, ls.EndedAt = state, now
+	s.d.Leases[ls.ID] = ls
+	s.d.Usage = append(s.d.Usage, server.UsageEvent{
+		LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, EndState: state,
+		StartedAt: ls.AcquiredAt, EndedAt: now, Duration: now.Sub(ls.AcquiredAt),
+	})
+	return ls
+}
+
+func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
+	now, err := s.lock()
+	if err != nil {
+		return server.AcquireResult{}, err
+	}
+	defer s.mu.Unlock()
+	var lic server.License
+	found := false
+	for _, l := range s.d.Licenses {
+		if l.Key == req.LicenseKey && !s.d.Deleted[l.ID] {
+			lic, found = l, true
+			break
+		}
+	}
+	if !found {
+		return server.AcquireResult{}, server.ErrLicenseNotFound
+	}
+	if err := lic.CheckUsable(now); err != nil {
+		return server.AcquireResult{}, err
+	}
+	dedupe := server.DedupeKey(lic.LeasingStrategy, req.Fingerprint, req.User, req.Hostname)
+	var existing *server.Lease
+	for _, ls := range s.d.Leases {
+		if ls.LicenseID != lic.ID || !ls.Live(now) {
+			continue
+		}
+		if req.IdempotencyKey != "" && ls.IdempotencyKey == req.IdempotencyKey {
+			existing = &ls
+			break
+		}
+		if dedupe != "" && ls.DedupeKey == dedupe && existing == nil {
+			existing = &ls
+		}
+	}
+	if existing != nil {
+		ls := *existing
+		ls.TokenHash, ls.LastHeartbeatAt, ls.ExpiresAt = req.TokenHash, now, now.Add(lic.LeaseTTL)
+		s.d.Leases[ls.ID] = ls
+		return server.AcquireResult{Lease: cloneLease(ls), License: cloneLicense(lic), SeatsInUse: s.live(lic.ID, now), Existing: true}, nil
+	}
+	if n := s.live(lic.ID, now); n >= lic.SeatLimit() {
+		return server.AcquireResult{}, server.SeatsExhausted(n, lic.SeatLimit())
+	}
+	ls := server.Lease{
+		ID: req.LeaseID, LicenseID: lic.ID, TenantID: lic.TenantID, TokenHash: req.TokenHash,
+		Fingerprint: req.Fingerprint, User: req.User, Hostname: req.Hostname, Metadata: maps.Clone(req.Metadata),
+		IdempotencyKey: req.IdempotencyKey, DedupeKey: dedupe, State: server.LeaseActive,
+		AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(lic.LeaseTTL),
+	}
+	s.d.Leases[ls.ID] = ls
+	return server.AcquireResult{Lease: cloneLease(ls), License: cloneLicense(lic), SeatsInUse: s.live(lic.ID, now)}, nil
+}
+
+// authorized finds a lease by id and token hash. Caller holds mu.
+func (s *memStore) authorized(leaseID, tokenHash string) (server.Lease, error) {
+	ls, ok := s.d.Leases[leaseID]
+	if !ok {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	if ls.TokenHash != tokenHash {
+		return server.Lease{}, server.ErrLeaseToken
+	}
+	return ls, nil
+}
+
+func (s *memStore) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	now, err := s.lock()
+	if err != nil {
+		return server.Lease{}, err
+	}
+	defer s.mu.Unlock()
+	ls, err := s.authorized(leaseID, tokenHash)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	switch ls.State {
+	case server.LeaseReleased:
+		return server.Lease{}, server.ErrLeaseReleased
+	case server.LeaseRevoked:
+		return server.Lease{}, server.ErrLeaseRevoked
+	case server.LeaseExpired:
+		return server.Lease{}, server.ErrLeaseExpired
+	}
+	lic := s.d.Licenses[ls.LicenseID]
+	if !now.Before(ls.ExpiresAt) {
+		revivable := now.Before(ls.ExpiresAt.Add(lic.RevivalWindow)) && s.live(lic.ID, now) < lic.SeatLimit()
+		if !revivable {
+			return server.Lease{}, server.ErrLeaseExpired
+		}
+	}
+	if err := lic.CheckUsable(now); err != nil {
+		return server.Lease{}, err
+	}
+	ls.LastHeartbeatAt, ls.ExpiresAt = now, now.Add(lic.LeaseTTL)
+	s.d.Leases[ls.ID] = ls
+	return cloneLease(ls), nil
+}
+
+func (s *memStore) Release(_ context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	now, err := s.lock()
+	if err != nil {
+		return server.Lease{}, err
+	}
+	defer s.mu.Unlock()
+	ls, err := s.authorized(leaseID, tokenHash)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	switch {
+	case ls.State == server.LeaseReleased:
+		return cloneLease(ls), nil
+	case ls.State == server.LeaseRevoked:
+		return server.Lease{}, server.ErrLeaseRevoked
+	case ls.State == server.LeaseExpired, !now.Before(ls.ExpiresAt):
+		return server.Lease{}, server.ErrLeaseExpired
+	}
+	return cloneLease(s.end(ls, server.LeaseReleased, now)), nil
+}
+
+func (s *memStore) Revoke(_ context.Context, tenantID, leaseID string) (server.Lease, error) {
+	now, err := s.lock()
+	if err != nil {
+		return server.Lease{}, err
+	}
+	defer s.mu.Unlock()
+	ls, ok := s.d.Leases[leaseID]
+	if !ok || ls.TenantID != tenantID {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	if ls.State.Terminal() {
+		return cloneLease(ls), nil
+	}
+	return cloneLease(s.end(ls, server.LeaseRevoked, now)), nil
+}
+
+func (s *memStore) GetLease(_ context.Context, tenantID, leaseID string) (server.Lease, error) {
+	if _, err := s.lock(); err != nil {
+		return server.Lease{}, err
+	}
+	defer s.mu.Unlock()
+	ls, ok := s.d.Leases[leaseID]
+	if !ok || ls.TenantID != tenantID {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	return cloneLease(ls), nil
+}
+
+func (s *memStore) ListLeases(_ context.Context, tenantID, licenseID string, state server.LeaseState, p server.Page) ([]server.Lease, string, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, "", err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.license(tenantID, licenseID); err != nil {
+		return nil, "", err
+	}
+	var all []server.Lease
+	for _, ls := range s.d.Leases {
+		if ls.LicenseID == licenseID && (state == "" || ls.State == state) {
+			all = append(all, cloneLease(ls))
+		}
+	}
+	slices.SortFunc(all, func(a, b server.Lease) int {
+		return cmp.Or(b.AcquiredAt.Compare(a.AcquiredAt), cmp.Compare(b.ID, a.ID))
+	})
+	return page(all, p)
+}
+
+func (s *memStore) SeatsInUse(_ context.Context, tenantID, licenseID string) (int, error) {
+	now, err := s.lock()
+	if err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.license(tenantID, licenseID); err != nil {
+		return 0, err
+	}
+	return s.live(licenseID, now), nil
+}
+
+// Cleanup.
+
+func (s *memStore) DueLeases(_ context.Context, after *server.LeaseRef, limit int) ([]server.LeaseRef, error) {
+	now, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var due []server.LeaseRef
+	for _, ls := range s.d.Leases {
+		if ls.State != server.LeaseActive || now.Before(ls.ExpiresAt) {
+			continue
+		}
+		ref := server.LeaseRef{LeaseID: ls.ID, LicenseID: ls.LicenseID, ExpiresAt: ls.ExpiresAt}
+		if after != nil && compareRefs(ref, *after) <= 0 {
+			continue
+		}
+		due = append(due, ref)
+	}
+	slices.SortFunc(due, compareRefs)
+	if limit > 0 && len(due) > limit {
+		due = due[:limit]
+	}
+	return due, nil
+}
+
+func (s *memStore) ExpireLeases(_ context.Context, refs []server.LeaseRef) ([]server.Lease, error) {
+	now, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []server.Lease
+	for _, ref := range refs {
+		ls, ok := s.d.Leases[ref.LeaseID]
+		if !ok || ls.State != server.LeaseActive || now.Before(ls.ExpiresAt) {
+			continue // gone, ended, or renewed since it was found
+		}
+		ls.State, ls.EndedAt = server.LeaseExpired, now
+		s.d.Leases[ls.ID] = ls
+		s.d.Usage = append(s.d.Usage, server.UsageEvent{
+			LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, EndState: server.LeaseExpired,
+			StartedAt: ls.AcquiredAt, EndedAt: ls.LastHeartbeatAt, Duration: ls.LastHeartbeatAt.Sub(ls.AcquiredAt),
+		})
+		s.d.Cleanup = append(s.d.Cleanup, server.CleanupEvent{
+			LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, CleanupType: server.CleanupTypeZombie,
+			LastHeartbeatAt: ls.LastHeartbeatAt, ExpiresAt: ls.ExpiresAt, CleanedAt: now,
+		})
+		s.d.Audit = append(s.d.Audit, server.AuditEntry{
+			ID: server.NewID("aud_"), TenantID: ls.TenantID, Actor: "system", Action: "lease.expire",
+			Resource: "lease", ResourceID: ls.ID, At: now,
+		})
+		out = append(out, cloneLease(ls))
+	}
+	return out, nil
+}
+
+func (s *memStore) ZombieReport(_ context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
+	if _, err := s.lock(); err != nil {
+		return server.ZombieReport{}, err
+	}
+	defer s.mu.Unlock()
+	var rep server.ZombieReport
+	days := map[string]map[string]int64{} // date -> license -> zombies
+	perLicense := map[string]int64{}
+	var minutes float64
+	for _, e := range s.d.Cleanup {
+		if e.TenantID != q.TenantID || e.CleanupType != server.CleanupTypeZombie || e.CleanedAt.Before(q.Start) || !e.CleanedAt.Before(q.End) {
+			continue
+		}
+		d := e.CleanedAt.UTC().Format(time.DateOnly)
+		if days[d] == nil {
+			days[d] = map[string]int64{}
+		}
+		days[d][e.LicenseID]++
+		perLicense[e.LicenseID]++
+		minutes += e.CleanedAt.Sub(e.LastHeartbeatAt).Minutes()
+		rep.Total++
+	}
+	for _, d := range slices.Sorted(maps.Keys(days)) {
+		var n int64
+		for _, c := range days[d] {
+			n += c
+		}
+		rep.Days = append(rep.Days, server.ZombieDay{Date: d, ZombiesCleaned: n, AffectedLicenses: int64(len(days[d]))})
+	}
+	for id, n := range perLicense {
+		var leases int64
+		for _, ls := range s.d.Leases {
+			if ls.LicenseID == id {
+				leases++
+			}
+		}
+		lz := server.LicenseZombies{LicenseID: id, LicenseName: s.d.Licenses[id].Name, ZombieCount: n, LeaseCount: leases}
+		if leases > 0 {
+			lz.Percentage = float64(n) / float64(leases) * 100
+		}
+		rep.TopLicenses = append(rep.TopLicenses, lz)
+	}
+	slices.SortFunc(rep.TopLicenses, func(a, b server.LicenseZombies) int {
+		return cmp.Or(cmp.Compare(b.ZombieCount, a.ZombieCount), cmp.Compare(a.LicenseID, b.LicenseID))
+	})
+	top := q.TopLimit
+	if top <= 0 {
+		top = 20
+	}
+	if len(rep.TopLicenses) > top {
+		rep.TopLicenses = rep.TopLicenses[:top]
+	}
+	if rep.Total > 0 {
+		rep.MeanMinutesToCleanup = minutes / float64(rep.Total)
+	}
+	return rep, nil
+}
+
+// Records.
+
+func (s *memStore) UsageEvents(_ context.Context, tenantID, licenseID string) ([]server.UsageEvent, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []server.UsageEvent
+	for _, e := range s.d.Usage {
+		if e.TenantID == tenantID && e.LicenseID == licenseID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (s *memStore) CleanupEvents(_ context.Context, tenantID, licenseID string) ([]server.CleanupEvent, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []server.CleanupEvent
+	for _, e := range s.d.Cleanup {
+		if e.TenantID == tenantID && e.LicenseID == licenseID {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (s *memStore) AppendAudit(_ context.Context, e server.AuditEntry) error {
+	if _, err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	e.Details = maps.Clone(e.Details)
+	s.d.Audit = append(s.d.Audit, e)
+	return nil
+}
+
+func (s *memStore) AuditLog(_ context.Context, tenantID string, p server.Page) ([]server.AuditEntry, string, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, "", err
+	}
+	defer s.mu.Unlock()
+	var all []server.AuditEntry
+	for _, e := range s.d.Audit {
+		if e.TenantID == tenantID {
+			e.Details = maps.Clone(e.Details)
+			all = append(all, e)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b server.AuditEntry) int { return a.At.Compare(b.At) })
+	return page(all, p)
+}
+

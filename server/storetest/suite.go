@@ -1,0 +1,70 @@
+package storetest
+
+import (
+	"sync"
+	"testing"
+)
+
+// Run runs the conformance suite against a backend. Every subtest opens its
+// own store (or one per small group) through newBackend and runs in parallel
+// with the others (tests that mostly sleep run at once whatever -parallel
+// is), so the whole suite takes a few seconds: expiry is tested with
+// one-second leases and short sleeps past the deadlines the store handed out.
+//
+// A backend's test calls it unchanged:
+//
+//	func TestStore(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) storetest.Opener {
+//			dir := t.TempDir()
+//			return func(t *testing.T) server.Store { return mustOpen(t, dir) }
+//		})
+//	}
+func Run(t *testing.T, newBackend Backend) {
+	if newBackend == nil {
+		t.Fatal("storetest.Run: nil Backend")
+	}
+	groups := []struct {
+		name string
+		run  func(*testing.T, Backend)
+	}{
+		{"SeatLimit", testSeatLimit},       // invariant 1
+		{"Dedupe", testDedupe},             // invariant 4
+		{"Expiry", testExpiry},             // invariants 2 and 3
+		{"LeaseAuth", testLeaseAuth},       // invariant 8 (lease tokens)
+		{"LeaseEnd", testLeaseEnd},         // release / revoke idempotence
+		{"Cleanup", testCleanup},           // invariant 5, expiry index
+		{"TenantIsolation", testIsolation}, // invariant 8
+		{"Licenses", testLicenses},
+		{"ListLeases", testListLeases},
+		{"Tenants", testTenants},
+		{"ZombieReport", testZombieReport},
+		{"Audit", testAudit},
+		{"Persistence", testPersistence}, // DESIGN "a restart loses nothing"
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			g.run(t, newBackend)
+		})
+	}
+}
+
+// waiting runs subtests that spend most of their time sleeping past lease
+// deadlines. They run at once, each a plain subtest started from its own
+// goroutine (t.Run allows that), rather than as parallel tests: a parallel
+// test holds one of go test's -parallel slots (GOMAXPROCS by default) while
+// it sleeps, and a dozen of them would otherwise queue on a small machine.
+type waiting struct {
+	t  *testing.T
+	wg sync.WaitGroup
+}
+
+// sleepers returns a waiting for t's subtests; call wait before t's
+// function returns.
+func sleepers(t *testing.T) *waiting { return &waiting{t: t} }
+
+func (w *waiting) run(name string, f func(*testing.T)) {
+	w.wg.Go(func() { w.t.Run(name, f) })
+}
+
+func (w *waiting) wait() { w.wg.Wait() }
