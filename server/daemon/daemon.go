@@ -97,10 +97,11 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		fmt.Fprintf(logOut, "\n  seatd generated an operator key (kept in %s/%s; shown only this once):\n\n      %s\n\n  Use it as: authorization: Bearer <key>\n\n", cfg.DataDir, operatorKeyFile, operatorKey)
 	}
 
-	d.store, err = embedded.Open(cfg.DataDir, embedded.Options{Logger: d.log})
+	store, err := embedded.Open(cfg.DataDir, embedded.Options{Logger: d.log})
 	if err != nil {
 		return nil, fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
 	}
+	d.store = store
 	if err := ensureDefaultTenant(ctx, d.store); err != nil {
 		return nil, err
 	}

@@ -521,4 +521,3 @@ func listAudit(t *testing.T, s server.Store, tenantID string, size int) []server
 		return s.AuditLog(t.Context(), tenantID, p)
 	})
 }
-

@@ -697,4 +697,3 @@ func (s *memStore) AuditLog(_ context.Context, tenantID string, p server.Page) (
 	slices.SortStableFunc(all, func(a, b server.AuditEntry) int { return a.At.Compare(b.At) })
 	return page(all, p)
 }
-

@@ -1,0 +1,215 @@
+// Command load drives a running seatd over gRPC at a fixed concurrency and
+// prints throughput and latency percentiles, one line per operation:
+//
+//	load -target 127.0.0.1:7070 -operator-key $OP -c 64 -d 10s -ops health,acquire,heartbeat,release
+//
+// health calls grpc.health.v1.Health/Check (the gRPC ceiling of the same
+// server); acquire takes new seats on a large license; heartbeat renews one
+// lease per worker; release gives back the leases the acquire phase took.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// Result is one operation's measurement.
+type Result struct {
+	Op       string  `json:"op"`
+	Requests int64   `json:"requests"`
+	Errors   int64   `json:"errors"`
+	Seconds  float64 `json:"seconds"`
+	RPS      float64 `json:"rps"`
+	P50ms    float64 `json:"p50_ms"`
+	P99ms    float64 `json:"p99_ms"`
+}
+
+func main() {
+	target := flag.String("target", "127.0.0.1:7070", "seatd gRPC address")
+	opKey := flag.String("operator-key", os.Getenv("SEATD_OPERATOR_KEY"), "operator key (to create the benchmark license)")
+	conc := flag.Int("c", 64, "concurrent callers")
+	dur := flag.Duration("d", 10*time.Second, "duration of each phase")
+	conns := flag.Int("conns", 4, "gRPC connections shared by the callers")
+	ops := flag.String("ops", "health,acquire,heartbeat,release", "phases to run, in order")
+	asJSON := flag.Bool("json", false, "print JSON lines")
+	flag.Parse()
+
+	if err := run(*target, *opKey, *conc, *conns, *dur, strings.Split(*ops, ","), *asJSON); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	conns  []*grpc.ClientConn
+	key    string
+	leases chan *seatdv1.AcquireSeatResponse // taken by acquire, given back by release
+}
+
+func (b *bench) conn(i int) *grpc.ClientConn { return b.conns[i%len(b.conns)] }
+
+func run(target, opKey string, conc, nconns int, dur time.Duration, ops []string, asJSON bool) error {
+	b := &bench{leases: make(chan *seatdv1.AcquireSeatResponse, 4_000_000)}
+	for range nconns {
+		c, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		b.conns = append(b.conns, c)
+	}
+	ctx := context.Background()
+	needsLicense := slices.ContainsFunc(ops, func(op string) bool { return op != "health" })
+	if needsLicense {
+		actx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+opKey)
+		resp, err := seatdv1.NewAdminServiceClient(b.conns[0]).CreateLicense(actx, &seatdv1.CreateLicenseRequest{
+			License: &seatdv1.License{Name: "load test", Seats: 1_000_000, LeaseTtl: durationpb.New(time.Hour)},
+		})
+		if err != nil {
+			return fmt.Errorf("create license: %w", err)
+		}
+		b.key = resp.GetLicense().GetKey()
+	}
+	for _, op := range ops {
+		var call func(ctx context.Context, worker int, seq int64) func(ctx context.Context) error
+		switch op {
+		case "health":
+			call = b.health
+		case "acquire":
+			call = b.acquire
+		case "heartbeat":
+			var err error
+			if call, err = b.heartbeat(ctx, conc); err != nil {
+				return err
+			}
+		case "release":
+			call = b.release
+		default:
+			return fmt.Errorf("unknown op %q", op)
+		}
+		r := measure(ctx, op, conc, dur, call)
+		if asJSON {
+			_ = json.NewEncoder(os.Stdout).Encode(r)
+		} else {
+			fmt.Printf("%-10s %8d req %6d err %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms\n", r.Op, r.Requests, r.Errors, r.RPS, r.P50ms, r.P99ms)
+		}
+	}
+	return nil
+}
+
+// measure runs conc workers for dur. prepare returns the call to time, or nil
+// when the worker has nothing left to do.
+func measure(ctx context.Context, op string, conc int, dur time.Duration,
+	prepare func(ctx context.Context, worker int, seq int64) func(ctx context.Context) error,
+) Result {
+	var reqs, errs atomic.Int64
+	lat := make([][]time.Duration, conc)
+	deadline := time.Now().Add(dur)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range conc {
+		wg.Go(func() {
+			for seq := int64(0); time.Now().Before(deadline); seq++ {
+				call := prepare(ctx, w, seq)
+				if call == nil {
+					return
+				}
+				t := time.Now()
+				err := call(ctx)
+				lat[w] = append(lat[w], time.Since(t))
+				reqs.Add(1)
+				if err != nil {
+					errs.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	pct := func(p float64) float64 {
+		if len(all) == 0 {
+			return 0
+		}
+		return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000
+	}
+	return Result{Op: op, Requests: reqs.Load(), Errors: errs.Load(), Seconds: elapsed,
+		RPS: float64(reqs.Load()) / elapsed, P50ms: pct(0.50), P99ms: pct(0.99)}
+}
+
+func (b *bench) health(_ context.Context, w int, _ int64) func(context.Context) error {
+	c := healthpb.NewHealthClient(b.conn(w))
+	return func(ctx context.Context) error {
+		_, err := c.Check(ctx, &healthpb.HealthCheckRequest{})
+		return err
+	}
+}
+
+func (b *bench) acquire(_ context.Context, w int, seq int64) func(context.Context) error {
+	c := seatdv1.NewSeatServiceClient(b.conn(w))
+	fp := fmt.Sprintf("load-%d-%d-%d", os.Getpid(), w, seq)
+	return func(ctx context.Context) error {
+		resp, err := c.AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: b.key, Fingerprint: fp})
+		if err == nil {
+			select {
+			case b.leases <- resp:
+			default:
+			}
+		}
+		return err
+	}
+}
+
+func (b *bench) release(_ context.Context, w int, _ int64) func(context.Context) error {
+	var l *seatdv1.AcquireSeatResponse
+	select {
+	case l = <-b.leases:
+	default:
+		return nil // nothing left to release
+	}
+	c := seatdv1.NewSeatServiceClient(b.conn(w))
+	return func(ctx context.Context) error {
+		_, err := c.ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: l.GetLease().GetId(), LeaseToken: l.GetLeaseToken()})
+		return err
+	}
+}
+
+// heartbeat acquires one lease per worker (not measured), then each worker
+// heartbeats its own lease.
+func (b *bench) heartbeat(ctx context.Context, conc int) (func(context.Context, int, int64) func(context.Context) error, error) {
+	mine := make([]*seatdv1.AcquireSeatResponse, conc)
+	for w := range conc {
+		resp, err := seatdv1.NewSeatServiceClient(b.conn(w)).AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{
+			LicenseKey: b.key, Fingerprint: fmt.Sprintf("hb-%d-%d", os.Getpid(), w),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("acquire for heartbeat: %w", err)
+		}
+		mine[w] = resp
+	}
+	return func(_ context.Context, w int, _ int64) func(context.Context) error {
+		c := seatdv1.NewHeartbeatServiceClient(b.conn(w))
+		l := mine[w]
+		return func(ctx context.Context) error {
+			_, err := c.Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: l.GetLease().GetId(), LeaseToken: l.GetLeaseToken()})
+			return err
+		}
+	}, nil
+}
