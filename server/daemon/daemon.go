@@ -62,6 +62,7 @@ type Daemon struct {
 	log       *slog.Logger
 	store     server.Store
 	scheduler *cleanup.Scheduler
+	api       *grpcapi.Server
 	grpc      *grpc.Server
 	health    *health.Server
 	http      *http.Server
@@ -99,7 +100,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 
 	store, err := embedded.Open(cfg.DataDir, embedded.Options{Logger: d.log})
 	if err != nil {
-		return nil, fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
+		return nil, err // names the data dir already
 	}
 	d.store = store
 	if err := ensureDefaultTenant(ctx, d.store); err != nil {
@@ -127,7 +128,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	leadership := cleanup.Solo{ID: cfg.InstanceID}
 	m.Leader.Set(1)
 
-	api := grpcapi.New(grpcapi.Config{
+	d.api = grpcapi.New(grpcapi.Config{
 		Store: d.store, Cleaner: cleaner, Scheduler: d.scheduler, Leadership: leadership,
 		OperatorKey: operatorKey, Logger: d.log, Metrics: m,
 	})
@@ -136,10 +137,14 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		return status.Error(codes.Internal, "internal error")
 	})
 	d.grpc = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(rpcMetrics.UnaryServerInterceptor(), recovery.UnaryServerInterceptor(panicked), api.UnaryInterceptor()),
-		grpc.ChainStreamInterceptor(rpcMetrics.StreamServerInterceptor(), recovery.StreamServerInterceptor(panicked)),
+		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{
+			rpcMetrics.UnaryServerInterceptor(), recovery.UnaryServerInterceptor(panicked),
+		}, d.api.UnaryInterceptors()...)...),
+		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{
+			rpcMetrics.StreamServerInterceptor(), recovery.StreamServerInterceptor(panicked),
+		}, d.api.StreamInterceptors()...)...),
 	)
-	api.Register(d.grpc)
+	d.api.Register(d.grpc)
 	d.health = health.NewServer()
 	healthpb.RegisterHealthServer(d.grpc, d.health)
 	reflection.Register(d.grpc)
@@ -197,6 +202,7 @@ func (d *Daemon) Shutdown() error {
 	step("not ready", func() { d.setServing(false) })
 	step("drain delay", func() { time.Sleep(d.cfg.DrainDelay) })
 	step("stop cleanup", d.scheduler.Stop)
+	step("end streams", d.api.BeginShutdown)
 	step("grpc graceful stop", func() {
 		t := time.AfterFunc(d.cfg.ShutdownTimeout, d.grpc.Stop)
 		d.grpc.GracefulStop()

@@ -34,7 +34,7 @@ func (s *Server) audit(ctx context.Context, p Principal, tenantID, action, resou
 func (h *adminService) CreateLicense(ctx context.Context, req *seatdv1.CreateLicenseRequest) (*seatdv1.CreateLicenseResponse, error) {
 	l, err := h.createLicense(ctx, req)
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	return &seatdv1.CreateLicenseResponse{License: licenseToProto(l)}, nil
 }
@@ -84,11 +84,11 @@ func (h *adminService) GetLicense(ctx context.Context, req *seatdv1.GetLicenseRe
 		err = required("license_id", req.GetLicenseId())
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	l, err := h.s.store.GetLicense(ctx, tenant, req.GetLicenseId())
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	return &seatdv1.GetLicenseResponse{License: licenseToProto(l)}, nil
 }
@@ -99,11 +99,11 @@ func (h *adminService) ListLicenses(ctx context.Context, req *seatdv1.ListLicens
 		err = validPageSize(req.GetPageSize())
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	ls, next, err := h.s.store.ListLicenses(ctx, tenant, server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	resp := &seatdv1.ListLicensesResponse{NextPageToken: next}
 	for _, l := range ls {
@@ -115,7 +115,7 @@ func (h *adminService) ListLicenses(ctx context.Context, req *seatdv1.ListLicens
 func (h *adminService) UpdateLicense(ctx context.Context, req *seatdv1.UpdateLicenseRequest) (*seatdv1.UpdateLicenseResponse, error) {
 	l, err := h.updateLicense(ctx, req)
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	return &seatdv1.UpdateLicenseResponse{License: licenseToProto(l)}, nil
 }
@@ -171,11 +171,11 @@ func (h *adminService) DeleteLicense(ctx context.Context, req *seatdv1.DeleteLic
 		err = required("license_id", req.GetLicenseId())
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	n, err := h.s.store.DeleteLicense(ctx, tenant, req.GetLicenseId())
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	h.s.audit(ctx, p, tenant, "license.delete", "license", req.GetLicenseId(), map[string]string{"revoked_leases": itoa(n)})
 	return &seatdv1.DeleteLicenseResponse{RevokedLeases: int32(n)}, nil
@@ -194,11 +194,11 @@ func (h *adminService) ListLeases(ctx context.Context, req *seatdv1.ListLeasesRe
 		err = server.Invalid("state", "is not a known lease state")
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	ls, next, err := h.s.store.ListLeases(ctx, tenant, req.GetLicenseId(), state, server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	now := h.s.now()
 	resp := &seatdv1.ListLeasesResponse{NextPageToken: next}
@@ -218,11 +218,11 @@ func (h *adminService) RevokeLease(ctx context.Context, req *seatdv1.RevokeLease
 		err = maxLen("reason", req.GetReason(), 1024)
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	l, err := h.s.store.Revoke(ctx, tenant, req.GetLeaseId())
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	h.s.audit(ctx, p, tenant, "lease.revoke", "lease", l.ID, map[string]string{"license_id": l.LicenseID, "reason": req.GetReason()})
 	return &seatdv1.RevokeLeaseResponse{Lease: leaseToProto(l, h.s.now())}, nil
@@ -238,7 +238,7 @@ func runToProto(r cleanup.Run) *seatdv1.CleanupRun {
 func (h *adminService) Cleanup(ctx context.Context, _ *seatdv1.CleanupRequest) (*seatdv1.CleanupResponse, error) {
 	p := principalFrom(ctx)
 	if err := p.requireOperator(); err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	run := h.s.cleaner.Pass(ctx, cleanup.TriggerManual)
 	h.s.audit(ctx, p, server.DefaultTenantID, "cleanup.run", "cleanup", "", map[string]string{
@@ -249,7 +249,7 @@ func (h *adminService) Cleanup(ctx context.Context, _ *seatdv1.CleanupRequest) (
 
 func (h *adminService) GetCleanupStatus(ctx context.Context, _ *seatdv1.GetCleanupStatusRequest) (*seatdv1.GetCleanupStatusResponse, error) {
 	if err := principalFrom(ctx).requireOperator(); err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	resp := &seatdv1.GetCleanupStatusResponse{
 		IsLeader:   h.s.leadership.IsLeader(),
@@ -257,7 +257,7 @@ func (h *adminService) GetCleanupStatus(ctx context.Context, _ *seatdv1.GetClean
 	}
 	leader, err := h.s.leadership.LeaderID(ctx)
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, server.Unavailable(err))
+		return nil, server.Unavailable(err)
 	}
 	resp.LeaderId = leader
 	if run, ok := h.s.cleaner.LastRun(); ok {
@@ -275,11 +275,11 @@ func (h *adminService) GetCleanupStatus(ctx context.Context, _ *seatdv1.GetClean
 func (h *adminService) GetZombieReport(ctx context.Context, req *seatdv1.GetZombieReportRequest) (*seatdv1.GetZombieReportResponse, error) {
 	q, err := h.zombieQuery(ctx, req)
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	r, err := h.s.store.ZombieReport(ctx, q)
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	resp := &seatdv1.GetZombieReportResponse{
 		StartTime: timestamppb.New(q.Start), EndTime: timestamppb.New(q.End),
@@ -342,11 +342,11 @@ func (h *adminService) CreateTenant(ctx context.Context, req *seatdv1.CreateTena
 		err = maxLen("tenant.name", t.Name, server.MaxLabelLength)
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	t, err = h.s.store.CreateTenant(ctx, t)
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	h.s.audit(ctx, p, t.ID, "tenant.create", "tenant", t.ID, nil)
 	return &seatdv1.CreateTenantResponse{Tenant: tenantToProto(t)}, nil
@@ -358,11 +358,11 @@ func (h *adminService) ListTenants(ctx context.Context, req *seatdv1.ListTenants
 		err = validPageSize(req.GetPageSize())
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	ts, next, err := h.s.store.ListTenants(ctx, server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	resp := &seatdv1.ListTenantsResponse{NextPageToken: next}
 	for _, t := range ts {
@@ -381,7 +381,7 @@ func (h *adminService) CreateApiKey(ctx context.Context, req *seatdv1.CreateApiK
 		err = maxLen("name", req.GetName(), server.MaxLabelLength)
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	secret := server.NewSecret(server.PrefixAPISecret)
 	k, err := h.s.store.CreateAPIKey(ctx, server.APIKey{
@@ -389,7 +389,7 @@ func (h *adminService) CreateApiKey(ctx context.Context, req *seatdv1.CreateApiK
 		SecretHash: server.HashSecret(secret), CreatedAt: h.s.now(),
 	})
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	h.s.audit(ctx, p, k.TenantID, "apikey.create", "api_key", k.ID, nil)
 	return &seatdv1.CreateApiKeyResponse{ApiKey: apiKeyToProto(k), Secret: secret}, nil
@@ -404,11 +404,11 @@ func (h *adminService) ListApiKeys(ctx context.Context, req *seatdv1.ListApiKeys
 		err = validPageSize(req.GetPageSize())
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	ks, next, err := h.s.store.ListAPIKeys(ctx, req.GetTenantId(), server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	resp := &seatdv1.ListApiKeysResponse{NextPageToken: next}
 	for _, k := range ks {
@@ -424,11 +424,11 @@ func (h *adminService) RevokeApiKey(ctx context.Context, req *seatdv1.RevokeApiK
 		err = required("api_key_id", req.GetApiKeyId())
 	}
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	k, err := h.s.store.RevokeAPIKey(ctx, req.GetApiKeyId())
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	h.s.audit(ctx, p, k.TenantID, "apikey.revoke", "api_key", k.ID, nil)
 	return &seatdv1.RevokeApiKeyResponse{ApiKey: apiKeyToProto(k)}, nil

@@ -97,14 +97,14 @@ func (a *Authenticator) authenticate(ctx context.Context) (Principal, error) {
 const adminPrefix = "/seatd.v1.AdminService/"
 
 // UnaryInterceptor authenticates admin calls and puts the Principal in the context.
-func (a *Authenticator) UnaryInterceptor(s *Server) grpc.UnaryServerInterceptor {
+func (a *Authenticator) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if !strings.HasPrefix(info.FullMethod, adminPrefix) {
 			return handler(ctx, req)
 		}
 		p, err := a.authenticate(ctx)
 		if err != nil {
-			return nil, toStatus(ctx, s.log, err)
+			return nil, err
 		}
 		return handler(context.WithValue(ctx, principalKey{}, p), req)
 	}

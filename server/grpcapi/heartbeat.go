@@ -22,7 +22,7 @@ var _ seatdv1.HeartbeatServiceServer = (*heartbeatService)(nil)
 func (h *heartbeatService) Heartbeat(ctx context.Context, req *seatdv1.HeartbeatRequest) (*seatdv1.HeartbeatResponse, error) {
 	l, err := h.s.heartbeat(ctx, req.GetLeaseId(), req.GetLeaseToken())
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	return &seatdv1.HeartbeatResponse{
 		ExpiresAt:         timestamppb.New(l.ExpiresAt),
@@ -43,36 +43,52 @@ func (s *Server) heartbeat(ctx context.Context, id, token string) (server.Lease,
 // HeartbeatStream answers each ping with the new deadline. The first message
 // names the lease; later ones may be empty. A failed heartbeat ends the
 // stream with its status (e.g. LEASE_EXPIRED), after an EXPIRED or REVOKED
-// signal when that is the reason.
+// signal when that is the reason. On shutdown the stream gets RECONNECT and
+// ends cleanly, so the client moves to another instance.
 func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_HeartbeatStreamServer) error {
 	ctx := stream.Context()
+	pings := make(chan *seatdv1.HeartbeatStreamRequest)
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case pings <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	var id, token string
 	for {
-		req, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
+		var req *seatdv1.HeartbeatStreamRequest
+		select {
+		case <-h.s.shutdown:
+			return stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_RECONNECT})
+		case err := <-recvErr:
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
 			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case req = <-pings:
 		}
 		if id == "" {
 			id, token = req.GetLeaseId(), req.GetLeaseToken()
 		} else if req.GetLeaseId() != "" && req.GetLeaseId() != id {
-			return toStatus(ctx, h.s.log, server.Invalid("lease_id", "a stream keeps one lease alive; open another stream for another lease"))
+			return server.Invalid("lease_id", "a stream keeps one lease alive; open another stream for another lease")
 		}
 		l, err := h.s.heartbeat(ctx, id, token)
 		if err != nil {
-			var signal seatdv1.HeartbeatSignal
-			switch server.ErrorReason(err) {
-			case server.ReasonLeaseExpired:
-				signal = seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_EXPIRED
-			case server.ReasonLeaseRevoked:
-				signal = seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_REVOKED
-			}
-			if signal != seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_UNSPECIFIED {
+			if signal, ok := endSignals[server.ErrorReason(err)]; ok {
 				_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: signal})
 			}
-			return toStatus(ctx, h.s.log, err)
+			return err
 		}
 		if err := stream.Send(&seatdv1.HeartbeatStreamResponse{
 			ExpiresAt:         timestamppb.New(l.ExpiresAt),
@@ -81,4 +97,10 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 			return err
 		}
 	}
+}
+
+// endSignals are the failures a stream announces before it ends.
+var endSignals = map[string]seatdv1.HeartbeatSignal{
+	server.ReasonLeaseExpired: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_EXPIRED,
+	server.ReasonLeaseRevoked: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_REVOKED,
 }

@@ -22,7 +22,7 @@ func (h *seatService) AcquireSeat(ctx context.Context, req *seatdv1.AcquireSeatR
 	resp, err := h.s.acquire(ctx, req.GetLicenseKey(), req.GetFingerprint(), req.GetUser(), req.GetHostname(), req.GetIdempotencyKey(), req.GetMetadata())
 	h.s.metrics.Acquisitions.WithLabelValues(resultLabel(err)).Inc()
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	return resp, nil
 }
@@ -50,12 +50,12 @@ func (s *Server) acquire(ctx context.Context, key, fp, user, host, idem string, 
 
 func (h *seatService) ReleaseSeat(ctx context.Context, req *seatdv1.ReleaseSeatRequest) (*seatdv1.ReleaseSeatResponse, error) {
 	if err := leaseCredentials(req.GetLeaseId(), req.GetLeaseToken()); err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	l, err := h.s.store.Release(ctx, req.GetLeaseId(), server.HashSecret(req.GetLeaseToken()))
 	h.s.metrics.Releases.WithLabelValues(resultLabel(err)).Inc()
 	if err != nil {
-		return nil, toStatus(ctx, h.s.log, err)
+		return nil, err
 	}
 	return &seatdv1.ReleaseSeatResponse{Lease: leaseToProto(l, h.s.now())}, nil
 }

@@ -4,7 +4,9 @@
 package grpcapi
 
 import (
+	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -25,6 +27,9 @@ type Server struct {
 	log        *slog.Logger
 	metrics    *metrics.Metrics
 	now        func() time.Time
+
+	shutdownOnce sync.Once
+	shutdown     chan struct{} // closed when the server starts to drain
 }
 
 // Config wires a Server.
@@ -52,8 +57,13 @@ func New(cfg Config) *Server {
 		store: cfg.Store, cleaner: cfg.Cleaner, scheduler: cfg.Scheduler, leadership: cfg.Leadership,
 		auth: &Authenticator{OperatorKey: cfg.OperatorKey, Keys: cfg.Store},
 		log:  log, metrics: m, now: time.Now,
+		shutdown: make(chan struct{}),
 	}
 }
+
+// BeginShutdown tells open streams to end: heartbeat streams get a
+// RECONNECT signal, so that GracefulStop does not wait for them.
+func (s *Server) BeginShutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
 
 // Register adds the three seatd services to g.
 func (s *Server) Register(g grpc.ServiceRegistrar) {
@@ -62,8 +72,26 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	seatdv1.RegisterAdminServiceServer(g, &adminService{s: s})
 }
 
-// UnaryInterceptor authenticates admin calls.
-func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor { return s.auth.UnaryInterceptor(s) }
+// UnaryInterceptors authenticate admin calls and turn handler errors into
+// statuses through the one table in status.go.
+func (s *Server) UnaryInterceptors() []grpc.UnaryServerInterceptor {
+	return []grpc.UnaryServerInterceptor{
+		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			resp, err := handler(ctx, req)
+			return resp, toStatus(ctx, s.log, err)
+		},
+		s.auth.UnaryInterceptor(),
+	}
+}
+
+// StreamInterceptors turn stream handler errors into statuses.
+func (s *Server) StreamInterceptors() []grpc.StreamServerInterceptor {
+	return []grpc.StreamServerInterceptor{
+		func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			return toStatus(ss.Context(), s.log, handler(srv, ss))
+		},
+	}
+}
 
 // ServiceNames are the fully qualified names of the seatd services, for the
 // health protocol and reflection.

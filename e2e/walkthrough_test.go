@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// TestAcceptanceWalkthroughGRPC is the issue's acceptance walk-through over
+// gRPC: limit, retry dedupe, expiry without cleanup, strict expiry, then
+// cleanup records the zombies.
+func TestAcceptanceWalkthroughGRPC(t *testing.T) {
+	t.Parallel()
+	const ttl = 2 * time.Second
+	p := start(t, options{}) // --cleanup-interval 1h: no scheduled pass runs
+	ctx := testContext(t)
+	admin, seats, hb := p.admin(), p.seats(), p.heartbeats()
+	op := p.asOperator(ctx)
+
+	created, err := admin.CreateLicense(op, &seatdv1.CreateLicenseRequest{License: &seatdv1.License{
+		Name: "walk-through", Seats: 2, LeaseTtl: durationpb.New(ttl),
+	}})
+	require.NoError(t, err)
+	lic := created.GetLicense()
+	require.NotEmpty(t, lic.GetId())
+	require.NotEmpty(t, lic.GetKey())
+	require.EqualValues(t, 2, lic.GetSeats())
+	require.Equal(t, ttl, lic.GetLeaseTtl().AsDuration())
+	require.True(t, lic.GetActive(), "a new license is active by default")
+	require.Equal(t, "default", lic.GetTenantId())
+
+	acquire := func(fp string) (*seatdv1.AcquireSeatResponse, error) {
+		return seats.AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: fp})
+	}
+
+	a1, err := acquire("fp-a")
+	require.NoError(t, err)
+	require.NotEmpty(t, a1.GetLease().GetId())
+	require.NotEmpty(t, a1.GetLeaseToken())
+	require.EqualValues(t, 1, a1.GetSeatsInUse())
+	require.EqualValues(t, 2, a1.GetSeatLimit())
+	require.Equal(t, ttl/6, a1.GetHeartbeatInterval().AsDuration(), "heartbeat interval is TTL/6")
+	require.Equal(t, seatdv1.LeaseState_LEASE_STATE_ACTIVE, a1.GetLease().GetState())
+	require.Equal(t, lic.GetId(), a1.GetLease().GetLicenseId())
+
+	b, err := acquire("fp-b")
+	require.NoError(t, err)
+	require.NotEqual(t, a1.GetLease().GetId(), b.GetLease().GetId())
+	require.EqualValues(t, 2, b.GetSeatsInUse())
+
+	_, err = acquire("fp-c")
+	st := requireStatus(t, err, codes.ResourceExhausted, "SEATS_EXHAUSTED")
+	info := errorInfo(st)
+	require.Equal(t, "2", info.GetMetadata()["seats_in_use"], "ErrorInfo metadata: %v", info.GetMetadata())
+	require.Equal(t, "2", info.GetMetadata()["seat_limit"], "ErrorInfo metadata: %v", info.GetMetadata())
+
+	// A retry by the same client gets its lease back, not a second seat.
+	a2, err := acquire("fp-a")
+	require.NoError(t, err)
+	require.Equal(t, a1.GetLease().GetId(), a2.GetLease().GetId(), "same fingerprint, same lease")
+	require.EqualValues(t, 2, a2.GetSeatsInUse())
+	require.NotEqual(t, a1.GetLeaseToken(), a2.GetLeaseToken(), "a repeated acquisition issues a new token")
+	_, err = hb.Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: a1.GetLease().GetId(), LeaseToken: a1.GetLeaseToken()})
+	requireStatus(t, err, codes.PermissionDenied, "LEASE_TOKEN_INVALID")
+
+	// No heartbeats: wait until both deadlines have passed.
+	deadline := a2.GetLease().GetExpiresAt().AsTime()
+	if bd := b.GetLease().GetExpiresAt().AsTime(); bd.After(deadline) {
+		deadline = bd
+	}
+	require.WithinDuration(t, time.Now().Add(ttl), deadline, ttl, "deadline is about one TTL ahead")
+	time.Sleep(time.Until(deadline) + 300*time.Millisecond)
+
+	// Expired seats never block: new clients get both seats at once, and no
+	// cleanup pass has run since the leases were taken (seatd runs one pass
+	// when it starts; the next is an hour away).
+	noCleanupSinceAcquire := func() {
+		t.Helper()
+		status, err := admin.GetCleanupStatus(op, &seatdv1.GetCleanupStatusRequest{})
+		require.NoError(t, err)
+		if run := status.GetLastRun(); run != nil {
+			require.True(t, run.GetStartedAt().AsTime().Before(a1.GetLease().GetAcquiredAt().AsTime()),
+				"a cleanup pass ran after the leases were taken: %v", run)
+			require.Zero(t, run.GetExpired())
+		}
+	}
+	noCleanupSinceAcquire()
+	c, err := acquire("fp-c")
+	require.NoError(t, err, "a seat past its deadline must not block, cleanup or not")
+	require.EqualValues(t, 1, c.GetSeatsInUse())
+	d, err := acquire("fp-d")
+	require.NoError(t, err, "both expired seats are free")
+	require.EqualValues(t, 2, d.GetSeatsInUse())
+	noCleanupSinceAcquire()
+	// The leases show as expired (judged by time) but have not been ended
+	// by a cleanup yet.
+	before, err := admin.ListLeases(op, &seatdv1.ListLeasesRequest{LicenseId: lic.GetId()})
+	require.NoError(t, err)
+	for _, l := range before.GetLeases() {
+		if l.GetId() == a2.GetLease().GetId() || l.GetId() == b.GetLease().GetId() {
+			require.Equal(t, seatdv1.LeaseState_LEASE_STATE_EXPIRED, l.GetState(), "a lease past its deadline shows as expired")
+			require.Nil(t, l.GetEndedAt(), "no cleanup has ended lease %s yet", l.GetId())
+		}
+	}
+
+	// Strict expiry: heartbeats after the deadline fail with LEASE_EXPIRED.
+	for _, l := range []*seatdv1.AcquireSeatResponse{a2, b} {
+		_, err = hb.Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: l.GetLease().GetId(), LeaseToken: l.GetLeaseToken()})
+		requireStatus(t, err, codes.FailedPrecondition, "LEASE_EXPIRED")
+	}
+
+	// Cleanup records the two zombies.
+	run, err := admin.Cleanup(op, &seatdv1.CleanupRequest{})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, run.GetRun().GetExpired(), int64(2), "cleanup run: %v", run.GetRun())
+	require.Equal(t, "ok", run.GetRun().GetResult())
+	require.Equal(t, "manual", run.GetRun().GetTrigger())
+	status, err := admin.GetCleanupStatus(op, &seatdv1.GetCleanupStatusRequest{})
+	require.NoError(t, err)
+	require.Equal(t, "manual", status.GetLastRun().GetTrigger())
+	require.True(t, status.GetIsLeader())
+
+	list, err := admin.ListLeases(op, &seatdv1.ListLeasesRequest{LicenseId: lic.GetId()})
+	require.NoError(t, err)
+	byID := map[string]*seatdv1.Lease{}
+	for _, l := range list.GetLeases() {
+		byID[l.GetId()] = l
+	}
+	require.Len(t, byID, 4, "leases: %v", list.GetLeases())
+	for _, id := range []string{a2.GetLease().GetId(), b.GetLease().GetId()} {
+		l := byID[id]
+		require.NotNil(t, l, "lease %s listed", id)
+		require.Equal(t, seatdv1.LeaseState_LEASE_STATE_EXPIRED, l.GetState(), "lease %s", id)
+		require.NotNil(t, l.GetEndedAt(), "an expired lease has ended_at")
+	}
+	expired, err := admin.ListLeases(op, &seatdv1.ListLeasesRequest{LicenseId: lic.GetId(), State: seatdv1.LeaseState_LEASE_STATE_EXPIRED})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(expired.GetLeases()), 2)
+	for _, l := range expired.GetLeases() {
+		require.Equal(t, seatdv1.LeaseState_LEASE_STATE_EXPIRED, l.GetState())
+	}
+
+	// Still strictly expired after cleanup.
+	_, err = hb.Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: b.GetLease().GetId(), LeaseToken: b.GetLeaseToken()})
+	requireStatus(t, err, codes.FailedPrecondition, "LEASE_EXPIRED")
+
+	report, err := admin.GetZombieReport(op, &seatdv1.GetZombieReportRequest{})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, report.GetZombiesTotal(), int64(2), "report: %v", report)
+	require.NotEmpty(t, report.GetDays(), "zombies per day")
+	var top *seatdv1.LicenseZombies
+	for _, z := range report.GetTopLicenses() {
+		if z.GetLicenseId() == lic.GetId() {
+			top = z
+		}
+	}
+	require.NotNil(t, top, "the license is among the top zombie licenses: %v", report.GetTopLicenses())
+	require.GreaterOrEqual(t, top.GetZombieCount(), int64(2))
+	require.EqualValues(t, 4, top.GetLeaseCount(), "leases ever taken on the license")
+	require.Equal(t, "walk-through", top.GetLicenseName())
+	require.GreaterOrEqual(t, report.GetMeanMinutesToCleanup(), 0.0)
+}
