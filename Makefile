@@ -6,7 +6,7 @@ BIN   := $(CURDIR)/bin
 # so they never leak into the module graph of seatd itself.
 TOOL  := $(GO) tool -modfile=tools/go.mod
 
-.PHONY: help build run generate verify-generate lint vet test test/short bench tools clean
+.PHONY: help build run generate verify-generate lint vet test bench bench/go tools services clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -40,7 +40,10 @@ test: vet tools ## Everything: vet, unit, conformance and end-to-end tests, with
 	$(GO) build -race -o $(BIN)/seatd-race ./server/cmd/seatd
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 
-bench: build ## Go benchmarks of the stores and the gRPC hot path
+bench: ## Load run through gRPC (embedded and distributed) beside the gRPC and storage ceilings
+	bench/run.sh
+
+bench/go: ## Go benchmarks of the stores
 	$(GO) test -run '^$$' -bench . -benchmem ./server/...
 
 clean:

@@ -48,9 +48,18 @@ func main() {
 	conns := flag.Int("conns", 4, "gRPC connections shared by the callers")
 	ops := flag.String("ops", "health,acquire,heartbeat,release", "phases to run, in order")
 	asJSON := flag.Bool("json", false, "print JSON lines")
+	label := flag.String("label", "", "with -tsv: first column of every line (e.g. the storage mode)")
+	asTSV := flag.Bool("tsv", false, "print tab-separated lines: label op rps p50_ms p99_ms requests errors")
 	flag.Parse()
 
-	if err := run(*target, *opKey, *conc, *conns, *dur, strings.Split(*ops, ","), *asJSON); err != nil {
+	format := "text"
+	switch {
+	case *asJSON:
+		format = "json"
+	case *asTSV:
+		format = "tsv"
+	}
+	if err := run(*target, *opKey, *conc, *conns, *dur, strings.Split(*ops, ","), format, *label); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}
@@ -64,7 +73,7 @@ type bench struct {
 
 func (b *bench) conn(i int) *grpc.ClientConn { return b.conns[i%len(b.conns)] }
 
-func run(target, opKey string, conc, nconns int, dur time.Duration, ops []string, asJSON bool) error {
+func run(target, opKey string, conc, nconns int, dur time.Duration, ops []string, format, label string) error {
 	b := &bench{leases: make(chan *seatdv1.AcquireSeatResponse, 4_000_000)}
 	for range nconns {
 		c, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -104,9 +113,12 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, ops []string
 			return fmt.Errorf("unknown op %q", op)
 		}
 		r := measure(ctx, op, conc, dur, call)
-		if asJSON {
+		switch format {
+		case "json":
 			_ = json.NewEncoder(os.Stdout).Encode(r)
-		} else {
+		case "tsv":
+			fmt.Printf("%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t%d\n", label, r.Op, r.RPS, r.P50ms, r.P99ms, r.Requests, r.Errors)
+		default:
 			fmt.Printf("%-10s %8d req %6d err %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms\n", r.Op, r.Requests, r.Errors, r.RPS, r.P50ms, r.P99ms)
 		}
 	}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# make bench: gRPC throughput and latency of acquire, heartbeat and release at
+# BENCH_CONCURRENCY callers against one seatd, embedded and distributed, each
+# beside the ceilings measured in the same run on the same machine:
+#   grpc ceiling     the same load generator calling grpc.health.v1.Health/Check
+#                    on the same server;
+#   storage ceiling  redis-benchmark EVALSHA of a heartbeat-shaped script, and a
+#                    one-row INSERT pgbench script (durable commit), both at the
+#                    same concurrency.
+# The load generator runs on the same cores as the server (2 here): the
+# ratios, not the absolute numbers, are what to compare across machines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+C=${BENCH_CONCURRENCY:-64}
+D=${BENCH_DURATION:-10s}
+SECS=${D%s}
+PG_URL=${SEATD_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+REDIS_URL=${SEATD_TEST_REDIS_URL:-redis://127.0.0.1:6379/0}
+OP=benchmark-operator-key
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench CASCADE; DROP TABLE IF EXISTS seatd_bench_insert" >/dev/null 2>&1 || true
+  redis-cli -u "$REDIS_URL" --scan --pattern 'seatd-bench:*' 2>/dev/null | xargs -r redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o bin/seatd ./server/cmd/seatd
+go build -o bin/load ./bench/load
+
+# start_seatd MODE ARGS... : starts seatd, waits for it, sets ADDR to its gRPC address.
+start_seatd() {
+  local log="$work/$1.log"; shift
+  bin/seatd --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --operator-key "$OP" \
+    --drain-delay 0s "$@" >"$log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 300); do
+    if grep -q 'seatd serving' "$log" 2>/dev/null; then
+      ADDR=$(grep -o 'grpc=[^ ]*' "$log" | head -1 | cut -d= -f2); return 0
+    fi
+    sleep 0.1
+  done
+  echo "bench: seatd did not start:" >&2; cat "$log" >&2; return 1
+}
+
+results="$work/results.tsv"
+run_load() { # label addr
+  bin/load -target "$2" -operator-key "$OP" -c "$C" -d "$D" -tsv -label "$1" \
+    -ops health,acquire,heartbeat,release >>"$results"
+}
+
+echo "bench: embedded, $C callers, $D per phase" >&2
+start_seatd embedded --data-dir "$work/data"
+run_load embedded "$ADDR"
+kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+
+distributed=false
+if bin/seatd -h 2>&1 | grep -q -- '--postgres-url' && scripts/services.sh >/dev/null; then
+  distributed=true
+  echo "bench: distributed, $C callers, $D per phase" >&2
+  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench CASCADE; CREATE SCHEMA seatd_bench" >/dev/null
+  sep='?'; [[ "$PG_URL" == *\?* ]] && sep='&'
+  start_seatd distributed --postgres-url "${PG_URL}${sep}search_path=seatd_bench" \
+    --redis-url "$REDIS_URL" --redis-key-prefix seatd-bench:
+  run_load distributed "$ADDR"
+  kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+fi
+
+# Storage ceilings at the same concurrency.
+redis_rps=0
+if redis-cli -u "$REDIS_URL" ping >/dev/null 2>&1; then
+  # Shaped like a heartbeat: read the lease, check the deadline, move it.
+  sha=$(redis-cli -u "$REDIS_URL" script load "local t = redis.call('TIME'); local now = t[1]*1000 + math.floor(t[2]/1000); local d = redis.call('ZSCORE', KEYS[1], ARGV[1]); redis.call('ZADD', KEYS[1], now + 360000, ARGV[1]); redis.call('HSET', KEYS[2], ARGV[1], now); return now")
+  redis_rps=$(redis-benchmark -u "$REDIS_URL" -c "$C" -n 300000 -q \
+    evalsha "$sha" 2 'seatd-bench:{l}:deadlines' 'seatd-bench:{l}:hb' lease-1 2>/dev/null |
+    grep -o '[0-9.]* requests per second' | head -1 | cut -d' ' -f1)
+fi
+pg_tps=0
+if psql "$PG_URL" -qAtc 'select 1' >/dev/null 2>&1; then
+  psql "$PG_URL" -qAtc "DROP TABLE IF EXISTS seatd_bench_insert; CREATE TABLE seatd_bench_insert (id bigserial primary key, license_id text, at timestamptz default now())" >/dev/null
+  echo "INSERT INTO seatd_bench_insert (license_id) VALUES ('lic_bench');" >"$work/insert.sql"
+  pg_tps=$(pgbench -n -c "$C" -j 2 -T "$SECS" -f "$work/insert.sql" "$PG_URL" 2>/dev/null |
+    grep -o 'tps = [0-9.]*' | head -1 | cut -d' ' -f3)
+fi
+
+echo
+echo "seatd benchmark: $C concurrent callers, $D per phase, $(nproc) cores ($(uname -m)), load generator on the same machine"
+echo
+awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" '
+  { rps[$1,$2]=$3; p50[$1,$2]=$4; p99[$1,$2]=$5; err[$1,$2]=$7; modes[$1]=1 }
+  END {
+    printf "%-12s %-10s %10s %9s %9s %7s %12s %12s\n", "mode", "op", "req/s", "p50 ms", "p99 ms", "errors", "vs gRPC", "vs storage"
+    n = split("embedded distributed", order, " ")
+    for (i = 1; i <= n; i++) {
+      m = order[i]; if (!(m in modes)) continue
+      ceil = rps[m,"health"]
+      printf "%-12s %-10s %10.0f %9.2f %9.2f %7d %12s %12s\n", m, "grpc-ceil", ceil, p50[m,"health"], p99[m,"health"], err[m,"health"], "100%", "-"
+      split("acquire heartbeat release", ops, " ")
+      for (j = 1; j <= 3; j++) {
+        o = ops[j]
+        st = "-"
+        if (o == "heartbeat" && redis > 0) st = sprintf("%.0f%% redis", 100*rps[m,o]/redis)
+        if (o == "acquire" && pg > 0) st = sprintf("%.0f%% pg", 100*rps[m,o]/pg)
+        printf "%-12s %-10s %10.0f %9.2f %9.2f %7d %11.0f%% %12s\n", m, o, rps[m,o], p50[m,o], p99[m,o], err[m,o], 100*rps[m,o]/ceil, st
+      }
+    }
+    printf "\nstorage ceilings: redis-benchmark EVALSHA %.0f req/s; pgbench one-row INSERT %.0f tps\n", redis, pg
+  }' "$results"
+$distributed || echo "(distributed mode not measured: seatd has no --postgres-url yet, or PostgreSQL/Redis are not up)"
