@@ -1,0 +1,285 @@
+// Package leader elects the one seatd instance that runs scheduled cleanup,
+// with a PostgreSQL session-level advisory lock held on a dedicated
+// connection (seed "Multi-Instance + Production Hardening").
+//
+// The connection is a standalone pgx.Conn, never a pooled one: a session
+// lock on a pooled connection would leak into whatever borrows it next, and
+// the pool's MaxConnLifetime would silently drop it. The leader pings that
+// connection every PingInterval and steps down at once when a ping fails or
+// the lock is gone (e.g. pg_terminate_backend). Records are exactly-once
+// (DESIGN.md invariant 5), so a stale leader that has not noticed yet is
+// harmless, only wasteful.
+//
+// A transaction-pooling PgBouncer breaks session advisory locks: point
+// --postgres-url at PostgreSQL or a session-pooling bouncer.
+package leader
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// LockClassID namespaces seatd's advisory locks (the first of the two
+// integers); the second identifies the lock within seatd and the schema.
+const LockClassID int32 = 0x5EA7D
+
+// Lock ids within LockClassID.
+const cleanupLock = "cleanup-leader"
+
+// Defaults.
+const (
+	DefaultPingInterval  = 5 * time.Second
+	DefaultRetryInterval = 5 * time.Second
+	applicationPrefix    = "seatd-leader "
+)
+
+// Config configures an Elector.
+type Config struct {
+	PostgresURL   string
+	InstanceID    string
+	PingInterval  time.Duration // leader: how often to check the lock connection
+	RetryInterval time.Duration // follower: how often to try for the lock (±25% jitter)
+	Logger        *slog.Logger
+	// OnElected runs when this instance becomes leader; ctx ends when it
+	// stops leading. OnDemoted runs after, once ctx is done. Both run on the
+	// elector's goroutine, so they must not block for long.
+	OnElected func(ctx context.Context)
+	OnDemoted func()
+}
+
+// Elector campaigns for leadership until stopped.
+type Elector struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	leading bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// New returns an Elector; call Start to campaign.
+func New(cfg Config) *Elector {
+	cfg.PingInterval = cmp.Or(cfg.PingInterval, DefaultPingInterval)
+	cfg.RetryInterval = cmp.Or(cfg.RetryInterval, DefaultRetryInterval)
+	log := cmp.Or(cfg.Logger, slog.Default())
+	return &Elector{cfg: cfg, log: log}
+}
+
+// InstanceID is this instance's id.
+func (e *Elector) InstanceID() string { return e.cfg.InstanceID }
+
+// IsLeader reports whether this instance holds the lock now.
+func (e *Elector) IsLeader() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leading
+}
+
+// LeaderID asks PostgreSQL who holds the lock: the holder's connection
+// carries its instance id as application_name, so every instance sees the
+// same answer and a dead leader vanishes with its connection.
+func (e *Elector) LeaderID(ctx context.Context) (string, error) {
+	conn, err := e.connect(ctx, "seatd-status "+e.cfg.InstanceID)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	objectID, err := lockObjectID(ctx, conn)
+	if err != nil {
+		return "", err
+	}
+	var app string
+	err = conn.QueryRow(ctx, `
+		SELECT a.application_name
+		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted
+		  AND l.classid = $1::int::oid AND l.objid = $2::int::oid AND l.objsubid = 2
+		LIMIT 1`, LockClassID, objectID).Scan(&app)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find cleanup leader: %w", err)
+	}
+	if len(app) > len(applicationPrefix) && app[:len(applicationPrefix)] == applicationPrefix {
+		return app[len(applicationPrefix):], nil
+	}
+	return app, nil
+}
+
+// Start campaigns in the background. A second Start is a no-op.
+func (e *Elector) Start(ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cancel != nil {
+		return
+	}
+	ctx, e.cancel = context.WithCancel(ctx)
+	e.done = make(chan struct{})
+	go e.run(ctx, e.done)
+}
+
+// Stop steps down (running OnDemoted), releases the lock so that another
+// instance takes over at once, and waits. Stop without Start, or twice, is
+// a no-op.
+func (e *Elector) Stop() {
+	e.mu.Lock()
+	cancel, done := e.cancel, e.done
+	e.cancel, e.done = nil, nil
+	e.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+func (e *Elector) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	for {
+		if conn, objectID, ok := e.campaign(ctx); ok {
+			e.lead(ctx, conn, objectID)
+		}
+		if !sleep(ctx, jitter(e.cfg.RetryInterval)) {
+			return
+		}
+	}
+}
+
+// campaign tries once for the lock; it returns the connection holding it
+// and the lock's object id.
+func (e *Elector) campaign(ctx context.Context) (*pgx.Conn, int32, bool) {
+	conn, err := e.connect(ctx, applicationPrefix+e.cfg.InstanceID)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("leader election: cannot reach PostgreSQL; retrying", "err", err)
+		}
+		return nil, 0, false
+	}
+	objectID, err := lockObjectID(ctx, conn)
+	var got bool
+	if err == nil {
+		err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", LockClassID, objectID).Scan(&got)
+	}
+	if err != nil || !got {
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("leader election: lock attempt failed; retrying", "err", err)
+		}
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, 0, false
+	}
+	return conn, objectID, true
+}
+
+// lead holds leadership until the lock connection fails or ctx ends.
+func (e *Elector) lead(ctx context.Context, conn *pgx.Conn, objectID int32) {
+	leadCtx, stopLeading := context.WithCancel(ctx)
+	e.setLeading(true)
+	e.log.Info("leader election: this instance now leads cleanup")
+	if e.cfg.OnElected != nil {
+		e.cfg.OnElected(leadCtx)
+	}
+	reason := e.hold(ctx, conn, objectID)
+	stopLeading()
+	e.setLeading(false)
+	if e.cfg.OnDemoted != nil {
+		e.cfg.OnDemoted()
+	}
+	// Release explicitly on a clean stop so a follower takes over at once;
+	// closing the session releases it anyway.
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if ctx.Err() != nil {
+		_, _ = conn.Exec(cctx, "SELECT pg_advisory_unlock($1, $2)", LockClassID, objectID)
+	}
+	conn.Close(cctx)
+	e.log.Info("leader election: this instance stepped down", "reason", reason)
+}
+
+// hold pings the lock connection until it fails (returns why) or ctx ends.
+func (e *Elector) hold(ctx context.Context, conn *pgx.Conn, objectID int32) string {
+	t := time.NewTicker(e.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return "stopping"
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, cmp.Or(e.cfg.PingInterval, time.Second))
+		var held bool
+		err := conn.QueryRow(pctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+			WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted
+			  AND classid = $1::int::oid AND objid = $2::int::oid AND objsubid = 2)`,
+			LockClassID, objectID).Scan(&held)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return "stopping"
+		case err != nil:
+			return "lock connection failed: " + err.Error()
+		case !held:
+			return "lock lost"
+		}
+	}
+}
+
+func (e *Elector) setLeading(v bool) {
+	e.mu.Lock()
+	e.leading = v
+	e.mu.Unlock()
+}
+
+// connect opens a dedicated connection with TCP keepalives, so that a dead
+// peer is noticed even between pings.
+func (e *Elector) connect(ctx context.Context, appName string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(e.cfg.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL URL: %w", err)
+	}
+	cfg.RuntimeParams["application_name"] = appName
+	cfg.ConnectTimeout = cmp.Or(cfg.ConnectTimeout, 5*time.Second)
+	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAliveConfig: net.KeepAliveConfig{
+		Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3,
+	}}
+	cfg.DialFunc = d.DialContext
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// lockObjectID derives the second lock integer from the lock name and the
+// schema, so deployments in different schemas of one database elect apart.
+func lockObjectID(ctx context.Context, conn *pgx.Conn) (int32, error) {
+	var schema string
+	if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return 0, fmt.Errorf("current schema: %w", err)
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(cleanupLock + "/" + schema))
+	return int32(h.Sum32()), nil
+}
+
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.75 + rand.Float64()/2))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
