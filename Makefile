@@ -36,7 +36,10 @@ lint: ## buf lint (STANDARD) and go vet
 vet:
 	$(GO) vet ./...
 
-test: vet tools ## Everything: vet, unit, conformance and end-to-end tests, with -race
+services: ## Start (or explain how to install) the PostgreSQL and Redis the tests use
+	scripts/services.sh
+
+test: vet tools services ## Everything: vet, unit, conformance and end-to-end tests, with -race
 	$(GO) build -race -o $(BIN)/seatd-race ./server/cmd/seatd
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 
