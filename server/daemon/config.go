@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seatd/seatd/server/cleanup"
+	"github.com/seatd/seatd/server/leader"
 )
 
 // Config is everything seatd can be told. Every flag has an environment
@@ -35,7 +36,22 @@ type Config struct {
 
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
+
+	// Distributed mode: both URLs switch it on.
+	PostgresURL            string
+	RedisURL               string
+	RedisKeyPrefix         string
+	PGMaxConns             int
+	PGMinConns             int
+	HeartbeatFlushInterval time.Duration
+	ConnectTimeout         time.Duration
+	AutoMigrate            bool
+	LeaderPingInterval     time.Duration
+	LeaderRetryInterval    time.Duration
 }
+
+// Distributed reports whether the config selects PostgreSQL + Redis.
+func (c *Config) Distributed() bool { return c.PostgresURL != "" || c.RedisURL != "" }
 
 func defaultInstanceID() string {
 	host, err := os.Hostname()
@@ -62,6 +78,16 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.CleanupHardLimit, "cleanup-hard-limit", cleanup.DefaultHardLimit, "a pass is cancelled after this long")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on shutdown, how long to stay up reporting not-ready before closing")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "on shutdown, how long in-flight calls may take before they are cut")
+	fs.StringVar(&c.PostgresURL, "postgres-url", "", "distributed mode: PostgreSQL URL (the record); needs --redis-url")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "distributed mode: Redis URL (live leases); needs --postgres-url")
+	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", "seatd:", "distributed mode: prefix of every Redis key")
+	fs.IntVar(&c.PGMaxConns, "pg-max-conns", 0, "distributed mode: PostgreSQL pool size (0: max(4, CPUs))")
+	fs.IntVar(&c.PGMinConns, "pg-min-conns", 0, "distributed mode: PostgreSQL connections kept open")
+	fs.DurationVar(&c.HeartbeatFlushInterval, "heartbeat-flush-interval", 10*time.Second, "distributed mode: how often heartbeat times are written to PostgreSQL")
+	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 30*time.Second, "distributed mode: how long to retry PostgreSQL/Redis at start")
+	fs.DurationVar(&c.LeaderPingInterval, "leader-ping-interval", leader.DefaultPingInterval, "distributed mode: how often the cleanup leader checks its lock connection")
+	fs.DurationVar(&c.LeaderRetryInterval, "leader-retry-interval", leader.DefaultRetryInterval, "distributed mode: how often followers try for the leader lock (±25% jitter)")
+	fs.BoolVar(&c.AutoMigrate, "auto-migrate", true, "distributed mode: apply pending migrations at start (else run `seatd migrate up`)")
 	return fs
 }
 
@@ -132,6 +158,20 @@ func (c *Config) validate() error {
 		return errors.New("--shutdown-timeout must be positive")
 	case c.OperatorKey != "" && len(c.OperatorKey) < 16:
 		return errors.New("--operator-key must be at least 16 characters")
+	case c.Distributed() && c.OperatorKey == "":
+		return errors.New("distributed mode needs --operator-key (SEATD_OPERATOR_KEY): every instance must share one")
+	case c.PostgresURL != "" && c.RedisURL == "":
+		return errors.New("--postgres-url needs --redis-url too (distributed mode uses both)")
+	case c.RedisURL != "" && c.PostgresURL == "":
+		return errors.New("--redis-url needs --postgres-url too (distributed mode uses both)")
+	case c.PGMaxConns < 0 || c.PGMinConns < 0 || (c.PGMaxConns > 0 && c.PGMinConns > c.PGMaxConns):
+		return errors.New("--pg-min-conns and --pg-max-conns must be non-negative, min at most max")
+	case c.HeartbeatFlushInterval < 100*time.Millisecond:
+		return errors.New("--heartbeat-flush-interval must be at least 100ms")
+	case c.LeaderPingInterval < 10*time.Millisecond || c.LeaderRetryInterval < 10*time.Millisecond:
+		return errors.New("--leader-ping-interval and --leader-retry-interval must be at least 10ms")
+	case c.ConnectTimeout <= 0:
+		return errors.New("--connect-timeout must be positive")
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err

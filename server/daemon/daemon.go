@@ -26,15 +26,18 @@ import (
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/cleanup"
-	"github.com/seatd/seatd/server/embedded"
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
+	"github.com/seatd/seatd/server/leader"
 	"github.com/seatd/seatd/server/metrics"
 )
 
 // Main runs seatd with the given arguments until ctx ends (a signal), and
 // returns the process exit code. Errors at start are one line on stderr.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "migrate" {
+		return migrateMain(ctx, args[1:], stdout, stderr)
+	}
 	cfg, err := ParseConfig(args, os.Getenv, stdout)
 	if errors.Is(err, errHelp) {
 		return 0
@@ -62,6 +65,7 @@ type Daemon struct {
 	log       *slog.Logger
 	store     server.Store
 	scheduler *cleanup.Scheduler
+	elector   *leader.Elector // nil in embedded mode: one node always leads
 	api       *grpcapi.Server
 	grpc      *grpc.Server
 	health    *health.Server
@@ -87,10 +91,13 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		}
 	}()
 
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir %s is not usable: %w", cfg.DataDir, err)
+	operatorKey := cfg.OperatorKey
+	if !cfg.Distributed() {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("data dir %s is not usable: %w", cfg.DataDir, err)
+		}
 	}
-	operatorKey, generated, err := loadOperatorKey(cfg.OperatorKey, cfg.DataDir)
+	operatorKey, generated, err := loadOperatorKey(operatorKey, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +105,9 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		fmt.Fprintf(logOut, "\n  seatd generated an operator key (kept in %s/%s; shown only this once):\n\n      %s\n\n  Use it as: authorization: Bearer <key>\n\n", cfg.DataDir, operatorKeyFile, operatorKey)
 	}
 
-	store, err := embedded.Open(cfg.DataDir, embedded.Options{Logger: d.log})
+	store, err := openStore(ctx, cfg, d.log)
 	if err != nil {
-		return nil, err // names the data dir already
+		return nil, err
 	}
 	d.store = store
 	if err := ensureDefaultTenant(ctx, d.store); err != nil {
@@ -125,8 +132,22 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		SoftLimit: cfg.CleanupSoftLimit, HardLimit: cfg.CleanupHardLimit,
 	}, d.log, m)
 	d.scheduler = &cleanup.Scheduler{Cleaner: cleaner, Interval: cfg.CleanupInterval}
-	leadership := cleanup.Solo{ID: cfg.InstanceID}
-	m.Leader.Set(1)
+	var leadership cleanup.Leadership = cleanup.Solo{ID: cfg.InstanceID}
+	if cfg.Distributed() {
+		d.elector = leader.New(leader.Config{
+			PostgresURL: cfg.PostgresURL, InstanceID: cfg.InstanceID, Logger: d.log,
+			PingInterval: cfg.LeaderPingInterval, RetryInterval: cfg.LeaderRetryInterval,
+			OnElected: func(ctx context.Context) {
+				m.Leader.Set(1)
+				d.scheduler.Start(ctx)
+			},
+			OnDemoted: func() {
+				d.scheduler.Stop()
+				m.Leader.Set(0)
+			},
+		})
+		leadership = d.elector
+	}
 
 	d.api = grpcapi.New(grpcapi.Config{
 		Store: d.store, Cleaner: cleaner, Scheduler: d.scheduler, Leadership: leadership,
@@ -167,10 +188,19 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 			d.serveErr <- err
 		}
 	}()
-	d.scheduler.Start(context.WithoutCancel(ctx))
+	if d.elector != nil {
+		d.elector.Start(context.WithoutCancel(ctx))
+	} else {
+		m.Leader.Set(1)
+		d.scheduler.Start(context.WithoutCancel(ctx))
+	}
 
 	d.setServing(true)
-	d.log.Info("seatd serving", "mode", "embedded", "grpc", d.GRPCAddr(), "http", d.HTTPAddr(), "data_dir", cfg.DataDir)
+	where := slog.String("data_dir", cfg.DataDir)
+	if cfg.Distributed() {
+		where = slog.String("redis_key_prefix", cfg.RedisKeyPrefix)
+	}
+	d.log.Info("seatd serving", "mode", cfg.mode(), "grpc", d.GRPCAddr(), "http", d.HTTPAddr(), where)
 	return d, nil
 }
 
@@ -201,7 +231,7 @@ func (d *Daemon) Shutdown() error {
 	var err error
 	step("not ready", func() { d.setServing(false) })
 	step("drain delay", func() { time.Sleep(d.cfg.DrainDelay) })
-	step("stop cleanup", d.scheduler.Stop)
+	step("stop cleanup leader", d.stopCleanup)
 	step("end streams", d.api.BeginShutdown)
 	step("grpc graceful stop", func() {
 		t := time.AfterFunc(d.cfg.ShutdownTimeout, d.grpc.Stop)
@@ -223,10 +253,22 @@ func (d *Daemon) Shutdown() error {
 	return err
 }
 
+// stopCleanup finishes or abandons the current pass and, in distributed
+// mode, releases the leader lock so another instance takes over at once.
+func (d *Daemon) stopCleanup() {
+	if d.elector != nil {
+		d.elector.Stop()
+	}
+	d.scheduler.Stop()
+}
+
 // closeAll releases what Start opened; safe after a partial Start.
 func (d *Daemon) closeAll() error {
 	var err error
 	d.closeOnce.Do(func() {
+		if d.scheduler != nil {
+			d.stopCleanup()
+		}
 		if d.grpc != nil {
 			d.grpc.Stop()
 		}

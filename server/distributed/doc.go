@@ -1,0 +1,158 @@
+// Package distributed is seatd's storage backend for many instances:
+// PostgreSQL is the system of record (tenants, API keys, licenses,
+// sessions, usage and cleanup events, audit log) and Redis holds the live
+// leases, the hot path of acquire, heartbeat and release. It implements
+// server.Store and passes the conformance suite (server/storetest)
+// unchanged.
+//
+// # Redis layout
+//
+// Keys start with Options.RedisKeyPrefix (P). Each license has its own keys,
+// hash-tagged by its id so that every script touches one slot:
+//
+//	P{lic}:conf       hash  settings: seats, overdraft, ttl, revival, active,
+//	                        exp, strategy, tenant, json (the whole license),
+//	                        version, epoch, deleted
+//	P{lic}:leases     hash  lease id -> cmsgpack {token hash, acquired,
+//	                        last heartbeat, deadline, dedupe key, idem key,
+//	                        token seq}
+//	P{lic}:deadlines  zset  lease id -> deadline
+//	P{lic}:dedupe     hash  dedupe key -> lease id
+//	P{lic}:idem       hash  idempotency key -> lease id
+//	P{lic}:expiring   hash  lease id -> record, for leases taken out of the
+//	                        live state whose expiry is not yet recorded
+//
+// and two global keys, hints only: P{expiry}:due (zset license id -> a time
+// at or before its earliest deadline) and P{expiry}:gen (hash license id ->
+// hint generation). Times are unix microseconds, the precision PostgreSQL
+// keeps, so values round-trip exactly. Every script (lua/*.lua, run with
+// EVALSHA and an EVAL fallback) reads the clock with redis.call('TIME'):
+// one clock for every instance. PostgreSQL timestamps of lease events are
+// the times the scripts returned; admin-only changes use now() in SQL.
+//
+// # Invariants
+//
+// Seat limit (1) and expired seats never block (2): acquire.lua counts the
+// live leases with ZCOUNT deadlines (now, +inf) and grants in the same
+// atomic step. A lease past its deadline stops counting at its deadline,
+// whether or not it was cleaned up. Heartbeats (heartbeat.lua) only renew
+// a lease still in the live state, never create one; past its deadline a
+// lease is revived only within the revival window and only if a seat is
+// free (3). Retries (4): acquire.lua hands back the live lease of the same
+// idempotency key, else of the same dedupe key, with a new token.
+//
+// # Write order
+//
+// Acquire: acquire.lua grants (the seat is counted at once) -> INSERT the
+// session in PostgreSQL -> return. The INSERT is conditional: it selects the
+// license row FOR KEY SHARE and requires it undeleted and at the epoch the
+// grant was made in. If it fails or inserts nothing, end.lua takes the
+// grant back and the caller gets UNAVAILABLE (or NOT_FOUND for a deleted
+// license). A lease handed back (token rotated) is recorded the same way
+// (UPDATE ... token_seq < new seq), so the newest token survives a loss of
+// Redis.
+//
+// Heartbeat: heartbeat.lua renews in Redis -> the new values go to an
+// in-process buffer -> the flusher writes the buffer every
+// HeartbeatFlushInterval with one UPDATE ... FROM unnest(...) per batch,
+// moving last_heartbeat_at only forward and touching only active sessions.
+// Close flushes.
+//
+// Release / Revoke: check.lua judges (token, still live; Revoke reads the
+// live values with peek.lua) -> one statement ends the session (UPDATE ...
+// WHERE state = 'active' RETURNING) and inserts its usage event (ON
+// CONFLICT (lease_id) DO NOTHING) -> end.lua removes the lease from Redis.
+// Of two racing ends, the row lock lets one win; the other sees the lease
+// ended and answers accordingly.
+//
+// Expire (ExpireLeases): per license, expire.lua moves the named leases
+// still past their deadline from the live state into the expiring hash and
+// returns them (with those already there) -> one statement records all of
+// them: UPDATE sessions ... WHERE id = ANY AND state = 'active' RETURNING,
+// and from the returned rows the usage events, cleanup events (both ON
+// CONFLICT (lease_id) DO NOTHING) and audit entries -> after it commits,
+// end.lua drops them from the expiring hash. DueLeases lists expiring
+// leases too, so a failed record is retried by the next pass.
+//
+// DeleteLicense: one transaction locks the license row FOR UPDATE, revokes
+// its active sessions (usage events, audit), marks it deleted -> then
+// tombstone.lua drops the live state and marks the settings deleted with an
+// epoch no rebuild can beat. UpdateLicense: a transaction (row lock FOR NO
+// KEY UPDATE, version + 1) -> setconf.lua copies the settings into an
+// existing live state if they are newer.
+//
+// # Building the live state, and Redis loss (invariant 7)
+//
+// The live state of a license is created only by a rebuild from
+// PostgreSQL, never by writing settings alone: on its first use, and
+// whenever a script finds the conf hash missing (NOCONF) because Redis
+// restarted empty or lost the keys. A rebuild locks the license row FOR
+// UPDATE, bumps licenses.live_epoch, reads the active sessions and commits;
+// rebuild.lua then writes settings and leases in one step, unless a state of
+// the same or a newer epoch is there already. Because the lock waits for
+// acquisitions in the middle of recording a lease, and their INSERT
+// requires the epoch they were granted in, a lease granted by a state that
+// is gone can never be recorded, and every recorded active lease is in the
+// rebuilt state: the seat limit holds across a Redis restart, and old
+// tokens keep working (the newest token of every lease is in PostgreSQL).
+// Recorded deadlines trail heartbeats not yet written behind, so rebuilt
+// leases get HeartbeatFlushInterval + 1s of slack. Rebuilds happen per
+// license and on demand: an acquisition on a license whose state is
+// missing waits for its rebuild (a few milliseconds) instead of failing,
+// and other licenses are not held up. This replaces the single global
+// epoch key of the first design, which could not tell a license that was
+// rebuilt from one whose settings were written into an empty Redis.
+//
+// # Crash cases
+//
+//   - Between grant and INSERT (instance dies): the lease is in Redis only.
+//     It holds its seat until its deadline (the client never got it), is
+//     then due, and ExpireLeases finds no active record and drops it. A
+//     retry of that client (same dedupe or idempotency key) would be handed
+//     the unrecorded lease: it waits a few seconds for the record, then
+//     rebuilds the license's live state from PostgreSQL (epoch + 1), which
+//     drops the grant and makes sure it can never be recorded, and acquires
+//     anew.
+//   - INSERT outcome unknown (connection lost at commit) and it did commit:
+//     the grant was taken back, so the session is active in PostgreSQL
+//     only. It holds no seat (heartbeats answer LEASE_EXPIRED); the
+//     reconciliation in DueLeases finds it past its recorded deadline and
+//     adopt.lua hands it to the cleaner, which records it as expired.
+//   - Between the end of a session in PostgreSQL and end.lua: the record is
+//     final; the lease lingers in Redis, holding a seat until its deadline,
+//     then the cleaner finds it ended and drops it.
+//   - Between expire.lua and the record, or the record fails: the leases
+//     wait in the expiring hash (no seat, no heartbeat) and the next pass
+//     records them; two cleaners record each once (row lock + state check).
+//   - Flusher never runs (crash): up to HeartbeatFlushInterval of heartbeat
+//     progress is missing from PostgreSQL; Redis has it. Only a Redis loss
+//     at the same time would show it, and the rebuild slack covers it.
+//   - Between a grant and its hint (hint.lua): the hint is lost; the
+//     reconciliation re-derives it from PostgreSQL within reconcileEvery.
+//   - Rebuild between its commit and rebuild.lua: the conf hash is still
+//     missing, so the next call rebuilds again (the epoch only grows).
+//   - Redis fails over to a replica that lost recent writes: leases granted
+//     just before are recorded but unknown to Redis (no seat: heartbeats
+//     answer LEASE_EXPIRED, the cleaner adopts them), ended leases may
+//     linger until their deadline. Use Redis persistence and replication
+//     that acknowledge writes (WAIT) where that matters.
+//
+// # Left to do
+//
+//   - A failed setconf.lua after UpdateLicense (Redis unreachable at that
+//     moment) is only logged: the settings in Redis stay old until the next
+//     change or rebuild. A background retry is missing.
+//   - A failed end.lua after a release or revoke is only logged (the seat is
+//     held until the lease's deadline).
+//   - rebuild.lua writes a license's whole state in one script call; a
+//     license with hundreds of thousands of active leases should be written
+//     in chunks.
+//   - The reconciliation reads at most 10,000 leases per pass.
+//   - The lease -> license mapping is a per-process cache backed by
+//     PostgreSQL (no P lease:<id> keys); a cold instance reads PostgreSQL once
+//     per lease it serves.
+//   - Redis keeps a small tombstone hash per deleted license and one field
+//     per license in P{expiry}:gen; neither is ever removed.
+//   - Cleanup metrics of the backend (rebuilds, adopted orphans, flush sizes)
+//     are not exported to Prometheus yet.
+package distributed

@@ -1,0 +1,128 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Heartbeats are written behind: Heartbeat changes Redis only and notes
+// the lease's new values here; the flusher writes all of them to
+// PostgreSQL with one statement per batch, every HeartbeatFlushInterval,
+// and Close writes what is left.
+
+// maxFlushBatch bounds the leases one flush statement carries.
+const maxFlushBatch = 5000
+
+type pendingBeat struct{ hb, deadline time.Time }
+
+type heartbeatBuffer struct {
+	mu      sync.Mutex
+	pending map[string]pendingBeat
+
+	statements atomic.Int64 // flush statements run (for tests and metrics)
+	written    atomic.Int64 // rows those statements carried
+}
+
+// add notes a heartbeat, keeping the newest per lease.
+func (b *heartbeatBuffer) add(leaseID string, hb, deadline time.Time) {
+	b.mu.Lock()
+	if cur, ok := b.pending[leaseID]; !ok || hb.After(cur.hb) {
+		b.pending[leaseID] = pendingBeat{hb, deadline}
+	}
+	b.mu.Unlock()
+}
+
+// take empties the buffer.
+func (b *heartbeatBuffer) take() map[string]pendingBeat {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.pending) == 0 {
+		return nil
+	}
+	out := b.pending
+	b.pending = make(map[string]pendingBeat, len(out))
+	return out
+}
+
+// putBack returns unwritten heartbeats, unless newer ones came meanwhile.
+func (b *heartbeatBuffer) putBack(m map[string]pendingBeat) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, p := range m {
+		if cur, ok := b.pending[id]; !ok || p.hb.After(cur.hb) {
+			b.pending[id] = p
+		}
+	}
+}
+
+func (s *Store) flushLoop() {
+	defer close(s.stopped)
+	t := time.NewTicker(s.flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), s.flushEvery)
+			if err := s.flush(ctx); err != nil {
+				s.log.Error("distributed store: write heartbeats behind; retrying next tick", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// flush writes every buffered heartbeat: one UPDATE per batch of up to
+// maxFlushBatch leases. It only moves a lease's last heartbeat forward and
+// never touches an ended lease, so a late or repeated flush is harmless.
+func (s *Store) flush(ctx context.Context) error {
+	pending := s.hb.take()
+	if len(pending) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, min(len(pending), maxFlushBatch))
+	hbs := make([]time.Time, 0, cap(ids))
+	dls := make([]time.Time, 0, cap(ids))
+	var failed error
+	write := func() {
+		if len(ids) == 0 {
+			return
+		}
+		if failed == nil {
+			s.hb.statements.Add(1)
+			tag, err := s.pool.Exec(ctx, `UPDATE sessions s SET last_heartbeat_at = v.hb, expires_at = v.dl
+				FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS v(id, hb, dl)
+				WHERE s.id = v.id AND s.state = 'active' AND s.last_heartbeat_at < v.hb`, ids, hbs, dls)
+			if err == nil {
+				s.hb.written.Add(tag.RowsAffected())
+				for _, id := range ids {
+					delete(pending, id)
+				}
+			} else {
+				failed = err
+			}
+		}
+		ids, hbs, dls = ids[:0], hbs[:0], dls[:0]
+	}
+	// In id order, as every statement that locks several leases, so that
+	// concurrent writers never deadlock.
+	for _, id := range slices.Sorted(maps.Keys(pending)) {
+		p := pending[id]
+		ids, hbs, dls = append(ids, id), append(hbs, p.hb), append(dls, p.deadline)
+		if len(ids) == maxFlushBatch {
+			write()
+		}
+	}
+	write()
+	if failed != nil {
+		s.hb.putBack(pending) // what was not written
+		return fmt.Errorf("write %d heartbeats: %w", len(pending), failed)
+	}
+	return nil
+}

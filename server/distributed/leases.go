@@ -1,0 +1,614 @@
+package distributed
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seatd/seatd/server"
+)
+
+// maxAttempts bounds how often one call goes round when the live state
+// changes under it (a rebuild, a concurrent end); each round is cheap.
+const maxAttempts = 6
+
+// strategies are every leasing strategy: acquire.lua picks the dedupe key
+// of the license's current one from the keys computed here, so that the
+// rule stays in one place (server.DedupeKey).
+var strategies = []server.LeasingStrategy{server.PerFingerprint, server.PerUser, server.PerHostname, server.PerAcquisition}
+
+func (s *Store) Acquire(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
+	args := []any{req.LeaseID, req.TokenHash, req.IdempotencyKey}
+	for _, st := range strategies {
+		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
+	}
+	for range maxAttempts {
+		licenseID, cached, err := s.resolveKey(ctx, req.LicenseKey)
+		if err != nil {
+			return server.AcquireResult{}, err
+		}
+		res, err := scriptAcquire.Run(ctx, s.rdb, s.keys.license(licenseID), args...).Slice()
+		if err != nil {
+			return server.AcquireResult{}, s.fail("acquire", err)
+		}
+		switch status := str(res[0]); status {
+		case "NOCONF":
+			err := s.ensureLive(ctx, licenseID)
+			if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+				s.licenseKeys.drop(req.LicenseKey)
+				if cached {
+					continue // the key may open another license now
+				}
+			}
+			if err != nil {
+				return server.AcquireResult{}, s.fail("acquire: build live state", err)
+			}
+		case "DELETED":
+			s.licenseKeys.drop(req.LicenseKey)
+			if !cached {
+				return server.AcquireResult{}, server.ErrLicenseNotFound
+			}
+		case "INACTIVE":
+			return server.AcquireResult{}, server.ErrLicenseInactive
+		case "LICEXPIRED":
+			return server.AcquireResult{}, server.ErrLicenseExpired
+		case "EXHAUSTED":
+			return server.AcquireResult{}, server.SeatsExhausted(int(num(res[1])), int(num(res[2])))
+		case "DUP":
+			return server.AcquireResult{}, conflict("lease_id", "lease")
+		case "NEW", "EXISTING":
+			g, err := parseGrant(res)
+			if err != nil {
+				return server.AcquireResult{}, s.fail("acquire", err)
+			}
+			var (
+				out   server.AcquireResult
+				again bool
+			)
+			if status == "NEW" {
+				out, again, err = s.recordNew(ctx, req, g)
+			} else {
+				out, again, err = s.recordRenewal(ctx, req, g)
+			}
+			if err != nil || !again {
+				return out, err
+			}
+		default:
+			return server.AcquireResult{}, s.fail("acquire", fmt.Errorf("unexpected script reply %q", status))
+		}
+	}
+	return server.AcquireResult{}, s.fail("acquire", errors.New("live state kept changing; giving up"))
+}
+
+// grant is what acquire.lua answered NEW or EXISTING with.
+type grant struct {
+	leaseID               string
+	acquired, hb, expires time.Time
+	tokenSeq              int64
+	inUse                 int
+	license               server.License
+	epoch                 int64
+	prevFirst             int64 // earliest deadline before the grant, -1 if none
+	dedupeKey             string
+}
+
+func parseGrant(res []any) (grant, error) {
+	g := grant{
+		leaseID:   str(res[1]),
+		acquired:  usTime(num(res[2])),
+		hb:        usTime(num(res[3])),
+		expires:   usTime(num(res[4])),
+		tokenSeq:  num(res[5]),
+		inUse:     int(num(res[6])),
+		epoch:     num(res[8]),
+		prevFirst: num(res[9]),
+		dedupeKey: str(res[10]),
+	}
+	if err := json.Unmarshal([]byte(str(res[7])), &g.license); err != nil {
+		return grant{}, fmt.Errorf("license settings in Redis: %w", err)
+	}
+	return g, nil
+}
+
+// noteDeadline keeps the expiry hint at or before a deadline just set.
+func (s *Store) noteDeadline(ctx context.Context, licenseID string, prevFirst int64, deadline time.Time) {
+	if dl := timeUS(deadline); prevFirst < 0 || dl < prevFirst {
+		s.lowerHint(ctx, licenseID, dl)
+	}
+}
+
+// recordNew makes a granted lease durable: the seat is counted in Redis,
+// the lease is recorded in PostgreSQL before Acquire returns. If it cannot
+// be recorded the grant is undone. again asks the caller to try anew.
+func (s *Store) recordNew(ctx context.Context, req server.AcquireRequest, g grant) (out server.AcquireResult, again bool, err error) {
+	l := server.Lease{
+		ID:              g.leaseID,
+		LicenseID:       g.license.ID,
+		TenantID:        g.license.TenantID,
+		TokenHash:       req.TokenHash,
+		Fingerprint:     req.Fingerprint,
+		User:            req.User,
+		Hostname:        req.Hostname,
+		Metadata:        cloneMap(req.Metadata),
+		IdempotencyKey:  req.IdempotencyKey,
+		DedupeKey:       g.dedupeKey,
+		State:           server.LeaseActive,
+		AcquiredAt:      g.acquired,
+		LastHeartbeatAt: g.hb,
+		ExpiresAt:       g.expires,
+	}
+	// The SELECT locks the license row (FOR KEY SHARE): a delete or a
+	// rebuild holding it FOR UPDATE makes the insert wait, and then the
+	// re-checked row no longer matches, so nothing is recorded.
+	tag, err := s.pool.Exec(ctx, `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
+			fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
+			last_heartbeat_at, expires_at)
+		SELECT $1, l.id, l.tenant_id, $3, 0, $4, $5, $6, $7::jsonb, $8, $9, 'active', $10, $10, $11
+		FROM licenses l WHERE l.id = $2 AND l.deleted_at IS NULL AND l.live_epoch = $12
+		FOR KEY SHARE`,
+		l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname, jsonMap(l.Metadata),
+		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, g.epoch)
+	if err == nil && tag.RowsAffected() == 1 {
+		s.leaseInfo.put(l.ID, infoOf(l))
+		s.noteDeadline(ctx, l.LicenseID, g.prevFirst, l.ExpiresAt)
+		return server.AcquireResult{Lease: l, License: g.license, SeatsInUse: g.inUse}, false, nil
+	}
+
+	// Not recorded: give the seat back. (If the insert's outcome is unknown
+	// and it did commit, the cleaner adopts the orphan; see doc.go.)
+	s.dropLive(ctx, l.LicenseID, l.ID)
+	if isCode(err, pgUniqueViolation) {
+		return out, false, conflict("lease_id", "lease")
+	}
+	if err != nil {
+		return out, false, s.fail("acquire: record lease", err)
+	}
+	var (
+		deleted bool
+		epoch   int64
+	)
+	err = s.pool.QueryRow(ctx, `SELECT deleted_at IS NOT NULL, live_epoch FROM licenses WHERE id = $1`, l.LicenseID).Scan(&deleted, &epoch)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) || (err == nil && deleted):
+		s.licenseKeys.drop(req.LicenseKey)
+		return out, false, server.ErrLicenseNotFound
+	case err != nil:
+		return out, false, s.fail("acquire: read license", err)
+	}
+	// The live state was rebuilt since the grant: grant again on the new one.
+	if err := s.ensureLive(ctx, l.LicenseID); err != nil {
+		return out, false, s.fail("acquire: build live state", err)
+	}
+	return out, true, nil
+}
+
+// recordRenewal records the token rotation of a lease handed back, so that
+// the new token survives a loss of Redis.
+func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g grant) (out server.AcquireResult, again bool, err error) {
+	wait := 2 * time.Millisecond
+	giveUp := time.Now().Add(s.recordWait)
+	for {
+		row, err := scanSession(s.pool.QueryRow(ctx, `UPDATE sessions s SET token_hash = $2, token_seq = $3,
+				last_heartbeat_at = GREATEST(s.last_heartbeat_at, $4),
+				expires_at = CASE WHEN $4 >= s.last_heartbeat_at THEN $5 ELSE s.expires_at END
+			WHERE s.id = $1 AND s.state = 'active' AND s.token_seq < $3
+			AND EXISTS (SELECT 1 FROM licenses l WHERE l.id = s.license_id AND l.live_epoch = $6
+				AND l.deleted_at IS NULL FOR KEY SHARE)
+			RETURNING `+sessionCols("s"), g.leaseID, req.TokenHash, g.tokenSeq, g.hb, g.expires, g.epoch))
+		if err == nil {
+			return s.renewed(ctx, g, row.Lease, req.TokenHash), false, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return out, false, s.fail("acquire: record token rotation", err)
+		}
+		var (
+			state          string
+			seq, epoch     int64
+			deleted, found = false, true
+		)
+		row, err = scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols("")+` FROM sessions WHERE id = $1`, g.leaseID))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			found = false
+		case err != nil:
+			return out, false, s.fail("acquire: read lease", err)
+		default:
+			state, seq = string(row.State), row.tokenSeq
+			err = s.pool.QueryRow(ctx, `SELECT deleted_at IS NOT NULL, live_epoch FROM licenses WHERE id = $1`,
+				row.LicenseID).Scan(&deleted, &epoch)
+			if err != nil {
+				return out, false, s.fail("acquire: read license", err)
+			}
+		}
+		switch {
+		case !found:
+			// The acquisition that created the lease has not recorded it
+			// yet: wait for it, or for it to give the seat back.
+			live, _, err := s.peek(ctx, g.license.ID, g.leaseID)
+			if err != nil {
+				return out, false, s.fail("acquire", err)
+			}
+			if v, ok := live[g.leaseID]; !ok || v.expiring {
+				return out, true, nil // given back: acquire anew
+			}
+			if time.Now().After(giveUp) {
+				// Its acquisition died between grant and record. Rebuild
+				// the live state from the record: that drops the grant and
+				// makes sure it can never be recorded.
+				s.log.Warn("distributed store: dropping a lease granted but never recorded", "lease", g.leaseID, "license", g.license.ID)
+				if err := s.rebuildFrom(ctx, g.license.ID, g.epoch); err != nil {
+					return out, false, s.fail("acquire: rebuild live state", err)
+				}
+				return out, true, nil
+			}
+			select {
+			case <-ctx.Done():
+				return out, false, server.Unavailable(ctx.Err())
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 50*time.Millisecond)
+		case deleted:
+			s.licenseKeys.drop(req.LicenseKey)
+			return out, false, server.ErrLicenseNotFound
+		case state != string(server.LeaseActive):
+			return out, true, nil // it ended meanwhile: acquire anew
+		case epoch != g.epoch:
+			if err := s.ensureLive(ctx, row.LicenseID); err != nil {
+				return out, false, s.fail("acquire: build live state", err)
+			}
+			return out, true, nil
+		case seq >= g.tokenSeq:
+			// A later rotation is recorded already.
+			return s.renewed(ctx, g, row.Lease, req.TokenHash), false, nil
+		}
+	}
+}
+
+func (s *Store) renewed(ctx context.Context, g grant, rec server.Lease, tokenHash string) server.AcquireResult {
+	s.leaseInfo.put(rec.ID, infoOf(rec))
+	l := infoOf(rec).lease(rec.ID, tokenHash, g.hb, g.expires)
+	s.noteDeadline(ctx, rec.LicenseID, g.prevFirst, g.expires)
+	return server.AcquireResult{Lease: l, License: g.license, SeatsInUse: g.inUse, Existing: true}
+}
+
+// resolveKey finds the live license of a key: from the process cache, else
+// from PostgreSQL. cached tells which, since a cached answer may be stale
+// (the license deleted, the key reused).
+func (s *Store) resolveKey(ctx context.Context, key string) (id string, cached bool, err error) {
+	if id, ok := s.licenseKeys.get(key); ok {
+		return id, true, nil
+	}
+	err = s.pool.QueryRow(ctx, `SELECT id FROM licenses WHERE key = $1 AND deleted_at IS NULL`, key).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, server.ErrLicenseNotFound
+	}
+	if err != nil {
+		return "", false, s.fail("find license by key", err)
+	}
+	s.licenseKeys.put(key, id)
+	return id, false, nil
+}
+
+// dropLive removes ended (or never recorded) leases from the live state.
+// A failure is logged: a lease left behind holds its seat until its
+// deadline, and the cleaner then finds it ended and forgets it.
+func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := scriptEnd.Run(ctx, s.rdb, s.keys.license(licenseID), args...).Err(); err != nil {
+		s.log.Error("distributed store: remove ended leases from Redis", "license", licenseID, "leases", len(ids), "err", err)
+	}
+}
+
+func (s *Store) Heartbeat(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	info, err := s.leaseInfoOf(ctx, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	for range maxAttempts {
+		res, err := scriptHeartbeat.Run(ctx, s.rdb, s.keys.license(info.LicenseID), leaseID, tokenHash).Slice()
+		if err != nil {
+			return server.Lease{}, s.fail("heartbeat", err)
+		}
+		switch status := str(res[0]); status {
+		case "NOCONF":
+			err := s.ensureLive(ctx, info.LicenseID)
+			if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+				return server.Lease{}, s.endedError(ctx, leaseID, tokenHash)
+			}
+			if err != nil {
+				return server.Lease{}, s.fail("heartbeat: build live state", err)
+			}
+		case "DELETED", "NOLEASE":
+			return server.Lease{}, s.endedError(ctx, leaseID, tokenHash)
+		case "TOKEN":
+			return server.Lease{}, server.ErrLeaseToken
+		case "EXPIRED":
+			return server.Lease{}, server.ErrLeaseExpired
+		case "INACTIVE":
+			return server.Lease{}, server.ErrLicenseInactive
+		case "LICEXPIRED":
+			return server.Lease{}, server.ErrLicenseExpired
+		case "OK":
+			hb, dl := usTime(num(res[2])), usTime(num(res[3]))
+			s.hb.add(leaseID, hb, dl)
+			s.noteDeadline(ctx, info.LicenseID, num(res[4]), dl)
+			return info.lease(leaseID, tokenHash, hb, dl), nil
+		default:
+			return server.Lease{}, s.fail("heartbeat", fmt.Errorf("unexpected script reply %q", status))
+		}
+	}
+	return server.Lease{}, s.fail("heartbeat", errors.New("live state kept changing; giving up"))
+}
+
+// endedError is the answer for a lease that is not in the live state,
+// from its record, after the same token check.
+func (s *Store) endedError(ctx context.Context, leaseID, tokenHash string) error {
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return err
+	}
+	if !tokenMatches(l.TokenHash, tokenHash) {
+		return server.ErrLeaseToken
+	}
+	return endError(l.State)
+}
+
+// endError is the error for using a lease in state st. An active lease that
+// is not in the live state holds no seat: it counts as expired.
+func endError(st server.LeaseState) error {
+	switch st {
+	case server.LeaseReleased:
+		return server.ErrLeaseReleased
+	case server.LeaseRevoked:
+		return server.ErrLeaseRevoked
+	default:
+		return server.ErrLeaseExpired
+	}
+}
+
+func tokenMatches(stored, given string) bool {
+	return subtle.ConstantTimeCompare([]byte(stored), []byte(given)) == 1
+}
+
+func (s *Store) Release(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	info, err := s.leaseInfoOf(ctx, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	for range maxAttempts {
+		res, err := scriptCheck.Run(ctx, s.rdb, s.keys.license(info.LicenseID), leaseID, tokenHash).Slice()
+		if err != nil {
+			return server.Lease{}, s.fail("release", err)
+		}
+		switch status := str(res[0]); status {
+		case "NOCONF":
+			err := s.ensureLive(ctx, info.LicenseID)
+			if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+				return s.releaseEnded(ctx, leaseID, tokenHash)
+			}
+			if err != nil {
+				return server.Lease{}, s.fail("release: build live state", err)
+			}
+		case "DELETED", "NOLEASE":
+			return s.releaseEnded(ctx, leaseID, tokenHash)
+		case "TOKEN":
+			return server.Lease{}, server.ErrLeaseToken
+		case "EXPIRED":
+			return server.Lease{}, server.ErrLeaseExpired // cleanup records the expiry
+		case "LIVE":
+			now, hb, dl := usTime(num(res[1])), usTime(num(res[3])), usTime(num(res[4]))
+			ended, ok, err := s.endLease(ctx, leaseID, server.LeaseReleased, now, &hb, &dl)
+			if err != nil {
+				return server.Lease{}, s.fail("release", err)
+			}
+			if !ok { // ended meanwhile: by another release (then idempotent) or not
+				return s.releaseEnded(ctx, leaseID, tokenHash)
+			}
+			s.dropLive(ctx, info.LicenseID, leaseID)
+			return ended, nil
+		default:
+			return server.Lease{}, s.fail("release", fmt.Errorf("unexpected script reply %q", status))
+		}
+	}
+	return server.Lease{}, s.fail("release", errors.New("live state kept changing; giving up"))
+}
+
+// releaseEnded answers a release of a lease that is not live, from its
+// record: a released lease is returned unchanged.
+func (s *Store) releaseEnded(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	if !tokenMatches(l.TokenHash, tokenHash) {
+		return server.Lease{}, server.ErrLeaseToken
+	}
+	if l.State == server.LeaseReleased {
+		return l, nil
+	}
+	return server.Lease{}, endError(l.State)
+}
+
+// endLease records the end of an active lease (released or revoked) with
+// its usage event, in one statement. hb and deadline are the live values,
+// if known. ok is false if the lease was not active.
+func (s *Store) endLease(ctx context.Context, leaseID string, state server.LeaseState, now time.Time, hb, deadline *time.Time) (server.Lease, bool, error) {
+	row, err := scanSession(s.pool.QueryRow(ctx, `
+		WITH ended AS (
+			UPDATE sessions s SET state = $2, ended_at = GREATEST($3, s.acquired_at),
+				last_heartbeat_at = GREATEST(s.last_heartbeat_at, $4::timestamptz),
+				expires_at = COALESCE($5::timestamptz, s.expires_at)
+			WHERE s.id = $1 AND s.state = 'active'
+			RETURNING `+sessionCols("s")+`
+		), usage AS (
+			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
+			SELECT id, license_id, tenant_id, state, acquired_at, ended_at, `+sqlDurationUS("ended_at", "acquired_at")+`
+			FROM ended ON CONFLICT (lease_id) DO NOTHING
+		)
+		SELECT `+sessionCols("")+` FROM ended`, leaseID, string(state), now, hb, deadline))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return server.Lease{}, false, nil
+	}
+	if err != nil {
+		return server.Lease{}, false, err
+	}
+	return row.Lease, true, nil
+}
+
+func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	if l.TenantID != tenantID {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	if l.State.Terminal() {
+		return l, nil
+	}
+	live, now, err := s.peek(ctx, l.LicenseID, leaseID)
+	if err != nil {
+		return server.Lease{}, s.fail("revoke", err)
+	}
+	var hb, dl *time.Time
+	if v, ok := live[leaseID]; ok {
+		hb, dl = &v.hb, &v.deadline
+	}
+	ended, ok, err := s.endLease(ctx, leaseID, server.LeaseRevoked, now, hb, dl)
+	if err != nil {
+		return server.Lease{}, s.fail("revoke", err)
+	}
+	if !ok { // ended meanwhile: answer as for an ended lease
+		return s.readLease(ctx, leaseID)
+	}
+	s.dropLive(ctx, l.LicenseID, leaseID)
+	return ended, nil
+}
+
+// readLease reads the record of a lease. ErrLeaseNotFound if none.
+func (s *Store) readLease(ctx context.Context, leaseID string) (server.Lease, error) {
+	r, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols("")+` FROM sessions WHERE id = $1`, leaseID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	if err != nil {
+		return server.Lease{}, s.fail("read lease", err)
+	}
+	s.leaseInfo.put(r.ID, infoOf(r.Lease))
+	return r.Lease, nil
+}
+
+// leaseInfoOf returns the fixed fields of a lease, cached.
+func (s *Store) leaseInfoOf(ctx context.Context, leaseID string) (leaseInfo, error) {
+	if i, ok := s.leaseInfo.get(leaseID); ok {
+		return i, nil
+	}
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return leaseInfo{}, err
+	}
+	return infoOf(l), nil
+}
+
+func (s *Store) GetLease(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	if l.TenantID != tenantID {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	if l.State != server.LeaseActive {
+		return l, nil
+	}
+	live, _, err := s.peek(ctx, l.LicenseID, leaseID)
+	if err != nil {
+		return server.Lease{}, s.fail("get lease", err)
+	}
+	if v, ok := live[leaseID]; ok {
+		l = overlay(l, v)
+	}
+	return l, nil
+}
+
+func (s *Store) ListLeases(ctx context.Context, tenantID, licenseID string, state server.LeaseState, p server.Page) ([]server.Lease, string, error) {
+	after, err := decodeToken(p.Token)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := s.liveLicense(ctx, s.pool, tenantID, licenseID, ""); err != nil {
+		return nil, "", err
+	}
+	size := p.PageSize()
+	var (
+		atFrom *time.Time
+		idFrom *string
+	)
+	if after != nil {
+		t := after.time()
+		atFrom, idFrom = &t, &after.ID
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT `+sessionCols("")+` FROM sessions
+		WHERE license_id = $1 AND ($2 = '' OR state = $2)
+		AND ($3::timestamptz IS NULL OR (acquired_at, id) < ($3, $4::text))
+		ORDER BY acquired_at DESC, id DESC LIMIT $5`, licenseID, string(state), atFrom, idFrom, size+1)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {
+		l, err := scanSession(r)
+		return l.Lease, err
+	})
+	if err != nil {
+		return nil, "", s.fail("list leases", err)
+	}
+	page, next := pageOf(out, size, func(l server.Lease) cursor { return cursor{At: timeUS(l.AcquiredAt), ID: l.ID} })
+	var active []string
+	for _, l := range page {
+		if l.State == server.LeaseActive {
+			active = append(active, l.ID)
+		}
+	}
+	if len(active) > 0 {
+		live, _, err := s.peek(ctx, licenseID, active...)
+		if err != nil {
+			return nil, "", s.fail("list leases", err)
+		}
+		for i, l := range page {
+			if v, ok := live[l.ID]; ok {
+				page[i] = overlay(l, v)
+			}
+		}
+	}
+	return page, next, nil
+}
+
+func (s *Store) SeatsInUse(ctx context.Context, tenantID, licenseID string) (int, error) {
+	for range maxAttempts {
+		res, err := scriptCount.Run(ctx, s.rdb, s.keys.license(licenseID)).Slice()
+		if err != nil {
+			return 0, s.fail("seats in use", err)
+		}
+		if str(res[0]) == "NOCONF" {
+			if err := s.ensureLive(ctx, licenseID); err != nil {
+				return 0, s.fail("seats in use: build live state", err)
+			}
+			continue
+		}
+		if str(res[1]) != tenantID || num(res[2]) == 1 {
+			return 0, server.ErrLicenseNotFound
+		}
+		return int(num(res[3])), nil
+	}
+	return 0, s.fail("seats in use", errors.New("live state kept changing; giving up"))
+}

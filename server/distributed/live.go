@@ -1,0 +1,253 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatd/seatd/server"
+)
+
+// The live state of a license in Redis is built from PostgreSQL by
+// rebuild, and only by rebuild: on first use, and whenever a script finds
+// it missing (Redis restarted empty, or lost the keys). See doc.go.
+
+// rebuildTimeout bounds a rebuild, which runs detached from the caller
+// that triggered it (other callers may wait for the same rebuild).
+const rebuildTimeout = 30 * time.Second
+
+// ensureLive builds the live state of a license if it is missing or from
+// an older epoch. ErrLicenseNotFound if the license does not exist or is
+// deleted. Concurrent calls for one license in this process share one
+// rebuild; across processes, the license row lock orders them.
+func (s *Store) ensureLive(ctx context.Context, licenseID string) error {
+	return s.runRebuild(ctx, licenseID, -1)
+}
+
+// rebuildFrom rebuilds the live state of a license even if it is current,
+// provided it is still at the given epoch: it drops from Redis what
+// PostgreSQL does not hold (a grant whose acquisition died before
+// recording it), and bumping the epoch makes sure such a grant can no
+// longer be recorded.
+func (s *Store) rebuildFrom(ctx context.Context, licenseID string, epoch int64) error {
+	return s.runRebuild(ctx, licenseID, epoch)
+}
+
+func (s *Store) runRebuild(ctx context.Context, licenseID string, forceAt int64) error {
+	key := licenseID
+	if forceAt >= 0 {
+		key = fmt.Sprintf("%s@%d", licenseID, forceAt)
+	}
+	ch := s.rebuilds.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
+		defer cancel()
+		return nil, s.rebuild(ctx, licenseID, forceAt)
+	})
+	select {
+	case <-ctx.Done():
+		return server.Unavailable(ctx.Err())
+	case r := <-ch:
+		return r.Err
+	}
+}
+
+var errDeleted = errors.New("license deleted")
+
+// rebuild builds the live state of a license from PostgreSQL if it is
+// missing or from another epoch, or if it is at epoch forceAt (>= 0).
+func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) error {
+	// Newer heartbeats of this process into the record first (best effort:
+	// the deadline slack below covers what is not there).
+	if err := s.flush(ctx); err != nil {
+		s.log.Warn("distributed store: flush before rebuild", "err", err)
+	}
+	keys := s.keys.license(licenseID)
+	var (
+		lic       licenseRow
+		sessions  []sessionRow
+		epoch     int64
+		current   bool
+		staleConf bool // the live state is current, its settings are not
+	)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		// FOR UPDATE: acquisitions recording a lease on this license wait
+		// for the new epoch and then find theirs outdated (insertLease).
+		lic, err = scanLicense(tx.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1 FOR UPDATE`, licenseID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return server.ErrLicenseNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if lic.deleted {
+			return errDeleted
+		}
+		st, err := scriptState.Run(ctx, s.rdb, keys).Slice()
+		if err != nil {
+			return err
+		}
+		if e := str(st[0]); e != "" && str(st[1]) != "1" {
+			if n, _ := strconv.ParseInt(e, 10, 64); n == lic.epoch && n != forceAt {
+				current = true // another rebuild finished first
+				staleConf = num(st[2]) < lic.version
+				return nil
+			}
+		}
+		epoch = lic.epoch + 1
+		if _, err := tx.Exec(ctx, `UPDATE licenses SET live_epoch = $2 WHERE id = $1`, licenseID, epoch); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `SELECT `+sessionCols("")+` FROM sessions
+			WHERE license_id = $1 AND state = 'active' ORDER BY acquired_at, id`, licenseID)
+		sessions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessionRow, error) { return scanSession(r) })
+		return err
+	})
+	if errors.Is(err, errDeleted) {
+		if err := scriptTombstone.Run(ctx, s.rdb, keys, lic.version, lic.TenantID).Err(); err != nil {
+			return fmt.Errorf("tombstone deleted license: %w", err)
+		}
+		return server.ErrLicenseNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if current {
+		if staleConf {
+			s.pushConf(ctx, lic)
+		}
+		return nil
+	}
+
+	// A lease's recorded deadline may trail its real one by the heartbeats
+	// not yet written behind: give every lease that slack, so that no
+	// client still heartbeating loses its seat to the loss of Redis.
+	slack := s.flushEvery + time.Second
+	args := append([]any{epoch, lic.version}, confArgs(lic)...)
+	for _, l := range sessions {
+		args = append(args, l.ID, l.TokenHash, timeUS(l.AcquiredAt), timeUS(l.LastHeartbeatAt),
+			timeUS(l.ExpiresAt.Add(slack)), l.DedupeKey, l.IdempotencyKey, l.tokenSeq)
+	}
+	res, err := scriptRebuild.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return fmt.Errorf("write live state: %w", err)
+	}
+	if str(res[0]) == "OK" {
+		s.lowerHint(ctx, licenseID, num(res[1]))
+		level := slog.LevelDebug // a license's first use
+		if epoch > 1 {
+			level = slog.LevelWarn // Redis lost the license's live state
+		}
+		s.log.Log(ctx, level, "distributed store: built live state of license from PostgreSQL",
+			"license", licenseID, "epoch", epoch, "leases", len(sessions))
+	}
+	// A change committed after our read found no live state to update
+	// (setconf.lua never creates one): bring the settings up to date now.
+	// A change committed after this read updates them itself.
+	now, err := scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1`, licenseID))
+	switch {
+	case err != nil:
+		return fmt.Errorf("re-read license: %w", err)
+	case now.deleted:
+		if err := scriptTombstone.Run(ctx, s.rdb, keys, now.version, now.TenantID).Err(); err != nil {
+			return fmt.Errorf("tombstone deleted license: %w", err)
+		}
+		return server.ErrLicenseNotFound
+	case now.version > lic.version:
+		s.pushConf(ctx, now)
+	}
+	return nil
+}
+
+// liveVals are the values of a lease that Redis holds newer than the record.
+type liveVals struct {
+	tokenHash    string
+	hb, deadline time.Time
+	expiring     bool // taken out of the live state, expiry not yet recorded
+}
+
+// peek reads the live values of leases of a license (all of them when ids
+// is empty), and the store's time.
+func (s *Store) peek(ctx context.Context, licenseID string, ids ...string) (map[string]liveVals, time.Time, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	res, err := scriptPeek.Run(ctx, s.rdb, s.keys.license(licenseID), args...).Slice()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	out := make(map[string]liveVals, (len(res)-1)/5)
+	for i := 1; i+4 < len(res); i += 5 {
+		out[str(res[i])] = liveVals{
+			tokenHash: str(res[i+2]),
+			hb:        usTime(num(res[i+3])),
+			deadline:  usTime(num(res[i+4])),
+			expiring:  str(res[i+1]) == "X",
+		}
+	}
+	return out, usTime(num(res[0])), nil
+}
+
+func (s *Store) peekAll(ctx context.Context, licenseID string) (map[string]liveVals, time.Time, error) {
+	return s.peek(ctx, licenseID)
+}
+
+// overlay puts the live values of an active lease over its record.
+func overlay(l server.Lease, v liveVals) server.Lease {
+	if l.State != server.LeaseActive {
+		return l
+	}
+	l.TokenHash = v.tokenHash
+	if v.hb.After(l.LastHeartbeatAt) {
+		l.LastHeartbeatAt = v.hb
+	}
+	l.ExpiresAt = v.deadline
+	return l
+}
+
+// lowerHint records that a license holds a lease due at dl (unix µs; a
+// negative dl is none). A failure is logged: DueLeases re-derives lost
+// hints from PostgreSQL.
+func (s *Store) lowerHint(ctx context.Context, licenseID string, dl int64) {
+	if dl < 0 {
+		return
+	}
+	if err := scriptHint.Run(ctx, s.rdb, s.keys.expiry(), licenseID, dl).Err(); err != nil {
+		s.log.Warn("distributed store: lower expiry hint", "license", licenseID, "err", err)
+	}
+}
+
+// Script replies are arrays of strings and integers.
+
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func num(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// isNil reports a Redis nil reply.
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }

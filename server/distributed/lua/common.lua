@@ -1,0 +1,117 @@
+-- common.lua is prepended to every script (see scripts.go).
+--
+-- Every script works on the keys of ONE license, hash-tagged by its id so
+-- that they share a slot:
+--   KEYS[1] conf      hash: the license's settings (see setconf.lua)
+--   KEYS[2] leases    hash: lease id -> packed lease record
+--   KEYS[3] deadlines zset: lease id -> deadline (unix microseconds)
+--   KEYS[4] dedupe    hash: dedupe key -> lease id
+--   KEYS[5] idem      hash: idempotency key -> lease id
+--   KEYS[6] expiring  hash: lease id -> packed record, for leases taken out
+--                     of the live state by expire.lua whose expiry is not
+--                     yet recorded in PostgreSQL
+-- A lease record is cmsgpack({token_hash, acquired, last_heartbeat,
+-- deadline, dedupe_key, idempotency_key, token_seq}); times are unix
+-- microseconds (exact in a double up to 2^53, i.e. well past year 2200).
+-- Time is Redis TIME: the store's one clock.
+local K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_EXP = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+
+local TOK, ACQ, HB, DL, DEDUPE, IDEM, SEQ = 1, 2, 3, 4, 5, 6, 7
+
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- fmt prints an integral number without exponent or fraction.
+local function fmt(n)
+  return string.format('%d', n)
+end
+
+local function get_rec(key, id)
+  local raw = redis.call('HGET', key, id)
+  if not raw then
+    return nil
+  end
+  return cmsgpack.unpack(raw)
+end
+
+local function put_rec(key, id, r)
+  redis.call('HSET', key, id, cmsgpack.pack(r))
+end
+
+-- load_conf returns the license settings, or nil when the live state of the
+-- license is absent (never built, or Redis lost it).
+local function load_conf()
+  local v = redis.call('HMGET', K_CONF, 'epoch', 'deleted', 'seats', 'overdraft', 'ttl',
+    'revival', 'active', 'exp', 'strategy', 'tenant', 'json')
+  if not v[1] then
+    return nil
+  end
+  return {
+    epoch = tonumber(v[1]),
+    deleted = v[2] == '1',
+    seats = tonumber(v[3] or '0'),
+    overdraft = tonumber(v[4] or '0'),
+    ttl = tonumber(v[5] or '0'),
+    revival = tonumber(v[6] or '0'),
+    active = v[7] == '1',
+    exp = tonumber(v[8] or '0'),
+    strategy = v[9] or '',
+    tenant = v[10] or '',
+    json = v[11] or '',
+  }
+end
+
+-- usable is nil when the license may grant and keep seats at now, else the
+-- status naming why not.
+local function usable(conf, now)
+  if not conf.active then
+    return 'INACTIVE'
+  end
+  if conf.exp > 0 and now >= conf.exp then
+    return 'LICEXPIRED'
+  end
+  return nil
+end
+
+-- live_count counts the leases whose deadline is after now (invariant 2).
+local function live_count(now)
+  return redis.call('ZCOUNT', K_DL, '(' .. fmt(now), '+inf')
+end
+
+-- first_deadline is the earliest deadline of the live leases, -1 if none.
+local function first_deadline()
+  local m = redis.call('ZRANGE', K_DL, 0, 0, 'WITHSCORES')
+  if m[2] then
+    return tonumber(m[2])
+  end
+  return -1
+end
+
+-- min_deadline is the earliest deadline of every lease the cleaner may
+-- still have to see (live or expiring), -1 if none.
+local function min_deadline()
+  local best = first_deadline()
+  local vals = redis.call('HVALS', K_EXP)
+  for _, raw in ipairs(vals) do
+    local r = cmsgpack.unpack(raw)
+    if best < 0 or r[DL] < best then
+      best = r[DL]
+    end
+  end
+  return best
+end
+
+-- unlink takes a lease out of the live state, with the dedupe and
+-- idempotency entries that still point at it.
+local function unlink(id, r)
+  redis.call('HDEL', K_LEASES, id)
+  redis.call('ZREM', K_DL, id)
+  if r[DEDUPE] ~= '' and redis.call('HGET', K_DEDUPE, r[DEDUPE]) == id then
+    redis.call('HDEL', K_DEDUPE, r[DEDUPE])
+  end
+  if r[IDEM] ~= '' and redis.call('HGET', K_IDEM, r[IDEM]) == id then
+    redis.call('HDEL', K_IDEM, r[IDEM])
+  end
+end

@@ -1,0 +1,37 @@
+-- peek.lua reads the live data of leases (what the heartbeat write-behind
+-- may not have stored yet) and the time. It changes nothing and works
+-- whether or not the live state of the license exists.
+-- ARGV: lease ids; none means every lease of the license.
+-- Returns {now, id, 'L' (live) | 'X' (expiring), token hash, last_hb, deadline, ...}.
+local out = {now_us()}
+local function emit(id, where, r)
+  out[#out + 1] = id
+  out[#out + 1] = where
+  out[#out + 1] = r[TOK]
+  out[#out + 1] = r[HB]
+  out[#out + 1] = r[DL]
+end
+if #ARGV == 0 then
+  local all = redis.call('HGETALL', K_LEASES)
+  for i = 1, #all, 2 do
+    emit(all[i], 'L', cmsgpack.unpack(all[i + 1]))
+  end
+  all = redis.call('HGETALL', K_EXP)
+  for i = 1, #all, 2 do
+    emit(all[i], 'X', cmsgpack.unpack(all[i + 1]))
+  end
+  return out
+end
+for i = 1, #ARGV do
+  local id = ARGV[i]
+  local r = get_rec(K_LEASES, id)
+  if r then
+    emit(id, 'L', r)
+  else
+    r = get_rec(K_EXP, id)
+    if r then
+      emit(id, 'X', r)
+    end
+  end
+end
+return out

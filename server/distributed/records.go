@@ -1,0 +1,180 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seatd/seatd/server"
+)
+
+// historyOf checks that the license is, or was, the tenant's: a deleted
+// license's history stays readable.
+func (s *Store) historyOf(ctx context.Context, tenantID, licenseID string) error {
+	var owner string
+	err := s.pool.QueryRow(ctx, `SELECT tenant_id FROM licenses WHERE id = $1`, licenseID).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && owner != tenantID) {
+		return server.ErrLicenseNotFound
+	}
+	if err != nil {
+		return s.fail("read license", err)
+	}
+	return nil
+}
+
+// UsageEvents lists a license's usage events by end time.
+func (s *Store) UsageEvents(ctx context.Context, tenantID, licenseID string) ([]server.UsageEvent, error) {
+	if err := s.historyOf(ctx, tenantID, licenseID); err != nil {
+		return nil, err
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at
+		FROM usage_events WHERE license_id = $1 ORDER BY ended_at, lease_id`, licenseID)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.UsageEvent, error) {
+		var (
+			e     server.UsageEvent
+			state string
+		)
+		err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &state, &e.StartedAt, &e.EndedAt)
+		e.EndState = server.LeaseState(state)
+		e.StartedAt, e.EndedAt = e.StartedAt.UTC(), e.EndedAt.UTC()
+		e.Duration = e.EndedAt.Sub(e.StartedAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, s.fail("usage events", err)
+	}
+	return out, nil
+}
+
+// CleanupEvents lists a license's cleanup events by cleanup time.
+func (s *Store) CleanupEvents(ctx context.Context, tenantID, licenseID string) ([]server.CleanupEvent, error) {
+	if err := s.historyOf(ctx, tenantID, licenseID); err != nil {
+		return nil, err
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at,
+		expires_at, cleaned_at FROM cleanup_events WHERE license_id = $1 ORDER BY cleaned_at, lease_id`, licenseID)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.CleanupEvent, error) {
+		var e server.CleanupEvent
+		err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &e.CleanupType, &e.LastHeartbeatAt, &e.ExpiresAt, &e.CleanedAt)
+		e.LastHeartbeatAt, e.ExpiresAt, e.CleanedAt = e.LastHeartbeatAt.UTC(), e.ExpiresAt.UTC(), e.CleanedAt.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, s.fail("cleanup events", err)
+	}
+	return out, nil
+}
+
+func (s *Store) AppendAudit(ctx context.Context, e server.AuditEntry) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)`,
+		e.ID, e.TenantID, e.Actor, e.Action, e.Resource, e.ResourceID, jsonMap(e.Details), e.At.UTC().Truncate(time.Microsecond))
+	if isCode(err, pgUniqueViolation) {
+		return conflict("audit.id", "audit entry")
+	}
+	if err != nil {
+		return s.fail("append audit", err)
+	}
+	return nil
+}
+
+// AuditLog lists a tenant's audit entries, oldest first (by At, then ID).
+func (s *Store) AuditLog(ctx context.Context, tenantID string, p server.Page) ([]server.AuditEntry, string, error) {
+	after, err := decodeToken(p.Token)
+	if err != nil {
+		return nil, "", err
+	}
+	size := p.PageSize()
+	var rows pgx.Rows
+	const cols = `id, tenant_id, actor, action, resource, resource_id, details, at`
+	if after == nil {
+		rows, _ = s.pool.Query(ctx, `SELECT `+cols+` FROM audit_log WHERE tenant_id = $1
+			ORDER BY at, id LIMIT $2`, tenantID, size+1)
+	} else {
+		rows, _ = s.pool.Query(ctx, `SELECT `+cols+` FROM audit_log WHERE tenant_id = $1
+			AND (at, id) > ($2, $3) ORDER BY at, id LIMIT $4`, tenantID, after.time(), after.ID, size+1)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.AuditEntry, error) {
+		var (
+			e       server.AuditEntry
+			details map[string]string
+		)
+		err := r.Scan(&e.ID, &e.TenantID, &e.Actor, &e.Action, &e.Resource, &e.ResourceID, &details, &e.At)
+		e.Details = nilIfEmpty(details)
+		e.At = e.At.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, "", s.fail("audit log", err)
+	}
+	page, next := pageOf(out, size, func(e server.AuditEntry) cursor { return cursor{At: timeUS(e.At), ID: e.ID} })
+	return page, next, nil
+}
+
+const defaultTopLimit = 20
+
+// ZombieReport runs the seed's three analytics queries, scoped to the
+// tenant and the window [Start, End) (a zero Start or End is open), in one
+// round trip. The seed's zombie percentage divided integers (always 0 or
+// 100); here it is a float over every lease of the license.
+func (s *Store) ZombieReport(ctx context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
+	if !q.End.IsZero() && q.End.Before(q.Start) {
+		return server.ZombieReport{}, server.Invalid("end", "end must not be before start")
+	}
+	top := q.TopLimit
+	if top <= 0 {
+		top = defaultTopLimit
+	}
+	start, end := optTime(q.Start), optTime(q.End)
+	const window = `ce.tenant_id = $1 AND ce.cleanup_type = 'zombie'
+		AND ($2::timestamptz IS NULL OR ce.cleaned_at >= $2)
+		AND ($3::timestamptz IS NULL OR ce.cleaned_at < $3)`
+
+	var rep server.ZombieReport
+	b := &pgx.Batch{}
+	// 1. Zombies cleaned per UTC day, and how many licenses they hit.
+	b.Queue(`SELECT to_char(ce.cleaned_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*), count(DISTINCT ce.license_id)
+		FROM cleanup_events ce WHERE `+window+` GROUP BY day ORDER BY day`, q.TenantID, start, end).
+		Query(func(rows pgx.Rows) error {
+			var err error
+			rep.Days, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.ZombieDay, error) {
+				var d server.ZombieDay
+				err := r.Scan(&d.Date, &d.ZombiesCleaned, &d.AffectedLicenses)
+				return d, err
+			})
+			return err
+		})
+	// 2. Licenses with the most zombies, and their share of all leases.
+	b.Queue(`SELECT z.license_id, l.name, z.zombies, n.leases,
+			COALESCE(z.zombies::float8 / NULLIF(n.leases, 0) * 100, 0)
+		FROM (SELECT ce.license_id, count(*) AS zombies FROM cleanup_events ce WHERE `+window+`
+			GROUP BY ce.license_id ORDER BY zombies DESC, ce.license_id LIMIT $4) z
+		JOIN licenses l ON l.id = z.license_id
+		CROSS JOIN LATERAL (SELECT count(*) AS leases FROM sessions s WHERE s.license_id = z.license_id) n
+		ORDER BY z.zombies DESC, z.license_id`, q.TenantID, start, end, top).
+		Query(func(rows pgx.Rows) error {
+			var err error
+			rep.TopLicenses, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.LicenseZombies, error) {
+				var z server.LicenseZombies
+				err := r.Scan(&z.LicenseID, &z.LicenseName, &z.ZombieCount, &z.LeaseCount, &z.Percentage)
+				return z, err
+			})
+			return err
+		})
+	// 3. Mean minutes from the last heartbeat to the cleanup, and the total.
+	b.Queue(`SELECT count(*), COALESCE(avg(EXTRACT(EPOCH FROM (ce.cleaned_at - ce.last_heartbeat_at))) / 60, 0)::float8
+		FROM cleanup_events ce WHERE `+window, q.TenantID, start, end).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&rep.Total, &rep.MeanMinutesToCleanup) })
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return server.ZombieReport{}, s.fail("zombie report", err)
+	}
+	if len(rep.Days) == 0 {
+		rep.Days = nil
+	}
+	if len(rep.TopLicenses) == 0 {
+		rep.TopLicenses = nil
+	}
+	return rep, nil
+}

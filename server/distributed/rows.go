@@ -1,0 +1,189 @@
+package distributed
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/seatd/seatd/server"
+)
+
+// PostgreSQL error codes the store tells apart.
+const (
+	pgUniqueViolation     = "23505"
+	pgForeignKeyViolation = "23503"
+)
+
+// pgError returns the PostgreSQL error in err, or nil.
+func pgError(err error) *pgconn.PgError {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}
+
+func isCode(err error, code string) bool {
+	pe := pgError(err)
+	return pe != nil && pe.Code == code
+}
+
+// conflict is the ECONFLICT error for an id or key that is taken.
+func conflict(field, what string) *server.Error {
+	return &server.Error{Code: server.ECONFLICT, Reason: server.ReasonAlreadyExists, Field: field, Message: what + " already exists"}
+}
+
+// jsonMap encodes a string map for a jsonb column ({} for none).
+func jsonMap(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m) // a map of strings always encodes
+	return string(b)
+}
+
+// nilIfEmpty gives an empty map the shape it has after a round trip.
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// optTime is a nullable timestamp: NULL for the zero time.
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func fromOpt(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// licenseCols are the columns scanLicense reads.
+const licenseCols = `id, tenant_id, key, name, seats, overdraft, lease_ttl_us, revival_window_us,
+	leasing_strategy, active, expires_at, metadata, created_at, updated_at, version, live_epoch, deleted_at`
+
+// licenseRow is a license with its bookkeeping columns.
+type licenseRow struct {
+	server.License
+	version int64
+	epoch   int64
+	deleted bool
+}
+
+func scanLicense(row pgx.Row) (licenseRow, error) {
+	var (
+		r                licenseRow
+		ttlUS, revivalUS int64
+		strategy         string
+		expires, deleted *time.Time
+		meta             map[string]string
+		created, updated time.Time
+	)
+	err := row.Scan(&r.ID, &r.TenantID, &r.Key, &r.Name, &r.Seats, &r.Overdraft, &ttlUS, &revivalUS,
+		&strategy, &r.Active, &expires, &meta, &created, &updated, &r.version, &r.epoch, &deleted)
+	if err != nil {
+		return licenseRow{}, err
+	}
+	r.LeaseTTL = time.Duration(ttlUS) * time.Microsecond
+	r.RevivalWindow = time.Duration(revivalUS) * time.Microsecond
+	r.LeasingStrategy = server.LeasingStrategy(strategy)
+	r.ExpiresAt = fromOpt(expires)
+	r.Metadata = nilIfEmpty(meta)
+	r.CreatedAt, r.UpdatedAt = created.UTC(), updated.UTC()
+	r.deleted = deleted != nil
+	return r, nil
+}
+
+// sessionCols are the columns scanSession reads, for a table alias ("" for
+// none).
+func sessionCols(alias string) string {
+	cols := []string{"id", "license_id", "tenant_id", "token_hash", "token_seq", "fingerprint", `"user"`,
+		"hostname", "metadata", "idempotency_key", "dedupe_key", "state", "acquired_at",
+		"last_heartbeat_at", "expires_at", "ended_at"}
+	if alias != "" {
+		for i, c := range cols {
+			cols[i] = alias + "." + c
+		}
+	}
+	return strings.Join(cols, ", ")
+}
+
+// sessionRow is a lease with its token sequence.
+type sessionRow struct {
+	server.Lease
+	tokenSeq int64
+}
+
+func scanSession(row pgx.Row) (sessionRow, error) {
+	var (
+		r                    sessionRow
+		state                string
+		meta                 map[string]string
+		acquired, hb, expire time.Time
+		ended                *time.Time
+	)
+	err := row.Scan(&r.ID, &r.LicenseID, &r.TenantID, &r.TokenHash, &r.tokenSeq, &r.Fingerprint, &r.User,
+		&r.Hostname, &meta, &r.IdempotencyKey, &r.DedupeKey, &state, &acquired, &hb, &expire, &ended)
+	if err != nil {
+		return sessionRow{}, err
+	}
+	r.State = server.LeaseState(state)
+	r.Metadata = nilIfEmpty(meta)
+	r.AcquiredAt, r.LastHeartbeatAt, r.ExpiresAt = acquired.UTC(), hb.UTC(), expire.UTC()
+	r.EndedAt = fromOpt(ended)
+	return r, nil
+}
+
+// leaseInfo is what never changes about a lease: cached per process so
+// that heartbeats need no PostgreSQL read.
+type leaseInfo struct {
+	LicenseID      string
+	TenantID       string
+	Fingerprint    string
+	User           string
+	Hostname       string
+	Metadata       map[string]string
+	IdempotencyKey string
+	DedupeKey      string
+	AcquiredAt     time.Time
+}
+
+func infoOf(l server.Lease) leaseInfo {
+	return leaseInfo{
+		LicenseID: l.LicenseID, TenantID: l.TenantID, Fingerprint: l.Fingerprint, User: l.User,
+		Hostname: l.Hostname, Metadata: l.Metadata, IdempotencyKey: l.IdempotencyKey,
+		DedupeKey: l.DedupeKey, AcquiredAt: l.AcquiredAt,
+	}
+}
+
+// lease builds an active lease from its fixed fields and live values.
+func (i leaseInfo) lease(id, tokenHash string, hb, deadline time.Time) server.Lease {
+	return server.Lease{
+		ID: id, LicenseID: i.LicenseID, TenantID: i.TenantID, TokenHash: tokenHash,
+		Fingerprint: i.Fingerprint, User: i.User, Hostname: i.Hostname, Metadata: cloneMap(i.Metadata),
+		IdempotencyKey: i.IdempotencyKey, DedupeKey: i.DedupeKey, State: server.LeaseActive,
+		AcquiredAt: i.AcquiredAt, LastHeartbeatAt: hb, ExpiresAt: deadline,
+	}
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,235 @@
+package distributed
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/seatd/seatd/server"
+)
+
+var _ server.Store = (*Store)(nil)
+
+// Options configure a Store. Zero values take the defaults.
+type Options struct {
+	// PostgresURL is the system of record, e.g.
+	// postgres://seatd@db:5432/seatd?sslmode=require. A search_path
+	// parameter selects the schema.
+	PostgresURL string
+	// RedisURL holds the live leases, e.g. redis://cache:6379/0.
+	RedisURL string
+	// RedisKeyPrefix starts every Redis key of this store (default
+	// "seatd:"), so that several deployments can share one Redis.
+	RedisKeyPrefix string
+	// PoolMaxConns and PoolMinConns size the PostgreSQL pool (defaults:
+	// pgxpool's, max(4, GOMAXPROCS) and 0).
+	PoolMaxConns int32
+	PoolMinConns int32
+	// HeartbeatFlushInterval is how often heartbeats are written to
+	// PostgreSQL (default 10s). A Redis loss costs at most this much
+	// heartbeat progress, which the rebuild makes up for (doc.go).
+	HeartbeatFlushInterval time.Duration
+	// ConnectTimeout bounds how long Open retries unreachable servers
+	// (default 30s).
+	ConnectTimeout time.Duration
+	// SkipMigrations leaves the schema alone at Open (run `seatd migrate
+	// up` instead). By default Open applies pending migrations, under a
+	// PostgreSQL lock so that instances starting together do not race.
+	SkipMigrations bool
+	// Logger reports background failures (default slog.Default()).
+	Logger *slog.Logger
+}
+
+const (
+	defaultKeyPrefix      = "seatd:"
+	defaultFlushInterval  = 10 * time.Second
+	defaultConnectTimeout = 30 * time.Second
+	// reconcileEvery spaces the passes that re-derive expiry hints from
+	// PostgreSQL (see DueLeases).
+	reconcileEvery = 10 * time.Second
+	// defaultRecordWait bounds how long a retry waits for the acquisition
+	// that granted the lease it is handed back to record it.
+	defaultRecordWait = 5 * time.Second
+)
+
+// Store is the distributed server.Store: PostgreSQL is the record, Redis
+// holds the live leases. See doc.go for the design.
+type Store struct {
+	pool       *pgxpool.Pool
+	rdb        *redis.Client
+	keys       keyspace
+	log        *slog.Logger
+	flushEvery time.Duration
+
+	// rebuilds runs one rebuild per license at a time in this process.
+	rebuilds singleflight.Group
+
+	licenseKeys *boundedCache[string, string]    // license key -> license id
+	leaseInfo   *boundedCache[string, leaseInfo] // lease id -> immutable fields
+
+	hb heartbeatBuffer
+
+	// recordWait is how long handing back a lease waits for the
+	// acquisition that granted it to record it.
+	recordWait time.Duration
+
+	reconcileMu   sync.Mutex
+	lastReconcile time.Time
+
+	stop      chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open connects to PostgreSQL and Redis (retrying for up to
+// Options.ConnectTimeout), applies pending migrations and starts the
+// heartbeat flusher.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.PostgresURL == "" {
+		return nil, errors.New("distributed store: no PostgreSQL URL")
+	}
+	if opts.RedisURL == "" {
+		return nil, errors.New("distributed store: no Redis URL")
+	}
+	log := cmp.Or(opts.Logger, slog.Default())
+	timeout := cmp.Or(opts.ConnectTimeout, defaultConnectTimeout)
+
+	pgcfg, err := pgxpool.ParseConfig(opts.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("distributed store: bad PostgreSQL URL: %w", err) // pgconn masks passwords
+	}
+	if opts.PoolMaxConns > 0 {
+		pgcfg.MaxConns = opts.PoolMaxConns
+	}
+	if opts.PoolMinConns > 0 {
+		pgcfg.MinConns = opts.PoolMinConns
+	}
+	pgAddr := net.JoinHostPort(pgcfg.ConnConfig.Host, fmt.Sprint(pgcfg.ConnConfig.Port))
+	ropts, err := redis.ParseURL(opts.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("distributed store: bad Redis URL: %w", err)
+	}
+
+	pool, err := pgxpool.NewWithConfig(ctx, pgcfg)
+	if err != nil {
+		return nil, fmt.Errorf("distributed store: PostgreSQL at %s: %w", pgAddr, err)
+	}
+	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return pool.Ping(ctx) }); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("distributed store: cannot reach PostgreSQL at %s (gave up after %v): %w", pgAddr, timeout, err)
+	}
+	rdb := redis.NewClient(ropts)
+	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); err != nil {
+		_ = rdb.Close()
+		pool.Close()
+		return nil, fmt.Errorf("distributed store: cannot reach Redis at %s (gave up after %v): %w", ropts.Addr, timeout, err)
+	}
+	if !opts.SkipMigrations {
+		db := stdlib.OpenDBFromPool(pool)
+		_, err := Migrate(ctx, db, log)
+		_ = db.Close()
+		if err != nil {
+			_ = rdb.Close()
+			pool.Close()
+			return nil, fmt.Errorf("distributed store: migrate PostgreSQL at %s: %w", pgAddr, err)
+		}
+	}
+
+	s := &Store{
+		pool:        pool,
+		rdb:         rdb,
+		keys:        keyspace{prefix: cmp.Or(opts.RedisKeyPrefix, defaultKeyPrefix)},
+		log:         log,
+		flushEvery:  cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
+		licenseKeys: newBoundedCache[string, string](100_000),
+		leaseInfo:   newBoundedCache[string, leaseInfo](1_000_000),
+		hb:          heartbeatBuffer{pending: map[string]pendingBeat{}},
+		recordWait:  defaultRecordWait,
+		stop:        make(chan struct{}),
+		stopped:     make(chan struct{}),
+	}
+	go s.flushLoop()
+	return s, nil
+}
+
+// retryConnect calls ping with exponential backoff until it succeeds or
+// timeout passes.
+func retryConnect(ctx context.Context, timeout time.Duration, ping func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 100 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	var last error
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer pcancel()
+		last = ping(pctx)
+		return struct{}{}, last
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(timeout))
+	if err != nil && last != nil {
+		return last
+	}
+	return err
+}
+
+// Close stops the flusher, writes pending heartbeats, then closes Redis and
+// the PostgreSQL pool, last (DESIGN.md "Graceful shutdown" step 7).
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.stopped
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		flushErr := s.flush(ctx)
+		redisErr := s.rdb.Close()
+		s.pool.Close()
+		s.closeErr = errors.Join(flushErr, redisErr)
+	})
+	return s.closeErr
+}
+
+// fail turns a backend failure into the error clients see: *server.Error
+// values pass unchanged, anything else is logged and becomes UNAVAILABLE.
+func (s *Store) fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *server.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		s.log.Debug("distributed store: "+op+": caller gave up", "err", err)
+	} else {
+		s.log.Error("distributed store: "+op, "err", err)
+	}
+	return server.Unavailable(err)
+}
+
+// redisNow is the store's clock: Redis TIME, the clock every script uses.
+func (s *Store) redisNow(ctx context.Context) (time.Time, error) {
+	t, err := s.rdb.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC().Truncate(time.Microsecond), nil
+}
+
+// usTime converts unix microseconds (Redis) to a time.
+func usTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// timeUS converts a time to unix microseconds.
+func timeUS(t time.Time) int64 { return t.UnixMicro() }

@@ -1,0 +1,141 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Tenants and API keys live in PostgreSQL only.
+
+func (s *Store) CreateTenant(ctx context.Context, t server.Tenant) (server.Tenant, error) {
+	t.CreatedAt = t.CreatedAt.UTC().Truncate(time.Microsecond)
+	_, err := s.pool.Exec(ctx, `INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)`, t.ID, t.Name, t.CreatedAt)
+	if isCode(err, pgUniqueViolation) {
+		return server.Tenant{}, conflict("tenant.id", "tenant")
+	}
+	if err != nil {
+		return server.Tenant{}, s.fail("create tenant", err)
+	}
+	return t, nil
+}
+
+func (s *Store) GetTenant(ctx context.Context, id string) (server.Tenant, error) {
+	var t server.Tenant
+	err := s.pool.QueryRow(ctx, `SELECT id, name, created_at FROM tenants WHERE id = $1`, id).Scan(&t.ID, &t.Name, &t.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return server.Tenant{}, server.ErrTenantNotFound
+	}
+	if err != nil {
+		return server.Tenant{}, s.fail("get tenant", err)
+	}
+	t.CreatedAt = t.CreatedAt.UTC()
+	return t, nil
+}
+
+func (s *Store) ListTenants(ctx context.Context, p server.Page) ([]server.Tenant, string, error) {
+	after, err := decodeToken(p.Token)
+	if err != nil {
+		return nil, "", err
+	}
+	var from *string
+	if after != nil {
+		from = &after.ID
+	}
+	size := p.PageSize()
+	rows, _ := s.pool.Query(ctx, `SELECT id, name, created_at FROM tenants
+		WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2`, from, size+1)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Tenant, error) {
+		var t server.Tenant
+		err := r.Scan(&t.ID, &t.Name, &t.CreatedAt)
+		t.CreatedAt = t.CreatedAt.UTC()
+		return t, err
+	})
+	if err != nil {
+		return nil, "", s.fail("list tenants", err)
+	}
+	page, next := pageOf(out, size, func(t server.Tenant) cursor { return cursor{ID: t.ID} })
+	return page, next, nil
+}
+
+const apiKeyCols = `id, tenant_id, name, secret_hash, created_at, revoked_at`
+
+func scanAPIKey(row pgx.Row) (server.APIKey, error) {
+	var (
+		k       server.APIKey
+		revoked *time.Time
+	)
+	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.SecretHash, &k.CreatedAt, &revoked); err != nil {
+		return server.APIKey{}, err
+	}
+	k.CreatedAt = k.CreatedAt.UTC()
+	k.RevokedAt = fromOpt(revoked)
+	return k, nil
+}
+
+func (s *Store) CreateAPIKey(ctx context.Context, k server.APIKey) (server.APIKey, error) {
+	k.CreatedAt = k.CreatedAt.UTC().Truncate(time.Microsecond)
+	if !k.RevokedAt.IsZero() {
+		k.RevokedAt = k.RevokedAt.UTC().Truncate(time.Microsecond)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (`+apiKeyCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+		k.ID, k.TenantID, k.Name, k.SecretHash, k.CreatedAt, optTime(k.RevokedAt))
+	switch {
+	case isCode(err, pgForeignKeyViolation):
+		return server.APIKey{}, server.ErrTenantNotFound
+	case isCode(err, pgUniqueViolation):
+		return server.APIKey{}, conflict("api_key.id", "api key")
+	case err != nil:
+		return server.APIKey{}, s.fail("create api key", err)
+	}
+	return k, nil
+}
+
+func (s *Store) ListAPIKeys(ctx context.Context, tenantID string, p server.Page) ([]server.APIKey, string, error) {
+	after, err := decodeToken(p.Token)
+	if err != nil {
+		return nil, "", err
+	}
+	size := p.PageSize()
+	var rows pgx.Rows
+	if after == nil {
+		rows, _ = s.pool.Query(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE tenant_id = $1
+			ORDER BY created_at, id LIMIT $2`, tenantID, size+1)
+	} else {
+		rows, _ = s.pool.Query(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE tenant_id = $1
+			AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`, tenantID, after.time(), after.ID, size+1)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.APIKey, error) { return scanAPIKey(r) })
+	if err != nil {
+		return nil, "", s.fail("list api keys", err)
+	}
+	page, next := pageOf(out, size, func(k server.APIKey) cursor { return cursor{At: timeUS(k.CreatedAt), ID: k.ID} })
+	return page, next, nil
+}
+
+func (s *Store) RevokeAPIKey(ctx context.Context, id string) (server.APIKey, error) {
+	k, err := scanAPIKey(s.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, date_trunc('microseconds', clock_timestamp()))
+		WHERE id = $1 RETURNING `+apiKeyCols, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return server.APIKey{}, server.ErrAPIKeyNotFound
+	}
+	if err != nil {
+		return server.APIKey{}, s.fail("revoke api key", err)
+	}
+	return k, nil
+}
+
+func (s *Store) APIKeyBySecretHash(ctx context.Context, hash string) (server.APIKey, error) {
+	k, err := scanAPIKey(s.pool.QueryRow(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE secret_hash = $1`, hash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return server.APIKey{}, server.ErrAPIKeyNotFound
+	}
+	if err != nil {
+		return server.APIKey{}, s.fail("api key by secret", err)
+	}
+	return k, nil
+}
