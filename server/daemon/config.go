@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seatd/seatd/server/cleanup"
+	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	AutoMigrate            bool
 	LeaderPingInterval     time.Duration
 	LeaderRetryInterval    time.Duration
+
+	WaitQueueMax int
+	WaitHold     time.Duration
 }
 
 // Distributed reports whether the config selects PostgreSQL + Redis.
@@ -78,6 +82,8 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.CleanupHardLimit, "cleanup-hard-limit", cleanup.DefaultHardLimit, "a pass is cancelled after this long")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on shutdown, how long to stay up reporting not-ready before closing")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "on shutdown, how long in-flight calls may take before they are cut")
+	fs.IntVar(&c.WaitQueueMax, "wait-queue-max", grpcapi.DefaultWaitQueueLength, "most clients waiting for a seat per license (WaitForSeat); more get RESOURCE_EXHAUSTED")
+	fs.DurationVar(&c.WaitHold, "wait-hold", grpcapi.DefaultWaitHold, "a seat granted to a waiter goes to the next one if not heartbeated within this")
 	fs.StringVar(&c.PostgresURL, "postgres-url", "", "distributed mode: PostgreSQL URL (the record); needs --redis-url")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "distributed mode: Redis URL (live leases); needs --postgres-url")
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", "seatd:", "distributed mode: prefix of every Redis key")
@@ -170,6 +176,10 @@ func (c *Config) validate() error {
 		return errors.New("--heartbeat-flush-interval must be at least 100ms")
 	case c.LeaderPingInterval < 10*time.Millisecond || c.LeaderRetryInterval < 10*time.Millisecond:
 		return errors.New("--leader-ping-interval and --leader-retry-interval must be at least 10ms")
+	case c.WaitQueueMax < 1:
+		return errors.New("--wait-queue-max must be at least 1")
+	case c.WaitHold < time.Second:
+		return errors.New("--wait-hold must be at least 1s")
 	case c.ConnectTimeout <= 0:
 		return errors.New("--connect-timeout must be positive")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -30,6 +31,8 @@ import (
 	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
 	"github.com/seatd/seatd/server/metrics"
+	"github.com/seatd/seatd/server/notify"
+	"github.com/seatd/seatd/server/waitqueue"
 )
 
 // Main runs seatd with the given arguments until ctx ends (a signal), and
@@ -66,6 +69,8 @@ type Daemon struct {
 	store     server.Store
 	scheduler *cleanup.Scheduler
 	elector   *leader.Elector // nil in embedded mode: one node always leads
+	rdb       *redis.Client   // distributed mode: wait queues and revocation news
+	notifier  *notify.Redis
 	api       *grpcapi.Server
 	grpc      *grpc.Server
 	health    *health.Server
@@ -149,9 +154,24 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		leadership = d.elector
 	}
 
+	hub := notify.NewHub()
+	var revocations notify.Publisher = notify.Local{Hub: hub}
+	var queue waitqueue.Queue = waitqueue.NewMemory(cfg.WaitQueueMax)
+	if cfg.Distributed() {
+		// Queues and revocation news cross instances through Redis.
+		opts, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("--redis-url: %w", err)
+		}
+		d.rdb = redis.NewClient(opts)
+		d.notifier = notify.NewRedis(hub, d.rdb, cfg.RedisKeyPrefix, d.log)
+		revocations = d.notifier
+		queue = waitqueue.NewRedis(d.rdb, cfg.RedisKeyPrefix, cfg.WaitQueueMax, 5*time.Second)
+	}
 	d.api = grpcapi.New(grpcapi.Config{
 		Store: d.store, Cleaner: cleaner, Scheduler: d.scheduler, Leadership: leadership,
 		OperatorKey: operatorKey, Logger: d.log, Metrics: m,
+		WaitQueue: queue, Hub: hub, Revocations: revocations, WaitHold: cfg.WaitHold,
 	})
 	panicked := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)
@@ -282,6 +302,12 @@ func (d *Daemon) closeAll() error {
 			if ln != nil {
 				_ = ln.Close()
 			}
+		}
+		if d.notifier != nil {
+			d.notifier.Close()
+		}
+		if d.rdb != nil {
+			_ = d.rdb.Close()
 		}
 		if d.store != nil {
 			err = d.store.Close()

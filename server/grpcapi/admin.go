@@ -224,6 +224,7 @@ func (h *adminService) RevokeLease(ctx context.Context, req *seatdv1.RevokeLease
 	if err != nil {
 		return nil, err
 	}
+	h.s.revocations.Revoked(ctx, l.ID)
 	h.s.audit(ctx, p, tenant, "lease.revoke", "lease", l.ID, map[string]string{"license_id": l.LicenseID, "reason": req.GetReason()})
 	return &seatdv1.RevokeLeaseResponse{Lease: leaseToProto(l, h.s.now())}, nil
 }

@@ -14,6 +14,7 @@ import (
 // Principal is who makes an admin call: the operator, or an API key that
 // administers one tenant.
 type Principal struct {
+	System   bool // seatd itself (e.g. revoking an unconfirmed waiter grant)
 	Operator bool
 	TenantID string // the API key's tenant
 	KeyID    string
@@ -21,6 +22,9 @@ type Principal struct {
 
 // Actor names the principal in the audit log.
 func (p Principal) Actor() string {
+	if p.System {
+		return "system"
+	}
 	if p.Operator {
 		return "operator"
 	}
@@ -49,6 +53,8 @@ func (p Principal) requireOperator() error {
 	}
 	return nil
 }
+
+var systemPrincipal = Principal{System: true}
 
 type principalKey struct{}
 

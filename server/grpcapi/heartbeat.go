@@ -64,9 +64,19 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 		}
 	}()
 	var id, token string
+	var stopWatching func()
+	var revoked <-chan struct{} // closed when an admin revokes the lease, on any instance
+	defer func() {
+		if stopWatching != nil {
+			stopWatching()
+		}
+	}()
 	for {
 		var req *seatdv1.HeartbeatStreamRequest
 		select {
+		case <-revoked:
+			_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_REVOKED})
+			return server.ErrLeaseRevoked
 		case <-h.s.shutdown:
 			return stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_RECONNECT})
 		case err := <-recvErr:
@@ -84,6 +94,9 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 			return server.Invalid("lease_id", "a stream keeps one lease alive; open another stream for another lease")
 		}
 		l, err := h.s.heartbeat(ctx, id, token)
+		if err == nil && revoked == nil {
+			revoked, stopWatching = h.s.hub.Watch(id)
+		}
 		if err != nil {
 			if signal, ok := endSignals[server.ErrorReason(err)]; ok {
 				_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: signal})

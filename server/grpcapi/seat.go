@@ -3,8 +3,6 @@ package grpcapi
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
@@ -28,24 +26,34 @@ func (h *seatService) AcquireSeat(ctx context.Context, req *seatdv1.AcquireSeatR
 }
 
 func (s *Server) acquire(ctx context.Context, key, fp, user, host, idem string, md map[string]string) (*seatdv1.AcquireSeatResponse, error) {
-	if err := clientFields(key, fp, user, host, idem, md); err != nil {
+	res, token, err := s.acquireLease(ctx, key, fp, user, host, idem, md)
+	if err != nil {
 		return nil, err
+	}
+	return s.acquireResponse(res, token), nil
+}
+
+// acquireLease validates and takes a seat; it returns the lease token.
+func (s *Server) acquireLease(ctx context.Context, key, fp, user, host, idem string, md map[string]string) (server.AcquireResult, string, error) {
+	if err := clientFields(key, fp, user, host, idem, md); err != nil {
+		return server.AcquireResult{}, "", err
 	}
 	token := server.NewSecret(server.PrefixLeaseToken)
 	res, err := s.store.Acquire(ctx, server.AcquireRequest{
 		LicenseKey: key, Fingerprint: fp, User: user, Hostname: host, Metadata: md, IdempotencyKey: idem,
 		LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret(token),
 	})
-	if err != nil {
-		return nil, err
-	}
+	return res, token, err
+}
+
+func (s *Server) acquireResponse(res server.AcquireResult, token string) *seatdv1.AcquireSeatResponse {
 	return &seatdv1.AcquireSeatResponse{
 		Lease:             leaseToProto(res.Lease, s.now()),
 		LeaseToken:        token,
 		HeartbeatInterval: durationpb.New(res.License.HeartbeatInterval()),
 		SeatsInUse:        int32(res.SeatsInUse),
 		SeatLimit:         int32(res.License.SeatLimit()),
-	}, nil
+	}
 }
 
 func (h *seatService) ReleaseSeat(ctx context.Context, req *seatdv1.ReleaseSeatRequest) (*seatdv1.ReleaseSeatResponse, error) {
@@ -58,10 +66,6 @@ func (h *seatService) ReleaseSeat(ctx context.Context, req *seatdv1.ReleaseSeatR
 		return nil, err
 	}
 	return &seatdv1.ReleaseSeatResponse{Lease: leaseToProto(l, h.s.now())}, nil
-}
-
-func (h *seatService) WaitForSeat(*seatdv1.WaitForSeatRequest, seatdv1.SeatService_WaitForSeatServer) error {
-	return status.Error(codes.Unimplemented, "WaitForSeat is not available yet; poll AcquireSeat with backoff")
 }
 
 // resultLabel is the metrics label for an RPC outcome: "ok" or the error code.

@@ -4,6 +4,7 @@
 package grpcapi
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -15,6 +16,8 @@ import (
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/cleanup"
 	"github.com/seatd/seatd/server/metrics"
+	"github.com/seatd/seatd/server/notify"
+	"github.com/seatd/seatd/server/waitqueue"
 )
 
 // Server holds what the three services share.
@@ -27,6 +30,12 @@ type Server struct {
 	log        *slog.Logger
 	metrics    *metrics.Metrics
 	now        func() time.Time
+
+	queue       waitqueue.Queue
+	revocations notify.Publisher
+	hub         *notify.Hub
+	waitHold    time.Duration
+	waitPoll    time.Duration
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed when the server starts to drain
@@ -41,7 +50,27 @@ type Config struct {
 	OperatorKey string
 	Logger      *slog.Logger
 	Metrics     *metrics.Metrics
+
+	// WaitQueue orders WaitForSeat callers (default: one-node memory queue
+	// of DefaultWaitQueueLength per license).
+	WaitQueue waitqueue.Queue
+	// Hub and Revocations carry revocations to heartbeat streams (default:
+	// this instance only).
+	Hub         *notify.Hub
+	Revocations notify.Publisher
+	// WaitHold is how long a seat granted through WaitForSeat is held for
+	// its first heartbeat before it goes to the next waiter.
+	WaitHold time.Duration
+	// WaitPoll is how often the head of a queue tries for a seat.
+	WaitPoll time.Duration
 }
+
+// Defaults for WaitForSeat.
+const (
+	DefaultWaitQueueLength = 1000
+	DefaultWaitHold        = 15 * time.Second
+	DefaultWaitPoll        = 250 * time.Millisecond
+)
 
 // New returns a Server.
 func New(cfg Config) *Server {
@@ -53,7 +82,18 @@ func New(cfg Config) *Server {
 	if m == nil {
 		m = metrics.Discard()
 	}
+	hub := cmp.Or(cfg.Hub, notify.NewHub())
+	var revocations notify.Publisher = notify.Local{Hub: hub}
+	if cfg.Revocations != nil {
+		revocations = cfg.Revocations
+	}
+	var queue waitqueue.Queue = waitqueue.NewMemory(DefaultWaitQueueLength)
+	if cfg.WaitQueue != nil {
+		queue = cfg.WaitQueue
+	}
 	return &Server{
+		queue: queue, revocations: revocations, hub: hub,
+		waitHold: cmp.Or(cfg.WaitHold, DefaultWaitHold), waitPoll: cmp.Or(cfg.WaitPoll, DefaultWaitPoll),
 		store: cfg.Store, cleaner: cfg.Cleaner, scheduler: cfg.Scheduler, leadership: cfg.Leadership,
 		auth: &Authenticator{OperatorKey: cfg.OperatorKey, Keys: cfg.Store},
 		log:  log, metrics: m, now: time.Now,

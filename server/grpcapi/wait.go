@@ -1,0 +1,108 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/waitqueue"
+)
+
+var (
+	errQueueFull    = server.Errorf(server.EEXHAUSTED, server.ReasonQueueFull, "too many clients are waiting for a seat on this license; retry later")
+	errShuttingDown = server.Errorf(server.EUNAVAILABLE, "SERVER_SHUTTING_DOWN", "server is shutting down; reconnect and wait again")
+)
+
+// WaitForSeat queues the caller FIFO per license until a seat frees. The
+// head of the queue tries the store's atomic acquire every waitPoll; others
+// only watch their position. A granted seat must be heartbeated within
+// waitHold, or it is revoked and goes to the next waiter.
+func (h *seatService) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv1.SeatService_WaitForSeatServer) error {
+	s := h.s
+	ctx := stream.Context()
+	if err := clientFields(req.GetLicenseKey(), req.GetFingerprint(), req.GetUser(), req.GetHostname(), req.GetIdempotencyKey(), req.GetMetadata()); err != nil {
+		return err
+	}
+	// The queue is named by a hash of the key: unknown keys never get a
+	// queue of their own, since the first acquire attempt below fails.
+	ticket, err := s.queue.Join(ctx, server.HashSecret(req.GetLicenseKey()))
+	if errors.Is(err, waitqueue.ErrFull) {
+		return errQueueFull
+	}
+	if err != nil {
+		return server.Unavailable(err)
+	}
+	defer ticket.Leave(ctx)
+
+	lastPos := -1
+	tick := time.NewTicker(s.waitPoll)
+	defer tick.Stop()
+	for {
+		pos, length, err := ticket.Position(ctx)
+		if err != nil {
+			return server.Unavailable(err)
+		}
+		if pos != lastPos {
+			lastPos = pos
+			if err := stream.Send(&seatdv1.WaitForSeatResponse{Event: &seatdv1.WaitForSeatResponse_Position{
+				Position: &seatdv1.QueuePosition{Position: int32(pos), QueueLength: int32(length)},
+			}}); err != nil {
+				return err
+			}
+		}
+		if pos == 1 {
+			res, token, err := s.acquireLease(ctx, req.GetLicenseKey(), req.GetFingerprint(), req.GetUser(),
+				req.GetHostname(), req.GetIdempotencyKey(), req.GetMetadata())
+			s.metrics.Acquisitions.WithLabelValues(resultLabel(err)).Inc()
+			if err == nil {
+				ticket.Leave(ctx) // the next waiter moves up at once
+				if !res.Existing {
+					s.holdForFirstHeartbeat(res.Lease)
+				}
+				return stream.Send(&seatdv1.WaitForSeatResponse{Event: &seatdv1.WaitForSeatResponse_Granted{
+					Granted: s.acquireResponse(res, token),
+				}})
+			}
+			if server.ErrorCode(err) != server.EEXHAUSTED {
+				return err // unknown key, inactive license...
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.shutdown:
+			return errShuttingDown
+		case <-tick.C:
+		}
+	}
+}
+
+// holdForFirstHeartbeat revokes a seat granted to a waiter that never
+// heartbeats it (it went away as the seat arrived), so the next waiter gets it.
+func (s *Server) holdForFirstHeartbeat(granted server.Lease) {
+	go func() {
+		t := time.NewTimer(s.waitHold)
+		defer t.Stop()
+		select {
+		case <-s.shutdown:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, err := s.store.GetLease(ctx, granted.TenantID, granted.ID)
+		if err != nil || l.State != server.LeaseActive || l.LastHeartbeatAt.After(granted.LastHeartbeatAt) {
+			return
+		}
+		if _, err := s.store.Revoke(ctx, l.TenantID, l.ID); err != nil {
+			s.log.Warn("unconfirmed waiter grant not revoked; it expires at its deadline", "lease_id", l.ID, "err", err)
+			return
+		}
+		s.revocations.Revoked(ctx, l.ID)
+		s.audit(ctx, systemPrincipal, l.TenantID, "lease.revoke", "lease", l.ID, map[string]string{
+			"license_id": l.LicenseID, "reason": "seat granted to a waiter was not heartbeated within the hold window",
+		})
+	}()
+}

@@ -1,0 +1,83 @@
+package waitqueue
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Redis is the queue shared by every instance: a sorted set per license,
+// scored by a join sequence, plus a liveness key per waiter that Position
+// refreshes. Waiters whose instance died stop refreshing and are skipped
+// (and dropped) by the others.
+type Redis struct {
+	rdb       *redis.Client
+	prefix    string
+	maxLength int
+	liveness  time.Duration
+}
+
+// NewRedis returns a Redis queue. liveness is how long a waiter survives
+// without asking for its position (a few poll intervals).
+func NewRedis(rdb *redis.Client, prefix string, maxLength int, liveness time.Duration) *Redis {
+	return &Redis{rdb: rdb, prefix: prefix, maxLength: maxLength, liveness: liveness}
+}
+
+//go:embed join.lua
+var joinLua string
+
+//go:embed position.lua
+var positionLua string
+
+var (
+	joinScript     = redis.NewScript(joinLua)
+	positionScript = redis.NewScript(positionLua)
+)
+
+type redisTicket struct {
+	q    *Redis
+	keys []string // queue zset, sequence counter, liveness key prefix
+	id   string
+}
+
+func (q *Redis) keysFor(name string) []string {
+	tag := "{waitq:" + name + "}"
+	return []string{q.prefix + tag + ":waiters", q.prefix + tag + ":seq", q.prefix + tag + ":alive:"}
+}
+
+func (q *Redis) Join(ctx context.Context, name string) (Ticket, error) {
+	t := &redisTicket{q: q, keys: q.keysFor(name), id: server.NewID("w_")}
+	n, err := joinScript.Run(ctx, q.rdb, t.keys, t.id, q.maxLength, q.liveness.Milliseconds()).Int()
+	if err != nil {
+		return nil, fmt.Errorf("join wait queue: %w", err)
+	}
+	if n < 0 {
+		return nil, ErrFull
+	}
+	return t, nil
+}
+
+func (t *redisTicket) Position(ctx context.Context) (int, int, error) {
+	res, err := positionScript.Run(ctx, t.q.rdb, t.keys, t.id, t.q.liveness.Milliseconds()).Int64Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("wait queue position: %w", err)
+	}
+	if len(res) != 2 || res[0] == 0 {
+		return 0, 0, errors.New("ticket left the queue")
+	}
+	return int(res[0]), int(res[1]), nil
+}
+
+func (t *redisTicket) Leave(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx) // leave even when the client is gone
+	pipe := t.q.rdb.TxPipeline()
+	pipe.ZRem(ctx, t.keys[0], t.id)
+	pipe.Del(ctx, t.keys[2]+t.id)
+	_, _ = pipe.Exec(ctx)
+}

@@ -1,0 +1,107 @@
+package waitqueue
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+func redisQueue(t *testing.T, max int, liveness time.Duration) *Redis {
+	t.Helper()
+	url := os.Getenv("SEATD_TEST_REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	opts, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	rdb := redis.NewClient(opts)
+	require.NoError(t, rdb.Ping(context.Background()).Err(), "Redis is needed: run scripts/services.sh (or set SEATD_TEST_REDIS_URL)")
+	prefix := fmt.Sprintf("seatd-test-wq-%d:", rand.Uint32())
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		rdb.Close()
+	})
+	return NewRedis(rdb, prefix, max, liveness)
+}
+
+func TestQueues(t *testing.T) {
+	t.Parallel()
+	impls := map[string]func(t *testing.T, max int) Queue{
+		"memory": func(_ *testing.T, max int) Queue { return NewMemory(max) },
+		"redis":  func(t *testing.T, max int) Queue { return redisQueue(t, max, 5*time.Second) },
+	}
+	for name, newQueue := range impls {
+		t.Run(name+"/FIFO", func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(t, 100)
+			ctx := context.Background()
+			var tickets []Ticket
+			for range 50 {
+				tk, err := q.Join(ctx, "lic")
+				require.NoError(t, err)
+				tickets = append(tickets, tk)
+			}
+			for i, tk := range tickets {
+				pos, n, err := tk.Position(ctx)
+				require.NoError(t, err)
+				require.Equal(t, i+1, pos)
+				require.Equal(t, 50, n)
+			}
+			// The head leaves: everyone moves up by one, in order.
+			tickets[0].Leave(ctx)
+			tickets[0].Leave(ctx) // idempotent
+			for i, tk := range tickets[1:] {
+				pos, n, err := tk.Position(ctx)
+				require.NoError(t, err)
+				require.Equal(t, i+1, pos)
+				require.Equal(t, 49, n)
+			}
+			_, _, err := tickets[0].Position(ctx)
+			require.Error(t, err, "a ticket that left has no position")
+		})
+		t.Run(name+"/Bounded", func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(t, 2)
+			ctx := context.Background()
+			a, err := q.Join(ctx, "lic")
+			require.NoError(t, err)
+			_, err = q.Join(ctx, "lic")
+			require.NoError(t, err)
+			_, err = q.Join(ctx, "lic")
+			require.ErrorIs(t, err, ErrFull)
+			_, err = q.Join(ctx, "other")
+			require.NoError(t, err, "queues are per license")
+			a.Leave(ctx)
+			_, err = q.Join(ctx, "lic")
+			require.NoError(t, err, "a place frees when a waiter leaves")
+		})
+	}
+}
+
+func TestRedisDropsDeadWaiters(t *testing.T) {
+	t.Parallel()
+	q := redisQueue(t, 10, 300*time.Millisecond)
+	ctx := context.Background()
+	dead, err := q.Join(ctx, "lic")
+	require.NoError(t, err)
+	alive, err := q.Join(ctx, "lic")
+	require.NoError(t, err)
+	pos, _, err := alive.Position(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, pos)
+	_ = dead // its instance died: it never asks again
+	require.Eventually(t, func() bool {
+		pos, _, err := alive.Position(ctx)
+		return err == nil && pos == 1
+	}, 3*time.Second, 50*time.Millisecond)
+}
