@@ -1,46 +1,39 @@
-// Package client is the Go client of seatd: acquire a seat, heartbeat it,
-// release it.
-//
-//	c, err := client.Dial("127.0.0.1:7070")
-//	lease, err := c.Acquire(ctx, client.AcquireOptions{LicenseKey: key, Fingerprint: fp})
-//	defer lease.Release(context.Background())
-//	... call lease.Heartbeat(ctx) every lease.HeartbeatInterval ...
 package client
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
 
-// ServiceConfig retries UNAVAILABLE on the calls that are safe to repeat
-// (heartbeat, release, and acquire, which dedupes by fingerprint and
-// idempotency key). Other languages can use the same JSON.
-const ServiceConfig = `{
-  "methodConfig": [{
-    "name": [
-      {"service": "seatd.v1.SeatService", "method": "AcquireSeat"},
-      {"service": "seatd.v1.SeatService", "method": "ReleaseSeat"},
-      {"service": "seatd.v1.HeartbeatService", "method": "Heartbeat"}
-    ],
-    "retryPolicy": {
-      "maxAttempts": 5,
-      "initialBackoff": "0.1s",
-      "maxBackoff": "2s",
-      "backoffMultiplier": 2,
-      "retryableStatusCodes": ["UNAVAILABLE"]
-    }
-  }]
-}`
+// Options tune what a Client does with the leases it hands out. Start from
+// DefaultOptions: the zero value turns automatic heartbeats off.
+type Options struct {
+	// AutoHeartbeat keeps every lease alive in the background until it is
+	// released or lost. Default true. Without it, call Lease.Heartbeat
+	// every Lease.HeartbeatInterval yourself.
+	AutoHeartbeat bool
+	// ReacquireOnExpiry acquires again, with the same AcquireOptions, a
+	// lease that expired (e.g. the machine slept past its deadline) instead
+	// of reporting it lost; the Lease then carries the new id and token.
+	// Default false: the application may need to know it lost its seat.
+	// Needs AutoHeartbeat.
+	ReacquireOnExpiry bool
+	// Logger receives reconnects, fallbacks and losses. Default: discarded.
+	Logger *slog.Logger
+}
+
+// DefaultOptions are the options of Dial and New.
+func DefaultOptions() Options { return Options{AutoHeartbeat: true} }
 
 // Client talks to one seatd (or a load-balanced set).
 type Client struct {
@@ -48,12 +41,24 @@ type Client struct {
 	owned     bool
 	seats     seatdv1.SeatServiceClient
 	heartbeat seatdv1.HeartbeatServiceClient
+	opts      Options
+	log       *slog.Logger
+	t         timing
+
+	mu      sync.Mutex
+	keepers map[*keeper]struct{} // running, so that Close can stop them
+	closed  bool                 // no new keepers after Close
 }
 
-// Dial connects to target (host:port). Without options it uses plaintext
-// and the retry policy of ServiceConfig; pass grpc.WithTransportCredentials
-// to use TLS.
+// Dial connects to target (host:port) with DefaultOptions. Without dial
+// options it uses plaintext and the retry policy of ServiceConfig; pass
+// grpc.WithTransportCredentials to use TLS.
 func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
+	return DialWithOptions(target, DefaultOptions(), opts...)
+}
+
+// DialWithOptions is Dial with Options.
+func DialWithOptions(target string, o Options, opts ...grpc.DialOption) (*Client, error) {
 	base := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultServiceConfig(ServiceConfig),
@@ -62,22 +67,46 @@ func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial seatd %s: %w", target, err)
 	}
-	c := New(conn)
+	c := NewWithOptions(conn, o)
 	c.owned = true
 	return c, nil
 }
 
-// New wraps an existing connection; Close will not close it.
-func New(conn *grpc.ClientConn) *Client {
+// New wraps an existing connection with DefaultOptions; Close will not close
+// the connection.
+func New(conn *grpc.ClientConn) *Client { return NewWithOptions(conn, DefaultOptions()) }
+
+// NewWithOptions is New with Options.
+func NewWithOptions(conn *grpc.ClientConn, o Options) *Client {
+	return newClient(conn, o, defaultTiming)
+}
+
+func newClient(conn *grpc.ClientConn, o Options, t timing) *Client {
 	return &Client{
 		conn:      conn,
 		seats:     seatdv1.NewSeatServiceClient(conn),
 		heartbeat: seatdv1.NewHeartbeatServiceClient(conn),
+		opts:      o,
+		log:       cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
+		t:         t,
+		keepers:   map[*keeper]struct{}{},
 	}
 }
 
-// Close closes the connection if Dial made it.
+// Close stops the background heartbeats of every lease and closes the
+// connection if Dial made it. It does not release the seats: Release them
+// first, or they stay taken until their deadline.
 func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	running := make([]*keeper, 0, len(c.keepers))
+	for k := range c.keepers {
+		running = append(running, k)
+	}
+	c.mu.Unlock()
+	for _, k := range running {
+		_ = k.stop(context.Background())
+	}
 	if c.owned {
 		return c.conn.Close()
 	}
@@ -94,114 +123,40 @@ type AcquireOptions struct {
 	IdempotencyKey string
 }
 
-// Lease is a seat held by this process.
-type Lease struct {
-	c *Client
-
-	ID                string
-	LicenseID         string
-	Token             string
-	HeartbeatInterval time.Duration
-	SeatsInUse        int
-	SeatLimit         int
-
-	mu        sync.Mutex
-	expiresAt time.Time
+func (o AcquireOptions) acquireRequest() *seatdv1.AcquireSeatRequest {
+	return &seatdv1.AcquireSeatRequest{
+		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
+		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey,
+	}
 }
 
-// ExpiresAt is the current deadline.
-func (l *Lease) ExpiresAt() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.expiresAt
+func (o AcquireOptions) waitRequest() *seatdv1.WaitForSeatRequest {
+	return &seatdv1.WaitForSeatRequest{
+		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
+		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey,
+	}
 }
 
 // Acquire takes a seat. When none is free the error satisfies
-// errors.Is(err, ErrNoSeat) and Reason(err) == "SEATS_EXHAUSTED".
+// errors.Is(err, ErrNoSeat) and Reason(err) == "SEATS_EXHAUSTED". With
+// AutoHeartbeat the lease keeps itself alive until Release, Close, or its
+// loss; ctx bounds only this call, not the lease.
 func (c *Client) Acquire(ctx context.Context, o AcquireOptions) (*Lease, error) {
-	resp, err := c.seats.AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{
-		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
-		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey,
-	})
+	sent := c.t.wallNow()
+	resp, err := c.seats.AcquireSeat(ctx, o.acquireRequest())
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return &Lease{
-		c: c, ID: resp.GetLease().GetId(), LicenseID: resp.GetLease().GetLicenseId(), Token: resp.GetLeaseToken(),
-		HeartbeatInterval: resp.GetHeartbeatInterval().AsDuration(),
-		SeatsInUse:        int(resp.GetSeatsInUse()), SeatLimit: int(resp.GetSeatLimit()),
-		expiresAt: resp.GetLease().GetExpiresAt().AsTime(),
-	}, nil
+	return c.hold(o, resp, sent), nil
 }
 
-// Heartbeat moves the deadline ahead. After the deadline it fails with
-// Reason(err) == "LEASE_EXPIRED" (errors.Is(err, ErrLeaseLost)).
-func (l *Lease) Heartbeat(ctx context.Context) error {
-	resp, err := l.c.heartbeat.Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: l.ID, LeaseToken: l.Token})
-	if err != nil {
-		return wrap(err)
+// hold wraps a granted seat in a Lease and starts keeping it alive.
+func (c *Client) hold(o AcquireOptions, resp *seatdv1.AcquireSeatResponse, sent time.Time) *Lease {
+	o.Metadata = maps.Clone(o.Metadata) // acquiring again must not race the caller's map
+	l := &Lease{c: c, opts: o, lost: make(chan struct{})}
+	l.st = stateOf(resp, sent)
+	if c.opts.AutoHeartbeat {
+		l.keep = c.startKeeper(l)
 	}
-	l.mu.Lock()
-	l.expiresAt = resp.GetExpiresAt().AsTime()
-	l.mu.Unlock()
-	return nil
-}
-
-// Release gives the seat back. Releasing twice is fine.
-func (l *Lease) Release(ctx context.Context) error {
-	_, err := l.c.seats.ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: l.ID, LeaseToken: l.Token})
-	return wrap(err)
-}
-
-// Errors to test with errors.Is.
-var (
-	ErrNoSeat    = errors.New("no seat free")
-	ErrLeaseLost = errors.New("lease lost (expired, revoked or released)")
-)
-
-// Error is a seatd error with its machine-readable reason.
-type Error struct {
-	Status *status.Status
-	Reason string // google.rpc.ErrorInfo reason, e.g. SEATS_EXHAUSTED
-}
-
-func (e *Error) Error() string { return "seatd: " + e.Status.Message() }
-
-// GRPCStatus lets status.FromError see through the wrapper.
-func (e *Error) GRPCStatus() *status.Status { return e.Status }
-
-func (e *Error) Is(target error) bool {
-	switch target {
-	case ErrNoSeat:
-		return e.Reason == "SEATS_EXHAUSTED"
-	case ErrLeaseLost:
-		return e.Reason == "LEASE_EXPIRED" || e.Reason == "LEASE_REVOKED" || e.Reason == "LEASE_RELEASED" || e.Reason == "LEASE_NOT_FOUND"
-	}
-	return false
-}
-
-// Reason returns the ErrorInfo reason of a seatd error, or "".
-func Reason(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Reason
-	}
-	return ""
-}
-
-func wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	e := &Error{Status: st}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			e.Reason = info.GetReason()
-		}
-	}
-	return e
+	return l
 }

@@ -29,10 +29,10 @@ func TestGoClient(t *testing.T) {
 
 	lease, err := c.Acquire(ctx, client.AcquireOptions{LicenseKey: key, Fingerprint: "app-1", User: "u", Hostname: "h"})
 	require.NoError(t, err)
-	require.Equal(t, 1, lease.SeatsInUse)
-	require.Equal(t, 1, lease.SeatLimit)
-	require.Equal(t, 10*time.Second, lease.HeartbeatInterval)
-	require.Equal(t, created.GetLicense().GetId(), lease.LicenseID)
+	require.Equal(t, 1, lease.SeatsInUse())
+	require.Equal(t, 1, lease.SeatLimit())
+	require.Equal(t, 10*time.Second, lease.HeartbeatInterval())
+	require.Equal(t, created.GetLicense().GetId(), lease.LicenseID())
 
 	_, err = c.Acquire(ctx, client.AcquireOptions{LicenseKey: key, Fingerprint: "app-2"})
 	require.True(t, errors.Is(err, client.ErrNoSeat), "want ErrNoSeat, got %v", err)

@@ -1,0 +1,56 @@
+// Package client is the Go client of seatd: take a seat, keep it alive, give
+// it back, and learn promptly when it is gone.
+//
+//	c, err := client.Dial("seatd.example.com:7070")
+//	...
+//	defer c.Close()
+//	lease, err := c.Acquire(ctx, client.AcquireOptions{LicenseKey: key, Fingerprint: fp})
+//	if errors.Is(err, client.ErrNoSeat) { ... all seats taken ... }
+//	defer lease.Release(context.Background())
+//	select {
+//	case <-lease.Lost(): // expired, revoked, or taken over: stop using the product
+//		log.Print(lease.Err(), client.Reason(lease.Err()))
+//	case <-done:
+//	}
+//
+// # Keeping the seat
+//
+// A Lease heartbeats itself in the background (Options.AutoHeartbeat, on by
+// default): it keeps one HeartbeatStream open and pings every
+// heartbeat_interval the server suggests, falls back to unary Heartbeat calls
+// when the server has no stream (UNIMPLEMENTED) or streams keep failing, and
+// reconnects with exponential backoff and jitter when the server says
+// RECONNECT (rolling restart), answers UNAVAILABLE, or the stream breaks. While
+// the lease's deadline has not passed, such failures are retried, never
+// reported. Lost is closed only when the lease is gone for sure: the server
+// says it expired, was revoked, released or taken over by another token, or
+// the deadline passed without a successful heartbeat (typically a laptop that
+// slept). With Options.ReacquireOnExpiry an expired lease is acquired again
+// with the same AcquireOptions and the new id and token are swapped in; Lost
+// closes only if that fails.
+//
+// WaitForSeat queues for a seat (FIFO per license) and reports the position;
+// against a server without the queue it polls AcquireSeat with backoff.
+//
+// # Retries in other languages
+//
+// ServiceConfig is a standard gRPC service config (the same text is in
+// service_config.json next to this file). It makes the gRPC library itself
+// retry UNAVAILABLE on AcquireSeat, ReleaseSeat and Heartbeat, which is what
+// lets a rolling restart of seatd go unnoticed. Dial installs it; with New,
+// pass grpc.WithDefaultServiceConfig(client.ServiceConfig) yourself. Clients
+// generated from proto/seatd/v1 in other languages use the same JSON:
+//
+//   - Python: grpc.secure_channel(target, creds, options=[("grpc.service_config", json_text), ("grpc.enable_retries", 1)])
+//   - Java: ManagedChannelBuilder.forTarget(target).defaultServiceConfig(new Gson().fromJson(jsonText, Map.class)).enableRetry()
+//   - C++: grpc::ChannelArguments args; args.SetServiceConfigJSON(json_text); grpc::CreateCustomChannel(target, creds, args)
+//   - Node (@grpc/grpc-js): new SeatServiceClient(target, creds, {"grpc.service_config": jsonText})
+//   - C# (Grpc.Net.Client): build the same MethodConfig/RetryPolicy in GrpcChannelOptions.ServiceConfig
+//     (it takes objects, not JSON; the values are the same).
+//
+// Those libraries do not heartbeat for you: call HeartbeatStream (or
+// Heartbeat) every heartbeat_interval from the last answer, reopen the stream
+// on HEARTBEAT_SIGNAL_RECONNECT, and treat the ErrorInfo reasons LEASE_EXPIRED,
+// LEASE_REVOKED, LEASE_RELEASED, LEASE_NOT_FOUND and LEASE_TOKEN_INVALID as
+// "the seat is gone".
+package client

@@ -1,0 +1,295 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// fakeServer is a seatd with knobs: it keeps leases in memory like the real
+// one, and tests make it fail, refuse streams, expire or revoke leases, or
+// tell its streams to reconnect.
+type fakeServer struct {
+	seatdv1.UnimplementedSeatServiceServer
+	seatdv1.UnimplementedHeartbeatServiceServer
+
+	ttl, interval time.Duration // set before serving
+
+	mu     sync.Mutex
+	leases map[string]*fakeLease
+	nextID int
+	seats  int // 0: unlimited
+
+	unavailable         bool // every heartbeat RPC fails UNAVAILABLE
+	streamUnimplemented bool
+	streamUnavailable   bool // streams fail UNAVAILABLE, unary works
+	streamSilent        bool // streams read pings and never answer (a dead path)
+	signalOnly          bool // end streams after an EXPIRED/REVOKED signal with OK, no status
+	acquireUnavailable  int  // fail this many AcquireSeat calls UNAVAILABLE
+	waitUnimplemented   bool
+	positions           []int32       // WaitForSeat sends these, then waits for a free seat
+	shutdown            chan struct{} // closed by reconnectStreams
+
+	acquires, releases, streams int
+	unaryBeats, streamBeats     map[string]int // by lease id
+}
+
+type fakeLease struct {
+	id, token string
+	expiresAt time.Time
+	ended     string // "" while live, else the reason heartbeats fail with
+}
+
+func newFakeServer() *fakeServer {
+	return &fakeServer{
+		ttl: 5 * time.Second, interval: 20 * time.Millisecond,
+		leases: map[string]*fakeLease{}, shutdown: make(chan struct{}),
+		unaryBeats: map[string]int{}, streamBeats: map[string]int{},
+	}
+}
+
+// reasonErr is a status shaped like seatd's: a code and an ErrorInfo reason.
+func reasonErr(code codes.Code, reason string) error {
+	st, err := status.New(code, strings.ToLower(reason)).WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "seatd"})
+	if err != nil {
+		panic(err)
+	}
+	return st.Err()
+}
+
+func (f *fakeServer) set(change func(f *fakeServer)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(f)
+}
+
+func (f *fakeServer) read(get func(f *fakeServer) int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return get(f)
+}
+
+func (f *fakeServer) beats(id string) int {
+	return f.read(func(f *fakeServer) int { return f.unaryBeats[id] + f.streamBeats[id] })
+}
+
+// end makes lease id fail its next heartbeat with reason.
+func (f *fakeServer) end(id, reason string) {
+	f.set(func(f *fakeServer) { f.leases[id].ended = reason })
+}
+
+// reconnectStreams tells every open stream that the server is going away.
+func (f *fakeServer) reconnectStreams() {
+	f.set(func(f *fakeServer) {
+		close(f.shutdown)
+		f.shutdown = make(chan struct{})
+	})
+}
+
+func (f *fakeServer) live() int {
+	n := 0
+	for _, l := range f.leases {
+		if l.ended == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acquires++
+	if f.acquireUnavailable > 0 {
+		f.acquireUnavailable--
+		return nil, reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
+	}
+	if f.seats > 0 && f.live() >= f.seats {
+		return nil, reasonErr(codes.ResourceExhausted, ReasonSeatsExhausted)
+	}
+	f.nextID++
+	now := time.Now()
+	l := &fakeLease{id: fmt.Sprintf("lease-%d", f.nextID), token: fmt.Sprintf("token-%d", f.nextID), expiresAt: now.Add(f.ttl)}
+	f.leases[l.id] = l
+	return &seatdv1.AcquireSeatResponse{
+		Lease: &seatdv1.Lease{
+			Id: l.id, LicenseId: "lic-1", Fingerprint: req.GetFingerprint(),
+			AcquiredAt: timestamppb.New(now), LastHeartbeatAt: timestamppb.New(now), ExpiresAt: timestamppb.New(l.expiresAt),
+		},
+		LeaseToken: l.token, HeartbeatInterval: durationpb.New(f.interval),
+		SeatsInUse: int32(f.live()), SeatLimit: int32(f.seats),
+	}, nil
+}
+
+func (f *fakeServer) AcquireSeat(_ context.Context, req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {
+	return f.grant(req)
+}
+
+func (f *fakeServer) ReleaseSeat(_ context.Context, req *seatdv1.ReleaseSeatRequest) (*seatdv1.ReleaseSeatResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.releases++
+	l, ok := f.leases[req.GetLeaseId()]
+	switch {
+	case !ok:
+		return nil, reasonErr(codes.NotFound, ReasonLeaseNotFound)
+	case l.token != req.GetLeaseToken():
+		return nil, reasonErr(codes.PermissionDenied, ReasonLeaseTokenInvalid)
+	case l.ended == "" || l.ended == ReasonLeaseReleased:
+		l.ended = ReasonLeaseReleased
+		return &seatdv1.ReleaseSeatResponse{}, nil
+	default:
+		return nil, reasonErr(codes.FailedPrecondition, l.ended)
+	}
+}
+
+// heartbeat is the store's heartbeat: one TTL more, or why not.
+func (f *fakeServer) heartbeat(id, token string, counts map[string]int) (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unavailable {
+		return time.Time{}, reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
+	}
+	l, ok := f.leases[id]
+	switch {
+	case !ok:
+		return time.Time{}, reasonErr(codes.NotFound, ReasonLeaseNotFound)
+	case l.token != token:
+		return time.Time{}, reasonErr(codes.PermissionDenied, ReasonLeaseTokenInvalid)
+	case l.ended != "":
+		return time.Time{}, reasonErr(codes.FailedPrecondition, l.ended)
+	}
+	l.expiresAt = time.Now().Add(f.ttl)
+	counts[id]++
+	return l.expiresAt, nil
+}
+
+func (f *fakeServer) Heartbeat(_ context.Context, req *seatdv1.HeartbeatRequest) (*seatdv1.HeartbeatResponse, error) {
+	at, err := f.heartbeat(req.GetLeaseId(), req.GetLeaseToken(), f.unaryBeats)
+	if err != nil {
+		return nil, err
+	}
+	return &seatdv1.HeartbeatResponse{
+		ExpiresAt: timestamppb.New(at), HeartbeatInterval: durationpb.New(f.interval),
+		Lease: &seatdv1.Lease{Id: req.GetLeaseId(), ExpiresAt: timestamppb.New(at), LastHeartbeatAt: timestamppb.New(at.Add(-f.ttl))},
+	}, nil
+}
+
+// HeartbeatStream behaves like the real handler (server/grpcapi).
+func (f *fakeServer) HeartbeatStream(stream seatdv1.HeartbeatService_HeartbeatStreamServer) error {
+	f.mu.Lock()
+	f.streams++
+	unimplemented, unavailable, shutdown, signalOnly := f.streamUnimplemented, f.streamUnavailable, f.shutdown, f.signalOnly
+	silent := f.streamSilent
+	f.mu.Unlock()
+	if silent {
+		<-stream.Context().Done()
+		return stream.Context().Err()
+	}
+	if unimplemented {
+		return status.Error(codes.Unimplemented, "unknown method HeartbeatStream")
+	}
+	if unavailable {
+		return reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
+	}
+	ctx := stream.Context()
+	pings := make(chan *seatdv1.HeartbeatStreamRequest)
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case pings <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var id, token string
+	for {
+		var req *seatdv1.HeartbeatStreamRequest
+		select {
+		case <-shutdown:
+			return stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_RECONNECT})
+		case err := <-recvErr:
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case req = <-pings:
+		}
+		if id == "" {
+			id, token = req.GetLeaseId(), req.GetLeaseToken()
+		}
+		at, err := f.heartbeat(id, token, f.streamBeats)
+		if err != nil {
+			if signal, ok := fakeSignals[Reason(wrap(err))]; ok {
+				_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: signal})
+				if signalOnly {
+					return nil
+				}
+			}
+			return err
+		}
+		if err := stream.Send(&seatdv1.HeartbeatStreamResponse{
+			ExpiresAt: timestamppb.New(at), HeartbeatInterval: durationpb.New(f.interval),
+		}); err != nil {
+			return err
+		}
+	}
+}
+
+var fakeSignals = map[string]seatdv1.HeartbeatSignal{
+	ReasonLeaseExpired: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_EXPIRED,
+	ReasonLeaseRevoked: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_REVOKED,
+}
+
+// WaitForSeat sends the scripted positions, then grants a seat as soon as
+// one is free.
+func (f *fakeServer) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv1.SeatService_WaitForSeatServer) error {
+	f.mu.Lock()
+	unimplemented, positions := f.waitUnimplemented, f.positions
+	f.mu.Unlock()
+	if unimplemented {
+		return status.Error(codes.Unimplemented, "unknown method WaitForSeat")
+	}
+	for _, p := range positions {
+		if err := stream.Send(&seatdv1.WaitForSeatResponse{Event: &seatdv1.WaitForSeatResponse_Position{
+			Position: &seatdv1.QueuePosition{Position: p, QueueLength: positions[0]},
+		}}); err != nil {
+			return err
+		}
+	}
+	for {
+		resp, err := f.grant(&seatdv1.AcquireSeatRequest{LicenseKey: req.GetLicenseKey(), Fingerprint: req.GetFingerprint()})
+		if err == nil {
+			return stream.Send(&seatdv1.WaitForSeatResponse{Event: &seatdv1.WaitForSeatResponse_Granted{Granted: resp}})
+		}
+		if !errors.Is(wrap(err), ErrNoSeat) {
+			return err
+		}
+		select {
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// WaitForSeat queues for a seat of the license (FIFO) and returns it once
+// granted, kept alive like Acquire's. onPosition (may be nil) hears, on the
+// calling goroutine, the queue position (1 is next) and the queue length on
+// joining and on every change. If
+// the connection drops or the server restarts, it joins again. Against a
+// server without the queue it polls AcquireSeat with backoff while no seat is
+// free, reporting position 0. It returns ctx.Err() when ctx ends first.
+func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition func(position, queueLength int)) (*Lease, error) {
+	report := func(position, length int) {
+		if onPosition != nil {
+			onPosition(position, length)
+		}
+	}
+	for failures := 0; ; {
+		lease, heard, err := c.waitOnce(ctx, o, report)
+		if lease != nil {
+			return lease, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if status.Code(err) == codes.Unimplemented {
+			return c.pollForSeat(ctx, o, report)
+		}
+		if !retryable(err) {
+			return nil, err
+		}
+		if heard {
+			failures = 0
+		}
+		failures++
+		if err := sleep(ctx, c.t.backoff(failures, c.t.backoffMax)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitOnce is one WaitForSeat stream. heard tells whether the server sent
+// anything, so that a queue that worked for a while retries promptly.
+func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, report func(int, int)) (lease *Lease, heard bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := c.seats.WaitForSeat(ctx, o.waitRequest())
+	if err != nil {
+		return nil, false, wrap(err)
+	}
+	for {
+		resp, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil, heard, errStreamClosed // ended without a seat: join again
+		}
+		if err != nil {
+			return nil, heard, wrap(err)
+		}
+		heard = true
+		if g := resp.GetGranted(); g != nil {
+			// The grant was made a one-way trip ago; against a TTL that is
+			// nothing, whereas the time we joined may be long past.
+			return c.hold(o, g, c.t.wallNow()), true, nil
+		}
+		if p := resp.GetPosition(); p != nil {
+			report(int(p.GetPosition()), int(p.GetQueueLength()))
+		}
+	}
+}
+
+// pollForSeat stands in for the queue: try to acquire, back off while no
+// seat is free. Order among waiters is left to chance.
+func (c *Client) pollForSeat(ctx context.Context, o AcquireOptions, report func(int, int)) (*Lease, error) {
+	for n := 1; ; n++ {
+		lease, err := c.Acquire(ctx, o)
+		if err == nil {
+			return lease, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, ErrNoSeat) {
+			report(0, 0)
+		} else if !retryable(err) {
+			return nil, err
+		}
+		if err := sleep(ctx, c.t.backoff(n, c.t.backoffMax)); err != nil {
+			return nil, err
+		}
+	}
+}
