@@ -183,6 +183,10 @@ type CleanupStore interface {
 	// ZombieReport answers the seed's analytics over cleanup events of the
 	// tenant with CleanedAt in [q.Start, q.End).
 	ZombieReport(ctx context.Context, q ZombieQuery) (ZombieReport, error)
+
+	// ActiveLeases counts the leases of every tenant that have not ended
+	// (state active). Right after a cleanup pass that is the seats in use.
+	ActiveLeases(ctx context.Context) (int64, error)
 }
 
 // ZombieQuery selects a report window.

@@ -174,6 +174,11 @@ fetching:
 		run.Result = ResultOK
 	}
 	c.record(run)
+	if n, err := c.store.ActiveLeases(ctx); err == nil {
+		c.metrics.ActiveSeats.Set(float64(n))
+	} else if ctx.Err() == nil {
+		c.log.Warn("cleanup: counting active leases failed", "err", err)
+	}
 	return run
 }
 

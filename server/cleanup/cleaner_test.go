@@ -89,6 +89,12 @@ func (f *fakeStore) ExpireLeases(ctx context.Context, refs []server.LeaseRef) ([
 	return out, nil
 }
 
+func (f *fakeStore) ActiveLeases(context.Context) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return int64(len(f.due) - len(f.expired)), nil
+}
+
 func (f *fakeStore) ZombieReport(context.Context, server.ZombieQuery) (server.ZombieReport, error) {
 	return server.ZombieReport{}, nil
 }

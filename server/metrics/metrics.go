@@ -19,6 +19,7 @@ type Metrics struct {
 	CleanupScanned    prometheus.Gauge
 	CleanupExpired    prometheus.Gauge
 	Leader            prometheus.Gauge
+	ActiveSeats       prometheus.Gauge
 	Acquisitions      *prometheus.CounterVec // result
 	Heartbeats        *prometheus.CounterVec // result
 	Releases          *prometheus.CounterVec // result
@@ -49,6 +50,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		Leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seatd_leader", Help: "1 while this instance leads cleanup, else 0.",
 		}),
+		ActiveSeats: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seatd_active_seats", Help: "Leases holding a seat, all licenses, counted after each cleanup pass this instance runs.",
+		}),
 		Acquisitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seatd_acquisitions_total", Help: "AcquireSeat calls by result.",
 		}, []string{"result"}),
@@ -63,7 +67,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.ZombiesCleaned, m.CleanupDuration, m.CleanupRuns, m.CleanupErrors, m.CleanupScanned,
-		m.CleanupExpired, m.Leader, m.Acquisitions, m.Heartbeats, m.Releases, m.HeartbeatsFlushed)
+		m.CleanupExpired, m.Leader, m.ActiveSeats, m.Acquisitions, m.Heartbeats, m.Releases, m.HeartbeatsFlushed)
 	return m
 }
 

@@ -387,3 +387,27 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// testActiveLeases checks the count behind the seatd_active_seats gauge:
+// leases not yet ended, across tenants.
+func testActiveLeases(t *testing.T, newBackend Backend) {
+	s := openStore(t, newBackend)
+	ctx := context.Background()
+	n, err := s.ActiveLeases(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	lic := newLicense(t, s, newTenant(t, s).ID, seats(5))
+	other := newLicense(t, s, newTenant(t, s).ID, seats(5))
+	var ids, tokens []string
+	for i := range 3 {
+		r, tok := acquire(t, s, lic, fmt.Sprintf("fp-%d", i), nil)
+		ids, tokens = append(ids, r.Lease.ID), append(tokens, tok)
+	}
+	acquire(t, s, other, "elsewhere", nil)
+	release(t, s, ids[0], tokens[0])
+	_, err = s.Revoke(ctx, lic.TenantID, ids[1])
+	require.NoError(t, err)
+	n, err = s.ActiveLeases(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "one lease of each tenant is still active")
+}

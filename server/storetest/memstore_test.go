@@ -697,3 +697,17 @@ func (s *memStore) AuditLog(_ context.Context, tenantID string, p server.Page) (
 	slices.SortStableFunc(all, func(a, b server.AuditEntry) int { return a.At.Compare(b.At) })
 	return page(all, p)
 }
+
+func (s *memStore) ActiveLeases(context.Context) (int64, error) {
+	if _, err := s.lock(); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	var n int64
+	for _, l := range s.d.Leases {
+		if l.State == server.LeaseActive {
+			n++
+		}
+	}
+	return n, nil
+}
