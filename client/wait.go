@@ -25,6 +25,13 @@ func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition f
 	for failures := 0; ; {
 		lease, heard, err := c.waitOnce(ctx, o, report)
 		if lease != nil {
+			// The server holds a waiter's grant only until its first
+			// heartbeat (--wait-hold), which may come well before the
+			// keeper's first beat (TTL/6): confirm it now.
+			if err := lease.Heartbeat(ctx); err != nil && errors.Is(err, ErrLeaseLost) {
+				_ = lease.Release(context.WithoutCancel(ctx))
+				continue // the grant went to the next waiter: queue again
+			}
 			return lease, nil
 		}
 		if ctx.Err() != nil {
