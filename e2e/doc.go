@@ -5,4 +5,13 @@
 // The binary is $SEATD_BIN when set (make test sets it), otherwise it is
 // built once per test run (with -race when the tests run with -race). The CLI
 // tools come from $SEATD_TOOLS_BIN (run `make tools`).
+//
+// The distributed-mode tests (distributed_test.go, faults_test.go,
+// leader_test.go) run several instances on one PostgreSQL and Redis: a fresh
+// schema and key prefix on the shared servers ($SEATD_TEST_POSTGRES_URL,
+// $SEATD_TEST_REDIS_URL; `make services`), and, for the tests that kill or
+// stop a server, a private redis-server and a private PostgreSQL cluster
+// (initdb into a temporary directory, as the postgres user when run as
+// root; $SEATD_TEST_PG_BIN names the directory of initdb and pg_ctl if they
+// are not in /usr/lib/postgresql/*/bin). See services_test.go.
 package e2e

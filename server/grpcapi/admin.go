@@ -257,10 +257,15 @@ func (h *adminService) GetCleanupStatus(ctx context.Context, _ *seatdv1.GetClean
 		InstanceId: h.s.leadership.InstanceID(),
 	}
 	leader, err := h.s.leadership.LeaderID(ctx)
-	if err != nil {
-		return nil, server.Unavailable(err)
+	switch {
+	case err == nil:
+		resp.LeaderId = leader
+	case resp.IsLeader:
+		resp.LeaderId = resp.InstanceId
+	default:
+		// The rest of the status is local and still worth answering.
+		h.s.log.WarnContext(ctx, "cleanup status: cannot ask PostgreSQL who leads", "err", err)
 	}
-	resp.LeaderId = leader
 	if run, ok := h.s.cleaner.LastRun(); ok {
 		resp.LastRun = runToProto(run)
 	}

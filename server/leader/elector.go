@@ -249,6 +249,13 @@ func (e *Elector) connect(ctx context.Context, appName string) (*pgx.Conn, error
 		return nil, fmt.Errorf("PostgreSQL URL: %w", err)
 	}
 	cfg.RuntimeParams["application_name"] = appName
+	// Keepalives on PostgreSQL's side too: a leader cut off from the network
+	// (not killed) must lose its backend, and so the lock, in seconds rather
+	// than after the OS default of two hours.
+	cfg.RuntimeParams["tcp_keepalives_idle"] = "10"
+	cfg.RuntimeParams["tcp_keepalives_interval"] = "5"
+	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
+	cfg.RuntimeParams["tcp_user_timeout"] = "20000"
 	cfg.ConnectTimeout = cmp.Or(cfg.ConnectTimeout, 5*time.Second)
 	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAliveConfig: net.KeepAliveConfig{
 		Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3,

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/client"
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// TestClientWaitForSeatAcrossShutdown: the Go client's WaitForSeat queues on
+// instance A; A drains (SIGTERM); the waiter hears UNAVAILABLE, joins again
+// on B without the application noticing, and gets the seat when it frees.
+// The granted lease then keeps itself alive past --wait-hold.
+//
+// The TTL is short (heartbeat every second) on purpose: the client's first
+// heartbeat after a grant comes one heartbeat interval later, so a grant
+// whose interval exceeds --wait-hold is revoked by the server (see the
+// report of this test set: client/wait.go does not heartbeat a granted seat
+// promptly).
+func TestClientWaitForSeatAcrossShutdown(t *testing.T) {
+	t.Parallel()
+	const (
+		ttl  = 6 * time.Second
+		hold = 3 * time.Second
+	)
+	procs := sharedBackend(t, "").startCluster(t, 2, "cwait", "--drain-delay", "500ms", "--wait-hold", hold.String())
+	a, b := procs[0], procs[1]
+	lic := newLicense(t, a, 1, ttl, "client-wait")
+
+	holderClient, err := client.Dial(b.GRPCAddr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holderClient.Close() })
+	holder, err := holderClient.Acquire(t.Context(), client.AcquireOptions{LicenseKey: lic.GetKey(), Fingerprint: "holder"})
+	require.NoError(t, err)
+
+	// pick_first over [A, B]: the waiter queues on A until A goes away.
+	logs := newLogCounter()
+	c := dialAll(t, []string{a.GRPCAddr, b.GRPCAddr}, client.ServiceConfig, slog.New(logs))
+	var (
+		mu        sync.Mutex
+		positions [][2]int
+	)
+	type result struct {
+		lease *client.Lease
+		err   error
+	}
+	got := make(chan result, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	go func() {
+		l, err := c.WaitForSeat(ctx, client.AcquireOptions{LicenseKey: lic.GetKey(), Fingerprint: "waiter"}, func(pos, length int) {
+			mu.Lock()
+			defer mu.Unlock()
+			positions = append(positions, [2]int{pos, length})
+		})
+		got <- result{l, err}
+	}()
+	heard := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(positions)
+	}
+	eventually(t, 10*time.Second, "the waiter's first position", func() bool { return heard() == 1 })
+	require.Equal(t, 1, a.metricSumStarted(t, "WaitForSeat"), "the waiter queues on A")
+
+	stopAllOK(t, a)
+	eventually(t, 10*time.Second, "the waiter joining again on B", func() bool { return heard() == 2 })
+	require.Equal(t, 1, b.metricSumStarted(t, "WaitForSeat"), "the waiter queues again on B")
+	require.NoError(t, holder.Release(t.Context()))
+
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitForSeat did not return within 10s of the seat freeing")
+	}
+	require.NoError(t, r.err, "the shutdown of A never reaches the application")
+	mu.Lock()
+	require.Equal(t, [][2]int{{1, 1}, {1, 1}}, positions, "first on A, then first again on B")
+	mu.Unlock()
+
+	// Past the hold window the grant is still ours and heartbeated.
+	time.Sleep(hold + 2*time.Second)
+	select {
+	case <-r.lease.Lost():
+		t.Fatalf("the waited-for lease was lost: %v", r.lease.Err())
+	default:
+	}
+	list := b.leases(t, lic.GetId(), seatdv1.LeaseState_LEASE_STATE_ACTIVE)
+	require.Len(t, list, 1)
+	require.Equal(t, r.lease.ID(), list[0].GetId())
+	require.Equal(t, seatdv1.LeaseState_LEASE_STATE_ACTIVE, list[0].GetState())
+	require.NoError(t, r.lease.Release(t.Context()))
+	warnings, examples := logs.atLeast(slog.LevelWarn)
+	require.Zero(t, warnings, "client library warnings: %v", examples)
+	stopAllOK(t, b)
+}
+
+// metricSumStarted is how many calls of a seatd method p has started.
+func (p *proc) metricSumStarted(t testing.TB, method string) int {
+	t.Helper()
+	return int(p.metricMatching(t, "grpc_server_started_total", `grpc_method="`+method+`"`))
+}

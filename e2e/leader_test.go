@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// TestDistributedCleanupLeaderFailover: three instances agree on one
+// cleanup leader; when it is killed (kill -9) another takes over and cleans
+// a zombie that expired after the kill; when the leader's lock connection
+// is terminated in PostgreSQL it steps down within a ping or two, and the
+// instances settle on exactly one leader again.
+func TestDistributedCleanupLeaderFailover(t *testing.T) {
+	t.Parallel()
+	const (
+		interval     = 2 * time.Second
+		pingInterval = 500 * time.Millisecond
+	)
+	b := sharedBackend(t, "")
+	procs := b.startCluster(t, 3, "leader",
+		"--cleanup-interval", interval.String(),
+		"--leader-ping-interval", pingInterval.String(),
+		"--leader-retry-interval", "500ms")
+	ctx := t.Context()
+
+	first := waitForOneLeader(t, procs, 15*time.Second)
+	oldLeader := procs[first]
+	oldID := mustStatus(t, oldLeader).GetInstanceId()
+	var followers []*proc
+	for i, p := range procs {
+		if i != first {
+			followers = append(followers, p)
+		}
+	}
+	t.Logf("first leader: %s", oldID)
+
+	// A zombie: a lease with a 1s TTL that nobody heartbeats, expiring only
+	// after the leader is gone.
+	lic := newLicense(t, followers[0], 5, time.Second, "failover")
+	zombie, err := followers[0].acquire(ctx, lic.GetKey(), "zombie")
+	require.NoError(t, err)
+	deadline := zombie.GetLease().GetExpiresAt().AsTime()
+
+	oldLeader.kill9()
+	killedAt := time.Now()
+	require.True(t, killedAt.Before(deadline), "the leader died before the zombie's deadline (%s late)", killedAt.Sub(deadline))
+
+	second := waitForOneLeader(t, followers, 10*time.Second)
+	newLeader := followers[second]
+	newID := mustStatus(t, newLeader).GetInstanceId()
+	require.NotEqual(t, oldID, newID)
+	t.Logf("new leader %s agreed on %s after the kill", newID, time.Since(killedAt).Round(time.Millisecond))
+
+	// The new leader's scheduled passes clean the zombie: within one
+	// interval (plus slack) after its deadline.
+	cleanBy := deadline.Add(interval + 5*time.Second)
+	var cleaned *seatdv1.Lease
+	for cleaned == nil {
+		for _, l := range newLeader.leases(t, lic.GetId(), seatdv1.LeaseState_LEASE_STATE_EXPIRED) {
+			if l.GetId() == zombie.GetLease().GetId() && l.GetEndedAt() != nil {
+				cleaned = l
+			}
+		}
+		if cleaned == nil {
+			require.False(t, time.Now().After(cleanBy), "the new leader did not clean the zombie within interval + 5s of its deadline")
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Logf("zombie cleaned %s after its deadline", cleaned.GetEndedAt().AsTime().Sub(deadline).Round(time.Millisecond))
+	st := mustStatus(t, newLeader)
+	require.NotNil(t, st.GetLastRun(), "the new leader ran a pass")
+	require.Equal(t, "schedule", st.GetLastRun().GetTrigger())
+	require.NotNil(t, st.GetNextRunAt(), "the new leader has a next run")
+	require.Equal(t, interval, st.GetInterval().AsDuration())
+	recs := leaseRecords(t, b.db(t), lic.GetId())
+	require.Equal(t, 1, recs[zombie.GetLease().GetId()].CleanupEvents, "one cleanup event")
+	require.Equal(t, 1, recs[zombie.GetLease().GetId()].UsageEvents, "one usage event")
+	require.Equal(t, 1.0, newLeader.metricSum(t, "seatd_leader"))
+
+	// Cut the leader's lock connection from the PostgreSQL side.
+	pg, _ := sharedServers(t)
+	var terminated int
+	require.NoError(t, pg.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE application_name = $1) t`, "seatd-leader "+newID).Scan(&terminated))
+	require.Equal(t, 1, terminated, "one lock connection named %q", "seatd-leader "+newID)
+	cutAt := time.Now()
+	var steppedDown time.Duration
+	for {
+		st, err := newLeader.cleanupStatus(ctx)
+		if err == nil && !st.GetIsLeader() {
+			steppedDown = time.Since(cutAt)
+			break
+		}
+		// Also accept the step-down seen in the log (the instance may
+		// have re-acquired the free lock between two polls).
+		if strings.Contains(newLeader.Output(), "stepped down") && strings.Contains(newLeader.Output(), "lock connection failed") {
+			steppedDown = time.Since(cutAt)
+			break
+		}
+		require.Less(t, time.Since(cutAt), 4*pingInterval, "the leader still says it leads %s after its lock connection was terminated", time.Since(cutAt))
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("leader stepped down %s after pg_terminate_backend", steppedDown.Round(time.Millisecond))
+
+	settled := waitForOneLeader(t, followers, 10*time.Second)
+	t.Logf("after the cut, %s leads", mustStatus(t, followers[settled]).GetInstanceId())
+	var leaders float64
+	for _, p := range followers {
+		leaders += p.metricSum(t, "seatd_leader")
+	}
+	require.Equal(t, 1.0, leaders, "seatd_leader summed over the live instances")
+	stopAllOK(t, procs...)
+}
+
+func mustStatus(t testing.TB, p *proc) *seatdv1.GetCleanupStatusResponse {
+	t.Helper()
+	st, err := p.cleanupStatus(t.Context())
+	require.NoError(t, err)
+	return st
+}

@@ -1,0 +1,370 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	mathrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	_ "google.golang.org/grpc/health" // client-side health checking (healthCheckConfig below)
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
+
+	"github.com/seatd/seatd/client"
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// logCounter is a slog.Handler that counts the client library's log
+// records by level and message, so that a test can tell what it did
+// behind the application's back (reconnects, retries, losses).
+type logCounter struct {
+	mu     *sync.Mutex
+	counts map[string]int
+	last   map[string]string // one example record per key
+}
+
+func newLogCounter() *logCounter {
+	return &logCounter{mu: &sync.Mutex{}, counts: map[string]int{}, last: map[string]string{}}
+}
+
+func (h *logCounter) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logCounter) Handle(_ context.Context, r slog.Record) error {
+	key := r.Level.String() + " " + r.Message
+	var b strings.Builder
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counts[key]++
+	h.last[key] = b.String()
+	return nil
+}
+
+func (h *logCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logCounter) WithGroup(string) slog.Handler      { return h }
+
+func (h *logCounter) count(level slog.Level, msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[level.String()+" "+msg]
+}
+
+// atLeast counts the records at level or above.
+func (h *logCounter) atLeast(level slog.Level) (n int, examples []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, c := range h.counts {
+		var l slog.Level
+		if l.UnmarshalText([]byte(strings.Fields(k)[0])) == nil && l >= level {
+			n += c
+			examples = append(examples, fmt.Sprintf("%dx %s:%s", c, k, h.last[k]))
+		}
+	}
+	sort.Strings(examples)
+	return n, examples
+}
+
+func (h *logCounter) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	keys := make([]string, 0, len(h.counts))
+	for k := range h.counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %5d  %s", h.counts[k], k)
+	}
+	return b.String()
+}
+
+// roundRobinConfig is the client's own service config (retries) plus
+// round_robin over every address and client-side health checking: what a
+// client behind a DNS name with several instances would run.
+func roundRobinConfig(t testing.TB) string {
+	t.Helper()
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal([]byte(client.ServiceConfig), &cfg))
+	cfg["loadBalancingConfig"] = []any{map[string]any{"round_robin": map[string]any{}}}
+	cfg["healthCheckConfig"] = map[string]any{"serviceName": ""}
+	out, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	return string(out)
+}
+
+// dialAll is client.Dial over every address in addrs (a manual resolver
+// and round_robin), logging into log.
+func dialAll(t testing.TB, addrs []string, serviceConfig string, log *slog.Logger) *client.Client {
+	t.Helper()
+	r := manual.NewBuilderWithScheme("seatd-e2e")
+	var st resolver.State
+	for _, a := range addrs {
+		st.Addresses = append(st.Addresses, resolver.Address{Addr: a})
+	}
+	r.InitialState(st)
+	c, err := client.DialWithOptions("seatd-e2e:///seatd", client.Options{AutoHeartbeat: true, Logger: log},
+		grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(serviceConfig))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// stableAddrs are n distinct loopback addresses that an instance can leave
+// and a new process take again: their ports are below the kernel's ephemeral
+// range, so no outgoing connection (of the 200 clients, say) can grab one in
+// between.
+func stableAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				lo = v
+			}
+		}
+	}
+	require.Greater(t, lo, 11000, "the ephemeral port range starts too low to pick ports below it")
+	seen := map[string]bool{}
+	var out []string
+	for attempt := 0; len(out) < n; attempt++ {
+		require.Less(t, attempt, 1000, "no %d free ports found below %d", n, lo)
+		addr := fmt.Sprintf("127.0.0.1:%d", 10000+mathrand.IntN(lo-11000))
+		if seen[addr] {
+			continue
+		}
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			require.NoError(t, ln.Close())
+			seen[addr] = true
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// metricMatching sums the samples of a metric whose labels contain every
+// one of labels (e.g. `grpc_method="HeartbeatStream"`).
+func (p *proc) metricMatching(t testing.TB, name string, labels ...string) float64 {
+	t.Helper()
+	resp, err := httpClient.Get(p.url("/metrics"))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+next:
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		for _, l := range labels {
+			if !strings.Contains(line, l) {
+				continue next
+			}
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		require.NoError(t, err, "metric line %q", line)
+		sum += v
+	}
+	require.NoError(t, sc.Err())
+	return sum
+}
+
+// openStreams is how many heartbeat streams p has open now.
+func (p *proc) openStreams(t testing.TB) int {
+	t.Helper()
+	started := p.metricMatching(t, "grpc_server_started_total", `grpc_method="HeartbeatStream"`)
+	handled := p.metricMatching(t, "grpc_server_handled_total", `grpc_method="HeartbeatStream"`)
+	return int(started - handled)
+}
+
+// TestRollingRestartKeepsLeases: 200 applications on the Go client hold a
+// seat each through three distributed instances (round_robin over all
+// three); two instances are restarted one after the other (SIGTERM with a
+// drain delay, clean exit, a new process on the same ports). No lease is
+// lost and no error reaches the application: every lease is still
+// heartbeated at the end, and releases work.
+func TestRollingRestartKeepsLeases(t *testing.T) {
+	t.Parallel()
+	const (
+		clients         = 200
+		ttl             = 6 * time.Second // heartbeat every second
+		drainDelay      = time.Second
+		shutdownTimeout = 10 * time.Second
+		restarts        = 2
+	)
+	b := sharedBackend(t, "")
+	type slot struct{ grpc, http string }
+	slots := make([]slot, 3)
+	addrs := make([]string, len(slots))
+	ports := stableAddrs(t, 2*len(slots))
+	for i := range slots {
+		slots[i] = slot{ports[2*i], ports[2*i+1]}
+		addrs[i] = slots[i].grpc
+	}
+	run := randomHex(3)
+	launch := func(i, generation int) *proc {
+		return b.startSeatd(t, fmt.Sprintf("roll-%s-%d-g%d", run, i, generation),
+			"--grpc-addr", slots[i].grpc, "--http-addr", slots[i].http,
+			"--drain-delay", drainDelay.String(), "--shutdown-timeout", shutdownTimeout.String())
+	}
+	procs := make([]*proc, len(slots))
+	for i := range procs {
+		procs[i] = launch(i, 0)
+	}
+	lic := newLicense(t, procs[0], clients, ttl, "rolling")
+
+	// The applications: one client (connection) each, all seats taken.
+	logs := newLogCounter()
+	log := slog.New(logs)
+	cfg := roundRobinConfig(t)
+	leases := make([]*client.Lease, clients)
+	var (
+		appErrs  atomic.Int64 // errors that reached application code
+		mu       sync.Mutex
+		examples []string
+	)
+	appError := func(format string, args ...any) {
+		appErrs.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(examples) < 10 {
+			examples = append(examples, fmt.Sprintf(format, args...))
+		}
+	}
+	clis := make([]*client.Client, clients)
+	for i := range clis {
+		clis[i] = dialAll(t, addrs, cfg, log) // connects lazily
+	}
+	var acquiring sync.WaitGroup
+	for i, c := range clis {
+		acquiring.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			l, err := c.Acquire(ctx, client.AcquireOptions{LicenseKey: lic.GetKey(), Fingerprint: fmt.Sprintf("app-%03d", i), Hostname: "host"})
+			if err != nil {
+				appError("app-%03d acquire: %v", i, err)
+				return
+			}
+			leases[i] = l
+		})
+	}
+	acquiring.Wait()
+	require.Zero(t, appErrs.Load(), "acquisitions failed: %v", examples)
+
+	// Lost() is watched for the whole test.
+	watchDone := make(chan struct{})
+	var watchers sync.WaitGroup
+	for i, l := range leases {
+		watchers.Go(func() {
+			select {
+			case <-l.Lost():
+				appError("app-%03d lease lost: %v (reason %s)", i, l.Err(), client.Reason(l.Err()))
+			case <-watchDone:
+			}
+		})
+	}
+	stopWatching := sync.OnceFunc(func() { close(watchDone); watchers.Wait() })
+	t.Cleanup(stopWatching)
+
+	// Every lease streams its heartbeats before the restarts begin.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		total := 0
+		perInstance := make([]int, len(procs))
+		for i, p := range procs {
+			perInstance[i] = p.openStreams(t)
+			total += perInstance[i]
+		}
+		if total >= clients {
+			t.Logf("heartbeat streams per instance before the restarts: %v", perInstance)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d heartbeat streams open after 20s (per instance %v); client log:%s", total, clients, perInstance, logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	began := time.Now()
+	for i := range restarts {
+		old := procs[i]
+		streams := old.openStreams(t)
+		sigterm := time.Now()
+		stopAllOK(t, old)
+		took := time.Since(sigterm)
+		t.Logf("instance %d (%d open streams) drained and exited 0 in %s", i, streams, took.Round(time.Millisecond))
+		require.Less(t, took, drainDelay+shutdownTimeout, "instance %d: exit within drain delay + shutdown timeout", i)
+		names, _ := loggedShutdownSteps(t, old.Output())
+		require.Equal(t, shutdownSteps, names, "instance %d logs every shutdown step", i)
+		procs[i] = launch(i, 1)
+		// Let the clients find the new instance before the next one goes.
+		time.Sleep(2 * time.Second)
+	}
+	// One more TTL: a lease that stopped heartbeating would now be expired.
+	time.Sleep(ttl + time.Second)
+	t.Logf("rolling restart of %d of 3 instances took %s", restarts, time.Since(began).Round(time.Millisecond))
+
+	for i, l := range leases {
+		left := time.Until(l.ExpiresAt())
+		if l.Err() != nil || left < ttl/2 {
+			appError("app-%03d: Err %v, deadline in %s (not heartbeated lately)", i, l.Err(), left.Round(time.Millisecond))
+		}
+	}
+	var active int
+	for _, l := range procs[2].leases(t, lic.GetId(), seatdv1.LeaseState_LEASE_STATE_ACTIVE) {
+		if l.GetState() == seatdv1.LeaseState_LEASE_STATE_ACTIVE && time.Until(l.GetExpiresAt().AsTime()) > 0 {
+			active++
+		}
+	}
+	perInstance := make([]int, len(procs))
+	for i, p := range procs {
+		perInstance[i] = p.openStreams(t)
+	}
+	t.Logf("after the restarts: %d active leases listed; heartbeat streams per instance %v", active, perInstance)
+
+	stopWatching()
+	var releasing sync.WaitGroup
+	for i, l := range leases {
+		releasing.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := l.Release(ctx); err != nil {
+				appError("app-%03d release: %v", i, err)
+			}
+		})
+	}
+	releasing.Wait()
+
+	warnings, warned := logs.atLeast(slog.LevelWarn)
+	reconnects := logs.count(slog.LevelDebug, "seatd asked to reconnect")
+	t.Logf("errors that reached the applications: %d; client library warnings: %d; RECONNECTs followed: %d; client log:%s",
+		appErrs.Load(), warnings, reconnects, logs)
+	require.Zero(t, appErrs.Load(), "errors reached the applications: %v", examples)
+	require.Equal(t, clients, active, "ListLeases shows every lease active")
+	require.Positive(t, reconnects, "the restarted instances told their streams to reconnect")
+	require.Zero(t, warnings, "the client library logged warnings: %v", warned)
+	require.Positive(t, perInstance[0], "the restarted instance 0 serves streams again")
+	require.Empty(t, procs[0].leases(t, lic.GetId(), seatdv1.LeaseState_LEASE_STATE_ACTIVE), "every seat released")
+	stopAllOK(t, procs...)
+}
