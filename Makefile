@@ -6,7 +6,7 @@ BIN   := $(CURDIR)/bin
 # so they never leak into the module graph of seatd itself.
 TOOL  := $(GO) tool -modfile=tools/go.mod
 
-.PHONY: help build run generate verify-generate lint vet test bench bench/go tools services clean
+.PHONY: help build run generate verify-generate lint vet test bench bench/go bench/cleanup tools services clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ bench: ## Load run through gRPC (embedded and distributed) beside the gRPC and s
 
 bench/go: ## Go benchmarks of the stores
 	$(GO) test -run '^$$' -bench . -benchmem ./server/...
+
+bench/cleanup: services ## One cleanup pass, distributed, 100,000 leases: seatd vs the seed's algorithm, as a table
+	bench/cleanup.sh
 
 clean:
 	rm -rf $(BIN)

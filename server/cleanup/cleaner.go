@@ -174,12 +174,20 @@ fetching:
 		run.Result = ResultOK
 	}
 	c.record(run)
-	if n, err := c.store.ActiveLeases(ctx); err == nil {
-		c.metrics.ActiveSeats.Set(float64(n))
-	} else if ctx.Err() == nil {
-		c.log.Warn("cleanup: counting active leases failed", "err", err)
-	}
 	return run
+}
+
+// CountActive sets the seatd_active_seats gauge. It is kept out of Pass:
+// its cost grows with all leases, a pass's only with the expired ones.
+func (c *Cleaner) CountActive(ctx context.Context) {
+	n, err := c.store.ActiveLeases(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("cleanup: counting active leases failed", "err", err)
+		}
+		return
+	}
+	c.metrics.ActiveSeats.Set(float64(n))
 }
 
 func (c *Cleaner) record(run Run) {

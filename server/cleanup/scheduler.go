@@ -76,6 +76,7 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 	}
 	for {
 		s.Cleaner.Pass(ctx, TriggerSchedule)
+		s.Cleaner.CountActive(ctx) // right after a pass: zombies are gone
 		// Jitter within ±jitter/2 of the interval.
 		wait := time.Duration(float64(interval) * (1 + jitter*(rand.Float64()-0.5)))
 		s.mu.Lock()

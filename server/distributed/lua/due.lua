@@ -4,9 +4,8 @@
 -- cursor. It changes nothing.
 -- ARGV: 1 cutoff, 2 cursor deadline ('' = no cursor), 3 cursor id, 4 limit.
 -- Returns {'NOCONF'} or {'OK', min deadline (-1 = none), id, deadline, ...}.
-local conf = load_conf()
-if not conf then
-  return {'NOCONF'}
+if redis.call('HEXISTS', K_CONF, 'epoch') == 0 then
+  return {'NOCONF'} -- as load_conf: no live state
 end
 local cutoff = tonumber(ARGV[1])
 local has_cursor = ARGV[2] ~= ''
@@ -21,7 +20,9 @@ local function after_cursor(dl, id)
   return dl > cdl or (dl == cdl and id > cid)
 end
 
-local out = {'OK', min_deadline()}
+-- out[2] becomes min_deadline(): the first live deadline, lowered below by
+-- the expiring leases.
+local out = {'OK', first_deadline()}
 local found = 0
 local min = has_cursor and fmt(cdl) or '-inf'
 local offset = 0
@@ -44,6 +45,9 @@ end
 local xs = redis.call('HGETALL', K_EXP)
 for i = 1, #xs, 2 do
   local r = cmsgpack.unpack(xs[i + 1])
+  if out[2] < 0 or r[DL] < out[2] then
+    out[2] = r[DL]
+  end
   if after_cursor(r[DL], xs[i]) then
     out[#out + 1] = xs[i]
     out[#out + 1] = r[DL]

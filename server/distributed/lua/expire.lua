@@ -6,9 +6,8 @@
 -- recorded in PostgreSQL (end.lua).
 -- ARGV: lease ids.
 -- Returns {'NOCONF'} or {'OK', now, id, acquired, last_hb, deadline, ...}.
-local conf = load_conf()
-if not conf then
-  return {'NOCONF'}
+if redis.call('HEXISTS', K_CONF, 'epoch') == 0 then
+  return {'NOCONF'} -- as load_conf: no live state (the settings are not needed)
 end
 local now = now_us()
 local out = {'OK', now}
