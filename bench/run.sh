@@ -9,11 +9,16 @@
 #                    same concurrency.
 # The load generator runs on the same cores as the server (2 here): the
 # ratios, not the absolute numbers, are what to compare across machines.
+# Knobs: BENCH_DURATION (per phase, default 10s), BENCH_CONCURRENCY (64),
+# BENCH_MODES ("embedded distributed"), BENCH_SEATD and BENCH_LOAD (a seatd
+# and a load binary to use instead of building this tree's, e.g. for a
+# before/after comparison).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 C=${BENCH_CONCURRENCY:-64}
 D=${BENCH_DURATION:-10s}
+MODES=${BENCH_MODES:-embedded distributed} # which storage modes to measure
 SECS=${D%s}
 PG_URL=${SEATD_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 REDIS_URL=${SEATD_TEST_REDIS_URL:-redis://127.0.0.1:6379/0}
@@ -29,13 +34,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o bin/seatd ./server/cmd/seatd
-go build -o bin/load ./bench/load
+SEATD=${BENCH_SEATD:-bin/seatd}
+[[ -n "${BENCH_SEATD:-}" ]] || go build -o bin/seatd ./server/cmd/seatd
+LOAD=${BENCH_LOAD:-bin/load}
+[[ -n "${BENCH_LOAD:-}" ]] || go build -o bin/load ./bench/load
 
 # start_seatd MODE ARGS... : starts seatd, waits for it, sets ADDR to its gRPC address.
 start_seatd() {
   local log="$work/$1.log"; shift
-  bin/seatd --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --operator-key "$OP" \
+  "$SEATD" --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --operator-key "$OP" \
     --drain-delay 0s "$@" >"$log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 300); do
@@ -49,17 +56,22 @@ start_seatd() {
 
 results="$work/results.tsv"
 run_load() { # label addr
-  bin/load -target "$2" -operator-key "$OP" -c "$C" -d "$D" -tsv -label "$1" \
+  "$LOAD" -target "$2" -operator-key "$OP" -c "$C" -d "$D" -tsv -label "$1" \
     -ops health,acquire,heartbeat,release >>"$results"
 }
 
-echo "bench: embedded, $C callers, $D per phase" >&2
-start_seatd embedded --data-dir "$work/data"
-run_load embedded "$ADDR"
-kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+if [[ " $MODES " == *" embedded "* ]]; then
+  echo "bench: embedded, $C callers, $D per phase" >&2
+  start_seatd embedded --data-dir "$work/data"
+  run_load embedded "$ADDR"
+  kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+fi
 
 distributed=false
-if bin/seatd -h 2>&1 | grep -q -- '--postgres-url' && scripts/services.sh >/dev/null; then
+# (grep without -q reads all of the help: with pipefail, -q could make
+# seatd die of SIGPIPE and the check fail.)
+if [[ " $MODES " == *" distributed "* ]] && "$SEATD" -h 2>&1 | grep -- '--postgres-url' >/dev/null &&
+  scripts/services.sh >/dev/null; then
   distributed=true
   echo "bench: distributed, $C callers, $D per phase" >&2
   psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench CASCADE; CREATE SCHEMA seatd_bench" >/dev/null
@@ -110,4 +122,4 @@ awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" '
     }
     printf "\nstorage ceilings: redis-benchmark EVALSHA %.0f req/s; pgbench one-row INSERT %.0f tps\n", redis, pg
   }' "$results"
-$distributed || echo "(distributed mode not measured: seatd has no --postgres-url yet, or PostgreSQL/Redis are not up)"
+[[ " $MODES " != *" distributed "* ]] || $distributed || echo "(distributed mode not measured: seatd has no --postgres-url yet, or PostgreSQL/Redis are not up)"

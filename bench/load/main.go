@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -50,7 +51,20 @@ func main() {
 	asJSON := flag.Bool("json", false, "print JSON lines")
 	label := flag.String("label", "", "with -tsv: first column of every line (e.g. the storage mode)")
 	asTSV := flag.Bool("tsv", false, "print tab-separated lines: label op rps p50_ms p99_ms requests errors")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	flag.Parse()
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	format := "text"
 	switch {
@@ -61,6 +75,7 @@ func main() {
 	}
 	if err := run(*target, *opKey, *conc, *conns, *dur, strings.Split(*ops, ","), format, *label); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

@@ -87,7 +87,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.StringVar(&c.PostgresURL, "postgres-url", "", "distributed mode: PostgreSQL URL (the record); needs --redis-url")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "distributed mode: Redis URL (live leases); needs --postgres-url")
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", "seatd:", "distributed mode: prefix of every Redis key")
-	fs.IntVar(&c.PGMaxConns, "pg-max-conns", 0, "distributed mode: PostgreSQL pool size (0: max(4, CPUs))")
+	fs.IntVar(&c.PGMaxConns, "pg-max-conns", 0, "distributed mode: PostgreSQL pool size (0: max(16, 4×CPUs))")
 	fs.IntVar(&c.PGMinConns, "pg-min-conns", 0, "distributed mode: PostgreSQL connections kept open")
 	fs.DurationVar(&c.HeartbeatFlushInterval, "heartbeat-flush-interval", 10*time.Second, "distributed mode: how often heartbeat times are written to PostgreSQL")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 30*time.Second, "distributed mode: how long to retry PostgreSQL/Redis at start")

@@ -81,6 +81,30 @@
 // KEY UPDATE, version + 1) -> setconf.lua copies the settings into an
 // existing live state if they are newer.
 //
+// # Group commit (batch.go, commit.go)
+//
+// Under load the hot path shares its round trips. Calls of acquire.lua,
+// heartbeat.lua, check.lua and end.lua that wait at the same moment go to
+// Redis as one pipeline, with one script run per license carrying all of
+// that license's calls (the script judges each in turn, exactly as if it
+// ran alone: every grant still counts the seats atomically, in one script,
+// after the grants before it). The sessions that concurrent acquisitions
+// record are inserted by one statement (INSERT ... SELECT FROM unnest,
+// with insertOneSQL's license lock and epoch check per row), and the
+// sessions that concurrent releases end are ended by one statement (with
+// endLease's state check per row and the usage events), each its own
+// transaction, committed before any of its callers returns. A row a group
+// statement did not write (an outdated epoch, a taken id, a lease already
+// ended, a row another transaction holds: the group skips those instead
+// of waiting) is tried again alone, which gives its caller the answer it
+// would have had alone; a group statement PostgreSQL refused (rolled back)
+// is tried again row by row; a group whose outcome is unknown fails all of
+// its calls, as the single statements would have. No call waits for a
+// timer: one batch of a kind runs at a time (a second PostgreSQL one once
+// enough calls wait), and the calls that come meanwhile form the next, so
+// a lone call goes out at once and batches grow with the load. The write
+// order above holds for every call of a batch.
+//
 // # Building the live state, and Redis loss (invariant 7)
 //
 // The live state of a license is created only by a rebuild from

@@ -23,66 +23,99 @@ const maxAttempts = 6
 var strategies = []server.LeasingStrategy{server.PerFingerprint, server.PerUser, server.PerHostname, server.PerAcquisition}
 
 func (s *Store) Acquire(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
-	args := []any{req.LeaseID, req.TokenHash, req.IdempotencyKey}
+	// The work is done through pointers, in small stack frames: the frames
+	// of the hot path decide whether a call's goroutine (new for every RPC)
+	// must grow its stack, and a growth, which copies the stack, cost more
+	// than the rest of the call.
+	out := new(server.AcquireResult)
+	if err := s.acquire(ctx, &req, out); err != nil {
+		return server.AcquireResult{}, err
+	}
+	return *out, nil
+}
+
+func (s *Store) acquire(ctx context.Context, req *server.AcquireRequest, out *server.AcquireResult) error {
+	args := make([]any, 0, 3+2*len(strategies))
+	args = append(args, req.LeaseID, req.TokenHash, req.IdempotencyKey)
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
 	}
 	for range maxAttempts {
 		licenseID, cached, err := s.resolveKey(ctx, req.LicenseKey)
 		if err != nil {
-			return server.AcquireResult{}, err
+			return err
 		}
-		res, err := scriptAcquire.Run(ctx, s.rdb, s.keys.license(licenseID), args...).Slice()
+		res, err := s.evalLicense(ctx, scriptAcquire, licenseID, args...)
 		if err != nil {
-			return server.AcquireResult{}, s.fail("acquire", err)
+			return s.fail("acquire", err)
 		}
-		switch status := str(res[0]); status {
-		case "NOCONF":
-			err := s.ensureLive(ctx, licenseID)
-			if server.ErrorReason(err) == server.ReasonLicenseNotFound {
-				s.licenseKeys.drop(req.LicenseKey)
-				if cached {
-					continue // the key may open another license now
-				}
-			}
-			if err != nil {
-				return server.AcquireResult{}, s.fail("acquire: build live state", err)
-			}
-		case "DELETED":
-			s.licenseKeys.drop(req.LicenseKey)
-			if !cached {
-				return server.AcquireResult{}, server.ErrLicenseNotFound
-			}
-		case "INACTIVE":
-			return server.AcquireResult{}, server.ErrLicenseInactive
-		case "LICEXPIRED":
-			return server.AcquireResult{}, server.ErrLicenseExpired
-		case "EXHAUSTED":
-			return server.AcquireResult{}, server.SeatsExhausted(int(num(res[1])), int(num(res[2])))
-		case "DUP":
-			return server.AcquireResult{}, conflict("lease_id", "lease")
+		switch status := res.status(); status {
 		case "NEW", "EXISTING":
-			g, err := parseGrant(res)
+			g, err := s.parseGrant(res)
 			if err != nil {
-				return server.AcquireResult{}, s.fail("acquire", err)
+				return s.fail("acquire", err)
 			}
-			var (
-				out   server.AcquireResult
-				again bool
-			)
+			var again bool
 			if status == "NEW" {
-				out, again, err = s.recordNew(ctx, req, g)
+				again, err = s.recordNew(ctx, req, g, out)
 			} else {
-				out, again, err = s.recordRenewal(ctx, req, g)
+				again, err = s.recordRenewalTo(ctx, req, g, out)
 			}
 			if err != nil || !again {
-				return out, err
+				return err
 			}
 		default:
-			return server.AcquireResult{}, s.fail("acquire", fmt.Errorf("unexpected script reply %q", status))
+			again, err := s.acquireRefused(ctx, req, licenseID, cached, status, res)
+			if !again {
+				return err
+			}
 		}
 	}
-	return server.AcquireResult{}, s.fail("acquire", errors.New("live state kept changing; giving up"))
+	return s.fail("acquire", errors.New("live state kept changing; giving up"))
+}
+
+// acquireRefused handles acquire.lua's answers other than a grant: the
+// error for the caller, or again to try anew.
+func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, licenseID string, cached bool, status string, res licRes) (again bool, err error) {
+	switch status {
+	case "NOCONF":
+		err := s.ensureLive(ctx, licenseID)
+		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+			s.licenseKeys.drop(req.LicenseKey)
+			if cached {
+				return true, nil // the key may open another license now
+			}
+		}
+		if err != nil {
+			return false, s.fail("acquire: build live state", err)
+		}
+		return true, nil
+	case "DELETED":
+		s.licenseKeys.drop(req.LicenseKey)
+		if !cached {
+			return false, server.ErrLicenseNotFound
+		}
+		return true, nil
+	case "INACTIVE":
+		return false, server.ErrLicenseInactive
+	case "LICEXPIRED":
+		return false, server.ErrLicenseExpired
+	case "EXHAUSTED":
+		return false, server.SeatsExhausted(int(num(res.own[6])), int(num(res.own[9])))
+	case "DUP":
+		return false, conflict("lease_id", "lease")
+	default:
+		return false, s.fail("acquire", fmt.Errorf("unexpected script reply %q", status))
+	}
+}
+
+// recordRenewalTo is recordRenewal writing its result to out.
+func (s *Store) recordRenewalTo(ctx context.Context, req *server.AcquireRequest, g *grant, out *server.AcquireResult) (again bool, err error) {
+	r, again, err := s.recordRenewal(ctx, *req, *g)
+	if err == nil && !again {
+		*out = r
+	}
+	return again, err
 }
 
 // grant is what acquire.lua answered NEW or EXISTING with.
@@ -97,22 +130,41 @@ type grant struct {
 	dedupeKey             string
 }
 
-func parseGrant(res []any) (grant, error) {
-	g := grant{
-		leaseID:   str(res[1]),
-		acquired:  usTime(num(res[2])),
-		hb:        usTime(num(res[3])),
-		expires:   usTime(num(res[4])),
-		tokenSeq:  num(res[5]),
-		inUse:     int(num(res[6])),
-		epoch:     num(res[8]),
-		prevFirst: num(res[9]),
-		dedupeKey: str(res[10]),
+// parseGrant reads acquire.lua's answer to one acquisition (see there).
+func (s *Store) parseGrant(res licRes) (*grant, error) {
+	own := res.own
+	g := &grant{
+		leaseID:   str(own[1]),
+		acquired:  usTime(num(own[2])),
+		hb:        usTime(num(own[3])),
+		expires:   usTime(num(own[4])),
+		tokenSeq:  num(own[5]),
+		inUse:     int(num(own[6])),
+		epoch:     num(res.head(2)),
+		prevFirst: num(own[7]),
+		dedupeKey: str(own[8]),
 	}
-	if err := json.Unmarshal([]byte(str(res[7])), &g.license); err != nil {
-		return grant{}, fmt.Errorf("license settings in Redis: %w", err)
+	if err := s.licenseOf(str(res.head(1)), &g.license); err != nil {
+		return nil, err
 	}
 	return g, nil
+}
+
+// licenseOf decodes the license settings Redis holds (the json field of
+// the conf hash), through a cache keyed by the JSON text itself: the text
+// changes with every change of the license, so a hit is never stale.
+func (s *Store) licenseOf(text string, l *server.License) error {
+	if cached, ok := s.licJSON.get(text); ok {
+		*l = cached
+		l.Metadata = cloneMap(l.Metadata)
+		return nil
+	}
+	if err := json.Unmarshal([]byte(text), l); err != nil {
+		return fmt.Errorf("license settings in Redis: %w", err)
+	}
+	s.licJSON.put(text, *l)
+	l.Metadata = cloneMap(l.Metadata)
+	return nil
 }
 
 // noteDeadline keeps the expiry hint at or before a deadline just set.
@@ -125,66 +177,53 @@ func (s *Store) noteDeadline(ctx context.Context, licenseID string, prevFirst in
 // recordNew makes a granted lease durable: the seat is counted in Redis,
 // the lease is recorded in PostgreSQL before Acquire returns. If it cannot
 // be recorded the grant is undone. again asks the caller to try anew.
-func (s *Store) recordNew(ctx context.Context, req server.AcquireRequest, g grant) (out server.AcquireResult, again bool, err error) {
-	l := server.Lease{
-		ID:              g.leaseID,
-		LicenseID:       g.license.ID,
-		TenantID:        g.license.TenantID,
-		TokenHash:       req.TokenHash,
-		Fingerprint:     req.Fingerprint,
-		User:            req.User,
-		Hostname:        req.Hostname,
-		Metadata:        cloneMap(req.Metadata),
-		IdempotencyKey:  req.IdempotencyKey,
-		DedupeKey:       g.dedupeKey,
-		State:           server.LeaseActive,
-		AcquiredAt:      g.acquired,
-		LastHeartbeatAt: g.hb,
-		ExpiresAt:       g.expires,
-	}
-	// The SELECT locks the license row (FOR KEY SHARE): a delete or a
-	// rebuild holding it FOR UPDATE makes the insert wait, and then the
-	// re-checked row no longer matches, so nothing is recorded.
-	tag, err := s.pool.Exec(ctx, `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
-			fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
-			last_heartbeat_at, expires_at)
-		SELECT $1, l.id, l.tenant_id, $3, 0, $4, $5, $6, $7::jsonb, $8, $9, 'active', $10, $10, $11
-		FROM licenses l WHERE l.id = $2 AND l.deleted_at IS NULL AND l.live_epoch = $12
-		FOR KEY SHARE`,
-		l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname, jsonMap(l.Metadata),
-		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, g.epoch)
-	if err == nil && tag.RowsAffected() == 1 {
+func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *grant, out *server.AcquireResult) (again bool, err error) {
+	l := &out.Lease // field by field: no temporary copy on the stack
+	l.ID, l.LicenseID, l.TenantID, l.TokenHash = g.leaseID, g.license.ID, g.license.TenantID, req.TokenHash
+	l.Fingerprint, l.User, l.Hostname, l.Metadata = req.Fingerprint, req.User, req.Hostname, cloneMap(req.Metadata)
+	l.IdempotencyKey, l.DedupeKey, l.State = req.IdempotencyKey, g.dedupeKey, server.LeaseActive
+	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = g.acquired, g.hb, g.expires
+	// Recorded with the acquisitions that come at the same time (group
+	// commit, commit.go), each under the conditions of insertOneSQL.
+	inserted, err := s.insertSession(ctx, l, g.epoch)
+	if err == nil && inserted {
 		s.leaseInfo.put(l.ID, infoOf(l))
 		s.noteDeadline(ctx, l.LicenseID, g.prevFirst, l.ExpiresAt)
-		return server.AcquireResult{Lease: l, License: g.license, SeatsInUse: g.inUse}, false, nil
+		out.License, out.SeatsInUse = g.license, g.inUse
+		return false, nil
 	}
+	return s.notRecorded(ctx, req, l.LicenseID, l.ID, err)
+}
 
-	// Not recorded: give the seat back. (If the insert's outcome is unknown
-	// and it did commit, the cleaner adopts the orphan; see doc.go.)
-	s.dropLive(ctx, l.LicenseID, l.ID)
+// notRecorded gives back the seat of a grant that could not be recorded
+// (err, or a deleted license or a rebuilt live state) and says what to do.
+func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, licenseID, leaseID string, err error) (again bool, _ error) {
+	// (If the insert's outcome is unknown and it did commit, the cleaner
+	// adopts the orphan; see doc.go.)
+	s.dropLive(ctx, licenseID, leaseID)
 	if isCode(err, pgUniqueViolation) {
-		return out, false, conflict("lease_id", "lease")
+		return false, conflict("lease_id", "lease")
 	}
 	if err != nil {
-		return out, false, s.fail("acquire: record lease", err)
+		return false, s.fail("acquire: record lease", err)
 	}
 	var (
 		deleted bool
 		epoch   int64
 	)
-	err = s.pool.QueryRow(ctx, `SELECT deleted_at IS NOT NULL, live_epoch FROM licenses WHERE id = $1`, l.LicenseID).Scan(&deleted, &epoch)
+	err = s.pool.QueryRow(ctx, `SELECT deleted_at IS NOT NULL, live_epoch FROM licenses WHERE id = $1`, licenseID).Scan(&deleted, &epoch)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows) || (err == nil && deleted):
 		s.licenseKeys.drop(req.LicenseKey)
-		return out, false, server.ErrLicenseNotFound
+		return false, server.ErrLicenseNotFound
 	case err != nil:
-		return out, false, s.fail("acquire: read license", err)
+		return false, s.fail("acquire: read license", err)
 	}
 	// The live state was rebuilt since the grant: grant again on the new one.
-	if err := s.ensureLive(ctx, l.LicenseID); err != nil {
-		return out, false, s.fail("acquire: build live state", err)
+	if err := s.ensureLive(ctx, licenseID); err != nil {
+		return false, s.fail("acquire: build live state", err)
 	}
-	return out, true, nil
+	return true, nil
 }
 
 // recordRenewal records the token rotation of a lease handed back, so that
@@ -270,8 +309,8 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 }
 
 func (s *Store) renewed(ctx context.Context, g grant, rec server.Lease, tokenHash string) server.AcquireResult {
-	s.leaseInfo.put(rec.ID, infoOf(rec))
-	l := infoOf(rec).lease(rec.ID, tokenHash, g.hb, g.expires)
+	s.leaseInfo.put(rec.ID, infoOf(&rec))
+	l := infoOf(&rec).lease(rec.ID, tokenHash, g.hb, g.expires)
 	s.noteDeadline(ctx, rec.LicenseID, g.prevFirst, g.expires)
 	return server.AcquireResult{Lease: l, License: g.license, SeatsInUse: g.inUse, Existing: true}
 }
@@ -307,50 +346,95 @@ func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := scriptEnd.Run(ctx, s.rdb, s.keys.license(licenseID), args...).Err(); err != nil {
+	if _, err := s.evalLicense(ctx, scriptEnd, licenseID, args...); err != nil {
 		s.log.Error("distributed store: remove ended leases from Redis", "license", licenseID, "leases", len(ids), "err", err)
 	}
 }
 
 func (s *Store) Heartbeat(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
-	info, err := s.leaseInfoOf(ctx, leaseID)
-	if err != nil {
+	var l server.Lease
+	if err := s.heartbeat(ctx, leaseID, tokenHash, &l); err != nil {
 		return server.Lease{}, err
 	}
+	return l, nil
+}
+
+// heartbeat is Heartbeat writing the renewed lease to out, in small stack
+// frames (see Acquire).
+func (s *Store) heartbeat(ctx context.Context, leaseID, tokenHash string, out *server.Lease) error {
+	info, err := s.leaseInfoOf(ctx, leaseID)
+	if err != nil {
+		return err
+	}
 	for range maxAttempts {
-		res, err := scriptHeartbeat.Run(ctx, s.rdb, s.keys.license(info.LicenseID), leaseID, tokenHash).Slice()
+		r, err := s.evalLicense(ctx, scriptHeartbeat, info.LicenseID, leaseID, tokenHash)
 		if err != nil {
-			return server.Lease{}, s.fail("heartbeat", err)
+			return s.fail("heartbeat", err)
 		}
-		switch status := str(res[0]); status {
-		case "NOCONF":
-			err := s.ensureLive(ctx, info.LicenseID)
-			if server.ErrorReason(err) == server.ReasonLicenseNotFound {
-				return server.Lease{}, s.endedError(ctx, leaseID, tokenHash)
-			}
-			if err != nil {
-				return server.Lease{}, s.fail("heartbeat: build live state", err)
-			}
-		case "DELETED", "NOLEASE":
-			return server.Lease{}, s.endedError(ctx, leaseID, tokenHash)
-		case "TOKEN":
-			return server.Lease{}, server.ErrLeaseToken
-		case "EXPIRED":
-			return server.Lease{}, server.ErrLeaseExpired
-		case "INACTIVE":
-			return server.Lease{}, server.ErrLicenseInactive
-		case "LICEXPIRED":
-			return server.Lease{}, server.ErrLicenseExpired
-		case "OK":
-			hb, dl := usTime(num(res[2])), usTime(num(res[3]))
+		if r.own != nil && num(r.own[0]) == 0 { // renewed
+			now := num(r.head(2))
+			hb, dl := usTime(now), usTime(now+num(r.head(3)))
 			s.hb.add(leaseID, hb, dl)
-			s.noteDeadline(ctx, info.LicenseID, num(res[4]), dl)
-			return info.lease(leaseID, tokenHash, hb, dl), nil
-		default:
-			return server.Lease{}, s.fail("heartbeat", fmt.Errorf("unexpected script reply %q", status))
+			s.noteDeadline(ctx, info.LicenseID, num(r.head(1)), dl)
+			info.leaseTo(out, leaseID, tokenHash, hb, dl)
+			return nil
+		}
+		if again, err := s.heartbeatRefused(ctx, info.LicenseID, leaseID, tokenHash, r); !again {
+			return err
 		}
 	}
-	return server.Lease{}, s.fail("heartbeat", errors.New("live state kept changing; giving up"))
+	return s.fail("heartbeat", errors.New("live state kept changing; giving up"))
+}
+
+// heartbeatRefused handles heartbeat.lua's answers other than a renewal:
+// the error for the caller, or again to try anew.
+func (s *Store) heartbeatRefused(ctx context.Context, licenseID, leaseID, tokenHash string, r licRes) (again bool, err error) {
+	status := r.status() // NOCONF, DELETED: shared
+	if r.own != nil {
+		status = beatStatus(num(r.own[0]))
+	}
+	switch status {
+	case "NOCONF":
+		err := s.ensureLive(ctx, licenseID)
+		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+			return false, s.endedError(ctx, leaseID, tokenHash)
+		}
+		if err != nil {
+			return false, s.fail("heartbeat: build live state", err)
+		}
+		return true, nil
+	case "DELETED", "NOLEASE":
+		return false, s.endedError(ctx, leaseID, tokenHash)
+	case "TOKEN":
+		return false, server.ErrLeaseToken
+	case "EXPIRED":
+		return false, server.ErrLeaseExpired
+	case "INACTIVE":
+		return false, server.ErrLicenseInactive
+	case "LICEXPIRED":
+		return false, server.ErrLicenseExpired
+	default:
+		return false, s.fail("heartbeat", fmt.Errorf("unexpected script reply %q", status))
+	}
+}
+
+// beatStatus names heartbeat.lua's status codes.
+func beatStatus(code int64) string {
+	switch code {
+	case 0:
+		return "OK"
+	case 1:
+		return "NOLEASE"
+	case 2:
+		return "TOKEN"
+	case 3:
+		return "EXPIRED"
+	case 4:
+		return "INACTIVE"
+	case 5:
+		return "LICEXPIRED"
+	}
+	return fmt.Sprint(code)
 }
 
 // endedError is the answer for a lease that is not in the live state,
@@ -384,46 +468,76 @@ func tokenMatches(stored, given string) bool {
 }
 
 func (s *Store) Release(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
-	info, err := s.leaseInfoOf(ctx, leaseID)
-	if err != nil {
+	var l server.Lease
+	if err := s.release(ctx, leaseID, tokenHash, &l); err != nil {
 		return server.Lease{}, err
 	}
-	for range maxAttempts {
-		res, err := scriptCheck.Run(ctx, s.rdb, s.keys.license(info.LicenseID), leaseID, tokenHash).Slice()
-		if err != nil {
-			return server.Lease{}, s.fail("release", err)
-		}
-		switch status := str(res[0]); status {
-		case "NOCONF":
-			err := s.ensureLive(ctx, info.LicenseID)
-			if server.ErrorReason(err) == server.ReasonLicenseNotFound {
-				return s.releaseEnded(ctx, leaseID, tokenHash)
-			}
-			if err != nil {
-				return server.Lease{}, s.fail("release: build live state", err)
-			}
-		case "DELETED", "NOLEASE":
-			return s.releaseEnded(ctx, leaseID, tokenHash)
-		case "TOKEN":
-			return server.Lease{}, server.ErrLeaseToken
-		case "EXPIRED":
-			return server.Lease{}, server.ErrLeaseExpired // cleanup records the expiry
-		case "LIVE":
-			now, hb, dl := usTime(num(res[1])), usTime(num(res[3])), usTime(num(res[4]))
-			ended, ok, err := s.endLease(ctx, leaseID, server.LeaseReleased, now, &hb, &dl)
-			if err != nil {
-				return server.Lease{}, s.fail("release", err)
-			}
-			if !ok { // ended meanwhile: by another release (then idempotent) or not
-				return s.releaseEnded(ctx, leaseID, tokenHash)
-			}
-			s.dropLive(ctx, info.LicenseID, leaseID)
-			return ended, nil
-		default:
-			return server.Lease{}, s.fail("release", fmt.Errorf("unexpected script reply %q", status))
-		}
+	return l, nil
+}
+
+// release is Release writing the released lease to out, in small stack
+// frames (see Acquire).
+func (s *Store) release(ctx context.Context, leaseID, tokenHash string, out *server.Lease) error {
+	info, err := s.leaseInfoOf(ctx, leaseID)
+	if err != nil {
+		return err
 	}
-	return server.Lease{}, s.fail("release", errors.New("live state kept changing; giving up"))
+	for range maxAttempts {
+		res, err := s.evalLicense(ctx, scriptCheck, info.LicenseID, leaseID, tokenHash)
+		if err != nil {
+			return s.fail("release", err)
+		}
+		if res.status() != "LIVE" {
+			if again, err := s.releaseRefused(ctx, info.LicenseID, leaseID, tokenHash, res, out); !again {
+				return err
+			}
+			continue
+		}
+		now, hb, dl := usTime(num(res.head(1))), usTime(num(res.own[2])), usTime(num(res.own[3]))
+		ok, err := s.releaseSession(ctx, leaseID, now, hb, dl, out)
+		if err != nil {
+			return s.fail("release", err)
+		}
+		if !ok { // ended meanwhile: by another release (then idempotent) or not
+			return s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+		}
+		s.dropLive(ctx, info.LicenseID, leaseID)
+		return nil
+	}
+	return s.fail("release", errors.New("live state kept changing; giving up"))
+}
+
+// releaseRefused handles check.lua's answers other than LIVE: the error
+// or the answer for the caller (in out), or again to try anew.
+func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHash string, res licRes, out *server.Lease) (again bool, err error) {
+	switch status := res.status(); status {
+	case "NOCONF":
+		err := s.ensureLive(ctx, licenseID)
+		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+			return false, s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+		}
+		if err != nil {
+			return false, s.fail("release: build live state", err)
+		}
+		return true, nil
+	case "DELETED", "NOLEASE":
+		return false, s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+	case "TOKEN":
+		return false, server.ErrLeaseToken
+	case "EXPIRED":
+		return false, server.ErrLeaseExpired // cleanup records the expiry
+	default:
+		return false, s.fail("release", fmt.Errorf("unexpected script reply %q", status))
+	}
+}
+
+// releaseEndedTo is releaseEnded writing its lease to out.
+func (s *Store) releaseEndedTo(ctx context.Context, leaseID, tokenHash string, out *server.Lease) error {
+	l, err := s.releaseEnded(ctx, leaseID, tokenHash)
+	if err == nil {
+		*out = l
+	}
+	return err
 }
 
 // releaseEnded answers a release of a lease that is not live, from its
@@ -507,20 +621,20 @@ func (s *Store) readLease(ctx context.Context, leaseID string) (server.Lease, er
 	if err != nil {
 		return server.Lease{}, s.fail("read lease", err)
 	}
-	s.leaseInfo.put(r.ID, infoOf(r.Lease))
+	s.leaseInfo.put(r.ID, infoOf(&r.Lease))
 	return r.Lease, nil
 }
 
 // leaseInfoOf returns the fixed fields of a lease, cached.
-func (s *Store) leaseInfoOf(ctx context.Context, leaseID string) (leaseInfo, error) {
+func (s *Store) leaseInfoOf(ctx context.Context, leaseID string) (*leaseInfo, error) {
 	if i, ok := s.leaseInfo.get(leaseID); ok {
 		return i, nil
 	}
 	l, err := s.readLease(ctx, leaseID)
 	if err != nil {
-		return leaseInfo{}, err
+		return nil, err
 	}
-	return infoOf(l), nil
+	return infoOf(&l), nil
 }
 
 func (s *Store) GetLease(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {

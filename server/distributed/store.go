@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,7 +35,11 @@ type Options struct {
 	// "seatd:"), so that several deployments can share one Redis.
 	RedisKeyPrefix string
 	// PoolMaxConns and PoolMinConns size the PostgreSQL pool (defaults:
-	// pgxpool's, max(4, GOMAXPROCS) and 0).
+	// max(16, 4 × GOMAXPROCS), unless the URL sets pool_max_conns, and
+	// 0). The hot path needs few connections (acquisitions and releases
+	// are committed in groups, see batch.go), but cleanup batches, the
+	// heartbeat flush and reads of leases this instance has not cached
+	// share the pool with it.
 	PoolMaxConns int32
 	PoolMinConns int32
 	// HeartbeatFlushInterval is how often heartbeats are written to
@@ -52,6 +58,7 @@ type Options struct {
 }
 
 const (
+	defaultPoolMaxConns   = 16
 	defaultKeyPrefix      = "seatd:"
 	defaultFlushInterval  = 10 * time.Second
 	defaultConnectTimeout = 30 * time.Second
@@ -75,10 +82,20 @@ type Store struct {
 	// rebuilds runs one rebuild per license at a time in this process.
 	rebuilds singleflight.Group
 
-	licenseKeys *boundedCache[string, string]    // license key -> license id
-	leaseInfo   *boundedCache[string, leaseInfo] // lease id -> immutable fields
+	licenseKeys *boundedCache[string, string]     // license key -> license id
+	leaseInfo   *boundedCache[string, *leaseInfo] // lease id -> immutable fields
 
 	hb heartbeatBuffer
+
+	// The hot path's group commit (batch.go, commit.go): script calls in
+	// pipelines, session inserts and release records in group statements.
+	hot      *batcher[licReq, licRes]
+	inserts  *batcher[newSession, bool]
+	releases *batcher[releaseReq, bool]
+	// licJSON caches decoded license settings by their JSON text.
+	licJSON *boundedCache[string, server.License]
+	// licKeys caches the Redis keys of a license.
+	licKeys *boundedCache[string, []string]
 
 	// recordWait is how long handing back a lease waits for the
 	// acquisition that granted it to record it.
@@ -110,11 +127,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("distributed store: bad PostgreSQL URL: %w", err) // pgconn masks passwords
 	}
-	if opts.PoolMaxConns > 0 {
+	switch {
+	case opts.PoolMaxConns > 0:
 		pgcfg.MaxConns = opts.PoolMaxConns
+	case !strings.Contains(opts.PostgresURL, "pool_max_conns"):
+		pgcfg.MaxConns = int32(max(defaultPoolMaxConns, 4*runtime.GOMAXPROCS(0)))
 	}
 	if opts.PoolMinConns > 0 {
 		pgcfg.MinConns = opts.PoolMinConns
+		pgcfg.MaxConns = max(pgcfg.MaxConns, pgcfg.MinConns) // a default maximum never refuses a minimum
 	}
 	pgAddr := net.JoinHostPort(pgcfg.ConnConfig.Host, fmt.Sprint(pgcfg.ConnConfig.Port))
 	ropts, err := redis.ParseURL(opts.RedisURL)
@@ -154,12 +175,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log:         log,
 		flushEvery:  cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
 		licenseKeys: newBoundedCache[string, string](100_000),
-		leaseInfo:   newBoundedCache[string, leaseInfo](1_000_000),
+		leaseInfo:   newBoundedCache[string, *leaseInfo](1_000_000),
+		licKeys:     newBoundedCache[string, []string](100_000),
+		licJSON:     newBoundedCache[string, server.License](10_000),
 		hb:          heartbeatBuffer{pending: map[string]pendingBeat{}},
 		recordWait:  defaultRecordWait,
 		stop:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 	}
+	s.hot = newBatcher(redisSlots, redisMin, maxPipeline, s.runLicenseScripts)
+	s.inserts = newBatcher(pgSlots, pgMin, pgMaxBatch, s.runInserts)
+	s.releases = newBatcher(pgSlots, pgMin, pgMaxBatch, s.runReleases)
 	go s.flushLoop()
 	return s, nil
 }
@@ -189,6 +215,9 @@ func retryConnect(ctx context.Context, timeout time.Duration, ping func(context.
 // the PostgreSQL pool, last (DESIGN.md "Graceful shutdown" step 7).
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.hot.stop()
+		s.inserts.stop()
+		s.releases.stop()
 		close(s.stop)
 		<-s.stopped
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -233,3 +262,14 @@ func usTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // timeUS converts a time to unix microseconds.
 func timeUS(t time.Time) int64 { return t.UnixMicro() }
+
+// redisKeys returns the Redis keys of a license (keyspace.license),
+// cached. Callers must not change the slice.
+func (s *Store) redisKeys(licenseID string) []string {
+	if k, ok := s.licKeys.get(licenseID); ok {
+		return k
+	}
+	k := s.keys.license(licenseID)
+	s.licKeys.put(licenseID, k)
+	return k
+}

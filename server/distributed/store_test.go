@@ -340,10 +340,10 @@ func TestStaleGrantIsNeverRecorded(t *testing.T) {
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, "", ""))
 	}
-	res, err := scriptAcquire.Run(t.Context(), s.rdb, s.keys.license(lic.ID), args...).Slice()
+	res, err := s.evalLicense(t.Context(), scriptAcquire, lic.ID, args...)
 	require.NoError(t, err)
-	require.Equal(t, "NEW", str(res[0]))
-	g, err := parseGrant(res)
+	require.Equal(t, "NEW", res.status())
+	g, err := s.parseGrant(res)
 	require.NoError(t, err)
 
 	// Another instance rebuilds the live state meanwhile (epoch + 1).
@@ -351,7 +351,7 @@ func TestStaleGrantIsNeverRecorded(t *testing.T) {
 	_, err = pg.Exec(t.Context(), `UPDATE `+loc.schema+`.licenses SET live_epoch = live_epoch + 1 WHERE id = $1`, lic.ID)
 	require.NoError(t, err)
 
-	_, again, err := s.recordNew(t.Context(), req, g)
+	again, err := s.recordNew(t.Context(), &req, g, new(server.AcquireResult))
 	require.NoError(t, err)
 	require.True(t, again, "a stale grant asks for a new attempt")
 	_, err = s.GetLease(t.Context(), tn.ID, req.LeaseID)
@@ -489,9 +489,9 @@ func TestGrantNeverRecorded(t *testing.T) {
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, "fp", "", ""))
 	}
-	res, err := scriptAcquire.Run(t.Context(), s.rdb, s.keys.license(lic.ID), args...).Slice()
+	res, err := s.evalLicense(t.Context(), scriptAcquire, lic.ID, args...)
 	require.NoError(t, err)
-	require.Equal(t, "NEW", str(res[0]), "the grant of the acquisition that dies")
+	require.Equal(t, "NEW", res.status(), "the grant of the acquisition that dies")
 
 	start := time.Now()
 	r, tok := acq(t, s, lic.Key, "fp")

@@ -24,10 +24,15 @@ func (h *heartbeatService) Heartbeat(ctx context.Context, req *seatdv1.Heartbeat
 	if err != nil {
 		return nil, err
 	}
+	lease := leaseToProto(l, h.s.now())
+	expires := lease.ExpiresAt // the same value: one message serves both fields
+	if expires == nil {
+		expires = timestamppb.New(l.ExpiresAt)
+	}
 	return &seatdv1.HeartbeatResponse{
-		ExpiresAt:         timestamppb.New(l.ExpiresAt),
+		ExpiresAt:         expires,
 		HeartbeatInterval: durationpb.New(l.ExpiresAt.Sub(l.LastHeartbeatAt) / server.HeartbeatDivisor),
-		Lease:             leaseToProto(l, h.s.now()),
+		Lease:             lease,
 	}, nil
 }
 
@@ -36,7 +41,7 @@ func (s *Server) heartbeat(ctx context.Context, id, token string) (server.Lease,
 		return server.Lease{}, err
 	}
 	l, err := s.store.Heartbeat(ctx, id, server.HashSecret(token))
-	s.metrics.Heartbeats.WithLabelValues(resultLabel(err)).Inc()
+	s.okHeartbeats.count(s.metrics.Heartbeats, err)
 	return l, err
 }
 

@@ -18,7 +18,7 @@ var _ seatdv1.SeatServiceServer = (*seatService)(nil)
 
 func (h *seatService) AcquireSeat(ctx context.Context, req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {
 	resp, err := h.s.acquire(ctx, req.GetLicenseKey(), req.GetFingerprint(), req.GetUser(), req.GetHostname(), req.GetIdempotencyKey(), req.GetMetadata())
-	h.s.metrics.Acquisitions.WithLabelValues(resultLabel(err)).Inc()
+	h.s.okAcquisitions.count(h.s.metrics.Acquisitions, err)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (h *seatService) ReleaseSeat(ctx context.Context, req *seatdv1.ReleaseSeatR
 		return nil, err
 	}
 	l, err := h.s.store.Release(ctx, req.GetLeaseId(), server.HashSecret(req.GetLeaseToken()))
-	h.s.metrics.Releases.WithLabelValues(resultLabel(err)).Inc()
+	h.s.okReleases.count(h.s.metrics.Releases, err)
 	if err != nil {
 		return nil, err
 	}

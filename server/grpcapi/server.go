@@ -39,6 +39,9 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed when the server starts to drain
+
+	// The "ok" series of the per-result call counters (counters.go).
+	okAcquisitions, okHeartbeats, okReleases okSeries
 }
 
 // Config wires a Server.

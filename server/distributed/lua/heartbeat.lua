@@ -1,47 +1,83 @@
--- heartbeat.lua renews a lease that is still in the live state: update
+-- heartbeat.lua renews leases that are still in the live state: update
 -- only, never creates one. Strict expiry (invariant 3): a lease at or past
 -- its deadline is renewed only within the revival window and only if a
--- seat is free.
--- ARGV: 1 lease id, 2 token hash.
--- Returns {'NOCONF'} | {'DELETED'} | {'NOLEASE'} | {'TOKEN'} | {'EXPIRED'}
---   | {'INACTIVE'} | {'LICEXPIRED'}
---   | {'OK', acquired, last_hb, deadline, previous first deadline}
-local conf = load_conf()
+-- seat is free. It takes several leases of the license at once (the
+-- heartbeats that arrived together, see batch.go); each is judged on its
+-- own, in order, exactly as if it came alone.
+-- ARGV: 1 lease id, 2 token hash, [3 lease id, 4 token hash, ...].
+-- Returns {'NOCONF'} | {'DELETED'} for all of them, else
+--   {'OK', first deadline before any renewal (-1 if none), now, ttl,
+--    then for each lease one status code}
+-- with codes 0 renewed (last heartbeat now, deadline now + ttl), 1 no such
+-- lease, 2 wrong token, 3 expired, 4 license inactive, 5 license expired.
+-- (Small integers: cheap to build here and to read in Go.)
+local RENEWED, NOLEASE, TOKEN, EXPIRED = 0, 1, 2, 3
+local UNUSABLE = {INACTIVE = 4, LICEXPIRED = 5}
+-- The settings a heartbeat needs (load_conf without the license JSON, the
+-- largest field, read on every run otherwise).
+local function load_hot_conf()
+  local v = redis.call('HMGET', K_CONF, 'epoch', 'deleted', 'seats', 'overdraft', 'ttl',
+    'revival', 'active', 'exp')
+  if not v[1] then
+    return nil
+  end
+  return {
+    deleted = v[2] == '1',
+    seats = tonumber(v[3] or '0'),
+    overdraft = tonumber(v[4] or '0'),
+    ttl = tonumber(v[5] or '0'),
+    revival = tonumber(v[6] or '0'),
+    active = v[7] == '1',
+    exp = tonumber(v[8] or '0'),
+  }
+end
+
+local conf = load_hot_conf()
 if not conf then
   return {'NOCONF'}
 end
 if conf.deleted then
   return {'DELETED'}
 end
-local id, tok = ARGV[1], ARGV[2]
-local r = get_rec(K_LEASES, id)
-if not r then
-  local x = get_rec(K_EXP, id)
-  if not x then
-    return {'NOLEASE'}
-  end
-  if x[TOK] ~= tok then
-    return {'TOKEN'}
-  end
-  return {'EXPIRED'} -- being recorded as expired: never revived
-end
-if r[TOK] ~= tok then
-  return {'TOKEN'}
-end
 local now = now_us()
-if r[DL] <= now then
-  if not (conf.revival > 0 and now < r[DL] + conf.revival
-      and live_count(now) < conf.seats + conf.overdraft) then
-    return {'EXPIRED'}
-  end
-end
 local bad = usable(conf, now)
 if bad then
-  return {bad}
+  bad = UNUSABLE[bad]
 end
-local prev = first_deadline()
-r[HB] = now
-r[DL] = now + conf.ttl
-put_rec(K_LEASES, id, r)
-redis.call('ZADD', K_DL, fmt(r[DL]), id)
-return {'OK', r[ACQ], r[HB], r[DL], prev}
+local out = {'OK', first_deadline(), now, conf.ttl}
+
+local function renew(id, tok)
+  local r = get_rec(K_LEASES, id)
+  if not r then
+    local x = get_rec(K_EXP, id)
+    if not x then
+      return NOLEASE
+    end
+    if x[TOK] ~= tok then
+      return TOKEN
+    end
+    return EXPIRED -- being recorded as expired: never revived
+  end
+  if r[TOK] ~= tok then
+    return TOKEN
+  end
+  if r[DL] <= now then
+    if not (conf.revival > 0 and now < r[DL] + conf.revival
+        and live_count(now) < conf.seats + conf.overdraft) then
+      return EXPIRED
+    end
+  end
+  if bad then
+    return bad
+  end
+  r[HB] = now
+  r[DL] = now + conf.ttl
+  put_rec(K_LEASES, id, r)
+  redis.call('ZADD', K_DL, fmt(r[DL]), id)
+  return RENEWED
+end
+
+for i = 1, #ARGV, 2 do
+  out[#out + 1] = renew(ARGV[i], ARGV[i + 1])
+end
+return out

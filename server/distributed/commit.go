@@ -1,0 +1,273 @@
+package distributed
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Group commit in PostgreSQL (see batch.go): the sessions that concurrent
+// acquisitions record are inserted by one statement, and the sessions that
+// concurrent releases end are ended by one statement, each its own
+// transaction, committed before any of its callers returns. Each row keeps
+// the conditions of the statement it would have had alone (the insert's
+// license epoch check, the end's state check), so the outcome of every
+// call is the one it would have had alone. Rows a batch did not write are
+// tried again alone, which gives each its own answer (a taken lease id, a
+// rebuilt live state, an ended lease); a batch PostgreSQL refused (it
+// rolled back) is tried again row by row. A batch whose outcome is unknown
+// (connection lost) fails every call, as the single statement would have.
+
+const (
+	// pgSlots bounds the batch statements of one kind in flight at once: a
+	// second one starts while one commits only once pgMin calls wait for
+	// it. pgMaxBatch bounds the rows of one statement.
+	pgSlots    = 2
+	pgMin      = 8
+	pgMaxBatch = 256
+	// pgBatchTimeout bounds a batch statement, which runs detached from
+	// its callers (one caller giving up must not fail the others).
+	pgBatchTimeout = 30 * time.Second
+)
+
+// newSession is a granted lease to record, with the live state epoch it
+// was granted in.
+type newSession struct {
+	lease *server.Lease
+	epoch int64
+}
+
+// insertSession records a granted lease: inserted is false if the license
+// is deleted or its live state was rebuilt since the grant.
+func (s *Store) insertSession(ctx context.Context, l *server.Lease, epoch int64) (inserted bool, err error) {
+	return s.inserts.do(ctx, newSession{l, epoch})
+}
+
+// insertOneSQL records one lease. The SELECT locks the license row (FOR
+// KEY SHARE): a delete or a rebuild holding it FOR UPDATE makes the insert
+// wait, and then the re-checked row no longer matches, so nothing is
+// recorded.
+const insertOneSQL = `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
+		fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
+		last_heartbeat_at, expires_at)
+	SELECT $1, l.id, l.tenant_id, $3, 0, $4, $5, $6, $7::jsonb, $8, $9, 'active', $10, $10, $11
+	FROM licenses l WHERE l.id = $2 AND l.deleted_at IS NULL AND l.live_epoch = $12
+	FOR KEY SHARE`
+
+// insertManySQL is insertOneSQL for many leases: the same conditions and
+// lock, per row. It returns the ids it inserted. It skips (SKIP LOCKED)
+// the licenses whose row a delete or a rebuild holds, instead of waiting:
+// their rows are then inserted alone, waiting as they would have, and the
+// other licenses of the group are not held up.
+const insertManySQL = `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
+		fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
+		last_heartbeat_at, expires_at)
+	SELECT v.id, l.id, l.tenant_id, v.token_hash, 0, v.fp, v.usr, v.host, v.md::jsonb, v.idem, v.dk,
+		'active', v.acq, v.acq, v.exp
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::bigint[])
+		AS v(id, lic, token_hash, fp, usr, host, md, idem, dk, acq, exp, epoch)
+	JOIN licenses l ON l.id = v.lic
+	WHERE l.deleted_at IS NULL AND l.live_epoch = v.epoch
+	FOR KEY SHARE OF l SKIP LOCKED
+	RETURNING id`
+
+func (s *Store) insertOne(ctx context.Context, n newSession) (bool, error) {
+	l := n.lease
+	tag, err := s.pool.Exec(ctx, insertOneSQL,
+		l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname, jsonMap(l.Metadata),
+		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, n.epoch)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (s *Store) runInserts(batch []*batchCall[newSession, bool]) {
+	live := liveCalls(batch)
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pgBatchTimeout)
+	defer cancel()
+	if len(live) == 1 {
+		c := live[0]
+		c.res, c.err = s.insertOne(ctx, c.req)
+		return
+	}
+	// In license order, so that the row locks are taken in one order.
+	slices.SortStableFunc(live, func(a, b *batchCall[newSession, bool]) int {
+		return strings.Compare(a.req.lease.LicenseID, b.req.lease.LicenseID)
+	})
+	n := len(live)
+	var (
+		ids, lics, toks, fps, users, hosts = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		mds, idems, dks                    = make([]string, n), make([]string, n), make([]string, n)
+		acqs, exps                         = make([]time.Time, n), make([]time.Time, n)
+		epochs                             = make([]int64, n)
+	)
+	for i, c := range live {
+		l := c.req.lease
+		ids[i], lics[i], toks[i], fps[i], users[i], hosts[i] = l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname
+		mds[i], idems[i], dks[i] = jsonMap(l.Metadata), l.IdempotencyKey, l.DedupeKey
+		acqs[i], exps[i], epochs[i] = l.AcquiredAt, l.ExpiresAt, c.req.epoch
+	}
+	rows, _ := s.pool.Query(ctx, insertManySQL, ids, lics, toks, fps, users, hosts, mds, idems, dks, acqs, exps, epochs)
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		if pgError(err) == nil { // outcome unknown
+			for _, c := range live {
+				c.err = err
+			}
+			return
+		}
+		inserted = nil // refused and rolled back: each alone
+	}
+	done := make(map[string]bool, len(inserted))
+	for _, id := range inserted {
+		done[id] = true
+	}
+	for _, c := range live {
+		if done[c.req.lease.ID] {
+			c.res = true
+			continue
+		}
+		c.res, c.err = s.insertOne(ctx, c.req)
+	}
+}
+
+// liveCalls returns the calls whose callers still wait; the others fail
+// with their context's error.
+func liveCalls[Q, R any](batch []*batchCall[Q, R]) []*batchCall[Q, R] {
+	live := make([]*batchCall[Q, R], 0, len(batch))
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			continue
+		}
+		live = append(live, c)
+	}
+	return live
+}
+
+// releaseReq ends an active lease as released, with its live values; the
+// ended lease goes to out.
+type releaseReq struct {
+	leaseID           string
+	now, hb, deadline time.Time
+	out               *server.Lease
+}
+
+// releaseSession records a release (see endLease), grouped with the
+// concurrent ones: ok is false if the lease was not active, else the ended
+// lease is in out.
+func (s *Store) releaseSession(ctx context.Context, leaseID string, now, hb, deadline time.Time, out *server.Lease) (ok bool, err error) {
+	return s.releases.do(ctx, releaseReq{leaseID, now, hb, deadline, out})
+}
+
+// releaseManySQL is endLease's statement for many leases, all released:
+// the same conditions per row. It returns the leases it ended. It locks
+// the rows first, in id order (as every statement that locks several
+// leases, so that concurrent writers never deadlock), and skips (SKIP
+// LOCKED) the ones another transaction holds, instead of waiting: those
+// are then ended alone, waiting as they would have, and the other leases
+// of the group are not held up.
+func releaseManySQL() string {
+	return `
+		WITH v AS (
+			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[])
+				AS v(id, now, hb, dl)
+		), locked AS (
+			SELECT s.id FROM sessions s JOIN v ON v.id = s.id
+			WHERE s.state = 'active'
+			ORDER BY s.id
+			FOR NO KEY UPDATE OF s SKIP LOCKED
+		), ended AS (
+			UPDATE sessions s SET state = 'released', ended_at = GREATEST(v.now, s.acquired_at),
+				last_heartbeat_at = GREATEST(s.last_heartbeat_at, v.hb),
+				expires_at = COALESCE(v.dl, s.expires_at)
+			FROM v, locked WHERE s.id = v.id AND s.id = locked.id AND s.state = 'active'
+			RETURNING ` + sessionCols("s") + `
+		), usage AS (
+			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
+			SELECT id, license_id, tenant_id, state, acquired_at, ended_at, ` + sqlDurationUS("ended_at", "acquired_at") + `
+			FROM ended ON CONFLICT (lease_id) DO NOTHING
+		)
+		SELECT ` + sessionCols("") + ` FROM ended`
+}
+
+var releaseMany = releaseManySQL()
+
+func (s *Store) runReleases(batch []*batchCall[releaseReq, bool]) {
+	live := liveCalls(batch)
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pgBatchTimeout)
+	defer cancel()
+	alone := func(c *batchCall[releaseReq, bool]) {
+		hb, dl := c.req.hb, c.req.deadline
+		var l server.Lease
+		l, c.res, c.err = s.endLease(ctx, c.req.leaseID, server.LeaseReleased, c.req.now, &hb, &dl)
+		if c.res {
+			*c.req.out = l
+		}
+	}
+	if len(live) == 1 {
+		alone(live[0])
+		return
+	}
+	// In id order, as every statement that locks several leases, so that
+	// concurrent writers never deadlock. A lease released twice at once is
+	// ended by the first call; the second finds it ended, as it would
+	// alone.
+	slices.SortStableFunc(live, func(a, b *batchCall[releaseReq, bool]) int {
+		return strings.Compare(a.req.leaseID, b.req.leaseID)
+	})
+	var (
+		ids            []string
+		nows, hbs, dls []time.Time
+	)
+	for i, c := range live {
+		if i > 0 && c.req.leaseID == live[i-1].req.leaseID {
+			continue
+		}
+		ids, nows, hbs, dls = append(ids, c.req.leaseID), append(nows, c.req.now), append(hbs, c.req.hb), append(dls, c.req.deadline)
+	}
+	rows, _ := s.pool.Query(ctx, releaseMany, ids, nows, hbs, dls)
+	ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {
+		l, err := scanSession(r)
+		return l.Lease, err
+	})
+	if err != nil {
+		if pgError(err) == nil { // outcome unknown
+			for _, c := range live {
+				c.err = err
+			}
+			return
+		}
+		for _, c := range live { // refused and rolled back: each alone
+			alone(c)
+		}
+		return
+	}
+	byID := make(map[string]server.Lease, len(ended))
+	for _, l := range ended {
+		byID[l.ID] = l
+	}
+	for i, c := range live {
+		if i > 0 && live[i-1].req.leaseID == c.req.leaseID {
+			continue // a second release of the lease: it finds it ended
+		}
+		if l, ok := byID[c.req.leaseID]; ok {
+			*c.req.out, c.res = l, true
+		} else {
+			alone(c) // skipped (locked elsewhere) or not active: as alone
+		}
+	}
+}

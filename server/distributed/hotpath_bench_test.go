@@ -1,0 +1,150 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seatd/seatd/server"
+)
+
+// BenchmarkHotPath measures the store's hot path (acquire, heartbeat,
+// release) at 64 concurrent callers without gRPC in front, against the
+// test PostgreSQL and Redis (SEATD_TEST_POSTGRES_URL, SEATD_TEST_REDIS_URL):
+//
+//	go test -run '^$' -bench HotPath -benchtime 20000x ./server/distributed/
+//
+// Like `make bench`, it takes seats on one large license.
+func BenchmarkHotPath(b *testing.B) {
+	const callers = 64
+	ctx := context.Background()
+	pg, err := pgxpool.New(ctx, testPostgresURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pg.Close()
+	schema := "seatd_b_" + randomName()
+	if _, err := pg.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _, _ = pg.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE") }()
+	u, err := url.Parse(testPostgresURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	s, err := Open(ctx, Options{PostgresURL: u.String(), RedisURL: testRedisURL(), RedisKeyPrefix: schema + ":", Logger: testLogger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = deletePrefix(ctx, s.rdb, schema+":")
+		_ = s.Close()
+	}()
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	tn, err := s.CreateTenant(ctx, server.Tenant{ID: server.NewID("tnt_"), CreatedAt: at})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lic, err := s.CreateLicense(ctx, server.License{
+		ID: server.NewID(server.PrefixLicenseID), TenantID: tn.ID, Key: server.NewSecret(server.PrefixLicenseKey),
+		Name: "bench", Seats: 10_000_000, LeaseTTL: time.Hour, LeasingStrategy: server.PerFingerprint, Active: true,
+		CreatedAt: at, UpdatedAt: at,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	type held struct{ id, tokenHash string }
+	var (
+		leases = make(chan held, 1_000_000)
+		seq    atomic.Int64
+	)
+	acquire := func() error {
+		n := seq.Add(1)
+		r, err := s.Acquire(ctx, server.AcquireRequest{
+			LicenseKey: lic.Key, Fingerprint: fmt.Sprintf("bench-%d", n),
+			LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret(fmt.Sprint(n)),
+		})
+		if err == nil {
+			leases <- held{r.Lease.ID, server.HashSecret(fmt.Sprint(n))}
+		}
+		return err
+	}
+	// run reports, besides the time, the CPU this process and Redis spent
+	// per call (Redis's is meaningful only if nothing else uses it).
+	run := func(b *testing.B, op func() error) {
+		b.ReportAllocs()
+		b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
+		cpu0, redis0 := processCPU(), redisCPU(ctx, s)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := op(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.StopTimer()
+		b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		b.ReportMetric(float64((redisCPU(ctx, s)-redis0).Microseconds())/float64(b.N), "redis-µs/op")
+	}
+	b.Run("acquire", func(b *testing.B) { run(b, acquire) })
+	b.Run("heartbeat", func(b *testing.B) {
+		var mine []held
+		for range callers {
+			if err := acquire(); err != nil {
+				b.Fatal(err)
+			}
+			mine = append(mine, <-leases)
+		}
+		var next atomic.Int64
+		run(b, func() error {
+			l := mine[next.Add(1)%callers]
+			_, err := s.Heartbeat(ctx, l.id, l.tokenHash)
+			return err
+		})
+	})
+	b.Run("release", func(b *testing.B) {
+		for len(leases) < b.N {
+			if err := acquire(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		run(b, func() error {
+			l := <-leases
+			_, err := s.Release(ctx, l.id, l.tokenHash)
+			return err
+		})
+	})
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func redisCPU(ctx context.Context, s *Store) time.Duration {
+	var total float64
+	for _, line := range strings.Split(s.rdb.Info(ctx, "cpu").Val(), "\r\n") {
+		name, v, _ := strings.Cut(line, ":")
+		if name == "used_cpu_sys" || name == "used_cpu_user" {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
