@@ -48,9 +48,12 @@ type counting struct {
 	elected, demoted atomic.Int32
 }
 
+// newElector names its instance id+"-"+a random tag: tests run in parallel
+// on one PostgreSQL, and a test that terminates "seatd-leader a" by
+// application_name must not hit another test's "a".
 func newElector(t *testing.T, pgURL, id string, c *counting) *Elector {
 	e := New(Config{
-		PostgresURL: pgURL, InstanceID: id,
+		PostgresURL: pgURL, InstanceID: fmt.Sprintf("%s-%08x", id, rand.Uint32()),
 		PingInterval: 200 * time.Millisecond, RetryInterval: 200 * time.Millisecond,
 		OnElected: func(context.Context) { c.elected.Add(1) },
 		OnDemoted: func() { c.demoted.Add(1) },
@@ -123,7 +126,7 @@ func TestTerminatedLockConnectionStepsDownAndLeadershipMoves(t *testing.T) {
 	var killed bool
 	require.NoError(t, admin.QueryRow(ctx,
 		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
-		applicationPrefix+"a").Scan(&killed))
+		applicationPrefix+a.InstanceID()).Scan(&killed))
 	require.True(t, killed)
 
 	// The old leader notices within a ping interval (plus slack), and b leads.
@@ -132,7 +135,7 @@ func TestTerminatedLockConnectionStepsDownAndLeadershipMoves(t *testing.T) {
 	require.Eventually(t, b.IsLeader, 5*time.Second, 20*time.Millisecond)
 	id, err := a.LeaderID(ctx)
 	require.NoError(t, err)
-	require.Equal(t, "b", id)
+	require.Equal(t, b.InstanceID(), id)
 }
 
 func TestElectedContextEndsOnDemotion(t *testing.T) {
