@@ -23,6 +23,7 @@ import (
 type Config struct {
 	GRPCAddr    string
 	HTTPAddr    string
+	PprofAddr   string
 	DataDir     string
 	OperatorKey string
 	InstanceID  string
@@ -70,6 +71,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("seatd", flag.ContinueOnError)
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:7070", "gRPC listen address")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (REST, /metrics, /healthz, /readyz)")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "Go profiling endpoints (/debug/pprof/) on this address; off when empty. Keep it private: profiles show internals")
 	fs.StringVar(&c.DataDir, "data-dir", "./seatd-data", "embedded mode: directory for the data files")
 	fs.StringVar(&c.OperatorKey, "operator-key", "", "operator bearer key; generated and kept in the data dir when empty")
 	fs.StringVar(&c.InstanceID, "instance-id", defaultInstanceID(), "this instance's id in logs and cleanup status")

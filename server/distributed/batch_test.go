@@ -376,3 +376,51 @@ func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 		require.Equal(t, held[i].id, outs[i].ID)
 	}
 }
+
+// TestHeartbeatsOfOneLeaseTogether: heartbeats of one lease that arrive
+// together run in one heartbeat.lua call, which writes its renewals once at
+// the end; each must still see the renewals before it (so none is judged on
+// a stale deadline) and the lease keeps the latest deadline.
+func TestHeartbeatsOfOneLeaseTogether(t *testing.T) {
+	t.Parallel()
+	loc := newLocation(t)
+	s := loc.open(t, nil)
+	t.Cleanup(func() { _ = s.Close() })
+	tn := mkTenant(t, s)
+	lic := mkLicense(t, s, tn.ID, 2, time.Hour)
+	r, tok, err := tryAcq(t.Context(), s, lic.Key, "together")
+	require.NoError(t, err)
+	other, otherTok, err := tryAcq(t.Context(), s, lic.Key, "other")
+	require.NoError(t, err)
+
+	var (
+		mu     sync.Mutex
+		latest time.Time
+		wg     sync.WaitGroup
+	)
+	for i := range 64 {
+		wg.Go(func() {
+			id, hash := r.Lease.ID, server.HashSecret(tok)
+			if i%4 == 3 {
+				id, hash = other.Lease.ID, server.HashSecret(otherTok)
+			}
+			got, err := s.Heartbeat(t.Context(), id, hash)
+			if err != nil {
+				t.Errorf("heartbeat %d of %s: %v", i, id, err)
+				return
+			}
+			if id == r.Lease.ID {
+				mu.Lock()
+				if got.ExpiresAt.After(latest) {
+					latest = got.ExpiresAt
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	_, rdb := testServers(t)
+	score, err := rdb.ZScore(t.Context(), keyspace{loc.prefix}.license(lic.ID)[2], r.Lease.ID).Result()
+	require.NoError(t, err)
+	require.Equal(t, latest.UnixMicro(), int64(score), "live deadline, latest renewal answered %s", latest)
+}

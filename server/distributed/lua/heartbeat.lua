@@ -46,8 +46,32 @@ if bad then
 end
 local out = {'OK', first_deadline(), now, conf.ttl}
 
+-- Renewals are written once at the end, in one HSET and one ZADD for the
+-- whole run (each redis.call costs more than the work it does here). Until
+-- then `renewed` holds them, so that a lease heartbeated twice in one run
+-- sees its first renewal, and `flush` writes them before anything that
+-- reads the deadlines from Redis (live_count on the revival path).
+local renewed, order = {}, {}
+
+local function flush()
+  if #order == 0 then
+    return
+  end
+  local recs, dls = {}, {}
+  for _, id in ipairs(order) do
+    local r = renewed[id]
+    recs[#recs + 1] = id
+    recs[#recs + 1] = cmsgpack.pack(r)
+    dls[#dls + 1] = fmt(r[DL])
+    dls[#dls + 1] = id
+  end
+  redis.call('HSET', K_LEASES, unpack(recs))
+  redis.call('ZADD', K_DL, unpack(dls))
+  renewed, order = {}, {}
+end
+
 local function renew(id, tok)
-  local r = get_rec(K_LEASES, id)
+  local r = renewed[id] or get_rec(K_LEASES, id)
   if not r then
     local x = get_rec(K_EXP, id)
     if not x then
@@ -62,8 +86,11 @@ local function renew(id, tok)
     return TOKEN
   end
   if r[DL] <= now then
-    if not (conf.revival > 0 and now < r[DL] + conf.revival
-        and live_count(now) < conf.seats + conf.overdraft) then
+    if conf.revival <= 0 or now >= r[DL] + conf.revival then
+      return EXPIRED
+    end
+    flush()
+    if live_count(now) >= conf.seats + conf.overdraft then
       return EXPIRED
     end
   end
@@ -72,12 +99,15 @@ local function renew(id, tok)
   end
   r[HB] = now
   r[DL] = now + conf.ttl
-  put_rec(K_LEASES, id, r)
-  redis.call('ZADD', K_DL, fmt(r[DL]), id)
+  if not renewed[id] then
+    renewed[id] = r
+    order[#order + 1] = id
+  end
   return RENEWED
 end
 
 for i = 1, #ARGV, 2 do
   out[#out + 1] = renew(ARGV[i], ARGV[i + 1])
 end
+flush()
 return out
