@@ -6,6 +6,8 @@
 // health calls grpc.health.v1.Health/Check (the gRPC ceiling of the same
 // server); acquire takes new seats on a large license; heartbeat renews one
 // lease per worker; release gives back the leases the acquire phase took.
+// With -slices N each phase but health alternates with health slices, and
+// the result carries the median ratio of the pairs (what `make bench` shows).
 package main
 
 import (
@@ -39,6 +41,11 @@ type Result struct {
 	RPS      float64 `json:"rps"`
 	P50ms    float64 `json:"p50_ms"`
 	P99ms    float64 `json:"p99_ms"`
+	// With -slices > 1: the gRPC ceiling measured in the health slices
+	// paired with this operation's, and the median over the pairs of this
+	// operation's throughput over the ceiling's.
+	CeilingRPS float64 `json:"ceiling_rps,omitempty"`
+	Ratio      float64 `json:"ratio,omitempty"`
 }
 
 func main() {
@@ -51,6 +58,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "print JSON lines")
 	label := flag.String("label", "", "with -tsv: first column of every line (e.g. the storage mode)")
 	asTSV := flag.Bool("tsv", false, "print tab-separated lines: label op rps p50_ms p99_ms requests errors")
+	nslices := flag.Int("slices", 1, "split each phase but health into this many slices, each right after a health slice as long, and report the median ratio of the pairs (a ceiling that drifts with the machine's load then drifts with the operation)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	flag.Parse()
 
@@ -73,7 +81,7 @@ func main() {
 	case *asTSV:
 		format = "tsv"
 	}
-	if err := run(*target, *opKey, *conc, *conns, *dur, strings.Split(*ops, ","), format, *label); err != nil {
+	if err := run(*target, *opKey, *conc, *conns, *dur, max(*nslices, 1), strings.Split(*ops, ","), format, *label); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -84,11 +92,12 @@ type bench struct {
 	conns  []*grpc.ClientConn
 	key    string
 	leases chan *seatdv1.AcquireSeatResponse // taken by acquire, given back by release
+	fps    atomic.Int64                      // acquire fingerprints: each new, across slices
 }
 
 func (b *bench) conn(i int) *grpc.ClientConn { return b.conns[i%len(b.conns)] }
 
-func run(target, opKey string, conc, nconns int, dur time.Duration, ops []string, format, label string) error {
+func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int, ops []string, format, label string) error {
 	b := &bench{leases: make(chan *seatdv1.AcquireSeatResponse, 4_000_000)}
 	for range nconns {
 		c, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -127,12 +136,17 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, ops []string
 		default:
 			return fmt.Errorf("unknown op %q", op)
 		}
-		r := measure(ctx, op, conc, dur, call)
+		var r Result
+		if nslices > 1 && op != "health" {
+			r = measurePaired(ctx, op, conc, dur, nslices, call, b.health)
+		} else {
+			r = summarize(op, measure(ctx, conc, dur, call))
+		}
 		switch format {
 		case "json":
 			_ = json.NewEncoder(os.Stdout).Encode(r)
 		case "tsv":
-			fmt.Printf("%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t%d\n", label, r.Op, r.RPS, r.P50ms, r.P99ms, r.Requests, r.Errors)
+			fmt.Printf("%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t%d\t%.0f\t%.4f\n", label, r.Op, r.RPS, r.P50ms, r.P99ms, r.Requests, r.Errors, r.CeilingRPS, r.Ratio)
 		default:
 			fmt.Printf("%-10s %8d req %6d err %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms\n", r.Op, r.Requests, r.Errors, r.RPS, r.P50ms, r.P99ms)
 		}
@@ -140,11 +154,20 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, ops []string
 	return nil
 }
 
+// sample is what one measured stretch of calls gave.
+type sample struct {
+	lat        []time.Duration
+	reqs, errs int64
+	seconds    float64
+}
+
+func (s sample) rps() float64 { return float64(s.reqs) / s.seconds }
+
 // measure runs conc workers for dur. prepare returns the call to time, or nil
 // when the worker has nothing left to do.
-func measure(ctx context.Context, op string, conc int, dur time.Duration,
+func measure(ctx context.Context, conc int, dur time.Duration,
 	prepare func(ctx context.Context, worker int, seq int64) func(ctx context.Context) error,
-) Result {
+) sample {
 	var reqs, errs atomic.Int64
 	lat := make([][]time.Duration, conc)
 	deadline := time.Now().Add(dur)
@@ -168,8 +191,42 @@ func measure(ctx context.Context, op string, conc int, dur time.Duration,
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start).Seconds()
-	all := slices.Concat(lat...)
+	return sample{lat: slices.Concat(lat...), reqs: reqs.Load(), errs: errs.Load(), seconds: time.Since(start).Seconds()}
+}
+
+// measurePaired runs op in n slices of dur/n, each right after a slice of
+// health calls as long, and compares each slice with its ceiling.
+func measurePaired(ctx context.Context, op string, conc int, dur time.Duration, n int,
+	prepare, health func(ctx context.Context, worker int, seq int64) func(ctx context.Context) error,
+) Result {
+	var ops, ceilings []sample
+	var ratios []float64
+	for range n {
+		c := measure(ctx, conc, dur/time.Duration(n), health)
+		o := measure(ctx, conc, dur/time.Duration(n), prepare)
+		ceilings, ops = append(ceilings, c), append(ops, o)
+		ratios = append(ratios, o.rps()/c.rps())
+	}
+	r := summarize(op, ops...)
+	r.CeilingRPS = summarize("health", ceilings...).RPS
+	slices.Sort(ratios)
+	r.Ratio = ratios[len(ratios)/2]
+	if len(ratios)%2 == 0 {
+		r.Ratio = (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
+	}
+	return r
+}
+
+// summarize merges samples of one operation into its result.
+func summarize(op string, samples ...sample) Result {
+	var all []time.Duration
+	r := Result{Op: op}
+	for _, s := range samples {
+		all = append(all, s.lat...)
+		r.Requests += s.reqs
+		r.Errors += s.errs
+		r.Seconds += s.seconds
+	}
 	slices.Sort(all)
 	pct := func(p float64) float64 {
 		if len(all) == 0 {
@@ -177,8 +234,9 @@ func measure(ctx context.Context, op string, conc int, dur time.Duration,
 		}
 		return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000
 	}
-	return Result{Op: op, Requests: reqs.Load(), Errors: errs.Load(), Seconds: elapsed,
-		RPS: float64(reqs.Load()) / elapsed, P50ms: pct(0.50), P99ms: pct(0.99)}
+	r.RPS = float64(r.Requests) / r.Seconds
+	r.P50ms, r.P99ms = pct(0.50), pct(0.99)
+	return r
 }
 
 func (b *bench) health(_ context.Context, w int, _ int64) func(context.Context) error {
@@ -189,9 +247,9 @@ func (b *bench) health(_ context.Context, w int, _ int64) func(context.Context) 
 	}
 }
 
-func (b *bench) acquire(_ context.Context, w int, seq int64) func(context.Context) error {
+func (b *bench) acquire(_ context.Context, w int, _ int64) func(context.Context) error {
 	c := seatdv1.NewSeatServiceClient(b.conn(w))
-	fp := fmt.Sprintf("load-%d-%d-%d", os.Getpid(), w, seq)
+	fp := fmt.Sprintf("load-%d-%d", os.Getpid(), b.fps.Add(1))
 	return func(ctx context.Context) error {
 		resp, err := c.AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: b.key, Fingerprint: fp})
 		if err == nil {
