@@ -91,7 +91,7 @@ func (h *logCounter) String() string {
 	sort.Strings(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		fmt.Fprintf(&b, "\n  %5d  %s", h.counts[k], k)
+		fmt.Fprintf(&b, "\n  %5d  %s (last:%s)", h.counts[k], k, h.last[k])
 	}
 	return b.String()
 }
