@@ -375,7 +375,10 @@ func TestDeleteLicenseRacingAcquisitions(t *testing.T) {
 	tn := mkTenant(t, s)
 	lic := mkLicense(t, s, tn.ID, 10_000, time.Hour)
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		granted atomic.Int64
+	)
 	for w := range 8 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
@@ -389,10 +392,15 @@ func TestDeleteLicenseRacingAcquisitions(t *testing.T) {
 					t.Errorf("acquire: %v", err)
 					return
 				}
+				if err == nil {
+					granted.Add(1)
+				}
 			}
 		})
 	}
-	time.Sleep(150 * time.Millisecond)
+	// Delete while acquisitions are granted (not after a fixed time: on a
+	// busy machine none may have been by then).
+	require.Eventually(t, func() bool { return granted.Load() >= 20 }, 20*time.Second, 5*time.Millisecond)
 	revoked, err := s.DeleteLicense(t.Context(), tn.ID, lic.ID)
 	require.NoError(t, err)
 	time.Sleep(50 * time.Millisecond)

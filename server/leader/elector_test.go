@@ -110,7 +110,7 @@ func TestStopHandsOverAtOnce(t *testing.T) {
 	a.Stop() // second stop is a no-op
 }
 
-func TestTerminatedLockConnectionStepsDownAndLeadershipMoves(t *testing.T) {
+func TestTerminatedLockConnectionStepsDownAndOneLeadsAgain(t *testing.T) {
 	t.Parallel()
 	pg := testSchema(t)
 	var ca, cb counting
@@ -129,13 +129,18 @@ func TestTerminatedLockConnectionStepsDownAndLeadershipMoves(t *testing.T) {
 		applicationPrefix+a.InstanceID()).Scan(&killed))
 	require.True(t, killed)
 
-	// The old leader notices within a ping interval (plus slack), and b leads.
-	require.Eventually(t, func() bool { return !a.IsLeader() }, 2*time.Second, 10*time.Millisecond)
-	require.GreaterOrEqual(t, ca.demoted.Load(), int32(1))
-	require.Eventually(t, b.IsLeader, 5*time.Second, 20*time.Millisecond)
-	id, err := a.LeaderID(ctx)
-	require.NoError(t, err)
-	require.Equal(t, b.InstanceID(), id)
+	// The old leader notices within a ping interval (plus slack) and steps
+	// down; then one instance leads again and both agree which. (a, back on
+	// a new connection, may win the lock again: both campaign.)
+	require.Eventually(t, func() bool { return ca.demoted.Load() >= 1 }, 2*time.Second, 10*time.Millisecond,
+		"the leader did not step down after its lock connection was terminated")
+	require.Eventually(t, func() bool { n, _ := leaders(a, b); return n == 1 }, 5*time.Second, 20*time.Millisecond)
+	_, who := leaders(a, b)
+	for _, e := range []*Elector{a, b} {
+		id, err := e.LeaderID(ctx)
+		require.NoError(t, err)
+		require.Equal(t, who, id, "instance %s sees another leader", e.InstanceID())
+	}
 }
 
 func TestElectedContextEndsOnDemotion(t *testing.T) {
