@@ -126,6 +126,17 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if d.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("cannot listen on %s (--http-addr): %w", cfg.HTTPAddr, err)
 	}
+	var pprofLn net.Listener
+	if cfg.PprofAddr != "" {
+		if pprofLn, err = net.Listen("tcp", cfg.PprofAddr); err != nil {
+			return nil, fmt.Errorf("cannot listen on %s (--pprof-addr): %w", cfg.PprofAddr, err)
+		}
+		defer func() {
+			if d.pprof == nil {
+				_ = pprofLn.Close()
+			}
+		}()
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -210,10 +221,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 			d.serveErr <- err
 		}
 	}()
-	if cfg.PprofAddr != "" {
-		if d.pprof, err = servePprof(cfg.PprofAddr, d.log); err != nil {
-			return nil, err
-		}
+	if pprofLn != nil {
+		d.pprof = servePprof(pprofLn, d.log)
 	}
 	if d.elector != nil {
 		d.elector.Start(context.WithoutCancel(ctx))

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,11 +12,7 @@ import (
 // servePprof serves Go's profiling endpoints on their own listener, never
 // on the public HTTP port: profiles and goroutine dumps show internals, so
 // an operator opts in with --pprof-addr and keeps the address private.
-func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot listen on %s (--pprof-addr): %w", addr, err)
-	}
+func servePprof(ln net.Listener, log *slog.Logger) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -31,5 +26,5 @@ func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
 		}
 	}()
 	log.Info("profiling endpoints on", "pprof", ln.Addr().String())
-	return srv, nil
+	return srv
 }
