@@ -118,6 +118,7 @@ func codeName(c codes.Code) string {
 const (
 	outOK        = "OK"
 	outExhausted = "RESOURCE_EXHAUSTED/SEATS_EXHAUSTED"
+	outExpired   = "FAILED_PRECONDITION/LEASE_EXPIRED"
 )
 
 // isUnavailable: UNAVAILABLE, with or without ErrorInfo.
