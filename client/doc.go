@@ -30,7 +30,9 @@
 // closes only if that fails.
 //
 // WaitForSeat queues for a seat (FIFO per license) and reports the position;
-// against a server without the queue it polls AcquireSeat with backoff.
+// when its server shuts down it waits again elsewhere and keeps its place,
+// by sending the ticket of its last QueuePosition as queue_ticket. Against a
+// server without the queue it polls AcquireSeat with backoff.
 //
 // # Retries in other languages
 //
@@ -50,7 +52,8 @@
 //
 // Those libraries do not heartbeat for you: call HeartbeatStream (or
 // Heartbeat) every heartbeat_interval from the last answer, reopen the stream
-// on HEARTBEAT_SIGNAL_RECONNECT, and treat the ErrorInfo reasons LEASE_EXPIRED,
+// on HEARTBEAT_SIGNAL_RECONNECT, wait again with queue_ticket set to the last
+// QueuePosition.ticket when a WaitForSeat stream ends with UNAVAILABLE, and treat the ErrorInfo reasons LEASE_EXPIRED,
 // LEASE_REVOKED, LEASE_RELEASED, LEASE_NOT_FOUND and LEASE_TOKEN_INVALID as
 // "the seat is gone".
 package client

@@ -40,6 +40,7 @@ type fakeServer struct {
 	acquireUnavailable  int  // fail this many AcquireSeat calls UNAVAILABLE
 	waitUnimplemented   bool
 	positions           []int32       // WaitForSeat sends these, then waits for a free seat
+	waitTickets         []string      // the queue_ticket of each WaitForSeat, in order
 	shutdown            chan struct{} // closed by reconnectStreams
 
 	acquires, releases, streams int
@@ -79,6 +80,12 @@ func (f *fakeServer) read(get func(f *fakeServer) int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return get(f)
+}
+
+func (f *fakeServer) seenTickets() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.waitTickets...)
 }
 
 func (f *fakeServer) beats(id string) int {
@@ -267,13 +274,18 @@ var fakeSignals = map[string]seatdv1.HeartbeatSignal{
 func (f *fakeServer) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv1.SeatService_WaitForSeatServer) error {
 	f.mu.Lock()
 	unimplemented, positions := f.waitUnimplemented, f.positions
+	f.waitTickets = append(f.waitTickets, req.GetQueueTicket())
+	ticket := req.GetQueueTicket()
+	if ticket == "" {
+		ticket = fmt.Sprintf("w_%d", len(f.waitTickets))
+	}
 	f.mu.Unlock()
 	if unimplemented {
 		return status.Error(codes.Unimplemented, "unknown method WaitForSeat")
 	}
 	for _, p := range positions {
 		if err := stream.Send(&seatdv1.WaitForSeatResponse{Event: &seatdv1.WaitForSeatResponse_Position{
-			Position: &seatdv1.QueuePosition{Position: p, QueueLength: positions[0]},
+			Position: &seatdv1.QueuePosition{Position: p, QueueLength: positions[0], Ticket: ticket},
 		}}); err != nil {
 			return err
 		}

@@ -13,7 +13,9 @@ import (
 // granted, kept alive like Acquire's. onPosition (may be nil) hears, on the
 // calling goroutine, the queue position (1 is next) and the queue length on
 // joining and on every change. If
-// the connection drops or the server restarts, it joins again. Against a
+// the connection drops or the server restarts, it joins again, and keeps
+// its place when the server still holds it (the queue ticket of the last
+// position, kept for a few seconds after a server shuts down). Against a
 // server without the queue it polls AcquireSeat with backoff while no seat is
 // free, reporting position 0. It returns ctx.Err() when ctx ends first.
 func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition func(position, queueLength int)) (*Lease, error) {
@@ -22,15 +24,17 @@ func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition f
 			onPosition(position, length)
 		}
 	}
+	ticket := ""
 	for failures := 0; ; {
-		lease, heard, err := c.waitOnce(ctx, o, report)
+		lease, heard, err := c.waitOnce(ctx, o, &ticket, report)
 		if lease != nil {
 			// The server holds a waiter's grant only until its first
 			// heartbeat (--wait-hold), which may come well before the
 			// keeper's first beat (TTL/6): confirm it now.
 			if err := lease.Heartbeat(ctx); err != nil && errors.Is(err, ErrLeaseLost) {
 				_ = lease.Release(context.WithoutCancel(ctx))
-				continue // the grant went to the next waiter: queue again
+				ticket = "" // the grant used up the place
+				continue    // it went to the next waiter: queue again
 			}
 			return lease, nil
 		}
@@ -53,12 +57,15 @@ func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition f
 	}
 }
 
-// waitOnce is one WaitForSeat stream. heard tells whether the server sent
+// waitOnce is one WaitForSeat stream, resuming *ticket's place and updating
+// it from what the server sends. heard tells whether the server sent
 // anything, so that a queue that worked for a while retries promptly.
-func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, report func(int, int)) (lease *Lease, heard bool, err error) {
+func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, ticket *string, report func(int, int)) (lease *Lease, heard bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s, err := c.seats.WaitForSeat(ctx, o.waitRequest())
+	req := o.waitRequest()
+	req.QueueTicket = *ticket
+	s, err := c.seats.WaitForSeat(ctx, req)
 	if err != nil {
 		return nil, false, wrap(err)
 	}
@@ -77,6 +84,7 @@ func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, report func(int
 			return c.hold(o, g, c.t.wallNow()), true, nil
 		}
 		if p := resp.GetPosition(); p != nil {
+			*ticket = p.GetTicket()
 			report(int(p.GetPosition()), int(p.GetQueueLength()))
 		}
 	}

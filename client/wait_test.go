@@ -81,6 +81,8 @@ func TestWaitForSeatRetriesUnavailable(t *testing.T) {
 	b := setup(t, DefaultOptions(), func(f *fakeServer) { f.acquireUnavailable = 2; f.positions = []int32{1} })
 	l, err := b.client.WaitForSeat(testContext(t), AcquireOptions{LicenseKey: "key", Fingerprint: "fp"}, nil)
 	require.NoError(t, err)
+	require.Equal(t, []string{"", "w_1", "w_1"}, b.fake.seenTickets(),
+		"joins first at the back, then again with the ticket of its place")
 	require.NoError(t, l.Release(testContext(t)))
 }
 

@@ -14,9 +14,10 @@ import (
 )
 
 // TestClientWaitForSeatAcrossShutdown: the Go client's WaitForSeat queues on
-// instance A; A drains (SIGTERM); the waiter hears UNAVAILABLE, joins again
-// on B without the application noticing, and gets the seat when it frees.
-// The granted lease then keeps itself alive past --wait-hold.
+// instance A, and another waiter queues behind it on B; A drains (SIGTERM);
+// the client hears UNAVAILABLE, waits again on B with its queue ticket
+// without the application noticing, is still first, and gets the seat when
+// it frees. The granted lease then keeps itself alive past --wait-hold.
 //
 // The TTL is short (heartbeat every second) on purpose: the client's first
 // heartbeat after a grant comes one heartbeat interval later, so a grant
@@ -68,10 +69,12 @@ func TestClientWaitForSeatAcrossShutdown(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the waiter's first position", func() bool { return heard() == 1 })
 	require.Equal(t, 1, a.metricSumStarted(t, "WaitForSeat"), "the waiter queues on A")
+	later := joinQueue(t, b, lic.GetKey(), "later", nil)
+	later.waitPosition(t, 2, 10*time.Second)
 
 	stopAllOK(t, a)
 	eventually(t, 10*time.Second, "the waiter joining again on B", func() bool { return heard() == 2 })
-	require.Equal(t, 1, b.metricSumStarted(t, "WaitForSeat"), "the waiter queues again on B")
+	require.Equal(t, 2, b.metricSumStarted(t, "WaitForSeat"), "the later waiter and then the client queue on B")
 	require.NoError(t, holder.Release(t.Context()))
 
 	var r result
@@ -82,7 +85,7 @@ func TestClientWaitForSeatAcrossShutdown(t *testing.T) {
 	}
 	require.NoError(t, r.err, "the shutdown of A never reaches the application")
 	mu.Lock()
-	require.Equal(t, [][2]int{{1, 1}, {1, 1}}, positions, "first on A, then first again on B")
+	require.Equal(t, [][2]int{{1, 1}, {1, 2}}, positions, "first on A, then first again on B, ahead of the later waiter")
 	mu.Unlock()
 
 	// Past the hold window the grant is still ours and heartbeated.
@@ -96,7 +99,12 @@ func TestClientWaitForSeatAcrossShutdown(t *testing.T) {
 	require.Len(t, list, 1)
 	require.Equal(t, r.lease.ID(), list[0].GetId())
 	require.Equal(t, seatdv1.LeaseState_LEASE_STATE_ACTIVE, list[0].GetState())
+	require.Equal(t, 1, later.position(), "the later waiter is next")
 	require.NoError(t, r.lease.Release(t.Context()))
+	require.NoError(t, later.end(t, 10*time.Second))
+	require.NotNil(t, later.grant(), "then the later waiter gets the seat")
+	_, err = b.release(t.Context(), later.grant())
+	require.NoError(t, err)
 	warnings, examples := logs.atLeast(slog.LevelWarn)
 	require.Zero(t, warnings, "client library warnings: %v", examples)
 	stopAllOK(t, b)

@@ -40,6 +40,13 @@ type queuedWaiter struct {
 // stream is cancelled when the test ends.
 func joinQueue(t testing.TB, p *proc, key, fp string, onGrant func(*queuedWaiter, *seatdv1.AcquireSeatResponse)) *queuedWaiter {
 	t.Helper()
+	return resumeQueue(t, p, &seatdv1.WaitForSeatRequest{LicenseKey: key, Fingerprint: fp}, onGrant)
+}
+
+// resumeQueue is joinQueue with the whole request (a queue_ticket, say).
+func resumeQueue(t testing.TB, p *proc, req *seatdv1.WaitForSeatRequest, onGrant func(*queuedWaiter, *seatdv1.AcquireSeatResponse)) *queuedWaiter {
+	t.Helper()
+	fp := req.GetFingerprint()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &queuedWaiter{name: fp, p: p, cancel: cancel, done: make(chan struct{})}
 	t.Cleanup(func() {
@@ -48,7 +55,7 @@ func joinQueue(t testing.TB, p *proc, key, fp string, onGrant func(*queuedWaiter
 	})
 	go func() {
 		defer close(w.done)
-		s, err := p.seats().WaitForSeat(ctx, &seatdv1.WaitForSeatRequest{LicenseKey: key, Fingerprint: fp})
+		s, err := p.seats().WaitForSeat(ctx, req)
 		if err != nil {
 			w.finish(err)
 			return
@@ -111,6 +118,16 @@ func (w *queuedWaiter) reported() [][2]int {
 		out[i] = [2]int{int(p.GetPosition()), int(p.GetQueueLength())}
 	}
 	return out
+}
+
+// ticket names the waiter's place, from the last position received.
+func (w *queuedWaiter) ticket() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.positions) == 0 {
+		return ""
+	}
+	return w.positions[len(w.positions)-1].GetTicket()
 }
 
 // position is the last position received, or 0.
@@ -374,4 +391,53 @@ func TestWaitForSeatQueueFull(t *testing.T) {
 			require.NotNil(t, in[1].grant())
 		})
 	}
+}
+
+// TestWaitForSeatKeepsPlaceAcrossShutdown: a waiter whose instance shuts
+// down waits again on another one with the ticket of its place and is still
+// first, ahead of a waiter that joined after it, and the seat goes to it. A
+// malformed ticket is refused, naming the field; a ticket nobody holds joins
+// at the back.
+func TestWaitForSeatKeepsPlaceAcrossShutdown(t *testing.T) {
+	t.Parallel()
+	procs := queueProcs(t, true)
+	a, b := procs[0], procs[1]
+	lic := newLicense(t, b, 1, time.Minute, "resume")
+	holder, err := b.acquire(t.Context(), lic.GetKey(), "holder")
+	require.NoError(t, err)
+
+	first := joinQueue(t, a, lic.GetKey(), "first", nil)
+	first.waitPosition(t, 1, 10*time.Second)
+	second := joinQueue(t, b, lic.GetKey(), "second", nil)
+	second.waitPosition(t, 2, 10*time.Second)
+	ticket := first.ticket()
+	require.Regexp(t, `^w_[0-9a-f]{24}$`, ticket, "positions carry the place's ticket")
+
+	stopAllOK(t, a)
+	requireQueueReason(t, first.end(t, 10*time.Second), codes.Unavailable, "SERVER_SHUTTING_DOWN", "first, as A shuts down")
+	again := resumeQueue(t, b, &seatdv1.WaitForSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "first", QueueTicket: ticket}, nil)
+	again.waitPosition(t, 1, 10*time.Second)
+	require.Equal(t, [2]int{1, 2}, again.reported()[0], "first again, of two")
+	require.Equal(t, ticket, again.ticket(), "the same place")
+	require.Equal(t, 2, second.position(), "the later waiter stays behind")
+
+	bad := resumeQueue(t, b, &seatdv1.WaitForSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "bad", QueueTicket: "not a ticket"}, nil)
+	err = bad.end(t, 10*time.Second)
+	require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), "queue_ticket")
+	stranger := resumeQueue(t, b, &seatdv1.WaitForSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "stranger", QueueTicket: "w_000000000000000000000000"}, nil)
+	stranger.waitPosition(t, 3, 10*time.Second)
+
+	_, err = b.release(t.Context(), holder)
+	require.NoError(t, err)
+	require.NoError(t, again.end(t, 10*time.Second))
+	g := again.grant()
+	require.NotNil(t, g, "the seat goes to the waiter that kept its place")
+	require.Equal(t, "first", g.GetLease().GetFingerprint())
+	second.waitPosition(t, 1, 5*time.Second)
+	require.Nil(t, second.grant())
+	_, err = b.release(t.Context(), g)
+	require.NoError(t, err)
+	require.NoError(t, second.end(t, 10*time.Second))
+	require.NotNil(t, second.grant())
 }

@@ -3,12 +3,16 @@ package grpcapi
 import (
 	"context"
 	"errors"
+	"regexp"
 	"time"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/waitqueue"
 )
+
+// queueTicketPattern matches what the queues hand out (server.NewID("w_")).
+var queueTicketPattern = regexp.MustCompile(`^(w_[0-9a-f]{24})?$`)
 
 var (
 	errQueueFull    = server.Errorf(server.EEXHAUSTED, server.ReasonQueueFull, "too many clients are waiting for a seat on this license; retry later")
@@ -25,16 +29,27 @@ func (h *seatService) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv
 	if err := clientFields(req.GetLicenseKey(), req.GetFingerprint(), req.GetUser(), req.GetHostname(), req.GetIdempotencyKey(), req.GetMetadata()); err != nil {
 		return err
 	}
+	if !queueTicketPattern.MatchString(req.GetQueueTicket()) {
+		return server.Invalid("queue_ticket", "must be empty or a ticket from a QueuePosition")
+	}
 	// The queue is named by a hash of the key: unknown keys never get a
 	// queue of their own, since the first acquire attempt below fails.
-	ticket, err := s.queue.Join(ctx, server.HashSecret(req.GetLicenseKey()))
+	ticket, err := s.queue.Join(ctx, server.HashSecret(req.GetLicenseKey()), req.GetQueueTicket())
 	if errors.Is(err, waitqueue.ErrFull) {
 		return errQueueFull
 	}
 	if err != nil {
 		return server.Unavailable(err)
 	}
-	defer ticket.Leave(ctx)
+	// A waiter that goes away leaves the queue. One this server sends away
+	// as it shuts down keeps its place: its ticket lapses within seconds
+	// unless the client waits again elsewhere with it (queue_ticket).
+	keepPlace := false
+	defer func() {
+		if !keepPlace {
+			ticket.Leave(ctx)
+		}
+	}()
 
 	lastPos := -1
 	tick := time.NewTicker(s.waitPoll)
@@ -47,7 +62,7 @@ func (h *seatService) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv
 		if pos != lastPos {
 			lastPos = pos
 			if err := stream.Send(&seatdv1.WaitForSeatResponse{Event: &seatdv1.WaitForSeatResponse_Position{
-				Position: &seatdv1.QueuePosition{Position: int32(pos), QueueLength: int32(length)},
+				Position: &seatdv1.QueuePosition{Position: int32(pos), QueueLength: int32(length), Ticket: ticket.ID()},
 			}}); err != nil {
 				return err
 			}
@@ -73,6 +88,7 @@ func (h *seatService) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.shutdown:
+			keepPlace = true
 			return errShuttingDown
 		case <-tick.C:
 		}

@@ -51,17 +51,24 @@ func (q *Redis) keysFor(name string) []string {
 	return []string{q.prefix + tag + ":waiters", q.prefix + tag + ":seq", q.prefix + tag + ":alive:"}
 }
 
-func (q *Redis) Join(ctx context.Context, name string) (Ticket, error) {
+func (q *Redis) Join(ctx context.Context, name, resume string) (Ticket, error) {
 	t := &redisTicket{q: q, keys: q.keysFor(name), id: server.NewID("w_")}
-	n, err := joinScript.Run(ctx, q.rdb, t.keys, t.id, q.maxLength, q.liveness.Milliseconds()).Int()
+	res, err := joinScript.Run(ctx, q.rdb, t.keys, t.id, q.maxLength, q.liveness.Milliseconds(), resume).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("join wait queue: %w", err)
 	}
-	if n < 0 {
+	switch {
+	case len(res) != 2:
+		return nil, fmt.Errorf("join wait queue: unexpected reply %v", res)
+	case res[0] < 0:
 		return nil, ErrFull
+	case res[1] == 1:
+		t.id = resume
 	}
 	return t, nil
 }
+
+func (t *redisTicket) ID() string { return t.id }
 
 func (t *redisTicket) Position(ctx context.Context) (int, int, error) {
 	res, err := positionScript.Run(ctx, t.q.rdb, t.keys, t.id, t.q.liveness.Milliseconds()).Int64Slice()

@@ -8,7 +8,10 @@ package waitqueue
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+
+	"github.com/seatd/seatd/server"
 )
 
 // ErrFull is returned by Join when the license's queue is at its bound.
@@ -17,12 +20,16 @@ var ErrFull = errors.New("wait queue is full")
 // Queue orders the waiters of each license. name identifies the license's
 // queue (callers pass a hash of the license key).
 type Queue interface {
-	// Join adds a waiter at the tail, or returns ErrFull.
-	Join(ctx context.Context, name string) (Ticket, error)
+	// Join adds a waiter at the tail, or returns ErrFull. A non-empty
+	// resume names a ticket of an earlier stream: while that ticket is still
+	// in this queue, Join returns it, place kept, and never ErrFull.
+	Join(ctx context.Context, name, resume string) (Ticket, error)
 }
 
 // Ticket is one waiter's place.
 type Ticket interface {
+	// ID names the place, for a later Join to resume it.
+	ID() string
 	// Position returns the 1-based place (1 = next) and the queue length.
 	// It also proves the waiter is alive (Redis: waiters that stop asking
 	// are dropped after a few seconds).
@@ -42,6 +49,7 @@ type Memory struct {
 type memTicket struct {
 	q    *Memory
 	name string
+	id   string
 	gone bool
 }
 
@@ -50,16 +58,23 @@ func NewMemory(maxLength int) *Memory {
 	return &Memory{MaxLength: maxLength, queues: map[string][]*memTicket{}}
 }
 
-func (m *Memory) Join(_ context.Context, name string) (Ticket, error) {
+func (m *Memory) Join(_ context.Context, name, resume string) (Ticket, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if resume != "" {
+		if i := slices.IndexFunc(m.queues[name], func(t *memTicket) bool { return t.id == resume }); i >= 0 {
+			return m.queues[name][i], nil
+		}
+	}
 	if len(m.queues[name]) >= m.MaxLength {
 		return nil, ErrFull
 	}
-	t := &memTicket{q: m, name: name}
+	t := &memTicket{q: m, name: name, id: server.NewID("w_")}
 	m.queues[name] = append(m.queues[name], t)
 	return t, nil
 }
+
+func (t *memTicket) ID() string { return t.id }
 
 func (t *memTicket) Position(context.Context) (int, int, error) {
 	t.q.mu.Lock()

@@ -47,7 +47,7 @@ func TestQueues(t *testing.T) {
 			ctx := context.Background()
 			var tickets []Ticket
 			for range 50 {
-				tk, err := q.Join(ctx, "lic")
+				tk, err := q.Join(ctx, "lic", "")
 				require.NoError(t, err)
 				tickets = append(tickets, tk)
 			}
@@ -73,17 +73,54 @@ func TestQueues(t *testing.T) {
 			t.Parallel()
 			q := newQueue(t, 2)
 			ctx := context.Background()
-			a, err := q.Join(ctx, "lic")
+			a, err := q.Join(ctx, "lic", "")
 			require.NoError(t, err)
-			_, err = q.Join(ctx, "lic")
+			_, err = q.Join(ctx, "lic", "")
 			require.NoError(t, err)
-			_, err = q.Join(ctx, "lic")
+			_, err = q.Join(ctx, "lic", "")
 			require.ErrorIs(t, err, ErrFull)
-			_, err = q.Join(ctx, "other")
+			_, err = q.Join(ctx, "other", "")
 			require.NoError(t, err, "queues are per license")
 			a.Leave(ctx)
-			_, err = q.Join(ctx, "lic")
+			_, err = q.Join(ctx, "lic", "")
 			require.NoError(t, err, "a place frees when a waiter leaves")
+		})
+		t.Run(name+"/Resume", func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(t, 3)
+			ctx := context.Background()
+			var tickets []Ticket
+			for range 3 {
+				tk, err := q.Join(ctx, "lic", "")
+				require.NoError(t, err)
+				tickets = append(tickets, tk)
+			}
+			// The first waiter's stream ended without Leave (its server shut
+			// down); it waits again with its ticket and keeps its place,
+			// even though the queue is full.
+			again, err := q.Join(ctx, "lic", tickets[0].ID())
+			require.NoError(t, err, "a resumed place is not a new one: no ErrFull")
+			require.Equal(t, tickets[0].ID(), again.ID())
+			pos, n, err := again.Position(ctx)
+			require.NoError(t, err)
+			require.Equal(t, [2]int{1, 3}, [2]int{pos, n}, "first again")
+			pos, _, err = tickets[1].Position(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 2, pos, "the others stay behind it")
+
+			// A ticket of another license, or one that left, gives no place.
+			_, err = q.Join(ctx, "other", tickets[1].ID())
+			require.NoError(t, err)
+			pos, n, err = tickets[1].Position(ctx)
+			require.NoError(t, err)
+			require.Equal(t, [2]int{2, 3}, [2]int{pos, n}, "resuming into another queue moves nobody")
+			again.Leave(ctx)
+			fresh, err := q.Join(ctx, "lic", tickets[0].ID())
+			require.NoError(t, err)
+			require.NotEqual(t, tickets[0].ID(), fresh.ID(), "a ticket that left joins anew")
+			pos, n, err = fresh.Position(ctx)
+			require.NoError(t, err)
+			require.Equal(t, [2]int{3, 3}, [2]int{pos, n}, "at the back")
 		})
 	}
 }
@@ -92,9 +129,9 @@ func TestRedisDropsDeadWaiters(t *testing.T) {
 	t.Parallel()
 	q := redisQueue(t, 10, 300*time.Millisecond)
 	ctx := context.Background()
-	dead, err := q.Join(ctx, "lic")
+	dead, err := q.Join(ctx, "lic", "")
 	require.NoError(t, err)
-	alive, err := q.Join(ctx, "lic")
+	alive, err := q.Join(ctx, "lic", "")
 	require.NoError(t, err)
 	pos, _, err := alive.Position(ctx)
 	require.NoError(t, err)
@@ -104,4 +141,31 @@ func TestRedisDropsDeadWaiters(t *testing.T) {
 		pos, _, err := alive.Position(ctx)
 		return err == nil && pos == 1
 	}, 3*time.Second, 50*time.Millisecond)
+}
+
+func TestRedisResumeOnlyWhileTheTicketLives(t *testing.T) {
+	t.Parallel()
+	q := redisQueue(t, 10, 300*time.Millisecond)
+	ctx := context.Background()
+	first, err := q.Join(ctx, "lic", "")
+	require.NoError(t, err)
+	second, err := q.Join(ctx, "lic", "")
+	require.NoError(t, err)
+
+	// first's server went away; its client is back within the liveness.
+	again, err := q.Join(ctx, "lic", first.ID())
+	require.NoError(t, err)
+	require.Equal(t, first.ID(), again.ID())
+
+	// Now it stays away past the liveness while second keeps asking.
+	require.Eventually(t, func() bool {
+		pos, _, err := second.Position(ctx)
+		return err == nil && pos == 1
+	}, 3*time.Second, 50*time.Millisecond)
+	late, err := q.Join(ctx, "lic", first.ID())
+	require.NoError(t, err)
+	require.NotEqual(t, first.ID(), late.ID(), "a lapsed ticket joins anew")
+	pos, n, err := late.Position(ctx)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{2, 2}, [2]int{pos, n})
 }

@@ -296,8 +296,14 @@ type WaitForSeatRequest struct {
 	Hostname       string                 `protobuf:"bytes,4,opt,name=hostname,proto3" json:"hostname,omitempty"`
 	Metadata       map[string]string      `protobuf:"bytes,5,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	IdempotencyKey string                 `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The ticket from the last QueuePosition of an earlier WaitForSeat on
+	// this license, to take that place again instead of the back of the queue.
+	// The place outlives its stream only when the server ended the stream
+	// (shutdown) or went away, and then for a few seconds; an unknown or lapsed
+	// ticket joins at the back. Empty: join at the back.
+	QueueTicket   string `protobuf:"bytes,7,opt,name=queue_ticket,json=queueTicket,proto3" json:"queue_ticket,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WaitForSeatRequest) Reset() {
@@ -372,11 +378,20 @@ func (x *WaitForSeatRequest) GetIdempotencyKey() string {
 	return ""
 }
 
+func (x *WaitForSeatRequest) GetQueueTicket() string {
+	if x != nil {
+		return x.QueueTicket
+	}
+	return ""
+}
+
 // QueuePosition tells a waiter where it stands; position 1 is next.
 type QueuePosition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Position      int32                  `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
-	QueueLength   int32                  `protobuf:"varint,2,opt,name=queue_length,json=queueLength,proto3" json:"queue_length,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Position    int32                  `protobuf:"varint,1,opt,name=position,proto3" json:"position,omitempty"`
+	QueueLength int32                  `protobuf:"varint,2,opt,name=queue_length,json=queueLength,proto3" json:"queue_length,omitempty"`
+	// Names this place in the queue; see WaitForSeatRequest.queue_ticket.
+	Ticket        string `protobuf:"bytes,3,opt,name=ticket,proto3" json:"ticket,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -423,6 +438,13 @@ func (x *QueuePosition) GetQueueLength() int32 {
 		return x.QueueLength
 	}
 	return 0
+}
+
+func (x *QueuePosition) GetTicket() string {
+	if x != nil {
+		return x.Ticket
+	}
+	return ""
 }
 
 type WaitForSeatResponse struct {
@@ -539,7 +561,7 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
 	"leaseToken\"<\n" +
 	"\x13ReleaseSeatResponse\x12%\n" +
-	"\x05lease\x18\x01 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\"\xb5\x02\n" +
+	"\x05lease\x18\x01 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\"\xd8\x02\n" +
 	"\x12WaitForSeatRequest\x12\x1f\n" +
 	"\vlicense_key\x18\x01 \x01(\tR\n" +
 	"licenseKey\x12 \n" +
@@ -547,13 +569,15 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\x04user\x18\x03 \x01(\tR\x04user\x12\x1a\n" +
 	"\bhostname\x18\x04 \x01(\tR\bhostname\x12F\n" +
 	"\bmetadata\x18\x05 \x03(\v2*.seatd.v1.WaitForSeatRequest.MetadataEntryR\bmetadata\x12'\n" +
-	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x1a;\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12!\n" +
+	"\fqueue_ticket\x18\a \x01(\tR\vqueueTicket\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"N\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
 	"\rQueuePosition\x12\x1a\n" +
 	"\bposition\x18\x01 \x01(\x05R\bposition\x12!\n" +
-	"\fqueue_length\x18\x02 \x01(\x05R\vqueueLength\"\x90\x01\n" +
+	"\fqueue_length\x18\x02 \x01(\x05R\vqueueLength\x12\x16\n" +
+	"\x06ticket\x18\x03 \x01(\tR\x06ticket\"\x90\x01\n" +
 	"\x13WaitForSeatResponse\x125\n" +
 	"\bposition\x18\x01 \x01(\v2\x17.seatd.v1.QueuePositionH\x00R\bposition\x129\n" +
 	"\agranted\x18\x02 \x01(\v2\x1d.seatd.v1.AcquireSeatResponseH\x00R\agrantedB\a\n" +
