@@ -250,6 +250,9 @@ func (s *Store) maybeReconcile(ctx context.Context, now time.Time) {
 	if err := s.reconcile(ctx, now); err != nil {
 		s.log.Warn("distributed store: reconcile expiry hints from PostgreSQL", "err", err)
 	}
+	if err := s.syncConf(ctx); err != nil {
+		s.log.Warn("distributed store: compare license settings in Redis with the record", "err", err)
+	}
 }
 
 func (s *Store) reconcile(ctx context.Context, now time.Time) error {

@@ -79,7 +79,11 @@
 // tombstone.lua drops the live state and marks the settings deleted with an
 // epoch no rebuild can beat. UpdateLicense: a transaction (row lock FOR NO
 // KEY UPDATE, version + 1) -> setconf.lua copies the settings into an
-// existing live state if they are newer.
+// existing live state if they are newer. If Redis refuses that copy, the
+// flush loop pushes the license's recorded settings again every tick until
+// it takes, and the leader's reconciliation compares every license's
+// settings version in Redis with the record, in case the process that
+// made the change died first.
 //
 // # Group commit (batch.go, commit.go)
 //
@@ -163,9 +167,6 @@
 //
 // # Left to do
 //
-//   - A failed setconf.lua after UpdateLicense (Redis unreachable at that
-//     moment) is only logged: the settings in Redis stay old until the next
-//     change or rebuild. A background retry is missing.
 //   - A failed end.lua after a release or revoke is only logged (the seat is
 //     held until the lease's deadline).
 //   - rebuild.lua writes a license's whole state in one script call; a

@@ -73,6 +73,7 @@ func (s *Store) flushLoop() {
 			if err := s.flush(ctx); err != nil {
 				s.log.Error("distributed store: write heartbeats behind; retrying next tick", "err", err)
 			}
+			s.retryConf(ctx)
 			cancel()
 		}
 	}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seatd/seatd/server"
 )
@@ -145,16 +148,89 @@ func (s *Store) UpdateLicense(ctx context.Context, tenantID, id string, update f
 }
 
 // pushConf brings the Redis copy of the settings up to r's version, if the
-// live state exists. A failure is logged: the copy is then behind until
-// the next change or rebuild, and nothing is lost in the record.
-//
-// TODO: retry a failed push in the background; today an update made while
-// Redis is unreachable reaches Redis only with the next update or rebuild.
+// live state exists. A failure is logged and the license is retried by the
+// flush loop (retryConf); the leader's reconciliation (syncConf) is the
+// backstop if this process goes away first. Nothing is lost in the record.
 func (s *Store) pushConf(ctx context.Context, r licenseRow) {
 	args := append([]any{r.version}, confArgs(r)...)
 	if err := scriptSetConf.Run(ctx, s.rdb, s.keys.license(r.ID), args...).Err(); err != nil {
-		s.log.Error("distributed store: push license settings to Redis", "license", r.ID, "err", err)
+		s.log.Error("distributed store: push license settings to Redis; retrying", "license", r.ID, "err", err)
+		s.confMu.Lock()
+		if s.confBehind == nil {
+			s.confBehind = map[string]bool{}
+		}
+		s.confBehind[r.ID] = true
+		s.confMu.Unlock()
 	}
+}
+
+// retryConf pushes again the settings of the licenses whose push failed,
+// as recorded now.
+func (s *Store) retryConf(ctx context.Context) {
+	s.confMu.Lock()
+	ids := slices.Collect(maps.Keys(s.confBehind))
+	clear(s.confBehind)
+	s.confMu.Unlock()
+	for _, id := range ids {
+		r, err := scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1`, id))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			s.log.Warn("distributed store: re-read license to push its settings; retrying", "license", id, "err", err)
+			s.confMu.Lock()
+			s.confBehind[id] = true
+			s.confMu.Unlock()
+		case r.deleted:
+			// DeleteLicense tombstones the live state itself.
+		default:
+			s.pushConf(ctx, r) // records it again if it fails again
+		}
+	}
+}
+
+// syncConf brings the Redis settings of every license whose live state is
+// behind its record up to date: the backstop for a push that failed on a
+// process that went away before retrying it. One query and one pipelined
+// HGET per license; a push only for the licenses behind.
+func (s *Store) syncConf(ctx context.Context) error {
+	rows, _ := s.pool.Query(ctx, `SELECT id, version FROM licenses WHERE deleted_at IS NULL`)
+	var (
+		ids      []string
+		versions []int64
+		id       string
+		version  int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &version}, func() error {
+		ids, versions = append(ids, id), append(versions, version)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for start := 0; start < len(ids); start += 1000 {
+		end := min(start+1000, len(ids))
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.StringCmd, end-start)
+		for i := start; i < end; i++ {
+			cmds[i-start] = pipe.HGet(ctx, s.keys.license(ids[i])[0], "version")
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		for i, c := range cmds {
+			have, err := c.Int64()
+			if err != nil || have >= versions[start+i] {
+				continue // no live state (a rebuild reads the record), or current
+			}
+			r, err := scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1`, ids[start+i]))
+			if err != nil {
+				return err
+			}
+			s.log.Warn("distributed store: license settings in Redis were behind the record; pushing them", "license", r.ID,
+				"redis_version", have, "version", r.version)
+			s.pushConf(ctx, r)
+		}
+	}
+	return nil
 }
 
 // confArgs are the settings of a license as the scripts take them (after

@@ -104,6 +104,11 @@ type Store struct {
 	reconcileMu   sync.Mutex
 	lastReconcile time.Time
 
+	// confBehind holds the licenses whose settings this process failed to
+	// copy into Redis (pushConf); the flush loop retries them.
+	confMu     sync.Mutex
+	confBehind map[string]bool
+
 	stop      chan struct{}
 	stopped   chan struct{}
 	closeOnce sync.Once

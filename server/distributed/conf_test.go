@@ -1,0 +1,116 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+)
+
+// failScript makes the store's Redis client fail one script while on is
+// set, as if Redis were unreachable for exactly that call.
+type failScript struct {
+	sha string
+	on  atomic.Bool
+}
+
+func (f *failScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if f.on.Load() && len(args) > 1 && strings.HasPrefix(strings.ToLower(cmd.Name()), "eval") {
+			if s, _ := args[1].(string); s == f.sha || strings.Contains(s, "setconf.lua") {
+				err := errors.New("injected: Redis unreachable")
+				cmd.SetErr(err)
+				return err
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (f *failScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// confOf reads the settings Redis judges a license by.
+func confOf(t *testing.T, s *Store, licenseID string) (version, seats string) {
+	t.Helper()
+	v, err := s.rdb.HMGet(t.Context(), s.keys.license(licenseID)[0], "version", "seats").Result()
+	require.NoError(t, err)
+	version, _ = v[0].(string)
+	seats, _ = v[1].(string)
+	return version, seats
+}
+
+// TestFailedSettingsPushIsRetried: UpdateLicense succeeds (the record holds
+// the change) while Redis refuses the copy of the new settings; the store
+// keeps retrying, and once Redis answers the lower seat limit is enforced.
+func TestFailedSettingsPushIsRetried(t *testing.T) {
+	t.Parallel()
+	loc := newLocation(t)
+	s := loc.open(t, func(o *Options) { o.HeartbeatFlushInterval = 100 * time.Millisecond })
+	defer s.Close()
+	fail := &failScript{sha: scriptSetConf.Hash()}
+	s.rdb.AddHook(fail)
+
+	tn := mkTenant(t, s)
+	lic := mkLicense(t, s, tn.ID, 3, time.Minute)
+	acq(t, s, lic.Key, "a") // builds the live state
+	_, before := confOf(t, s, lic.ID)
+	require.Equal(t, "3", before)
+
+	fail.on.Store(true)
+	_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.Seats = 1; return nil })
+	require.NoError(t, err, "the change is recorded even though Redis refused its copy")
+	time.Sleep(300 * time.Millisecond) // several retries, all refused
+	_, seats := confOf(t, s, lic.ID)
+	require.Equal(t, "3", seats, "Redis still has the old settings while it refuses them")
+
+	fail.on.Store(false)
+	require.Eventually(t, func() bool {
+		_, seats := confOf(t, s, lic.ID)
+		return seats == "1"
+	}, 5*time.Second, 20*time.Millisecond, "the flush loop pushes the settings once Redis answers")
+	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
+	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "the new limit of 1 holds")
+}
+
+// TestSyncConfRepairsSettingsLeftBehind: settings in Redis behind the record
+// (a push that failed on a process that then died) are brought up to date by
+// the reconciliation the cleanup leader runs; current ones are left alone.
+func TestSyncConfRepairsSettingsLeftBehind(t *testing.T) {
+	t.Parallel()
+	loc := newLocation(t)
+	s := loc.open(t, nil)
+	defer s.Close()
+	tn := mkTenant(t, s)
+	behind := mkLicense(t, s, tn.ID, 3, time.Minute)
+	current := mkLicense(t, s, tn.ID, 4, time.Minute)
+	acq(t, s, behind.Key, "a")
+	acq(t, s, current.Key, "a")
+	_, err := s.UpdateLicense(t.Context(), tn.ID, behind.ID, func(l *server.License) error { l.Seats = 1; return nil })
+	require.NoError(t, err)
+	version, seats := confOf(t, s, behind.ID)
+	require.Equal(t, "1", seats)
+	// Roll Redis back to the settings before the update, as if the push
+	// had never happened.
+	require.NoError(t, s.rdb.HSet(t.Context(), s.keys.license(behind.ID)[0], "version", "1", "seats", "3").Err())
+	currentVersion, _ := confOf(t, s, current.ID)
+
+	require.NoError(t, s.syncConf(t.Context()))
+	v, seats := confOf(t, s, behind.ID)
+	require.Equal(t, [2]string{version, "1"}, [2]string{v, seats}, "settings pushed again from the record")
+	v, seats = confOf(t, s, current.ID)
+	require.Equal(t, [2]string{currentVersion, "4"}, [2]string{v, seats}, "a current license is untouched")
+	_, _, err = tryAcq(t.Context(), s, behind.Key, "b")
+	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted)
+}
