@@ -167,8 +167,6 @@
 //
 // # Left to do
 //
-//   - A failed end.lua after a release or revoke is only logged (the seat is
-//     held until the lease's deadline).
 //   - rebuild.lua writes a license's whole state in one script call; a
 //     license with hundreds of thousands of active leases should be written
 //     in chunks.

@@ -74,6 +74,7 @@ func (s *Store) flushLoop() {
 				s.log.Error("distributed store: write heartbeats behind; retrying next tick", "err", err)
 			}
 			s.retryConf(ctx)
+			s.retryDrops(ctx)
 			cancel()
 		}
 	}

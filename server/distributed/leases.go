@@ -334,8 +334,10 @@ func (s *Store) resolveKey(ctx context.Context, key string) (id string, cached b
 }
 
 // dropLive removes ended (or never recorded) leases from the live state.
-// A failure is logged: a lease left behind holds its seat until its
-// deadline, and the cleaner then finds it ended and forgets it.
+// A failure is logged and retried by the flush loop (retryDrops): until
+// then the lease holds its seat, at most until its deadline, when the
+// cleaner finds it ended and forgets it. Removing an ended lease later is
+// always right: released, revoked and never recorded leases never come back.
 func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
 	if len(ids) == 0 {
 		return
@@ -347,7 +349,24 @@ func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, err := s.evalLicense(ctx, scriptEnd, licenseID, args...); err != nil {
-		s.log.Error("distributed store: remove ended leases from Redis", "license", licenseID, "leases", len(ids), "err", err)
+		s.log.Error("distributed store: remove ended leases from Redis; retrying", "license", licenseID, "leases", len(ids), "err", err)
+		s.behindMu.Lock()
+		if s.dropsBehind == nil {
+			s.dropsBehind = map[string][]string{}
+		}
+		s.dropsBehind[licenseID] = append(s.dropsBehind[licenseID], ids...)
+		s.behindMu.Unlock()
+	}
+}
+
+// retryDrops runs dropLive again for the leases whose removal failed.
+func (s *Store) retryDrops(ctx context.Context) {
+	s.behindMu.Lock()
+	behind := s.dropsBehind
+	s.dropsBehind = nil
+	s.behindMu.Unlock()
+	for licenseID, ids := range behind {
+		s.dropLive(ctx, licenseID, ids...) // records them again if it fails again
 	}
 }
 

@@ -155,31 +155,31 @@ func (s *Store) pushConf(ctx context.Context, r licenseRow) {
 	args := append([]any{r.version}, confArgs(r)...)
 	if err := scriptSetConf.Run(ctx, s.rdb, s.keys.license(r.ID), args...).Err(); err != nil {
 		s.log.Error("distributed store: push license settings to Redis; retrying", "license", r.ID, "err", err)
-		s.confMu.Lock()
+		s.behindMu.Lock()
 		if s.confBehind == nil {
 			s.confBehind = map[string]bool{}
 		}
 		s.confBehind[r.ID] = true
-		s.confMu.Unlock()
+		s.behindMu.Unlock()
 	}
 }
 
 // retryConf pushes again the settings of the licenses whose push failed,
 // as recorded now.
 func (s *Store) retryConf(ctx context.Context) {
-	s.confMu.Lock()
+	s.behindMu.Lock()
 	ids := slices.Collect(maps.Keys(s.confBehind))
 	clear(s.confBehind)
-	s.confMu.Unlock()
+	s.behindMu.Unlock()
 	for _, id := range ids {
 		r, err := scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1`, id))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 		case err != nil:
 			s.log.Warn("distributed store: re-read license to push its settings; retrying", "license", id, "err", err)
-			s.confMu.Lock()
+			s.behindMu.Lock()
 			s.confBehind[id] = true
-			s.confMu.Unlock()
+			s.behindMu.Unlock()
 		case r.deleted:
 			// DeleteLicense tombstones the live state itself.
 		default:

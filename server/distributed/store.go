@@ -105,9 +105,11 @@ type Store struct {
 	lastReconcile time.Time
 
 	// confBehind holds the licenses whose settings this process failed to
-	// copy into Redis (pushConf); the flush loop retries them.
-	confMu     sync.Mutex
-	confBehind map[string]bool
+	// copy into Redis (pushConf), dropsBehind the ended leases it failed to
+	// remove from Redis, by license (dropLive); the flush loop retries both.
+	behindMu    sync.Mutex
+	confBehind  map[string]bool
+	dropsBehind map[string][]string
 
 	stop      chan struct{}
 	stopped   chan struct{}
