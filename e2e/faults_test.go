@@ -210,6 +210,13 @@ func TestDistributedRedisRestartEmpty(t *testing.T) {
 		rebuilt = rebuilt || strings.Contains(p.Output(), "built live state of license from PostgreSQL")
 	}
 	require.True(t, rebuilt, "an instance rebuilt the license's live state from PostgreSQL")
+	var rebuilds, flushed float64
+	for _, p := range procs {
+		rebuilds += p.metricSum(t, "seatd_live_state_rebuilds_total")
+		flushed += p.metricSum(t, "seatd_heartbeats_flushed_total")
+	}
+	require.GreaterOrEqual(t, rebuilds, 1.0, "/metrics counts the rebuild")
+	require.Positive(t, flushed, "/metrics counts heartbeats written behind")
 
 	// Old tokens still work everywhere; the record agrees.
 	for i, h := range held {

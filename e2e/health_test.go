@@ -51,6 +51,7 @@ func TestHealthAndShutdown(t *testing.T) {
 		m := p.do(t, "GET", "/metrics", "", nil).requireCode(t, 200)
 		metrics := string(m.Raw)
 		require.Contains(t, metrics, "\nseatd_leader 1\n", "seatd metrics (the embedded node leads cleanup)")
+		require.Contains(t, metrics, "\nseatd_heartbeats_flushed_total ", "the store's write-behind is counted")
 		require.Contains(t, metrics, "grpc_server_handled_total", "RPC metrics")
 		require.Contains(t, metrics, `grpc_service="seatd.v1.SeatService"`, "RPC metrics are initialised per method")
 

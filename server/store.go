@@ -249,3 +249,18 @@ func (p Page) PageSize() int {
 	}
 	return p.Size
 }
+
+// BackgroundStats are counts a store keeps of its own background work, for
+// /metrics. A store that has none of it need not report them.
+type BackgroundStats struct {
+	HeartbeatsFlushed int64 // heartbeat timestamps written behind to durable storage
+	FlushFailures     int64 // write-behind passes that failed (their heartbeats are retried)
+	LiveStateRebuilds int64 // licenses whose live state was rebuilt after Redis lost it
+	OrphansAdopted    int64 // recorded active leases unknown to Redis, handed to cleanup
+	RedisWritesBehind int64 // now: settings copies and lease removals waiting to be retried
+}
+
+// BackgroundReporter is implemented by stores that report BackgroundStats.
+type BackgroundReporter interface {
+	BackgroundStats() BackgroundStats
+}

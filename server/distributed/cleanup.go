@@ -301,6 +301,7 @@ func (s *Store) reconcile(ctx context.Context, now time.Time) error {
 			continue // the license is gone
 		}
 		if n := num(res[1]); n > 0 {
+			s.adopted.Add(n)
 			s.log.Warn("distributed store: adopted active leases unknown to Redis for cleanup", "license", licenseID, "leases", n)
 		}
 		if dl := num(res[2]); dl >= 0 {

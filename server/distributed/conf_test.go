@@ -74,12 +74,14 @@ func TestFailedSettingsPushIsRetried(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // several retries, all refused
 	_, seats := confOf(t, s, lic.ID)
 	require.Equal(t, "3", seats, "Redis still has the old settings while it refuses them")
+	require.EqualValues(t, 1, s.BackgroundStats().RedisWritesBehind, "/metrics shows the copy waiting")
 
 	fail.on.Store(false)
 	require.Eventually(t, func() bool {
 		_, seats := confOf(t, s, lic.ID)
 		return seats == "1"
 	}, 5*time.Second, 20*time.Millisecond, "the flush loop pushes the settings once Redis answers")
+	require.Zero(t, s.BackgroundStats().RedisWritesBehind)
 	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
 	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "the new limit of 1 holds")
 }
@@ -136,6 +138,7 @@ func TestFailedLiveRemovalIsRetried(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // several retries, all refused
 	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
 	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "Redis still counts the released lease while it refuses to drop it")
+	require.EqualValues(t, 1, s.BackgroundStats().RedisWritesBehind, "/metrics shows the removal waiting")
 
 	fail.on.Store(false)
 	require.Eventually(t, func() bool {

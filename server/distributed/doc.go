@@ -176,6 +176,4 @@
 //     per lease it serves.
 //   - Redis keeps a small tombstone hash per deleted license and one field
 //     per license in P{expiry}:gen; neither is ever removed.
-//   - Cleanup metrics of the backend (rebuilds, adopted orphans, flush sizes)
-//     are not exported to Prometheus yet.
 package distributed

@@ -123,6 +123,7 @@ func (s *Store) flush(ctx context.Context) error {
 	}
 	write()
 	if failed != nil {
+		s.flushFailures.Add(1)
 		s.hb.putBack(pending) // what was not written
 		return fmt.Errorf("write %d heartbeats: %w", len(pending), failed)
 	}

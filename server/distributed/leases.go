@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -339,16 +341,7 @@ func (s *Store) resolveKey(ctx context.Context, key string) (id string, cached b
 // cleaner finds it ended and forgets it. Removing an ended lease later is
 // always right: released, revoked and never recorded leases never come back.
 func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
-	if len(ids) == 0 {
-		return
-	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if _, err := s.evalLicense(ctx, scriptEnd, licenseID, args...); err != nil {
+	if err := s.endLive(ctx, licenseID, ids); err != nil {
 		s.log.Error("distributed store: remove ended leases from Redis; retrying", "license", licenseID, "leases", len(ids), "err", err)
 		s.behindMu.Lock()
 		if s.dropsBehind == nil {
@@ -359,14 +352,39 @@ func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
 	}
 }
 
-// retryDrops runs dropLive again for the leases whose removal failed.
+func (s *Store) endLive(ctx context.Context, licenseID string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, err := s.evalLicense(ctx, scriptEnd, licenseID, args...)
+	return err
+}
+
+// retryDrops removes again the leases whose removal failed. A license's
+// leases leave the list only once their removal lands.
 func (s *Store) retryDrops(ctx context.Context) {
 	s.behindMu.Lock()
-	behind := s.dropsBehind
-	s.dropsBehind = nil
+	behind := maps.Clone(s.dropsBehind)
 	s.behindMu.Unlock()
 	for licenseID, ids := range behind {
-		s.dropLive(ctx, licenseID, ids...) // records them again if it fails again
+		if err := s.endLive(ctx, licenseID, ids); err != nil {
+			s.log.Error("distributed store: remove ended leases from Redis; retrying", "license", licenseID, "leases", len(ids), "err", err)
+			continue
+		}
+		s.behindMu.Lock()
+		// Others may have been added meanwhile: keep those.
+		if rest := s.dropsBehind[licenseID][len(ids):]; len(rest) > 0 {
+			s.dropsBehind[licenseID] = slices.Clone(rest)
+		} else {
+			delete(s.dropsBehind, licenseID)
+		}
+		s.behindMu.Unlock()
 	}
 }
 

@@ -152,8 +152,7 @@ func (s *Store) UpdateLicense(ctx context.Context, tenantID, id string, update f
 // flush loop (retryConf); the leader's reconciliation (syncConf) is the
 // backstop if this process goes away first. Nothing is lost in the record.
 func (s *Store) pushConf(ctx context.Context, r licenseRow) {
-	args := append([]any{r.version}, confArgs(r)...)
-	if err := scriptSetConf.Run(ctx, s.rdb, s.keys.license(r.ID), args...).Err(); err != nil {
+	if err := s.setConf(ctx, r); err != nil {
 		s.log.Error("distributed store: push license settings to Redis; retrying", "license", r.ID, "err", err)
 		s.behindMu.Lock()
 		if s.confBehind == nil {
@@ -164,27 +163,34 @@ func (s *Store) pushConf(ctx context.Context, r licenseRow) {
 	}
 }
 
-// retryConf pushes again the settings of the licenses whose push failed,
-// as recorded now.
+func (s *Store) setConf(ctx context.Context, r licenseRow) error {
+	args := append([]any{r.version}, confArgs(r)...)
+	return scriptSetConf.Run(ctx, s.rdb, s.keys.license(r.ID), args...).Err()
+}
+
+// retryConf pushes again, as recorded now, the settings of the licenses
+// whose push failed. A license leaves the list only once its push lands.
 func (s *Store) retryConf(ctx context.Context) {
 	s.behindMu.Lock()
 	ids := slices.Collect(maps.Keys(s.confBehind))
-	clear(s.confBehind)
 	s.behindMu.Unlock()
 	for _, id := range ids {
 		r, err := scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1`, id))
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
+		case errors.Is(err, pgx.ErrNoRows), err == nil && r.deleted:
+			// Gone; DeleteLicense tombstones the live state itself.
 		case err != nil:
 			s.log.Warn("distributed store: re-read license to push its settings; retrying", "license", id, "err", err)
-			s.behindMu.Lock()
-			s.confBehind[id] = true
-			s.behindMu.Unlock()
-		case r.deleted:
-			// DeleteLicense tombstones the live state itself.
+			continue
 		default:
-			s.pushConf(ctx, r) // records it again if it fails again
+			if err := s.setConf(ctx, r); err != nil {
+				s.log.Error("distributed store: push license settings to Redis; retrying", "license", id, "err", err)
+				continue
+			}
 		}
+		s.behindMu.Lock()
+		delete(s.confBehind, id)
+		s.behindMu.Unlock()
 	}
 }
 

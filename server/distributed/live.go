@@ -143,6 +143,7 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 		level := slog.LevelDebug // a license's first use
 		if epoch > 1 {
 			level = slog.LevelWarn // Redis lost the license's live state
+			s.liveRebuilds.Add(1)
 		}
 		s.log.Log(ctx, level, "distributed store: built live state of license from PostgreSQL",
 			"license", licenseID, "epoch", epoch, "leases", len(sessions))

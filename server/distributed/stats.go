@@ -14,3 +14,22 @@ func (s *Store) ActiveLeases(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// BackgroundStats reports the store's write-behind and repair work.
+func (s *Store) BackgroundStats() server.BackgroundStats {
+	s.behindMu.Lock()
+	behind := len(s.confBehind)
+	for _, ids := range s.dropsBehind {
+		behind += len(ids)
+	}
+	s.behindMu.Unlock()
+	return server.BackgroundStats{
+		HeartbeatsFlushed: s.hb.written.Load(),
+		FlushFailures:     s.flushFailures.Load(),
+		LiveStateRebuilds: s.liveRebuilds.Load(),
+		OrphansAdopted:    s.adopted.Load(),
+		RedisWritesBehind: int64(behind),
+	}
+}
+
+var _ server.BackgroundReporter = (*Store)(nil)

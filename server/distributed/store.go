@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -110,6 +111,9 @@ type Store struct {
 	behindMu    sync.Mutex
 	confBehind  map[string]bool
 	dropsBehind map[string][]string
+
+	// For BackgroundStats.
+	flushFailures, liveRebuilds, adopted atomic.Int64
 
 	stop      chan struct{}
 	stopped   chan struct{}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/seatd/seatd/server"
 )
 
 // flushLoop writes heartbeats behind, every flushEvery, until Close.
@@ -53,8 +55,10 @@ func (s *Store) flush() error {
 		return nil
 	})
 	if err == nil {
+		s.flushed.Add(int64(len(recs)))
 		return nil
 	}
+	s.flushFailures.Add(1)
 	// Keep them dirty (those still active) for the next attempt.
 	s.mu.Lock()
 	for _, e := range es {
@@ -65,3 +69,10 @@ func (s *Store) flush() error {
 	s.mu.Unlock()
 	return fmt.Errorf("flush %d heartbeats: %w", len(recs), err)
 }
+
+// BackgroundStats reports the write-behind work.
+func (s *Store) BackgroundStats() server.BackgroundStats {
+	return server.BackgroundStats{HeartbeatsFlushed: s.flushed.Load(), FlushFailures: s.flushFailures.Load()}
+}
+
+var _ server.BackgroundReporter = (*Store)(nil)

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -56,6 +57,9 @@ type Store struct {
 	mu   sync.Mutex
 	idle *sync.Cond // broadcast whenever a busy mark is cleared
 	idx  index
+
+	// For BackgroundStats.
+	flushed, flushFailures atomic.Int64
 
 	stop      chan struct{}
 	stopped   chan struct{}

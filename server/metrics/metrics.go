@@ -5,6 +5,8 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seatd/seatd/server"
 )
 
 // CleanupBuckets are the seed's cleanup duration buckets, in seconds.
@@ -12,18 +14,17 @@ var CleanupBuckets = []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60}
 
 // Metrics holds every seatd collector.
 type Metrics struct {
-	ZombiesCleaned    prometheus.Counter
-	CleanupDuration   prometheus.Histogram
-	CleanupRuns       *prometheus.CounterVec // result: ok, partial, failed
-	CleanupErrors     prometheus.Counter
-	CleanupScanned    prometheus.Gauge
-	CleanupExpired    prometheus.Gauge
-	Leader            prometheus.Gauge
-	ActiveSeats       prometheus.Gauge
-	Acquisitions      *prometheus.CounterVec // result
-	Heartbeats        *prometheus.CounterVec // result
-	Releases          *prometheus.CounterVec // result
-	HeartbeatsFlushed prometheus.Counter
+	ZombiesCleaned  prometheus.Counter
+	CleanupDuration prometheus.Histogram
+	CleanupRuns     *prometheus.CounterVec // result: ok, partial, failed
+	CleanupErrors   prometheus.Counter
+	CleanupScanned  prometheus.Gauge
+	CleanupExpired  prometheus.Gauge
+	Leader          prometheus.Gauge
+	ActiveSeats     prometheus.Gauge
+	Acquisitions    *prometheus.CounterVec // result
+	Heartbeats      *prometheus.CounterVec // result
+	Releases        *prometheus.CounterVec // result
 }
 
 // New creates the collectors and registers them with reg.
@@ -62,13 +63,32 @@ func New(reg prometheus.Registerer) *Metrics {
 		Releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seatd_releases_total", Help: "ReleaseSeat calls by result.",
 		}, []string{"result"}),
-		HeartbeatsFlushed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seatd_heartbeats_flushed_total", Help: "Heartbeat timestamps written behind to durable storage.",
-		}),
 	}
 	reg.MustRegister(m.ZombiesCleaned, m.CleanupDuration, m.CleanupRuns, m.CleanupErrors, m.CleanupScanned,
-		m.CleanupExpired, m.Leader, m.ActiveSeats, m.Acquisitions, m.Heartbeats, m.Releases, m.HeartbeatsFlushed)
+		m.CleanupExpired, m.Leader, m.ActiveSeats, m.Acquisitions, m.Heartbeats, m.Releases)
 	return m
+}
+
+// RegisterBackground exports a store's background counts, read at scrape
+// time.
+func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) {
+	counter := func(name, help string, get func(server.BackgroundStats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(get(r.BackgroundStats())) })
+	}
+	reg.MustRegister(
+		counter("seatd_heartbeats_flushed_total", "Heartbeat timestamps written behind to durable storage.",
+			func(s server.BackgroundStats) int64 { return s.HeartbeatsFlushed }),
+		counter("seatd_heartbeat_flush_failures_total", "Write-behind passes that failed; their heartbeats are retried next tick.",
+			func(s server.BackgroundStats) int64 { return s.FlushFailures }),
+		counter("seatd_live_state_rebuilds_total", "Licenses whose live state in Redis was rebuilt from PostgreSQL after Redis lost it (distributed).",
+			func(s server.BackgroundStats) int64 { return s.LiveStateRebuilds }),
+		counter("seatd_orphans_adopted_total", "Recorded active leases unknown to Redis, handed to cleanup (distributed).",
+			func(s server.BackgroundStats) int64 { return s.OrphansAdopted }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "seatd_redis_writes_behind", Help: "License settings copies and lease removals Redis refused, waiting to be retried (distributed).",
+		}, func() float64 { return float64(r.BackgroundStats().RedisWritesBehind) }),
+	)
 }
 
 // Discard returns metrics registered nowhere, for tests.
