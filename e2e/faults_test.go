@@ -317,6 +317,8 @@ func TestDistributedPostgresRestart(t *testing.T) {
 		recMu    sync.Mutex
 		grants   = map[string]bool{} // lease id -> released
 		released = map[string]bool{}
+		// Releases retried past the lease's deadline (LEASE_EXPIRED).
+		expiredUnreleased = map[string]bool{}
 	)
 	for k := range 4 {
 		ld.loop(30*time.Millisecond, func(n int, phase int32) {
@@ -332,6 +334,8 @@ func TestDistributedPostgresRestart(t *testing.T) {
 			recMu.Lock()
 			grants[id] = true
 			recMu.Unlock()
+			// The latest deadline the lease can have: a heartbeat that failed
+			// may still have renewed it.
 			deadline := a.GetLease().GetExpiresAt().AsTime()
 			hbPhase := ld.phase.Load()
 			hb, err := procs[(k+n+1)%2].heartbeat(ctx, a)
@@ -341,6 +345,8 @@ func TestDistributedPostgresRestart(t *testing.T) {
 			}
 			if err == nil {
 				deadline = hb.GetExpiresAt().AsTime()
+			} else {
+				deadline = time.Now().Add(ttl)
 			}
 			// Release it, retrying UNAVAILABLE as the shipped client does,
 			// for as long as the outage may last.
@@ -355,6 +361,9 @@ func TestDistributedPostgresRestart(t *testing.T) {
 					return
 				}
 				if expiredWhileRetrying(out, deadline) {
+					recMu.Lock()
+					expiredUnreleased[id] = true
+					recMu.Unlock()
 					return
 				}
 				if !allowed(p, out) {
@@ -403,11 +412,13 @@ func TestDistributedPostgresRestart(t *testing.T) {
 						time.Sleep(100 * time.Millisecond)
 						_, err = p.release(ctx, a)
 					}
-					if err != nil && !expiredWhileRetrying(outcome(err), a.GetLease().GetExpiresAt().AsTime()) {
+					expired := err != nil && expiredWhileRetrying(outcome(err), a.GetLease().GetExpiresAt().AsTime())
+					if err != nil && !expired {
 						ld.out.bad("recovery: release: %v", err)
 					}
 					recMu.Lock()
 					released[a.GetLease().GetId()] = err == nil
+					expiredUnreleased[a.GetLease().GetId()] = expired
 					recMu.Unlock()
 					return false
 				}
@@ -453,6 +464,9 @@ func TestDistributedPostgresRestart(t *testing.T) {
 		require.True(t, ok, "granted lease %s is recorded", id)
 		if released[id] {
 			require.Equal(t, "released", r.State, "lease %s was released", id)
+		}
+		if expiredUnreleased[id] {
+			require.Equal(t, "expired", r.State, "lease %s: its release came after its deadline", id)
 		}
 	}
 	ends := map[string]int{}

@@ -255,7 +255,7 @@ func (p Page) PageSize() int {
 type BackgroundStats struct {
 	HeartbeatsFlushed int64 // heartbeat timestamps written behind to durable storage
 	FlushFailures     int64 // write-behind passes that failed (their heartbeats are retried)
-	LiveStateRebuilds int64 // licenses whose live state was rebuilt after Redis lost it
+	LiveStateRebuilds int64 // live states rebuilt from the record (Redis lost it, or an unrecorded grant)
 	OrphansAdopted    int64 // recorded active leases unknown to Redis, handed to cleanup
 	RedisWritesBehind int64 // now: settings copies and lease removals waiting to be retried
 }

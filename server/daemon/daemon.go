@@ -255,7 +255,7 @@ func (d *Daemon) setServing(ok bool) {
 	d.gateway.SetReady(ok)
 }
 
-// Shutdown drains in GracefulStop order (DESIGN.md): not-ready first, wait
+// Shutdown drains in GracefulStop order (README, "Zero-downtime deploys"): not-ready first, wait
 // for load balancers, stop cleanup, stop gRPC gracefully within the timeout,
 // stop HTTP, then flush and close storage last.
 func (d *Daemon) Shutdown() error {

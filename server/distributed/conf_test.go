@@ -145,4 +145,5 @@ func TestFailedLiveRemovalIsRetried(t *testing.T) {
 		_, _, err := tryAcq(t.Context(), s, lic.Key, "b")
 		return err == nil
 	}, 5*time.Second, 20*time.Millisecond, "the seat frees once Redis answers, long before the lease's deadline")
+	require.Zero(t, s.BackgroundStats().RedisWritesBehind)
 }

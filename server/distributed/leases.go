@@ -201,8 +201,12 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *gr
 // (err, or a deleted license or a rebuilt live state) and says what to do.
 func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, licenseID, leaseID string, err error) (again bool, _ error) {
 	// (If the insert's outcome is unknown and it did commit, the cleaner
-	// adopts the orphan; see doc.go.)
-	s.dropLive(ctx, licenseID, leaseID)
+	// adopts the orphan; see doc.go.) Not retried: the lease may be
+	// recorded after all and then handed back to its client's retry, and
+	// a late removal would take a live seat from it.
+	if err := s.endLive(ctx, licenseID, []string{leaseID}); err != nil {
+		s.log.Error("distributed store: give back the seat of an unrecorded grant; it holds it until its deadline", "license", licenseID, "err", err)
+	}
 	if isCode(err, pgUniqueViolation) {
 		return false, conflict("lease_id", "lease")
 	}
@@ -335,11 +339,12 @@ func (s *Store) resolveKey(ctx context.Context, key string) (id string, cached b
 	return id, false, nil
 }
 
-// dropLive removes ended (or never recorded) leases from the live state.
-// A failure is logged and retried by the flush loop (retryDrops): until
-// then the lease holds its seat, at most until its deadline, when the
-// cleaner finds it ended and forgets it. Removing an ended lease later is
-// always right: released, revoked and never recorded leases never come back.
+// dropLive removes released or revoked leases from the live state. A
+// failure is logged and retried by the flush loop (retryDrops): until then
+// the lease holds its seat, at most until its deadline, when the cleaner
+// finds it ended and forgets it. Removing such a lease later is always
+// right: released and revoked leases never come back. (Not for grants that
+// may or may not be recorded: see notRecorded.)
 func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
 	if err := s.endLive(ctx, licenseID, ids); err != nil {
 		s.log.Error("distributed store: remove ended leases from Redis; retrying", "license", licenseID, "leases", len(ids), "err", err)
@@ -352,7 +357,15 @@ func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
 	}
 }
 
+// endLive runs end.lua, within 5 s even when ctx has ended (a release whose
+// caller went away still gives the seat back).
 func (s *Store) endLive(ctx context.Context, licenseID string, ids []string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return s.endLiveNow(ctx, licenseID, ids)
+}
+
+func (s *Store) endLiveNow(ctx context.Context, licenseID string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -360,22 +373,22 @@ func (s *Store) endLive(ctx context.Context, licenseID string, ids []string) err
 	for i, id := range ids {
 		args[i] = id
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
 	_, err := s.evalLicense(ctx, scriptEnd, licenseID, args...)
 	return err
 }
 
-// retryDrops removes again the leases whose removal failed. A license's
-// leases leave the list only once their removal lands.
+// retryDrops removes again the leases whose removal failed, within ctx (the
+// flush tick), and stops at the first failure: Redis is still not
+// answering. A license's leases leave the list only once their removal
+// lands.
 func (s *Store) retryDrops(ctx context.Context) {
 	s.behindMu.Lock()
 	behind := maps.Clone(s.dropsBehind)
 	s.behindMu.Unlock()
 	for licenseID, ids := range behind {
-		if err := s.endLive(ctx, licenseID, ids); err != nil {
-			s.log.Error("distributed store: remove ended leases from Redis; retrying", "license", licenseID, "leases", len(ids), "err", err)
-			continue
+		if err := s.endLiveNow(ctx, licenseID, ids); err != nil {
+			s.log.Error("distributed store: remove ended leases from Redis; retrying next tick", "license", licenseID, "leases", len(ids), "err", err)
+			return
 		}
 		s.behindMu.Lock()
 		// Others may have been added meanwhile: keep those.
@@ -536,7 +549,13 @@ func (s *Store) release(ctx context.Context, leaseID, tokenHash string, out *ser
 			return s.fail("release", err)
 		}
 		if !ok { // ended meanwhile: by another release (then idempotent) or not
-			return s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+			err := s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+			if err == nil || server.ErrorReason(err) == server.ReasonLeaseRevoked {
+				// Released or revoked in the record yet live in Redis: the
+				// removal after that end failed (or has not run yet).
+				s.dropLive(ctx, info.LicenseID, leaseID)
+			}
+			return err
 		}
 		s.dropLive(ctx, info.LicenseID, leaseID)
 		return nil

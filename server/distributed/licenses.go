@@ -169,7 +169,8 @@ func (s *Store) setConf(ctx context.Context, r licenseRow) error {
 }
 
 // retryConf pushes again, as recorded now, the settings of the licenses
-// whose push failed. A license leaves the list only once its push lands.
+// whose push failed, and stops at the first failure (PostgreSQL or Redis
+// still not answering). A license leaves the list only once its push lands.
 func (s *Store) retryConf(ctx context.Context) {
 	s.behindMu.Lock()
 	ids := slices.Collect(maps.Keys(s.confBehind))
@@ -180,12 +181,12 @@ func (s *Store) retryConf(ctx context.Context) {
 		case errors.Is(err, pgx.ErrNoRows), err == nil && r.deleted:
 			// Gone; DeleteLicense tombstones the live state itself.
 		case err != nil:
-			s.log.Warn("distributed store: re-read license to push its settings; retrying", "license", id, "err", err)
-			continue
+			s.log.Warn("distributed store: re-read license to push its settings; retrying next tick", "license", id, "err", err)
+			return
 		default:
 			if err := s.setConf(ctx, r); err != nil {
-				s.log.Error("distributed store: push license settings to Redis; retrying", "license", id, "err", err)
-				continue
+				s.log.Error("distributed store: push license settings to Redis; retrying next tick", "license", id, "err", err)
+				return
 			}
 		}
 		s.behindMu.Lock()

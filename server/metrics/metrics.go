@@ -81,12 +81,12 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 			func(s server.BackgroundStats) int64 { return s.HeartbeatsFlushed }),
 		counter("seatd_heartbeat_flush_failures_total", "Write-behind passes that failed; their heartbeats are retried next tick.",
 			func(s server.BackgroundStats) int64 { return s.FlushFailures }),
-		counter("seatd_live_state_rebuilds_total", "Licenses whose live state in Redis was rebuilt from PostgreSQL after Redis lost it (distributed).",
+		counter("seatd_live_state_rebuilds_total", "Licenses whose live state in Redis was rebuilt from PostgreSQL after Redis lost it, or to drop a grant that was never recorded (distributed).",
 			func(s server.BackgroundStats) int64 { return s.LiveStateRebuilds }),
 		counter("seatd_orphans_adopted_total", "Recorded active leases unknown to Redis, handed to cleanup (distributed).",
 			func(s server.BackgroundStats) int64 { return s.OrphansAdopted }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "seatd_redis_writes_behind", Help: "License settings copies and lease removals Redis refused, waiting to be retried (distributed).",
+			Name: "seatd_redis_writes_behind", Help: "Licenses whose settings copy, and released or revoked leases whose removal, Redis refused, waiting to be retried (distributed).",
 		}, func() float64 { return float64(r.BackgroundStats().RedisWritesBehind) }),
 	)
 }

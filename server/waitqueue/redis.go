@@ -62,8 +62,6 @@ func (q *Redis) Join(ctx context.Context, name, resume string) (Ticket, error) {
 		return nil, fmt.Errorf("join wait queue: unexpected reply %v", res)
 	case res[0] < 0:
 		return nil, ErrFull
-	case res[1] == 1:
-		t.id = resume
 	}
 	return t, nil
 }

@@ -22,7 +22,8 @@ var ErrFull = errors.New("wait queue is full")
 type Queue interface {
 	// Join adds a waiter at the tail, or returns ErrFull. A non-empty
 	// resume names a ticket of an earlier stream: while that ticket is still
-	// in this queue, Join returns it, place kept, and never ErrFull.
+	// in this queue, the new ticket takes over its place (never ErrFull)
+	// and the old one is gone, as if it had left.
 	Join(ctx context.Context, name, resume string) (Ticket, error)
 }
 
@@ -61,15 +62,17 @@ func NewMemory(maxLength int) *Memory {
 func (m *Memory) Join(_ context.Context, name, resume string) (Ticket, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	t := &memTicket{q: m, name: name, id: server.NewID("w_")}
 	if resume != "" {
 		if i := slices.IndexFunc(m.queues[name], func(t *memTicket) bool { return t.id == resume }); i >= 0 {
-			return m.queues[name][i], nil
+			m.queues[name][i].gone = true
+			m.queues[name][i] = t
+			return t, nil
 		}
 	}
 	if len(m.queues[name]) >= m.MaxLength {
 		return nil, ErrFull
 	}
-	t := &memTicket{q: m, name: name, id: server.NewID("w_")}
 	m.queues[name] = append(m.queues[name], t)
 	return t, nil
 }

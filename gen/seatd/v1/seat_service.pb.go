@@ -299,8 +299,10 @@ type WaitForSeatRequest struct {
 	// The ticket from the last QueuePosition of an earlier WaitForSeat on
 	// this license, to take that place again instead of the back of the queue.
 	// The place outlives its stream only when the server ended the stream
-	// (shutdown) or went away, and then for a few seconds; an unknown or lapsed
-	// ticket joins at the back. Empty: join at the back.
+	// (shutdown) or went away, and then (distributed mode) for 5 seconds; an
+	// unknown or lapsed ticket joins at the back. Taking a place over moves it
+	// to a new ticket: a stream still holding the old one loses it. Empty:
+	// join at the back.
 	QueueTicket   string `protobuf:"bytes,7,opt,name=queue_ticket,json=queueTicket,proto3" json:"queue_ticket,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
