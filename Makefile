@@ -5,6 +5,8 @@ BIN   := $(CURDIR)/bin
 # Developer tools (buf, grpcurl, grpc-health-probe) are pinned in tools/go.mod
 # so they never leak into the module graph of seatd itself.
 TOOL  := $(GO) tool -modfile=tools/go.mod
+# golangci-lint has a module of its own: its dependencies must not move buf's.
+LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 
 .PHONY: help build run generate verify-generate lint vet test bench bench/go bench/cleanup tools services clean
 
@@ -29,9 +31,10 @@ verify-generate: ## Fail if gen/ differs from what buf generate makes
 	  $(TOOL) buf generate --template $$tmp/buf.gen.yaml && \
 	  diff -r --exclude=doc.go gen $$tmp/gen && echo "gen/ is up to date"
 
-lint: ## buf lint (STANDARD) and go vet
+lint: ## buf lint (STANDARD), go vet and golangci-lint (.golangci.yml)
 	$(TOOL) buf lint
 	$(GO) vet ./...
+	$(LINT) run ./...
 
 vet:
 	$(GO) vet ./...

@@ -291,7 +291,10 @@ func TestDistributedRESTWalkthrough(t *testing.T) {
 	}
 	again := acquire(c, "fp-a").requireCode(t, http.StatusOK)
 	require.Equal(t, firstID, again.str(t, "lease.id"), "a retry through another instance gets the same lease")
+	oldToken := firstToken
 	firstToken = again.str(t, "leaseToken")
+	stale := c.do(t, "POST", "/v1/leases/"+firstID+":heartbeat", "", map[string]any{"leaseToken": oldToken}).requireCode(t, http.StatusForbidden)
+	require.Equal(t, "LEASE_TOKEN_INVALID", stale.errorReason(), "the retry's new token replaced the old one; body: %s", stale.Raw)
 
 	hb := c.do(t, "POST", "/v1/leases/"+firstID+":heartbeat", "", map[string]any{"leaseToken": firstToken}).requireCode(t, http.StatusOK)
 	require.NotEmpty(t, hb.str(t, "expiresAt"))

@@ -336,7 +336,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 			recMu.Unlock()
 			// The latest deadline the lease can have: a heartbeat that failed
 			// may still have renewed it.
-			deadline := a.GetLease().GetExpiresAt().AsTime()
+			var deadline time.Time
 			hbPhase := ld.phase.Load()
 			hb, err := procs[(k+n+1)%2].heartbeat(ctx, a)
 			out = ld.note(hbPhase, "heartbeat", err)

@@ -406,8 +406,8 @@ func runToExit(t testing.TB, timeout time.Duration, args, env []string) (int, st
 		return cmd.ProcessState.ExitCode(), out.String()
 	case <-time.After(timeout):
 		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("seatd %s did not exit within %s (it should fail at once); output:\n%s", strings.Join(args, " "), timeout, out.String())
+		killed := <-done
+		t.Fatalf("seatd %s did not exit within %s (it should fail at once; killed: %v); output:\n%s", strings.Join(args, " "), timeout, killed, out.String())
 		return 0, ""
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 )
 
@@ -48,9 +47,9 @@ func run(m *testing.M) int {
 }
 
 func buildSeatd(out string) error {
-	goTool, err := exec.LookPath("go")
+	goTool, err := exec.LookPath("go") // go test puts GOROOT/bin first in PATH
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return err
 	}
 	args := []string{"build", "-o", out}
 	if raceEnabled {

@@ -103,7 +103,7 @@ func TestRESTWalkthrough(t *testing.T) {
 	require.NotEmpty(t, r.str(t, "startTime"))
 	require.NotEmpty(t, r.str(t, "endTime"))
 
-	r = p.do(t, "DELETE", "/v1/admin/licenses/"+id, op, nil).requireCode(t, http.StatusOK)
+	p.do(t, "DELETE", "/v1/admin/licenses/"+id, op, nil).requireCode(t, http.StatusOK)
 	p.do(t, "GET", "/v1/admin/licenses/"+id, op, nil).requireCode(t, http.StatusNotFound)
 	gone := acquire("fp-e").requireCode(t, http.StatusNotFound)
 	require.Equal(t, "LICENSE_NOT_FOUND", gone.errorReason(), "body: %s", gone.Raw)

@@ -104,7 +104,7 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		b.conns = append(b.conns, c)
 	}
 	ctx := context.Background()

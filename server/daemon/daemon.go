@@ -93,7 +93,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	d := &Daemon{cfg: cfg, log: cfg.logger(logOut), serveErr: make(chan error, 2)}
 	defer func() {
 		if err != nil {
-			d.closeAll()
+			_ = d.closeAll() // the error that stopped Start is the one to report
 		}
 	}()
 

@@ -48,7 +48,7 @@ func migrateMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "seatd migrate: PostgreSQL URL: %v\n", err)
 		return 2
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	if err := db.PingContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "seatd migrate: cannot reach PostgreSQL: %v\n", err)
 		return 1

@@ -39,7 +39,7 @@ func loadOperatorKey(configured, dataDir string) (key string, generated bool, er
 		return "", false, fmt.Errorf("write operator key: %w", err)
 	}
 	if _, err := f.WriteString(key + "\n"); err != nil {
-		f.Close()
+		_ = f.Close()
 		return "", false, fmt.Errorf("write operator key: %w", err)
 	}
 	if err := f.Close(); err != nil {

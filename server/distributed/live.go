@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seatd/seatd/server"
 )
@@ -249,6 +248,3 @@ func num(v any) int64 {
 	}
 	return 0
 }
-
-// isNil reports a Redis nil reply.
-func isNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/seatd/seatd/server"
 )
@@ -73,7 +74,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	db, err := bolt.Open(filepath.Join(dir, dbFileName), 0o600, &bolt.Options{Timeout: lockTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("data dir %s is in use by another seatd process", dir)
 	}
 	if err != nil {

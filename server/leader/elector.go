@@ -94,7 +94,7 @@ func (e *Elector) LeaderID(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	objectID, err := lockObjectID(ctx, conn)
 	if err != nil {
 		return "", err
@@ -176,7 +176,7 @@ func (e *Elector) campaign(ctx context.Context) (*pgx.Conn, int32, bool) {
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("leader election: lock attempt failed; retrying", "err", err)
 		}
-		conn.Close(context.WithoutCancel(ctx))
+		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, 0, false
 	}
 	return conn, objectID, true
@@ -203,7 +203,7 @@ func (e *Elector) lead(ctx context.Context, conn *pgx.Conn, objectID int32) {
 	if ctx.Err() != nil {
 		_, _ = conn.Exec(cctx, "SELECT pg_advisory_unlock($1, $2)", LockClassID, objectID)
 	}
-	conn.Close(cctx)
+	_ = conn.Close(cctx)
 	e.log.Info("leader election: this instance stepped down", "reason", reason)
 }
 
