@@ -334,9 +334,10 @@ func TestDistributedPostgresRestart(t *testing.T) {
 			recMu.Lock()
 			grants[id] = true
 			recMu.Unlock()
-			// The latest deadline the lease can have: a heartbeat that failed
-			// may still have renewed it.
-			var deadline time.Time
+			// The earliest deadline the lease can have: a heartbeat that
+			// failed may or may not have renewed it, so past the acquire's
+			// deadline LEASE_EXPIRED may be the truth.
+			deadline := a.GetLease().GetExpiresAt().AsTime()
 			hbPhase := ld.phase.Load()
 			hb, err := procs[(k+n+1)%2].heartbeat(ctx, a)
 			out = ld.note(hbPhase, "heartbeat", err)
@@ -345,8 +346,6 @@ func TestDistributedPostgresRestart(t *testing.T) {
 			}
 			if err == nil {
 				deadline = hb.GetExpiresAt().AsTime()
-			} else {
-				deadline = time.Now().Add(ttl)
 			}
 			// Release it, retrying UNAVAILABLE as the shipped client does,
 			// for as long as the outage may last.
