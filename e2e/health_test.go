@@ -22,7 +22,7 @@ var seatdServices = []string{"seatd.v1.SeatService", "seatd.v1.HeartbeatService"
 func TestHealthAndShutdown(t *testing.T) {
 	t.Parallel()
 	probe := toolPath(t, "grpc-health-probe")
-	p := start(t, options{args: []string{"--drain-delay", "2s"}})
+	p := start(t, options{args: []string{"--drain-delay", "4s"}})
 	ctx := testContext(t)
 	health := healthpb.NewHealthClient(p.conn)
 
@@ -66,12 +66,12 @@ func TestHealthAndShutdown(t *testing.T) {
 		return
 	}
 
-	// SIGTERM with a 2s drain delay: /readyz and gRPC health must say "not
+	// SIGTERM with a 4s drain delay: /readyz and gRPC health must say "not
 	// ready" while the process still runs, and liveness stays OK.
 	p.signal(syscall.SIGTERM)
 	signalled := time.Now()
 	sawReady503, sawNotServing := false, false
-	eventually(t, 1800*time.Millisecond, "/readyz 503 and health NOT_SERVING during the drain", func() bool {
+	eventually(t, 3800*time.Millisecond, "/readyz 503 and health NOT_SERVING during the drain", func() bool {
 		require.True(t, p.running(), "seatd exited before the drain delay ended")
 		if !sawReady503 {
 			sawReady503 = p.do(t, "GET", "/readyz", "", nil).Code == 503
