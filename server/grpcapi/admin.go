@@ -196,14 +196,26 @@ func (h *adminService) ListLeases(ctx context.Context, req *seatdv1.ListLeasesRe
 	if err != nil {
 		return nil, err
 	}
-	ls, next, err := h.s.store.ListLeases(ctx, tenant, req.GetLicenseId(), state, server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
+	// The filter is on the state as listed: an active lease past its
+	// deadline is EXPIRED (strict expiry) before cleanup records it. So
+	// EXPIRED reads every recorded state and ACTIVE drops the lapsed; a page
+	// may then hold fewer than page_size leases.
+	recorded := state
+	if state == server.LeaseExpired {
+		recorded = ""
+	}
+	ls, next, err := h.s.store.ListLeases(ctx, tenant, req.GetLicenseId(), recorded, server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
 	if err != nil {
 		return nil, err
 	}
 	now := h.s.now()
 	resp := &seatdv1.ListLeasesResponse{NextPageToken: next}
 	for _, l := range ls {
-		resp.Leases = append(resp.Leases, leaseToProto(l, now))
+		pl := leaseToProto(l, now)
+		if state != "" && pl.GetState() != req.GetState() {
+			continue
+		}
+		resp.Leases = append(resp.Leases, pl)
 	}
 	return resp, nil
 }

@@ -537,7 +537,10 @@ type ListLeasesRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	LicenseId string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
 	TenantId  string                 `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	// Only leases in this state; unset means all states.
+	// Only leases in this state, as listed: an active lease past its deadline
+	// is EXPIRED even before cleanup records it. Unset means all states. With
+	// a state, a page may hold fewer than page_size leases (even none) and
+	// still have a next_page_token.
 	State LeaseState `protobuf:"varint,3,opt,name=state,proto3,enum=seatd.v1.LeaseState" json:"state,omitempty"`
 	// 1-1000, default 100.
 	PageSize      int32  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
