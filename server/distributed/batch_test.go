@@ -86,10 +86,7 @@ func TestBatcher(t *testing.T) {
 // answer, including failures mixed into the same batches.
 func TestConcurrentHotPath(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
-	tn := mkTenant(t, s)
+	loc, s, tn := openStore(t, nil)
 	const seats, perLicense = 5, 12
 	var lics []server.License
 	for range 3 {
@@ -195,10 +192,7 @@ func TestConcurrentHotPath(t *testing.T) {
 // the others and refuses those two exactly as alone.
 func TestGroupInsertKeepsEachRowsConditions(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
-	tn := mkTenant(t, s)
+	loc, s, tn := openStore(t, nil)
 	a, b := mkLicense(t, s, tn.ID, 10, time.Hour), mkLicense(t, s, tn.ID, 10, time.Hour)
 	require.NoError(t, s.ensureLive(t.Context(), a.ID))
 	require.NoError(t, s.ensureLive(t.Context(), b.ID))
@@ -238,10 +232,7 @@ func TestGroupInsertKeepsEachRowsConditions(t *testing.T) {
 // TestHotScriptsAfterScriptFlush: a pipeline whose scripts Redis no longer
 // knows (restart, SCRIPT FLUSH) falls back to EVAL for each run.
 func TestHotScriptsAfterScriptFlush(t *testing.T) {
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
-	tn := mkTenant(t, s)
+	_, s, tn := openStore(t, nil)
 	type held struct{ id, tokenHash string }
 	var leases []held
 	for range 3 {
@@ -289,10 +280,7 @@ func TestHotScriptsAfterScriptFlush(t *testing.T) {
 // held rows are written once the lock goes, as alone.
 func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
-	tn := mkTenant(t, s)
+	loc, s, tn := openStore(t, nil)
 	a, b := mkLicense(t, s, tn.ID, 10, time.Hour), mkLicense(t, s, tn.ID, 10, time.Hour)
 	require.NoError(t, s.ensureLive(t.Context(), a.ID))
 	require.NoError(t, s.ensureLive(t.Context(), b.ID))
@@ -383,10 +371,7 @@ func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 // latest one answered.
 func TestHeartbeatsOfOneLeaseTogether(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
-	tn := mkTenant(t, s)
+	loc, s, tn := openStore(t, nil)
 	lic := mkLicense(t, s, tn.ID, 2, time.Hour)
 	r, tok := acq(t, s, lic.Key, "together")
 	other, otherTok := acq(t, s, lic.Key, "other")

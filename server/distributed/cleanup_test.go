@@ -23,11 +23,8 @@ import (
 // the hints end up after now.
 func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
+	loc, s, tn := openStore(t, nil)
 	ctx := t.Context()
-	tn := mkTenant(t, s)
 	const nLicenses, perLicense = 120, 4
 	now, err := s.redisNow(ctx)
 	require.NoError(t, err)

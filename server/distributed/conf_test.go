@@ -56,13 +56,10 @@ func confOf(t *testing.T, s *Store, licenseID string) (version, seats string) {
 // keeps retrying, and once Redis answers the lower seat limit is enforced.
 func TestFailedSettingsPushIsRetried(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, func(o *Options) { o.HeartbeatFlushInterval = 100 * time.Millisecond })
-	defer s.Close()
+	_, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = 100 * time.Millisecond })
 	fail := &failScript{sha: scriptSetConf.Hash()}
 	s.rdb.AddHook(fail)
 
-	tn := mkTenant(t, s)
 	lic := mkLicense(t, s, tn.ID, 3, time.Minute)
 	acq(t, s, lic.Key, "a") // builds the live state
 	_, before := confOf(t, s, lic.ID)
@@ -91,10 +88,7 @@ func TestFailedSettingsPushIsRetried(t *testing.T) {
 // the reconciliation the cleanup leader runs; current ones are left alone.
 func TestSyncConfRepairsSettingsLeftBehind(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	defer s.Close()
-	tn := mkTenant(t, s)
+	_, s, tn := openStore(t, nil)
 	behind := mkLicense(t, s, tn.ID, 3, time.Minute)
 	current := mkLicense(t, s, tn.ID, 4, time.Minute)
 	acq(t, s, behind.Key, "a")
@@ -122,13 +116,10 @@ func TestSyncConfRepairsSettingsLeftBehind(t *testing.T) {
 // the flush loop's retry gets through, not until the lease's deadline.
 func TestFailedLiveRemovalIsRetried(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, func(o *Options) { o.HeartbeatFlushInterval = 100 * time.Millisecond })
-	defer s.Close()
+	_, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = 100 * time.Millisecond })
 	fail := &failScript{sha: scriptEnd.Hash()}
 	s.rdb.AddHook(fail)
 
-	tn := mkTenant(t, s)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
 

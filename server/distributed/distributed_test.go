@@ -166,6 +166,16 @@ func (loc location) open(t *testing.T, mut func(*Options)) *Store {
 	return s
 }
 
+// openStore opens a store on a fresh location, closed when the test ends,
+// and makes a tenant for it.
+func openStore(t *testing.T, mut func(*Options)) (location, *Store, server.Tenant) {
+	t.Helper()
+	loc := newLocation(t)
+	s := loc.open(t, mut)
+	t.Cleanup(func() { _ = s.Close() })
+	return loc, s, mkTenant(t, s)
+}
+
 func TestConformance(t *testing.T) {
 	testServers(t)
 	storetest.Run(t, func(t *testing.T) storetest.Opener {

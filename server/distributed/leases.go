@@ -349,9 +349,6 @@ func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
 	if err := s.endLive(ctx, licenseID, ids); err != nil {
 		s.log.Error("distributed store: remove ended leases from Redis; retrying", "license", licenseID, "leases", len(ids), "err", err)
 		s.behindMu.Lock()
-		if s.dropsBehind == nil {
-			s.dropsBehind = map[string][]string{}
-		}
 		s.dropsBehind[licenseID] = append(s.dropsBehind[licenseID], ids...)
 		s.behindMu.Unlock()
 	}

@@ -155,9 +155,6 @@ func (s *Store) pushConf(ctx context.Context, r licenseRow) {
 	if err := s.setConf(ctx, r); err != nil {
 		s.log.Error("distributed store: push license settings to Redis; retrying", "license", r.ID, "err", err)
 		s.behindMu.Lock()
-		if s.confBehind == nil {
-			s.confBehind = map[string]bool{}
-		}
 		s.confBehind[r.ID] = true
 		s.behindMu.Unlock()
 	}
@@ -176,7 +173,7 @@ func (s *Store) retryConf(ctx context.Context) {
 	ids := slices.Collect(maps.Keys(s.confBehind))
 	s.behindMu.Unlock()
 	for _, id := range ids {
-		r, err := scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1`, id))
+		r, err := s.readLicenseRow(ctx, id)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows), err == nil && r.deleted:
 			// Gone; DeleteLicense tombstones the live state itself.
@@ -193,6 +190,11 @@ func (s *Store) retryConf(ctx context.Context) {
 		delete(s.confBehind, id)
 		s.behindMu.Unlock()
 	}
+}
+
+// readLicenseRow reads a license's row, deleted or not.
+func (s *Store) readLicenseRow(ctx context.Context, id string) (licenseRow, error) {
+	return scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1`, id))
 }
 
 // syncConf brings the Redis settings of every license whose live state is
@@ -228,7 +230,7 @@ func (s *Store) syncConf(ctx context.Context) error {
 			if err != nil || have >= versions[start+i] {
 				continue // no live state (a rebuild reads the record), or current
 			}
-			r, err := scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1`, ids[start+i]))
+			r, err := s.readLicenseRow(ctx, ids[start+i])
 			if err != nil {
 				return err
 			}

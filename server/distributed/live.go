@@ -150,7 +150,7 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 	// A change committed after our read found no live state to update
 	// (setconf.lua never creates one): bring the settings up to date now.
 	// A change committed after this read updates them itself.
-	now, err := scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1`, licenseID))
+	now, err := s.readLicenseRow(ctx, licenseID)
 	switch {
 	case err != nil:
 		return fmt.Errorf("re-read license: %w", err)

@@ -190,6 +190,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		licKeys:     newBoundedCache[string, []string](100_000),
 		licJSON:     newBoundedCache[string, server.License](10_000),
 		hb:          heartbeatBuffer{pending: map[string]pendingBeat{}},
+		confBehind:  map[string]bool{},
+		dropsBehind: map[string][]string{},
 		recordWait:  defaultRecordWait,
 		stop:        make(chan struct{}),
 		stopped:     make(chan struct{}),

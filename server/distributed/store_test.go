@@ -248,10 +248,7 @@ func leaseIDs(ls []server.Lease) []string {
 // hands back leases, and a second instance agrees.
 func TestRedisLoss(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
-	tn := mkTenant(t, s)
+	loc, s, tn := openStore(t, nil)
 	lic := mkLicense(t, s, tn.ID, 3, time.Hour)
 	other := mkLicense(t, s, tn.ID, 2, time.Hour)
 	a, tokA := acq(t, s, lic.Key, "a")
@@ -328,10 +325,7 @@ func TestRedisLoss(t *testing.T) {
 // acquisition is granted again on the new state.
 func TestStaleGrantIsNeverRecorded(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
-	tn := mkTenant(t, s)
+	loc, s, tn := openStore(t, nil)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	require.NoError(t, s.ensureLive(t.Context(), lic.ID))
 
@@ -369,10 +363,7 @@ func TestStaleGrantIsNeverRecorded(t *testing.T) {
 // on a deleted license, and every lease that was has one usage event.
 func TestDeleteLicenseRacingAcquisitions(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
-	tn := mkTenant(t, s)
+	loc, s, tn := openStore(t, nil)
 	lic := mkLicense(t, s, tn.ID, 10_000, time.Hour)
 	stop := make(chan struct{})
 	var (
@@ -484,11 +475,8 @@ func TestMigrations(t *testing.T) {
 // gets a recorded lease.
 func TestGrantNeverRecorded(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	s := loc.open(t, nil)
-	t.Cleanup(func() { _ = s.Close() })
+	_, s, tn := openStore(t, nil)
 	s.recordWait = 300 * time.Millisecond
-	tn := mkTenant(t, s)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	require.NoError(t, s.ensureLive(t.Context(), lic.ID))
 
