@@ -110,31 +110,3 @@ func TestSyncConfRepairsSettingsLeftBehind(t *testing.T) {
 	_, _, err = tryAcq(t.Context(), s, behind.Key, "b")
 	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted)
 }
-
-// TestFailedLiveRemovalIsRetried: a release is recorded while Redis refuses
-// to drop the lease from the live state; the seat stays taken only until
-// the flush loop's retry gets through, not until the lease's deadline.
-func TestFailedLiveRemovalIsRetried(t *testing.T) {
-	t.Parallel()
-	_, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = 100 * time.Millisecond })
-	fail := &failScript{sha: scriptEnd.Hash()}
-	s.rdb.AddHook(fail)
-
-	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
-	res, tok := acq(t, s, lic.Key, "a")
-
-	fail.on.Store(true)
-	_, err := s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
-	require.NoError(t, err, "the release is recorded")
-	time.Sleep(300 * time.Millisecond) // several retries, all refused
-	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
-	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "Redis still counts the released lease while it refuses to drop it")
-	require.EqualValues(t, 1, s.BackgroundStats().RedisWritesBehind, "/metrics shows the removal waiting")
-
-	fail.on.Store(false)
-	require.Eventually(t, func() bool {
-		_, _, err := tryAcq(t.Context(), s, lic.Key, "b")
-		return err == nil
-	}, 5*time.Second, 20*time.Millisecond, "the seat frees once Redis answers, long before the lease's deadline")
-	require.Zero(t, s.BackgroundStats().RedisWritesBehind)
-}

@@ -61,7 +61,8 @@
 // Release / Revoke: check.lua judges (token, still live; Revoke reads the
 // live values with peek.lua) -> one statement ends the session (UPDATE ...
 // WHERE state = 'active' RETURNING) and inserts its usage event (ON
-// CONFLICT (lease_id) DO NOTHING) -> end.lua removes the lease from Redis.
+// CONFLICT (lease_id) DO NOTHING) -> end.lua removes the lease from Redis
+// -> only then the caller is told (UNAVAILABLE if end.lua failed).
 // Of two racing ends, the row lock lets one win; the other sees the lease
 // ended and answers accordingly.
 //
@@ -77,7 +78,9 @@
 // DeleteLicense: one transaction locks the license row FOR UPDATE, revokes
 // its active sessions (usage events, audit), marks it deleted -> then
 // tombstone.lua drops the live state and marks the settings deleted with an
-// epoch no rebuild can beat. UpdateLicense: a transaction (row lock FOR NO
+// epoch no rebuild can beat (the delete answers UNAVAILABLE if it fails;
+// the leader's syncConf tombstones every deleted license Redis still
+// serves). UpdateLicense: a transaction (row lock FOR NO
 // KEY UPDATE, version + 1) -> setconf.lua copies the settings into an
 // existing live state if they are newer. If Redis refuses that copy, the
 // flush loop pushes the license's recorded settings again every tick until
@@ -146,9 +149,14 @@
 //     only. It holds no seat (heartbeats answer LEASE_EXPIRED); the
 //     reconciliation in DueLeases finds it past its recorded deadline and
 //     adopt.lua hands it to the cleaner, which records it as expired.
-//   - Between the end of a session in PostgreSQL and end.lua: the record is
-//     final; the lease lingers in Redis, holding a seat until its deadline,
-//     then the cleaner finds it ended and drops it.
+//   - Between the end of a session in PostgreSQL and end.lua (a crash, or
+//     end.lua failed): the record is final, but nobody has been told: the
+//     call answers only once end.lua succeeded (a retry finds the end
+//     recorded and runs end.lua again). The lease lingers in Redis; if it
+//     heartbeats, the next flush learns from the record that it ended and
+//     drops it (flush.go), otherwise it stops counting at its deadline and
+//     the cleaner drops it. A deleted license whose tombstone failed is
+//     tombstoned by the leader's reconciliation (syncConf).
 //   - Between expire.lua and the record, or the record fails: the leases
 //     wait in the expiring hash (no seat, no heartbeat) and the next pass
 //     records them; two cleaners record each once (row lock + state check).

@@ -8,12 +8,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Heartbeats are written behind: Heartbeat changes Redis only and notes
 // the lease's new values here; the flusher writes all of them to
 // PostgreSQL with one statement per batch, every HeartbeatFlushInterval,
 // and Close writes what is left.
+//
+// The same statement returns the leases of the batch that the record says
+// have ended (released, revoked, expired) while Redis still renewed them:
+// a process died between recording an end and removing the lease from
+// Redis, or the removal failed. The flusher removes them (end.lua), so an
+// ended lease stops heartbeating within a flush interval whatever crashed
+// in between: the record is the truth, and the repair needs no state
+// that a crash could lose (the lease's next heartbeat brings it back here
+// until the removal lands).
 
 // maxFlushBatch bounds the leases one flush statement carries.
 const maxFlushBatch = 5000
@@ -74,7 +85,6 @@ func (s *Store) flushLoop() {
 				s.log.Error("distributed store: write heartbeats behind; retrying next tick", "err", err)
 			}
 			s.retryConf(ctx)
-			s.retryDrops(ctx)
 			cancel()
 		}
 	}
@@ -98,11 +108,9 @@ func (s *Store) flush(ctx context.Context) error {
 		}
 		if failed == nil {
 			s.hb.statements.Add(1)
-			tag, err := s.pool.Exec(ctx, `UPDATE sessions s SET last_heartbeat_at = v.hb, expires_at = v.dl
-				FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS v(id, hb, dl)
-				WHERE s.id = v.id AND s.state = 'active' AND s.last_heartbeat_at < v.hb`, ids, hbs, dls)
+			n, err := s.writeBeats(ctx, ids, hbs, dls)
 			if err == nil {
-				s.hb.written.Add(tag.RowsAffected())
+				s.hb.written.Add(n)
 				for _, id := range ids {
 					delete(pending, id)
 				}
@@ -128,4 +136,57 @@ func (s *Store) flush(ctx context.Context) error {
 		return fmt.Errorf("write %d heartbeats: %w", len(pending), failed)
 	}
 	return nil
+}
+
+// writeBeats writes one batch of heartbeats and removes from Redis the
+// leases of the batch that ended in the record. n is the rows written.
+func (s *Store) writeBeats(ctx context.Context, ids []string, hbs, dls []time.Time) (n int64, err error) {
+	rows, _ := s.pool.Query(ctx, `WITH v AS (
+			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS v(id, hb, dl)
+		), written AS (
+			UPDATE sessions s SET last_heartbeat_at = v.hb, expires_at = v.dl FROM v
+			WHERE s.id = v.id AND s.state = 'active' AND s.last_heartbeat_at < v.hb
+			RETURNING s.id
+		)
+		SELECT '', '', (SELECT count(*) FROM written)
+		UNION ALL
+		SELECT s.id, s.license_id, 0 FROM sessions s JOIN v ON s.id = v.id WHERE s.state <> 'active'`, ids, hbs, dls)
+	var (
+		id, licenseID string
+		count         int64
+		ended         = map[string][]any{}
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &licenseID, &count}, func() error {
+		if id == "" {
+			n = count
+		} else {
+			ended[licenseID] = append(ended[licenseID], id)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(ended) > 0 {
+		s.dropEndedInRecord(ctx, ended)
+	}
+	return n, nil
+}
+
+// dropEndedInRecord removes from Redis leases that Redis renewed although
+// the record says they ended. A failure is logged: the lease's next
+// heartbeat brings it back to the flusher.
+func (s *Store) dropEndedInRecord(ctx context.Context, byLicense map[string][]any) {
+	calls := make([]scriptCall, 0, len(byLicense))
+	for licenseID, ids := range byLicense {
+		calls = append(calls, scriptCall{scriptEnd, s.keys.license(licenseID), ids})
+		s.log.Warn("distributed store: leases ended in the record were still live in Redis; dropping them",
+			"license", licenseID, "leases", len(ids))
+	}
+	for i, r := range s.pipelineScripts(ctx, calls) {
+		if r.err != nil {
+			s.log.Error("distributed store: drop leases ended in the record from Redis; retrying at their next heartbeat",
+				"license", calls[i].keys[0], "err", r.err)
+		}
+	}
 }

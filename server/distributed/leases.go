@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -339,19 +337,18 @@ func (s *Store) resolveKey(ctx context.Context, key string) (id string, cached b
 	return id, false, nil
 }
 
-// dropLive removes released or revoked leases from the live state. A
-// failure is logged and retried by the flush loop (retryDrops): until then
-// the lease holds its seat, at most until its deadline, when the cleaner
-// finds it ended and forgets it. Removing such a lease later is always
-// right: released and revoked leases never come back. (Not for grants that
-// may or may not be recorded: see notRecorded.)
-func (s *Store) dropLive(ctx context.Context, licenseID string, ids ...string) {
+// dropEnded removes released or revoked leases from the live state after
+// their end is recorded. Callers tell nobody the lease ended until it
+// succeeds (an observed end is final): on an error they answer UNAVAILABLE
+// and a retry finds the end recorded and tries again. If nobody retries
+// (the process died, the caller gave up), the write-behind flush finds the
+// lease ended in the record at its next heartbeat and drops it (flush.go),
+// and a lease that stops heartbeating stops counting at its deadline.
+func (s *Store) dropEnded(ctx context.Context, licenseID string, ids ...string) error {
 	if err := s.endLive(ctx, licenseID, ids); err != nil {
-		s.log.Error("distributed store: remove ended leases from Redis; retrying", "license", licenseID, "leases", len(ids), "err", err)
-		s.behindMu.Lock()
-		s.dropsBehind[licenseID] = append(s.dropsBehind[licenseID], ids...)
-		s.behindMu.Unlock()
+		return fmt.Errorf("remove ended leases from Redis: %w", err)
 	}
+	return nil
 }
 
 // endLive runs end.lua, within 5 s even when ctx has ended (a release whose
@@ -372,30 +369,6 @@ func (s *Store) endLiveNow(ctx context.Context, licenseID string, ids []string) 
 	}
 	_, err := s.evalLicense(ctx, scriptEnd, licenseID, args...)
 	return err
-}
-
-// retryDrops removes again the leases whose removal failed, within ctx (the
-// flush tick), and stops at the first failure: Redis is still not
-// answering. A license's leases leave the list only once their removal
-// lands.
-func (s *Store) retryDrops(ctx context.Context) {
-	s.behindMu.Lock()
-	behind := maps.Clone(s.dropsBehind)
-	s.behindMu.Unlock()
-	for licenseID, ids := range behind {
-		if err := s.endLiveNow(ctx, licenseID, ids); err != nil {
-			s.log.Error("distributed store: remove ended leases from Redis; retrying next tick", "license", licenseID, "leases", len(ids), "err", err)
-			return
-		}
-		s.behindMu.Lock()
-		// Others may have been added meanwhile: keep those.
-		if rest := s.dropsBehind[licenseID][len(ids):]; len(rest) > 0 {
-			s.dropsBehind[licenseID] = slices.Clone(rest)
-		} else {
-			delete(s.dropsBehind, licenseID)
-		}
-		s.behindMu.Unlock()
-	}
 }
 
 func (s *Store) Heartbeat(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
@@ -550,11 +523,16 @@ func (s *Store) release(ctx context.Context, leaseID, tokenHash string, out *ser
 			if err == nil || server.ErrorReason(err) == server.ReasonLeaseRevoked {
 				// Released or revoked in the record yet live in Redis: the
 				// removal after that end failed (or has not run yet).
-				s.dropLive(ctx, info.LicenseID, leaseID)
+				if derr := s.dropEnded(ctx, info.LicenseID, leaseID); derr != nil {
+					return s.fail("release", derr)
+				}
 			}
 			return err
 		}
-		s.dropLive(ctx, info.LicenseID, leaseID)
+		if err := s.dropEnded(ctx, info.LicenseID, leaseID); err != nil {
+			*out = server.Lease{}
+			return s.fail("release", err)
+		}
 		return nil
 	}
 	return s.fail("release", errors.New("live state kept changing; giving up"))
@@ -644,6 +622,11 @@ func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Le
 		return server.Lease{}, server.ErrLeaseNotFound
 	}
 	if l.State.Terminal() {
+		// Ended already, perhaps by a call whose removal from Redis failed:
+		// make sure it is gone before saying so.
+		if err := s.dropEnded(ctx, l.LicenseID, leaseID); err != nil {
+			return server.Lease{}, s.fail("revoke", err)
+		}
 		return l, nil
 	}
 	live, now, err := s.peek(ctx, l.LicenseID, leaseID)
@@ -659,9 +642,13 @@ func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Le
 		return server.Lease{}, s.fail("revoke", err)
 	}
 	if !ok { // ended meanwhile: answer as for an ended lease
-		return s.readLease(ctx, leaseID)
+		if ended, err = s.readLease(ctx, leaseID); err != nil {
+			return server.Lease{}, err
+		}
 	}
-	s.dropLive(ctx, l.LicenseID, leaseID)
+	if err := s.dropEnded(ctx, l.LicenseID, leaseID); err != nil {
+		return server.Lease{}, s.fail("revoke", err)
+	}
 	return ended, nil
 }
 

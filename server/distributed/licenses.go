@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -198,19 +199,24 @@ func (s *Store) readLicenseRow(ctx context.Context, id string) (licenseRow, erro
 }
 
 // syncConf brings the Redis settings of every license whose live state is
-// behind its record up to date: the backstop for a push that failed on a
-// process that went away before retrying it. One query and one pipelined
-// HGET per license; a push only for the licenses behind.
+// behind its record up to date, and tombstones the live state of every
+// deleted license Redis still serves: the backstop for a push or a
+// tombstone that failed on a process that went away before retrying it.
+// One query and one pipelined HMGET per license; a push only for the
+// licenses behind.
 func (s *Store) syncConf(ctx context.Context) error {
-	rows, _ := s.pool.Query(ctx, `SELECT id, version FROM licenses WHERE deleted_at IS NULL`)
+	rows, _ := s.pool.Query(ctx, `SELECT id, version, deleted_at IS NOT NULL, tenant_id FROM licenses`)
 	var (
 		ids      []string
 		versions []int64
-		id       string
+		deleted  []bool
+		tenants  []string
+		id, tn   string
 		version  int64
+		gone     bool
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&id, &version}, func() error {
-		ids, versions = append(ids, id), append(versions, version)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &version, &gone, &tn}, func() error {
+		ids, versions, deleted, tenants = append(ids, id), append(versions, version), append(deleted, gone), append(tenants, tn)
 		return nil
 	}); err != nil {
 		return err
@@ -218,25 +224,37 @@ func (s *Store) syncConf(ctx context.Context) error {
 	for start := 0; start < len(ids); start += 1000 {
 		end := min(start+1000, len(ids))
 		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.StringCmd, end-start)
+		cmds := make([]*redis.SliceCmd, end-start)
 		for i := start; i < end; i++ {
-			cmds[i-start] = pipe.HGet(ctx, s.keys.license(ids[i])[0], "version")
+			cmds[i-start] = pipe.HMGet(ctx, s.keys.license(ids[i])[0], "version", "deleted")
 		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		if _, err := pipe.Exec(ctx); err != nil {
 			return err
 		}
 		for i, c := range cmds {
-			have, err := c.Int64()
-			if err != nil || have >= versions[start+i] {
-				continue // no live state (a rebuild reads the record), or current
+			v := c.Val()
+			if len(v) < 2 || v[0] == nil {
+				continue // no live state: a rebuild reads the record
 			}
-			r, err := s.readLicenseRow(ctx, ids[start+i])
-			if err != nil {
-				return err
+			have := num(v[0])
+			k := start + i
+			switch {
+			case deleted[k] && str(v[1]) != "1":
+				s.log.Warn("distributed store: a deleted license was still live in Redis; dropping it", "license", ids[k])
+				if err := scriptTombstone.Run(ctx, s.rdb, s.keys.license(ids[k]), versions[k], tenants[k]).Err(); err != nil {
+					return fmt.Errorf("tombstone deleted license: %w", err)
+				}
+			case deleted[k] || have >= versions[k]:
+				continue // tombstoned, or current
+			default:
+				r, err := s.readLicenseRow(ctx, ids[k])
+				if err != nil {
+					return err
+				}
+				s.log.Warn("distributed store: license settings in Redis were behind the record; pushing them", "license", r.ID,
+					"redis_version", have, "version", r.version)
+				s.pushConf(ctx, r)
 			}
-			s.log.Warn("distributed store: license settings in Redis were behind the record; pushing them", "license", r.ID,
-				"redis_version", have, "version", r.version)
-			s.pushConf(ctx, r)
 		}
 	}
 	return nil
@@ -322,10 +340,12 @@ func (s *Store) DeleteLicense(ctx context.Context, tenantID, id string) (int, er
 	}
 	s.licenseKeys.drop(lic.Key)
 	if err := scriptTombstone.Run(ctx, s.rdb, s.keys.license(id), lic.version, lic.TenantID).Err(); err != nil {
-		// The record is complete. Until a later call repairs it, the live
-		// state answers from stale settings: acquisitions are refused when
-		// they try to record (license deleted) and leases are found ended.
-		s.log.Error("distributed store: drop live state of deleted license", "license", id, "err", err)
+		// The record is complete, but its leases may still heartbeat in
+		// Redis: not done until the tombstone is there. Acquisitions are
+		// refused meanwhile (they cannot be recorded on a deleted
+		// license), and the leader's reconciliation (syncConf) applies the
+		// tombstone if nobody retries.
+		return 0, s.fail("delete license: drop live state", err)
 	}
 	return revoked, nil
 }

@@ -19,9 +19,6 @@ func (s *Store) ActiveLeases(ctx context.Context) (int64, error) {
 func (s *Store) BackgroundStats() server.BackgroundStats {
 	s.behindMu.Lock()
 	behind := len(s.confBehind)
-	for _, ids := range s.dropsBehind {
-		behind += len(ids)
-	}
 	s.behindMu.Unlock()
 	return server.BackgroundStats{
 		HeartbeatsFlushed: s.hb.written.Load(),

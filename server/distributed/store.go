@@ -106,11 +106,10 @@ type Store struct {
 	lastReconcile time.Time
 
 	// confBehind holds the licenses whose settings this process failed to
-	// copy into Redis (pushConf), dropsBehind the ended leases it failed to
-	// remove from Redis, by license (dropLive); the flush loop retries both.
-	behindMu    sync.Mutex
-	confBehind  map[string]bool
-	dropsBehind map[string][]string
+	// copy into Redis (pushConf); the flush loop retries them, and the
+	// leader's reconciliation (syncConf) is the backstop.
+	behindMu   sync.Mutex
+	confBehind map[string]bool
 
 	// For BackgroundStats.
 	flushFailures, liveRebuilds, adopted atomic.Int64
@@ -191,7 +190,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		licJSON:     newBoundedCache[string, server.License](10_000),
 		hb:          heartbeatBuffer{pending: map[string]pendingBeat{}},
 		confBehind:  map[string]bool{},
-		dropsBehind: map[string][]string{},
 		recordWait:  defaultRecordWait,
 		stop:        make(chan struct{}),
 		stopped:     make(chan struct{}),

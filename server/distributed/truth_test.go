@@ -1,0 +1,148 @@
+package distributed
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+)
+
+// The record is the truth (PostgreSQL wins over Redis): these tests put the
+// two in the states a crash or a failed Redis call leaves behind and check
+// that the store repairs them by design, not by a retry list held in memory.
+
+// endInRecordOnly ends a lease in PostgreSQL the way Release or Revoke do,
+// without the Redis step after it: what a process that died between the
+// two leaves behind.
+func (loc location) endInRecordOnly(t *testing.T, leaseID, state string) {
+	t.Helper()
+	pg, _ := testServers(t)
+	tag, err := pg.Exec(t.Context(), `UPDATE `+loc.schema+`.sessions SET state = $2, ended_at = now()
+		WHERE id = $1 AND state = 'active'`, leaseID, state)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+}
+
+// TestEndedInRecordStopsHeartbeating: a lease revoked in the record but
+// still live in Redis stops heartbeating within a flush interval (the
+// write-behind learns that it ended and drops it), and its seat frees.
+func TestEndedInRecordStopsHeartbeating(t *testing.T) {
+	t.Parallel()
+	for state, reason := range map[string]string{
+		"revoked":  server.ReasonLeaseRevoked,
+		"released": server.ReasonLeaseReleased,
+		"expired":  server.ReasonLeaseExpired,
+	} {
+		t.Run(state, func(t *testing.T) {
+			t.Parallel()
+			loc, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = 100 * time.Millisecond })
+			lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+			res, tok := acq(t, s, lic.Key, "a")
+			loc.endInRecordOnly(t, res.Lease.ID, state)
+
+			var err error
+			require.Eventually(t, func() bool {
+				_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+				return err != nil
+			}, 10*time.Second, 20*time.Millisecond, "heartbeats of a lease ended in the record stop")
+			require.Equal(t, reason, server.ErrorReason(err), "%v", err)
+			_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+			require.Error(t, err, "and stay stopped")
+			_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
+			require.NoError(t, err, "the seat of the ended lease is free")
+		})
+	}
+}
+
+// TestRevokeAnswersOnceRedisDroppedTheLease: while Redis refuses to drop a
+// revoked lease, Revoke does not say it is done (nobody may be told a lease
+// ended while it can still heartbeat); once Redis answers, it does, and
+// the lease stops at once.
+func TestRevokeAnswersOnceRedisDroppedTheLease(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, nil)
+	fail := &failScript{sha: scriptEnd.Hash()}
+	s.rdb.AddHook(fail)
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	res, tok := acq(t, s, lic.Key, "a")
+
+	fail.on.Store(true)
+	_, err := s.Revoke(t.Context(), tn.ID, res.Lease.ID)
+	requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "not acknowledged while the lease is live in Redis")
+	_, err = s.Revoke(t.Context(), tn.ID, res.Lease.ID)
+	requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "a retry finds it revoked in the record, and still cannot drop it")
+
+	fail.on.Store(false)
+	l, err := s.Revoke(t.Context(), tn.ID, res.Lease.ID)
+	require.NoError(t, err)
+	require.Equal(t, server.LeaseRevoked, l.State)
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked)
+	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
+	require.NoError(t, err, "the seat is free")
+}
+
+// TestReleaseAnswersOnceRedisDroppedTheLease: as for Revoke.
+func TestReleaseAnswersOnceRedisDroppedTheLease(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, nil)
+	fail := &failScript{sha: scriptEnd.Hash()}
+	s.rdb.AddHook(fail)
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	res, tok := acq(t, s, lic.Key, "a")
+
+	fail.on.Store(true)
+	_, err := s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "not acknowledged while the lease is live in Redis")
+
+	fail.on.Store(false)
+	l, err := s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	require.NoError(t, err, "the retry is acknowledged once Redis dropped the lease")
+	require.Equal(t, server.LeaseReleased, l.State)
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseReleased)
+	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
+	require.NoError(t, err, "the seat is free")
+}
+
+// TestDeleteLicenseAnswersOnceTombstoned: while Redis refuses the
+// tombstone, DeleteLicense is not acknowledged; the reconciliation the
+// cleanup leader runs applies it, whoever made the change.
+func TestDeleteLicenseAnswersOnceTombstoned(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, nil)
+	fail := &failScript{sha: scriptTombstone.Hash()}
+	s.rdb.AddHook(fail)
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	res, tok := acq(t, s, lic.Key, "a")
+
+	fail.on.Store(true)
+	_, err := s.DeleteLicense(t.Context(), tn.ID, lic.ID)
+	requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable)
+	fail.on.Store(false)
+
+	require.NoError(t, s.syncConf(t.Context()))
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked)
+}
+
+// TestDeletedInRecordOnlyIsTombstoned: a license deleted in the record whose
+// process died before the tombstone: the reconciliation tombstones it.
+func TestDeletedInRecordOnlyIsTombstoned(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	res, tok := acq(t, s, lic.Key, "a")
+	pg, _ := testServers(t)
+	_, err := pg.Exec(t.Context(), `UPDATE `+loc.schema+`.licenses SET deleted_at = now(), version = version + 1 WHERE id = $1`, lic.ID)
+	require.NoError(t, err)
+	loc.endInRecordOnly(t, res.Lease.ID, "revoked")
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	require.NoError(t, err, "Redis does not know yet")
+
+	require.NoError(t, s.syncConf(t.Context()))
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked)
+}
