@@ -202,7 +202,7 @@ type scriptShape struct {
 }
 
 var shapes = map[*redis.Script]scriptShape{
-	scriptAcquire:   {head: 3, width: 10, max: 64},
+	scriptAcquire:   {head: 4, width: 11, max: 64},
 	scriptHeartbeat: {head: 4, width: 1, max: 128},
 	scriptCheck:     {head: 2, width: 4, max: 128},
 	scriptEnd:       {max: 256}, // reply is a count, shared

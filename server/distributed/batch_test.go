@@ -198,20 +198,21 @@ func TestGroupInsertKeepsEachRowsConditions(t *testing.T) {
 	require.NoError(t, s.ensureLive(t.Context(), b.ID))
 	taken, _ := acq(t, s, a.Key, "taken")
 
-	var epochA, epochB int64
+	var epochA, epochB, versionA, versionB int64
 	pg, _ := testServers(t)
-	require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch FROM `+loc.schema+`.licenses WHERE id = $1`, a.ID).Scan(&epochA))
-	require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch FROM `+loc.schema+`.licenses WHERE id = $1`, b.ID).Scan(&epochB))
+	require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch, version FROM `+loc.schema+`.licenses WHERE id = $1`, a.ID).Scan(&epochA, &versionA))
+	require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch, version FROM `+loc.schema+`.licenses WHERE id = $1`, b.ID).Scan(&epochB, &versionB))
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	lease := func(lic server.License, id string) *server.Lease {
 		return &server.Lease{ID: id, LicenseID: lic.ID, TenantID: tn.ID, TokenHash: "h", Fingerprint: id,
 			State: server.LeaseActive, AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(time.Hour)}
 	}
 	calls := []*batchCall[newSession, bool]{
-		{ctx: t.Context(), req: newSession{lease(a, server.NewID(server.PrefixLeaseID)), epochA}},
-		{ctx: t.Context(), req: newSession{lease(b, server.NewID(server.PrefixLeaseID)), epochB - 1}}, // outdated
-		{ctx: t.Context(), req: newSession{lease(a, taken.Lease.ID), epochA}},                         // id taken
-		{ctx: t.Context(), req: newSession{lease(b, server.NewID(server.PrefixLeaseID)), epochB}},
+		{ctx: t.Context(), req: newSession{lease(a, server.NewID(server.PrefixLeaseID)), epochA, versionA}},
+		{ctx: t.Context(), req: newSession{lease(b, server.NewID(server.PrefixLeaseID)), epochB - 1, versionB}}, // outdated
+		{ctx: t.Context(), req: newSession{lease(a, taken.Lease.ID), epochA, versionA}},                         // id taken
+		{ctx: t.Context(), req: newSession{lease(b, server.NewID(server.PrefixLeaseID)), epochB, versionB - 1}}, // old settings
+		{ctx: t.Context(), req: newSession{lease(b, server.NewID(server.PrefixLeaseID)), epochB, versionB}},
 	}
 	s.runInserts(calls)
 	require.NoError(t, calls[0].err)
@@ -220,8 +221,10 @@ func TestGroupInsertKeepsEachRowsConditions(t *testing.T) {
 	require.False(t, calls[1].res, "outdated grant not recorded")
 	require.True(t, isCode(calls[2].err, pgUniqueViolation), "taken id: %v", calls[2].err)
 	require.NoError(t, calls[3].err)
-	require.True(t, calls[3].res)
-	for i, want := range []bool{true, false, true, true} {
+	require.False(t, calls[3].res, "grant judged by old settings not recorded")
+	require.NoError(t, calls[4].err)
+	require.True(t, calls[4].res)
+	for i, want := range []bool{true, false, true, false, true} {
 		var n int
 		require.NoError(t, pg.QueryRow(t.Context(), `SELECT count(*) FROM `+loc.schema+`.sessions WHERE id = $1`,
 			calls[i].req.lease.ID).Scan(&n))
@@ -290,15 +293,19 @@ func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 		require.NoError(t, pg.QueryRow(t.Context(), `SELECT count(*) FROM `+loc.schema+`.sessions WHERE id = $1`, id).Scan(&n))
 		return n == 1
 	}
-	epoch := func(id string) (e int64) {
-		require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch FROM `+loc.schema+`.licenses WHERE id = $1`, id).Scan(&e))
-		return e
+	at := func(id string) (e, v int64) {
+		require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch, version FROM `+loc.schema+`.licenses WHERE id = $1`, id).Scan(&e, &v))
+		return e, v
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	lease := func(lic server.License) *server.Lease {
 		id := server.NewID(server.PrefixLeaseID)
 		return &server.Lease{ID: id, LicenseID: lic.ID, TenantID: tn.ID, TokenHash: "h", Fingerprint: id,
 			State: server.LeaseActive, AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(time.Hour)}
+	}
+	newSess := func(lic server.License) newSession {
+		e, v := at(lic.ID)
+		return newSession{lease(lic), e, v}
 	}
 
 	// Inserts: license b's row is held FOR UPDATE.
@@ -308,9 +315,9 @@ func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 	_, err = tx.Exec(t.Context(), `SELECT 1 FROM `+loc.schema+`.licenses WHERE id = $1 FOR UPDATE`, b.ID)
 	require.NoError(t, err)
 	calls := []*batchCall[newSession, bool]{
-		{ctx: t.Context(), req: newSession{lease(a), epoch(a.ID)}},
-		{ctx: t.Context(), req: newSession{lease(b), epoch(b.ID)}},
-		{ctx: t.Context(), req: newSession{lease(a), epoch(a.ID)}},
+		{ctx: t.Context(), req: newSess(a)},
+		{ctx: t.Context(), req: newSess(b)},
+		{ctx: t.Context(), req: newSess(a)},
 	}
 	done := make(chan struct{})
 	go func() { s.runInserts(calls); close(done) }()

@@ -38,14 +38,18 @@ const (
 // newSession is a granted lease to record, with the live state epoch it
 // was granted in.
 type newSession struct {
-	lease *server.Lease
-	epoch int64
+	lease   *server.Lease
+	epoch   int64
+	version int64
 }
 
 // insertSession records a granted lease: inserted is false if the license
-// is deleted or its live state was rebuilt since the grant.
-func (s *Store) insertSession(ctx context.Context, l *server.Lease, epoch int64) (inserted bool, err error) {
-	return s.inserts.do(ctx, newSession{l, epoch})
+// is deleted, its live state was rebuilt since the grant, or its settings
+// changed since the ones Redis judged the grant by (an UpdateLicense whose
+// copy to Redis failed or has not landed yet: a grant under the old
+// settings is never recorded, so never acknowledged).
+func (s *Store) insertSession(ctx context.Context, l *server.Lease, epoch, version int64) (inserted bool, err error) {
+	return s.inserts.do(ctx, newSession{l, epoch, version})
 }
 
 // insertOneSQL records one lease. The SELECT locks the license row (FOR
@@ -56,7 +60,7 @@ const insertOneSQL = `INSERT INTO sessions (id, license_id, tenant_id, token_has
 		fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
 		last_heartbeat_at, expires_at)
 	SELECT $1, l.id, l.tenant_id, $3, 0, $4, $5, $6, $7::jsonb, $8, $9, 'active', $10, $10, $11
-	FROM licenses l WHERE l.id = $2 AND l.deleted_at IS NULL AND l.live_epoch = $12
+	FROM licenses l WHERE l.id = $2 AND l.deleted_at IS NULL AND l.live_epoch = $12 AND l.version = $13
 	FOR KEY SHARE`
 
 // insertManySQL is insertOneSQL for many leases: the same conditions and
@@ -70,10 +74,10 @@ const insertManySQL = `INSERT INTO sessions (id, license_id, tenant_id, token_ha
 	SELECT v.id, l.id, l.tenant_id, v.token_hash, 0, v.fp, v.usr, v.host, v.md::jsonb, v.idem, v.dk,
 		'active', v.acq, v.acq, v.exp
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::bigint[])
-		AS v(id, lic, token_hash, fp, usr, host, md, idem, dk, acq, exp, epoch)
+		$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::bigint[], $13::bigint[])
+		AS v(id, lic, token_hash, fp, usr, host, md, idem, dk, acq, exp, epoch, version)
 	JOIN licenses l ON l.id = v.lic
-	WHERE l.deleted_at IS NULL AND l.live_epoch = v.epoch
+	WHERE l.deleted_at IS NULL AND l.live_epoch = v.epoch AND l.version = v.version
 	FOR KEY SHARE OF l SKIP LOCKED
 	RETURNING id`
 
@@ -81,7 +85,7 @@ func (s *Store) insertOne(ctx context.Context, n newSession) (bool, error) {
 	l := n.lease
 	tag, err := s.pool.Exec(ctx, insertOneSQL,
 		l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname, jsonMap(l.Metadata),
-		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, n.epoch)
+		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, n.epoch, n.version)
 	if err != nil {
 		return false, err
 	}
@@ -109,15 +113,15 @@ func (s *Store) runInserts(batch []*batchCall[newSession, bool]) {
 		ids, lics, toks, fps, users, hosts = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		mds, idems, dks                    = make([]string, n), make([]string, n), make([]string, n)
 		acqs, exps                         = make([]time.Time, n), make([]time.Time, n)
-		epochs                             = make([]int64, n)
+		epochs, versions                   = make([]int64, n), make([]int64, n)
 	)
 	for i, c := range live {
 		l := c.req.lease
 		ids[i], lics[i], toks[i], fps[i], users[i], hosts[i] = l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname
 		mds[i], idems[i], dks[i] = jsonMap(l.Metadata), l.IdempotencyKey, l.DedupeKey
-		acqs[i], exps[i], epochs[i] = l.AcquiredAt, l.ExpiresAt, c.req.epoch
+		acqs[i], exps[i], epochs[i], versions[i] = l.AcquiredAt, l.ExpiresAt, c.req.epoch, c.req.version
 	}
-	rows, _ := s.pool.Query(ctx, insertManySQL, ids, lics, toks, fps, users, hosts, mds, idems, dks, acqs, exps, epochs)
+	rows, _ := s.pool.Query(ctx, insertManySQL, ids, lics, toks, fps, users, hosts, mds, idems, dks, acqs, exps, epochs, versions)
 	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		if pgError(err) == nil { // outcome unknown

@@ -16,6 +16,7 @@ func (k keyspace) license(licenseID string) []string {
 		base + "dedupe",
 		base + "idem",
 		base + "expiring",
+		base + "ended",
 	}
 }
 

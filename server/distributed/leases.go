@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -104,6 +105,8 @@ func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, 
 		return false, server.SeatsExhausted(int(num(res.own[6])), int(num(res.own[9])))
 	case "DUP":
 		return false, conflict("lease_id", "lease")
+	case "ERR":
+		return false, s.fail("acquire", fmt.Errorf("script: %s", str(res.own[1])))
 	default:
 		return false, s.fail("acquire", fmt.Errorf("unexpected script reply %q", status))
 	}
@@ -126,8 +129,10 @@ type grant struct {
 	inUse                 int
 	license               server.License
 	epoch                 int64
+	version               int64 // of the settings the grant was judged by
 	prevFirst             int64 // earliest deadline before the grant, -1 if none
 	dedupeKey             string
+	displaced             []string // lapsed leases whose seats the grant took
 }
 
 // parseGrant reads acquire.lua's answer to one acquisition (see there).
@@ -141,8 +146,12 @@ func (s *Store) parseGrant(res licRes) (*grant, error) {
 		tokenSeq:  num(own[5]),
 		inUse:     int(num(own[6])),
 		epoch:     num(res.head(2)),
+		version:   num(res.head(3)),
 		prevFirst: num(own[7]),
 		dedupeKey: str(own[8]),
+	}
+	if d := str(own[10]); d != "" {
+		g.displaced = strings.Split(d, ",")
 	}
 	if err := s.licenseOf(str(res.head(1)), &g.license); err != nil {
 		return nil, err
@@ -183,45 +192,81 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *gr
 	l.Fingerprint, l.User, l.Hostname, l.Metadata = req.Fingerprint, req.User, req.Hostname, cloneMap(req.Metadata)
 	l.IdempotencyKey, l.DedupeKey, l.State = req.IdempotencyKey, g.dedupeKey, server.LeaseActive
 	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = g.acquired, g.hb, g.expires
+	// The lapsed leases whose seats this grant took are recorded expired
+	// first: otherwise a rebuild (Redis loss) could count them again next
+	// to this one.
+	if len(g.displaced) > 0 {
+		if err := s.expireDisplaced(ctx, l.LicenseID, g.displaced); err != nil {
+			s.takeBack(ctx, l.LicenseID, l.ID)
+			return false, s.fail("acquire: record the expiry of lapsed leases", err)
+		}
+	}
 	// Recorded with the acquisitions that come at the same time (group
 	// commit, commit.go), each under the conditions of insertOneSQL.
-	inserted, err := s.insertSession(ctx, l, g.epoch)
+	inserted, err := s.insertSession(ctx, l, g.epoch, g.version)
 	if err == nil && inserted {
 		s.leaseInfo.put(l.ID, infoOf(l))
 		s.noteDeadline(ctx, l.LicenseID, g.prevFirst, l.ExpiresAt)
 		out.License, out.SeatsInUse = g.license, g.inUse
 		return false, nil
 	}
-	return s.notRecorded(ctx, req, l.LicenseID, l.ID, err)
+	return s.notRecorded(ctx, req, l.LicenseID, l.ID, g, err)
 }
 
-// notRecorded gives back the seat of a grant that could not be recorded
-// (err, or a deleted license or a rebuilt live state) and says what to do.
-func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, licenseID, leaseID string, err error) (again bool, _ error) {
+// expireDisplaced records the expiry of lapsed leases a grant took the
+// seats of (acquire.lua moved them to the expiring hash).
+func (s *Store) expireDisplaced(ctx context.Context, licenseID string, ids []string) error {
+	refs := make([]server.LeaseRef, len(ids))
+	for i, id := range ids {
+		refs[i] = server.LeaseRef{LicenseID: licenseID, LeaseID: id}
+	}
+	_, err := s.ExpireLeases(ctx, refs)
+	return err
+}
+
+// takeBack gives back the seat of a grant that is certainly not recorded.
+func (s *Store) takeBack(ctx context.Context, licenseID, leaseID string) {
+	if err := s.endLive(ctx, licenseID, []string{leaseID}); err != nil {
+		s.log.Error("distributed store: give back the seat of an unrecorded grant; it holds it until its deadline", "license", licenseID, "err", err)
+	}
+}
+
+// notRecorded handles a grant that was not recorded (err, or a deleted
+// license, a rebuilt live state or newer settings) and says what to do.
+func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, licenseID, leaseID string, g *grant, err error) (again bool, _ error) {
 	// (If the insert's outcome is unknown and it did commit, the cleaner
 	// adopts the orphan; see doc.go.) Not retried: the lease may be
 	// recorded after all and then handed back to its client's retry, and
 	// a late removal would take a live seat from it.
-	if err := s.endLive(ctx, licenseID, []string{leaseID}); err != nil {
-		s.log.Error("distributed store: give back the seat of an unrecorded grant; it holds it until its deadline", "license", licenseID, "err", err)
-	}
+	s.takeBack(ctx, licenseID, leaseID)
 	if isCode(err, pgUniqueViolation) {
 		return false, conflict("lease_id", "lease")
 	}
 	if err != nil {
 		return false, s.fail("acquire: record lease", err)
 	}
-	var (
-		deleted bool
-		epoch   int64
-	)
-	err = s.pool.QueryRow(ctx, `SELECT deleted_at IS NOT NULL, live_epoch FROM licenses WHERE id = $1`, licenseID).Scan(&deleted, &epoch)
+	return s.grantOutdated(ctx, req, licenseID, g)
+}
+
+// grantOutdated handles a grant the record refused because its license is
+// deleted, its live state was rebuilt, or its settings changed since
+// (UpdateLicense: Redis judged by settings older than the record's).
+func (s *Store) grantOutdated(ctx context.Context, req *server.AcquireRequest, licenseID string, g *grant) (again bool, _ error) {
+	lic, err := s.readLicenseRow(ctx, licenseID)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows) || (err == nil && deleted):
+	case errors.Is(err, pgx.ErrNoRows) || (err == nil && lic.deleted):
 		s.licenseKeys.drop(req.LicenseKey)
 		return false, server.ErrLicenseNotFound
 	case err != nil:
 		return false, s.fail("acquire: read license", err)
+	}
+	if lic.epoch == g.epoch && lic.version != g.version {
+		// The change did not reach Redis (or not yet): push it now, and
+		// grant nothing until it is there.
+		if err := s.setConf(ctx, lic); err != nil {
+			return false, s.fail("acquire: push license settings", err)
+		}
+		return true, nil
 	}
 	// The live state was rebuilt since the grant: grant again on the new one.
 	if err := s.ensureLive(ctx, licenseID); err != nil {
@@ -241,8 +286,8 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 				expires_at = CASE WHEN $4 >= s.last_heartbeat_at THEN $5 ELSE s.expires_at END
 			WHERE s.id = $1 AND s.state = 'active' AND s.token_seq < $3
 			AND EXISTS (SELECT 1 FROM licenses l WHERE l.id = s.license_id AND l.live_epoch = $6
-				AND l.deleted_at IS NULL FOR KEY SHARE)
-			RETURNING `+sessionCols("s"), g.leaseID, req.TokenHash, g.tokenSeq, g.hb, g.expires, g.epoch))
+				AND l.version = $7 AND l.deleted_at IS NULL FOR KEY SHARE)
+			RETURNING `+sessionCols("s"), g.leaseID, req.TokenHash, g.tokenSeq, g.hb, g.expires, g.epoch, g.version))
 		if err == nil {
 			return s.renewed(ctx, g, row.Lease, req.TokenHash), false, nil
 		}
@@ -250,9 +295,9 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 			return out, false, s.fail("acquire: record token rotation", err)
 		}
 		var (
-			state          string
-			seq, epoch     int64
-			deleted, found = false, true
+			state               string
+			seq, epoch, version int64
+			deleted, found      = false, true
 		)
 		row, err = scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols("")+` FROM sessions WHERE id = $1`, g.leaseID))
 		switch {
@@ -262,8 +307,8 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 			return out, false, s.fail("acquire: read lease", err)
 		default:
 			state, seq = string(row.State), row.tokenSeq
-			err = s.pool.QueryRow(ctx, `SELECT deleted_at IS NOT NULL, live_epoch FROM licenses WHERE id = $1`,
-				row.LicenseID).Scan(&deleted, &epoch)
+			err = s.pool.QueryRow(ctx, `SELECT deleted_at IS NOT NULL, live_epoch, version FROM licenses WHERE id = $1`,
+				row.LicenseID).Scan(&deleted, &epoch, &version)
 			if err != nil {
 				return out, false, s.fail("acquire: read license", err)
 			}
@@ -303,6 +348,17 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 		case epoch != g.epoch:
 			if err := s.ensureLive(ctx, row.LicenseID); err != nil {
 				return out, false, s.fail("acquire: build live state", err)
+			}
+			return out, true, nil
+		case version != g.version:
+			// Handed back under settings older than the record's: bring
+			// Redis up to date and judge again.
+			lic, err := s.readLicenseRow(ctx, row.LicenseID)
+			if err != nil {
+				return out, false, s.fail("acquire: read license", err)
+			}
+			if err := s.setConf(ctx, lic); err != nil {
+				return out, false, s.fail("acquire: push license settings", err)
 			}
 			return out, true, nil
 		case seq >= g.tokenSeq:
@@ -428,7 +484,7 @@ func (s *Store) heartbeatRefused(ctx context.Context, licenseID, leaseID, tokenH
 	case "TOKEN":
 		return false, server.ErrLeaseToken
 	case "EXPIRED":
-		return false, server.ErrLeaseExpired
+		return s.observeExpiry(ctx, licenseID, leaseID)
 	case "INACTIVE":
 		return false, server.ErrLicenseInactive
 	case "LICEXPIRED":
@@ -457,8 +513,28 @@ func beatStatus(code int64) string {
 	return fmt.Sprint(code)
 }
 
+// observeExpiry answers a call that found the lease past its deadline
+// (and not revived). Observed ends are final: the expiry is recorded
+// before anyone is told, so that no rebuild or revival brings the lease
+// back. again: the lease was renewed meanwhile, judge the call anew.
+func (s *Store) observeExpiry(ctx context.Context, licenseID, leaseID string) (again bool, err error) {
+	if _, err := s.ExpireLeases(ctx, []server.LeaseRef{{LicenseID: licenseID, LeaseID: leaseID}}); err != nil {
+		return false, err
+	}
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return false, err
+	}
+	if l.State == server.LeaseActive {
+		return true, nil
+	}
+	return false, endError(l.State)
+}
+
 // endedError is the answer for a lease that is not in the live state,
-// from its record, after the same token check.
+// from its record, after the same token check. A lease the record holds
+// as active although Redis does not hold it (an orphan, see doc.go) holds
+// no seat: its expiry is recorded before the caller is told.
 func (s *Store) endedError(ctx context.Context, leaseID, tokenHash string) error {
 	l, err := s.readLease(ctx, leaseID)
 	if err != nil {
@@ -467,7 +543,45 @@ func (s *Store) endedError(ctx context.Context, leaseID, tokenHash string) error
 	if !tokenMatches(l.TokenHash, tokenHash) {
 		return server.ErrLeaseToken
 	}
+	if l.State == server.LeaseActive {
+		if err := s.expireOrphan(ctx, l.LicenseID, leaseID); err != nil {
+			return s.fail("record the expiry of a lease Redis does not hold", err)
+		}
+		if l, err = s.readLease(ctx, leaseID); err != nil {
+			return err
+		}
+		if l.State == server.LeaseActive {
+			// Redis holds it after all (a rebuild brought it in): the
+			// caller tries again.
+			return server.Unavailable(errors.New("lease came back to the live state"))
+		}
+	}
 	return endError(l.State)
+}
+
+// expireOrphan records the expiry of an active lease that Redis does not
+// hold: adopt.lua hands it to the expiring hash (unless Redis holds it),
+// then ExpireLeases records it.
+func (s *Store) expireOrphan(ctx context.Context, licenseID, leaseID string) error {
+	var (
+		id, tokenHash, dedupe, idem string
+		acquired, hb, deadline      time.Time
+		seq                         int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT id, token_hash, acquired_at, last_heartbeat_at, expires_at,
+			dedupe_key, idempotency_key, token_seq
+		FROM sessions WHERE id = $1 AND state = 'active'`, leaseID).Scan(&id, &tokenHash, &acquired, &hb, &deadline, &dedupe, &idem, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // ended meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := s.adoptOne(ctx, licenseID, []any{id, tokenHash, timeUS(acquired), timeUS(hb), timeUS(deadline), dedupe, idem, seq}); err != nil {
+		return err
+	}
+	_, err = s.ExpireLeases(ctx, []server.LeaseRef{{LicenseID: licenseID, LeaseID: leaseID}})
+	return err
 }
 
 // endError is the error for using a lease in state st. An active lease that
@@ -556,7 +670,7 @@ func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHas
 	case "TOKEN":
 		return false, server.ErrLeaseToken
 	case "EXPIRED":
-		return false, server.ErrLeaseExpired // cleanup records the expiry
+		return s.observeExpiry(ctx, licenseID, leaseID)
 	default:
 		return false, s.fail("release", fmt.Errorf("unexpected script reply %q", status))
 	}

@@ -71,6 +71,7 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 		lic       licenseRow
 		sessions  []sessionRow
 		epoch     int64
+		snapshot  int64 // Redis time before the sessions were read
 		current   bool
 		staleConf bool // the live state is current, its settings are not
 	)
@@ -92,6 +93,7 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 		if err != nil {
 			return err
 		}
+		snapshot = num(st[3])
 		if e := str(st[0]); e != "" && str(st[1]) != "1" {
 			if n, _ := strconv.ParseInt(e, 10, 64); n == lic.epoch && n != forceAt {
 				current = true // another rebuild finished first
@@ -125,17 +127,22 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 	}
 
 	// A lease's recorded deadline may trail its real one by the heartbeats
-	// not yet written behind: give every lease that slack, so that no
-	// client still heartbeating loses its seat to the loss of Redis.
-	slack := s.flushEvery + time.Second
+	// not yet written behind: when Redis lost the license's state, every
+	// lease it no longer holds gets that slack, so that no client still
+	// heartbeating loses its seat to the loss of Redis (rebuild.lua).
+	slack := (s.flushEvery + time.Second).Microseconds()
 	args := append([]any{epoch, lic.version}, confArgs(lic)...)
+	args = append(args, snapshot, slack)
 	for _, l := range sessions {
 		args = append(args, l.ID, l.TokenHash, timeUS(l.AcquiredAt), timeUS(l.LastHeartbeatAt),
-			timeUS(l.ExpiresAt.Add(slack)), l.DedupeKey, l.IdempotencyKey, l.tokenSeq)
+			timeUS(l.ExpiresAt), l.DedupeKey, l.IdempotencyKey, l.tokenSeq)
 	}
 	res, err := scriptRebuild.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
 		return fmt.Errorf("write live state: %w", err)
+	}
+	if str(res[0]) == "STALE" {
+		return errors.New("write live state: the snapshot of the record took too long to reach Redis")
 	}
 	if str(res[0]) == "OK" {
 		s.lowerHint(ctx, licenseID, num(res[1]))

@@ -36,7 +36,9 @@ func testExpiry(t *testing.T, newBackend Backend) {
 		if judgedInTime(t, start, "SeatsInUse after the new acquire") {
 			require.Equal(t, 1, n)
 		}
-		require.Empty(t, cleanupEvents(t, s, tn.ID, lic.ID), "nothing was cleaned up")
+		// Observed ends are final: the lapsed lease whose seat went to
+		// another client is recorded expired by that grant.
+		require.Equal(t, server.LeaseExpired, getLease(t, s, tn.ID, a.Lease.ID).State, "the lapsed lease is ended for good")
 	})
 
 	w.run("SameFingerprintAfterDeadlineGetsNewLease", func(t *testing.T) {
@@ -51,37 +53,52 @@ func testExpiry(t *testing.T, newBackend Backend) {
 		require.Equal(t, 1, b.SeatsInUse)
 	})
 
-	// Invariant 3: strict expiry.
-	w.run("HeartbeatAfterDeadlineFailsWithoutCleanup", func(t *testing.T) {
+	// Invariant 3: strict expiry, and observed ends are final: the call
+	// that is told a lease expired records the expiry (no cleanup needed),
+	// so the lease never heartbeats or counts again.
+	w.run("HeartbeatAfterDeadlineEndsTheLease", func(t *testing.T) {
 		s := openStore(t, newBackend)
 		tn := newTenant(t, s)
 		lic := newLicense(t, s, tn.ID, with(seats(1), leaseTTL(shortTTL)))
 		a, tok := acquire(t, s, lic, "sleeping-laptop", nil)
 		time.Sleep(pastDeadline)
 
-		before := getLease(t, s, tn.ID, a.Lease.ID)
-		_, err := s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
-		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "heartbeat after the deadline")
-		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
-		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "second heartbeat after the deadline")
-		// The token is still checked first.
-		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret("wrong"))
+		// The token is still checked first, and a wrong one changes nothing.
+		_, err := s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret("wrong"))
 		requireCode(t, err, server.EPERMISSION, server.ReasonLeaseTokenWrong, "wrong token after the deadline")
-		// Release past the deadline changes nothing: cleanup records the expiry.
-		_, err = s.Release(t.Context(), a.Lease.ID, server.HashSecret(tok))
-		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "release after the deadline")
-		requireSameLease(t, before, getLease(t, s, tn.ID, a.Lease.ID), "failed calls changed the lease")
-		require.Empty(t, usageEvents(t, s, tn.ID, lic.ID))
+		require.Equal(t, server.LeaseActive, getLease(t, s, tn.ID, a.Lease.ID).State, "a wrong token records nothing")
+
+		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "heartbeat after the deadline")
+		ended := getLease(t, s, tn.ID, a.Lease.ID)
+		require.Equal(t, server.LeaseExpired, ended.State, "the expiry the heartbeat was told is recorded")
+		require.Len(t, usageEvents(t, s, tn.ID, lic.ID), 1)
+		require.Len(t, cleanupEvents(t, s, tn.ID, lic.ID), 1)
 		require.Equal(t, 0, seatsInUse(t, s, tn.ID, lic.ID))
 
-		// After cleanup it is expired for good.
-		exp := expireAllDue(t, s)
-		require.Equal(t, []string{a.Lease.ID}, leaseIDs(exp))
 		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
-		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "heartbeat after cleanup")
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "second heartbeat after the deadline")
 		_, err = s.Release(t.Context(), a.Lease.ID, server.HashSecret(tok))
-		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "release after cleanup")
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "release after the deadline")
+		require.Empty(t, expireAllDue(t, s), "cleanup finds nothing left to do")
+		requireSameLease(t, ended, getLease(t, s, tn.ID, a.Lease.ID), "later calls changed nothing")
+		require.Len(t, usageEvents(t, s, tn.ID, lic.ID), 1, "exactly one usage event")
+		require.Len(t, cleanupEvents(t, s, tn.ID, lic.ID), 1, "exactly one cleanup event")
+	})
+
+	w.run("ReleaseAfterDeadlineEndsTheLease", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(1), leaseTTL(shortTTL)))
+		a, tok := acquire(t, s, lic, "sleeping-laptop", nil)
+		time.Sleep(pastDeadline)
+		_, err := s.Release(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "release after the deadline")
 		require.Equal(t, server.LeaseExpired, getLease(t, s, tn.ID, a.Lease.ID).State)
+		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "heartbeat after the release was told it expired")
+		require.Empty(t, expireAllDue(t, s))
+		require.Len(t, usageEvents(t, s, tn.ID, lic.ID), 1)
 	})
 
 	t.Run("HeartbeatBeforeDeadlineRenews", func(t *testing.T) {
@@ -146,13 +163,13 @@ func testExpiry(t *testing.T, newBackend Backend) {
 		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "revival while the seat is taken")
 		require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID))
 
-		// Once the seat is free again (still within the window) A comes back.
+		// Its seat went to another client: A never comes back, even once
+		// the seat is free again within the window.
 		release(t, s, b.Lease.ID, tokB)
-		hb := heartbeat(t, s, a.Lease.ID, tokA)
-		require.True(t, hb.ExpiresAt.After(a.Lease.ExpiresAt))
-		require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID))
-		_, _, err = tryAcquire(t.Context(), s, lic.Key, "third", nil)
-		requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "the revived lease holds the seat")
+		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "an observed end is final")
+		require.Equal(t, server.LeaseExpired, getLease(t, s, tn.ID, a.Lease.ID).State)
+		require.Equal(t, 0, seatsInUse(t, s, tn.ID, lic.ID))
 	})
 
 	w.run("RevivalRefusedAfterWindow", func(t *testing.T) {

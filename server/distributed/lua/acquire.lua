@@ -10,12 +10,27 @@
 --       strategy picks one.
 -- Returns one of, for all of them:
 --   {'NOCONF'} | {'DELETED'} | {'INACTIVE'} | {'LICEXPIRED'}
--- else {'OK', license json, epoch, then for each acquisition 10 values:
---   status, lease id, acquired, last_hb, deadline, token_seq, seats in
---   use, previous first deadline, dedupe key, limit}
+-- else {'OK', license json, epoch, settings version, then for each
+--   acquisition 11 values: status, lease id, acquired, last_hb, deadline,
+--   token_seq, seats in use, previous first deadline, dedupe key, limit,
+--   displaced}
 -- with status 'NEW' | 'EXISTING' (all values set), 'EXHAUSTED' (seats in
--- use and limit set) or 'DUP'; unset values are 0 or ''.
-local ARGS_PER = 11
+-- use and limit set), 'DUP', or 'ERR' (this acquisition failed, the
+-- message in place of the lease id, nothing of it written); unset values
+-- are 0 or ''.
+--
+-- Idempotent by request: the lease id is new for every call, so a call
+-- replayed (a client library retrying after a timeout) that finds its
+-- lease with its token answers NEW again instead of granting twice.
+--
+-- Observed ends are final: a lapsed lease still counts in the deadlines
+-- set until the cleaner records it. A grant that needs such a lease's seat
+-- (live count < limit <= live + lapsed) takes it out of the live state into
+-- the expiring hash (no revival, no rebuild brings it back) and names it
+-- in `displaced` (ids joined by ','): the caller records its expiry in
+-- PostgreSQL before it answers, so that the count of the record's active
+-- leases never exceeds the limit either.
+local ARGS_PER, OUT_PER = 11, 11
 local conf = load_conf()
 if not conf then
   return {'NOCONF'}
@@ -35,6 +50,7 @@ local limit = conf.seats + conf.overdraft
 -- sees the values it would have seen had it run alone, after the ones
 -- before it).
 local n = live_count(now)
+local total = redis.call('ZCARD', K_DL)
 local prev = first_deadline()
 
 -- added notes a deadline just set in the deadlines set.
@@ -98,14 +114,30 @@ local function acquire(b)
     if rec[DL] <= now then
       n = n - 1 -- was live, is no longer (a zero TTL)
     end
-    return {'EXISTING', eid, rec[ACQ], rec[HB], rec[DL], rec[SEQ], n, was, rec[DEDUPE], limit}
+    return {'EXISTING', eid, rec[ACQ], rec[HB], rec[DL], rec[SEQ], n, was, rec[DEDUPE], limit, ''}
   end
 
   if n >= limit then
-    return {'EXHAUSTED', '', 0, 0, 0, 0, n, prev, '', limit}
+    return {'EXHAUSTED', '', 0, 0, 0, 0, n, prev, '', limit, ''}
   end
   if redis.call('HEXISTS', K_LEASES, id) == 1 or redis.call('HEXISTS', K_EXP, id) == 1 then
-    return {'DUP', '', 0, 0, 0, 0, 0, prev, '', limit}
+    return {'DUP', '', 0, 0, 0, 0, 0, prev, '', limit, ''}
+  end
+  -- Take the seats of the earliest lapsed leases this grant needs.
+  local displaced = {}
+  if total >= limit then
+    for _, lid in ipairs(redis.call('ZRANGE', K_DL, 0, total - limit)) do
+      local raw = redis.call('HGET', K_LEASES, lid)
+      if raw then
+        unlink(lid, cmsgpack.unpack(raw))
+        redis.call('HSET', K_EXP, lid, raw)
+        displaced[#displaced + 1] = lid
+      else
+        redis.call('ZREM', K_DL, lid)
+      end
+      total = total - 1
+    end
+    prev = first_deadline()
   end
   rec = {tok, now, now, now + conf.ttl, dk, idem, 0}
   put_rec(K_LEASES, id, rec)
@@ -118,16 +150,33 @@ local function acquire(b)
   end
   local was = prev
   added(rec[DL])
+  total = total + 1
   if rec[DL] > now then
     n = n + 1
   end
-  return {'NEW', id, now, now, rec[DL], 0, n, was, dk, limit}
+  return {'NEW', id, now, now, rec[DL], 0, n, was, dk, limit, table.concat(displaced, ',')}
 end
 
-local out = {'OK', conf.json, conf.epoch}
+-- replayed answers a replay of an acquisition that was granted already.
+local function replayed(b)
+  local r = get_rec(K_LEASES, ARGV[b])
+  if r and r[TOK] == ARGV[b + 1] and r[SEQ] == 0 then
+    return {'NEW', ARGV[b], r[ACQ], r[HB], r[DL], 0, n, prev, r[DEDUPE], limit, ''}
+  end
+  return nil
+end
+
+local out = {'OK', conf.json, conf.epoch, conf.version}
 for b = 1, #ARGV, ARGS_PER do
-  local r = acquire(b)
-  for i = 1, 10 do
+  -- Each acquisition's reads come before its writes, so one that fails
+  -- (pcall) has written nothing and the others keep their answers.
+  local ok, r = pcall(function()
+    return replayed(b) or acquire(b)
+  end)
+  if not ok then
+    r = {'ERR', tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, 0, '', 0, ''}
+  end
+  for i = 1, OUT_PER do
     out[#out + 1] = r[i]
   end
 end

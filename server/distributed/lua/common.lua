@@ -8,13 +8,21 @@
 --   KEYS[4] dedupe    hash: dedupe key -> lease id
 --   KEYS[5] idem      hash: idempotency key -> lease id
 --   KEYS[6] expiring  hash: lease id -> packed record, for leases taken out
---                     of the live state by expire.lua whose expiry is not
---                     yet recorded in PostgreSQL
+--                     of the live state (expire.lua, or a grant that took
+--                     their seat) whose expiry is not yet recorded in
+--                     PostgreSQL
+--   KEYS[7] ended     zset: lease id -> when end.lua removed it, kept
+--                     ENDED_KEEP: a rebuild whose snapshot of the record
+--                     was read before that end never brings it back
 -- A lease record is cmsgpack({token_hash, acquired, last_heartbeat,
 -- deadline, dedupe_key, idempotency_key, token_seq}); times are unix
 -- microseconds (exact in a double up to 2^53, i.e. well past year 2200).
 -- Time is Redis TIME: the store's one clock.
-local K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_EXP = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_EXP, K_ENDED = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+
+-- ENDED_KEEP (µs) is how long K_ENDED remembers an end. rebuild.lua refuses
+-- a snapshot older than REBUILD_MAX_AGE, which must stay well below it.
+local ENDED_KEEP, REBUILD_MAX_AGE = 30000000, 10000000
 
 local TOK, ACQ, HB, DL, DEDUPE, IDEM, SEQ = 1, 2, 3, 4, 5, 6, 7
 
@@ -44,7 +52,7 @@ end
 -- license is absent (never built, or Redis lost it).
 local function load_conf()
   local v = redis.call('HMGET', K_CONF, 'epoch', 'deleted', 'seats', 'overdraft', 'ttl',
-    'revival', 'active', 'exp', 'strategy', 'tenant', 'json')
+    'revival', 'active', 'exp', 'strategy', 'tenant', 'json', 'version')
   if not v[1] then
     return nil
   end
@@ -60,6 +68,7 @@ local function load_conf()
     strategy = v[9] or '',
     tenant = v[10] or '',
     json = v[11] or '',
+    version = v[12] or '0',
   }
 end
 

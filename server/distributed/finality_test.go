@@ -1,0 +1,238 @@
+package distributed
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Observed ends are final: once anyone was told that a lease ended, or its
+// seat went to another client because it lapsed, no rebuild (Redis loss, or
+// a forced rebuild while Redis is intact), revival or retry brings it back.
+
+// epochOf reads a license's live epoch from the record.
+func (loc location) epochOf(t *testing.T, licenseID string) (epoch int64) {
+	t.Helper()
+	pg, _ := testServers(t)
+	require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch FROM `+loc.schema+`.licenses WHERE id = $1`, licenseID).Scan(&epoch))
+	return epoch
+}
+
+// loseRedis drops every key of the location, as Redis restarting empty.
+func (loc location) loseRedis(t *testing.T) {
+	t.Helper()
+	_, rdb := testServers(t)
+	require.NoError(t, deletePrefix(t.Context(), rdb, loc.prefix))
+}
+
+// TestToldExpiredStaysExpired: a heartbeat answered LEASE_EXPIRED; neither a
+// forced rebuild nor a Redis loss revives the lease, although its recorded
+// deadline plus the rebuild slack is still ahead.
+func TestToldExpiredStaysExpired(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"forced rebuild", "Redis loss"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			loc, s, tn := openStore(t, nil)
+			lic := mkLicense(t, s, tn.ID, 1, time.Second)
+			res, tok := acq(t, s, lic.Key, "a")
+			require.Eventually(t, func() bool {
+				_, err := s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret("wrong"))
+				return server.ErrorReason(err) == server.ReasonLeaseTokenWrong && time.Now().After(res.Lease.ExpiresAt.Add(50*time.Millisecond))
+			}, 5*time.Second, 20*time.Millisecond)
+			_, err := s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+			requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired)
+
+			if how == "Redis loss" {
+				loc.loseRedis(t)
+				require.NoError(t, s.ensureLive(t.Context(), lic.ID))
+			} else {
+				require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+			}
+			_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+			requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "an observed expiry is final")
+			n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+			require.NoError(t, err)
+			require.Zero(t, n)
+		})
+	}
+}
+
+// TestForcedRebuildKeepsLapsedLeasesLapsed: a rebuild while Redis still
+// holds the license's state keeps Redis's deadlines; only leases Redis lost
+// get the write-behind slack.
+func TestForcedRebuildKeepsLapsedLeasesLapsed(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 2, time.Second)
+	res, tok := acq(t, s, lic.Key, "a")
+	require.Eventually(t, func() bool { return time.Now().After(res.Lease.ExpiresAt.Add(50 * time.Millisecond)) },
+		5*time.Second, 10*time.Millisecond)
+	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+	require.NoError(t, err)
+	require.Zero(t, n, "a lapsed lease does not count again after a rebuild")
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired)
+}
+
+// TestSeatTakenFromLapsedLeaseIsFinal: a grant that takes a lapsed lease's
+// seat records that lease expired, so that a Redis loss right after does
+// not count both (the limit) nor let the lapsed one heartbeat.
+func TestSeatTakenFromLapsedLeaseIsFinal(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 1, time.Second)
+	a, tokA := acq(t, s, lic.Key, "a")
+	_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.LeaseTTL = time.Hour; return nil })
+	require.NoError(t, err)
+	var b server.AcquireResult
+	require.Eventually(t, func() bool {
+		b, _, err = tryAcq(t.Context(), s, lic.Key, "b")
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond, "b gets the seat once a lapses")
+	_, _, st := loc.recorded(t, a.Lease.ID)
+	require.Equal(t, "expired", st, "the grant recorded the lapsed lease it took the seat of")
+
+	loc.loseRedis(t)
+	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only b counts after the rebuild")
+	_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA))
+	requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired)
+	require.NotEqual(t, a.Lease.ID, b.Lease.ID)
+}
+
+// onScript runs f once, just before the first call of script reaches Redis.
+type onScript struct {
+	sha  string
+	done atomic.Bool
+	f    func()
+}
+
+func (h *onScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *onScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) > 1 && strings.HasPrefix(strings.ToLower(cmd.Name()), "eval") {
+			if sha, _ := args[1].(string); sha == h.sha && h.done.CompareAndSwap(false, true) {
+				h.f()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *onScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestRebuildRacingAnEnd: a lease ends (release, revoke, expiry) after a
+// rebuild read its snapshot of the record and before rebuild.lua writes
+// it: the rebuild does not bring the ended lease back.
+func TestRebuildRacingAnEnd(t *testing.T) {
+	t.Parallel()
+	for _, end := range []string{"release", "revoke"} {
+		t.Run(end, func(t *testing.T) {
+			t.Parallel()
+			loc := newLocation(t)
+			s, other := loc.open(t, nil), loc.open(t, nil)
+			t.Cleanup(func() { _ = s.Close(); _ = other.Close() })
+			tn := mkTenant(t, s)
+			lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+			res, tok := acq(t, s, lic.Key, "a")
+
+			s.rdb.AddHook(&onScript{sha: scriptRebuild.Hash(), f: func() {
+				var err error
+				if end == "release" {
+					_, err = other.Release(context.Background(), res.Lease.ID, server.HashSecret(tok))
+				} else {
+					_, err = other.Revoke(context.Background(), tn.ID, res.Lease.ID)
+				}
+				require.NoError(t, err, "the end racing the rebuild")
+			}})
+			require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+
+			_, err := s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+			require.Error(t, err, "the ended lease came back with the rebuild")
+			require.Contains(t, []string{server.ReasonLeaseReleased, server.ReasonLeaseRevoked}, server.ErrorReason(err))
+			n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+			require.NoError(t, err)
+			require.Zero(t, n)
+		})
+	}
+}
+
+// TestUpdateNotInRedisGrantsNothing: UpdateLicense deactivates a license
+// while Redis refuses the copy of the new settings: no acquisition is
+// granted under the old ones (UNAVAILABLE while Redis refuses, then the
+// license's own answer).
+func TestUpdateNotInRedisGrantsNothing(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, nil)
+	fail := &failScript{sha: scriptSetConf.Hash()}
+	s.rdb.AddHook(fail)
+	lic := mkLicense(t, s, tn.ID, 3, time.Hour)
+	acq(t, s, lic.Key, "a") // builds the live state
+
+	fail.on.Store(true)
+	_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.Active = false; return nil })
+	require.NoError(t, err)
+	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
+	requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "no grant under the old settings")
+	fail.on.Store(false)
+	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLicenseInactive)
+}
+
+// TestAcquireScriptIsIdempotentAndAtomicPerCall: a replayed acquire.lua
+// (a client library retrying after a timeout) answers the grant it made
+// instead of granting twice or refusing; one acquisition of a run that
+// fails leaves the others' answers and writes intact.
+func TestAcquireScriptIsIdempotentAndAtomicPerCall(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 5, time.Hour)
+	acq(t, s, lic.Key, "builds the live state")
+	keys := s.keys.license(lic.ID)
+	args := func(leaseID, idem string) []any {
+		a := []any{leaseID, "tokenhash", idem}
+		for _, st := range strategies {
+			a = append(a, string(st), server.DedupeKey(st, leaseID, "", ""))
+		}
+		return a
+	}
+	run := func(a ...any) []any {
+		res, err := scriptAcquire.Run(t.Context(), s.rdb, keys, a...).Slice()
+		require.NoError(t, err)
+		return res
+	}
+	const head, width = 4, 11
+
+	id := server.NewID(server.PrefixLeaseID)
+	first := run(args(id, "")...)
+	replay := run(args(id, "")...)
+	require.Equal(t, "NEW", first[head], "%v", first)
+	require.Equal(t, first[head:head+6], replay[head:head+6], "a replay answers the same grant")
+	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "one seat for the call and its replay")
+
+	// An idempotency-key hash of the wrong type makes the second
+	// acquisition of the run fail (WRONGTYPE).
+	require.NoError(t, s.rdb.Del(t.Context(), keys[4]).Err())
+	require.NoError(t, s.rdb.Set(t.Context(), keys[4], "not a hash", 0).Err())
+	ok, bad := server.NewID(server.PrefixLeaseID), server.NewID(server.PrefixLeaseID)
+	res := run(append(args(ok, ""), args(bad, "idem")...)...)
+	require.Equal(t, "NEW", res[head], "the first acquisition of the run is granted")
+	require.Equal(t, "ERR", res[head+width], "the second fails alone")
+	n, err = s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, n, "the failed acquisition took no seat, the granted one did")
+}
