@@ -95,6 +95,27 @@ func (l *license) match(idem, dedupe string, now time.Time) *entry {
 	return nil
 }
 
+// toDisplace returns the earliest lapsed leases whose seats a new grant
+// needs: as many as the grant would put the active leases (live or lapsed)
+// over the limit. ok is false if one of them is being written: wait.
+func (l *license) toDisplace(now time.Time) (es []*entry, ok bool) {
+	l.partition(now)
+	need := l.live.Len() + l.stale.Len() + 1 - l.lic.SeatLimit()
+	if need <= 0 {
+		return nil, true
+	}
+	ok = true
+	l.stale.Ascend(func(it deadlineItem) bool {
+		if it.e.busy {
+			ok = false
+			return false
+		}
+		es = append(es, it.e)
+		return len(es) < need
+	})
+	return es, ok
+}
+
 // entries returns every active lease of the license.
 func (l *license) entries() []*entry {
 	es := make([]*entry, 0, l.live.Len()+l.stale.Len())

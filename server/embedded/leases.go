@@ -40,13 +40,21 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 		if _, dup := s.idx.leases[req.LeaseID]; dup {
 			return server.AcquireResult{}, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "lease id already exists")
 		}
-		return s.grant(lic, req, dedupe, now)
+		displaced, ok := lic.toDisplace(now)
+		if !ok {
+			s.wait()
+			continue
+		}
+		return s.grant(lic, req, dedupe, now, displaced)
 	}
 }
 
 // grant takes a seat for a new lease: counted in memory at once, so that
-// concurrent acquisitions see it, and taken back if the write fails.
-func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, now time.Time) (server.AcquireResult, error) {
+// concurrent acquisitions see it, and taken back if the write fails. The
+// lapsed leases whose seats it takes (displaced) are recorded expired in
+// the same transaction: an observed end is final, so none of them can
+// revive or count again once another client holds its seat.
+func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, now time.Time, displaced []*entry) (server.AcquireResult, error) {
 	e := &entry{lic: lic, rev: 1, busy: true, lease: server.Lease{
 		ID:              req.LeaseID,
 		LicenseID:       lic.lic.ID,
@@ -63,16 +71,31 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, no
 		LastHeartbeatAt: now,
 		ExpiresAt:       now.Add(lic.lic.LeaseTTL),
 	}}
+	ends := make([]ending, len(displaced))
+	for i, d := range displaced {
+		d.busy = true
+		ends[i] = expiring(d, now)
+	}
 	s.idx.addLease(e)
 	rec := e.record()
 	var err error
 	s.unlocked(func() {
-		err = s.commit.write(func(tx *bolt.Tx) error { return insertLease(tx, rec) })
+		err = s.commit.write(func(tx *bolt.Tx) error {
+			for _, end := range ends {
+				if _, err := endLease(tx, end); err != nil {
+					return err
+				}
+			}
+			return insertLease(tx, rec)
+		})
 	})
-	s.done(e)
+	s.done(append(displaced, e)...)
 	if err != nil {
 		s.idx.removeLease(e)
 		return server.AcquireResult{}, s.fail("acquire", err)
+	}
+	for _, d := range displaced {
+		s.idx.removeLease(d)
 	}
 	return s.result(e, now, false), nil
 }
@@ -127,7 +150,7 @@ func (s *Store) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.
 	now := s.now()
 	lic := e.lic
 	if !now.Before(e.lease.ExpiresAt) && !s.revivable(e, now) {
-		return server.Lease{}, server.ErrLeaseExpired
+		return server.Lease{}, s.observeExpiry(e, now)
 	}
 	if err := lic.lic.CheckUsable(now); err != nil {
 		return server.Lease{}, err
@@ -164,9 +187,19 @@ func (s *Store) Release(_ context.Context, leaseID, tokenHash string) (server.Le
 	}
 	now := s.now()
 	if !e.lease.Live(now) {
-		return server.Lease{}, server.ErrLeaseExpired // cleanup records the expiry
+		return server.Lease{}, s.observeExpiry(e, now)
 	}
 	return s.end(e, releasing(e, now))
+}
+
+// observeExpiry answers a call that found the lease past its deadline
+// (and not revived): the expiry is recorded before the caller is told, so
+// that the lease never revives (observed ends are final).
+func (s *Store) observeExpiry(e *entry, now time.Time) error {
+	if _, err := s.end(e, expiring(e, now)); err != nil {
+		return err
+	}
+	return server.ErrLeaseExpired
 }
 
 func (s *Store) Revoke(_ context.Context, tenantID, leaseID string) (server.Lease, error) {

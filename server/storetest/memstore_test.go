@@ -391,6 +391,21 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 	if n := s.live(lic.ID, now); n >= lic.SeatLimit() {
 		return server.AcquireResult{}, server.SeatsExhausted(n, lic.SeatLimit())
 	}
+	// The earliest lapsed leases whose seats this grant needs end for good.
+	var lapsed []server.Lease
+	active := 0
+	for _, ls := range s.d.Leases {
+		if ls.LicenseID == lic.ID && ls.State == server.LeaseActive {
+			active++
+			if !ls.Live(now) {
+				lapsed = append(lapsed, ls)
+			}
+		}
+	}
+	slices.SortFunc(lapsed, func(a, b server.Lease) int { return a.ExpiresAt.Compare(b.ExpiresAt) })
+	for i := 0; i < active+1-lic.SeatLimit() && i < len(lapsed); i++ {
+		s.expire(lapsed[i], now)
+	}
 	ls := server.Lease{
 		ID: req.LeaseID, LicenseID: lic.ID, TenantID: lic.TenantID, TokenHash: req.TokenHash,
 		Fingerprint: req.Fingerprint, User: req.User, Hostname: req.Hostname, Metadata: maps.Clone(req.Metadata),
@@ -435,6 +450,7 @@ func (s *memStore) Heartbeat(_ context.Context, leaseID, tokenHash string) (serv
 	if !now.Before(ls.ExpiresAt) {
 		revivable := now.Before(ls.ExpiresAt.Add(lic.RevivalWindow)) && s.live(lic.ID, now) < lic.SeatLimit()
 		if !revivable {
+			s.expire(ls, now) // observed ends are final
 			return server.Lease{}, server.ErrLeaseExpired
 		}
 	}
@@ -461,7 +477,10 @@ func (s *memStore) Release(_ context.Context, leaseID, tokenHash string) (server
 		return cloneLease(ls), nil
 	case ls.State == server.LeaseRevoked:
 		return server.Lease{}, server.ErrLeaseRevoked
-	case ls.State == server.LeaseExpired, !now.Before(ls.ExpiresAt):
+	case ls.State == server.LeaseExpired:
+		return server.Lease{}, server.ErrLeaseExpired
+	case !now.Before(ls.ExpiresAt):
+		s.expire(ls, now) // observed ends are final
 		return server.Lease{}, server.ErrLeaseExpired
 	}
 	return cloneLease(s.end(ls, server.LeaseReleased, now)), nil
@@ -565,23 +584,30 @@ func (s *memStore) ExpireLeases(_ context.Context, refs []server.LeaseRef) ([]se
 		if !ok || ls.State != server.LeaseActive || now.Before(ls.ExpiresAt) {
 			continue // gone, ended, or renewed since it was found
 		}
-		ls.State, ls.EndedAt = server.LeaseExpired, now
-		s.d.Leases[ls.ID] = ls
-		s.d.Usage = append(s.d.Usage, server.UsageEvent{
-			LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, EndState: server.LeaseExpired,
-			StartedAt: ls.AcquiredAt, EndedAt: ls.LastHeartbeatAt, Duration: ls.LastHeartbeatAt.Sub(ls.AcquiredAt),
-		})
-		s.d.Cleanup = append(s.d.Cleanup, server.CleanupEvent{
-			LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, CleanupType: server.CleanupTypeZombie,
-			LastHeartbeatAt: ls.LastHeartbeatAt, ExpiresAt: ls.ExpiresAt, CleanedAt: now,
-		})
-		s.d.Audit = append(s.d.Audit, server.AuditEntry{
-			ID: server.NewID("aud_"), TenantID: ls.TenantID, Actor: "system", Action: "lease.expire",
-			Resource: "lease", ResourceID: ls.ID, At: now,
-		})
+		ls = s.expire(ls, now)
 		out = append(out, cloneLease(ls))
 	}
 	return out, nil
+}
+
+// expire records a lapsed lease as expired, with its usage and cleanup
+// events. Caller holds mu.
+func (s *memStore) expire(ls server.Lease, now time.Time) server.Lease {
+	ls.State, ls.EndedAt = server.LeaseExpired, now
+	s.d.Leases[ls.ID] = ls
+	s.d.Usage = append(s.d.Usage, server.UsageEvent{
+		LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, EndState: server.LeaseExpired,
+		StartedAt: ls.AcquiredAt, EndedAt: ls.LastHeartbeatAt, Duration: ls.LastHeartbeatAt.Sub(ls.AcquiredAt),
+	})
+	s.d.Cleanup = append(s.d.Cleanup, server.CleanupEvent{
+		LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, CleanupType: server.CleanupTypeZombie,
+		LastHeartbeatAt: ls.LastHeartbeatAt, ExpiresAt: ls.ExpiresAt, CleanedAt: now,
+	})
+	s.d.Audit = append(s.d.Audit, server.AuditEntry{
+		ID: server.NewID("aud_"), TenantID: ls.TenantID, Actor: "system", Action: "lease.expire",
+		Resource: "lease", ResourceID: ls.ID, At: now,
+	})
+	return ls
 }
 
 func (s *memStore) ZombieReport(_ context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
