@@ -257,7 +257,7 @@ type BackgroundStats struct {
 	FlushFailures     int64 // write-behind passes that failed (their heartbeats are retried)
 	LiveStateRebuilds int64 // live states rebuilt from the record (Redis lost it, or an unrecorded grant)
 	OrphansAdopted    int64 // recorded active leases unknown to Redis, handed to cleanup
-	RedisWritesBehind int64 // now: settings copies and lease removals waiting to be retried
+	RedisWritesBehind int64 // now: license settings copies waiting to be retried
 }
 
 // BackgroundReporter is implemented by stores that report BackgroundStats.

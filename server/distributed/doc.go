@@ -21,6 +21,8 @@
 //	P{lic}:idem       hash  idempotency key -> lease id
 //	P{lic}:expiring   hash  lease id -> record, for leases taken out of the
 //	                        live state whose expiry is not yet recorded
+//	P{lic}:ended      zset  lease id -> when end.lua removed it (kept 30 s,
+//	                        so that a racing rebuild cannot bring it back)
 //
 // and two global keys, hints only: P{expiry}:due (zset license id -> a time
 // at or before its earliest deadline) and P{expiry}:gen (hash license id ->
@@ -38,15 +40,23 @@
 // whether or not it was cleaned up. Heartbeats (heartbeat.lua) only renew
 // a lease still in the live state, never create one; past its deadline a
 // lease is revived only within the revival window and only if a seat is
-// free (3). Retries (4): acquire.lua hands back the live lease of the same
-// idempotency key, else of the same dedupe key, with a new token.
+// free (3). Observed ends are final (3): a call told LEASE_EXPIRED records
+// the expiry first (observeExpiry), and a grant that needs the seat of a
+// lapsed lease moves that lease to the expiring hash and records its
+// expiry before the new lease (expireDisplaced), so that the record's
+// active leases never exceed the limit and no rebuild revives them.
+// Retries (4): acquire.lua hands back the live lease of the same
+// idempotency key, else of the same dedupe key, with a new token; a replay
+// of the script itself (same lease id and token) answers its own grant.
 //
 // # Write order
 //
 // Acquire: acquire.lua grants (the seat is counted at once) -> INSERT the
 // session in PostgreSQL -> return. The INSERT is conditional: it selects the
-// license row FOR KEY SHARE and requires it undeleted and at the epoch the
-// grant was made in. If it fails or inserts nothing, end.lua takes the
+// license row FOR KEY SHARE and requires it undeleted, at the epoch the
+// grant was made in, and at the settings version Redis judged it by (a
+// grant under settings older than the record's is never recorded; the
+// caller pushes the record's settings and judges again). If it fails or inserts nothing, end.lua takes the
 // grant back and the caller gets UNAVAILABLE (or NOT_FOUND for a deleted
 // license). A lease handed back (token rotated) is recorded the same way
 // (UPDATE ... token_seq < new seq), so the newest token survives a loss of
@@ -56,7 +66,9 @@
 // in-process buffer -> the flusher writes the buffer every
 // HeartbeatFlushInterval with one UPDATE ... FROM unnest(...) per batch,
 // moving last_heartbeat_at only forward and touching only active sessions.
-// Close flushes.
+// The statement also returns the leases of the batch that the record says
+// ended; the flusher drops them from Redis (the record is the truth: an
+// ended lease stops heartbeating within a flush interval). Close flushes.
 //
 // Release / Revoke: check.lua judges (token, still live; Revoke reads the
 // live values with peek.lua) -> one statement ends the session (UPDATE ...
@@ -126,8 +138,12 @@
 // is gone can never be recorded, and every recorded active lease is in the
 // rebuilt state: the seat limit holds across a Redis restart, and old
 // tokens keep working (the newest token of every lease is in PostgreSQL).
-// Recorded deadlines trail heartbeats not yet written behind, so rebuilt
-// leases get HeartbeatFlushInterval + 1s of slack. Rebuilds happen per
+// rebuild.lua merges the snapshot with what Redis still holds: leases Redis
+// holds keep their (newer) values, leases in the expiring hash or ended
+// since the snapshot (P{lic}:ended) stay out, and only when Redis lost the
+// license's state do leases get HeartbeatFlushInterval + 1s of slack over
+// their recorded deadline (recorded deadlines trail heartbeats not yet
+// written behind). A snapshot older than 10 s is refused. Rebuilds happen per
 // license and on demand: an acquisition on a license whose state is
 // missing waits for its rebuild (a few milliseconds) instead of failing,
 // and other licenses are not held up. This replaces the single global
@@ -163,6 +179,10 @@
 //   - Flusher never runs (crash): up to HeartbeatFlushInterval of heartbeat
 //     progress is missing from PostgreSQL; Redis has it. Only a Redis loss
 //     at the same time would show it, and the rebuild slack covers it.
+//   - Between the grant that took a lapsed lease's seat and the record of
+//     that lease's expiry: the lapsed lease waits in the expiring hash (no
+//     revival); if the record fails, the grant is taken back and the
+//     caller gets UNAVAILABLE; the cleaner records the expiry later.
 //   - Between a grant and its hint (hint.lua): the hint is lost; the
 //     reconciliation re-derives it from PostgreSQL within reconcileEvery.
 //   - Rebuild between its commit and rebuild.lua: the conf hash is still
