@@ -161,6 +161,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("distributed store: cannot reach PostgreSQL at %s (gave up after %v): %w", pgAddr, timeout, err)
 	}
+	// go-redis retries a command or pipeline that failed on the network
+	// (3 times by default), which may replay a script that did run. Every
+	// script is safe to replay, so the retries stay on: acquire.lua answers
+	// a replay of its own grant (the lease id is new per call, see there);
+	// heartbeat.lua renews again (a deadline no earlier than the one told);
+	// check, peek, state, count and due read only; end, expire, adopt,
+	// tombstone and hint converge to the same state; rebuild and setconf
+	// refuse what is not newer (epoch, version).
 	rdb := redis.NewClient(ropts)
 	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); err != nil {
 		_ = rdb.Close()
