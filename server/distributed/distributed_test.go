@@ -180,6 +180,6 @@ func TestConformance(t *testing.T) {
 	testServers(t)
 	storetest.Run(t, func(t *testing.T) storetest.Opener {
 		loc := newLocation(t)
-		return func(t *testing.T) server.Store { return loc.open(t, nil) }
+		return func(t *testing.T) server.Store { return loc.openFaulty(t, nil) }
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
@@ -56,6 +57,11 @@ type Options struct {
 	SkipMigrations bool
 	// Logger reports background failures (default slog.Default()).
 	Logger *slog.Logger
+
+	// prepareConn, when set, vets every PostgreSQL connection the pool
+	// hands out: the tests' fault hook (an error fails the call as an
+	// unreachable server would).
+	prepareConn func(context.Context, *pgx.Conn) (bool, error)
 }
 
 const (
@@ -146,6 +152,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.PoolMinConns > 0 {
 		pgcfg.MinConns = opts.PoolMinConns
 		pgcfg.MaxConns = max(pgcfg.MaxConns, pgcfg.MinConns) // a default maximum never refuses a minimum
+	}
+	if opts.prepareConn != nil {
+		pgcfg.PrepareConn = opts.prepareConn
 	}
 	pgAddr := net.JoinHostPort(pgcfg.ConnConfig.Host, fmt.Sprint(pgcfg.ConnConfig.Port))
 	ropts, err := redis.ParseURL(opts.RedisURL)

@@ -1,8 +1,10 @@
 package embedded
 
 import (
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -20,7 +22,14 @@ type committer struct {
 	mu      sync.Mutex
 	queue   []*commitCall
 	running bool
+
+	// failing makes every commit fail, as a full or broken disk would: the
+	// conformance suite's fault hook (export_test.go), never set otherwise.
+	failing atomic.Bool
 }
+
+// errInjected is the failure of a commit while failing is set.
+var errInjected = errors.New("injected: the data directory refused the write")
 
 type commitCall struct {
 	fn   func(*bolt.Tx) error
@@ -64,6 +73,13 @@ func (c *committer) loop() {
 // commit runs a group in one transaction. A write that fails gets its error
 // alone; the transaction is rolled back and the others run again.
 func (c *committer) commit(group []*commitCall) {
+	if c.failing.Load() {
+		for _, call := range group {
+			call.err = errInjected
+			close(call.done)
+		}
+		return
+	}
 	for len(group) > 0 {
 		failed := -1
 		err := c.db.Update(func(tx *bolt.Tx) error {

@@ -23,6 +23,6 @@ func backend(t *testing.T) storetest.Opener {
 		s, err := embedded.Open(dir, embedded.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
-		return s
+		return embedded.Faulty{Store: s}
 	}
 }

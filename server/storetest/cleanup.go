@@ -164,49 +164,8 @@ func testCleanup(t *testing.T, newBackend Backend) {
 		require.Len(t, perLease, len(zombies), "lease.expire entries for leases that did not expire")
 	})
 
-	// Invariant 6, as far as the interface shows it: a call that fails
-	// (here: its context is canceled) changes nothing, one that succeeds
-	// does all of its work; a batch is never half done.
-	w.run("FailedCallsChangeNothing", func(t *testing.T) {
-		s := openStore(t, newBackend)
-		tn := newTenant(t, s)
-		lic := newLicense(t, s, tn.ID, with(seats(5), leaseTTL(shortTTL)))
-		var ids []string
-		for i := range 3 {
-			r, _ := acquire(t, s, lic, fmt.Sprintf("z-%d", i), nil)
-			ids = append(ids, r.Lease.ID)
-		}
-		time.Sleep(pastDeadline)
-		refs, err := s.DueLeases(t.Context(), nil, 100)
-		require.NoError(t, err)
-		require.Len(t, refs, 3)
-
-		canceled, cancel := context.WithCancel(t.Context())
-		cancel()
-		exp, err := s.ExpireLeases(canceled, refs)
-		if err != nil {
-			for _, id := range ids {
-				require.Equal(t, server.LeaseActive, getLease(t, s, tn.ID, id).State, "a failed ExpireLeases removed a lease")
-			}
-			require.Empty(t, usageEvents(t, s, tn.ID, lic.ID), "a failed ExpireLeases wrote usage events")
-			require.Empty(t, cleanupEvents(t, s, tn.ID, lic.ID), "a failed ExpireLeases wrote cleanup events")
-			exp, err = s.ExpireLeases(t.Context(), refs) // the next pass retries
-			require.NoError(t, err)
-		}
-		require.ElementsMatch(t, ids, leaseIDs(exp))
-		require.Len(t, usageEvents(t, s, tn.ID, lic.ID), 3)
-		require.Len(t, cleanupEvents(t, s, tn.ID, lic.ID), 3)
-
-		req, _ := acquireReq(lic.Key, "new", nil)
-		res, err := s.Acquire(canceled, req)
-		if err != nil {
-			require.Equal(t, 0, seatsInUse(t, s, tn.ID, lic.ID), "a failed Acquire took a seat")
-			_, err = s.GetLease(t.Context(), tn.ID, req.LeaseID)
-			requireCode(t, err, server.ENOTFOUND, server.ReasonLeaseNotFound, "a failed Acquire stored its lease")
-		} else {
-			require.Equal(t, req.LeaseID, getLease(t, s, tn.ID, res.Lease.ID).ID)
-		}
-	})
+	// Invariant 6 (a failed call changes nothing, a batch is never half
+	// done) is tested with injected storage failures: transient.go.
 
 	w.run("DueLeasesOrderLimitAndCursor", func(t *testing.T) {
 		s := openStore(t, newBackend)

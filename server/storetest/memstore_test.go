@@ -53,13 +53,25 @@ type memData struct {
 }
 
 type memStore struct {
-	mu     sync.Mutex
-	d      memData
-	disk   *memDisk
-	closed bool
+	mu      sync.Mutex
+	d       memData
+	disk    *memDisk
+	closed  bool
+	failing bool // SetFault: every call fails as a store that went away
 }
 
-var _ server.Store = (*memStore)(nil)
+var (
+	_ server.Store = (*memStore)(nil)
+	_ Faults       = (*memStore)(nil)
+)
+
+func (s *memStore) Faults() []Fault { return []Fault{FaultRecord} }
+
+func (s *memStore) SetFault(f Fault, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failing = on
+}
 
 func openMem(disk *memDisk) (*memStore, error) {
 	disk.mu.Lock()
@@ -100,9 +112,9 @@ func (s *memStore) Close() error {
 // lock takes the store's lock and returns its clock reading.
 func (s *memStore) lock() (time.Time, error) {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || s.failing {
 		s.mu.Unlock()
-		return time.Time{}, server.Unavailable(errors.New("store closed"))
+		return time.Time{}, server.Unavailable(errors.New("store closed or failing"))
 	}
 	return time.Now().UTC(), nil
 }

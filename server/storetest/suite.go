@@ -27,12 +27,13 @@ func Run(t *testing.T, newBackend Backend) {
 		name string
 		run  func(*testing.T, Backend)
 	}{
-		{"SeatLimit", testSeatLimit}, // invariant 1
-		{"Dedupe", testDedupe},       // invariant 4
-		{"Expiry", testExpiry},       // invariants 2 and 3
-		{"LeaseAuth", testLeaseAuth}, // invariant 8 (lease tokens)
-		{"LeaseEnd", testLeaseEnd},   // release / revoke idempotence
-		{"Cleanup", testCleanup},     // invariant 5, expiry index
+		{"SeatLimit", testSeatLimit},       // invariant 1
+		{"Dedupe", testDedupe},             // invariant 4
+		{"Expiry", testExpiry},             // invariants 2 and 3
+		{"LeaseAuth", testLeaseAuth},       // invariant 8 (lease tokens)
+		{"LeaseEnd", testLeaseEnd},         // release / revoke idempotence
+		{"Cleanup", testCleanup},           // invariant 5, expiry index
+		{"TransientErrors", testTransient}, // invariant 6
 		{"ActiveLeases", testActiveLeases},
 		{"TenantIsolation", testIsolation}, // invariant 8
 		{"Licenses", testLicenses},
