@@ -8,7 +8,7 @@ TOOL  := $(GO) tool -modfile=tools/go.mod
 # golangci-lint has a module of its own: its dependencies must not move buf's.
 LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 
-.PHONY: help build run generate verify-generate lint vet test bench bench/go bench/cleanup tools services clean
+.PHONY: help build run generate verify-generate lint vet test bench bench/go bench/cleanup tools services mutate clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ bench/go: ## Go benchmarks of the stores
 
 bench/cleanup: services ## One cleanup pass, distributed, 100,000 leases: seatd vs the seed's algorithm, as a table
 	bench/cleanup.sh
+
+mutate: services ## Mutation testing before a release (slow): gremlins over the stores, cleanup, leader, grpcapi; then the hand-made mutants
+	scripts/mutate.sh
 
 clean:
 	rm -rf $(BIN)

@@ -70,15 +70,11 @@ func (s *Scheduler) Running() bool {
 func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	interval := cmp.Or(s.Interval, DefaultInterval)
-	jitter := s.Jitter
-	if jitter <= 0 || jitter > 1 {
-		jitter = 0.1
-	}
+	jitter := jitterOr(s.Jitter)
 	for {
 		s.Cleaner.Pass(ctx, TriggerSchedule)
 		s.Cleaner.CountActive(ctx) // right after a pass: zombies are gone
-		// Jitter within ±jitter/2 of the interval.
-		wait := time.Duration(float64(interval) * (1 + jitter*(rand.Float64()-0.5)))
+		wait := jittered(interval, jitter, rand.Float64())
 		s.mu.Lock()
 		s.nextRun = time.Now().Add(wait)
 		s.mu.Unlock()
@@ -90,4 +86,18 @@ func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
 		case <-t.C:
 		}
 	}
+}
+
+// jitterOr is the scheduler's jitter: j when it is in (0, 1], else 0.1.
+func jitterOr(j float64) float64 {
+	if j <= 0 || j > 1 {
+		return 0.1
+	}
+	return j
+}
+
+// jittered is the time until the next pass: the interval within ±jitter/2
+// of itself, r in [0, 1) picking where.
+func jittered(interval time.Duration, jitter, r float64) time.Duration {
+	return time.Duration(float64(interval) * (1 + jitter*(r-0.5)))
 }

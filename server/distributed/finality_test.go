@@ -236,3 +236,23 @@ func TestAcquireScriptIsIdempotentAndAtomicPerCall(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, n, "the failed acquisition took no seat, the granted one did")
 }
+
+// TestForcedRebuildGivesNoSlackToOrphans: a lease active in the record that
+// Redis does not hold although it still holds the license (an orphan)
+// gets its recorded deadline from a forced rebuild, no slack: slack is for
+// heartbeats Redis lost, and Redis lost nothing here.
+func TestForcedRebuildGivesNoSlackToOrphans(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 2, time.Second)
+	res, _ := acq(t, s, lic.Key, "a")
+	keys := s.keys.license(lic.ID)
+	require.NoError(t, s.rdb.HDel(t.Context(), keys[1], res.Lease.ID).Err())
+	require.NoError(t, s.rdb.ZRem(t.Context(), keys[2], res.Lease.ID).Err())
+	require.Eventually(t, func() bool { return time.Now().After(res.Lease.ExpiresAt.Add(50 * time.Millisecond)) },
+		5*time.Second, 10*time.Millisecond)
+	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+	require.NoError(t, err)
+	require.Zero(t, n, "the orphan's recorded deadline has passed")
+}

@@ -175,6 +175,33 @@ func testExpiry(t *testing.T, newBackend Backend) {
 		require.Equal(t, 0, seatsInUse(t, s, tn.ID, lic.ID))
 	})
 
+	// With the seat count lowered under the leases still held, a lapsed
+	// lease finds no free seat: it does not revive.
+	w.run("RevivalRefusedWhenSeatsLowered", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, func(l *server.License) {
+			l.Seats, l.LeaseTTL, l.RevivalWindow = 2, longTTL, 5*time.Second
+		})
+		acquire(t, s, lic, "desktop", nil) // holds its seat throughout
+		lic, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error {
+			l.LeaseTTL = shortTTL
+			return nil
+		})
+		require.NoError(t, err)
+		a, tokA := acquire(t, s, lic, "laptop", nil)
+		_, err = s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error {
+			l.Seats = 1
+			return nil
+		})
+		require.NoError(t, err)
+		time.Sleep(pastDeadline)
+
+		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "no seat free for the revival")
+		require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID))
+	})
+
 	w.run("RevivalRefusedAfterWindow", func(t *testing.T) {
 		s := openStore(t, newBackend)
 		tn := newTenant(t, s)

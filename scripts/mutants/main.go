@@ -1,0 +1,162 @@
+// Command mutants applies hand-made mutants to a copy of the tree, one at
+// a time, runs the tests that should catch each, and prints which were
+// killed. They are the faults that matter most for seatd's invariants and
+// that a generic mutation tool does not make (Lua scripts, SQL guards).
+// `make mutate` runs it after gremlins; see the README's release checklist.
+//
+//	go run ./scripts/mutants            # every mutant
+//	go run ./scripts/mutants -run flush # those whose name contains "flush"
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// mutant replaces one exact piece of a file (it must occur exactly once).
+type mutant struct {
+	name     string
+	file     string
+	old, new string
+	pkgs     []string // test packages that must catch it
+}
+
+var (
+	distributed = []string{"./server/distributed/"}
+	embedded    = []string{"./server/embedded/"}
+)
+
+var mutants = []mutant{
+	{"acquire.lua: seat check >= becomes >", "server/distributed/lua/acquire.lua",
+		"  if n >= limit then\n    return {'EXHAUSTED'", "  if n > limit then\n    return {'EXHAUSTED'", distributed},
+	{"embedded revival: < becomes <=", "server/embedded/leases.go",
+		"e.lic.liveCount(now) < l.SeatLimit()", "e.lic.liveCount(now) <= l.SeatLimit()", embedded},
+	{"heartbeat.lua: token check removed", "server/distributed/lua/heartbeat.lua",
+		"  if r[TOK] ~= tok then\n    return TOKEN\n  end\n  if r[DL] <= now then", "  if r[DL] <= now then", distributed},
+	{"heartbeat.lua: token check of an expiring lease removed", "server/distributed/lua/heartbeat.lua",
+		"    if x[TOK] ~= tok then\n      return TOKEN\n    end\n    return EXPIRED", "    return EXPIRED", distributed},
+	{"endLease: state = 'active' guard dropped", "server/distributed/leases.go",
+		"			WHERE s.id = $1 AND s.state = 'active'\n			RETURNING", "			WHERE s.id = $1\n			RETURNING", distributed},
+	// Both guards: either alone is enough (FOR UPDATE re-checks the row).
+	{"ExpireLeases: state guards dropped", "server/distributed/cleanup.go",
+		"SELECT s.id FROM sessions s WHERE s.id IN (SELECT id FROM v) AND s.state = 'active'\n			ORDER BY s.id FOR UPDATE\n		), ended AS (\n			UPDATE sessions s SET state = 'expired',\n				ended_at = GREATEST(v.now, s.acquired_at), expired_at = GREATEST(v.now, s.acquired_at),\n				last_heartbeat_at = GREATEST(s.last_heartbeat_at, v.hb), expires_at = v.dl\n			FROM v, locked WHERE s.id = v.id AND s.id = locked.id AND s.state = 'active'",
+		"SELECT s.id FROM sessions s WHERE s.id IN (SELECT id FROM v)\n			ORDER BY s.id FOR UPDATE\n		), ended AS (\n			UPDATE sessions s SET state = 'expired',\n				ended_at = GREATEST(v.now, s.acquired_at), expired_at = GREATEST(v.now, s.acquired_at),\n				last_heartbeat_at = GREATEST(s.last_heartbeat_at, v.hb), expires_at = v.dl\n			FROM v, locked WHERE s.id = v.id AND s.id = locked.id", distributed},
+	{"flush: state = 'active' dropped in the write-behind UPDATE", "server/distributed/flush.go",
+		"WHERE s.id = v.id AND s.state = 'active' AND s.last_heartbeat_at < v.hb", "WHERE s.id = v.id AND s.last_heartbeat_at < v.hb", distributed},
+	{"heartbeat: a transient rebuild error answered as LEASE_EXPIRED", "server/distributed/leases.go",
+		"		if err != nil {\n			return false, s.fail(\"heartbeat: build live state\", err)\n		}",
+		"		if err != nil {\n			return false, server.ErrLeaseExpired\n		}", distributed},
+	{"distributed ExpireLeases drops from Redis when the record fails", "server/distributed/cleanup.go",
+		"		// Nothing is recorded; the leases stay in the expiring hash and\n		// the next pass records them.\n		return nil, s.fail(\"expire leases\", err)",
+		"		for i := range ids {\n			_ = s.endLiveNow(ctx, owners[i], ids[i:i+1])\n		}\n		return nil, s.fail(\"expire leases\", err)", distributed},
+	{"embedded ExpireLeases removes leases on a write error", "server/embedded/cleanup.go",
+		"		return nil, s.fail(\"expire leases\", err) // nothing removed (invariant 6)",
+		"		for _, e := range es {\n			s.idx.removeLease(e)\n		}\n		return nil, s.fail(\"expire leases\", err)", embedded},
+	{"rebuild.lua: ended leases brought back", "server/distributed/lua/rebuild.lua",
+		"if not redis.call('ZSCORE', K_ENDED, id) and redis.call('HEXISTS', K_EXP, id) == 0 then",
+		"if redis.call('HEXISTS', K_EXP, id) == 0 then", distributed},
+	{"rebuild.lua: slack given although Redis still holds the license", "server/distributed/lua/rebuild.lua",
+		"    elseif lost then\n      r[DL] = r[DL] + slack", "    else\n      r[DL] = r[DL] + slack", distributed},
+	{"acquire.lua: a lapsed lease's seat taken without recording it", "server/distributed/lua/acquire.lua",
+		"        displaced[#displaced + 1] = lid\n", "", distributed},
+	{"heartbeat told LEASE_EXPIRED without recording the expiry", "server/distributed/leases.go",
+		"	case \"EXPIRED\":\n		return s.observeExpiry(ctx, licenseID, leaseID)\n	case \"INACTIVE\":",
+		"	case \"EXPIRED\":\n		return false, server.ErrLeaseExpired\n	case \"INACTIVE\":", distributed},
+	{"flush: ended leases not dropped from Redis", "server/distributed/flush.go",
+		"	if len(ended) > 0 {\n		s.dropEndedInRecord(ctx, ended)\n	}", "", distributed},
+	{"release acknowledged although Redis kept the lease", "server/distributed/leases.go",
+		"		if err := s.dropEnded(ctx, info.LicenseID, leaseID); err != nil {\n			*out = server.Lease{}\n			return s.fail(\"release\", err)\n		}",
+		"		_ = s.dropEnded(ctx, info.LicenseID, leaseID)", distributed},
+	{"insert ignores the settings version", "server/distributed/commit.go",
+		"AND l.live_epoch = $12 AND l.version = $13", "AND l.live_epoch = $12 AND $13::bigint IS NOT NULL", distributed},
+	{"embedded grant does not record the lapsed leases it displaces", "server/embedded/leases.go",
+		"			for _, end := range ends {\n				if _, err := endLease(tx, end); err != nil {\n					return err\n				}\n			}\n			return insertLease(tx, rec)",
+		"			return insertLease(tx, rec)", embedded},
+}
+
+func main() {
+	only := flag.String("run", "", "run only the mutants whose name contains this")
+	flag.Parse()
+	root, err := os.Getwd()
+	check(err)
+	work, err := os.MkdirTemp("", "seatd-mutants-")
+	check(err)
+	defer os.RemoveAll(work)
+	check(copyTree(root, work))
+
+	killed, total := 0, 0
+	var survivors []string
+	for _, m := range mutants {
+		if *only != "" && !strings.Contains(m.name, *only) {
+			continue
+		}
+		total++
+		path := filepath.Join(work, m.file)
+		orig, err := os.ReadFile(path)
+		check(err)
+		if n := strings.Count(string(orig), m.old); n != 1 {
+			fmt.Printf("STALE    %s: the text to mutate occurs %d times in %s\n", m.name, n, m.file)
+			survivors = append(survivors, m.name+" (stale)")
+			continue
+		}
+		check(os.WriteFile(path, []byte(strings.Replace(string(orig), m.old, m.new, 1)), 0o644))
+		start := time.Now()
+		cmd := exec.Command("go", append([]string{"test", "-count=1", "-timeout", "10m"}, m.pkgs...)...)
+		cmd.Dir = work
+		out, err := cmd.CombinedOutput()
+		check(os.WriteFile(path, orig, 0o644))
+		switch {
+		case err != nil && strings.Contains(string(out), "FAIL"):
+			killed++
+			fmt.Printf("KILLED   %s (%v)\n", m.name, time.Since(start).Round(time.Second))
+		default:
+			survivors = append(survivors, m.name)
+			fmt.Printf("SURVIVED %s (%v)\n", m.name, time.Since(start).Round(time.Second))
+		}
+	}
+	fmt.Printf("\nhand mutants: %d of %d killed\n", killed, total)
+	for _, s := range survivors {
+		fmt.Println("  survived:", s)
+	}
+	if killed != total {
+		os.Exit(1)
+	}
+}
+
+// copyTree copies the source tree (not .git, not bin/) to dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() && (rel == ".git" || rel == "bin" || strings.HasPrefix(rel, "seatd-data")) {
+			return filepath.SkipDir
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutants:", err)
+		os.Exit(2)
+	}
+}
