@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/internal/redistest"
 )
 
 // grantAt is a granted lease and the instance that granted it.
@@ -74,8 +75,20 @@ func acquireWave(t testing.TB, procs []*proc, key, prefix string, n int) wave {
 // one instance are granted again, exactly as many, on the others.
 func TestDistributedSeatLimitThreeInstances(t *testing.T) {
 	t.Parallel()
+	t.Run("Redis", func(t *testing.T) {
+		t.Parallel()
+		testSeatLimitThreeInstances(t, sharedBackend(t, ""))
+	})
+	// The same on a Redis Cluster of three masters: every script touches
+	// one slot, and the instances agree across the masters.
+	t.Run("RedisCluster", func(t *testing.T) {
+		t.Parallel()
+		testSeatLimitThreeInstances(t, sharedBackend(t, redistest.StartCluster(t, 3).URL()))
+	})
+}
+
+func testSeatLimitThreeInstances(t *testing.T, b *backend) {
 	const seats, clients = 10, 500
-	b := sharedBackend(t, "")
 	procs := b.startCluster(t, 3, "limit")
 	lic := newLicense(t, procs[0], seats, time.Minute, "three-instances")
 

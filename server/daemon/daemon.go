@@ -27,6 +27,7 @@ import (
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/cleanup"
+	"github.com/seatd/seatd/server/distributed"
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
@@ -68,8 +69,8 @@ type Daemon struct {
 	log       *slog.Logger
 	store     server.Store
 	scheduler *cleanup.Scheduler
-	elector   *leader.Elector // nil in embedded mode: one node always leads
-	rdb       *redis.Client   // distributed mode: wait queues and revocation news
+	elector   *leader.Elector       // nil in embedded mode: one node always leads
+	rdb       redis.UniversalClient // distributed mode: wait queues and revocation news
 	notifier  *notify.Redis
 	api       *grpcapi.Server
 	grpc      *grpc.Server
@@ -174,11 +175,11 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	var queue waitqueue.Queue = waitqueue.NewMemory(cfg.WaitQueueMax)
 	if cfg.Distributed() {
 		// Queues and revocation news cross instances through Redis.
-		opts, err := redis.ParseURL(cfg.RedisURL)
+		rdb, _, err := distributed.OpenRedis(cfg.RedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("--redis-url: %w", err)
 		}
-		d.rdb = redis.NewClient(opts)
+		d.rdb = rdb
 		d.notifier = notify.NewRedis(hub, d.rdb, cfg.RedisKeyPrefix, d.log)
 		revocations = d.notifier
 		queue = waitqueue.NewRedis(d.rdb, cfg.RedisKeyPrefix, cfg.WaitQueueMax, 5*time.Second)

@@ -3,6 +3,7 @@ package distributed
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -37,21 +38,12 @@ func (s *Store) DueLeases(ctx context.Context, after *server.LeaseRef, limit int
 	if after == nil {
 		s.maybeReconcile(ctx, now)
 	}
-	keys := s.keys.expiry()
-	cands, err := s.rdb.ZRangeByScoreWithScores(ctx, keys[0], &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(nowUS, 10)}).Result()
+	cands, members, gens, err := s.dueHints(ctx, nowUS)
 	if err != nil {
 		return nil, s.fail("due leases", err)
 	}
 	if len(cands) == 0 {
 		return nil, nil
-	}
-	members := make([]string, len(cands))
-	for i, c := range cands {
-		members[i] = fmt.Sprint(c.Member)
-	}
-	gens, err := s.rdb.HMGet(ctx, keys[1], members...).Result()
-	if err != nil {
-		return nil, s.fail("due leases", err)
 	}
 
 	// Licenses are asked in hint order, a chunk at a time (dueMany), the
@@ -98,6 +90,55 @@ func (s *Store) DueLeases(ctx context.Context, after *server.LeaseRef, limit int
 		start = end
 	}
 	return out, nil
+}
+
+// dueHints reads every piece of the expiry hint: the licenses hinted at or
+// before now, in hint order, with their generations. Two pipelines.
+func (s *Store) dueHints(ctx context.Context, nowUS int64) (cands []redis.Z, members []string, gens []any, err error) {
+	pipe := s.rdb.Pipeline()
+	ranges := make([]*redis.ZSliceCmd, hintShards)
+	for k := range hintShards {
+		ranges[k] = pipe.ZRangeByScoreWithScores(ctx, s.keys.expiryShard(k)[0],
+			&redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(nowUS, 10)})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, nil, err
+	}
+	pipe = s.rdb.Pipeline()
+	genCmds := make([]*redis.SliceCmd, hintShards)
+	type cand struct {
+		z   redis.Z
+		gen func() any
+	}
+	var all []cand
+	for k, r := range ranges {
+		zs := r.Val()
+		if len(zs) == 0 {
+			continue
+		}
+		names := make([]string, len(zs))
+		for i, z := range zs {
+			names[i] = fmt.Sprint(z.Member)
+		}
+		genCmds[k] = pipe.HMGet(ctx, s.keys.expiryShard(k)[1], names...)
+		for i, z := range zs {
+			cmd, i := genCmds[k], i
+			all = append(all, cand{z, func() any { return cmd.Val()[i] }})
+		}
+	}
+	if len(all) == 0 {
+		return nil, nil, nil, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, nil, err
+	}
+	slices.SortFunc(all, func(a, b cand) int {
+		return cmp.Or(cmp.Compare(a.z.Score, b.z.Score), strings.Compare(fmt.Sprint(a.z.Member), fmt.Sprint(b.z.Member)))
+	})
+	for _, c := range all {
+		cands, members, gens = append(cands, c.z), append(members, fmt.Sprint(c.z.Member)), append(gens, c.gen())
+	}
+	return cands, members, gens, nil
 }
 
 // dueMany lists the due leases of licenses (dueOf) and their earliest
@@ -171,15 +212,27 @@ func (s *Store) dueMany(ctx context.Context, licenseIDs []string, nowUS int64, a
 // hint.lua's pairs. Failures are logged: the hint is only a hint (see
 // DueLeases).
 func (s *Store) applyHints(ctx context.Context, fix, lower []any) {
-	keys := s.keys.expiry()
+	// Each piece of the hint gets its own calls (one slot per script).
+	var fixOf, lowerOf [hintShards][]any
+	for i := 0; i+3 < len(fix); i += 4 {
+		k := hintShardOf(str(fix[i]))
+		fixOf[k] = append(fixOf[k], fix[i:i+4]...)
+	}
+	for i := 0; i+1 < len(lower); i += 2 {
+		k := hintShardOf(str(lower[i]))
+		lowerOf[k] = append(lowerOf[k], lower[i:i+2]...)
+	}
 	var calls []scriptCall
-	for _, g := range []struct {
-		script *redis.Script
-		args   []any
-		group  int
-	}{{scriptFixHint, fix, 4}, {scriptHint, lower, 2}} {
-		for start, n := 0, cleanupPipeline*g.group; start < len(g.args); start += n {
-			calls = append(calls, scriptCall{g.script, keys, g.args[start:min(start+n, len(g.args))]})
+	for k := range hintShards {
+		keys := s.keys.expiryShard(k)
+		for _, g := range []struct {
+			script *redis.Script
+			args   []any
+			group  int
+		}{{scriptFixHint, fixOf[k], 4}, {scriptHint, lowerOf[k], 2}} {
+			for start, n := 0, cleanupPipeline*g.group; start < len(g.args); start += n {
+				calls = append(calls, scriptCall{g.script, keys, g.args[start:min(start+n, len(g.args))]})
+			}
 		}
 	}
 	for _, r := range s.pipelineScripts(ctx, calls) {

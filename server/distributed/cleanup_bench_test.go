@@ -363,7 +363,7 @@ func (e *seatdEnv) reset(b *testing.B, staleHints bool) {
 		}
 		pipe := e.loc.rdb.Pipeline()
 		for _, l := range e.data.licenses {
-			scriptHint.Eval(ctx, pipe, e.s.keys.expiry(), l.id, timeUS(now.Add(-time.Second)))
+			scriptHint.Eval(ctx, pipe, e.s.keys.expiryOf(l.id), l.id, timeUS(now.Add(-time.Second)))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			b.Fatal(err)

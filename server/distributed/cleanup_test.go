@@ -145,9 +145,15 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 	again, err := s.DueLeases(ctx, nil, 100)
 	require.NoError(t, err)
 	require.Empty(t, again)
-	keys := s.keys.expiry()
-	hints, err := rdb.ZRangeByScoreWithScores(ctx, keys[0], &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
-	require.NoError(t, err)
+	var hints []redis.Z
+	for k := range hintShards {
+		part, err := rdb.ZRangeByScoreWithScores(ctx, s.keys.expiryShard(k)[0], &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
+		require.NoError(t, err)
+		for _, h := range part {
+			require.Equal(t, k, hintShardOf(h.Member.(string)), "the hint of %s is in its piece", h.Member)
+		}
+		hints = append(hints, part...)
+	}
 	require.Len(t, hints, nLicenses)
 	firstDeadline := map[string]int64{}
 	for i := range ids {

@@ -1,6 +1,7 @@
 package distributed
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -95,6 +96,7 @@ func randomName() string {
 // key prefix.
 type location struct {
 	schema, prefix, pgURL string
+	redisURL              string // the shared Redis unless set
 }
 
 // newLocation creates a fresh schema and key prefix, removed when t ends.
@@ -123,24 +125,30 @@ func newLocation(t *testing.T) location {
 	return loc
 }
 
-// deletePrefix deletes every key under a prefix (SCAN + DEL).
-func deletePrefix(ctx context.Context, rdb *redis.Client, prefix string) error {
+// deletePrefix deletes every key under a prefix (SCAN + DEL), on every
+// master of a cluster.
+func deletePrefix(ctx context.Context, rdb redis.UniversalClient, prefix string) error {
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return deletePrefix(ctx, c, prefix)
+		})
+	}
 	iter := rdb.Scan(ctx, 0, prefix+"*", 500).Iterator()
-	var batch []string
+	pipe := rdb.Pipeline()
 	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 500 {
-			if err := rdb.Del(ctx, batch...).Err(); err != nil {
+		pipe.Del(ctx, iter.Val()) // one key a command: keys of a cluster node differ in slot
+		if pipe.Len() == 500 {
+			if _, err := pipe.Exec(ctx); err != nil {
 				return err
 			}
-			batch = batch[:0]
 		}
 	}
 	if err := iter.Err(); err != nil {
 		return err
 	}
-	if len(batch) > 0 {
-		return rdb.Del(ctx, batch...).Err()
+	if pipe.Len() > 0 {
+		_, err := pipe.Exec(ctx)
+		return err
 	}
 	return nil
 }
@@ -152,7 +160,7 @@ func (loc location) open(t *testing.T, mut func(*Options)) *Store {
 	t.Helper()
 	opts := Options{
 		PostgresURL:    loc.pgURL,
-		RedisURL:       testRedisURL(),
+		RedisURL:       cmp.Or(loc.redisURL, testRedisURL()),
 		RedisKeyPrefix: loc.prefix,
 		PoolMaxConns:   6,
 		ConnectTimeout: 5 * time.Second,

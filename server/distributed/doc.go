@@ -24,13 +24,14 @@
 //	P{lic}:ended      zset  lease id -> when end.lua removed it (kept 30 s,
 //	                        so that a racing rebuild cannot bring it back)
 //
-// and two global keys, hints only: P{expiry}:due (zset license id -> a time
-// at or before its earliest deadline) and P{expiry}:gen (hash license id ->
-// hint generation). Times are unix microseconds, the precision PostgreSQL
-// keeps, so values round-trip exactly. Every script (lua/*.lua, run with
-// EVALSHA and an EVAL fallback) reads the clock with redis.call('TIME'):
-// one clock for every instance. PostgreSQL timestamps of lease events are
-// the times the scripts returned; admin-only changes use now() in SQL.
+// and the expiry hint, split in 16 pieces i (each its own slot, keys.go):
+// P{expiry:i}:due (zset license id -> a time at or before its earliest
+// deadline) and P{expiry:i}:gen (hash license id -> hint generation). Times
+// are unix microseconds, the precision PostgreSQL keeps, so values round-
+// trip exactly. Every script (lua/*.lua, run with EVALSHA and an EVAL
+// fallback) reads the clock with redis.call('TIME'): one clock for every
+// instance. PostgreSQL timestamps of lease events are the times the scripts
+// returned; admin-only changes use now() in SQL.
 //
 // # Invariants
 //

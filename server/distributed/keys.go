@@ -1,5 +1,10 @@
 package distributed
 
+import (
+	"fmt"
+	"hash/fnv"
+)
+
 // keyspace names the Redis keys of one store. Every key of a license
 // carries the license id as a hash tag, so that the scripts, which touch
 // only the keys of one license, stay within one cluster slot.
@@ -20,13 +25,37 @@ func (k keyspace) license(licenseID string) []string {
 	}
 }
 
-// expiry returns the keys of the global expiry hint: a sorted set of
-// license ids scored by a time at or before the earliest deadline of the
-// leases the license holds (live or expiring), and a hash of per-license
-// generations that orders hint changes (lua/hint.lua, lua/fixhint.lua).
-// The hint is maintained outside the license scripts, so it is only a
-// hint: DueLeases re-checks every license under its own script, repairs
-// hints that are too early, and re-derives lost ones from PostgreSQL.
-func (k keyspace) expiry() []string {
+// hintShards is how many pieces the expiry hint is split into. Each piece
+// is its own hash slot, so that on a Redis Cluster the hint's load spreads
+// over the masters instead of landing on one.
+const hintShards = 16
+
+// expiryOf returns the keys of the piece of the expiry hint that holds a
+// license: a sorted set of license ids scored by a time at or before the
+// earliest deadline of the leases the license holds (live or expiring),
+// and a hash of per-license generations that orders hint changes
+// (lua/hint.lua, lua/fixhint.lua). The hint is maintained outside the
+// license scripts, so it is only a hint: DueLeases re-checks every license
+// under its own script, repairs hints that are too early, and re-derives
+// lost ones from PostgreSQL.
+func (k keyspace) expiryOf(licenseID string) []string {
+	return k.expiryShard(hintShardOf(licenseID))
+}
+
+// expiryShard returns the keys of piece i of the expiry hint.
+func (k keyspace) expiryShard(i int) []string {
+	tag := fmt.Sprintf("%s{expiry:%02d}:", k.prefix, i)
+	return []string{tag + "due", tag + "gen"}
+}
+
+// legacyExpiry is the one-piece expiry hint of earlier versions, moved
+// into the pieces at Open.
+func (k keyspace) legacyExpiry() []string {
 	return []string{k.prefix + "{expiry}:due", k.prefix + "{expiry}:gen"}
+}
+
+func hintShardOf(licenseID string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(licenseID))
+	return int(h.Sum32() % hintShards)
 }

@@ -226,7 +226,7 @@ func (s *Store) lowerHint(ctx context.Context, licenseID string, dl int64) {
 	if dl < 0 {
 		return
 	}
-	if err := scriptHint.Run(ctx, s.rdb, s.keys.expiry(), licenseID, dl).Err(); err != nil {
+	if err := scriptHint.Run(ctx, s.rdb, s.keys.expiryOf(licenseID), licenseID, dl).Err(); err != nil {
 		s.log.Warn("distributed store: lower expiry hint", "license", licenseID, "err", err)
 	}
 }

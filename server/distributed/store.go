@@ -81,7 +81,7 @@ const (
 // holds the live leases. See doc.go for the design.
 type Store struct {
 	pool       *pgxpool.Pool
-	rdb        *redis.Client
+	rdb        redis.UniversalClient
 	keys       keyspace
 	log        *slog.Logger
 	flushEvery time.Duration
@@ -157,16 +157,18 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pgcfg.PrepareConn = opts.prepareConn
 	}
 	pgAddr := net.JoinHostPort(pgcfg.ConnConfig.Host, fmt.Sprint(pgcfg.ConnConfig.Port))
-	ropts, err := redis.ParseURL(opts.RedisURL)
+	rdb, raddr, err := OpenRedis(opts.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("distributed store: bad Redis URL: %w", err)
+		return nil, fmt.Errorf("distributed store: %w", err)
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, pgcfg)
 	if err != nil {
+		_ = rdb.Close()
 		return nil, fmt.Errorf("distributed store: PostgreSQL at %s: %w", pgAddr, err)
 	}
 	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return pool.Ping(ctx) }); err != nil {
+		_ = rdb.Close()
 		pool.Close()
 		return nil, fmt.Errorf("distributed store: cannot reach PostgreSQL at %s (gave up after %v): %w", pgAddr, timeout, err)
 	}
@@ -178,11 +180,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// check, peek, state, count and due read only; end, expire, adopt,
 	// tombstone and hint converge to the same state; rebuild and setconf
 	// refuse what is not newer (epoch, version).
-	rdb := redis.NewClient(ropts)
-	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); err != nil {
+	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return pingRedis(ctx, rdb) }); err != nil {
 		_ = rdb.Close()
 		pool.Close()
-		return nil, fmt.Errorf("distributed store: cannot reach Redis at %s (gave up after %v): %w", ropts.Addr, timeout, err)
+		return nil, fmt.Errorf("distributed store: cannot reach Redis at %s (gave up after %v): %w", raddr, timeout, err)
 	}
 	if !opts.SkipMigrations {
 		db := stdlib.OpenDBFromPool(pool)
@@ -214,8 +215,29 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.hot = newBatcher(redisSlots, redisMin, maxPipeline, s.runLicenseScripts)
 	s.inserts = newBatcher(pgSlots, pgMin, pgMaxBatch, s.runInserts)
 	s.releases = newBatcher(pgSlots, pgMin, pgMaxBatch, s.runReleases)
+	s.moveLegacyHint(ctx)
 	go s.flushLoop()
 	return s, nil
+}
+
+// moveLegacyHint moves the one-piece expiry hint of earlier versions into
+// its pieces (keys.go). Best effort: a hint left behind is re-derived from
+// PostgreSQL by the leader's reconciliation.
+func (s *Store) moveLegacyHint(ctx context.Context) {
+	old := s.keys.legacyExpiry()
+	hints, err := s.rdb.ZRangeWithScores(ctx, old[0], 0, -1).Result()
+	if err != nil || len(hints) == 0 {
+		return
+	}
+	var lower []any
+	for _, h := range hints {
+		lower = append(lower, fmt.Sprint(h.Member), int64(h.Score))
+	}
+	s.applyHints(ctx, nil, lower)
+	if err := s.rdb.Del(ctx, old[0]).Err(); err == nil {
+		_ = s.rdb.Del(ctx, old[1]).Err()
+	}
+	s.log.Info("distributed store: moved the expiry hint into its pieces", "licenses", len(hints))
 }
 
 // retryConnect calls ping with exponential backoff until it succeeds or

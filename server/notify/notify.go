@@ -67,7 +67,7 @@ func (l Local) Revoked(_ context.Context, leaseID string) { l.Hub.deliver(leaseI
 // Redis publishes revocations on a channel every instance subscribes to.
 type Redis struct {
 	hub     *Hub
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	channel string
 	log     *slog.Logger
 	cancel  context.CancelFunc
@@ -75,7 +75,7 @@ type Redis struct {
 }
 
 // NewRedis subscribes to <prefix>revocations and delivers what arrives to hub.
-func NewRedis(hub *Hub, rdb *redis.Client, prefix string, log *slog.Logger) *Redis {
+func NewRedis(hub *Hub, rdb redis.UniversalClient, prefix string, log *slog.Logger) *Redis {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Redis{hub: hub, rdb: rdb, channel: prefix + "revocations", log: log, cancel: cancel, done: make(chan struct{})}
 	go r.listen(ctx)

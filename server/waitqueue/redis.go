@@ -17,7 +17,7 @@ import (
 // refreshes. Waiters whose instance died stop refreshing and are skipped
 // (and dropped) by the others.
 type Redis struct {
-	rdb       *redis.Client
+	rdb       redis.UniversalClient
 	prefix    string
 	maxLength int
 	liveness  time.Duration
@@ -25,7 +25,7 @@ type Redis struct {
 
 // NewRedis returns a Redis queue. liveness is how long a waiter survives
 // without asking for its position (a few poll intervals).
-func NewRedis(rdb *redis.Client, prefix string, maxLength int, liveness time.Duration) *Redis {
+func NewRedis(rdb redis.UniversalClient, prefix string, maxLength int, liveness time.Duration) *Redis {
 	return &Redis{rdb: rdb, prefix: prefix, maxLength: maxLength, liveness: liveness}
 }
 
