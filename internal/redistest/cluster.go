@@ -89,7 +89,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	for _, addr := range c.Addrs {
 		err := waitFor(30*time.Second, func() error {
 			rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-			defer rdb.Close()
+			defer func() { _ = rdb.Close() }()
 			info, err := rdb.ClusterInfo(context.Background()).Result()
 			if err != nil {
 				return err
@@ -115,7 +115,7 @@ func (c *Cluster) stop() {
 
 func ping(addr string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	return rdb.Ping(ctx).Err()
@@ -140,6 +140,6 @@ func freePort(t testing.TB) int {
 	if err != nil {
 		t.Fatalf("find a free port: %v", err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -87,7 +87,7 @@ func main() {
 	check(err)
 	work, err := os.MkdirTemp("", "seatd-mutants-")
 	check(err)
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }()
 	check(copyTree(root, work))
 
 	killed, total := 0, 0
