@@ -2,14 +2,14 @@ package daemon
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for goose
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/seatd/seatd/server/distributed"
 )
@@ -43,11 +43,14 @@ func migrateMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "seatd migrate: --postgres-url (or SEATD_POSTGRES_URL) is required")
 		return 2
 	}
-	db, err := sql.Open("pgx", *url)
+	// Parsed as the daemon's pool parses it: pool_* parameters are the
+	// pool's, not PostgreSQL settings.
+	pcfg, err := pgxpool.ParseConfig(*url)
 	if err != nil {
 		fmt.Fprintf(stderr, "seatd migrate: PostgreSQL URL: %v\n", err)
 		return 2
 	}
+	db := stdlib.OpenDB(*pcfg.ConnConfig)
 	defer func() { _ = db.Close() }()
 	if err := db.PingContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "seatd migrate: cannot reach PostgreSQL: %v\n", err)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // LockClassID namespaces seatd's advisory locks (the first of the two
@@ -104,6 +105,7 @@ func (e *Elector) LeaderID(ctx context.Context) (string, error) {
 		SELECT a.application_name
 		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'advisory' AND l.granted
+		  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		  AND l.classid = $1::int::oid AND l.objid = $2::int::oid AND l.objsubid = 2
 		LIMIT 1`, LockClassID, objectID).Scan(&app)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -244,10 +246,13 @@ func (e *Elector) setLeading(v bool) {
 // connect opens a dedicated connection with TCP keepalives, so that a dead
 // peer is noticed even between pings.
 func (e *Elector) connect(ctx context.Context, appName string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(e.cfg.PostgresURL)
+	// Parsed as the pool parses it, so that pool_* parameters (the store's
+	// pool size) are taken out instead of sent to PostgreSQL as settings.
+	pcfg, err := pgxpool.ParseConfig(e.cfg.PostgresURL)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL URL: %w", err)
 	}
+	cfg := pcfg.ConnConfig
 	cfg.RuntimeParams["application_name"] = appName
 	// Keepalives on PostgreSQL's side too: a leader cut off from the network
 	// (not killed) must lose its backend, and so the lock, in seconds rather
