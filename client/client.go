@@ -3,6 +3,7 @@ package client
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -123,6 +124,18 @@ type AcquireOptions struct {
 	IdempotencyKey string
 }
 
+// named returns o with an idempotency key naming this one acquisition: the
+// caller's own if set, else a new random one. Every retry of the
+// acquisition (the service config's, or the keeper's) sends the same key,
+// so a retry after a lost reply gets the seat the first try took, never a
+// second one, whatever the license's leasing strategy.
+func (o AcquireOptions) named() AcquireOptions {
+	if o.IdempotencyKey == "" {
+		o.IdempotencyKey = "acq_" + rand.Text()
+	}
+	return o
+}
+
 func (o AcquireOptions) acquireRequest() *seatdv1.AcquireSeatRequest {
 	return &seatdv1.AcquireSeatRequest{
 		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
@@ -143,7 +156,7 @@ func (o AcquireOptions) waitRequest() *seatdv1.WaitForSeatRequest {
 // loss; ctx bounds only this call, not the lease.
 func (c *Client) Acquire(ctx context.Context, o AcquireOptions) (*Lease, error) {
 	sent := c.t.wallNow()
-	resp, err := c.seats.AcquireSeat(ctx, o.acquireRequest())
+	resp, err := c.seats.AcquireSeat(ctx, o.named().acquireRequest())
 	if err != nil {
 		return nil, wrap(err)
 	}

@@ -72,3 +72,28 @@ func TestBackoffGrowsWithJitterAndLimit(t *testing.T) {
 		require.LessOrEqual(t, d, full, "retry %d", n)
 	}
 }
+
+// TestAcquireRetryAfterLostReplyTakesOneSeat: the server granted a seat but
+// the reply was lost; the retry carries the same idempotency key, so it gets
+// that seat back instead of a second one (leasing strategy "acquisition"
+// dedupes by nothing else).
+func TestAcquireRetryAfterLostReplyTakesOneSeat(t *testing.T) {
+	b := setup(t, DefaultOptions(), func(f *fakeServer) { f.lostReplies = 1 })
+	l := acquire(t, b)
+	require.Equal(t, 1, b.fake.read(func(f *fakeServer) int { return f.live() }), "one seat for the call and its retry")
+	keys := b.fake.seenIdemKeys()
+	require.Len(t, keys, 2)
+	require.NotEmpty(t, keys[0], "the client names the acquisition")
+	require.Equal(t, keys[0], keys[1], "the retry carries the same key")
+	require.NoError(t, l.Release(testContext(t)))
+
+	// A new acquisition is a new key; one the caller chose is kept.
+	l2 := acquire(t, b)
+	l3, err := b.client.Acquire(testContext(t), AcquireOptions{LicenseKey: "key", Fingerprint: "fp", IdempotencyKey: "mine"})
+	require.NoError(t, err)
+	keys = b.fake.seenIdemKeys()
+	require.NotEqual(t, keys[0], keys[2])
+	require.Equal(t, "mine", keys[3])
+	require.NoError(t, l2.Release(testContext(t)))
+	require.NoError(t, l3.Release(testContext(t)))
+}

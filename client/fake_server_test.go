@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,10 +35,12 @@ type fakeServer struct {
 
 	unavailable         bool // every heartbeat RPC fails UNAVAILABLE
 	streamUnimplemented bool
-	streamUnavailable   bool // streams fail UNAVAILABLE, unary works
-	streamSilent        bool // streams read pings and never answer (a dead path)
-	signalOnly          bool // end streams after an EXPIRED/REVOKED signal with OK, no status
-	acquireUnavailable  int  // fail this many AcquireSeat calls UNAVAILABLE
+	streamUnavailable   bool     // streams fail UNAVAILABLE, unary works
+	streamSilent        bool     // streams read pings and never answer (a dead path)
+	signalOnly          bool     // end streams after an EXPIRED/REVOKED signal with OK, no status
+	acquireUnavailable  int      // fail this many AcquireSeat calls UNAVAILABLE
+	lostReplies         int      // grant this many AcquireSeat calls, then answer UNAVAILABLE
+	idemKeys            []string // the idempotency_key of each AcquireSeat, in order
 	waitUnimplemented   bool
 	positions           []int32       // WaitForSeat sends these, then waits for a free seat
 	waitTickets         []string      // the queue_ticket of each WaitForSeat, in order
@@ -49,6 +52,7 @@ type fakeServer struct {
 
 type fakeLease struct {
 	id, token string
+	idem      string // the idempotency key it was granted for
 	expiresAt time.Time
 	ended     string // "" while live, else the reason heartbeats fail with
 }
@@ -80,6 +84,12 @@ func (f *fakeServer) read(get func(f *fakeServer) int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return get(f)
+}
+
+func (f *fakeServer) seenIdemKeys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.idemKeys)
 }
 
 func (f *fakeServer) seenTickets() []string {
@@ -119,17 +129,31 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSea
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.acquires++
+	f.idemKeys = append(f.idemKeys, req.GetIdempotencyKey())
 	if f.acquireUnavailable > 0 {
 		f.acquireUnavailable--
 		return nil, reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
 	}
-	if f.seats > 0 && f.live() >= f.seats {
-		return nil, reasonErr(codes.ResourceExhausted, ReasonSeatsExhausted)
-	}
-	f.nextID++
 	now := time.Now()
-	l := &fakeLease{id: fmt.Sprintf("lease-%d", f.nextID), token: fmt.Sprintf("token-%d", f.nextID), expiresAt: now.Add(f.ttl)}
-	f.leases[l.id] = l
+	var l *fakeLease
+	for _, x := range f.leases { // as seatd: the same key hands the lease back
+		if x.ended == "" && req.GetIdempotencyKey() != "" && x.idem == req.GetIdempotencyKey() {
+			l = x
+		}
+	}
+	if l == nil {
+		if f.seats > 0 && f.live() >= f.seats {
+			return nil, reasonErr(codes.ResourceExhausted, ReasonSeatsExhausted)
+		}
+		f.nextID++
+		l = &fakeLease{id: fmt.Sprintf("lease-%d", f.nextID), token: fmt.Sprintf("token-%d", f.nextID),
+			expiresAt: now.Add(f.ttl), idem: req.GetIdempotencyKey()}
+		f.leases[l.id] = l
+	}
+	if f.lostReplies > 0 {
+		f.lostReplies--
+		return nil, reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
+	}
 	return &seatdv1.AcquireSeatResponse{
 		Lease: &seatdv1.Lease{
 			Id: l.id, LicenseId: "lic-1", Fingerprint: req.GetFingerprint(),

@@ -25,8 +25,9 @@ func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition f
 		}
 	}
 	ticket := ""
+	key := o.named().IdempotencyKey // every stream of this wait is one acquisition
 	for failures := 0; ; {
-		lease, heard, err := c.waitOnce(ctx, o, &ticket, report)
+		lease, heard, err := c.waitOnce(ctx, o, key, &ticket, report)
 		if lease != nil {
 			// The server holds a waiter's grant only until its first
 			// heartbeat (--wait-hold), which may come well before the
@@ -57,13 +58,14 @@ func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition f
 	}
 }
 
-// waitOnce is one WaitForSeat stream, resuming *ticket's place and updating
+// waitOnce is one WaitForSeat stream (under idempotency key key), resuming *ticket's place and updating
 // it from what the server sends. heard tells whether the server sent
 // anything, so that a queue that worked for a while retries promptly.
-func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, ticket *string, report func(int, int)) (lease *Lease, heard bool, err error) {
+func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, key string, ticket *string, report func(int, int)) (lease *Lease, heard bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req := o.waitRequest()
+	req.IdempotencyKey = key
 	req.QueueTicket = *ticket
 	s, err := c.seats.WaitForSeat(ctx, req)
 	if err != nil {
