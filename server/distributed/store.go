@@ -185,6 +185,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("distributed store: cannot reach Redis at %s (gave up after %v): %w", raddr, timeout, err)
 	}
+	if err := checkEviction(ctx, rdb, log); err != nil {
+		_ = rdb.Close()
+		pool.Close()
+		return nil, fmt.Errorf("distributed store: %w", err)
+	}
 	if !opts.SkipMigrations {
 		db := stdlib.OpenDBFromPool(pool)
 		_, err := Migrate(ctx, db, log)
