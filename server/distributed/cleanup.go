@@ -513,6 +513,7 @@ func (s *Store) ExpireLeases(ctx context.Context, refs []server.LeaseRef) ([]ser
 			s.log.Error("distributed store: remove expired leases from Redis", "license", ends[i].keys[0], "leases", len(ends[i].args), "err", r.err)
 		}
 	}
+	s.hb.forget(ids...)
 	return expired, nil
 }
 

@@ -60,6 +60,17 @@ func (b *heartbeatBuffer) take() map[string]pendingBeat {
 	return out
 }
 
+// forget drops the pending heartbeats of leases that just ended (their end
+// is recorded and they are out of Redis): the flush would only find them
+// ended and take them for leases Redis kept by mistake.
+func (b *heartbeatBuffer) forget(ids ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, id := range ids {
+		delete(b.pending, id)
+	}
+}
+
 // putBack returns unwritten heartbeats, unless newer ones came meanwhile.
 func (b *heartbeatBuffer) putBack(m map[string]pendingBeat) {
 	b.mu.Lock()

@@ -46,6 +46,7 @@ func (s *Store) acquire(ctx context.Context, req *server.AcquireRequest, out *se
 		if err != nil {
 			return err
 		}
+		args[0] = req.LeaseID // a new one after a grant that was not recorded
 		res, err := s.evalLicense(ctx, scriptAcquire, licenseID, args...)
 		if err != nil {
 			return s.fail("acquire", err)
@@ -245,7 +246,15 @@ func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, lic
 	if err != nil {
 		return false, s.fail("acquire: record lease", err)
 	}
-	return s.grantOutdated(ctx, req, licenseID, g)
+	again, err = s.grantOutdated(ctx, req, licenseID, g)
+	if again {
+		// The next round is a new grant under a new id: if the take-back
+		// failed, the old grant is still in Redis, and acquire.lua would
+		// answer the same id as a replay of it, judged by the settings the
+		// record just refused.
+		req.LeaseID = server.NewID(server.PrefixLeaseID)
+	}
+	return again, err
 }
 
 // grantOutdated handles a grant the record refused because its license is
@@ -404,6 +413,7 @@ func (s *Store) dropEnded(ctx context.Context, licenseID string, ids ...string) 
 	if err := s.endLive(ctx, licenseID, ids); err != nil {
 		return fmt.Errorf("remove ended leases from Redis: %w", err)
 	}
+	s.hb.forget(ids...)
 	return nil
 }
 

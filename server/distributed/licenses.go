@@ -335,6 +335,9 @@ func (s *Store) DeleteLicense(ctx context.Context, tenantID, id string) (int, er
 		lic.version++
 		return err
 	})
+	if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+		return 0, s.deletedAlready(ctx, tenantID, id)
+	}
 	if err != nil {
 		return 0, s.fail("delete license", err)
 	}
@@ -347,7 +350,28 @@ func (s *Store) DeleteLicense(ctx context.Context, tenantID, id string) (int, er
 		// tombstone if nobody retries.
 		return 0, s.fail("delete license: drop live state", err)
 	}
+	s.hb.forget(ids...)
 	return revoked, nil
+}
+
+// deletedAlready answers a delete of a license that is not there: NOT_FOUND,
+// but only once the live state of a license of the tenant that was deleted
+// is tombstoned, since the caller may be retrying a delete whose tombstone
+// failed, and will take NOT_FOUND to mean the license is gone.
+func (s *Store) deletedAlready(ctx context.Context, tenantID, id string) error {
+	var version int64
+	err := s.pool.QueryRow(ctx, `SELECT version FROM licenses WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NOT NULL`,
+		id, tenantID).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return server.ErrLicenseNotFound
+	}
+	if err != nil {
+		return s.fail("delete license", err)
+	}
+	if err := scriptTombstone.Run(ctx, s.rdb, s.keys.license(id), version, tenantID).Err(); err != nil {
+		return s.fail("delete license: drop live state", err)
+	}
+	return server.ErrLicenseNotFound
 }
 
 // sqlAuditID generates an audit entry id in SQL, in the shape of

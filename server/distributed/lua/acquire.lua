@@ -158,10 +158,14 @@ local function acquire(b)
 end
 
 -- replayed answers a replay of an acquisition that was granted already.
+-- The leases that grant displaced are not known any more: it names every
+-- lease waiting in the expiring hash instead (a superset; recording the
+-- expiry of any of them is right, they are all out of the live state).
 local function replayed(b)
   local r = get_rec(K_LEASES, ARGV[b])
   if r and r[TOK] == ARGV[b + 1] and r[SEQ] == 0 then
-    return {'NEW', ARGV[b], r[ACQ], r[HB], r[DL], 0, n, prev, r[DEDUPE], limit, ''}
+    local waiting = redis.call('HKEYS', K_EXP)
+    return {'NEW', ARGV[b], r[ACQ], r[HB], r[DL], 0, n, prev, r[DEDUPE], limit, table.concat(waiting, ',')}
   end
   return nil
 end
