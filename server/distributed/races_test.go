@@ -183,3 +183,32 @@ func TestPlainReleaseIsNotReportedAsRepair(t *testing.T) {
 	require.NoError(t, s.flush(t.Context()))
 	require.NotContains(t, logs.String(), "still live in Redis", "a normal release is reported as a repair")
 }
+
+// TestGrantAfterUnrecordedExpiry: a lapsed lease is in the expiring hash
+// but its expiry is not recorded (the cleaner died between expire.lua and
+// its statement, or its statement failed). The next grant does not need
+// its seat in the deadlines set, but must record its expiry first all the
+// same: otherwise a Redis loss rebuilds both, two leases on one seat.
+func TestGrantAfterUnrecordedExpiry(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = 5 * time.Second })
+	lic := mkLicense(t, s, tn.ID, 1, time.Second)
+	a, tokA := acq(t, s, lic.Key, "a")
+	require.Eventually(t, func() bool { return time.Now().After(a.Lease.ExpiresAt.Add(50 * time.Millisecond)) },
+		5*time.Second, 10*time.Millisecond)
+	// The first step of ExpireLeases, and then nothing (crash or failed record).
+	res, err := scriptExpire.Run(t.Context(), s.rdb, s.keys.license(lic.ID), a.Lease.ID).Slice()
+	require.NoError(t, err)
+	require.Len(t, res, 6, "a moved to the expiring hash: %v", res)
+
+	b, _ := acq(t, s, lic.Key, "b")
+	_, _, st := loc.recorded(t, a.Lease.ID)
+	assert.Equal(t, "expired", st, "b took a's seat and was recorded, so a's expiry must be recorded first")
+
+	loc.loseRedis(t)
+	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "only b counts after the rebuild")
+	_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA))
+	assert.Error(t, err, "a, whose seat went to %s, heartbeats again", b.Lease.ID)
+}

@@ -123,8 +123,12 @@ local function acquire(b)
   if redis.call('HEXISTS', K_LEASES, id) == 1 or redis.call('HEXISTS', K_EXP, id) == 1 then
     return {'DUP', '', 0, 0, 0, 0, 0, prev, '', limit, ''}
   end
-  -- Take the seats of the earliest lapsed leases this grant needs.
-  local displaced = {}
+  -- Take the seats of the earliest lapsed leases this grant needs. The
+  -- leases already waiting in the expiring hash are named too: they no
+  -- longer count here, but their expiry may not be recorded yet (a cleaner
+  -- died between its two steps), and the record must never hold more
+  -- active leases than seats once this grant is recorded.
+  local displaced = redis.call('HKEYS', K_EXP)
   if total >= limit then
     for _, lid in ipairs(redis.call('ZRANGE', K_DL, 0, total - limit)) do
       local raw = redis.call('HGET', K_LEASES, lid)
@@ -158,9 +162,8 @@ local function acquire(b)
 end
 
 -- replayed answers a replay of an acquisition that was granted already.
--- The leases that grant displaced are not known any more: it names every
--- lease waiting in the expiring hash instead (a superset; recording the
--- expiry of any of them is right, they are all out of the live state).
+-- The leases that grant displaced are all in the expiring hash now (unless
+-- recorded since): it names every lease waiting there, as a grant does.
 local function replayed(b)
   local r = get_rec(K_LEASES, ARGV[b])
   if r and r[TOK] == ARGV[b + 1] and r[SEQ] == 0 then

@@ -54,8 +54,8 @@ for i = 14, #ARGV, 8 do
         h[TOK], h[SEQ] = r[TOK], r[SEQ]
       end
       h[HB] = math.max(h[HB], r[HB])
-      h[DL] = math.max(h[DL], r[DL])
-      r = h
+      r = h -- Redis's deadline is the one last told (a TTL lowered since
+            -- may have made it earlier than the recorded one)
     elseif lost then
       r[DL] = r[DL] + slack
     end
