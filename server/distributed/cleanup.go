@@ -456,9 +456,19 @@ func (s *Store) ExpireLeases(ctx context.Context, refs []server.LeaseRef) ([]ser
 	rows, _ := s.pool.Query(ctx, `
 		WITH v AS (
 			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[]) AS v(id, hb, dl, now)
+		), licensed AS (
+			-- The licenses first (the cleanup events' foreign key takes them
+			-- FOR KEY SHARE anyway), as DeleteLicense and rebuilds do: taken
+			-- after the sessions they could deadlock with a delete.
+			SELECT l.id FROM licenses l
+			WHERE l.id IN (SELECT license_id FROM sessions WHERE id IN (SELECT id FROM v))
+			ORDER BY l.id FOR KEY SHARE
 		), locked AS (
-			-- Lock in id order, so that two cleaners never deadlock.
+			-- Lock in id order, so that two cleaners never deadlock. The
+			-- count (an InitPlan, run once before the scan) makes sure the
+			-- licenses are locked before the sessions.
 			SELECT s.id FROM sessions s WHERE s.id IN (SELECT id FROM v) AND s.state = 'active'
+			AND (SELECT count(*) FROM licensed) >= 0
 			ORDER BY s.id FOR UPDATE
 		), ended AS (
 			UPDATE sessions s SET state = 'expired',
