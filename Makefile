@@ -8,7 +8,7 @@ TOOL  := $(GO) tool -modfile=tools/go.mod
 # golangci-lint has a module of its own: its dependencies must not move buf's.
 LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 
-.PHONY: help build run generate verify-generate lint vet test bench bench/go bench/cleanup tools services mutate clean
+.PHONY: help build run generate verify-generate lint vet test bench bench/go bench/cleanup tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -54,6 +54,11 @@ bench/go: ## Go benchmarks of the stores
 
 bench/cleanup: services ## One cleanup pass, distributed, 100,000 leases: seatd vs the seed's algorithm, as a table
 	bench/cleanup.sh
+
+chaos: tools services ## Randomized fault campaign with a history checker (CHAOS_DURATION, default 2m; CHAOS_SEED, default random)
+	$(GO) build -race -o $(BIN)/seatd-race ./server/cmd/seatd
+	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) CHAOS_DURATION=$${CHAOS_DURATION:-2m} \
+	  $(GO) test -race -count=1 -run '^TestChaos$$' -timeout 90m -v ./e2e/
 
 mutate: services ## Mutation testing before a release (slow): gremlins over the stores, cleanup, leader, grpcapi; then the hand-made mutants
 	scripts/mutate.sh

@@ -1,0 +1,302 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Params are the checker's allowances.
+type Params struct {
+	// Bound is how much of an acknowledged deadline a fault may take
+	// away: the write-behind interval plus the clock tolerance.
+	Bound time.Duration
+	// Final says the records were read after every lease's deadline had
+	// passed and a cleanup pass ran: no lease may still be active.
+	Final bool
+	// WaitHold is seatd's --wait-hold: a seat granted to a waiter goes to
+	// the next one unless heartbeated within it.
+	WaitHold time.Duration
+}
+
+// Violation is a property the history breaks.
+type Violation struct {
+	Property string // "seat-limit", "final-end", "lost-end", "exactly-once", "deadline", "lost-grant"
+	License  string
+	Lease    string
+	Detail   string
+	Ops      []Op // the operations that show it
+}
+
+func (v Violation) String() string {
+	s := fmt.Sprintf("%s: license %s lease %s: %s", v.Property, v.License, v.Lease, v.Detail)
+	for _, op := range v.Ops {
+		s += "\n    " + op.String()
+	}
+	return s
+}
+
+// String prints an operation for a violation report.
+func (op Op) String() string {
+	s := fmt.Sprintf("client %d %s %s [%s .. %s] %s", op.Client, op.Kind, op.Lease,
+		op.Start.Format("15:04:05.000"), op.End.Format("15:04:05.000"), op.Outcome)
+	if op.Reason != "" {
+		s += " " + op.Reason
+	}
+	if !op.Deadline.IsZero() {
+		s += " deadline " + op.Deadline.Format("15:04:05.000")
+	}
+	if op.State != "" {
+		s += " state " + op.State
+	}
+	return s
+}
+
+// Check proves the invariants from a history, the seat limit (seats +
+// overdraft) of each license, and the final records (by lease id):
+//
+//   - seat-limit: at no instant more leases held than the limit, where a
+//     client surely holds a lease from the grant's answer until the first
+//     of: its last acknowledged deadline less Bound, the invocation of a
+//     release or revoke of it, the answer that told it ended;
+//   - final-end: no heartbeat succeeds that was invoked after anyone was
+//     told the lease ended (a release or revoke succeeded, a heartbeat or
+//     release answered LEASE_EXPIRED/RELEASED/REVOKED);
+//   - lost-end: an acknowledged release or revoke is in the record;
+//   - exactly-once: one terminal state, one usage event per ended lease,
+//     one cleanup event per expired one and none for others; with Final,
+//     no lease still active;
+//   - lost-grant: every lease a client was granted is in the record;
+//   - deadline: no heartbeat or release invoked before its last
+//     acknowledged deadline less Bound is told LEASE_EXPIRED.
+func Check(ops []Op, limits map[string]int, records map[string]Record, p Params) []Violation {
+	byLease := map[string][]Op{}
+	for _, op := range ops {
+		if op.Lease != "" {
+			byLease[op.Lease] = append(byLease[op.Lease], op)
+		}
+	}
+	var out []Violation
+	out = append(out, checkSeatLimit(byLease, limits, p)...)
+	for _, id := range sortedKeys(byLease) {
+		lops := byLease[id]
+		out = append(out, checkFinal(id, lops)...)
+		out = append(out, checkDeadlines(id, lops, p)...)
+		out = append(out, checkRecorded(id, lops, records)...)
+	}
+	out = append(out, checkRecords(records, p)...)
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// granted returns the op that granted a lease, if a client was granted it.
+func granted(lops []Op) (Op, bool) {
+	for _, op := range lops {
+		if (op.Kind == Acquire || op.Kind == Wait) && op.Outcome == OK {
+			return op, true
+		}
+	}
+	return Op{}, false
+}
+
+// held is the interval in which a client surely held a lease.
+type held struct {
+	lease, license string
+	from, to       time.Time
+	ops            []Op
+}
+
+func holding(id string, lops []Op, p Params) (held, bool) {
+	g, ok := granted(lops)
+	if !ok {
+		return held{}, false
+	}
+	bound := p.Bound
+	var lastAck time.Time
+	to := time.Time{}
+	cut := func(t time.Time) {
+		if to.IsZero() || t.Before(to) {
+			to = t
+		}
+	}
+	for _, op := range lops {
+		if op.Outcome == OK && (op.Kind == Acquire || op.Kind == Wait || op.Kind == Heartbeat) && op.Deadline.After(lastAck) {
+			lastAck = op.Deadline
+		}
+		if op.Kind == Release || op.Kind == Revoke {
+			cut(op.Start)
+		}
+		if op.tellsEnded() {
+			cut(op.Start)
+		}
+	}
+	cut(lastAck.Add(-bound))
+	if g.Kind == Wait && !confirmedWithin(lops, g.Start.Add(p.WaitHold)) {
+		cut(g.Start.Add(p.WaitHold)) // the server may have passed it on
+	}
+	if !to.After(g.End) {
+		return held{}, false
+	}
+	return held{lease: id, license: g.License, from: g.End, to: to, ops: lops}, true
+}
+
+// confirmedWithin reports whether a heartbeat answered success before t.
+func confirmedWithin(lops []Op, t time.Time) bool {
+	for _, op := range lops {
+		if op.Kind == Heartbeat && op.Outcome == OK && op.End.Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
+func checkSeatLimit(byLease map[string][]Op, limits map[string]int, p Params) []Violation {
+	byLicense := map[string][]held{}
+	for _, id := range sortedKeys(byLease) {
+		if h, ok := holding(id, byLease[id], p); ok {
+			byLicense[h.license] = append(byLicense[h.license], h)
+		}
+	}
+	var out []Violation
+	for _, lic := range sortedKeys(byLicense) {
+		hs := byLicense[lic]
+		limit, ok := limits[lic]
+		if !ok {
+			continue
+		}
+		type event struct {
+			at  time.Time
+			add bool
+			h   held
+		}
+		var evs []event
+		for _, h := range hs {
+			evs = append(evs, event{h.from, true, h}, event{h.to, false, h})
+		}
+		// Ends before starts at the same instant: touching is not overlap.
+		sort.Slice(evs, func(i, j int) bool {
+			if !evs[i].at.Equal(evs[j].at) {
+				return evs[i].at.Before(evs[j].at)
+			}
+			return !evs[i].add && evs[j].add
+		})
+		var open []held
+		reported := false
+		for _, e := range evs {
+			if !e.add {
+				open = slices.DeleteFunc(open, func(x held) bool { return x.lease == e.h.lease })
+				continue
+			}
+			open = append(open, e.h)
+			if len(open) > limit && !reported {
+				reported = true // one report per license is enough to act on
+				v := Violation{Property: "seat-limit", License: lic,
+					Detail: fmt.Sprintf("%d leases held at %s, limit %d", len(open), e.at.Format("15:04:05.000"), limit)}
+				for _, x := range open {
+					v.Lease += x.lease + " "
+					v.Ops = append(v.Ops, x.ops...)
+				}
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func checkFinal(id string, lops []Op) []Violation {
+	var told *Op
+	for i, op := range lops {
+		if op.tellsEnded() && (told == nil || op.End.Before(told.End)) {
+			told = &lops[i]
+		}
+	}
+	if told == nil {
+		return nil
+	}
+	for _, op := range lops {
+		if op.Kind == Heartbeat && op.Outcome == OK && op.Start.After(told.End) {
+			return []Violation{{Property: "final-end", License: op.License, Lease: id,
+				Detail: "a heartbeat succeeded after the lease was told ended", Ops: []Op{*told, op}}}
+		}
+	}
+	return nil
+}
+
+func checkDeadlines(id string, lops []Op, p Params) []Violation {
+	var lastAck time.Time
+	ended := false
+	var ack Op
+	for _, op := range lops { // by invocation
+		if op.Kind == Release || op.Kind == Revoke {
+			ended = true // from here on the lease may end for other reasons
+		}
+		if !ended && op.Outcome == Failed && op.Reason == ReasonExpired && (op.Kind == Heartbeat || op.Kind == Release) &&
+			op.Start.Before(lastAck.Add(-p.Bound)) {
+			return []Violation{{Property: "deadline", License: op.License, Lease: id,
+				Detail: fmt.Sprintf("told LEASE_EXPIRED although invoked %v before the deadline acknowledged last",
+					lastAck.Sub(op.Start).Round(time.Millisecond)), Ops: []Op{ack, op}}}
+		}
+		if op.Outcome == OK && (op.Kind == Acquire || op.Kind == Wait || op.Kind == Heartbeat) && op.Deadline.After(lastAck) {
+			lastAck, ack = op.Deadline, op
+		}
+	}
+	return nil
+}
+
+func checkRecorded(id string, lops []Op, records map[string]Record) []Violation {
+	var out []Violation
+	rec, found := records[id]
+	if g, ok := granted(lops); ok && !found {
+		out = append(out, Violation{Property: "lost-grant", License: g.License, Lease: id,
+			Detail: "a client was granted this lease; the record does not hold it", Ops: []Op{g}})
+	}
+	if !found {
+		return out
+	}
+	for _, op := range lops {
+		if op.Outcome != OK {
+			continue
+		}
+		switch {
+		case op.Kind == Release && rec.State != "released":
+			out = append(out, Violation{Property: "lost-end", License: op.License, Lease: id,
+				Detail: "release acknowledged, record says " + rec.State, Ops: []Op{op}})
+		case op.Kind == Revoke && op.State != "" && rec.State != op.State:
+			out = append(out, Violation{Property: "lost-end", License: op.License, Lease: id,
+				Detail: "revoke acknowledged (" + op.State + "), record says " + rec.State, Ops: []Op{op}})
+		}
+	}
+	return out
+}
+
+func checkRecords(records map[string]Record, p Params) []Violation {
+	var out []Violation
+	for _, id := range sortedKeys(records) {
+		r := records[id]
+		bad := func(detail string) {
+			out = append(out, Violation{Property: "exactly-once", License: r.License, Lease: id, Detail: detail})
+		}
+		switch {
+		case r.State == "active" && p.Final:
+			bad("still active after every deadline passed and a cleanup ran")
+		case r.State == "active" && (r.UsageEvents > 0 || r.CleanupEvents > 0):
+			bad(fmt.Sprintf("active with %d usage and %d cleanup events", r.UsageEvents, r.CleanupEvents))
+		case r.State != "active" && r.UsageEvents != 1:
+			bad(fmt.Sprintf("%s with %d usage events", r.State, r.UsageEvents))
+		case r.State == "expired" && r.CleanupEvents != 1:
+			bad(fmt.Sprintf("expired with %d cleanup events", r.CleanupEvents))
+		case r.State != "expired" && r.CleanupEvents != 0:
+			bad(fmt.Sprintf("%s with %d cleanup events", r.State, r.CleanupEvents))
+		}
+	}
+	return out
+}

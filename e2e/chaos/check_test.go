@@ -1,0 +1,121 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+var params = Params{Bound: 500 * time.Millisecond}
+
+func grant(client int, lease string, start, end, deadline int) Op {
+	return Op{Client: client, Kind: Acquire, License: "L", Lease: lease, Start: at(start), End: at(end), Outcome: OK, Deadline: at(deadline)}
+}
+
+func beat(lease string, start, end int, out Outcome, reason string, deadline int) Op {
+	op := Op{Kind: Heartbeat, License: "L", Lease: lease, Start: at(start), End: at(end), Outcome: out, Reason: reason}
+	if out == OK {
+		op.Deadline = at(deadline)
+	}
+	return op
+}
+
+func release(lease string, start, end int, out Outcome, reason string) Op {
+	op := Op{Kind: Release, License: "L", Lease: lease, Start: at(start), End: at(end), Outcome: out, Reason: reason}
+	if out == OK {
+		op.State = "released"
+	}
+	return op
+}
+
+func props(vs []Violation) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Property)
+	}
+	return out
+}
+
+func records(rs ...Record) map[string]Record {
+	m := map[string]Record{}
+	for _, r := range rs {
+		m[r.ID] = r
+	}
+	return m
+}
+
+func TestSeatLimit(t *testing.T) {
+	t.Parallel()
+	limits := map[string]int{"L": 1}
+	recs := records(Record{ID: "a", License: "L", State: "released", UsageEvents: 1},
+		Record{ID: "b", License: "L", State: "released", UsageEvents: 1})
+	// b granted while a surely holds the seat.
+	bad := []Op{grant(1, "a", 0, 10, 5000), grant(2, "b", 100, 110, 5100),
+		release("a", 3000, 3010, OK, ""), release("b", 3000, 3010, OK, "")}
+	require.Equal(t, []string{"seat-limit"}, props(Check(bad, limits, recs, params)))
+	// b granted once a's release was invoked: fine.
+	good := []Op{grant(1, "a", 0, 10, 5000), release("a", 100, 120, OK, ""),
+		grant(2, "b", 110, 130, 5100), release("b", 3000, 3010, OK, "")}
+	require.Empty(t, Check(good, limits, recs, params))
+	// b granted after a's acknowledged deadline (less the bound): fine.
+	lapsed := []Op{grant(1, "a", 0, 10, 1000), grant(2, "b", 600, 610, 5100), release("b", 3000, 3010, OK, "")}
+	recs["a"] = Record{ID: "a", License: "L", State: "expired", UsageEvents: 1, CleanupEvents: 1}
+	require.Empty(t, Check(lapsed, limits, recs, params))
+}
+
+func TestFinalEnd(t *testing.T) {
+	t.Parallel()
+	recs := records(Record{ID: "a", License: "L", State: "expired", UsageEvents: 1, CleanupEvents: 1})
+	told := []Op{grant(1, "a", 0, 10, 1000), beat("a", 1200, 1210, Failed, ReasonExpired, 0),
+		beat("a", 1300, 1310, OK, "", 2300)}
+	require.Contains(t, props(Check(told, nil, recs, params)), "final-end")
+	// Two heartbeats at once: the one answered first may not order the other.
+	overlap := []Op{grant(1, "a", 0, 10, 1000), beat("a", 1200, 1300, Failed, ReasonExpired, 0),
+		beat("a", 1250, 1260, OK, "", 2250)}
+	require.NotContains(t, props(Check(overlap, nil, recs, params)), "final-end")
+	// A revoke told the admin: the client's later heartbeat must fail.
+	rev := Op{Kind: Revoke, License: "L", Lease: "a", Start: at(100), End: at(120), Outcome: OK, State: "revoked"}
+	recs["a"] = Record{ID: "a", License: "L", State: "revoked", UsageEvents: 1}
+	revoked := []Op{grant(1, "a", 0, 10, 5000), rev, beat("a", 200, 210, OK, "", 5200)}
+	require.Contains(t, props(Check(revoked, nil, recs, params)), "final-end")
+}
+
+func TestLostEndAndGrant(t *testing.T) {
+	t.Parallel()
+	ops := []Op{grant(1, "a", 0, 10, 5000), release("a", 100, 110, OK, ""), grant(2, "b", 0, 10, 5000)}
+	recs := records(Record{ID: "a", License: "L", State: "active"})
+	require.ElementsMatch(t, []string{"lost-end", "lost-grant"}, props(Check(ops, nil, recs, params)))
+}
+
+func TestExactlyOnce(t *testing.T) {
+	t.Parallel()
+	recs := records(
+		Record{ID: "a", License: "L", State: "released", UsageEvents: 2},
+		Record{ID: "b", License: "L", State: "expired", UsageEvents: 1},
+		Record{ID: "c", License: "L", State: "revoked", UsageEvents: 1, CleanupEvents: 1},
+		Record{ID: "d", License: "L", State: "active"},
+		Record{ID: "e", License: "L", State: "expired", UsageEvents: 1, CleanupEvents: 1},
+	)
+	require.Len(t, Check(nil, nil, recs, params), 3)
+	final := params
+	final.Final = true
+	require.Len(t, Check(nil, nil, recs, final), 4, "an active lease at the end is one more")
+}
+
+func TestDeadline(t *testing.T) {
+	t.Parallel()
+	recs := records(Record{ID: "a", License: "L", State: "expired", UsageEvents: 1, CleanupEvents: 1})
+	early := []Op{grant(1, "a", 0, 10, 3000), beat("a", 1000, 1010, Failed, ReasonExpired, 0)}
+	require.Equal(t, []string{"deadline"}, props(Check(early, nil, recs, params)))
+	late := []Op{grant(1, "a", 0, 10, 3000), beat("a", 2700, 2710, Failed, ReasonExpired, 0)}
+	require.Empty(t, Check(late, nil, recs, params), "within the bound")
+	recs["a"] = Record{ID: "a", License: "L", State: "released", UsageEvents: 1}
+	afterRelease := []Op{grant(1, "a", 0, 10, 3000), release("a", 500, 510, OK, ""),
+		beat("a", 1000, 1010, Failed, ReasonReleased, 0)}
+	require.Empty(t, Check(afterRelease, nil, recs, params))
+}

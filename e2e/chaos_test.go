@@ -1,0 +1,566 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	"github.com/seatd/seatd/e2e/chaos"
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// TestChaos is seatd's randomized fault campaign: a private PostgreSQL and
+// Redis, three seatd instances, clients that acquire, heartbeat (unary and
+// stream), release, wait for seats, sleep past their deadlines and probe
+// leases they were told had ended, while a nemesis kills and restarts
+// instances, empties, pauses and restarts Redis, cuts every connection to
+// it again and again, restarts PostgreSQL, cuts the leader's lock
+// connection, revokes leases and switches licenses off and on. Every operation is recorded; package chaos checks the history
+// and the final records.
+//
+// CHAOS_DURATION (default 60s) and CHAOS_SEED (default: random, printed)
+// set the run; `make chaos` runs it longer. A seed replays the same
+// schedule of faults and client choices (not the same timing).
+func TestChaos(t *testing.T) {
+	t.Parallel()
+	dur := 60 * time.Second
+	if v := os.Getenv("CHAOS_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "CHAOS_DURATION")
+		dur = d
+	}
+	seed := rand.Uint64()
+	if v := os.Getenv("CHAOS_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "CHAOS_SEED")
+		seed = s
+	}
+	t.Logf("chaos: seed %d, %v (replay: CHAOS_SEED=%d CHAOS_DURATION=%v make chaos)", seed, dur, seed, dur)
+
+	c := newCampaign(t, seed)
+	c.run(dur)
+	c.verdict()
+}
+
+const (
+	chaosFlush    = time.Second // --heartbeat-flush-interval
+	chaosCallTime = 3 * time.Second
+	chaosClients  = 30
+	chaosWaitHold = 3 * time.Second
+	// chaosBound: how much of an acknowledged deadline a fault may take (the
+	// flush interval, its +1s rebuild slack's own margin, clock tolerance).
+	chaosBound = chaosFlush + 250*time.Millisecond
+)
+
+// instanceArgs are the flags of every seatd of the campaign.
+var instanceArgs = []string{
+	"--heartbeat-flush-interval", chaosFlush.String(),
+	"--cleanup-interval", "2s",
+	"--leader-ping-interval", "300ms", "--leader-retry-interval", "500ms",
+	"--wait-hold", chaosWaitHold.String(), "--shutdown-timeout", "5s",
+}
+
+type campaign struct {
+	t      *testing.T
+	rng    *rand.Rand
+	rngMu  sync.Mutex
+	pg     *pgCluster
+	redis  *redisServer
+	b      *backend
+	hist   chaos.History
+	limits map[string]int
+	keys   []string // license keys, by index
+	ids    []string // license ids, by index
+
+	mu    sync.Mutex
+	procs []*proc // by instance index; replaced on restart
+	names []string
+
+	live    sync.Map // lease id -> *seatdv1.AcquireSeatResponse, for the nemesis's revokes
+	faults  map[string]int
+	ops     map[string]int
+	opsMu   sync.Mutex
+	stopped atomic.Bool
+}
+
+func newCampaign(t *testing.T, seed uint64) *campaign {
+	c := &campaign{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		limits: map[string]int{}, faults: map[string]int{}, ops: map[string]int{}}
+	c.pg = startPrivatePostgres(t)
+	c.redis = startPrivateRedis(t)
+	c.b = privateBackend(c.pg, c.redis.URL())
+	base := "chaos-" + randomHex(3)
+	for i := range 3 {
+		c.names = append(c.names, fmt.Sprintf("%s-%d", base, i))
+		c.procs = append(c.procs, c.b.startSeatd(t, c.names[i], instanceArgs...))
+	}
+	for i, seats := range []int32{2, 3, 5} {
+		ttl := time.Duration(8+c.intn(5)) * time.Second
+		lic := newLicense(t, c.procs[0], seats, ttl, fmt.Sprintf("chaos-%d", i))
+		c.keys, c.ids = append(c.keys, lic.GetKey()), append(c.ids, lic.GetId())
+		c.limits[lic.GetId()] = int(seats)
+	}
+	return c
+}
+
+func (c *campaign) intn(n int) int {
+	c.rngMu.Lock()
+	defer c.rngMu.Unlock()
+	return c.rng.IntN(n)
+}
+
+func (c *campaign) inst() *proc {
+	i := c.intn(3)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.procs[i]
+}
+
+func (c *campaign) count(m map[string]int, k string) {
+	c.opsMu.Lock()
+	m[k]++
+	c.opsMu.Unlock()
+}
+
+// run drives the clients and the nemesis for d, then heals everything and
+// lets every lease end.
+func (c *campaign) run(d time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range chaosClients {
+		wg.Go(func() { c.client(ctx, i) })
+	}
+	c.nemesis(d) // in the test goroutine: it starts and stops processes
+	cancel()
+	c.stopped.Store(true)
+	wg.Wait()
+	c.heal()
+}
+
+// ---- clients ----
+
+// outcome turns an RPC error into the history's terms.
+func rpcOutcome(err error) (chaos.Outcome, string) {
+	if err == nil {
+		return chaos.OK, ""
+	}
+	st := status.Convert(err)
+	reason := st.Code().String()
+	if info := errorInfo(st); info != nil && info.GetReason() != "" {
+		reason = info.GetReason()
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown, codes.Internal, codes.Aborted:
+		return chaos.Unknown, reason
+	}
+	return chaos.Failed, reason
+}
+
+func (c *campaign) record(op chaos.Op, err error) chaos.Op {
+	op.End = time.Now()
+	op.Outcome, op.Reason = rpcOutcome(err)
+	c.hist.Add(op)
+	c.count(c.ops, strings.TrimSpace(string(op.Kind)+" "+op.Outcome.String()+" "+op.Reason))
+	return op
+}
+
+func (c *campaign) client(ctx context.Context, id int) {
+	for n := 0; ctx.Err() == nil; n++ {
+		li := c.intn(len(c.keys))
+		fp := fmt.Sprintf("c%d-%d", id, n)
+		var l *seatdv1.AcquireSeatResponse
+		if c.intn(5) == 0 {
+			l = c.waitForSeat(ctx, id, li, fp)
+		} else {
+			l = c.acquire(ctx, id, li, fp)
+		}
+		if l == nil {
+			sleepCtx(ctx, time.Duration(200+c.intn(400))*time.Millisecond)
+			continue
+		}
+		c.live.Store(l.GetLease().GetId(), l)
+		c.hold(ctx, id, li, l)
+		c.live.Delete(l.GetLease().GetId())
+	}
+}
+
+func (c *campaign) acquire(ctx context.Context, client, li int, fp string) *seatdv1.AcquireSeatResponse {
+	op := chaos.Op{Client: client, Kind: chaos.Acquire, License: c.ids[li], Start: time.Now()}
+	cctx, cancel := context.WithTimeout(ctx, chaosCallTime)
+	defer cancel()
+	resp, err := c.inst().seats().AcquireSeat(cctx, &seatdv1.AcquireSeatRequest{LicenseKey: c.keys[li], Fingerprint: fp})
+	if err == nil {
+		op.Lease, op.Deadline = resp.GetLease().GetId(), resp.GetLease().GetExpiresAt().AsTime()
+	}
+	c.record(op, err)
+	return resp
+}
+
+func (c *campaign) waitForSeat(ctx context.Context, client, li int, fp string) *seatdv1.AcquireSeatResponse {
+	op := chaos.Op{Client: client, Kind: chaos.Wait, License: c.ids[li], Start: time.Now()}
+	cctx, cancel := context.WithTimeout(ctx, 4*chaosCallTime)
+	defer cancel()
+	stream, err := c.inst().seats().WaitForSeat(cctx, &seatdv1.WaitForSeatRequest{LicenseKey: c.keys[li], Fingerprint: fp})
+	var grant *seatdv1.AcquireSeatResponse
+	for err == nil && grant == nil {
+		var msg *seatdv1.WaitForSeatResponse
+		msg, err = stream.Recv()
+		if err == nil {
+			grant = msg.GetGranted()
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = status.Error(codes.Unavailable, "stream ended without a seat")
+	}
+	if grant != nil {
+		err = nil
+		op.Lease, op.Deadline = grant.GetLease().GetId(), grant.GetLease().GetExpiresAt().AsTime()
+	}
+	c.record(op, err)
+	return grant
+}
+
+// hold keeps a lease for a while the way clients do, with their faults:
+// heartbeats (unary, or a stream), sometimes a sleep past the deadline,
+// sometimes one more heartbeat after being told the lease ended; then a
+// release, or nothing (a crash).
+func (c *campaign) hold(ctx context.Context, client, li int, l *seatdv1.AcquireSeatResponse) {
+	ttl := l.GetLease().GetExpiresAt().AsTime().Sub(l.GetLease().GetLastHeartbeatAt().AsTime())
+	every := ttl / 6
+	beats := 3 + c.intn(12)
+	viaStream := c.intn(4) == 0
+	for i := 0; i < beats && ctx.Err() == nil; i++ {
+		pause := every/2 + time.Duration(c.intn(int(every)))
+		if i == 0 {
+			pause = 0 // confirm at once (a waiter's grant must be, within --wait-hold)
+		}
+		if c.intn(10) == 0 {
+			// The laptop sleeps past its deadline, mostly just past it:
+			// then told LEASE_EXPIRED, it probes the lease while the
+			// nemesis may be emptying Redis.
+			pause = ttl + time.Duration(c.intn(1500))*time.Millisecond
+			if c.intn(3) == 0 {
+				pause += ttl / 2
+			}
+		}
+		sleepCtx(ctx, pause)
+		var op chaos.Op
+		if viaStream {
+			op = c.streamBeat(ctx, client, li, l)
+		} else {
+			op = c.beat(ctx, client, li, l)
+		}
+		if op.Outcome == chaos.Failed {
+			c.probe(ctx, client, li, l)
+			return
+		}
+	}
+	if ctx.Err() != nil || c.intn(4) == 0 {
+		return // crashed: the lease is a zombie
+	}
+	op := chaos.Op{Client: client, Kind: chaos.Release, License: c.ids[li], Lease: l.GetLease().GetId(), Start: time.Now()}
+	cctx, cancel := context.WithTimeout(ctx, chaosCallTime)
+	defer cancel()
+	resp, err := c.inst().seats().ReleaseSeat(cctx, &seatdv1.ReleaseSeatRequest{LeaseId: l.GetLease().GetId(), LeaseToken: l.GetLeaseToken()})
+	if err == nil {
+		op.State = stateName(resp.GetLease().GetState())
+	}
+	op = c.record(op, err)
+	if op.Outcome != chaos.Failed {
+		c.probe(ctx, client, li, l)
+	}
+}
+
+// probe heartbeats, now and then for a few seconds, a lease the client was
+// told ended (or released): it must never come back, whatever the nemesis
+// does meanwhile (a rebuild after a Redis loss, a retry, a revival).
+func (c *campaign) probe(ctx context.Context, client, li int, l *seatdv1.AcquireSeatResponse) {
+	if c.intn(2) == 0 {
+		return
+	}
+	for range 2 + c.intn(8) {
+		sleepCtx(ctx, time.Duration(300+c.intn(700))*time.Millisecond)
+		if op := c.beat(ctx, client, li, l); op.Outcome == chaos.OK {
+			return // a violation already; the checker reports it
+		}
+	}
+}
+
+func (c *campaign) beat(ctx context.Context, client, li int, l *seatdv1.AcquireSeatResponse) chaos.Op {
+	op := chaos.Op{Client: client, Kind: chaos.Heartbeat, License: c.ids[li], Lease: l.GetLease().GetId(), Start: time.Now()}
+	cctx, cancel := context.WithTimeout(ctx, chaosCallTime)
+	defer cancel()
+	resp, err := c.inst().heartbeats().Heartbeat(cctx, &seatdv1.HeartbeatRequest{LeaseId: l.GetLease().GetId(), LeaseToken: l.GetLeaseToken()})
+	if err == nil {
+		op.Deadline = resp.GetExpiresAt().AsTime()
+	}
+	return c.record(op, err)
+}
+
+// streamBeat sends one ping on a new heartbeat stream and reads its answer.
+func (c *campaign) streamBeat(ctx context.Context, client, li int, l *seatdv1.AcquireSeatResponse) chaos.Op {
+	op := chaos.Op{Client: client, Kind: chaos.Heartbeat, License: c.ids[li], Lease: l.GetLease().GetId(), Start: time.Now()}
+	cctx, cancel := context.WithTimeout(ctx, chaosCallTime)
+	defer cancel()
+	stream, err := c.inst().heartbeats().HeartbeatStream(cctx)
+	if err == nil {
+		err = stream.Send(&seatdv1.HeartbeatStreamRequest{LeaseId: l.GetLease().GetId(), LeaseToken: l.GetLeaseToken()})
+	}
+	var resp *seatdv1.HeartbeatStreamResponse
+	if err == nil {
+		resp, err = stream.Recv()
+	}
+	if err != nil {
+		return c.record(op, err)
+	}
+	_ = stream.CloseSend()
+	switch resp.GetSignal() {
+	case seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_UNSPECIFIED:
+		op.Deadline = resp.GetExpiresAt().AsTime()
+		return c.record(op, nil)
+	case seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_EXPIRED:
+		return c.recordAs(op, chaos.Failed, chaos.ReasonExpired)
+	case seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_REVOKED:
+		return c.recordAs(op, chaos.Failed, chaos.ReasonRevoked)
+	}
+	return c.recordAs(op, chaos.Unknown, resp.GetSignal().String()) // RECONNECT
+}
+
+// recordAs records an operation whose outcome the caller worked out.
+func (c *campaign) recordAs(op chaos.Op, out chaos.Outcome, reason string) chaos.Op {
+	op.End = time.Now()
+	op.Outcome, op.Reason = out, reason
+	c.hist.Add(op)
+	c.count(c.ops, strings.TrimSpace(string(op.Kind)+" "+op.Outcome.String()+" "+op.Reason))
+	return op
+}
+
+// ---- the nemesis ----
+
+var faultKinds = []string{"kill-9", "sigterm", "redis-flushall", "redis-restart-empty", "redis-client-pause",
+	"redis-connections-cut", "postgres-restart", "leader-lock-cut", "revoke", "license-off-on"}
+
+// nemesis injects one fault at a time until d has passed: inject, hold
+// 1-4 s, heal, let the system settle (two flush intervals, so that
+// PostgreSQL has caught up before the next fault: a Redis loss right after
+// a PostgreSQL outage is a double fault, outside the documented bound).
+func (c *campaign) nemesis(d time.Duration) {
+	end := time.Now().Add(d)
+	sleepCtx(context.Background(), 3*time.Second) // warm up
+	for time.Now().Before(end) {
+		kind := faultKinds[c.intn(len(faultKinds))]
+		hold := time.Duration(1000+c.intn(3000)) * time.Millisecond
+		if c.inject(kind, hold) {
+			c.count(c.faults, kind)
+		}
+		sleepCtx(context.Background(), 2*chaosFlush+time.Duration(c.intn(1000))*time.Millisecond)
+	}
+}
+
+func (c *campaign) inject(kind string, hold time.Duration) bool {
+	t := c.t
+	switch kind {
+	case "kill-9", "sigterm":
+		i := c.intn(3)
+		c.mu.Lock()
+		p := c.procs[i]
+		c.mu.Unlock()
+		sig := syscall.SIGKILL
+		if kind == "sigterm" {
+			sig = syscall.SIGTERM
+		}
+		_ = p.cmd.Process.Signal(sig)
+		select {
+		case <-p.done:
+		case <-time.After(exitTimeout):
+			t.Fatalf("chaos: seatd %s did not exit after %s", c.names[i], kind)
+		}
+		require.NotContains(t, p.Output(), "DATA RACE")
+		sleepCtx(context.Background(), hold)
+		np := c.b.startSeatd(t, c.names[i], instanceArgs...)
+		c.mu.Lock()
+		c.procs[i] = np
+		c.mu.Unlock()
+	case "redis-flushall":
+		// Sometimes with a stall right after, as a failover can have: the
+		// rebuilds that the loss sets off then wait in Redis next to the
+		// ends that raced them.
+		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", c.redis.port), MaxRetries: -1})
+		defer func() { _ = rdb.Close() }()
+		if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+			return false
+		}
+		if c.intn(2) == 0 {
+			sleepCtx(context.Background(), time.Duration(c.intn(30))*time.Millisecond)
+			_ = rdb.Do(context.Background(), "CLIENT", "PAUSE", 300+c.intn(600), "ALL").Err()
+		}
+	case "redis-restart-empty":
+		c.redis.kill()
+		sleepCtx(context.Background(), hold)
+		c.redis.restartEmpty()
+	case "redis-client-pause":
+		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", c.redis.port), MaxRetries: -1})
+		defer func() { _ = rdb.Close() }()
+		ms := min(hold, 6*time.Second).Milliseconds()
+		if err := rdb.Do(context.Background(), "CLIENT", "PAUSE", ms, "ALL").Err(); err != nil {
+			return false
+		}
+		sleepCtx(context.Background(), time.Duration(ms)*time.Millisecond)
+	case "redis-connections-cut":
+		// A flapping network to Redis: every client connection is cut,
+		// again and again, so that calls fail between any two of their
+		// steps (a release recorded in PostgreSQL whose Redis step fails).
+		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", c.redis.port), MaxRetries: -1})
+		defer func() { _ = rdb.Close() }()
+		for stop := time.Now().Add(hold); time.Now().Before(stop); {
+			_ = rdb.Do(context.Background(), "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err()
+			sleepCtx(context.Background(), time.Duration(20+c.intn(80))*time.Millisecond)
+		}
+	case "postgres-restart":
+		c.pg.stop("fast")
+		sleepCtx(context.Background(), hold)
+		c.pg.start()
+	case "leader-lock-cut":
+		db := c.b.db(t)
+		var n int
+		err := db.QueryRow(context.Background(), `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE application_name LIKE 'seatd-leader %') x`).Scan(&n)
+		_ = db.Close(context.Background())
+		return err == nil && n > 0
+	case "revoke":
+		var target *seatdv1.AcquireSeatResponse
+		c.live.Range(func(_, v any) bool { target = v.(*seatdv1.AcquireSeatResponse); return c.intn(3) != 0 })
+		if target == nil {
+			return false
+		}
+		p := c.inst()
+		op := chaos.Op{Client: -1, Kind: chaos.Revoke, License: target.GetLease().GetLicenseId(), Lease: target.GetLease().GetId(), Start: time.Now()}
+		ctx, cancel := context.WithTimeout(context.Background(), chaosCallTime)
+		defer cancel()
+		resp, err := p.admin().RevokeLease(p.asOperator(ctx), &seatdv1.RevokeLeaseRequest{LeaseId: target.GetLease().GetId()})
+		if err == nil {
+			op.State = stateName(resp.GetLease().GetState())
+		}
+		c.record(op, err)
+	case "license-off-on":
+		li := c.intn(len(c.ids))
+		if !c.setActive(li, false) {
+			return false
+		}
+		sleepCtx(context.Background(), hold)
+		for !c.setActive(li, true) { // it must come back on
+			sleepCtx(context.Background(), 500*time.Millisecond)
+		}
+	}
+	return true
+}
+
+func (c *campaign) setActive(li int, on bool) bool {
+	p := c.inst()
+	ctx, cancel := context.WithTimeout(context.Background(), chaosCallTime)
+	defer cancel()
+	_, err := p.admin().UpdateLicense(p.asOperator(ctx), &seatdv1.UpdateLicenseRequest{
+		License:    &seatdv1.License{Id: c.ids[li], Active: &on},
+		UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"active"}},
+	})
+	return err == nil
+}
+
+// heal brings every server back and lets every lease end: the clients
+// are stopped, so after the longest TTL and a cleanup nothing is active.
+func (c *campaign) heal() {
+	t := c.t
+	if !c.redisUp() {
+		c.redis.restartEmpty()
+	}
+	c.mu.Lock()
+	procs := append([]*proc(nil), c.procs...)
+	c.mu.Unlock()
+	// The longest TTL, a revival window of none, plus a flush, then clean.
+	sleepCtx(context.Background(), 12*time.Second+2*chaosFlush)
+	for _, p := range procs {
+		var err error
+		for range 20 {
+			if _, err = p.cleanupNow(t.Context()); err == nil {
+				break
+			}
+			sleepCtx(context.Background(), 500*time.Millisecond)
+		}
+		require.NoError(t, err, "cleanup after the campaign")
+	}
+	stopAllOK(t, procs...)
+}
+
+func (c *campaign) redisUp() bool {
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", c.redis.port), MaxRetries: -1})
+	defer func() { _ = rdb.Close() }()
+	return rdb.Ping(context.Background()).Err() == nil
+}
+
+// ---- the verdict ----
+
+func (c *campaign) verdict() {
+	t := c.t
+	db := c.b.db(t)
+	recs := map[string]chaos.Record{}
+	for id, r := range leaseRecords(t, db, c.ids...) {
+		recs[id] = chaos.Record{ID: id, License: r.LicenseID, State: r.State, UsageEvents: r.UsageEvents, CleanupEvents: r.CleanupEvents}
+	}
+	ops := c.hist.Ops()
+	violations := chaos.Check(ops, c.limits, recs, chaos.Params{Bound: chaosBound, Final: true, WaitHold: chaosWaitHold})
+
+	var summary strings.Builder
+	fmt.Fprintf(&summary, "chaos summary: %d operations, %d leases recorded\n", len(ops), len(recs))
+	for _, k := range sortedKeys(c.ops) {
+		fmt.Fprintf(&summary, "  op    %-22s %d\n", k, c.ops[k])
+	}
+	for _, k := range faultKinds {
+		fmt.Fprintf(&summary, "  fault %-22s %d\n", k, c.faults[k])
+	}
+	fmt.Fprintf(&summary, "  violations %d", len(violations))
+	t.Log(summary.String())
+	for i, v := range violations {
+		if i == 20 {
+			t.Errorf("... and %d more violations", len(violations)-20)
+			break
+		}
+		t.Errorf("violation %s", v)
+	}
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func stateName(s seatdv1.LeaseState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "LEASE_STATE_"))
+}
