@@ -58,6 +58,7 @@ bench/cleanup: services ## One cleanup pass, distributed, 100,000 leases: seatd 
 chaos: tools services ## Randomized fault campaign with a history checker (CHAOS_DURATION, default 2m; CHAOS_SEED, default random)
 	$(GO) build -race -o $(BIN)/seatd-race ./server/cmd/seatd
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) CHAOS_DURATION=$${CHAOS_DURATION:-2m} \
+	  CHAOS_SEED=$${CHAOS_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 	  $(GO) test -race -count=1 -run '^TestChaos$$' -timeout 90m -v ./e2e/
 
 mutate: services ## Mutation testing before a release (slow): gremlins over the stores, cleanup, leader, grpcapi; then the hand-made mutants

@@ -35,8 +35,9 @@ import (
 // connection, revokes leases and switches licenses off and on. Every operation is recorded; package chaos checks the history
 // and the final records.
 //
-// CHAOS_DURATION (default 60s) and CHAOS_SEED (default: random, printed)
-// set the run; `make chaos` runs it longer. A seed replays the same
+// CHAOS_DURATION (default 60s) and CHAOS_SEED (default fixed, so that make
+// test always runs the same schedule) set the run; `make chaos` runs it
+// longer with a random seed, printed. A seed replays the same
 // schedule of faults and client choices (not the same timing).
 func TestChaos(t *testing.T) {
 	t.Parallel()
@@ -46,7 +47,7 @@ func TestChaos(t *testing.T) {
 		require.NoError(t, err, "CHAOS_DURATION")
 		dur = d
 	}
-	seed := rand.Uint64()
+	seed := uint64(20261125) // make test's run: always the same schedule
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
 		require.NoError(t, err, "CHAOS_SEED")
