@@ -91,7 +91,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", "seatd:", "distributed mode: prefix of every Redis key")
 	fs.IntVar(&c.PGMaxConns, "pg-max-conns", 0, "distributed mode: PostgreSQL pool size (0: max(16, 4×CPUs))")
 	fs.IntVar(&c.PGMinConns, "pg-min-conns", 0, "distributed mode: PostgreSQL connections kept open")
-	fs.DurationVar(&c.HeartbeatFlushInterval, "heartbeat-flush-interval", 10*time.Second, "distributed mode: how often heartbeat times are written to PostgreSQL")
+	fs.DurationVar(&c.HeartbeatFlushInterval, "heartbeat-flush-interval", 10*time.Second, "how often heartbeat times are written to durable storage (PostgreSQL, or the data dir); a crash loses at most this much, which a restart gives back")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 30*time.Second, "distributed mode: how long to retry PostgreSQL/Redis at start")
 	fs.DurationVar(&c.LeaderPingInterval, "leader-ping-interval", leader.DefaultPingInterval, "distributed mode: how often the cleanup leader checks its lock connection")
 	fs.DurationVar(&c.LeaderRetryInterval, "leader-retry-interval", leader.DefaultRetryInterval, "distributed mode: how often followers try for the leader lock (±25% jitter)")

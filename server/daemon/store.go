@@ -20,7 +20,7 @@ func (c *Config) mode() string {
 // data dir or the server that failed.
 func openStore(ctx context.Context, cfg Config, log *slog.Logger) (server.Store, error) {
 	if !cfg.Distributed() {
-		s, err := embedded.Open(cfg.DataDir, embedded.Options{Logger: log})
+		s, err := embedded.Open(cfg.DataDir, embedded.Options{Logger: log, HeartbeatFlushInterval: cfg.HeartbeatFlushInterval})
 		if err != nil {
 			return nil, err
 		}

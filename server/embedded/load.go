@@ -2,11 +2,15 @@ package embedded
 
 import (
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 const schemaVersion = 1
+
+// keyOpen marks the data dir as open by a process (meta bucket).
+var keyOpen = []byte("open")
 
 // load creates missing buckets and rebuilds the in-memory index from the
 // licenses and the active leases. Ended leases stay on disk only, so Open
@@ -43,6 +47,32 @@ func (s *Store) load() error {
 			return err
 		}
 
+		// "open" stays set while a process has the data dir open; Close
+		// clears it after its last flush. Set at load: the last process
+		// died without flushing its heartbeats (kill -9, power loss).
+		crashed := len(meta.Get(keyOpen)) > 0 && meta.Get(keyOpen)[0] == 1
+		if err := meta.Put(keyOpen, []byte{1}); err != nil {
+			return err
+		}
+		// Heartbeats acknowledged in the last flush interval before a
+		// crash are not on disk: give every lease that much more (and a
+		// second for the flush itself), so that no client that heartbeat
+		// on time loses its lease to the crash. The price: a lease that
+		// lapsed within that interval, unknown to anyone, counts again
+		// for at most as long. Leases anyone was told had ended are
+		// recorded ended, so they are not among these.
+		var slack time.Duration
+		if crashed {
+			slack = s.flushEvery + time.Second
+		}
+		extended := 0
+		defer func() {
+			if extended > 0 {
+				s.log.Warn("embedded store: the last process did not shut down cleanly; active leases got the write-behind interval back",
+					"leases", extended, "added", slack)
+			}
+		}()
+
 		leases := tx.Bucket(bucketLeases)
 		return tx.Bucket(bucketActive).ForEach(func(id, _ []byte) error {
 			rec, err := decode[leaseRecord](leases.Get(id))
@@ -56,7 +86,14 @@ func (s *Store) load() error {
 				s.log.Warn("embedded store: active lease of a missing license", "lease", rec.ID, "license", rec.LicenseID)
 				return nil
 			}
-			s.idx.addLease(&entry{lease: rec.Lease, lic: l, rev: rec.Rev})
+			e := &entry{lease: rec.Lease, lic: l, rev: rec.Rev}
+			if slack > 0 {
+				e.lease.ExpiresAt = e.lease.ExpiresAt.Add(slack)
+				e.rev++
+				s.idx.dirty[e] = struct{}{} // the flusher stores the new deadline
+				extended++
+			}
+			s.idx.addLease(e)
 			return nil
 		})
 	})

@@ -109,7 +109,11 @@ func (s *Store) Close() error {
 		close(s.stop)
 		<-s.stopped
 		flushErr := s.flush()
-		s.closeErr = errors.Join(flushErr, s.db.Close())
+		var shutErr error
+		if flushErr == nil { // everything is on disk: a clean shutdown
+			shutErr = s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyOpen, []byte{0}) })
+		}
+		s.closeErr = errors.Join(flushErr, shutErr, s.db.Close())
 	})
 	return s.closeErr
 }

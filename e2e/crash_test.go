@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// The persistence tests restart through a clean shutdown, which flushes
+// everything. These kill seatd with SIGKILL instead: what was acknowledged
+// (grants, releases, deadlines) must survive (invariant 9).
+
+// TestKill9Embedded: a lease heartbeated right before the kill still
+// heartbeats after the restart, past the deadline the disk had before the
+// kill; a released lease stays released with its usage record; the seats
+// in use are right.
+func TestKill9Embedded(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	// Nothing is written behind before the kill.
+	p := start(t, options{args: []string{"--heartbeat-flush-interval", "1h"}})
+	lic := newLicense(t, p, 3, ttl, "kill-9")
+	ctx := t.Context()
+	kept, err := p.acquire(ctx, lic.GetKey(), "kept")
+	require.NoError(t, err)
+	released, err := p.acquire(ctx, lic.GetKey(), "released")
+	require.NoError(t, err)
+	_, err = p.release(ctx, released)
+	require.NoError(t, err)
+
+	onDisk := kept.GetLease().GetExpiresAt().AsTime()
+	time.Sleep(ttl / 2)
+	hb, err := p.heartbeat(ctx, kept)
+	require.NoError(t, err)
+	told := hb.GetExpiresAt().AsTime()
+	p.kill9()
+
+	again := start(t, options{dataDir: p.DataDir, args: []string{"--heartbeat-flush-interval", "1h"}})
+	require.Contains(t, again.Output(), "did not shut down cleanly", "the restart notices the crash")
+	// Past the deadline the disk holds, before the one the client was told.
+	for time.Now().Before(onDisk.Add(500 * time.Millisecond)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.True(t, time.Now().Before(told), "the machine was too slow to check before the told deadline")
+	_, err = again.heartbeat(ctx, kept)
+	require.NoError(t, err, "a lease heartbeated on time survives kill -9")
+	_, err = again.heartbeat(ctx, released)
+	requireStatus(t, err, codes.FailedPrecondition, "LEASE_RELEASED")
+	listed := again.leases(t, lic.GetId(), seatdv1.LeaseState_LEASE_STATE_RELEASED)
+	require.Len(t, listed, 1)
+	require.Equal(t, released.GetLease().GetId(), listed[0].GetId())
+	a, err := again.acquire(ctx, lic.GetKey(), "new")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, a.GetSeatsInUse(), "kept and new")
+	again.stopOK()
+}
+
+// TestKill9Distributed: an instance killed right after acknowledging a
+// grant, a release and a heartbeat; another instance, and the killed one
+// restarted, agree on all three.
+func TestKill9Distributed(t *testing.T) {
+	t.Parallel()
+	const ttl = 10 * time.Second
+	b := sharedBackend(t, "")
+	procs := b.startCluster(t, 2, "kill9", "--heartbeat-flush-interval", "1h")
+	lic := newLicense(t, procs[0], 3, ttl, "kill-9")
+	ctx := t.Context()
+	kept, err := procs[0].acquire(ctx, lic.GetKey(), "kept")
+	require.NoError(t, err)
+	released, err := procs[0].acquire(ctx, lic.GetKey(), "released")
+	require.NoError(t, err)
+	_, err = procs[0].release(ctx, released)
+	require.NoError(t, err)
+	time.Sleep(ttl / 2)
+	hb, err := procs[0].heartbeat(ctx, kept)
+	require.NoError(t, err)
+	told := hb.GetExpiresAt().AsTime()
+	procs[0].kill9()
+
+	for time.Now().Before(kept.GetLease().GetExpiresAt().AsTime().Add(500 * time.Millisecond)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.True(t, time.Now().Before(told), "the machine was too slow to check before the told deadline")
+	_, err = procs[1].heartbeat(ctx, kept)
+	require.NoError(t, err, "the other instance keeps the lease")
+	_, err = procs[1].heartbeat(ctx, released)
+	requireStatus(t, err, codes.FailedPrecondition, "LEASE_RELEASED")
+
+	restarted := b.startSeatd(t, "kill9-restarted", "--heartbeat-flush-interval", "1h")
+	_, err = restarted.heartbeat(ctx, kept)
+	require.NoError(t, err)
+	a, err := restarted.acquire(ctx, lic.GetKey(), "new")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, a.GetSeatsInUse(), "kept and new")
+	recs := leaseRecords(t, b.db(t), lic.GetId())
+	require.Equal(t, "released", recs[released.GetLease().GetId()].State)
+	require.Equal(t, 1, recs[released.GetLease().GetId()].UsageEvents)
+	stopAllOK(t, procs[1], restarted)
+}

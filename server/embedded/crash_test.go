@@ -1,0 +1,52 @@
+package embedded
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+)
+
+// TestCrashKeepsAcknowledgedDeadlines: heartbeats are written behind, so a
+// killed process loses the ones of its last flush interval; on the next
+// start the active leases get that interval back, and a client that
+// heartbeat on time keeps its lease (invariant 9).
+func TestCrashKeepsAcknowledgedDeadlines(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := b.license(t, func(l *server.License) { l.LeaseTTL = 10 * time.Second })
+	lease, tok := b.mustAcquire(t, l, "laptop")
+	b.clock.Advance(4 * time.Second)
+	hb, err := b.s.Heartbeat(t.Context(), lease.ID, tok)
+	require.NoError(t, err)
+	require.Equal(t, lease.ExpiresAt.Add(4*time.Second), hb.ExpiresAt)
+
+	crash(b.s) // the heartbeat never reached the disk
+	s, err := Open(b.dir, Options{Clock: b.clock.Now, HeartbeatFlushInterval: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	b.clock.Advance(8 * time.Second) // past the deadline on disk, before the one told
+	_, err = s.Heartbeat(t.Context(), lease.ID, tok)
+	require.NoError(t, err, "a lease heartbeated on time survives the crash")
+}
+
+// TestCleanShutdownAddsNothing: after a clean Close every heartbeat is on
+// disk; deadlines come back exactly as they were told.
+func TestCleanShutdownAddsNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := b.license(t, func(l *server.License) { l.LeaseTTL = 10 * time.Second })
+	lease, tok := b.mustAcquire(t, l, "laptop")
+	b.clock.Advance(4 * time.Second)
+	hb, err := b.s.Heartbeat(t.Context(), lease.ID, tok)
+	require.NoError(t, err)
+	require.NoError(t, b.s.Close())
+	s, err := Open(b.dir, Options{Clock: b.clock.Now, HeartbeatFlushInterval: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	got, err := s.GetLease(t.Context(), b.tenant, lease.ID)
+	require.NoError(t, err)
+	require.Equal(t, hb.ExpiresAt, got.ExpiresAt)
+}
