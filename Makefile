@@ -8,7 +8,7 @@ TOOL  := $(GO) tool -modfile=tools/go.mod
 # golangci-lint has a module of its own: its dependencies must not move buf's.
 LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 
-.PHONY: help build run generate verify-generate lint vet test bench bench/go bench/cleanup tools services mutate chaos clean
+.PHONY: help build run generate verify-generate lint vet test bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ test: vet tools services ## Everything: vet, unit, conformance and end-to-end te
 
 bench: ## Load run through gRPC (embedded and distributed) beside the gRPC and storage ceilings
 	bench/run.sh
+
+bench/queue: ## What 3 x 1,000 WaitForSeat callers cost an unrelated license's acquire rate (distributed)
+	bench/queue.sh
 
 bench/go: ## Go benchmarks of the stores
 	$(GO) test -run '^$$' -bench . -benchmem ./server/...

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,7 +62,7 @@ func TestChaos(t *testing.T) {
 }
 
 const (
-	chaosFlush    = time.Second // --heartbeat-flush-interval
+	chaosFlush    = 2 * time.Second // --heartbeat-flush-interval
 	chaosCallTime = 3 * time.Second
 	chaosClients  = 30
 	chaosWaitHold = 3 * time.Second
@@ -245,7 +246,7 @@ func (c *campaign) waitForSeat(ctx context.Context, client, li int, fp string) *
 func (c *campaign) hold(ctx context.Context, client, li int, l *seatdv1.AcquireSeatResponse) {
 	ttl := l.GetLease().GetExpiresAt().AsTime().Sub(l.GetLease().GetLastHeartbeatAt().AsTime())
 	every := ttl / 6
-	beats := 3 + c.intn(12)
+	beats := 2 + c.intn(8)
 	viaStream := c.intn(4) == 0
 	for i := 0; i < beats && ctx.Err() == nil; i++ {
 		pause := every/2 + time.Duration(c.intn(int(every)))
@@ -293,11 +294,11 @@ func (c *campaign) hold(ctx context.Context, client, li int, l *seatdv1.AcquireS
 // told ended (or released): it must never come back, whatever the nemesis
 // does meanwhile (a rebuild after a Redis loss, a retry, a revival).
 func (c *campaign) probe(ctx context.Context, client, li int, l *seatdv1.AcquireSeatResponse) {
-	if c.intn(2) == 0 {
+	if c.intn(4) == 0 {
 		return
 	}
-	for range 2 + c.intn(8) {
-		sleepCtx(ctx, time.Duration(300+c.intn(700))*time.Millisecond)
+	for range 4 + c.intn(12) {
+		sleepCtx(ctx, time.Duration(300+c.intn(300))*time.Millisecond)
 		if op := c.beat(ctx, client, li, l); op.Outcome == chaos.OK {
 			return // a violation already; the checker reports it
 		}
@@ -365,8 +366,11 @@ var faultKinds = []string{"kill-9", "sigterm", "redis-flushall", "redis-restart-
 func (c *campaign) nemesis(d time.Duration) {
 	end := time.Now().Add(d)
 	sleepCtx(context.Background(), 3*time.Second) // warm up
+	// Redis faults come twice as often: they are where the live state and
+	// the record can part.
+	kinds := append(slices.Clone(faultKinds), "redis-flushall", "redis-restart-empty", "redis-connections-cut")
 	for time.Now().Before(end) {
-		kind := faultKinds[c.intn(len(faultKinds))]
+		kind := kinds[c.intn(len(kinds))]
 		hold := time.Duration(1000+c.intn(3000)) * time.Millisecond
 		if c.inject(kind, hold) {
 			c.count(c.faults, kind)
@@ -432,7 +436,7 @@ func (c *campaign) inject(kind string, hold time.Duration) bool {
 		defer func() { _ = rdb.Close() }()
 		for stop := time.Now().Add(hold); time.Now().Before(stop); {
 			_ = rdb.Do(context.Background(), "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err()
-			sleepCtx(context.Background(), time.Duration(20+c.intn(80))*time.Millisecond)
+			sleepCtx(context.Background(), time.Duration(5+c.intn(25))*time.Millisecond)
 		}
 	case "postgres-restart":
 		c.pg.stop("fast")

@@ -447,3 +447,25 @@ func TestWaitForSeatKeepsPlaceAcrossShutdown(t *testing.T) {
 	require.NoError(t, second.end(t, 10*time.Second))
 	require.NotNil(t, second.grant())
 }
+
+// TestWaitForSeatUnknownKeyWritesNothing: a guessed license key gets
+// NOT_FOUND before any queue exists; nothing of it is left in Redis (the
+// queues used to be joined first, and left a key behind per guess).
+func TestWaitForSeatUnknownKeyWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := sharedBackend(t, "")
+	p := b.startSeatd(t, "queue-guess-"+randomHex(3))
+	ctx, cancel := callCtx(t.Context())
+	defer cancel()
+	for i := range 5 {
+		stream, err := p.seats().WaitForSeat(ctx, &seatdv1.WaitForSeatRequest{LicenseKey: fmt.Sprintf("slk_guess-%d", i), Fingerprint: "x"})
+		require.NoError(t, err)
+		_, err = stream.Recv()
+		requireStatus(t, err, codes.NotFound, "LICENSE_NOT_FOUND")
+	}
+	_, rdb := sharedServers(t)
+	keys, err := rdb.Keys(ctx, b.Prefix+"*waitq*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys, "queue keys written for unknown license keys")
+	p.stopOK()
+}

@@ -56,6 +56,10 @@ type LicenseStore interface {
 	// key is taken by any license of any tenant.
 	CreateLicense(ctx context.Context, l License) (License, error)
 	GetLicense(ctx context.Context, tenantID, id string) (License, error)
+	// LicenseByKey returns the (undeleted) license a client's license key
+	// opens, of whatever tenant, or ErrLicenseNotFound. It says nothing of
+	// seats: Acquire judges those.
+	LicenseByKey(ctx context.Context, key string) (License, error)
 	// ListLicenses lists a tenant's licenses, oldest first (by CreatedAt, ID).
 	ListLicenses(ctx context.Context, tenantID string, p Page) ([]License, string, error)
 	// UpdateLicense loads the license, calls update on a copy, and stores the

@@ -60,6 +60,8 @@ func main() {
 	asTSV := flag.Bool("tsv", false, "print tab-separated lines: label op rps p50_ms p99_ms requests errors")
 	nslices := flag.Int("slices", 1, "split each phase but health into this many slices, each right after a health slice as long, and report the median ratio of the pairs (a ceiling that drifts with the machine's load then drifts with the operation)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
+	waiters := flag.Int("waiters", 0, "before the phases, queue this many WaitForSeat callers on each of -waiter-licenses full licenses, and keep them waiting throughout")
+	waiterLicenses := flag.Int("waiter-licenses", 3, "with -waiters: how many full licenses they wait on")
 	flag.Parse()
 
 	if *cpuProfile != "" {
@@ -80,6 +82,14 @@ func main() {
 		format = "json"
 	case *asTSV:
 		format = "tsv"
+	}
+	if *waiters > 0 {
+		stop, err := queueWaiters(*target, *opKey, *waiters, *waiterLicenses)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		defer stop()
 	}
 	if err := run(*target, *opKey, *conc, *conns, *dur, max(*nslices, 1), strings.Split(*ops, ","), format, *label); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
@@ -297,4 +307,67 @@ func (b *bench) heartbeat(ctx context.Context, conc int) (func(context.Context, 
 			return err
 		}
 	}, nil
+}
+
+// queueWaiters fills `licenses` one-seat licenses and queues `n` WaitForSeat
+// callers on each, which wait (reading their positions) until stop: the
+// load of waiters on licenses other than the one measured.
+func queueWaiters(target, opKey string, n, licenses int) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var conns []*grpc.ClientConn
+	stop = func() {
+		cancel()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	for range 8 {
+		c, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		conns = append(conns, c)
+	}
+	actx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+opKey)
+	var queued sync.WaitGroup
+	var failed atomic.Int64
+	for li := range licenses {
+		resp, err := seatdv1.NewAdminServiceClient(conns[0]).CreateLicense(actx, &seatdv1.CreateLicenseRequest{
+			License: &seatdv1.License{Name: fmt.Sprintf("waited-on %d", li), Seats: 1, LeaseTtl: durationpb.New(time.Hour)},
+		})
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("create license: %w", err)
+		}
+		key := resp.GetLicense().GetKey()
+		if _, err := seatdv1.NewSeatServiceClient(conns[0]).AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: key, Fingerprint: "holder"}); err != nil {
+			stop()
+			return nil, fmt.Errorf("take the seat: %w", err)
+		}
+		for w := range n {
+			queued.Add(1)
+			go func() {
+				c := seatdv1.NewSeatServiceClient(conns[w%len(conns)])
+				s, err := c.WaitForSeat(ctx, &seatdv1.WaitForSeatRequest{LicenseKey: key, Fingerprint: fmt.Sprintf("waiter-%d", w)})
+				if err == nil {
+					_, err = s.Recv() // its first position: it is queued
+				}
+				if err != nil {
+					failed.Add(1)
+				}
+				queued.Done()
+				for err == nil {
+					_, err = s.Recv()
+				}
+			}()
+		}
+	}
+	queued.Wait()
+	if f := failed.Load(); f > 0 {
+		stop()
+		return nil, fmt.Errorf("%d waiters could not queue", f)
+	}
+	fmt.Fprintf(os.Stderr, "load: %d waiters queued on %d licenses\n", n*licenses, licenses)
+	return stop, nil
 }

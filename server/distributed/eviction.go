@@ -14,10 +14,10 @@ import (
 // license whose keys vanish is rebuilt with the write-behind slack (its
 // zombies count again for a while) — correct, but not something to happen
 // whenever Redis is short of memory. allkeys-* policies are refused;
-// volatile-* ones are allowed with a warning, since only the wait queues'
-// liveness marks carry a TTL (a waiter could lose its place). A Redis that
-// does not let seatd read its configuration (managed services often
-// rename CONFIG) gets a warning too. On a cluster every master is checked.
+// volatile-* ones evict only keys with a TTL, and seatd sets none, so they
+// are accepted. A Redis that does not let seatd read its configuration
+// (managed services often rename CONFIG) gets a warning. On a cluster
+// every master is checked.
 func checkEviction(ctx context.Context, rdb redis.UniversalClient, log *slog.Logger) error {
 	check := func(ctx context.Context, c *redis.Client) error {
 		res, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
@@ -31,9 +31,6 @@ func checkEviction(ctx context.Context, rdb redis.UniversalClient, log *slog.Log
 		case strings.HasPrefix(policy, "allkeys-"):
 			return fmt.Errorf("redis at %s may evict any key (maxmemory-policy %s): seatd's live leases would vanish under memory pressure; set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction)",
 				c.Options().Addr, policy)
-		case strings.HasPrefix(policy, "volatile-"):
-			log.Warn("distributed store: Redis may evict keys that have a TTL (maxmemory-policy "+policy+"): a waiter of WaitForSeat could lose its place; noeviction is recommended",
-				"redis", c.Options().Addr)
 		}
 		return nil
 	}

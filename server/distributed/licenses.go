@@ -64,6 +64,17 @@ func (s *Store) GetLicense(ctx context.Context, tenantID, id string) (server.Lic
 	return r.License, nil
 }
 
+func (s *Store) LicenseByKey(ctx context.Context, key string) (server.License, error) {
+	r, err := scanLicense(s.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE key = $1 AND deleted_at IS NULL`, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return server.License{}, server.ErrLicenseNotFound
+	}
+	if err != nil {
+		return server.License{}, s.fail("find license by key", err)
+	}
+	return r.License, nil
+}
+
 // liveLicense reads an undeleted license of the tenant, optionally with a
 // row lock ("FOR UPDATE", "FOR NO KEY UPDATE").
 func (s *Store) liveLicense(ctx context.Context, q querier, tenantID, id, lock string) (licenseRow, error) {

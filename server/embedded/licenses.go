@@ -58,6 +58,16 @@ func (s *Store) GetLicense(_ context.Context, tenantID, id string) (server.Licen
 	return cloneLicense(lic.lic), nil
 }
 
+func (s *Store) LicenseByKey(_ context.Context, key string) (server.License, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lic := s.idx.keys[key]
+	if lic == nil || lic.creating || lic.deleted {
+		return server.License{}, server.ErrLicenseNotFound
+	}
+	return cloneLicense(lic.lic), nil
+}
+
 func (s *Store) ListLicenses(_ context.Context, tenantID string, p server.Page) ([]server.License, string, error) {
 	var out []server.License
 	var next string

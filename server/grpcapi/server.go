@@ -36,6 +36,7 @@ type Server struct {
 	hub         *notify.Hub
 	waitHold    time.Duration
 	waitPoll    time.Duration
+	queueMoves  queueMoves // local wake-ups when a waiter leaves a queue
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed when the server starts to drain

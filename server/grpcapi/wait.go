@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"sync"
 	"time"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
@@ -32,9 +33,17 @@ func (h *seatService) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv
 	if !queueTicketPattern.MatchString(req.GetQueueTicket()) {
 		return server.Invalid("queue_ticket", "must be empty or a ticket from a QueuePosition")
 	}
-	// The queue is named by a hash of the key: unknown keys never get a
-	// queue of their own, since the first acquire attempt below fails.
-	ticket, err := s.queue.Join(ctx, server.HashSecret(req.GetLicenseKey()), req.GetQueueTicket())
+	// Only a key that opens a usable license gets a queue (named by the
+	// key's hash): nothing is written for a guess.
+	lic, err := s.store.LicenseByKey(ctx, req.GetLicenseKey())
+	if err != nil {
+		return err
+	}
+	if err := lic.CheckUsable(s.now()); err != nil {
+		return err
+	}
+	name := server.HashSecret(req.GetLicenseKey())
+	ticket, err := s.queue.Join(ctx, name, req.GetQueueTicket())
 	if errors.Is(err, waitqueue.ErrFull) {
 		return errQueueFull
 	}
@@ -48,12 +57,15 @@ func (h *seatService) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv
 	defer func() {
 		if !keepPlace {
 			ticket.Leave(ctx)
+			s.queueMoves.moved(name)
 		}
 	}()
 
+	// The head of the queue tries for a seat every waitPoll; the others
+	// only keep their place alive and watch it, every idleWaitPolls polls,
+	// or at once when a waiter of this instance leaves the queue: a
+	// waiter's cost does not grow with the queue.
 	lastPos := -1
-	tick := time.NewTicker(s.waitPoll)
-	defer tick.Stop()
 	for {
 		pos, length, err := ticket.Position(ctx)
 		if err != nil {
@@ -73,6 +85,7 @@ func (h *seatService) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv
 			s.metrics.Acquisitions.WithLabelValues(resultLabel(err)).Inc()
 			if err == nil {
 				ticket.Leave(ctx) // the next waiter moves up at once
+				s.queueMoves.moved(name)
 				if !res.Existing {
 					s.holdForFirstHeartbeat(res.Lease)
 				}
@@ -84,14 +97,61 @@ func (h *seatService) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv
 				return err // unknown key, inactive license...
 			}
 		}
+		wait := s.waitPoll
+		if pos != 1 {
+			wait *= idleWaitPolls
+		}
+		moved := s.queueMoves.wait(name)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return ctx.Err()
 		case <-s.shutdown:
+			t.Stop()
 			keepPlace = true
 			return errShuttingDown
-		case <-tick.C:
+		case <-moved:
+			t.Stop()
+		case <-t.C:
 		}
+	}
+}
+
+// idleWaitPolls is how many head polls a waiter behind the head waits
+// between two looks at its place (2 s by default: well within the Redis
+// queue's 5 s liveness).
+const idleWaitPolls = 8
+
+// queueMoves wakes the waiters of a queue on this instance when one of
+// them leaves it, so that the next in line learns at once that it moved up.
+type queueMoves struct {
+	mu sync.Mutex
+	ch map[string]chan struct{}
+}
+
+// wait returns a channel closed at the next move of the named queue.
+func (m *queueMoves) wait(name string) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ch == nil {
+		m.ch = map[string]chan struct{}{}
+	}
+	c, ok := m.ch[name]
+	if !ok {
+		c = make(chan struct{})
+		m.ch[name] = c
+	}
+	return c
+}
+
+// moved wakes everyone waiting on the named queue.
+func (m *queueMoves) moved(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.ch[name]; ok {
+		close(c)
+		delete(m.ch, name)
 	}
 }
 

@@ -72,6 +72,26 @@ func testLicenses(t *testing.T, newBackend Backend) {
 		require.NotEmpty(t, next, "a next-page token while more remain")
 	})
 
+	t.Run("LicenseByKey", func(t *testing.T) {
+		t.Parallel()
+		s := openStore(t, newBackend)
+		tn, other := newTenant(t, s), newTenant(t, s)
+		mine := newLicense(t, s, tn.ID, seats(3))
+		theirs := newLicense(t, s, other.ID, nil)
+		for _, want := range []server.License{mine, theirs} {
+			got, err := s.LicenseByKey(t.Context(), want.Key)
+			require.NoError(t, err)
+			require.Equal(t, want.ID, got.ID, "a key opens its license, whatever the tenant")
+			require.Equal(t, want.Seats, got.Seats)
+		}
+		_, err := s.LicenseByKey(t.Context(), "slk_no-such-key")
+		requireCode(t, err, server.ENOTFOUND, server.ReasonLicenseNotFound)
+		_, err = s.DeleteLicense(t.Context(), tn.ID, mine.ID)
+		require.NoError(t, err)
+		_, err = s.LicenseByKey(t.Context(), mine.Key)
+		requireCode(t, err, server.ENOTFOUND, server.ReasonLicenseNotFound, "a deleted license's key opens nothing")
+	})
+
 	t.Run("CreateErrors", func(t *testing.T) {
 		t.Parallel()
 		s := openStore(t, newBackend)

@@ -279,6 +279,19 @@ func (s *memStore) GetLicense(_ context.Context, tenantID, id string) (server.Li
 	return cloneLicense(l), err
 }
 
+func (s *memStore) LicenseByKey(_ context.Context, key string) (server.License, error) {
+	if _, err := s.lock(); err != nil {
+		return server.License{}, err
+	}
+	defer s.mu.Unlock()
+	for _, l := range s.d.Licenses {
+		if l.Key == key && !s.d.Deleted[l.ID] {
+			return cloneLicense(l), nil
+		}
+	}
+	return server.License{}, server.ErrLicenseNotFound
+}
+
 func (s *memStore) ListLicenses(_ context.Context, tenantID string, p server.Page) ([]server.License, string, error) {
 	if _, err := s.lock(); err != nil {
 		return nil, "", err

@@ -1,22 +1,21 @@
--- KEYS[1] waiters zset, KEYS[3] liveness key prefix
+-- KEYS[1] waiters zset, KEYS[2] sequence, KEYS[3] alive zset
 -- ARGV[1] ticket id, ARGV[2] liveness ms
--- Refreshes the ticket's liveness and returns {position, length}, dropping
--- dead waiters ahead of it; position 0 when the ticket is gone.
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) == false then
-  return {0, redis.call('ZCARD', KEYS[1])}
+-- Refreshes the ticket's liveness and returns {position, length}, after
+-- dropping dead waiters; position 0 when the ticket is gone. O(log n):
+-- ZRANK, not a walk of the queue.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
+  redis.call('ZREM', KEYS[1], m)
+  redis.call('ZREM', KEYS[3], m)
 end
-redis.call('SET', KEYS[3] .. ARGV[1], '1', 'PX', ARGV[2])
-local ahead = redis.call('ZRANGE', KEYS[1], 0, -1)
-local pos = 0
-for _, m in ipairs(ahead) do
-  if m == ARGV[1] then
-    pos = pos + 1
-    break
+local rank = redis.call('ZRANK', KEYS[1], ARGV[1])
+local n = redis.call('ZCARD', KEYS[1])
+if not rank then
+  if n == 0 then
+    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
   end
-  if redis.call('EXISTS', KEYS[3] .. m) == 0 then
-    redis.call('ZREM', KEYS[1], m)
-  else
-    pos = pos + 1
-  end
+  return {0, n}
 end
-return {pos, redis.call('ZCARD', KEYS[1])}
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1])
+return {rank + 1, n}

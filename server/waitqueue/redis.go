@@ -12,10 +12,12 @@ import (
 	"github.com/seatd/seatd/server"
 )
 
-// Redis is the queue shared by every instance: a sorted set per license,
-// scored by a join sequence, plus a liveness key per waiter that Position
-// refreshes. Waiters whose instance died stop refreshing and are skipped
-// (and dropped) by the others.
+// Redis is the queue shared by every instance: per license a sorted set of
+// waiters scored by a join sequence, and a sorted set of the times their
+// liveness runs out, which Position pushes back. Waiters whose instance
+// died stop refreshing and are dropped by the next call. Every key is
+// declared to the scripts and hash-tagged per queue (one cluster slot),
+// none has a TTL, and the last waiter out removes them.
 type Redis struct {
 	rdb       redis.UniversalClient
 	prefix    string
@@ -35,20 +37,24 @@ var joinLua string
 //go:embed position.lua
 var positionLua string
 
+//go:embed leave.lua
+var leaveLua string
+
 var (
 	joinScript     = redis.NewScript(joinLua)
 	positionScript = redis.NewScript(positionLua)
+	leaveScript    = redis.NewScript(leaveLua)
 )
 
 type redisTicket struct {
 	q    *Redis
-	keys []string // queue zset, sequence counter, liveness key prefix
+	keys []string // waiters zset, sequence counter, alive zset
 	id   string
 }
 
 func (q *Redis) keysFor(name string) []string {
 	tag := "{waitq:" + name + "}"
-	return []string{q.prefix + tag + ":waiters", q.prefix + tag + ":seq", q.prefix + tag + ":alive:"}
+	return []string{q.prefix + tag + ":waiters", q.prefix + tag + ":seq", q.prefix + tag + ":alive"}
 }
 
 func (q *Redis) Join(ctx context.Context, name, resume string) (Ticket, error) {
@@ -81,8 +87,5 @@ func (t *redisTicket) Position(ctx context.Context) (int, int, error) {
 
 func (t *redisTicket) Leave(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx) // leave even when the client is gone
-	pipe := t.q.rdb.TxPipeline()
-	pipe.ZRem(ctx, t.keys[0], t.id)
-	pipe.Del(ctx, t.keys[2]+t.id)
-	_, _ = pipe.Exec(ctx)
+	_ = leaveScript.Run(ctx, t.q.rdb, t.keys, t.id).Err()
 }

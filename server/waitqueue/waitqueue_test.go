@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ func redisQueue(t *testing.T, max int, liveness time.Duration) *Redis {
 	rdb := redis.NewClient(opts)
 	require.NoError(t, rdb.Ping(context.Background()).Err(), "Redis is needed: run scripts/services.sh (or set SEATD_TEST_REDIS_URL)")
 	prefix := fmt.Sprintf("seatd-test-wq-%d:", rand.Uint32())
+	redisKeysOf.Store(t.Name(), func() []string { return rdb.Keys(context.Background(), prefix+"*").Val() })
 	t.Cleanup(func() {
 		ctx := context.Background()
 		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
@@ -176,4 +178,51 @@ func TestRedisResumeOnlyWhileTheTicketLives(t *testing.T) {
 	pos, n, err := late.Position(ctx)
 	require.NoError(t, err)
 	require.Equal(t, [2]int{2, 2}, [2]int{pos, n})
+}
+
+// redisKeysOf lists, by test name, the Redis keys under a test's prefix.
+var redisKeysOf sync.Map // test name -> func() []string
+
+// TestRedisLeavesNoKeyBehind: once its last waiter leaves (or dies), a
+// queue leaves no key in Redis: queues are named by whatever key a caller
+// sends, so nothing of theirs may outlive them.
+func TestRedisLeavesNoKeyBehind(t *testing.T) {
+	q := redisQueue(t, 10, 300*time.Millisecond)
+	v, _ := redisKeysOf.Load(t.Name())
+	keys := v.(func() []string)
+	ctx := context.Background()
+	a, err := q.Join(ctx, "lic", "")
+	require.NoError(t, err)
+	b, err := q.Join(ctx, "lic", "")
+	require.NoError(t, err)
+	require.NotEmpty(t, keys())
+	a.Leave(ctx)
+	b.Leave(ctx)
+	require.Empty(t, keys(), "keys left after the last waiter left")
+
+	dead, err := q.Join(ctx, "lic", "")
+	require.NoError(t, err)
+	_ = dead // never asks again
+	require.Eventually(t, func() bool {
+		probe, err := q.Join(ctx, "lic", "")
+		if err != nil {
+			return false
+		}
+		pos, _, _ := probe.Position(ctx)
+		probe.Leave(ctx)
+		return pos == 1 && len(keys()) == 0
+	}, 3*time.Second, 50*time.Millisecond, "the dead waiter is dropped and the queue's keys with it")
+	for _, k := range keys() {
+		require.NotContains(t, k, "alive:", "no liveness key per waiter")
+	}
+}
+
+// TestRedisScriptsTouchOnlyDeclaredKeys: every key the queue scripts use
+// is one of the KEYS they are given (a Redis Cluster routes by them).
+func TestRedisScriptsTouchOnlyDeclaredKeys(t *testing.T) {
+	t.Parallel()
+	for name, body := range map[string]string{"join": joinLua, "position": positionLua, "leave": leaveLua} {
+		require.NotContains(t, body, "KEYS[3] ..", "%s.lua builds key names", name)
+		require.NotContains(t, body, "'PX'", "%s.lua sets a TTL", name)
+	}
 }
