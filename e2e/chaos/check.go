@@ -18,6 +18,10 @@ type Params struct {
 	// WaitHold is seatd's --wait-hold: a seat granted to a waiter goes to
 	// the next one unless heartbeated within it.
 	WaitHold time.Duration
+	// Repair is how long after its end in the record a lease may still
+	// heartbeat (the record is the truth: within a flush interval, plus
+	// the clock tolerance).
+	Repair time.Duration
 }
 
 // Violation is a property the history breaks.
@@ -69,7 +73,9 @@ func (op Op) String() string {
 //     no lease still active;
 //   - lost-grant: every lease a client was granted is in the record;
 //   - deadline: no heartbeat or release invoked before its last
-//     acknowledged deadline less Bound is told LEASE_EXPIRED.
+//     acknowledged deadline less Bound is told LEASE_EXPIRED;
+//   - record-truth: no heartbeat invoked more than Repair after the lease
+//     ended in the record succeeds, whoever ended it and whatever crashed.
 func Check(ops []Op, limits map[string]int, records map[string]Record, p Params) []Violation {
 	byLease := map[string][]Op{}
 	for _, op := range ops {
@@ -84,6 +90,7 @@ func Check(ops []Op, limits map[string]int, records map[string]Record, p Params)
 		out = append(out, checkFinal(id, lops)...)
 		out = append(out, checkDeadlines(id, lops, p)...)
 		out = append(out, checkRecorded(id, lops, records)...)
+		out = append(out, checkRecordTruth(id, lops, records, p)...)
 	}
 	out = append(out, checkRecords(records, p)...)
 	return out
@@ -299,4 +306,19 @@ func checkRecords(records map[string]Record, p Params) []Violation {
 		}
 	}
 	return out
+}
+
+func checkRecordTruth(id string, lops []Op, records map[string]Record, p Params) []Violation {
+	rec, ok := records[id]
+	if !ok || rec.EndedAt.IsZero() || p.Repair <= 0 {
+		return nil
+	}
+	for _, op := range lops {
+		if op.Kind == Heartbeat && op.Outcome == OK && op.Start.After(rec.EndedAt.Add(p.Repair)) {
+			return []Violation{{Property: "record-truth", License: op.License, Lease: id,
+				Detail: fmt.Sprintf("a heartbeat succeeded %v after the record ended the lease (%s at %s)",
+					op.Start.Sub(rec.EndedAt).Round(time.Millisecond), rec.State, rec.EndedAt.Format("15:04:05.000")), Ops: []Op{op}}}
+		}
+	}
+	return nil
 }

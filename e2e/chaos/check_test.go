@@ -119,3 +119,14 @@ func TestDeadline(t *testing.T) {
 		beat("a", 1000, 1010, Failed, ReasonReleased, 0)}
 	require.Empty(t, Check(afterRelease, nil, recs, params))
 }
+
+func TestRecordTruth(t *testing.T) {
+	t.Parallel()
+	p := params
+	p.Repair = time.Second
+	recs := records(Record{ID: "a", License: "L", State: "revoked", EndedAt: at(1000), UsageEvents: 1})
+	late := []Op{grant(1, "a", 0, 10, 9000), beat("a", 2500, 2510, OK, "", 11500)}
+	require.Contains(t, props(Check(late, nil, recs, p)), "record-truth")
+	soon := []Op{grant(1, "a", 0, 10, 9000), beat("a", 1500, 1510, OK, "", 10500)}
+	require.NotContains(t, props(Check(soon, nil, recs, p)), "record-truth", "within a flush interval")
+}

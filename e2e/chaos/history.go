@@ -104,6 +104,7 @@ func (h *History) Ops() []Op {
 // Record is a lease as the record (PostgreSQL) holds it at the end.
 type Record struct {
 	ID, License, State string
+	EndedAt            time.Time // zero while active
 	UsageEvents        int
 	CleanupEvents      int
 }
