@@ -62,7 +62,10 @@ func TestChaos(t *testing.T) {
 }
 
 const (
-	chaosFlush    = 2 * time.Second // --heartbeat-flush-interval
+	// --heartbeat-flush-interval: longer than a deployment would pick for
+	// such short TTLs, so that the write-behind's bound (and the rebuild's
+	// slack) is wide enough for the nemesis to land in it often.
+	chaosFlush    = 5 * time.Second
 	chaosCallTime = 3 * time.Second
 	chaosClients  = 30
 	chaosWaitHold = 3 * time.Second
@@ -99,11 +102,12 @@ type campaign struct {
 	procs []*proc // by instance index; replaced on restart
 	names []string
 
-	live    sync.Map // lease id -> *seatdv1.AcquireSeatResponse, for the nemesis's revokes
-	faults  map[string]int
-	ops     map[string]int
-	opsMu   sync.Mutex
-	stopped atomic.Bool
+	live     sync.Map // lease id -> *seatdv1.AcquireSeatResponse, for the nemesis's revokes
+	faults   map[string]int
+	faultLog []string // "start end kind", for CHAOS_TRACE
+	ops      map[string]int
+	opsMu    sync.Mutex
+	stopped  atomic.Bool
 }
 
 func newCampaign(t *testing.T, seed uint64) *campaign {
@@ -364,9 +368,10 @@ var faultKinds = []string{"kill-9", "sigterm", "redis-flushall", "redis-restart-
 	"redis-connections-cut", "postgres-restart", "leader-lock-cut", "revoke", "license-off-on"}
 
 // nemesis injects one fault at a time until d has passed: inject, hold
-// 1-4 s, heal, let the system settle (two flush intervals, so that
-// PostgreSQL has caught up before the next fault: a Redis loss right after
-// a PostgreSQL outage is a double fault, outside the documented bound).
+// 1-4 s, heal, let the system settle (after a PostgreSQL outage two flush
+// intervals more, so that the write-behind has caught up before the next
+// fault: a Redis loss right after a PostgreSQL outage is a double fault,
+// outside the documented bound).
 func (c *campaign) nemesis(d time.Duration) {
 	end := time.Now().Add(d)
 	sleepCtx(context.Background(), 3*time.Second) // warm up
@@ -376,10 +381,16 @@ func (c *campaign) nemesis(d time.Duration) {
 	for time.Now().Before(end) {
 		kind := kinds[c.intn(len(kinds))]
 		hold := time.Duration(1000+c.intn(3000)) * time.Millisecond
+		at := time.Now()
 		if c.inject(kind, hold) {
 			c.count(c.faults, kind)
+			c.faultLog = append(c.faultLog, fmt.Sprintf("%s %s %s", at.Format("15:04:05.000"), time.Now().Format("15:04:05.000"), kind))
 		}
-		sleepCtx(context.Background(), 2*chaosFlush+time.Duration(c.intn(1000))*time.Millisecond)
+		settle := time.Duration(1000+c.intn(1500)) * time.Millisecond
+		if kind == "postgres-restart" {
+			settle += 2 * chaosFlush // let the write-behind catch up first
+		}
+		sleepCtx(context.Background(), settle)
 	}
 }
 
@@ -544,6 +555,16 @@ func (c *campaign) verdict() {
 			UsageEvents: r.UsageEvents, CleanupEvents: r.CleanupEvents}
 	}
 	ops := c.hist.Ops()
+	if path := os.Getenv("CHAOS_TRACE"); path != "" { // every op and fault, for a closer look
+		var b strings.Builder
+		for _, f := range c.faultLog {
+			b.WriteString("fault " + f + "\n")
+		}
+		for _, op := range ops {
+			b.WriteString(op.String() + "\n")
+		}
+		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	}
 	violations := chaos.Check(ops, c.limits, recs, chaos.Params{Bound: chaosBound, Final: true, WaitHold: chaosWaitHold,
 		Repair: chaosFlush + chaosCallTime})
 
