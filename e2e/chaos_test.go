@@ -32,8 +32,9 @@ import (
 // stream), release, wait for seats, sleep past their deadlines and probe
 // leases they were told had ended, while a nemesis kills and restarts
 // instances, empties, pauses and restarts Redis, cuts every connection to
-// it again and again, restarts PostgreSQL, cuts the leader's lock
-// connection, revokes leases and switches licenses off and on. Every operation is recorded; package chaos checks the history
+// it again and again, stalls PostgreSQL and makes Redis refuse scripts as
+// the stall ends, restarts PostgreSQL, cuts the leader's lock connection, revokes
+// leases and switches licenses off and on. Every operation is recorded; package chaos checks the history
 // and the final records.
 //
 // CHAOS_DURATION (default 60s) and CHAOS_SEED (default fixed, so that make
@@ -121,7 +122,7 @@ func newCampaign(t *testing.T, seed uint64) *campaign {
 		c.names = append(c.names, fmt.Sprintf("%s-%d", base, i))
 		c.procs = append(c.procs, c.b.startSeatd(t, c.names[i], instanceArgs...))
 	}
-	for i, seats := range []int32{2, 3, 5} {
+	for i, seats := range []int32{2, 5, 10} {
 		ttl := time.Duration(8+c.intn(5)) * time.Second
 		lic := newLicense(t, c.procs[0], seats, ttl, fmt.Sprintf("chaos-%d", i))
 		c.keys, c.ids = append(c.keys, lic.GetKey()), append(c.ids, lic.GetId())
@@ -365,7 +366,7 @@ func (c *campaign) recordAs(op chaos.Op, out chaos.Outcome, reason string) chaos
 // ---- the nemesis ----
 
 var faultKinds = []string{"kill-9", "sigterm", "redis-flushall", "redis-restart-empty", "redis-client-pause",
-	"redis-connections-cut", "postgres-restart", "leader-lock-cut", "revoke", "license-off-on"}
+	"redis-connections-cut", "postgres-restart", "stall-then-redis-refuses", "leader-lock-cut", "revoke", "license-off-on"}
 
 // nemesis injects one fault at a time until d has passed: inject, hold
 // 1-4 s, heal, let the system settle (after a PostgreSQL outage two flush
@@ -377,7 +378,7 @@ func (c *campaign) nemesis(d time.Duration) {
 	sleepCtx(context.Background(), 3*time.Second) // warm up
 	// Redis faults come twice as often: they are where the live state and
 	// the record can part.
-	kinds := append(slices.Clone(faultKinds), "redis-flushall", "redis-restart-empty", "redis-connections-cut")
+	kinds := append(slices.Clone(faultKinds), "redis-flushall", "redis-restart-empty", "stall-then-redis-refuses")
 	for time.Now().Before(end) {
 		kind := kinds[c.intn(len(kinds))]
 		hold := time.Duration(1000+c.intn(3000)) * time.Millisecond
@@ -452,6 +453,33 @@ func (c *campaign) inject(kind string, hold time.Duration) bool {
 		for stop := time.Now().Add(hold); time.Now().Before(stop); {
 			_ = rdb.Do(context.Background(), "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err()
 			sleepCtx(context.Background(), time.Duration(5+c.intn(25))*time.Millisecond)
+		}
+	case "stall-then-redis-refuses":
+		// PostgreSQL stalls (a lock on the sessions table) while calls are
+		// between their Redis and PostgreSQL steps; as the stall ends,
+		// Redis refuses scripts for a moment, as a master demoted in a
+		// failover does (nothing is lost): the calls' Redis steps after
+		// their PostgreSQL ones fail.
+		db := c.b.db(t)
+		defer func() { _ = db.Close(context.Background()) }()
+		tx, err := db.Begin(context.Background())
+		if err != nil {
+			return false
+		}
+		if _, err := tx.Exec(context.Background(), `LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE`); err != nil {
+			_ = tx.Rollback(context.Background())
+			return false
+		}
+		sleepCtx(context.Background(), time.Duration(1500+c.intn(1500))*time.Millisecond)
+		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", c.redis.port), MaxRetries: -1})
+		defer func() { _ = rdb.Close() }()
+		refusing := rdb.Do(context.Background(), "ACL", "SETUSER", "default", "-eval", "-evalsha").Err() == nil
+		_ = tx.Commit(context.Background())
+		sleepCtx(context.Background(), time.Duration(300+c.intn(900))*time.Millisecond)
+		if refusing {
+			for rdb.Do(context.Background(), "ACL", "SETUSER", "default", "+@all").Err() != nil {
+				sleepCtx(context.Background(), 100*time.Millisecond)
+			}
 		}
 	case "postgres-restart":
 		c.pg.stop("fast")
@@ -566,7 +594,7 @@ func (c *campaign) verdict() {
 		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 	}
 	violations := chaos.Check(ops, c.limits, recs, chaos.Params{Bound: chaosBound, Final: true, WaitHold: chaosWaitHold,
-		Repair: chaosFlush + chaosCallTime})
+		Repair: chaosFlush + 2*chaosCallTime}) // a stalled end records its time before the stall
 
 	var summary strings.Builder
 	fmt.Fprintf(&summary, "chaos summary: %d operations, %d leases recorded\n", len(ops), len(recs))
