@@ -156,10 +156,12 @@ func TestExpireLeasesRecordFailure(t *testing.T) {
 	lic := mkLicense(t, a, tn.ID, 5, time.Second)
 	var ids []string
 	tokens := map[string]string{}
+	acquired := map[string]server.Lease{}
 	for i := range 3 {
 		r, tok := acq(t, a, lic.Key, fmt.Sprintf("z-%d", i))
 		ids = append(ids, r.Lease.ID)
 		tokens[r.Lease.ID] = tok
+		acquired[r.Lease.ID] = r.Lease
 	}
 	time.Sleep(1400 * time.Millisecond)
 	refs, err := a.DueLeases(t.Context(), nil, 100)
@@ -170,7 +172,12 @@ func TestExpireLeasesRecordFailure(t *testing.T) {
 	exp, err := a.ExpireLeases(t.Context(), refs)
 	requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "ExpireLeases without PostgreSQL")
 	require.Empty(t, exp)
-	_, _, _ = loc.recorded(t, ids[0])
+	for _, id := range ids {
+		hb, dl, state := loc.recorded(t, id)
+		require.Equal(t, "active", state, "the record of %s after a failed ExpireLeases", id)
+		require.True(t, hb.Equal(acquired[id].LastHeartbeatAt) && dl.Equal(acquired[id].ExpiresAt),
+			"the record of %s is untouched: heartbeat %s, deadline %s", id, hb, dl)
+	}
 
 	// The record is untouched; the zombies wait in Redis, holding no seat.
 	_, rdb := testServers(t)
