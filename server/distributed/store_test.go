@@ -123,11 +123,17 @@ func TestHeartbeatWriteBehind(t *testing.T) {
 	require.NoError(t, s.flush(t.Context()))
 	require.Equal(t, stmts+1, s.hb.statements.Load(), "an empty buffer writes nothing")
 
-	// An ended lease is never touched by a late flush.
+	// An ended lease is never touched by a late flush, even by a heartbeat
+	// newer than its end: the buffer may hold one that Redis accepted
+	// while the record already said the lease had ended (an end recorded
+	// by an instance that died before removing the lease from Redis).
 	time.Sleep(2 * time.Millisecond)
 	hbs = beat()
 	rel, err := s.Release(t.Context(), leases[0].ID, server.HashSecret(tokens[0]))
 	require.NoError(t, err)
+	_, relDeadline, _ := loc.recorded(t, leases[0].ID)
+	late := rel.LastHeartbeatAt.Add(time.Second)
+	s.hb.add(leases[0].ID, late, late.Add(time.Hour))
 
 	// Close writes what is left, in one statement.
 	stmts = s.hb.statements.Load()
@@ -139,9 +145,10 @@ func TestHeartbeatWriteBehind(t *testing.T) {
 		require.Equal(t, "active", state)
 		require.True(t, rec.Equal(hbs[i+1].LastHeartbeatAt), "heartbeat of lease %d flushed by Close", i+1)
 	}
-	rec, _, state := loc.recorded(t, leases[0].ID)
+	rec, dl, state := loc.recorded(t, leases[0].ID)
 	require.Equal(t, "released", state)
-	require.True(t, rec.Equal(rel.LastHeartbeatAt))
+	require.True(t, rec.Equal(rel.LastHeartbeatAt), "the released lease's heartbeat %s was moved by a flush", rec)
+	require.True(t, dl.Equal(relDeadline), "the released lease's deadline %s was moved by a flush", dl)
 }
 
 // TestExpireLeasesRecordFailure: PostgreSQL fails after the script took
