@@ -108,6 +108,25 @@ func requireLost(t *testing.T, l *Lease) {
 	}
 }
 
+// requireNotKept checks that nothing heartbeats l in the background: its
+// keeper, the only thing that does, never ran or has exited, and the
+// client runs no keeper at all. Unlike "no heartbeat within a while", this
+// cannot pass by luck on a slow machine.
+func requireNotKept(t *testing.T, b *testBundle, l *Lease, msg string) {
+	t.Helper()
+	if l.keep != nil {
+		select {
+		case <-l.keep.done:
+		default:
+			t.Fatalf("%s: the lease's keeper still runs", msg)
+		}
+	}
+	b.client.mu.Lock()
+	running := len(b.client.keepers)
+	b.client.mu.Unlock()
+	require.Zero(t, running, "%s: the client still runs keepers", msg)
+}
+
 // eventually waits for cond, checking every millisecond.
 func eventually(t *testing.T, cond func() bool, msg string) {
 	t.Helper()

@@ -254,7 +254,9 @@ func TestDistributedRedisRestartEmpty(t *testing.T) {
 		return false
 	})
 	t.Logf("zombies Redis forgot were expired %s after the first cleanup call", time.Since(idleFrom).Round(time.Millisecond))
-	for id, r := range leaseRecords(t, db, idle.GetId()) {
+	idleRecs := leaseRecords(t, db, idle.GetId())
+	require.Len(t, idleRecs, len(idleIDs), "the record holds every idle lease, and no other")
+	for id, r := range idleRecs {
 		require.True(t, idleIDs[id])
 		require.Equal(t, "expired", r.State, "idle lease %s", id)
 		require.Equal(t, 1, r.CleanupEvents, "idle lease %s", id)

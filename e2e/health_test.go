@@ -1,9 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,7 +25,10 @@ var seatdServices = []string{"seatd.v1.SeatService", "seatd.v1.HeartbeatService"
 func TestHealthAndShutdown(t *testing.T) {
 	t.Parallel()
 	probe := toolPath(t, "grpc-health-probe")
-	p := start(t, options{args: []string{"--drain-delay", "4s"}})
+	// The drain delay is long enough for the checks during it to run on a
+	// slow machine; the test waits it out once.
+	const drainDelay = 10 * time.Second
+	p := start(t, options{args: []string{"--drain-delay", drainDelay.String()}})
 	ctx := testContext(t)
 	health := healthpb.NewHealthClient(p.conn)
 
@@ -66,42 +72,83 @@ func TestHealthAndShutdown(t *testing.T) {
 		return
 	}
 
-	// SIGTERM with a 4s drain delay: /readyz and gRPC health must say "not
-	// ready" while the process still runs, and liveness stays OK.
+	// SIGTERM: /readyz and gRPC health must say "not ready" while the
+	// process still runs and serves, and liveness stays OK. seatd logs each
+	// shutdown step when it is done: once "not ready" is, a ready answer is
+	// wrong whenever it comes. A call that fails proves something only
+	// while the drain delay lasts (later the servers stop); on a machine
+	// too slow to make it in time the subtest skips, saying so.
 	p.signal(syscall.SIGTERM)
-	signalled := time.Now()
-	sawReady503, sawNotServing := false, false
-	eventually(t, 3800*time.Millisecond, "/readyz 503 and health NOT_SERVING during the drain", func() bool {
-		require.True(t, p.running(), "seatd exited before the drain delay ended")
-		if !sawReady503 {
-			sawReady503 = p.do(t, "GET", "/readyz", "", nil).Code == 503
+	stepDone := func(name string) bool {
+		steps, _ := loggedShutdownSteps(t, p.Output())
+		return slices.Contains(steps, name)
+	}
+	t.Run("during the drain", func(t *testing.T) {
+		failed := func(what string, err error) {
+			t.Helper()
+			if stepDone("drain delay") {
+				t.Skipf("the %s drain delay ended before %s could be checked (a very slow machine): %v", drainDelay, what, err)
+			}
+			t.Fatalf("%s during the drain delay: %v", what, err)
 		}
-		if !sawNotServing {
-			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			resp, err := health.Check(cctx, &healthpb.HealthCheckRequest{})
-			cancel()
-			sawNotServing = err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING
+		eventually(t, exitTimeout, `the "not ready" shutdown step`, func() bool {
+			require.True(t, p.running(), "seatd exited during its drain:\n%s", p.Output())
+			return stepDone("not ready")
+		})
+
+		code, err := httpStatus(t, p.url("/readyz"), "")
+		if err != nil {
+			failed("/readyz", err)
 		}
-		return sawReady503 && sawNotServing
+		require.Equal(t, http.StatusServiceUnavailable, code, "/readyz once seatd is not ready")
+		for _, svc := range append([]string{""}, seatdServices...) {
+			resp, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+			if err != nil {
+				failed(fmt.Sprintf("health of %q", svc), err)
+			}
+			require.Equal(t, healthpb.HealthCheckResponse_NOT_SERVING, resp.GetStatus(), "health of %q once seatd is not ready", svc)
+		}
+		if out, err := exec.CommandContext(ctx, probe, "-addr", p.GRPCAddr).CombinedOutput(); err == nil {
+			t.Errorf("grpc-health-probe succeeded while seatd drains: %s", out)
+		}
+		code, err = httpStatus(t, p.url("/healthz"), "")
+		if err != nil {
+			failed("/healthz", err)
+		}
+		require.Equal(t, http.StatusOK, code, "/healthz (liveness) while draining")
+
+		// While draining, seatd still answers calls: load balancers are
+		// moving away, clients that still arrive must not fail.
+		if _, err := seatdv1.NewAdminServiceClient(p.conn).ListLicenses(p.asOperator(ctx), &seatdv1.ListLicensesRequest{}); err != nil {
+			failed("a gRPC call", err)
+		}
+		code, err = httpStatus(t, p.url("/v1/admin/licenses"), p.OperatorKey)
+		if err != nil {
+			failed("a REST call", err)
+		}
+		require.Equal(t, http.StatusOK, code, "a REST call while draining")
+		if stepDone("drain delay") {
+			t.Logf("the checks ended after the drain delay; their answers still showed a draining seatd")
+		}
 	})
-	// While draining, seatd still answers calls: load balancers are moving
-	// away, clients that still arrive must not fail.
-	if time.Since(signalled) < time.Second {
-		_, err := seatdv1.NewAdminServiceClient(p.conn).ListLicenses(p.asOperator(ctx), &seatdv1.ListLicensesRequest{})
-		require.NoError(t, err, "a gRPC call during the drain delay")
-		p.do(t, "GET", "/v1/admin/licenses", p.OperatorKey, nil).requireCode(t, 200)
-	}
-	for _, svc := range seatdServices {
-		resp, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
-		if err == nil { // the drain may just have ended
-			require.Equal(t, healthpb.HealthCheckResponse_NOT_SERVING, resp.GetStatus(), "health of %q while draining", svc)
-		}
-	}
-	if out, err := exec.CommandContext(ctx, probe, "-addr", p.GRPCAddr).CombinedOutput(); err == nil {
-		t.Errorf("grpc-health-probe succeeded while seatd drains: %s", out)
-	}
 	require.Equal(t, 0, p.wait(), "exit code after SIGTERM")
 	require.NotContains(t, p.Output(), "DATA RACE")
+}
+
+// httpStatus is the status of a GET, or the error (the server may be gone).
+func httpStatus(t testing.TB, url, key string) (int, error) {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
 }
 
 // TestGrpcurl checks that reflection lets grpcurl find and call the services.

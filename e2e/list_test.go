@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
@@ -21,21 +23,27 @@ func TestListLeasesByState(t *testing.T) {
 			t.Parallel()
 			p := queueProcs(t, distributed)[0]
 			ctx := t.Context()
+			// lapsed gets a 1s TTL; then the TTL goes up to an hour, so
+			// that live stays live however slow the machine.
 			lic := newLicense(t, p, 5, time.Second, "states")
 			lapsed, err := p.acquire(ctx, lic.GetKey(), "lapsed")
 			require.NoError(t, err)
+			_, err = p.admin().UpdateLicense(p.asOperator(ctx), &seatdv1.UpdateLicenseRequest{
+				License:    &seatdv1.License{Id: lic.GetId(), LeaseTtl: durationpb.New(time.Hour)},
+				UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"lease_ttl"}},
+			})
+			require.NoError(t, err)
 			live, err := p.acquire(ctx, lic.GetKey(), "live")
 			require.NoError(t, err)
+			require.Greater(t, time.Until(live.GetLease().GetExpiresAt().AsTime()), 30*time.Minute, "live got the new TTL")
 			released, err := p.acquire(ctx, lic.GetKey(), "released")
 			require.NoError(t, err)
 			_, err = p.release(ctx, released)
 			require.NoError(t, err)
-			// live is heartbeated while lapsed passes its deadline.
-			for time.Now().Before(lapsed.GetLease().GetExpiresAt().AsTime().Add(100 * time.Millisecond)) {
-				_, err := p.heartbeat(ctx, live)
-				require.NoError(t, err)
-				time.Sleep(200 * time.Millisecond)
-			}
+			// lapsed passes its deadline (it is not heartbeated); live is.
+			eventually(t, 30*time.Second, "lapsed's deadline passes", func() bool {
+				return time.Now().After(lapsed.GetLease().GetExpiresAt().AsTime())
+			})
 			_, err = p.heartbeat(ctx, live)
 			require.NoError(t, err)
 

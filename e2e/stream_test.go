@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +17,10 @@ import (
 // of waiting out --shutdown-timeout (DESIGN.md, graceful shutdown step 4).
 func TestShutdownEndsHeartbeatStreams(t *testing.T) {
 	t.Parallel()
-	const shutdownTimeout = 6 * time.Second
+	// A shutdown timeout far beyond the harness's wait for the exit: had
+	// GracefulStop waited for the open stream, seatd would not exit in time
+	// and the stream would be cut (UNAVAILABLE), not ended.
+	const shutdownTimeout = time.Hour
 	p := start(t, options{args: []string{"--shutdown-timeout", shutdownTimeout.String()}})
 	ctx := testContext(t)
 	created, err := p.admin().CreateLicense(p.asOperator(ctx), &seatdv1.CreateLicenseRequest{License: &seatdv1.License{
@@ -41,18 +45,20 @@ func TestShutdownEndsHeartbeatStreams(t *testing.T) {
 
 	began := time.Now()
 	p.signal(syscall.SIGTERM)
-	var signals []seatdv1.HeartbeatSignal
-	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			break
+	var (
+		signals []seatdv1.HeartbeatSignal
+		end     error
+	)
+	for end == nil {
+		var resp *seatdv1.HeartbeatStreamResponse
+		if resp, end = stream.Recv(); end == nil {
+			signals = append(signals, resp.GetSignal())
 		}
-		signals = append(signals, resp.GetSignal())
 	}
-	require.Equal(t, 0, p.wait(), "exit code after SIGTERM")
-	took := time.Since(began)
 	require.Contains(t, signals, seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_RECONNECT,
 		"an open heartbeat stream is told to reconnect on shutdown")
-	require.Less(t, took, shutdownTimeout-2*time.Second,
-		"shutdown waited for the open stream instead of ending it (took %s, --shutdown-timeout %s)", took, shutdownTimeout)
+	require.ErrorIs(t, end, io.EOF, "the server ends the stream cleanly (status OK) instead of cutting it")
+	require.Equal(t, 0, p.wait(), "exit code after SIGTERM")
+	_, took := loggedShutdownSteps(t, p.Output())
+	t.Logf("exited %s after SIGTERM; GracefulStop took %s", time.Since(began).Round(time.Millisecond), took["grpc graceful stop"])
 }

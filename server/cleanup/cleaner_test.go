@@ -118,25 +118,30 @@ func TestPassExpiresEverythingInBoundedBatches(t *testing.T) {
 func TestPassTransientErrorRemovesNothingAndIsRetried(t *testing.T) {
 	t.Parallel()
 	f := newFakeStore(300)
-	var failing atomic.Bool
-	failing.Store(true)
+	// A transient error: the batch holding lse_00150 (lse_00100..199) fails
+	// the first time it is tried and would succeed on any later try, so a
+	// cleaner that went on to expire a failed batch's leases in the same
+	// pass (retrying it, or splitting it up) would show here.
+	var failedOnce atomic.Bool
 	f.failBatch = func(batch []server.LeaseRef) error {
-		if failing.Load() && batch[0].LeaseID == "lse_00100" {
+		if slices.ContainsFunc(batch, func(r server.LeaseRef) bool { return r.LeaseID == "lse_00150" }) && failedOnce.CompareAndSwap(false, true) {
 			return server.Unavailable(errors.New("connection reset"))
 		}
 		return nil
 	}
 	c := NewCleaner(f, Config{BatchSize: 100, Concurrency: 2}, nil, nil)
 	run := c.Pass(context.Background(), TriggerSchedule)
+	for i := 100; i < 200; i++ {
+		require.Zero(t, f.expired[fmt.Sprintf("lse_%05d", i)], "a failed batch's leases stay for the next pass (ADR-031)")
+	}
 	require.Equal(t, ResultPartial, run.Result)
 	require.EqualValues(t, 1, run.Errors)
 	require.EqualValues(t, 200, run.Expired)
-	require.Zero(t, f.expired["lse_00150"], "a failed batch must not remove its leases (ADR-031)")
 
-	failing.Store(false)
 	run = c.Pass(context.Background(), TriggerSchedule)
 	require.Equal(t, ResultOK, run.Result)
 	require.EqualValues(t, 100, run.Expired, "the next pass picks up what failed")
+	require.Len(t, f.expired, 300)
 	for id, n := range f.expired {
 		require.Equal(t, 1, n, "lease %s expired more than once", id)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
@@ -308,12 +309,36 @@ func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 		return newSession{lease(lic), e, v}
 	}
 
+	// waitingFor reports whether a statement of the store (query holds
+	// its text) waits for a lock that tx holds: a sign that the store got
+	// as far as the held row, and that it cannot write that row before
+	// the lock goes.
+	waitingFor := func(tx pgx.Tx, query string) func() bool {
+		var pid int
+		require.NoError(t, tx.QueryRow(t.Context(), `SELECT pg_backend_pid()`).Scan(&pid))
+		return func() bool {
+			var n int
+			err := pg.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+				WHERE $1 = ANY(pg_blocking_pids(pid)) AND position($2 in query) > 0`, pid, query).Scan(&n)
+			return err == nil && n > 0
+		}
+	}
+	closed := func(ch chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+
 	// Inserts: license b's row is held FOR UPDATE.
 	tx, err := pg.Begin(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // also when a check fails
 	_, err = tx.Exec(t.Context(), `SELECT 1 FROM `+loc.schema+`.licenses WHERE id = $1 FOR UPDATE`, b.ID)
 	require.NoError(t, err)
+	insertWaits := waitingFor(tx, "INSERT INTO sessions")
 	calls := []*batchCall[newSession, bool]{
 		{ctx: t.Context(), req: newSess(a)},
 		{ctx: t.Context(), req: newSess(b)},
@@ -323,11 +348,10 @@ func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 	go func() { s.runInserts(calls); close(done) }()
 	require.Eventually(t, func() bool { return exists(calls[0].req.lease.ID) && exists(calls[2].req.lease.ID) },
 		5*time.Second, 10*time.Millisecond, "license a's rows recorded while b's row is held")
-	select {
-	case <-done:
-		t.Fatal("b's row recorded while its license row is held")
-	case <-time.After(50 * time.Millisecond):
-	}
+	require.Eventually(t, func() bool { return insertWaits() || closed(done) },
+		10*time.Second, 10*time.Millisecond, "b's insert waits for its license row")
+	require.False(t, closed(done), "b's row recorded while its license row is held")
+	require.False(t, exists(calls[1].req.lease.ID), "b's row recorded while its license row is held")
 	require.NoError(t, tx.Rollback(t.Context()))
 	<-done
 	for _, c := range calls {
@@ -347,6 +371,7 @@ func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 	t.Cleanup(func() { _ = tx2.Rollback(context.Background()) })
 	_, err = tx2.Exec(t.Context(), `SELECT 1 FROM `+loc.schema+`.sessions WHERE id = $1 FOR UPDATE`, held[1].id)
 	require.NoError(t, err)
+	releaseWaits := waitingFor(tx2, "UPDATE sessions")
 	outs := make([]server.Lease, len(held))
 	var rels []*batchCall[releaseReq, bool]
 	for i, h := range held {
@@ -361,6 +386,9 @@ func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return state(held[0].id) == "released" && state(held[2].id) == "released" },
 		5*time.Second, 10*time.Millisecond, "the other leases released while one row is held")
+	require.Eventually(t, func() bool { return releaseWaits() || closed(done) },
+		10*time.Second, 10*time.Millisecond, "the held lease's release waits for its row")
+	require.False(t, closed(done), "the held lease released while its row is held")
 	require.Equal(t, "active", state(held[1].id))
 	require.NoError(t, tx2.Rollback(t.Context()))
 	<-done

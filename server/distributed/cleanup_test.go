@@ -2,9 +2,11 @@ package distributed
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,9 +105,12 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 		require.Equal(t, want, got, "pages of %d", size)
 	}
 
-	// Batches in deadline order span many licenses; two cleaners at once.
-	var expired [2][]server.Lease
-	for c := range 2 {
+	// Batches in deadline order span many licenses; two cleaners at once,
+	// on two instances, released together: every lease is recorded by
+	// exactly one of them.
+	cleaners := []*Store{s, loc.open(t, nil)}
+	t.Cleanup(func() { _ = cleaners[1].Close() })
+	pass := func(c *Store) ([]server.Lease, error) {
 		var g errgroup.Group
 		g.SetLimit(4)
 		batches := make([][]server.Lease, (len(want)+24)/25)
@@ -113,18 +118,37 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 			batch := want[b*25 : min(len(want), (b+1)*25)]
 			g.Go(func() error {
 				var err error
-				batches[b], err = s.ExpireLeases(ctx, batch)
+				batches[b], err = c.ExpireLeases(ctx, batch)
 				return err
 			})
 		}
-		require.NoError(t, g.Wait())
-		expired[c] = slices.Concat(batches...)
+		err := g.Wait()
+		return slices.Concat(batches...), err
 	}
-	require.ElementsMatch(t, refIDs(want), leaseIDs(expired[0]))
-	require.Empty(t, expired[1], "a second pass records nothing again")
-	for _, l := range expired[0] {
+	var (
+		expired [2][]server.Lease
+		errs    [2]error
+		done    sync.WaitGroup
+	)
+	start := make(chan struct{})
+	for i, c := range cleaners {
+		done.Go(func() {
+			<-start
+			expired[i], errs[i] = pass(c)
+		})
+	}
+	close(start)
+	done.Wait()
+	require.NoError(t, errors.Join(errs[:]...))
+	both := slices.Concat(expired[0], expired[1])
+	require.ElementsMatch(t, refIDs(want), leaseIDs(both), "each due lease recorded once, by one of the cleaners")
+	for _, l := range both {
 		require.Equal(t, server.LeaseExpired, l.State)
 	}
+	t.Logf("the two cleaners recorded %d and %d leases", len(expired[0]), len(expired[1]))
+	later, err := pass(s)
+	require.NoError(t, err)
+	require.Empty(t, later, "a later pass records nothing again")
 
 	var active, cleanups int
 	require.NoError(t, s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM sessions WHERE state = 'active'),

@@ -123,11 +123,17 @@ func TestHeartbeatWriteBehind(t *testing.T) {
 	require.NoError(t, s.flush(t.Context()))
 	require.Equal(t, stmts+1, s.hb.statements.Load(), "an empty buffer writes nothing")
 
-	// An ended lease is never touched by a late flush.
+	// An ended lease is never touched by a late flush, even by a heartbeat
+	// newer than its end: the buffer may hold one that Redis accepted
+	// while the record already said the lease had ended (an end recorded
+	// by an instance that died before removing the lease from Redis).
 	time.Sleep(2 * time.Millisecond)
 	hbs = beat()
 	rel, err := s.Release(t.Context(), leases[0].ID, server.HashSecret(tokens[0]))
 	require.NoError(t, err)
+	_, relDeadline, _ := loc.recorded(t, leases[0].ID)
+	late := rel.LastHeartbeatAt.Add(time.Second)
+	s.hb.add(leases[0].ID, late, late.Add(time.Hour))
 
 	// Close writes what is left, in one statement.
 	stmts = s.hb.statements.Load()
@@ -139,9 +145,10 @@ func TestHeartbeatWriteBehind(t *testing.T) {
 		require.Equal(t, "active", state)
 		require.True(t, rec.Equal(hbs[i+1].LastHeartbeatAt), "heartbeat of lease %d flushed by Close", i+1)
 	}
-	rec, _, state := loc.recorded(t, leases[0].ID)
+	rec, dl, state := loc.recorded(t, leases[0].ID)
 	require.Equal(t, "released", state)
-	require.True(t, rec.Equal(rel.LastHeartbeatAt))
+	require.True(t, rec.Equal(rel.LastHeartbeatAt), "the released lease's heartbeat %s was moved by a flush", rec)
+	require.True(t, dl.Equal(relDeadline), "the released lease's deadline %s was moved by a flush", dl)
 }
 
 // TestExpireLeasesRecordFailure: PostgreSQL fails after the script took
@@ -156,10 +163,12 @@ func TestExpireLeasesRecordFailure(t *testing.T) {
 	lic := mkLicense(t, a, tn.ID, 5, time.Second)
 	var ids []string
 	tokens := map[string]string{}
+	acquired := map[string]server.Lease{}
 	for i := range 3 {
 		r, tok := acq(t, a, lic.Key, fmt.Sprintf("z-%d", i))
 		ids = append(ids, r.Lease.ID)
 		tokens[r.Lease.ID] = tok
+		acquired[r.Lease.ID] = r.Lease
 	}
 	time.Sleep(1400 * time.Millisecond)
 	refs, err := a.DueLeases(t.Context(), nil, 100)
@@ -170,7 +179,12 @@ func TestExpireLeasesRecordFailure(t *testing.T) {
 	exp, err := a.ExpireLeases(t.Context(), refs)
 	requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "ExpireLeases without PostgreSQL")
 	require.Empty(t, exp)
-	_, _, _ = loc.recorded(t, ids[0])
+	for _, id := range ids {
+		hb, dl, state := loc.recorded(t, id)
+		require.Equal(t, "active", state, "the record of %s after a failed ExpireLeases", id)
+		require.True(t, hb.Equal(acquired[id].LastHeartbeatAt) && dl.Equal(acquired[id].ExpiresAt),
+			"the record of %s is untouched: heartbeat %s, deadline %s", id, hb, dl)
+	}
 
 	// The record is untouched; the zombies wait in Redis, holding no seat.
 	_, rdb := testServers(t)

@@ -3,6 +3,7 @@ package grpcapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 
@@ -54,5 +55,123 @@ func TestToStatus(t *testing.T) {
 			}
 			require.Equal(t, tt.reason, reason)
 		})
+	}
+}
+
+// TestErrorTable: every error a client may see maps to the gRPC code and
+// ErrorInfo reason of the README's error table, with the domain "seatd";
+// internal detail stays in the log.
+func TestErrorTable(t *testing.T) {
+	t.Parallel()
+	cause := errors.New(`pq: password authentication failed for user "seatd" at 10.0.0.7:5432`)
+	withCause := func(e *server.Error) *server.Error { c := *e; c.Err = cause; return &c }
+	tests := []struct {
+		err    error
+		code   codes.Code
+		reason string
+	}{
+		{server.SeatsExhausted(1, 1), codes.ResourceExhausted, "SEATS_EXHAUSTED"},
+		{errQueueFull, codes.ResourceExhausted, "QUEUE_FULL"},
+		{server.ErrLicenseNotFound, codes.NotFound, "LICENSE_NOT_FOUND"},
+		{server.ErrLeaseNotFound, codes.NotFound, "LEASE_NOT_FOUND"},
+		{server.ErrTenantNotFound, codes.NotFound, "TENANT_NOT_FOUND"},
+		{server.ErrAPIKeyNotFound, codes.NotFound, "API_KEY_NOT_FOUND"},
+		{server.ErrLeaseExpired, codes.FailedPrecondition, "LEASE_EXPIRED"},
+		{server.ErrLeaseReleased, codes.FailedPrecondition, "LEASE_RELEASED"},
+		{server.ErrLeaseRevoked, codes.FailedPrecondition, "LEASE_REVOKED"},
+		{server.ErrLicenseInactive, codes.FailedPrecondition, "LICENSE_INACTIVE"},
+		{server.ErrLicenseExpired, codes.FailedPrecondition, "LICENSE_EXPIRED"},
+		{server.ErrLeaseToken, codes.PermissionDenied, "LEASE_TOKEN_INVALID"},
+		{server.Invalid("fingerprint", "is required"), codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{errNoCredentials, codes.Unauthenticated, "UNAUTHENTICATED"},
+		{Principal{TenantID: "acme"}.requireOperator(), codes.PermissionDenied, "PERMISSION_DENIED"},
+		{server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "tenant acme exists"), codes.AlreadyExists, "ALREADY_EXISTS"},
+		{server.Unavailable(cause), codes.Unavailable, "BACKEND_UNAVAILABLE"},
+		{errShuttingDown, codes.Unavailable, "SERVER_SHUTTING_DOWN"},
+		// Wrapped, and with an internal cause: the same answer.
+		{fmt.Errorf("acquire: %w", withCause(server.ErrLicenseNotFound)), codes.NotFound, "LICENSE_NOT_FOUND"},
+		{withCause(server.SeatsExhausted(2, 2)), codes.ResourceExhausted, "SEATS_EXHAUSTED"},
+	}
+	for _, tt := range tests {
+		logs := &logBuffer{}
+		log := slog.New(slog.NewTextHandler(logs, nil))
+		st := status.Convert(toStatus(context.Background(), log, tt.err))
+		require.Equal(t, tt.code, st.Code(), "%v", tt.err)
+		info := errorInfo(st)
+		require.NotNil(t, info, "%v", tt.err)
+		require.Equal(t, tt.reason, info.GetReason())
+		require.Equal(t, ErrorDomain, info.GetDomain())
+		require.NotContains(t, st.Message(), "10.0.0.7", "internal detail reached the client: %v", st)
+		require.NotContains(t, st.Message(), "pq:")
+		if errors.Is(tt.err, cause) {
+			require.Contains(t, logs.String(), "10.0.0.7", "the cause is logged")
+		}
+		var retry *errdetails.RetryInfo
+		for _, d := range st.Details() {
+			if r, ok := d.(*errdetails.RetryInfo); ok {
+				retry = r
+			}
+		}
+		require.Equal(t, tt.code == codes.Unavailable, retry != nil, "RetryInfo exactly on UNAVAILABLE: %v", st)
+	}
+}
+
+// TestEveryCodeHasAStatus: no domain code falls through to INTERNAL by
+// accident.
+func TestEveryCodeHasAStatus(t *testing.T) {
+	t.Parallel()
+	for _, c := range []server.Code{
+		server.EINVALID, server.ENOTFOUND, server.ECONFLICT, server.EEXHAUSTED, server.EEXPIRED,
+		server.EPRECONDITION, server.EUNAUTHENTICATED, server.EPERMISSION, server.EUNAVAILABLE,
+	} {
+		code, ok := grpcCodes[c]
+		require.True(t, ok, "code %s has no gRPC status", c)
+		require.NotEqual(t, codes.Internal, code, c)
+	}
+}
+
+func TestStatusDetails(t *testing.T) {
+	t.Parallel()
+	log := slog.New(slog.DiscardHandler)
+
+	st := status.Convert(toStatus(context.Background(), log, server.SeatsExhausted(3, 3)))
+	require.Equal(t, map[string]string{"seats_in_use": "3", "seat_limit": "3"}, errorInfo(st).GetMetadata())
+
+	st = status.Convert(toStatus(context.Background(), log, server.Invalid("license.lease_ttl", "must be between 1s and 168h0m0s")))
+	require.Equal(t, "license.lease_ttl: must be between 1s and 168h0m0s", st.Message())
+	br := badRequest(st)
+	require.NotNil(t, br)
+	require.Len(t, br.GetFieldViolations(), 1)
+	require.Equal(t, "license.lease_ttl", br.GetFieldViolations()[0].GetField())
+	require.Equal(t, "must be between 1s and 168h0m0s", br.GetFieldViolations()[0].GetDescription())
+
+	require.Nil(t, badRequest(status.Convert(toStatus(context.Background(), log, server.ErrLeaseExpired))), "BadRequest only for bad input")
+
+	// Errors that are statuses already pass through; nil stays nil.
+	already := status.Error(codes.ResourceExhausted, "grpc: received message larger than max")
+	require.Equal(t, already, toStatus(context.Background(), log, already))
+	require.NoError(t, toStatus(context.Background(), log, nil))
+
+	st = status.Convert(toStatus(context.Background(), log, fmt.Errorf("query: %w", context.DeadlineExceeded)))
+	require.Equal(t, codes.DeadlineExceeded, st.Code())
+	require.Equal(t, "deadline exceeded", st.Message())
+}
+
+// TestInternalErrorsSayNothing: an error that is not a domain error, or is
+// one with the internal code, reaches the client as a bare INTERNAL; the
+// log has the detail.
+func TestInternalErrorsSayNothing(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		errors.New(`ERROR: relation "sessions" does not exist (SQLSTATE 42P01)`),
+		&server.Error{Code: server.EINTERNAL, Message: `relation "sessions" does not exist`},
+		fmt.Errorf("wrapped: %w", errors.New(`relation "sessions" does not exist`)),
+	} {
+		logs := &logBuffer{}
+		st := status.Convert(toStatus(context.Background(), slog.New(slog.NewTextHandler(logs, nil)), err))
+		require.Equal(t, codes.Internal, st.Code())
+		require.Equal(t, "internal error", st.Message())
+		require.Empty(t, st.Details())
+		require.Contains(t, logs.String(), "sessions", "the detail is logged")
 	}
 }

@@ -1,0 +1,221 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/cleanup"
+	"github.com/seatd/seatd/server/embedded"
+	"github.com/seatd/seatd/server/grpcapi"
+	"github.com/seatd/seatd/server/metrics"
+)
+
+const operatorKey = "gateway-test-operator-key-0123"
+
+// flakyStore answers UNAVAILABLE for license key "slk_unavailable" (as a
+// backend that is down would), and passes everything else through.
+type flakyStore struct{ server.Store }
+
+func (f flakyStore) Acquire(ctx context.Context, r server.AcquireRequest) (server.AcquireResult, error) {
+	if r.LicenseKey == "slk_unavailable" {
+		return server.AcquireResult{}, server.Unavailable(errors.New("dial tcp 10.9.9.9:6379: connection refused"))
+	}
+	return f.Store.Acquire(ctx, r)
+}
+
+// newGateway serves the gateway in front of a gRPC server on the embedded
+// store, as server/daemon wires them.
+func newGateway(t *testing.T) (*Handler, *prometheus.Registry) {
+	t.Helper()
+	st, err := embedded.Open(t.TempDir(), embedded.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = st.CreateTenant(context.Background(), server.Tenant{ID: server.DefaultTenantID, CreatedAt: time.Now()})
+	require.NoError(t, err)
+	store := flakyStore{st}
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	api := grpcapi.New(grpcapi.Config{
+		Store: store, Cleaner: cleanup.NewCleaner(store, cleanup.Config{}, nil, m),
+		Leadership: cleanup.Solo{ID: "gw"}, OperatorKey: operatorKey, Metrics: m,
+	})
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(api.UnaryInterceptors()...), grpc.ChainStreamInterceptor(api.StreamInterceptors()...))
+	api.Register(srv)
+	lis := bufconn.Listen(1 << 20)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	h, err := New(t.Context(), conn, reg)
+	require.NoError(t, err)
+	return h, reg
+}
+
+type reply struct {
+	code   int
+	header http.Header
+	body   string
+	json   map[string]any
+}
+
+func do(t *testing.T, h http.Handler, method, path, key, body string) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequestWithContext(t.Context(), method, path, rd)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	r := reply{code: rec.Code, header: rec.Header(), body: rec.Body.String()}
+	_ = json.Unmarshal(rec.Body.Bytes(), &r.json)
+	return r
+}
+
+// reason is the ErrorInfo reason in a REST error body.
+func (r reply) reason() string {
+	details, _ := r.json["details"].([]any)
+	for _, d := range details {
+		if m, ok := d.(map[string]any); ok && strings.HasSuffix(m["@type"].(string), "google.rpc.ErrorInfo") {
+			s, _ := m["reason"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+func str(t *testing.T, v any, path ...string) string {
+	t.Helper()
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		require.True(t, ok, "no %s in %v", p, v)
+		v = m[p]
+	}
+	s, ok := v.(string)
+	require.True(t, ok, "%v is not a string", v)
+	return s
+}
+
+func TestErrorsMapToHTTP(t *testing.T) {
+	t.Parallel()
+	h, _ := newGateway(t)
+	created := do(t, h, "POST", "/v1/admin/licenses", operatorKey, `{"seats": 1, "leaseTtl": "60s"}`)
+	require.Equal(t, http.StatusOK, created.code, created.body)
+	key, licID := str(t, created.json, "key"), str(t, created.json, "id") // the answer is the License itself
+	a := do(t, h, "POST", "/v1/leases", "", `{"licenseKey": "`+key+`", "fingerprint": "one"}`)
+	require.Equal(t, http.StatusOK, a.code, a.body)
+	leaseID, token := str(t, a.json, "lease", "id"), str(t, a.json, "leaseToken")
+
+	tests := []struct {
+		name, method, path, key, body string
+		code                          int
+		reason                        string
+	}{
+		{"no seat free", "POST", "/v1/leases", "", `{"licenseKey": "` + key + `", "fingerprint": "two"}`, http.StatusTooManyRequests, "SEATS_EXHAUSTED"},
+		{"unknown license key", "POST", "/v1/leases", "", `{"licenseKey": "slk_nope", "fingerprint": "x"}`, http.StatusNotFound, "LICENSE_NOT_FOUND"},
+		{"unknown lease", "POST", "/v1/leases/lse_000000000000000000000000:heartbeat", "", `{"leaseToken": "` + token + `"}`, http.StatusNotFound, "LEASE_NOT_FOUND"},
+		{"bad input", "POST", "/v1/leases", "", `{"licenseKey": "` + key + `"}`, http.StatusBadRequest, "INVALID_ARGUMENT"},
+		{"unknown JSON field", "POST", "/v1/leases", "", `{"licenseKey": "` + key + `", "fingerprint": "x", "colour": "red"}`, http.StatusBadRequest, ""},
+		{"wrong lease token", "POST", "/v1/leases/" + leaseID + ":heartbeat", "", `{"leaseToken": "slt_wrong"}`, http.StatusForbidden, "LEASE_TOKEN_INVALID"},
+		{"no admin key", "GET", "/v1/admin/licenses", "", "", http.StatusUnauthorized, "UNAUTHENTICATED"},
+		{"unknown admin key", "GET", "/v1/admin/licenses", "sak_unknown", "", http.StatusUnauthorized, "UNAUTHENTICATED"},
+		{"tenant already exists", "POST", "/v1/admin/tenants", operatorKey, `{"id": "default"}`, http.StatusConflict, "ALREADY_EXISTS"},
+		{"unknown license", "GET", "/v1/admin/licenses/lic_nope", operatorKey, "", http.StatusNotFound, "LICENSE_NOT_FOUND"},
+		{"backend down", "POST", "/v1/leases", "", `{"licenseKey": "slk_unavailable", "fingerprint": "x"}`, http.StatusServiceUnavailable, "BACKEND_UNAVAILABLE"},
+	}
+	for _, tt := range tests {
+		r := do(t, h, tt.method, tt.path, tt.key, tt.body)
+		require.Equal(t, tt.code, r.code, "%s: %s", tt.name, r.body)
+		require.Equal(t, tt.reason, r.reason(), "%s: %s", tt.name, r.body)
+		require.NotContains(t, r.body, "10.9.9.9", "%s: internal detail in the body", tt.name)
+		require.Contains(t, r.header.Get("Content-Type"), "application/json", tt.name)
+	}
+
+	// Released, then heartbeated: FAILED_PRECONDITION is 400.
+	rel := do(t, h, "POST", "/v1/leases/"+leaseID+":release", "", `{"leaseToken": "`+token+`"}`)
+	require.Equal(t, http.StatusOK, rel.code, rel.body)
+	hb := do(t, h, "POST", "/v1/leases/"+leaseID+":heartbeat", "", `{"leaseToken": "`+token+`"}`)
+	require.Equal(t, http.StatusBadRequest, hb.code, hb.body)
+	require.Equal(t, "LEASE_RELEASED", hb.reason())
+
+	// An API key of another tenant: 403 when it names the tenant.
+	tn := do(t, h, "POST", "/v1/admin/tenants", operatorKey, `{"id": "acme"}`)
+	require.Equal(t, http.StatusOK, tn.code, tn.body)
+	k := do(t, h, "POST", "/v1/admin/tenants/acme/api-keys", operatorKey, `{"name": "ci"}`)
+	require.Equal(t, http.StatusOK, k.code, k.body)
+	acme := str(t, k.json, "secret")
+	other := do(t, h, "GET", "/v1/admin/licenses/"+licID+"?tenantId=default", acme, "")
+	require.Equal(t, http.StatusForbidden, other.code, other.body)
+	require.Equal(t, "PERMISSION_DENIED", other.reason())
+	hidden := do(t, h, "GET", "/v1/admin/licenses/"+licID, acme, "")
+	require.Equal(t, http.StatusNotFound, hidden.code, "another tenant's license is simply not found: %s", hidden.body)
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	h, _ := newGateway(t)
+	r := do(t, h, "GET", "/healthz", "", "")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "ok\n", r.body)
+
+	require.Equal(t, http.StatusServiceUnavailable, do(t, h, "GET", "/readyz", "", "").code, "not ready until told")
+	h.SetReady(true)
+	r = do(t, h, "GET", "/readyz", "", "")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "ready\n", r.body)
+	h.SetReady(false) // shutting down
+	require.Equal(t, http.StatusServiceUnavailable, do(t, h, "GET", "/readyz", "", "").code)
+	require.Equal(t, http.StatusOK, do(t, h, "GET", "/healthz", "", "").code, "liveness stays OK while draining")
+
+	require.Equal(t, http.StatusMethodNotAllowed, do(t, h, "POST", "/healthz", "", "").code)
+	require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/nope", "", "").code)
+}
+
+func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
+	h, _ := newGateway(t)
+	r := do(t, h, "GET", "/openapi.json", "", "")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+	require.NotNil(t, r.json, "a JSON object")
+	paths, _ := r.json["paths"].(map[string]any)
+	for _, p := range []string{"/v1/leases", "/v1/admin/licenses", "/v1/admin/cleanup"} {
+		require.Contains(t, paths, p)
+	}
+}
+
+func TestMetricsServesTheGatherer(t *testing.T) {
+	t.Parallel()
+	h, reg := newGateway(t)
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "gateway_test_marker_total", Help: "x"})
+	reg.MustRegister(c)
+	c.Add(3)
+	a := do(t, h, "POST", "/v1/leases", "", `{"licenseKey": "slk_nope", "fingerprint": "x"}`)
+	require.Equal(t, http.StatusNotFound, a.code)
+	r := do(t, h, "GET", "/metrics", "", "")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Contains(t, r.body, "\ngateway_test_marker_total 3\n")
+	require.Contains(t, r.body, `seatd_acquisitions_total{result="not_found"} 1`, "REST calls go through the same interceptors as gRPC")
+}

@@ -1,0 +1,135 @@
+package metrics
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+)
+
+// family is what a test reads of one gathered metric family.
+type family struct {
+	typ, help string
+	labels    []string  // label names over all series
+	values    []float64 // counter or gauge value of each series
+}
+
+// gather returns the registry's metric families by name.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]family {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]family{}
+	for _, mf := range mfs {
+		f := family{typ: mf.GetType().String(), help: mf.GetHelp()}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				f.labels = append(f.labels, l.GetName())
+			}
+			f.values = append(f.values, m.GetCounter().GetValue()+m.GetGauge().GetValue())
+		}
+		out[mf.GetName()] = f
+	}
+	return out
+}
+
+func TestNewRegistersEveryMetric(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	// Vectors appear once they have a series.
+	m.CleanupRuns.WithLabelValues("ok").Inc()
+	m.Acquisitions.WithLabelValues("ok").Inc()
+	m.Heartbeats.WithLabelValues("lease_expired").Inc()
+	m.Releases.WithLabelValues("ok").Inc()
+	m.ZombiesCleaned.Add(3)
+	m.Leader.Set(1)
+
+	want := map[string]string{
+		"seatd_zombies_cleaned_total":    "COUNTER",
+		"seatd_cleanup_duration_seconds": "HISTOGRAM",
+		"seatd_cleanup_runs_total":       "COUNTER",
+		"seatd_cleanup_errors_total":     "COUNTER",
+		"seatd_cleanup_last_scanned":     "GAUGE",
+		"seatd_cleanup_last_expired":     "GAUGE",
+		"seatd_leader":                   "GAUGE",
+		"seatd_active_seats":             "GAUGE",
+		"seatd_acquisitions_total":       "COUNTER",
+		"seatd_heartbeats_total":         "COUNTER",
+		"seatd_releases_total":           "COUNTER",
+	}
+	got := gather(t, reg)
+	require.Len(t, got, len(want))
+	for name, typ := range want {
+		require.Contains(t, got, name)
+		require.Equal(t, typ, got[name].typ, name)
+		require.NotEmpty(t, got[name].help, name)
+		for _, l := range got[name].labels {
+			require.Equal(t, "result", l, "%s: the only label is the result (no per-license label)", name)
+		}
+	}
+	require.Equal(t, []float64{3}, got["seatd_zombies_cleaned_total"].values)
+	require.Equal(t, []float64{1}, got["seatd_leader"].values)
+	require.Equal(t, []float64{1}, got["seatd_heartbeats_total"].values)
+}
+
+func TestCleanupDurationBuckets(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60}, CleanupBuckets, "the seed's buckets")
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	m.CleanupDuration.Observe(0.7)
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var bounds []float64
+	for _, mf := range mfs {
+		if mf.GetName() == "seatd_cleanup_duration_seconds" {
+			for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+				bounds = append(bounds, b.GetUpperBound())
+			}
+		}
+	}
+	require.Equal(t, CleanupBuckets, bounds, "the histogram uses them")
+}
+
+type fakeReporter struct{ flushed atomic.Int64 }
+
+func (f *fakeReporter) BackgroundStats() server.BackgroundStats {
+	return server.BackgroundStats{
+		HeartbeatsFlushed: f.flushed.Load(), FlushFailures: 2, LiveStateRebuilds: 3, OrphansAdopted: 4, RedisWritesBehind: 5,
+	}
+}
+
+func TestBackgroundIsReadAtScrapeTime(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	r := &fakeReporter{}
+	RegisterBackground(reg, r)
+	value := func(name string) float64 {
+		f, ok := gather(t, reg)[name]
+		require.True(t, ok, "no metric %s", name)
+		require.Len(t, f.values, 1, name)
+		return f.values[0]
+	}
+	r.flushed.Store(10)
+	require.Equal(t, 10.0, value("seatd_heartbeats_flushed_total"))
+	r.flushed.Store(11)
+	require.Equal(t, 11.0, value("seatd_heartbeats_flushed_total"), "each scrape reads the store anew")
+	require.Equal(t, 2.0, value("seatd_heartbeat_flush_failures_total"))
+	require.Equal(t, 3.0, value("seatd_live_state_rebuilds_total"))
+	require.Equal(t, 4.0, value("seatd_orphans_adopted_total"))
+	require.Equal(t, 5.0, value("seatd_redis_writes_behind"))
+	require.Equal(t, "GAUGE", gather(t, reg)["seatd_redis_writes_behind"].typ, "a level, not a count")
+	require.Equal(t, "COUNTER", gather(t, reg)["seatd_heartbeats_flushed_total"].typ)
+}
+
+func TestDiscardIsIndependent(t *testing.T) {
+	t.Parallel()
+	a, b := Discard(), Discard() // would panic if both registered in one registry
+	a.Leader.Set(1)
+	b.Leader.Set(0)
+	require.NotSame(t, a.Leader, b.Leader)
+}
