@@ -379,8 +379,18 @@ func (c *campaign) nemesis(d time.Duration) {
 	// Redis faults come twice as often: they are where the live state and
 	// the record can part.
 	kinds := append(slices.Clone(faultKinds), "redis-flushall", "redis-restart-empty", "stall-then-redis-refuses")
+	// Rounds of every kind in a seeded random order: a long run injects
+	// each kind about as often as the others, never starving one.
+	var round []string
 	for time.Now().Before(end) {
-		kind := kinds[c.intn(len(kinds))]
+		if len(round) == 0 {
+			round = slices.Clone(kinds)
+			c.rngMu.Lock()
+			c.rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+			c.rngMu.Unlock()
+		}
+		kind := round[0]
+		round = round[1:]
 		hold := time.Duration(1000+c.intn(3000)) * time.Millisecond
 		at := time.Now()
 		if c.inject(kind, hold) {
