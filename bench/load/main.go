@@ -28,6 +28,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
@@ -101,6 +102,7 @@ func main() {
 type bench struct {
 	conns  []*grpc.ClientConn
 	key    string
+	licID  string
 	leases chan *seatdv1.AcquireSeatResponse // taken by acquire, given back by release
 	fps    atomic.Int64                      // acquire fingerprints: each new, across slices
 }
@@ -127,7 +129,7 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 		if err != nil {
 			return fmt.Errorf("create license: %w", err)
 		}
-		b.key = resp.GetLicense().GetKey()
+		b.key, b.licID = resp.GetLicense().GetKey(), resp.GetLicense().GetId()
 	}
 	for _, op := range ops {
 		var call func(ctx context.Context, worker int, seq int64) func(ctx context.Context) error
@@ -143,6 +145,8 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 			}
 		case "release":
 			call = b.release
+		case "redis-ceiling":
+			call = b.redisCeiling
 		default:
 			return fmt.Errorf("unknown op %q", op)
 		}
@@ -370,4 +374,15 @@ func queueWaiters(target, opKey string, n, licenses int) (stop func(), err error
 	}
 	fmt.Fprintf(os.Stderr, "load: %d waiters queued on %d licenses\n", n*licenses, licenses)
 	return stop, nil
+}
+
+// redisCeiling calls seatd's make-bench-only method (seatd --bench-ceiling):
+// one no-op script through the hot path's batching, as a heartbeat runs
+// its script: the ceiling of a design with one Redis round trip per call.
+func (b *bench) redisCeiling(_ context.Context, w int, _ int64) func(context.Context) error {
+	conn := b.conn(w)
+	md := metadata.Pairs("license-id", b.licID)
+	return func(ctx context.Context) error {
+		return conn.Invoke(metadata.NewOutgoingContext(ctx, md), "/seatd.bench.Ceiling/Noop", &emptypb.Empty{}, &emptypb.Empty{})
+	}
 }

@@ -21,14 +21,16 @@ import (
 // variable (SEATD_ + the flag name in upper snake case); a flag given on the
 // command line wins.
 type Config struct {
-	GRPCAddr    string
-	HTTPAddr    string
-	PprofAddr   string
-	DataDir     string
-	OperatorKey string
-	InstanceID  string
-	LogLevel    string
-	LogFormat   string
+	GRPCAddr  string
+	HTTPAddr  string
+	PprofAddr string
+	// BenchCeiling serves make bench's Redis ceiling (benchceiling.go).
+	BenchCeiling bool
+	DataDir      string
+	OperatorKey  string
+	InstanceID   string
+	LogLevel     string
+	LogFormat    string
 
 	CleanupInterval    time.Duration
 	CleanupBatch       int
@@ -72,6 +74,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:7070", "gRPC listen address")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (REST, /metrics, /healthz, /readyz)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", "", "Go profiling endpoints (/debug/pprof/) on this address; off when empty. Keep it private: profiles show internals")
+	fs.BoolVar(&c.BenchCeiling, "bench-ceiling", false, "for make bench only: serve a call that runs one no-op script through the hot path's batching (distributed mode); off by default")
 	fs.StringVar(&c.DataDir, "data-dir", "./seatd-data", "embedded mode: directory for the data files")
 	fs.StringVar(&c.OperatorKey, "operator-key", "", "operator bearer key; generated and kept in the data dir when empty")
 	fs.StringVar(&c.InstanceID, "instance-id", defaultInstanceID(), "this instance's id in logs and cleanup status")

@@ -203,6 +203,11 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		}, d.api.StreamInterceptors()...)...),
 	)
 	d.api.Register(d.grpc)
+	if cfg.BenchCeiling {
+		if err := registerBenchCeiling(d.grpc, d.store); err != nil {
+			return nil, err
+		}
+	}
 	d.health = health.NewServer()
 	healthpb.RegisterHealthServer(d.grpc, d.health)
 	reflection.Register(d.grpc)

@@ -206,6 +206,7 @@ var shapes = map[*redis.Script]scriptShape{
 	scriptHeartbeat: {head: 4, width: 1, max: 128},
 	scriptCheck:     {head: 2, width: 4, max: 128},
 	scriptEnd:       {max: 256}, // reply is a count, shared
+	scriptNoop:      {head: 1, width: 1, max: 128},
 }
 
 // licReq is one call of a hot script on one license.
