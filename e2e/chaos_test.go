@@ -33,7 +33,7 @@ import (
 // leases they were told had ended, while a nemesis kills and restarts
 // instances, empties, pauses and restarts Redis, cuts every connection to
 // it again and again, stalls PostgreSQL and makes Redis refuse scripts as
-// the stall ends, restarts PostgreSQL, cuts the leader's lock connection, revokes
+// the stall ends (or empties Redis during it), restarts PostgreSQL, cuts the leader's lock connection, revokes
 // leases and switches licenses off and on. Every operation is recorded; package chaos checks the history
 // and the final records.
 //
@@ -483,6 +483,16 @@ func (c *campaign) inject(kind string, hold time.Duration) bool {
 		sleepCtx(context.Background(), time.Duration(1500+c.intn(1500))*time.Millisecond)
 		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", c.redis.port), MaxRetries: -1})
 		defer func() { _ = rdb.Close() }()
+		if c.intn(2) == 0 {
+			// Or Redis loses its data during the stall: the rebuilds it sets
+			// off wait on the lock next to the ends already past Redis, and
+			// all of them go at once when the stall ends.
+			if rdb.FlushAll(context.Background()).Err() == nil {
+				sleepCtx(context.Background(), time.Duration(300+c.intn(500))*time.Millisecond)
+			}
+			_ = tx.Commit(context.Background())
+			return true
+		}
 		refusing := rdb.Do(context.Background(), "ACL", "SETUSER", "default", "-eval", "-evalsha").Err() == nil
 		_ = tx.Commit(context.Background())
 		sleepCtx(context.Background(), time.Duration(300+c.intn(900))*time.Millisecond)
