@@ -21,7 +21,7 @@
 //	P{lic}:idem       hash  idempotency key -> lease id
 //	P{lic}:expiring   hash  lease id -> record, for leases taken out of the
 //	                        live state whose expiry is not yet recorded
-//	P{lic}:ended      zset  lease id -> when end.lua removed it (kept 30 s,
+//	P{lic}:ended      zset  lease id -> when end.lua removed it (kept 10 s,
 //	                        so that a racing rebuild cannot bring it back)
 //
 // and the expiry hint, split in 16 pieces i (each its own slot, keys.go):
@@ -144,7 +144,7 @@
 // since the snapshot (P{lic}:ended) stay out, and only when Redis lost the
 // license's state do leases get HeartbeatFlushInterval + 1s of slack over
 // their recorded deadline (recorded deadlines trail heartbeats not yet
-// written behind). A snapshot older than 10 s is refused. Rebuilds happen per
+// written behind). A snapshot older than 5 s is refused. Rebuilds happen per
 // license and on demand: an acquisition on a license whose state is
 // missing waits for its rebuild (a few milliseconds) instead of failing,
 // and other licenses are not held up. This replaces the single global

@@ -22,7 +22,7 @@ local K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_EXP, K_ENDED = KEYS[1], KEYS[2
 
 -- ENDED_KEEP (µs) is how long K_ENDED remembers an end. rebuild.lua refuses
 -- a snapshot older than REBUILD_MAX_AGE, which must stay well below it.
-local ENDED_KEEP, REBUILD_MAX_AGE = 30000000, 10000000
+local ENDED_KEEP, REBUILD_MAX_AGE = 10000000, 5000000
 
 local TOK, ACQ, HB, DL, DEDUPE, IDEM, SEQ = 1, 2, 3, 4, 5, 6, 7
 
