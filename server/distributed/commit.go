@@ -2,11 +2,14 @@ package distributed
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/seatd/seatd/server"
 )
@@ -49,6 +52,9 @@ type newSession struct {
 // copy to Redis failed or has not landed yet: a grant under the old
 // settings is never recorded, so never acknowledged).
 func (s *Store) insertSession(ctx context.Context, l *server.Lease, epoch, version int64) (inserted bool, err error) {
+	if s.insertHook != nil {
+		return s.insertHook(func() (bool, error) { return s.inserts.do(ctx, newSession{l, epoch, version}) })
+	}
 	return s.inserts.do(ctx, newSession{l, epoch, version})
 }
 
@@ -83,7 +89,12 @@ const insertManySQL = `INSERT INTO sessions (id, license_id, tenant_id, token_ha
 
 func (s *Store) insertOne(ctx context.Context, n newSession) (bool, error) {
 	l := n.lease
-	tag, err := s.pool.Exec(ctx, insertOneSQL,
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, notSent(err)
+	}
+	defer conn.Release()
+	tag, err := conn.Exec(ctx, insertOneSQL,
 		l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname, jsonMap(l.Metadata),
 		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, n.epoch, n.version)
 	if err != nil {
@@ -121,8 +132,16 @@ func (s *Store) runInserts(batch []*batchCall[newSession, bool]) {
 		mds[i], idems[i], dks[i] = jsonMap(l.Metadata), l.IdempotencyKey, l.DedupeKey
 		acqs[i], exps[i], epochs[i], versions[i] = l.AcquiredAt, l.ExpiresAt, c.req.epoch, c.req.version
 	}
-	rows, _ := s.pool.Query(ctx, insertManySQL, ids, lics, toks, fps, users, hosts, mds, idems, dks, acqs, exps, epochs, versions)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		for _, c := range live {
+			c.err = notSent(err)
+		}
+		return
+	}
+	rows, _ := conn.Query(ctx, insertManySQL, ids, lics, toks, fps, users, hosts, mds, idems, dks, acqs, exps, epochs, versions)
 	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	conn.Release()
 	if err != nil {
 		if pgError(err) == nil { // outcome unknown
 			for _, c := range live {
@@ -145,13 +164,28 @@ func (s *Store) runInserts(batch []*batchCall[newSession, bool]) {
 	}
 }
 
+// errNotSent marks a failed write that never reached PostgreSQL.
+var errNotSent = errors.New("not sent")
+
+func notSent(err error) error { return fmt.Errorf("%w: %w", errNotSent, err) }
+
+// surelyNotWritten reports whether a failed write certainly changed
+// nothing: it never reached PostgreSQL, or PostgreSQL refused it (and
+// rolled it back). Otherwise its outcome is unknown: the connection was
+// lost with the statement on its way or in flight, and it may have
+// committed.
+func surelyNotWritten(err error) bool {
+	return errors.Is(err, errNotSent) || errors.Is(err, errBatcherStopped) ||
+		pgError(err) != nil || pgconn.SafeToRetry(err)
+}
+
 // liveCalls returns the calls whose callers still wait; the others fail
 // with their context's error.
 func liveCalls[Q, R any](batch []*batchCall[Q, R]) []*batchCall[Q, R] {
 	live := make([]*batchCall[Q, R], 0, len(batch))
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
-			c.err = err
+			c.err = notSent(err)
 			continue
 		}
 		live = append(live, c)

@@ -23,6 +23,8 @@
 //	                        live state whose expiry is not yet recorded
 //	P{lic}:ended      zset  lease id -> when end.lua removed it (kept 10 s,
 //	                        so that a racing rebuild cannot bring it back)
+//	P{lic}:incarnation string  random, set once (state.lua): a rebuild
+//	                        writes only into the keys it read them from
 //
 // and the expiry hint, split in 16 pieces i (each its own slot, keys.go):
 // P{expiry:i}:due (zset license id -> a time at or before its earliest
@@ -141,10 +143,14 @@
 // tokens keep working (the newest token of every lease is in PostgreSQL).
 // rebuild.lua merges the snapshot with what Redis still holds: leases Redis
 // holds keep their (newer) values, leases in the expiring hash or ended
-// since the snapshot (P{lic}:ended) stay out, and only when Redis lost the
+// since the snapshot (P{lic}:ended) stay out — which is why a call told
+// that its lease expired is told only once end.lua ran — and only when Redis lost the
 // license's state do leases get HeartbeatFlushInterval + 1s of slack over
 // their recorded deadline (recorded deadlines trail heartbeats not yet
-// written behind). A snapshot older than 5 s is refused. Rebuilds happen per
+// written behind). A snapshot older than 5 s is refused, and so is one
+// read while the license's keys had another incarnation
+// (P{lic}:incarnation, a random value state.lua sets once): Redis lost
+// them since, and with them the ends P{lic}:ended remembered. Rebuilds happen per
 // license and on demand: an acquisition on a license whose state is
 // missing waits for its rebuild (a few milliseconds) instead of failing,
 // and other licenses are not held up. This replaces the single global
@@ -161,18 +167,30 @@
 //     rebuilds the license's live state from PostgreSQL (epoch + 1), which
 //     drops the grant and makes sure it can never be recorded, and acquires
 //     anew.
-//   - INSERT outcome unknown (connection lost at commit) and it did commit:
-//     the grant was taken back, so the session is active in PostgreSQL
-//     only. It holds no seat (heartbeats answer LEASE_EXPIRED); the
-//     reconciliation in DueLeases finds it past its recorded deadline and
-//     adopt.lua hands it to the cleaner, which records it as expired.
+//   - INSERT outcome unknown (connection lost with the statement in
+//     flight): the grant is not taken back, since the session may be
+//     recorded (an active session Redis does not hold would be counted
+//     again by a later rebuild, next to the grant of the client's retry).
+//     The caller rebuilds the license's live state from the record
+//     (rebuildFrom): its row lock waits for the insert, the grant stays if
+//     it committed and goes if not. If that fails too, the grant keeps its
+//     seat until its deadline or until its client's retry is handed it
+//     back and finds out (recordRenewal). An error that surely wrote
+//     nothing (never sent, or refused by PostgreSQL) takes the grant back.
+//   - An active session Redis does not hold all the same (a Redis that
+//     failed over and lost writes): it holds no seat (heartbeats answer
+//     LEASE_EXPIRED); the reconciliation in DueLeases finds it past its
+//     recorded deadline and adopt.lua hands it to the cleaner, which
+//     records it as expired.
 //   - Between the end of a session in PostgreSQL and end.lua (a crash, or
 //     end.lua failed): the record is final, but nobody has been told: the
 //     call answers only once end.lua succeeded (a retry finds the end
 //     recorded and runs end.lua again). The lease lingers in Redis; if it
 //     heartbeats, the next flush learns from the record that it ended and
-//     drops it (flush.go), otherwise it stops counting at its deadline and
-//     the cleaner drops it. A deleted license whose tombstone failed is
+//     drops it (flush.go); if its client acquires again and is handed it
+//     back, recording the new token finds it ended and drops it
+//     (recordRenewal); otherwise it stops counting at its deadline and the
+//     cleaner drops it. A deleted license whose tombstone failed is
 //     tombstoned by the leader's reconciliation (syncConf).
 //   - Between expire.lua and the record, or the record fails: the leases
 //     wait in the expiring hash (no seat, no heartbeat) and the next pass
@@ -203,6 +221,7 @@
 //   - The lease -> license mapping is a per-process cache backed by
 //     PostgreSQL (no P lease:<id> keys); a cold instance reads PostgreSQL once
 //     per lease it serves.
-//   - Redis keeps a small tombstone hash per deleted license and one field
-//     per license in P{expiry}:gen; neither is ever removed.
+//   - Redis keeps a small tombstone hash per deleted license, an
+//     incarnation key per license and one field per license in the expiry
+//     hint's gen hashes; none is ever removed.
 package distributed

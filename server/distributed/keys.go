@@ -25,6 +25,15 @@ func (k keyspace) license(licenseID string) []string {
 	}
 }
 
+// liveKeys returns the keys of a license with, last, its incarnation key:
+// a random value that state.lua sets once and rebuild.lua requires
+// unchanged, so that a rebuild never writes a snapshot read against a
+// Redis that has since lost its data (the ends remembered in the ended
+// zset went with it). Only those two scripts take it.
+func (k keyspace) liveKeys(licenseID string) []string {
+	return append(k.license(licenseID), k.prefix+"{"+licenseID+"}:incarnation")
+}
+
 // hintShards is how many pieces the expiry hint is split into. Each piece
 // is its own hash slot, so that on a Redis Cluster the hint's load spreads
 // over the masters instead of landing on one.

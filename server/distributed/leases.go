@@ -235,10 +235,23 @@ func (s *Store) takeBack(ctx context.Context, licenseID, leaseID string) {
 // notRecorded handles a grant that was not recorded (err, or a deleted
 // license, a rebuilt live state or newer settings) and says what to do.
 func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, licenseID, leaseID string, g *grant, err error) (again bool, _ error) {
-	// (If the insert's outcome is unknown and it did commit, the cleaner
-	// adopts the orphan; see doc.go.) Not retried: the lease may be
-	// recorded after all and then handed back to its client's retry, and
-	// a late removal would take a live seat from it.
+	if err != nil && !surelyNotWritten(err) {
+		// The insert's outcome is unknown: the session may be recorded.
+		// Taking the grant back would then leave an active session that
+		// Redis does not hold, which a later rebuild would count next to
+		// the grant of this client's retry (two seats for one client).
+		// Rebuild from the record instead: its lock on the license row
+		// waits for the insert, the grant stays if the insert committed
+		// and goes if not, and the new epoch keeps a late commit out. If
+		// the rebuild fails too, the grant stays: it holds its seat until
+		// its deadline at most, and a retry of its client is handed it
+		// back (recordRenewal settles whether it was recorded).
+		if rerr := s.rebuildFrom(ctx, licenseID, g.epoch); rerr != nil {
+			s.log.Warn("distributed store: a grant whose record is in doubt keeps its seat until its deadline or its client's retry",
+				"license", licenseID, "err", rerr)
+		}
+		return false, s.fail("acquire: record lease", err)
+	}
 	s.takeBack(ctx, licenseID, leaseID)
 	if isCode(err, pgUniqueViolation) {
 		return false, conflict("lease_id", "lease")
@@ -353,7 +366,15 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 			s.licenseKeys.drop(req.LicenseKey)
 			return out, false, server.ErrLicenseNotFound
 		case state != string(server.LeaseActive):
-			return out, true, nil // it ended meanwhile: acquire anew
+			// It ended in the record (the record is the truth), and Redis
+			// may not know: the process that ended it died before end.lua,
+			// or end.lua failed. acquire.lua would otherwise hand the
+			// lease back to every retry, moving its deadline each time,
+			// so that it never lapses. Drop it, then acquire anew.
+			if err := s.dropEnded(ctx, g.license.ID, g.leaseID); err != nil {
+				return out, false, s.fail("acquire", err)
+			}
+			return out, true, nil
 		case epoch != g.epoch:
 			if err := s.ensureLive(ctx, row.LicenseID); err != nil {
 				return out, false, s.fail("acquire: build live state", err)
@@ -526,7 +547,10 @@ func beatStatus(code int64) string {
 // observeExpiry answers a call that found the lease past its deadline
 // (and not revived). Observed ends are final: the expiry is recorded
 // before anyone is told, so that no rebuild or revival brings the lease
-// back. again: the lease was renewed meanwhile, judge the call anew.
+// back, and the caller is told only once Redis remembers the end too
+// (end.lua, as for a release): a rebuild whose snapshot of the record was
+// read before the expiry was recorded then leaves the lease out.
+// again: the lease was renewed meanwhile, judge the call anew.
 func (s *Store) observeExpiry(ctx context.Context, licenseID, leaseID string) (again bool, err error) {
 	if _, err := s.ExpireLeases(ctx, []server.LeaseRef{{LicenseID: licenseID, LeaseID: leaseID}}); err != nil {
 		return false, err
@@ -537,6 +561,9 @@ func (s *Store) observeExpiry(ctx context.Context, licenseID, leaseID string) (a
 	}
 	if l.State == server.LeaseActive {
 		return true, nil
+	}
+	if err := s.dropEnded(ctx, licenseID, leaseID); err != nil {
+		return false, s.fail("record an expiry", err)
 	}
 	return false, endError(l.State)
 }
@@ -564,6 +591,10 @@ func (s *Store) endedError(ctx context.Context, leaseID, tokenHash string) error
 			// Redis holds it after all (a rebuild brought it in): the
 			// caller tries again.
 			return server.Unavailable(errors.New("lease came back to the live state"))
+		}
+		// As in observeExpiry: told only once Redis remembers the end.
+		if err := s.dropEnded(ctx, l.LicenseID, leaseID); err != nil {
+			return s.fail("record the expiry of a lease Redis does not hold", err)
 		}
 	}
 	return endError(l.State)

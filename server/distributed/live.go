@@ -66,14 +66,15 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 	if err := s.flush(ctx); err != nil {
 		s.log.Warn("distributed store: flush before rebuild", "err", err)
 	}
-	keys := s.keys.license(licenseID)
+	keys := s.keys.liveKeys(licenseID)
 	var (
-		lic       licenseRow
-		sessions  []sessionRow
-		epoch     int64
-		snapshot  int64 // Redis time before the sessions were read
-		current   bool
-		staleConf bool // the live state is current, its settings are not
+		lic         licenseRow
+		sessions    []sessionRow
+		epoch       int64
+		snapshot    int64  // Redis time before the sessions were read
+		incarnation string // of the license's keys then (state.lua)
+		current     bool
+		staleConf   bool // the live state is current, its settings are not
 	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
@@ -89,11 +90,11 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 		if lic.deleted {
 			return errDeleted
 		}
-		st, err := scriptState.Run(ctx, s.rdb, keys).Slice()
+		st, err := scriptState.Run(ctx, s.rdb, keys, server.NewID("inc")).Slice()
 		if err != nil {
 			return err
 		}
-		snapshot = num(st[3])
+		snapshot, incarnation = num(st[3]), str(st[4])
 		if e := str(st[0]); e != "" && str(st[1]) != "1" {
 			if n, _ := strconv.ParseInt(e, 10, 64); n == lic.epoch && n != forceAt {
 				current = true // another rebuild finished first
@@ -132,7 +133,7 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 	// heartbeating loses its seat to the loss of Redis (rebuild.lua).
 	slack := (s.flushEvery + time.Second).Microseconds()
 	args := append([]any{epoch, lic.version}, confArgs(lic)...)
-	args = append(args, snapshot, slack)
+	args = append(args, snapshot, slack, incarnation)
 	for _, l := range sessions {
 		args = append(args, l.ID, l.TokenHash, timeUS(l.AcquiredAt), timeUS(l.LastHeartbeatAt),
 			timeUS(l.ExpiresAt), l.DedupeKey, l.IdempotencyKey, l.tokenSeq)
@@ -142,7 +143,7 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 		return fmt.Errorf("write live state: %w", err)
 	}
 	if str(res[0]) == "STALE" {
-		return errors.New("write live state: the snapshot of the record took too long to reach Redis")
+		return errors.New("write live state: the snapshot of the record took too long to reach Redis, or Redis lost the license's keys meanwhile")
 	}
 	if str(res[0]) == "OK" {
 		s.lowerHint(ctx, licenseID, num(res[1]))

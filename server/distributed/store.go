@@ -107,6 +107,9 @@ type Store struct {
 	// recordWait is how long handing back a lease waits for the
 	// acquisition that granted it to record it.
 	recordWait time.Duration
+	// insertHook, when set (tests only), runs every session insert: it may
+	// make the insert fail before or after it commits.
+	insertHook func(insert func() (bool, error)) (bool, error)
 
 	reconcileMu   sync.Mutex
 	lastReconcile time.Time

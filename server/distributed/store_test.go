@@ -53,7 +53,7 @@ func acq(t *testing.T, s *Store, key, fp string) (server.AcquireResult, string) 
 func requireCode(t *testing.T, err error, code server.Code, reason string, msg ...any) {
 	t.Helper()
 	require.Error(t, err, msg...)
-	require.Equal(t, code, server.ErrorCode(err), append([]any{"code of %v", err}, msg...)...)
+	require.Equal(t, code, server.ErrorCode(err), "code of %v %s", err, fmt.Sprint(msg...))
 	if reason != "" {
 		require.Equal(t, reason, server.ErrorReason(err), msg...)
 	}

@@ -146,3 +146,26 @@ func TestDeletedInRecordOnlyIsTombstoned(t *testing.T) {
 	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
 	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked)
 }
+
+// TestAcquireAgainDropsLeaseEndedInRecordOnly: a lease revoked in the record
+// whose Redis step never ran, and whose client no longer heartbeats but
+// acquires again with the same fingerprint (it restarted): handing the
+// lease back would move its deadline at every retry, so that it never
+// lapses and holds its seat for good. The record wins: the lease is
+// dropped and the client gets a new one.
+func TestAcquireAgainDropsLeaseEndedInRecordOnly(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	res, tok := acq(t, s, lic.Key, "a")
+	loc.endInRecordOnly(t, res.Lease.ID, "revoked")
+
+	again, _, err := tryAcq(t.Context(), s, lic.Key, "a")
+	require.NoError(t, err, "the client that restarted gets a seat")
+	require.NotEqual(t, res.Lease.ID, again.Lease.ID, "not the lease the record says is revoked")
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked)
+	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the new lease counts")
+}

@@ -16,7 +16,10 @@
 --   - a lease Redis holds that the snapshot lacks is dropped: it was never
 --     recorded, and the new epoch makes sure it never will be.
 -- A snapshot older than REBUILD_MAX_AGE is refused (K_ENDED may have
--- forgotten ends that happened after it); the caller reads a new one.
+-- forgotten ends that happened after it), and so is one read while the
+-- license's keys had another incarnation (KEYS[8], see state.lua): Redis
+-- lost them since, and with them the ends K_ENDED remembered. The caller
+-- reads a new one.
 -- ARGV: 1 epoch, 2 version, 3 seats, 4 overdraft, 5 ttl, 6 revival,
 --       7 active (0/1), 8 expires (0 = never), 9 strategy, 10 tenant,
 --       11 license json, 12 snapshot time (Redis time read before the
@@ -29,7 +32,7 @@ if cur[2] == '1' or (cur[1] and tonumber(cur[1]) >= tonumber(ARGV[1])) then
   return {'SKIP'}
 end
 local now = now_us()
-if now - tonumber(ARGV[12]) > REBUILD_MAX_AGE then
+if now - tonumber(ARGV[12]) > REBUILD_MAX_AGE or redis.call('GET', KEYS[8]) ~= ARGV[14] then
   return {'STALE'}
 end
 local lost = not cur[1]
@@ -43,7 +46,7 @@ redis.call('DEL', K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM)
 redis.call('HSET', K_CONF, 'epoch', ARGV[1], 'version', ARGV[2], 'seats', ARGV[3],
   'overdraft', ARGV[4], 'ttl', ARGV[5], 'revival', ARGV[6], 'active', ARGV[7],
   'exp', ARGV[8], 'strategy', ARGV[9], 'tenant', ARGV[10], 'json', ARGV[11], 'deleted', '0')
-for i = 14, #ARGV, 8 do
+for i = 15, #ARGV, 8 do
   local id = ARGV[i]
   if not redis.call('ZSCORE', K_ENDED, id) and redis.call('HEXISTS', K_EXP, id) == 0 then
     local r = {ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]),
