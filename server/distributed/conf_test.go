@@ -1,45 +1,13 @@
 package distributed
 
 import (
-	"context"
-	"errors"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
 )
-
-// failScript makes the store's Redis client fail one script while on is
-// set, as if Redis were unreachable for exactly that call.
-type failScript struct {
-	sha string
-	on  atomic.Bool
-}
-
-func (f *failScript) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (f *failScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if f.on.Load() && len(args) > 1 && strings.HasPrefix(strings.ToLower(cmd.Name()), "eval") {
-			if s, _ := args[1].(string); s == f.sha || strings.Contains(s, "setconf.lua") {
-				err := errors.New("injected: Redis unreachable")
-				cmd.SetErr(err)
-				return err
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (f *failScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 // confOf reads the settings Redis judges a license by.
 func confOf(t *testing.T, s *Store, licenseID string) (version, seats string) {
@@ -57,7 +25,7 @@ func confOf(t *testing.T, s *Store, licenseID string) (version, seats string) {
 func TestFailedSettingsPushIsRetried(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = 100 * time.Millisecond })
-	fail := &failScript{sha: scriptSetConf.Hash()}
+	fail := newFailScript(scriptSetConf)
 	s.rdb.AddHook(fail)
 
 	lic := mkLicense(t, s, tn.ID, 3, time.Minute)

@@ -2,12 +2,9 @@ package distributed
 
 import (
 	"context"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
@@ -110,29 +107,6 @@ func TestSeatTakenFromLapsedLeaseIsFinal(t *testing.T) {
 	require.NotEqual(t, a.Lease.ID, b.Lease.ID)
 }
 
-// onScript runs f once, just before the first call of script reaches Redis.
-type onScript struct {
-	sha  string
-	done atomic.Bool
-	f    func()
-}
-
-func (h *onScript) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *onScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if len(args) > 1 && strings.HasPrefix(strings.ToLower(cmd.Name()), "eval") {
-			if sha, _ := args[1].(string); sha == h.sha && h.done.CompareAndSwap(false, true) {
-				h.f()
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-func (h *onScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // TestRebuildRacingAnEnd: a lease ends (release, revoke, expiry) after a
 // rebuild read its snapshot of the record and before rebuild.lua writes
 // it: the rebuild does not bring the ended lease back.
@@ -148,7 +122,7 @@ func TestRebuildRacingAnEnd(t *testing.T) {
 			lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 			res, tok := acq(t, s, lic.Key, "a")
 
-			s.rdb.AddHook(&onScript{sha: scriptRebuild.Hash(), f: func() {
+			s.rdb.AddHook(onScript(scriptRebuild, func() {
 				var err error
 				if end == "release" {
 					_, err = other.Release(context.Background(), res.Lease.ID, server.HashSecret(tok))
@@ -156,7 +130,7 @@ func TestRebuildRacingAnEnd(t *testing.T) {
 					_, err = other.Revoke(context.Background(), tn.ID, res.Lease.ID)
 				}
 				require.NoError(t, err, "the end racing the rebuild")
-			}})
+			}))
 			require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
 
 			_, err := s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
@@ -176,7 +150,7 @@ func TestRebuildRacingAnEnd(t *testing.T) {
 func TestUpdateNotInRedisGrantsNothing(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := &failScript{sha: scriptSetConf.Hash()}
+	fail := newFailScript(scriptSetConf)
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 3, time.Hour)
 	acq(t, s, lic.Key, "a") // builds the live state

@@ -3,13 +3,11 @@ package distributed
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
@@ -21,69 +19,6 @@ import (
 // that lost its data after the snapshot was read. Each failed before its
 // fix (the record-only revocation kept alive by retried acquisitions is in
 // truth_test.go).
-
-// scriptHook runs before and after every call of one script, alone or in a
-// pipeline; before may fail the call (and the whole pipeline with it).
-type scriptHook struct {
-	sha    string
-	before func() error
-	after  func()
-}
-
-func isScript(cmd redis.Cmder, sha string) bool {
-	args := cmd.Args()
-	if len(args) < 2 || !strings.HasPrefix(strings.ToLower(cmd.Name()), "eval") {
-		return false
-	}
-	s, _ := args[1].(string)
-	return s == sha || strings.Contains(s, sha)
-}
-
-func (h *scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !isScript(cmd, h.sha) {
-			return next(ctx, cmd)
-		}
-		if h.before != nil {
-			if err := h.before(); err != nil {
-				cmd.SetErr(err)
-				return err
-			}
-		}
-		err := next(ctx, cmd)
-		if h.after != nil {
-			h.after()
-		}
-		return err
-	}
-}
-
-func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		found := false
-		for _, c := range cmds {
-			found = found || isScript(c, h.sha)
-		}
-		if !found {
-			return next(ctx, cmds)
-		}
-		if h.before != nil {
-			if err := h.before(); err != nil {
-				for _, c := range cmds {
-					c.SetErr(err)
-				}
-				return err
-			}
-		}
-		err := next(ctx, cmds)
-		if h.after != nil {
-			h.after()
-		}
-		return err
-	}
-}
 
 // TestInsertOutcomeUnknown: the connection is lost with a grant's insert in
 // flight, so the acquisition cannot tell whether the lease is recorded; the
@@ -219,11 +154,11 @@ func TestRebuildIntoARedisThatLostItsData(t *testing.T) {
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
 
-	s.rdb.AddHook(&onScript{sha: scriptRebuild.Hash(), f: func() {
+	s.rdb.AddHook(onScript(scriptRebuild, func() {
 		_, err := other.Release(context.Background(), res.Lease.ID, server.HashSecret(tok))
 		require.NoError(t, err, "the release racing the rebuild")
 		loc.loseRedis(t)
-	}})
+	}))
 	// The rebuild may fail (its snapshot is refused): what matters is what
 	// the clients see after it.
 	_ = s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID))

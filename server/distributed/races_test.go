@@ -33,8 +33,8 @@ import (
 func TestReplayAfterFailedTakeBackIgnoresNewSettings(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour })
-	failConf := &failScript{sha: scriptSetConf.Hash()}
-	failEnd := &failScript{sha: scriptEnd.Hash()}
+	failConf := newFailScript(scriptSetConf)
+	failEnd := newFailScript(scriptEnd)
 	s.rdb.AddHook(failConf)
 	s.rdb.AddHook(failEnd)
 	lic := mkLicense(t, s, tn.ID, 2, time.Hour)
@@ -122,7 +122,7 @@ func TestReplayedGrantLosesDisplaced(t *testing.T) {
 func TestDeleteLicenseRetryAfterFailedTombstone(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := &failScript{sha: scriptTombstone.Hash()}
+	fail := newFailScript(scriptTombstone)
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")

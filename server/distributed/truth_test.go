@@ -63,7 +63,7 @@ func TestEndedInRecordStopsHeartbeating(t *testing.T) {
 func TestRevokeAnswersOnceRedisDroppedTheLease(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := &failScript{sha: scriptEnd.Hash()}
+	fail := newFailScript(scriptEnd)
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
@@ -88,7 +88,7 @@ func TestRevokeAnswersOnceRedisDroppedTheLease(t *testing.T) {
 func TestReleaseAnswersOnceRedisDroppedTheLease(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := &failScript{sha: scriptEnd.Hash()}
+	fail := newFailScript(scriptEnd)
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
@@ -113,7 +113,7 @@ func TestReleaseAnswersOnceRedisDroppedTheLease(t *testing.T) {
 func TestDeleteLicenseAnswersOnceTombstoned(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := &failScript{sha: scriptTombstone.Hash()}
+	fail := newFailScript(scriptTombstone)
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
