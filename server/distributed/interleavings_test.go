@@ -169,3 +169,29 @@ func TestRebuildIntoARedisThatLostItsData(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 }
+
+// TestGetLeaseAfterRedisLossShowsTheEnforcedDeadline: a heartbeat on one
+// instance acknowledged a deadline not yet written behind; Redis loses its
+// data; another instance's GetLease (what admins and the wait-hold check
+// read) shows a deadline at or after the acknowledged one. It showed the
+// record's older values: the wait-hold check took the waiter's heartbeat
+// for missing and revoked a confirmed grant (make chaos, seed 31337).
+func TestGetLeaseAfterRedisLossShowsTheEnforcedDeadline(t *testing.T) {
+	t.Parallel()
+	loc := newLocation(t)
+	x := loc.open(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour })
+	y := loc.open(t, func(o *Options) { o.HeartbeatFlushInterval = 2 * time.Second })
+	t.Cleanup(func() { _ = x.Close(); _ = y.Close() })
+	tn := mkTenant(t, x)
+	lic := mkLicense(t, x, tn.ID, 1, time.Minute)
+	res, tok := acq(t, x, lic.Key, "a")
+	beat, err := x.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	require.NoError(t, err)
+	require.True(t, beat.ExpiresAt.After(res.Lease.ExpiresAt))
+
+	loc.loseRedis(t)
+	l, err := y.GetLease(t.Context(), tn.ID, res.Lease.ID)
+	require.NoError(t, err)
+	require.False(t, l.ExpiresAt.Before(beat.ExpiresAt),
+		"GetLease shows %v, before the deadline a heartbeat acknowledged (%v)", l.ExpiresAt, beat.ExpiresAt)
+}

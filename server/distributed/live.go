@@ -181,18 +181,34 @@ type liveVals struct {
 }
 
 // peek reads the live values of leases of a license (all of them when ids
-// is empty), and the store's time.
+// is empty), and the store's time. If Redis lost the license's live state,
+// it is rebuilt first: the values read are then the ones Redis enforces
+// (a rebuild gives leases the write-behind's slack), not the record's,
+// which trail the heartbeats acknowledged since the last flush. A license
+// that no longer exists holds no live values.
 func (s *Store) peek(ctx context.Context, licenseID string, ids ...string) (map[string]liveVals, time.Time, error) {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
 	}
-	res, err := scriptPeek.Run(ctx, s.rdb, s.keys.license(licenseID), args...).Slice()
-	if err != nil {
-		return nil, time.Time{}, err
+	var res []any
+	for attempt := 0; ; attempt++ {
+		var err error
+		res, err = scriptPeek.Run(ctx, s.rdb, s.keys.license(licenseID), args...).Slice()
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if num(res[1]) == 1 || attempt == maxAttempts {
+			break
+		}
+		if err := s.ensureLive(ctx, licenseID); server.ErrorReason(err) == server.ReasonLicenseNotFound {
+			return map[string]liveVals{}, usTime(num(res[0])), nil
+		} else if err != nil {
+			return nil, time.Time{}, err
+		}
 	}
-	out := make(map[string]liveVals, (len(res)-1)/5)
-	for i := 1; i+4 < len(res); i += 5 {
+	out := make(map[string]liveVals, (len(res)-2)/5)
+	for i := 2; i+4 < len(res); i += 5 {
 		out[str(res[i])] = liveVals{
 			tokenHash: str(res[i+2]),
 			hb:        usTime(num(res[i+3])),

@@ -155,6 +155,16 @@ func (m *queueMoves) moved(name string) {
 	}
 }
 
+// unconfirmed reports whether a lease granted to a waiter is, as far as
+// the store can tell, still as it was granted: neither heartbeated nor
+// given a later deadline. A later deadline without a later heartbeat is a
+// store that lost recent heartbeats and gave the write-behind interval
+// back (a Redis loss, or a restart after a crash): whether the waiter
+// heartbeated is then unknown, and a seat is never taken on a guess.
+func unconfirmed(granted, now server.Lease) bool {
+	return !now.LastHeartbeatAt.After(granted.LastHeartbeatAt) && !now.ExpiresAt.After(granted.ExpiresAt)
+}
+
 // holdForFirstHeartbeat revokes a seat granted to a waiter that never
 // heartbeats it (it went away as the seat arrived), so the next waiter gets it.
 func (s *Server) holdForFirstHeartbeat(granted server.Lease) {
@@ -169,7 +179,7 @@ func (s *Server) holdForFirstHeartbeat(granted server.Lease) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		l, err := s.store.GetLease(ctx, granted.TenantID, granted.ID)
-		if err != nil || l.State != server.LeaseActive || l.LastHeartbeatAt.After(granted.LastHeartbeatAt) {
+		if err != nil || l.State != server.LeaseActive || !unconfirmed(granted, l) {
 			return
 		}
 		if _, err := s.store.Revoke(ctx, l.TenantID, l.ID); err != nil {

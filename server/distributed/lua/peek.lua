@@ -1,9 +1,11 @@
 -- peek.lua reads the live data of leases (what the heartbeat write-behind
--- may not have stored yet) and the time. It changes nothing and works
--- whether or not the live state of the license exists.
+-- may not have stored yet) and the time. It changes nothing, and says
+-- whether the live state of the license exists (when Redis lost it, what
+-- it reads is not what Redis will enforce once it is rebuilt).
 -- ARGV: lease ids; none means every lease of the license.
--- Returns {now, id, 'L' (live) | 'X' (expiring), token hash, last_hb, deadline, ...}.
-local out = {now_us()}
+-- Returns {now, 1 | 0 (state exists), id, 'L' (live) | 'X' (expiring),
+-- token hash, last_hb, deadline, ...}.
+local out = {now_us(), redis.call('EXISTS', K_CONF)}
 local function emit(id, where, r)
   out[#out + 1] = id
   out[#out + 1] = where
