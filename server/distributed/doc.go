@@ -149,8 +149,11 @@
 // their recorded deadline (recorded deadlines trail heartbeats not yet
 // written behind). A snapshot older than 5 s is refused, and so is one
 // read while the license's keys had another incarnation
-// (P{lic}:incarnation, a random value state.lua sets once): Redis lost
-// them since, and with them the ends P{lic}:ended remembered. Rebuilds happen per
+// (P{lic}:incarnation, a random value state.lua sets once): Redis
+// restarted empty or lost the keys since, and with them the ends
+// P{lic}:ended remembered. (A Redis that comes back with older data, from
+// a snapshot or a replica that missed writes, keeps the incarnation: see
+// the last crash case.) Rebuilds happen per
 // license and on demand: an acquisition on a license whose state is
 // missing waits for its rebuild (a few milliseconds) instead of failing,
 // and other licenses are not held up. This replaces the single global
@@ -171,9 +174,9 @@
 //     flight): the grant is not taken back, since the session may be
 //     recorded (an active session Redis does not hold would be counted
 //     again by a later rebuild, next to the grant of the client's retry).
-//     The caller rebuilds the license's live state from the record
-//     (rebuildFrom): its row lock waits for the insert, the grant stays if
-//     it committed and goes if not. If that fails too, the grant keeps its
+//     The license's live state is rebuilt from the record in the
+//     background (rebuildFrom): its row lock waits for the insert, the
+//     grant stays if it committed and goes if not. If that fails too, the grant keeps its
 //     seat until its deadline or until its client's retry is handed it
 //     back and finds out (recordRenewal). An error that surely wrote
 //     nothing (never sent, or refused by PostgreSQL) takes the grant back.

@@ -195,3 +195,20 @@ func TestGetLeaseAfterRedisLossShowsTheEnforcedDeadline(t *testing.T) {
 	require.False(t, l.ExpiresAt.Before(beat.ExpiresAt),
 		"GetLease shows %v, before the deadline a heartbeat acknowledged (%v)", l.ExpiresAt, beat.ExpiresAt)
 }
+
+// TestDeleteOfAnotherTenantsLicenseRebuildsNothing: after a Redis loss, a
+// DeleteLicense naming another tenant's license answers NOT_FOUND without
+// touching it: no rebuild, whose new epoch would make the owner's grants
+// in flight be refused and granted again.
+func TestDeleteOfAnotherTenantsLicenseRebuildsNothing(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	other := mkTenant(t, s)
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	acq(t, s, lic.Key, "a")
+	epoch := loc.epochOf(t, lic.ID)
+	loc.loseRedis(t)
+	_, err := s.DeleteLicense(t.Context(), other.ID, lic.ID)
+	requireCode(t, err, server.ENOTFOUND, server.ReasonLicenseNotFound)
+	require.Equal(t, epoch, loc.epochOf(t, lic.ID), "another tenant's call rebuilt the license")
+}

@@ -242,14 +242,18 @@ func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, lic
 		// the grant of this client's retry (two seats for one client).
 		// Rebuild from the record instead: its lock on the license row
 		// waits for the insert, the grant stays if the insert committed
-		// and goes if not, and the new epoch keeps a late commit out. If
-		// the rebuild fails too, the grant stays: it holds its seat until
-		// its deadline at most, and a retry of its client is handed it
-		// back (recordRenewal settles whether it was recorded).
-		if rerr := s.rebuildFrom(ctx, licenseID, g.epoch); rerr != nil {
-			s.log.Warn("distributed store: a grant whose record is in doubt keeps its seat until its deadline or its client's retry",
-				"license", licenseID, "err", rerr)
-		}
+		// and goes if not, and the new epoch keeps a late commit out. In
+		// the background, so that callers do not pile up behind a
+		// PostgreSQL that is already slow; a retry of the client meanwhile
+		// is handed the grant back and recordRenewal settles it. If the
+		// rebuild fails, the grant holds its seat until its deadline at
+		// most.
+		s.background(func(ctx context.Context) {
+			if rerr := s.rebuildFrom(ctx, licenseID, g.epoch); rerr != nil {
+				s.log.Warn("distributed store: a grant whose record is in doubt keeps its seat until its deadline or its client's retry",
+					"license", licenseID, "err", rerr)
+			}
+		})
 		return false, s.fail("acquire: record lease", err)
 	}
 	s.takeBack(ctx, licenseID, leaseID)

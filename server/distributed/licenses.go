@@ -295,6 +295,13 @@ func confArgs(r licenseRow) []any {
 // lease meanwhile wait and then find the license deleted (leases.go
 // insertLease), so no lease is ever recorded as active on a deleted license.
 func (s *Store) DeleteLicense(ctx context.Context, tenantID, id string) (int, error) {
+	// The tenant's own license only: reading its live values may rebuild
+	// them (peek), which another tenant's call must not set off.
+	if _, err := s.liveLicense(ctx, s.pool, tenantID, id, ""); server.ErrorReason(err) == server.ReasonLicenseNotFound {
+		return 0, s.deletedAlready(ctx, tenantID, id)
+	} else if err != nil {
+		return 0, s.fail("delete license", err)
+	}
 	// Take the live values (last heartbeats) of the leases for their final
 	// record; leases granted after this read keep their recorded values.
 	live, now, err := s.peekAll(ctx, id)

@@ -123,6 +123,11 @@ type Store struct {
 	// For BackgroundStats.
 	flushFailures, liveRebuilds, adopted atomic.Int64
 
+	// bg tracks the work started by background, which Close waits for;
+	// none starts once closing is set.
+	bg        sync.WaitGroup
+	bgMu      sync.Mutex
+	closing   bool
 	stop      chan struct{}
 	stopped   chan struct{}
 	closeOnce sync.Once
@@ -278,6 +283,10 @@ func (s *Store) Close() error {
 		s.releases.stop()
 		close(s.stop)
 		<-s.stopped
+		s.bgMu.Lock()
+		s.closing = true
+		s.bgMu.Unlock()
+		s.bg.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		flushErr := s.flush(ctx)
@@ -286,6 +295,21 @@ func (s *Store) Close() error {
 		s.closeErr = errors.Join(flushErr, redisErr)
 	})
 	return s.closeErr
+}
+
+// background runs f outside the call that needs it, within rebuildTimeout;
+// Close waits for it, and it does not start once Close has begun.
+func (s *Store) background(f func(ctx context.Context)) {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.closing {
+		return
+	}
+	s.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), rebuildTimeout)
+		defer cancel()
+		f(ctx)
+	})
 }
 
 // fail turns a backend failure into the error clients see: *server.Error
