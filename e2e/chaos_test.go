@@ -607,6 +607,7 @@ func (c *campaign) verdict() {
 		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 	}
 	violations := chaos.Check(ops, c.limits, recs, chaos.Params{Bound: chaosBound, Final: true, WaitHold: chaosWaitHold,
+		Flush: chaosFlush, Slack: chaosFlush + time.Second, // server.WriteBehindSlack for these TTLs
 		Repair: chaosFlush + 2*chaosCallTime}) // a stalled end records its time before the stall
 
 	var summary strings.Builder

@@ -56,6 +56,19 @@ func (l *License) SeatLimit() int { return l.Seats + l.Overdraft }
 // HeartbeatInterval is the interval suggested to clients.
 func (l *License) HeartbeatInterval() time.Duration { return l.LeaseTTL / HeartbeatDivisor }
 
+// WriteBehindSlack is what a store adds to the recorded deadlines of a
+// license's active leases once it has lost the heartbeats it writes behind
+// every flush interval (a crash of the embedded store, a Redis loss in
+// distributed mode). A lost heartbeat is at most a flush interval old, but
+// the one recorded before it may be a heartbeat interval older still:
+// with at least that much back, and a second for the flush itself, a
+// client that heartbeats on time loses at most a flush interval of any
+// deadline it was told. The price: a lease that lapsed that recently,
+// unknown to anyone, counts again for at most as long.
+func WriteBehindSlack(flushEvery time.Duration, l *License) time.Duration {
+	return max(flushEvery+time.Second, l.HeartbeatInterval())
+}
+
 // CheckUsable returns ErrLicenseInactive or ErrLicenseExpired when the license
 // may not grant or keep seats at now.
 func (l *License) CheckUsable(now time.Time) error {

@@ -218,3 +218,11 @@ func TestHashSecret(t *testing.T) {
 	require.False(t, SecretMatches("", h))
 	require.False(t, SecretMatches(s, ""))
 }
+
+func TestWriteBehindSlack(t *testing.T) {
+	t.Parallel()
+	l := &License{LeaseTTL: 360 * time.Second}
+	require.Equal(t, time.Minute, WriteBehindSlack(10*time.Second, l), "the heartbeat interval, when longer")
+	l.LeaseTTL = 12 * time.Second
+	require.Equal(t, 6*time.Second, WriteBehindSlack(5*time.Second, l), "the flush interval and a second, when longer")
+}

@@ -12,6 +12,12 @@ type Params struct {
 	// Bound is how much of an acknowledged deadline a fault may take
 	// away: the write-behind interval plus the clock tolerance.
 	Bound time.Duration
+	// Flush is the write-behind interval, and Slack what a store gives
+	// back to recorded deadlines when it lost the heartbeats written
+	// behind (server.WriteBehindSlack). Together they say which
+	// acknowledged deadlines are secure (see secure); zero Flush treats
+	// every one as secure.
+	Flush, Slack time.Duration
 	// Final says the records were read after every lease's deadline had
 	// passed and a cleanup pass ran: no lease may still be active.
 	Final bool
@@ -72,7 +78,7 @@ func (op Op) String() string {
 //     one cleanup event per expired one and none for others; with Final,
 //     no lease still active;
 //   - lost-grant: every lease a client was granted is in the record;
-//   - deadline: no heartbeat or release invoked before its last
+//   - deadline: no heartbeat or release answered before its last secure
 //     acknowledged deadline less Bound is told LEASE_EXPIRED;
 //   - record-truth: no heartbeat invoked more than Repair after the lease
 //     ended in the record succeeds, whoever ended it and whatever crashed.
@@ -115,6 +121,47 @@ func granted(lops []Op) (Op, bool) {
 	return Op{}, false
 }
 
+// secure returns, for each op of a lease, whether it is an acknowledged
+// deadline that a fault may shorten by at most Bound. A fault that loses
+// the heartbeats written behind (a Redis loss, a crash) forgets those of
+// the last Flush and falls back on the last one recorded, plus Slack; a
+// grant is recorded before it is answered. So an acknowledged heartbeat
+// is secure if the last ack that was surely recorded a Flush before it
+// (or the grant) is at most Flush + Slack older: a client on time. One
+// that came later (a client that slept past its deadline and was revived)
+// may be forgotten with what it gave, as the README documents.
+func secure(lops []Op, p Params) []bool {
+	out := make([]bool, len(lops))
+	var acks []Op
+	for i, op := range lops {
+		if op.Outcome != OK || op.Deadline.IsZero() {
+			continue
+		}
+		switch op.Kind {
+		case Acquire, Wait:
+			out[i] = true
+		case Heartbeat:
+			out[i] = p.Flush == 0
+			var anchor *Op
+			for j := range acks {
+				a := &acks[j]
+				if a.Kind == Acquire || a.Kind == Wait || !a.End.After(op.End.Add(-p.Flush)) {
+					if anchor == nil || a.Start.After(anchor.Start) {
+						anchor = a
+					}
+				}
+			}
+			if anchor != nil && op.End.Sub(anchor.Start) <= p.Flush+p.Slack {
+				out[i] = true
+			}
+		default:
+			continue
+		}
+		acks = append(acks, op)
+	}
+	return out
+}
+
 // held is the interval in which a client surely held a lease.
 type held struct {
 	lease, license string
@@ -135,8 +182,9 @@ func holding(id string, lops []Op, p Params) (held, bool) {
 			to = t
 		}
 	}
-	for _, op := range lops {
-		if op.Outcome == OK && (op.Kind == Acquire || op.Kind == Wait || op.Kind == Heartbeat) && op.Deadline.After(lastAck) {
+	sec := secure(lops, p)
+	for i, op := range lops {
+		if sec[i] && op.Deadline.After(lastAck) {
 			lastAck = op.Deadline
 		}
 		if op.Kind == Release || op.Kind == Revoke {
@@ -242,17 +290,20 @@ func checkDeadlines(id string, lops []Op, p Params) []Violation {
 	var lastAck time.Time
 	ended := false
 	var ack Op
-	for _, op := range lops { // by invocation
+	sec := secure(lops, p)
+	for i, op := range lops { // by invocation
 		if op.Kind == Release || op.Kind == Revoke {
 			ended = true // from here on the lease may end for other reasons
 		}
+		// Judged at some point of the call: surely too early only if it
+		// was answered before the deadline less the bound.
 		if !ended && op.Outcome == Failed && op.Reason == ReasonExpired && (op.Kind == Heartbeat || op.Kind == Release) &&
-			op.Start.Before(lastAck.Add(-p.Bound)) {
+			op.End.Before(lastAck.Add(-p.Bound)) {
 			return []Violation{{Property: "deadline", License: op.License, Lease: id,
-				Detail: fmt.Sprintf("told LEASE_EXPIRED although invoked %v before the deadline acknowledged last",
-					lastAck.Sub(op.Start).Round(time.Millisecond)), Ops: []Op{ack, op}}}
+				Detail: fmt.Sprintf("told LEASE_EXPIRED %v before the deadline acknowledged last",
+					lastAck.Sub(op.End).Round(time.Millisecond)), Ops: []Op{ack, op}}}
 		}
-		if op.Outcome == OK && (op.Kind == Acquire || op.Kind == Wait || op.Kind == Heartbeat) && op.Deadline.After(lastAck) {
+		if sec[i] && op.Deadline.After(lastAck) {
 			lastAck, ack = op.Deadline, op
 		}
 	}

@@ -120,6 +120,26 @@ func TestDeadline(t *testing.T) {
 	require.Empty(t, Check(afterRelease, nil, recs, params))
 }
 
+// TestDeadlineSecure: with a write-behind, a deadline is secure when the
+// client was on time: a heartbeat that revived a lease after a long gap
+// may be forgotten by a fault, and an expiry after it is no violation;
+// one on time may not.
+func TestDeadlineSecure(t *testing.T) {
+	t.Parallel()
+	p := params
+	p.Flush, p.Slack = time.Second, 1500*time.Millisecond
+	recs := records(Record{ID: "a", License: "L", State: "expired", UsageEvents: 1, CleanupEvents: 1})
+	onTime := []Op{grant(1, "a", 0, 10, 3000), beat("a", 1000, 1010, OK, "", 4000), beat("a", 2000, 2010, OK, "", 5000),
+		beat("a", 3000, 3010, OK, "", 6000), beat("a", 3100, 3110, Failed, ReasonExpired, 0)}
+	require.Equal(t, []string{"deadline"}, props(Check(onTime, nil, recs, p)))
+	revived := []Op{grant(1, "a", 0, 10, 3000), beat("a", 4000, 4010, OK, "", 7000),
+		beat("a", 5000, 5010, Failed, ReasonExpired, 0)}
+	require.Empty(t, Check(revived, nil, recs, p), "a revival may be forgotten")
+	slow := []Op{grant(1, "a", 0, 10, 3000), beat("a", 1000, 1010, OK, "", 4000),
+		beat("a", 1100, 3600, Failed, ReasonExpired, 0)}
+	require.Empty(t, Check(slow, nil, recs, p), "answered after the deadline less the bound")
+}
+
 func TestRecordTruth(t *testing.T) {
 	t.Parallel()
 	p := params

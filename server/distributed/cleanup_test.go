@@ -30,7 +30,7 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 	const nLicenses, perLicense = 120, 4
 	now, err := s.redisNow(ctx)
 	require.NoError(t, err)
-	slack := s.flushEvery + time.Second // rebuilt leases get it (live.go)
+	slack := server.WriteBehindSlack(s.flushEvery, &server.License{LeaseTTL: time.Hour}) // rebuilt leases get it (live.go)
 	tie := now.Add(-time.Minute).Truncate(time.Second)
 
 	var (

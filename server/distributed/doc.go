@@ -144,10 +144,10 @@
 // rebuild.lua merges the snapshot with what Redis still holds: leases Redis
 // holds keep their (newer) values, leases in the expiring hash or ended
 // since the snapshot (P{lic}:ended) stay out — which is why a call told
-// that its lease expired is told only once end.lua ran — and only when Redis lost the
-// license's state do leases get HeartbeatFlushInterval + 1s of slack over
-// their recorded deadline (recorded deadlines trail heartbeats not yet
-// written behind). A snapshot older than 5 s is refused, and so is one
+// that its lease expired is told only once end.lua ran — and only when
+// Redis lost the license's state do leases get server.WriteBehindSlack
+// over their recorded deadline (recorded deadlines trail heartbeats not
+// yet written behind). A snapshot older than 5 s is refused, and so is one
 // read while the license's keys had another incarnation
 // (P{lic}:incarnation, a random value state.lua sets once): Redis
 // restarted empty or lost the keys since, and with them the ends

@@ -212,3 +212,28 @@ func TestDeleteOfAnotherTenantsLicenseRebuildsNothing(t *testing.T) {
 	requireCode(t, err, server.ENOTFOUND, server.ReasonLicenseNotFound)
 	require.Equal(t, epoch, loc.epochOf(t, lic.ID), "another tenant's call rebuilt the license")
 }
+
+// TestRedisLossKeepsDeadlinesAcrossAHeartbeatInterval: as for a crash of
+// the embedded store: the heartbeat in the record before the one a Redis
+// loss forgot may be a heartbeat interval older; the rebuild gives that
+// much back, so the deadline told holds to within a flush interval.
+func TestRedisLossKeepsDeadlinesAcrossAHeartbeatInterval(t *testing.T) {
+	t.Parallel()
+	const flush = time.Second
+	loc := newLocation(t)
+	x := loc.open(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour }) // its heartbeat stays unwritten
+	y := loc.open(t, func(o *Options) { o.HeartbeatFlushInterval = flush })
+	t.Cleanup(func() { _ = x.Close(); _ = y.Close() })
+	tn := mkTenant(t, x)
+	lic := mkLicense(t, x, tn.ID, 1, time.Minute) // heartbeat interval 10 s
+	res, tok := acq(t, x, lic.Key, "a")
+	require.Eventually(t, func() bool { return time.Since(res.Lease.AcquiredAt) > 4*time.Second }, 10*time.Second, 50*time.Millisecond)
+	beat, err := x.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	require.NoError(t, err)
+
+	loc.loseRedis(t)
+	l, err := y.GetLease(t.Context(), tn.ID, res.Lease.ID)
+	require.NoError(t, err)
+	require.False(t, l.ExpiresAt.Before(beat.ExpiresAt.Add(-flush)),
+		"deadline %v after the Redis loss; told %v", l.ExpiresAt, beat.ExpiresAt)
+}

@@ -131,7 +131,7 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 	// not yet written behind: when Redis lost the license's state, every
 	// lease it no longer holds gets that slack, so that no client still
 	// heartbeating loses its seat to the loss of Redis (rebuild.lua).
-	slack := (s.flushEvery + time.Second).Microseconds()
+	slack := server.WriteBehindSlack(s.flushEvery, &lic.License).Microseconds()
 	args := append([]any{epoch, lic.version}, confArgs(lic)...)
 	args = append(args, snapshot, slack, incarnation)
 	for _, l := range sessions {

@@ -50,3 +50,28 @@ func TestCleanShutdownAddsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, hb.ExpiresAt, got.ExpiresAt)
 }
+
+// TestCrashKeepsDeadlinesAcrossAHeartbeatInterval: the heartbeat on disk
+// before the one a crash lost may be a whole heartbeat interval (TTL/6)
+// older, longer than the flush interval: the lease gets that much back,
+// and keeps the deadline it was told to within one flush interval. (It got
+// the flush interval + 1 s: 2 s of a 4 s gap lost.)
+func TestCrashKeepsDeadlinesAcrossAHeartbeatInterval(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := b.license(t, func(l *server.License) { l.LeaseTTL = time.Minute }) // heartbeat interval 10 s
+	lease, tok := b.mustAcquire(t, l, "laptop")
+	b.clock.Advance(4 * time.Second)
+	hb, err := b.s.Heartbeat(t.Context(), lease.ID, tok)
+	require.NoError(t, err)
+
+	crash(b.s)
+	const flush = time.Second
+	s, err := Open(b.dir, Options{Clock: b.clock.Now, HeartbeatFlushInterval: flush})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	got, err := s.GetLease(t.Context(), b.tenant, lease.ID)
+	require.NoError(t, err)
+	require.False(t, got.ExpiresAt.Before(hb.ExpiresAt.Add(-flush)),
+		"deadline %v after the crash; told %v", got.ExpiresAt, hb.ExpiresAt)
+}

@@ -2,9 +2,10 @@ package embedded
 
 import (
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/seatd/seatd/server"
 )
 
 const schemaVersion = 1
@@ -55,21 +56,16 @@ func (s *Store) load() error {
 			return err
 		}
 		// Heartbeats acknowledged in the last flush interval before a
-		// crash are not on disk: give every lease that much more (and a
-		// second for the flush itself), so that no client that heartbeat
-		// on time loses its lease to the crash. The price: a lease that
-		// lapsed within that interval, unknown to anyone, counts again
-		// for at most as long. Leases anyone was told had ended are
+		// crash are not on disk: give every lease its license's
+		// server.WriteBehindSlack, so that no client that heartbeat on
+		// time loses its lease, or more than a flush interval of its
+		// deadline, to the crash. Leases anyone was told had ended are
 		// recorded ended, so they are not among these.
-		var slack time.Duration
-		if crashed {
-			slack = s.flushEvery + time.Second
-		}
 		extended := 0
 		defer func() {
 			if extended > 0 {
 				s.log.Warn("embedded store: the last process did not shut down cleanly; active leases got the write-behind interval back",
-					"leases", extended, "added", slack)
+					"leases", extended)
 			}
 		}()
 
@@ -87,8 +83,8 @@ func (s *Store) load() error {
 				return nil
 			}
 			e := &entry{lease: rec.Lease, lic: l, rev: rec.Rev}
-			if slack > 0 {
-				e.lease.ExpiresAt = e.lease.ExpiresAt.Add(slack)
+			if crashed {
+				e.lease.ExpiresAt = e.lease.ExpiresAt.Add(server.WriteBehindSlack(s.flushEvery, &l.lic))
 				e.rev++
 				s.idx.dirty[e] = struct{}{} // the flusher stores the new deadline
 				extended++
