@@ -6,6 +6,8 @@
 //
 //	go run ./scripts/mutants            # every mutant
 //	go run ./scripts/mutants -run flush # those whose name contains "flush"
+//	go run ./scripts/mutants -sample 80 -pkg ./server/distributed
+//	                                    # 80 of gremlins' mutants, at random
 package main
 
 import (
@@ -102,6 +104,9 @@ var mutants = []mutant{
 
 func main() {
 	only := flag.String("run", "", "run only the mutants whose name contains this")
+	n := flag.Int("sample", 0, "run this many of gremlins' mutants of -pkg, chosen at random, instead of the hand-made ones")
+	pkg := flag.String("pkg", "./server/distributed", "the package -sample mutates")
+	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "the seed -sample chooses with (printed, to replay)")
 	flag.Parse()
 	root, err := os.Getwd()
 	check(err)
@@ -109,6 +114,10 @@ func main() {
 	check(err)
 	defer func() { _ = os.RemoveAll(work) }()
 	check(copyTree(root, work))
+	if *n > 0 {
+		sample(work, *pkg, *n, *seed)
+		return
+	}
 
 	killed, total := 0, 0
 	var survivors []string
