@@ -64,7 +64,7 @@ chaos: tools services ## Randomized fault campaign with a history checker (CHAOS
 	  CHAOS_SEED=$${CHAOS_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 	  $(GO) test -race -count=1 -run '^TestChaos$$' -timeout 90m -v ./e2e/
 
-mutate: services ## Mutation testing before a release (slow): gremlins over the stores, cleanup, leader, grpcapi; then the hand-made mutants
+mutate: services ## Mutation testing before a release (hours): gremlins over the stores, cleanup, leader, grpcapi (a sample of distributed); then the hand-made mutants
 	scripts/mutate.sh
 
 clean:
