@@ -41,6 +41,11 @@ const (
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
 	ReasonPermissionDenied = "PERMISSION_DENIED"
 	ReasonUnavailable      = "BACKEND_UNAVAILABLE"
+	// Limits a hostile or broken client runs into (README, "Running on a
+	// network").
+	ReasonMessageTooLarge     = "MESSAGE_TOO_LARGE"
+	ReasonTooManyStreams      = "TOO_MANY_STREAMS"
+	ReasonFirstMessageTimeout = "FIRST_MESSAGE_TIMEOUT"
 )
 
 // Error is a failure a caller may see. Message is written for the client and
