@@ -61,8 +61,8 @@ type env struct {
 }
 
 // newEnv starts an env; wrap, if set, stands between the Server and the
-// store (to make the store fail).
-func newEnv(t *testing.T, wrap func(server.Store) server.Store) *env {
+// store (to make the store fail); configure changes the Server's Config.
+func newEnv(t *testing.T, wrap func(server.Store) server.Store, configure ...func(*Config)) *env {
 	t.Helper()
 	st, err := embedded.Open(t.TempDir(), embedded.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
@@ -75,11 +75,15 @@ func newEnv(t *testing.T, wrap func(server.Store) server.Store) *env {
 	}
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	api := New(Config{
+	cfg := Config{
 		Store: store, Cleaner: cleanup.NewCleaner(store, cleanup.Config{}, log, nil),
 		Leadership: cleanup.Solo{ID: "test-instance"}, OperatorKey: testOperatorKey, Logger: log,
 		WaitPoll: 10 * time.Millisecond,
-	})
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	api := New(cfg)
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(api.UnaryInterceptors()...),
 		grpc.ChainStreamInterceptor(api.StreamInterceptors()...),

@@ -3,8 +3,10 @@ package grpcapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -69,6 +71,8 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 		}
 	}()
 	var id, token string
+	silent, stopSilent := firstMessageDeadline(h.s.firstMessage)
+	defer stopSilent()
 	var stopWatching func()
 	var revoked <-chan struct{} // closed when an admin revokes the lease, on any instance
 	defer func() {
@@ -91,7 +95,11 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 			return err
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-silent:
+			return refusal(codes.DeadlineExceeded, server.ReasonFirstMessageTimeout,
+				fmt.Sprintf("a heartbeat stream must send its first heartbeat within %v of opening", h.s.firstMessage), 0)
 		case req = <-pings:
+			silent = nil
 		}
 		if id == "" {
 			id, token = req.GetLeaseId(), req.GetLeaseToken()

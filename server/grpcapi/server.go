@@ -38,6 +38,9 @@ type Server struct {
 	waitPoll    time.Duration
 	queueMoves  queueMoves // local wake-ups when a waiter leaves a queue
 
+	streams      streamLimits
+	firstMessage time.Duration // a heartbeat stream's deadline to name its lease
+
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed when the server starts to drain
 
@@ -67,6 +70,13 @@ type Config struct {
 	WaitHold time.Duration
 	// WaitPoll is how often the head of a queue tries for a seat.
 	WaitPoll time.Duration
+
+	// MaxStreams caps the seatd streams open at once on this instance
+	// (default DefaultMaxStreams; negative: no cap).
+	MaxStreams int
+	// FirstMessageTimeout is how long a heartbeat stream may stay silent
+	// after it opens (default DefaultFirstMessageTimeout; negative: none).
+	FirstMessageTimeout time.Duration
 }
 
 // Defaults for WaitForSeat.
@@ -101,7 +111,9 @@ func New(cfg Config) *Server {
 		store: cfg.Store, cleaner: cfg.Cleaner, scheduler: cfg.Scheduler, leadership: cfg.Leadership,
 		auth: &Authenticator{OperatorKey: cfg.OperatorKey, Keys: cfg.Store},
 		log:  log, metrics: m, now: time.Now,
-		shutdown: make(chan struct{}),
+		shutdown:     make(chan struct{}),
+		streams:      streamLimits{max: int64(cmp.Or(cfg.MaxStreams, DefaultMaxStreams))},
+		firstMessage: cmp.Or(cfg.FirstMessageTimeout, DefaultFirstMessageTimeout),
 	}
 }
 
@@ -131,6 +143,7 @@ func (s *Server) UnaryInterceptors() []grpc.UnaryServerInterceptor {
 // StreamInterceptors turn stream handler errors into statuses.
 func (s *Server) StreamInterceptors() []grpc.StreamServerInterceptor {
 	return []grpc.StreamServerInterceptor{
+		s.streams.interceptor(),
 		func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			return toStatus(ss.Context(), s.log, handler(srv, ss))
 		},
