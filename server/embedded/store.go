@@ -73,9 +73,21 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, dbFileName), 0o600, &bolt.Options{Timeout: lockTimeout})
+	path := filepath.Join(dir, dbFileName)
+	if err := checkDataFile(path); err != nil {
+		return nil, err
+	}
+	var db *bolt.DB
+	err := guard(path, func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+		return err
+	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("data dir %s is in use by another seatd process", dir)
+	}
+	var d *DamagedError
+	if err = boltDamage(path, err); errors.As(err, &d) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open database in data dir %s: %w", dir, err)
@@ -94,8 +106,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.idle = sync.NewCond(&s.mu)
 	s.commit.db = db
-	if err := s.load(); err != nil {
-		_ = db.Close()
+	if err := guard(path, s.load); err != nil {
+		_ = guard(path, db.Close)
+		if errors.As(err, &d) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("load data dir %s: %w", dir, err)
 	}
 	go s.flushLoop()
