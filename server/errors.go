@@ -46,6 +46,8 @@ const (
 	ReasonMessageTooLarge     = "MESSAGE_TOO_LARGE"
 	ReasonTooManyStreams      = "TOO_MANY_STREAMS"
 	ReasonFirstMessageTimeout = "FIRST_MESSAGE_TIMEOUT"
+	// The request's bytes are not a message of the method's request type.
+	ReasonMalformedRequest = "MALFORMED_REQUEST"
 )
 
 // Error is a failure a caller may see. Message is written for the client and

@@ -194,6 +194,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		return status.Error(codes.Internal, "internal error")
 	})
 	d.grpc = grpc.NewServer(
+		d.api.CodecOption(),
 		grpc.NumStreamWorkers(grpcStreamWorkers),
 		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{
 			rpcMetrics.UnaryServerInterceptor(), recovery.UnaryServerInterceptor(panicked),

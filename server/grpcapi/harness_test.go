@@ -85,6 +85,7 @@ func newEnv(t *testing.T, wrap func(server.Store) server.Store, configure ...fun
 	}
 	api := New(cfg)
 	srv := grpc.NewServer(
+		api.CodecOption(),
 		grpc.ChainUnaryInterceptor(api.UnaryInterceptors()...),
 		grpc.ChainStreamInterceptor(api.StreamInterceptors()...),
 	)

@@ -128,8 +128,9 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	seatdv1.RegisterAdminServiceServer(g, &adminService{s: s})
 }
 
-// UnaryInterceptors authenticate admin calls and turn handler errors into
-// statuses through the one table in status.go.
+// UnaryInterceptors authenticate admin calls, check every request
+// (checkRequest) and turn handler errors into statuses through the one
+// table in status.go. Serve with CodecOption too.
 func (s *Server) UnaryInterceptors() []grpc.UnaryServerInterceptor {
 	return []grpc.UnaryServerInterceptor{
 		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -137,16 +138,19 @@ func (s *Server) UnaryInterceptors() []grpc.UnaryServerInterceptor {
 			return resp, toStatus(ctx, s.log, err)
 		},
 		s.auth.UnaryInterceptor(),
+		checkUnary,
 	}
 }
 
-// StreamInterceptors turn stream handler errors into statuses.
+// StreamInterceptors check every message a stream receives and turn stream
+// handler errors into statuses.
 func (s *Server) StreamInterceptors() []grpc.StreamServerInterceptor {
 	return []grpc.StreamServerInterceptor{
 		s.streams.interceptor(),
 		func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			return toStatus(ss.Context(), s.log, handler(srv, ss))
 		},
+		checkStream,
 	}
 }
 

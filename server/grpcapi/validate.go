@@ -3,7 +3,6 @@ package grpcapi
 import (
 	"regexp"
 	"time"
-	"unicode/utf8"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
@@ -25,8 +24,8 @@ func maxLen(field, v string, n int) error {
 	if len(v) > n {
 		return server.Invalid(field, "must be at most %d bytes", n)
 	}
-	if !utf8.ValidString(v) {
-		return server.Invalid(field, "must be valid UTF-8")
+	if p := textProblem(v); p != "" {
+		return server.Invalid(field, "%s", p)
 	}
 	return nil
 }
@@ -36,10 +35,10 @@ func validMetadata(field string, m map[string]string) error {
 		return server.Invalid(field, "must have at most %d entries", server.MaxMetadataEntries)
 	}
 	for k, v := range m {
-		if k == "" || len(k) > 64 || !utf8.ValidString(k) {
-			return server.Invalid(field, "keys must be 1-64 bytes of UTF-8")
+		if k == "" || len(k) > 64 || textProblem(k) != "" {
+			return server.Invalid(field, "keys must be 1-64 bytes of UTF-8 without control characters")
 		}
-		if err := maxLen(field+"."+k, v, server.MaxMetadataValue); err != nil {
+		if err := maxLen(mapEntryPath(field, k), v, server.MaxMetadataValue); err != nil {
 			return err
 		}
 	}

@@ -94,7 +94,7 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{"long metadata key", acquire(func(r *seatdv1.AcquireSeatRequest) { r.Metadata = map[string]string{long(65): "v"} }), "metadata"},
 		{"long metadata value", acquire(func(r *seatdv1.AcquireSeatRequest) {
 			r.Metadata = map[string]string{"os": long(server.MaxMetadataValue + 1)}
-		}), "metadata.os"},
+		}), `metadata["os"]`},
 		{"wait: no fingerprint", func(ctx context.Context) error {
 			s, err := e.seats.WaitForSeat(ctx, &seatdv1.WaitForSeatRequest{LicenseKey: lic.GetKey()})
 			if err == nil {
