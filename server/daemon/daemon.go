@@ -42,6 +42,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "migrate" {
 		return migrateMain(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "backup" {
+		return backupMain(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "restore" {
+		return restoreMain(args[1:], stdout, stderr)
+	}
 	cfg, err := ParseConfig(args, os.Getenv, stdout)
 	if errors.Is(err, errHelp) {
 		return 0
@@ -50,11 +56,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seatd: %v (see seatd -h)\n", err)
 		return 2
 	}
+	if err := refuseLostData(cfg); err != nil {
+		fmt.Fprintf(stderr, "seatd: %v\n", err)
+		return 1
+	}
 	d, err := Start(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "seatd: %v\n", err)
 		return 1
 	}
+	d.serveBackup()
 	<-ctx.Done()
 	if err := d.Shutdown(); err != nil {
 		fmt.Fprintf(stderr, "seatd: shutdown: %v\n", err)

@@ -1,0 +1,155 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/seatd/seatd/server/embedded"
+)
+
+// backupMain is `seatd backup [--addr HOST:PORT] [--operator-key KEY] FILE`:
+// a hot copy of a running embedded seatd's data, fetched from its HTTP
+// port (the running server holds the database's lock, so nothing else
+// may open it). FILE appears only once the copy is whole, synced and
+// checked.
+func backupMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("seatd backup", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("addr", envOr("http-addr", flagDefault("http-addr")), "the running seatd's HTTP address, or an http(s):// URL (SEATD_HTTP_ADDR)")
+	key := fs.String("operator-key", os.Getenv(EnvName("operator-key")), "operator key (SEATD_OPERATOR_KEY); default: the one kept in --data-dir")
+	dataDir := fs.String("data-dir", envOr("data-dir", flagDefault("data-dir")), "where to find the operator key when none is given (SEATD_DATA_DIR)")
+	files, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, "Usage: seatd backup [--addr HOST:PORT] [--operator-key KEY] FILE\n\n  Copies the data of a running embedded seatd into FILE (written to FILE.tmp,\n  synced and checked, then renamed).")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "seatd backup: %v (see seatd backup -h)\n", err)
+		return 2
+	}
+	if len(files) != 1 {
+		fmt.Fprintln(stderr, "seatd backup: name one FILE to write (see seatd backup -h)")
+		return 2
+	}
+	if *key == "" {
+		if *key, err = keptOperatorKey(*dataDir); err != nil {
+			fmt.Fprintf(stderr, "seatd backup: %v\n", err)
+			return 2
+		}
+	}
+	n, err := fetchBackup(ctx, backupURL(*addr), *key, files[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "seatd backup: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "seatd backup: wrote %d bytes to %s\n", n, files[0])
+	return 0
+}
+
+func envOr(flagName, def string) string {
+	if v := os.Getenv(EnvName(flagName)); v != "" {
+		return v
+	}
+	return def
+}
+
+// keptOperatorKey reads the key seatd generated and kept in its data dir.
+func keptOperatorKey(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, operatorKeyFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("no --operator-key given and none kept in %s (%v)", path, errors.Unwrap(err))
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func backupURL(addr string) string {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return strings.TrimSuffix(addr, "/") + backupPath
+}
+
+// fetchBackup writes the server's copy to file: first to file.tmp, synced
+// and checked as restore would check it, then renamed, so that file is
+// never a partial copy.
+func fetchBackup(ctx context.Context, url, key, file string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, fmt.Errorf("--addr: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("cannot reach seatd: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s answered %s: %s", url, resp.Status, errorMessage(resp.Body))
+	}
+
+	tmp := file + ".tmp"
+	n, err := writeSynced(tmp, resp.Body)
+	if err == nil {
+		err = embedded.CheckBackup(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, file)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return 0, err
+	}
+	return n, syncDirOf(file)
+}
+
+// errorMessage is the message of a REST error body, or the body itself.
+func errorMessage(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, 4096))
+	var st struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(b, &st) == nil && st.Message != "" {
+		return st.Message
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// writeSynced writes r to a new file at path and fsyncs it. A body cut
+// short of its Content-Length fails here (io.ErrUnexpectedEOF).
+func writeSynced(path string, r io.Reader) (int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, r)
+	if err != nil {
+		_ = f.Close()
+		return 0, fmt.Errorf("receive the copy: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return 0, err
+	}
+	return n, f.Close()
+}
+
+// syncDirOf makes a rename of file durable.
+func syncDirOf(file string) error {
+	d, err := os.Open(filepath.Dir(file))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close() }()
+	return d.Sync()
+}

@@ -1,0 +1,43 @@
+package grpcapi
+
+import (
+	"net/http"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// OperatorOnly serves h to the operator key alone, for the few HTTP
+// routes that are not gRPC methods (the backup stream). The key is
+// checked by the same Authenticator as admin gRPC calls; refusals have
+// the REST API's status and error body.
+func (s *Server) OperatorOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := metadata.NewIncomingContext(r.Context(), metadata.MD{"authorization": r.Header.Values("Authorization")})
+		p, err := s.auth.authenticate(ctx)
+		if err == nil {
+			err = p.requireOperator()
+		}
+		if err != nil {
+			s.WriteHTTPError(w, r, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// WriteHTTPError answers err as the REST gateway answers a failed call:
+// the gRPC status as JSON, with its HTTP code. Like every error a client
+// sees, it goes through toStatus: internal detail is logged, not sent.
+func (s *Server) WriteHTTPError(w http.ResponseWriter, r *http.Request, err error) {
+	st := status.Convert(toStatus(r.Context(), s.log, err))
+	body, merr := protojson.Marshal(st.Proto())
+	if merr != nil {
+		body = []byte(`{"code":13,"message":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(runtime.HTTPStatusFromCode(st.Code()))
+	_, _ = w.Write(body)
+}
