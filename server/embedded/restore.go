@@ -14,7 +14,7 @@ import (
 
 // CheckBackup returns nil if file is a sound seatd database: a sound
 // header, every bucket seatd keeps, a schema this seatd reads, every
-// record readable, and bbolt's full consistency check (restore is
+// key and value readable, and bbolt's full consistency check (restore is
 // offline and rare, so its cost, a walk of every page, is fine here).
 // The walk runs first, under guard: tx.Check reads pages in a goroutine
 // of its own, where a fault on a corrupt page id could not be recovered.
