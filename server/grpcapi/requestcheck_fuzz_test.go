@@ -100,4 +100,3 @@ func stringsKeepRule(m proto.Message) bool {
 	})
 	return err == nil
 }
-
