@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seatd/seatd/server/cleanup"
+	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
 )
@@ -55,6 +56,18 @@ type Config struct {
 
 	WaitQueueMax int
 	WaitHold     time.Duration
+
+	// Running on a network (README, "Running on a network").
+	TLSCertFile, TLSKeyFile, TLSClientCAFile string
+	MaxRequestBytes                          int
+	MaxConnections                           int
+	HTTPReadTimeout, HTTPWriteTimeout        time.Duration
+	HTTPIdleTimeout                          time.Duration
+	ConnectionTimeout                        time.Duration
+	GRPCMaxStreamsPerConn                    int
+	MaxStreams                               int
+	FirstMessageTimeout                      time.Duration
+	KeepaliveMinTime                         time.Duration
 }
 
 // Distributed reports whether the config selects PostgreSQL + Redis.
@@ -98,6 +111,19 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 30*time.Second, "distributed mode: how long to retry PostgreSQL/Redis at start")
 	fs.DurationVar(&c.LeaderPingInterval, "leader-ping-interval", leader.DefaultPingInterval, "distributed mode: how often the cleanup leader checks its lock connection")
 	fs.DurationVar(&c.LeaderRetryInterval, "leader-retry-interval", leader.DefaultRetryInterval, "distributed mode: how often followers try for the leader lock (±25% jitter)")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serve TLS on the gRPC and HTTP ports with this PEM certificate (chain); re-read when it changes")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file; re-read when it changes")
+	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", "", "require client certificates signed by this PEM CA bundle (mTLS); re-read when it changes")
+	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", gateway.DefaultMaxBodyBytes, "largest request accepted (a REST body or a gRPC message); larger: 413 / RESOURCE_EXHAUSTED MESSAGE_TOO_LARGE")
+	fs.IntVar(&c.MaxConnections, "max-connections", 10000, "open connections per listener (gRPC, HTTP); more wait to be accepted")
+	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 30*time.Second, "HTTP: longest time to read a whole request (headers and body)")
+	fs.DurationVar(&c.HTTPWriteTimeout, "http-write-timeout", gateway.DefaultWriteTimeout, "HTTP: longest time to write an answer (not WaitForSeat streams)")
+	fs.DurationVar(&c.HTTPIdleTimeout, "http-idle-timeout", 2*time.Minute, "HTTP: an idle keep-alive connection is closed after this")
+	fs.DurationVar(&c.ConnectionTimeout, "connection-timeout", 10*time.Second, "gRPC: a new connection must finish its TLS and HTTP/2 handshake within this")
+	fs.IntVar(&c.GRPCMaxStreamsPerConn, "grpc-max-streams-per-connection", 1000, "gRPC: calls and streams open at once on one connection")
+	fs.IntVar(&c.MaxStreams, "max-streams", grpcapi.DefaultMaxStreams, "gRPC: seatd streams (heartbeat streams, waits) open at once on this instance; more get RESOURCE_EXHAUSTED TOO_MANY_STREAMS")
+	fs.DurationVar(&c.FirstMessageTimeout, "first-message-timeout", grpcapi.DefaultFirstMessageTimeout, "gRPC: a heartbeat stream must send its first heartbeat within this")
+	fs.DurationVar(&c.KeepaliveMinTime, "grpc-keepalive-min-time", 10*time.Second, "gRPC: clients pinging more often than this are disconnected (too_many_pings)")
 	fs.BoolVar(&c.AutoMigrate, "auto-migrate", true, "distributed mode: apply pending migrations at start (else run 'seatd migrate up')")
 	return fs
 }
@@ -167,8 +193,6 @@ func (c *Config) validate() error {
 		return errors.New("--drain-delay must not be negative")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be positive")
-	case c.OperatorKey != "" && len(c.OperatorKey) < 16:
-		return errors.New("--operator-key must be at least 16 characters")
 	case c.Distributed() && c.OperatorKey == "":
 		return errors.New("distributed mode needs --operator-key (SEATD_OPERATOR_KEY): every instance must share one")
 	case c.PostgresURL != "" && c.RedisURL == "":
@@ -187,6 +211,31 @@ func (c *Config) validate() error {
 		return errors.New("--wait-hold must be at least 1s")
 	case c.ConnectTimeout <= 0:
 		return errors.New("--connect-timeout must be positive")
+	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
+		return errors.New("--tls-cert-file and --tls-key-file go together")
+	case c.TLSClientCAFile != "" && c.TLSCertFile == "":
+		return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file (mTLS is TLS first)")
+	case c.MaxRequestBytes < 1024 || c.MaxRequestBytes > 64<<20:
+		return errors.New("--max-request-bytes must be between 1024 and 67108864")
+	case c.MaxConnections < 1:
+		return errors.New("--max-connections must be at least 1")
+	case c.HTTPReadTimeout < time.Second || c.HTTPWriteTimeout < time.Second || c.HTTPIdleTimeout < time.Second:
+		return errors.New("--http-read-timeout, --http-write-timeout and --http-idle-timeout must be at least 1s")
+	case c.ConnectionTimeout < 100*time.Millisecond:
+		return errors.New("--connection-timeout must be at least 100ms")
+	case c.GRPCMaxStreamsPerConn < 1:
+		return errors.New("--grpc-max-streams-per-connection must be at least 1")
+	case c.MaxStreams < 1:
+		return errors.New("--max-streams must be at least 1")
+	case c.FirstMessageTimeout < 100*time.Millisecond:
+		return errors.New("--first-message-timeout must be at least 100ms")
+	case c.KeepaliveMinTime < time.Second:
+		return errors.New("--grpc-keepalive-min-time must be at least 1s")
+	}
+	if c.OperatorKey != "" {
+		if err := checkOperatorKey(c.OperatorKey); err != nil {
+			return fmt.Errorf("--operator-key: %v", err)
+		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"io"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +44,13 @@ func TestParseConfig(t *testing.T) {
 		{name: "interval too short", args: []string{"--cleanup-interval=10ms"}, wantErr: "--cleanup-interval"},
 		{name: "soft above hard", args: []string{"--cleanup-soft-limit=60s", "--cleanup-hard-limit=55s"}, wantErr: "--cleanup-soft-limit"},
 		{name: "short operator key", args: []string{"--operator-key=abc"}, wantErr: "--operator-key"},
+		{name: "blank operator key", args: []string{"--operator-key=" + strings.Repeat(" ", 20)}, wantErr: "whitespace"},
+		{name: "example operator key", args: []string{"--operator-key=a-long-random-secret"}, wantErr: "example"},
+		{name: "guessable operator key", args: []string{"--operator-key=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}, wantErr: "different characters"},
+		{name: "TLS key without cert", args: []string{"--tls-key-file=k.pem"}, wantErr: "--tls-cert-file and --tls-key-file"},
+		{name: "client CA without TLS", args: []string{"--tls-client-ca-file=ca.pem"}, wantErr: "--tls-client-ca-file"},
+		{name: "tiny request limit", args: []string{"--max-request-bytes=10"}, wantErr: "--max-request-bytes"},
+		{name: "no streams", args: []string{"--max-streams=0"}, wantErr: "--max-streams"},
 		{name: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
 	}
 	for _, tt := range tests {
@@ -70,6 +79,8 @@ func TestLoadOperatorKey(t *testing.T) {
 	key, generated, err := loadOperatorKey("", dir)
 	require.NoError(t, err)
 	require.True(t, generated)
+	require.NoFileExists(t, filepath.Join(dir, operatorKeyFile), "kept only once the ports are bound")
+	require.NoError(t, saveOperatorKey(dir, key))
 	again, generated, err := loadOperatorKey("", dir)
 	require.NoError(t, err)
 	require.False(t, generated, "a kept key is not printed again")

@@ -19,7 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -91,6 +90,7 @@ type Daemon struct {
 	conn      *grpc.ClientConn
 	grpcLn    net.Listener
 	httpLn    net.Listener
+	inProcess inProcess    // the gateway's way to the gRPC server
 	pprof     *http.Server // nil unless --pprof-addr
 	serveErr  chan error
 	closeOnce sync.Once
@@ -119,8 +119,9 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if err != nil {
 		return nil, err
 	}
-	if generated {
-		fmt.Fprintf(logOut, "\n  seatd generated an operator key (kept in %s/%s; shown only this once):\n\n      %s\n\n  Use it as: authorization: Bearer <key>\n\n", cfg.DataDir, operatorKeyFile, operatorKey)
+	tlsr, err := tlsFiles(cfg, d.log)
+	if err != nil {
+		return nil, err
 	}
 
 	store, err := openStore(ctx, cfg, d.log)
@@ -132,11 +133,15 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		return nil, err
 	}
 
-	if d.grpcLn, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
-		return nil, fmt.Errorf("cannot listen on %s (--grpc-addr): %w", cfg.GRPCAddr, err)
+	if d.grpcLn, err = listen(cfg.GRPCAddr, "grpc-addr", cfg.MaxConnections); err != nil {
+		return nil, err
 	}
-	if d.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("cannot listen on %s (--http-addr): %w", cfg.HTTPAddr, err)
+	if d.httpLn, err = listen(cfg.HTTPAddr, "http-addr", cfg.MaxConnections); err != nil {
+		return nil, err
+	}
+	if tlsr == nil {
+		warnIfExposed(d.log, d.grpcLn, "grpc-addr")
+		warnIfExposed(d.log, d.httpLn, "http-addr")
 	}
 	var pprofLn net.Listener
 	if cfg.PprofAddr != "" {
@@ -204,7 +209,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)
 		return status.Error(codes.Internal, "internal error")
 	})
-	d.grpc = grpc.NewServer(
+	d.grpc = grpc.NewServer(append(grpcNetworkOptions(cfg, tlsr),
 		d.api.CodecOption(),
 		grpc.NumStreamWorkers(grpcStreamWorkers),
 		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{
@@ -213,7 +218,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{
 			rpcMetrics.StreamServerInterceptor(), recovery.StreamServerInterceptor(panicked),
 		}, d.api.StreamInterceptors()...)...),
-	)
+	)...)
 	d.api.Register(d.grpc)
 	if cfg.BenchCeiling {
 		if err := registerBenchCeiling(d.grpc, d.store); err != nil {
@@ -225,23 +230,38 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	reflection.Register(d.grpc)
 	rpcMetrics.InitializeMetrics(d.grpc)
 
-	// The gateway calls our own gRPC port, so REST gets the same interceptors.
-	d.conn, err = grpc.NewClient(loopback(d.grpcLn.Addr()), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The gateway calls our own gRPC server (in memory), so REST gets the
+	// same interceptors.
+	d.inProcess = newInProcess()
+	d.conn, err = d.inProcess.dial()
 	if err != nil {
 		return nil, fmt.Errorf("gateway connection: %w", err)
 	}
-	d.gateway, err = gateway.New(ctx, d.conn, reg)
+	d.gateway, err = gateway.New(ctx, d.conn, reg, gatewayLimits(cfg))
 	if err != nil {
 		return nil, err
 	}
-	d.http = &http.Server{Handler: d.gateway, ReadHeaderTimeout: 10 * time.Second}
+	d.http = httpServer(cfg, d.gateway, tlsr, d.log)
 
 	go func() { d.serveErr <- d.grpc.Serve(d.grpcLn) }()
+	go func() { _ = d.grpc.Serve(d.inProcess) }()
 	go func() {
-		if err := d.http.Serve(d.httpLn); !errors.Is(err, http.ErrServerClosed) {
+		serve := d.http.Serve
+		if tlsr != nil {
+			serve = func(ln net.Listener) error { return d.http.ServeTLS(ln, "", "") }
+		}
+		if err := serve(d.httpLn); !errors.Is(err, http.ErrServerClosed) {
 			d.serveErr <- err
 		}
 	}()
+	// Shown only now that the ports are bound: a start that fails before
+	// this has not shown a key that was never kept.
+	if generated {
+		if err := saveOperatorKey(cfg.DataDir, operatorKey); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(logOut, "\n  seatd generated an operator key (kept in %s/%s; shown only this once):\n\n      %s\n\n  Use it as: authorization: Bearer <key>\n\n", cfg.DataDir, operatorKeyFile, operatorKey)
+	}
 	if pprofLn != nil {
 		d.pprof = servePprof(pprofLn, d.log)
 	}
@@ -257,7 +277,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if cfg.Distributed() {
 		where = slog.String("redis_key_prefix", cfg.RedisKeyPrefix)
 	}
-	d.log.Info("seatd serving", "mode", cfg.mode(), "grpc", d.GRPCAddr(), "http", d.HTTPAddr(), where)
+	d.log.Info("seatd serving", "mode", cfg.mode(), "grpc", d.GRPCAddr(), "http", d.HTTPAddr(), where,
+		"tls", tlsr != nil, "mtls", tlsr != nil && tlsr.MutualTLS())
 	return d, nil
 }
 
@@ -338,6 +359,9 @@ func (d *Daemon) closeAll() error {
 		if d.conn != nil {
 			_ = d.conn.Close()
 		}
+		if d.inProcess.Listener != nil {
+			_ = d.inProcess.Close()
+		}
 		for _, ln := range []net.Listener{d.grpcLn, d.httpLn} {
 			if ln != nil {
 				_ = ln.Close()
@@ -362,21 +386,6 @@ func ensureDefaultTenant(ctx context.Context, s server.Store) error {
 		return fmt.Errorf("create default tenant: %w", err)
 	}
 	return nil
-}
-
-// loopback turns a wildcard listen address into one a client can dial.
-func loopback(a net.Addr) string {
-	tcp, ok := a.(*net.TCPAddr)
-	if !ok {
-		return a.String()
-	}
-	if tcp.IP.IsUnspecified() {
-		if tcp.IP.To4() != nil {
-			return fmt.Sprintf("127.0.0.1:%d", tcp.Port)
-		}
-		return fmt.Sprintf("[::1]:%d", tcp.Port)
-	}
-	return tcp.String()
 }
 
 // grpcStreamWorkers is how many goroutines serve gRPC calls and stay alive

@@ -4,19 +4,45 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/seatd/seatd/gen/openapi"
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/grpcapi"
+)
+
+// Limits bound what one REST call may cost.
+type Limits struct {
+	// MaxBodyBytes is the largest request body read; a larger one is
+	// answered 413 (MESSAGE_TOO_LARGE) without reading the rest.
+	MaxBodyBytes int64
+	// WriteTimeout bounds writing an answer, except for the streams
+	// (WaitForSeat), which stay open as long as the wait.
+	WriteTimeout time.Duration
+}
+
+// Defaults for Limits.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultWriteTimeout = 30 * time.Second
 )
 
 // Handler is seatd's HTTP surface.
@@ -28,8 +54,12 @@ type Handler struct {
 // New returns the HTTP handler. conn is a client connection to this
 // instance's own gRPC server: every REST call goes through the same
 // interceptors (auth, metrics) as a gRPC call. gatherer serves /metrics.
-func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gatherer) (*Handler, error) {
+func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gatherer, limits Limits) (*Handler, error) {
+	if limits.MaxBodyBytes <= 0 {
+		limits.MaxBodyBytes = DefaultMaxBodyBytes
+	}
 	gw := runtime.NewServeMux(
+		runtime.WithErrorHandler(shapeErrors),
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
 			Marshaler: &runtime.JSONPb{
 				MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: false},
@@ -47,7 +77,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 		}
 	}
 	h := &Handler{mux: http.NewServeMux()}
-	h.mux.Handle("/v1/", gw)
+	h.mux.Handle("/v1/", bounded(gw, limits))
 	h.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -74,3 +104,73 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 func (h *Handler) SetReady(ready bool) { h.ready.Store(ready) }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// bounded reads a call's body up to the limit before grpc-gateway sees it,
+// so that an oversized body costs at most the limit and is answered 413
+// with an ErrorInfo reason (grpc-gateway would answer a decode error).
+func bounded(gw *runtime.ServeMux, limits Limits) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if limits.WriteTimeout > 0 && !strings.HasSuffix(r.URL.Path, ":wait") {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(limits.WriteTimeout))
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			if r.ContentLength > limits.MaxBodyBytes {
+				tooLarge(gw, w, r, limits.MaxBodyBytes)
+				return
+			}
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limits.MaxBodyBytes))
+			var max *http.MaxBytesError
+			switch {
+			case errors.As(err, &max):
+				tooLarge(gw, w, r, limits.MaxBodyBytes)
+				return
+			case err != nil: // the client hung up or was too slow
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		gw.ServeHTTP(w, r)
+	})
+}
+
+func tooLarge(gw *runtime.ServeMux, w http.ResponseWriter, r *http.Request, limit int64) {
+	st := status.New(codes.ResourceExhausted, fmt.Sprintf("request body larger than %d bytes", limit))
+	if with, err := st.WithDetails(&errdetails.ErrorInfo{Reason: server.ReasonMessageTooLarge, Domain: grpcapi.ErrorDomain}); err == nil {
+		st = with
+	}
+	// The connection may still be sending the body: close it after this
+	// answer rather than read the rest.
+	w.Header().Set("Connection", "close")
+	_, out := runtime.MarshalerForRequest(gw, r)
+	runtime.DefaultHTTPErrorHandler(r.Context(), gw, out, w, r, &runtime.HTTPStatusError{HTTPStatus: http.StatusRequestEntityTooLarge, Err: st.Err()})
+}
+
+// shapeErrors gives every refusal an ErrorInfo reason: grpc-gateway's own
+// (a body or parameter that does not decode) come as INVALID_ARGUMENT with
+// the parser's words and no details; they become MALFORMED_REQUEST without
+// the parser's words. A message too large for gRPC is 413, not 429.
+func shapeErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	st, ok := status.FromError(err)
+	var custom *runtime.HTTPStatusError
+	switch {
+	case errors.As(err, &custom):
+	case ok && st.Code() == codes.InvalidArgument && len(st.Details()) == 0:
+		st = status.New(codes.InvalidArgument, "the request does not decode as this call's JSON body and parameters")
+		if with, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: server.ReasonMalformedRequest, Domain: grpcapi.ErrorDomain}); derr == nil {
+			st = with
+		}
+		err = st.Err()
+	case ok && hasReason(st, server.ReasonMessageTooLarge):
+		err = &runtime.HTTPStatusError{HTTPStatus: http.StatusRequestEntityTooLarge, Err: err}
+	}
+	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+}
+
+func hasReason(st *status.Status, reason string) bool {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == reason {
+			return true
+		}
+	}
+	return false
+}

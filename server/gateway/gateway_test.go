@@ -28,6 +28,8 @@ import (
 
 const operatorKey = "gateway-test-operator-key-0123"
 
+const testMaxBody = 4096
+
 // flakyStore answers UNAVAILABLE for license key "slk_unavailable" (as a
 // backend that is down would), and passes everything else through.
 type flakyStore struct{ server.Store }
@@ -65,7 +67,7 @@ func newGateway(t *testing.T) (*Handler, *prometheus.Registry) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	h, err := New(t.Context(), conn, reg)
+	h, err := New(t.Context(), conn, reg, Limits{MaxBodyBytes: testMaxBody})
 	require.NoError(t, err)
 	return h, reg
 }
@@ -137,7 +139,10 @@ func TestErrorsMapToHTTP(t *testing.T) {
 		{"unknown license key", "POST", "/v1/leases", "", `{"licenseKey": "slk_nope", "fingerprint": "x"}`, http.StatusNotFound, "LICENSE_NOT_FOUND"},
 		{"unknown lease", "POST", "/v1/leases/lse_000000000000000000000000:heartbeat", "", `{"leaseToken": "` + token + `"}`, http.StatusNotFound, "LEASE_NOT_FOUND"},
 		{"bad input", "POST", "/v1/leases", "", `{"licenseKey": "` + key + `"}`, http.StatusBadRequest, "INVALID_ARGUMENT"},
-		{"unknown JSON field", "POST", "/v1/leases", "", `{"licenseKey": "` + key + `", "fingerprint": "x", "colour": "red"}`, http.StatusBadRequest, ""},
+		{"unknown JSON field", "POST", "/v1/leases", "", `{"licenseKey": "` + key + `", "fingerprint": "x", "colour": "red"}`, http.StatusBadRequest, "MALFORMED_REQUEST"},
+		{"not JSON", "POST", "/v1/leases", "", `{"licenseKey": `, http.StatusBadRequest, "MALFORMED_REQUEST"},
+		{"bad query parameter", "GET", "/v1/admin/licenses?pageSize=lots", operatorKey, "", http.StatusBadRequest, "MALFORMED_REQUEST"},
+		{"body over the limit", "POST", "/v1/leases", "", `{"licenseKey": "` + strings.Repeat("k", testMaxBody) + `"}`, http.StatusRequestEntityTooLarge, "MESSAGE_TOO_LARGE"},
 		{"wrong lease token", "POST", "/v1/leases/" + leaseID + ":heartbeat", "", `{"leaseToken": "slt_wrong"}`, http.StatusForbidden, "LEASE_TOKEN_INVALID"},
 		{"no admin key", "GET", "/v1/admin/licenses", "", "", http.StatusUnauthorized, "UNAUTHENTICATED"},
 		{"unknown admin key", "GET", "/v1/admin/licenses", "sak_unknown", "", http.StatusUnauthorized, "UNAUTHENTICATED"},
@@ -150,6 +155,7 @@ func TestErrorsMapToHTTP(t *testing.T) {
 		require.Equal(t, tt.code, r.code, "%s: %s", tt.name, r.body)
 		require.Equal(t, tt.reason, r.reason(), "%s: %s", tt.name, r.body)
 		require.NotContains(t, r.body, "10.9.9.9", "%s: internal detail in the body", tt.name)
+		require.NotContains(t, r.body, "proto:", "%s: parser detail in the body", tt.name)
 		require.Contains(t, r.header.Get("Content-Type"), "application/json", tt.name)
 	}
 
@@ -218,4 +224,38 @@ func TestMetricsServesTheGatherer(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code)
 	require.Contains(t, r.body, "\ngateway_test_marker_total 3\n")
 	require.Contains(t, r.body, `seatd_acquisitions_total{result="not_found"} 1`, "REST calls go through the same interceptors as gRPC")
+}
+
+// countingReader counts the bytes the server took from a body.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestOversizedBodyOfUnknownLengthIsNotRead: a body without a length (sent
+// in chunks) is cut at the limit, not read to its end.
+func TestOversizedBodyOfUnknownLengthIsNotRead(t *testing.T) {
+	t.Parallel()
+	h, _ := newGateway(t)
+	body := &countingReader{r: io.LimitReader(zeros{}, 64<<20)}
+	req := httptest.NewRequestWithContext(t.Context(), "POST", "/v1/leases", body)
+	req.ContentLength = -1
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Body.String(), "MESSAGE_TOO_LARGE")
+	require.LessOrEqual(t, body.n, int64(testMaxBody+64<<10), "read no more than the limit and one buffer")
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
