@@ -204,6 +204,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		Store: d.store, Cleaner: cleaner, Scheduler: d.scheduler, Leadership: leadership,
 		OperatorKey: operatorKey, Logger: d.log, Metrics: m,
 		WaitQueue: queue, Hub: hub, Revocations: revocations, WaitHold: cfg.WaitHold,
+		MaxStreams: cfg.MaxStreams, FirstMessageTimeout: cfg.FirstMessageTimeout,
 	})
 	panicked := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)
