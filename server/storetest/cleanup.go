@@ -34,6 +34,13 @@ func testCleanup(t *testing.T, newBackend Backend) {
 			r, tok := acquire(t, s, licZ, fmt.Sprintf("crashed-%d", i), nil)
 			zombies[r.Lease.ID], tokens[r.Lease.ID] = r.Lease, tok
 		}
+		// One zombie heartbeat once, later than its acquisition: its last
+		// heartbeat may be written behind, and must reach the record when
+		// it expires.
+		for id := range zombies {
+			zombies[id] = heartbeat(t, s, id, tokens[id])
+			break
+		}
 		revived, tokR := acquire(t, s, licR, "comes-back", nil)
 		live, _ := acquire(t, s, licL, "alive", nil)
 		// From now on licR grants long deadlines, so the revived lease
@@ -115,6 +122,7 @@ func testCleanup(t *testing.T, newBackend Backend) {
 			ls := getLease(t, s, tn.ID, id)
 			require.Equal(t, server.LeaseExpired, ls.State)
 			requireSameTime(t, z.ExpiresAt, ls.ExpiresAt, "the deadline is kept")
+			requireSameTime(t, z.LastHeartbeatAt, ls.LastHeartbeatAt, "the last heartbeat is kept")
 			require.False(t, ls.EndedAt.Before(ls.ExpiresAt.Add(-timeSlack)), "EndedAt is the cleanup time, after the deadline")
 			requireOneUsage(t, usage, ls)
 
