@@ -49,7 +49,6 @@ func TestBackupRoute(t *testing.T) {
 	d, err := Start(t.Context(), cfg, io.Discard)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Shutdown()) }()
-	d.serveBackup()
 	url := "http://" + d.HTTPAddr() + backupPath
 
 	resp, body := getBackup(t, url, "")

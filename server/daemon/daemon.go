@@ -64,7 +64,6 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seatd: %v\n", err)
 		return 1
 	}
-	d.serveBackup()
 	<-ctx.Done()
 	if err := d.Shutdown(); err != nil {
 		fmt.Fprintf(stderr, "seatd: shutdown: %v\n", err)
@@ -242,6 +241,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if err != nil {
 		return nil, err
 	}
+	d.serveBackup()
 	d.http = httpServer(cfg, d.gateway, tlsr, d.log)
 
 	go func() { d.serveErr <- d.grpc.Serve(d.grpcLn) }()
