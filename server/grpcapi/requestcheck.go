@@ -58,11 +58,12 @@ func checkMessage(m protoreflect.Message) *violation {
 	fields := m.Descriptor().Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		if !m.Has(fd) {
-			continue
-		}
 		var v *violation
 		switch {
+		case fd.Kind() == protoreflect.StringKind && !fd.IsList():
+			v = checkString(m.Get(fd).String()) // "" when unset: no need to ask Has first
+		case !m.Has(fd):
+			continue
 		case fd.IsMap():
 			v = checkMap(fd, m.Get(fd).Map())
 		case fd.IsList():

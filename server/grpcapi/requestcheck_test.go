@@ -261,3 +261,25 @@ func TestCheckRequestPaths(t *testing.T) {
 		require.NoError(t, checkRequest(ok), "%v", ok)
 	}
 }
+
+// TestTextProblemEveryByteEverywhere: the word-at-a-time path agrees with
+// the rule for every byte value at every position of a window.
+func TestTextProblemEveryByteEverywhere(t *testing.T) {
+	t.Parallel()
+	for b := range 256 {
+		for pos := range 17 {
+			s := []byte(strings.Repeat("abcdefgh", 3))[:17]
+			s[pos] = byte(b)
+			want := ""
+			switch {
+			case b < 0x20 || b == 0x7f:
+				want = hasControlChars
+			case b >= 0x80:
+				want = notUTF8 // a lone byte >= 0x80 is never UTF-8
+			}
+			require.Equal(t, want, textProblem(string(s)), "byte %#x at %d", b, pos)
+		}
+	}
+	require.Equal(t, hasControlChars, textProblem("abcdefgh\u0080"), "C1 after a clean word")
+	require.Equal(t, "", textProblem("abcdefgh\u00a0ü☃😀"), "printable non-ASCII")
+}

@@ -20,6 +20,8 @@ func required(field, v string) error {
 	return nil
 }
 
+// maxLen bounds one field and applies the text rule again: checkRequest
+// applies it to every request first, but a handler does not rely on that.
 func maxLen(field, v string, n int) error {
 	if len(v) > n {
 		return server.Invalid(field, "must be at most %d bytes", n)
