@@ -47,10 +47,10 @@ func (c requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return err
 	}
-	r := m.ProtoReflect()
-	proto.Reset(m)
 	// data is ours until we return; this is the error path only.
-	r.SetUnknown(protoreflect.RawFields(malformedMark + invalidUTF8Field(data.Materialize(), r.Descriptor(), 0)))
+	path := invalidUTF8Field(data.Materialize(), m.ProtoReflect().Descriptor(), 0)
+	proto.Reset(m) // nothing half-decoded reaches anyone
+	m.ProtoReflect().SetUnknown(protoreflect.RawFields(malformedMark + path))
 	return nil
 }
 
