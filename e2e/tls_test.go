@@ -62,6 +62,20 @@ func TestTLSWithClientCertificatesAndRotation(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
+	// seatd backup over mTLS, with the private CA.
+	app := clientCA.Client(t, "backup")
+	appCert, appKey, caPEM := filepath.Join(dir, "app.crt"), filepath.Join(dir, "app.key"), filepath.Join(dir, "server-ca.crt")
+	app.Install(t, appCert, appKey)
+	testcerts.WriteAtomically(t, caPEM, serverCA.PEM)
+	backup := filepath.Join(dir, "backup.db")
+	code, out := runToExit(t, failTimeout, []string{"backup", "--addr", "https://" + p.HTTPAddr, "--operator-key", p.OperatorKey,
+		"--cacert", caPEM, "--cert", appCert, "--key", appKey, backup}, nil)
+	require.Zero(t, code, out)
+	require.FileExists(t, backup)
+	code, out = runToExit(t, failTimeout, []string{"backup", "--addr", "https://" + p.HTTPAddr, "--operator-key", p.OperatorKey,
+		"--cacert", caPEM, filepath.Join(dir, "refused.db")}, nil)
+	require.NotZero(t, code, "a backup without the client certificate: %s", out)
+
 	// Without a client certificate: refused on both ports.
 	noCert := &tls.Config{RootCAs: serverCA.Pool(), ServerName: "localhost"}
 	bare, err := grpc.NewClient(p.GRPCAddr, grpc.WithTransportCredentials(credentials.NewTLS(noCert)))

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,6 +28,9 @@ func backupMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	addr := fs.String("addr", envOr("http-addr", flagDefault("http-addr")), "the running seatd's HTTP address, or an http(s):// URL (SEATD_HTTP_ADDR)")
 	key := fs.String("operator-key", os.Getenv(EnvName("operator-key")), "operator key (SEATD_OPERATOR_KEY); default: the one kept in --data-dir")
 	dataDir := fs.String("data-dir", envOr("data-dir", flagDefault("data-dir")), "where to find the operator key when none is given (SEATD_DATA_DIR)")
+	caFile := fs.String("cacert", "", "https: trust this PEM CA bundle (a private CA) besides the system's")
+	certFile := fs.String("cert", "", "https: the client certificate (PEM) a server with --tls-client-ca-file requires")
+	keyFile := fs.String("key", "", "https: the client certificate's private key (PEM)")
 	files, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(stdout, "Usage: seatd backup [--addr HOST:PORT] [--operator-key KEY] FILE\n\n  Copies the data of a running embedded seatd into FILE (written to FILE.tmp,\n  synced and checked, then renamed).")
@@ -47,7 +52,12 @@ func backupMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return 2
 		}
 	}
-	n, err := fetchBackup(ctx, backupURL(*addr), *key, files[0])
+	client, err := backupClient(*caFile, *certFile, *keyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "seatd backup: %v\n", err)
+		return 2
+	}
+	n, err := fetchBackup(ctx, client, backupURL(*addr), *key, files[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "seatd backup: %v\n", err)
 		return 1
@@ -73,6 +83,40 @@ func keptOperatorKey(dataDir string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// backupClient is the HTTP client for an https --addr: a private CA and a
+// client certificate (mTLS) when given.
+func backupClient(caFile, certFile, keyFile string) (*http.Client, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return http.DefaultClient, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cacert: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cacert %s: no PEM certificate in it", caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("--cert and --key go together")
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cert/--key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, Proxy: http.ProxyFromEnvironment}}, nil
+}
+
 func backupURL(addr string) string {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
@@ -83,13 +127,13 @@ func backupURL(addr string) string {
 // fetchBackup writes the server's copy to file: first to file.tmp, synced
 // and checked as restore would check it, then renamed, so that file is
 // never a partial copy.
-func fetchBackup(ctx context.Context, url, key, file string) (int64, error) {
+func fetchBackup(ctx context.Context, client *http.Client, url, key, file string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, fmt.Errorf("--addr: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("cannot reach seatd: %w", err)
 	}
