@@ -101,15 +101,18 @@ func (h *adminService) ListLicenses(ctx context.Context, req *seatdv1.ListLicens
 	if err != nil {
 		return nil, err
 	}
-	ls, next, err := h.s.store.ListLicenses(ctx, tenant, server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
-	if err != nil {
-		return nil, err
-	}
-	resp := &seatdv1.ListLicensesResponse{NextPageToken: next}
-	for _, l := range ls {
-		resp.Licenses = append(resp.Licenses, licenseToProto(l))
-	}
-	return resp, nil
+	first := server.Page{Size: int(req.GetPageSize())}.PageSize()
+	return fitPage(first, func(size int) (*seatdv1.ListLicensesResponse, error) {
+		ls, next, err := h.s.store.ListLicenses(ctx, tenant, server.Page{Size: size, Token: req.GetPageToken()})
+		if err != nil {
+			return nil, err
+		}
+		resp := &seatdv1.ListLicensesResponse{NextPageToken: next}
+		for _, l := range ls {
+			resp.Licenses = append(resp.Licenses, licenseToProto(l))
+		}
+		return resp, nil
+	})
 }
 
 func (h *adminService) UpdateLicense(ctx context.Context, req *seatdv1.UpdateLicenseRequest) (*seatdv1.UpdateLicenseResponse, error) {
@@ -204,20 +207,23 @@ func (h *adminService) ListLeases(ctx context.Context, req *seatdv1.ListLeasesRe
 	if state == server.LeaseExpired {
 		recorded = ""
 	}
-	ls, next, err := h.s.store.ListLeases(ctx, tenant, req.GetLicenseId(), recorded, server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
-	if err != nil {
-		return nil, err
-	}
-	now := h.s.now()
-	resp := &seatdv1.ListLeasesResponse{NextPageToken: next}
-	for _, l := range ls {
-		pl := leaseToProto(l, now)
-		if state != "" && pl.GetState() != req.GetState() {
-			continue
+	first := server.Page{Size: int(req.GetPageSize())}.PageSize()
+	return fitPage(first, func(size int) (*seatdv1.ListLeasesResponse, error) {
+		ls, next, err := h.s.store.ListLeases(ctx, tenant, req.GetLicenseId(), recorded, server.Page{Size: size, Token: req.GetPageToken()})
+		if err != nil {
+			return nil, err
 		}
-		resp.Leases = append(resp.Leases, pl)
-	}
-	return resp, nil
+		now := h.s.now()
+		resp := &seatdv1.ListLeasesResponse{NextPageToken: next}
+		for _, l := range ls {
+			pl := leaseToProto(l, now)
+			if state != "" && pl.GetState() != req.GetState() {
+				continue
+			}
+			resp.Leases = append(resp.Leases, pl)
+		}
+		return resp, nil
+	})
 }
 
 func (h *adminService) RevokeLease(ctx context.Context, req *seatdv1.RevokeLeaseRequest) (*seatdv1.RevokeLeaseResponse, error) {
