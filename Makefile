@@ -8,7 +8,7 @@ TOOL  := $(GO) tool -modfile=tools/go.mod
 # golangci-lint has a module of its own: its dependencies must not move buf's.
 LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 
-.PHONY: help build run generate verify-generate lint vet test bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
+.PHONY: help build run generate verify-generate lint vet test fuzz bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -63,6 +63,10 @@ chaos: tools services ## Randomized fault campaign with a history checker (CHAOS
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) CHAOS_DURATION=$${CHAOS_DURATION:-2m} \
 	  CHAOS_SEED=$${CHAOS_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 	  $(GO) test -race -count=1 -run '^TestChaos$$' -timeout 90m -v ./e2e/
+
+fuzz: ## Fuzz request validation and REST decoding for a while each (FUZZTIME, default 20s); go test runs their seed corpus
+	$(GO) test -run '^$$' -fuzz '^FuzzValidateRequest$$' -fuzztime $${FUZZTIME:-20s} ./server/grpcapi/
+	$(GO) test -run '^$$' -fuzz '^FuzzRESTDecoding$$' -fuzztime $${FUZZTIME:-20s} ./server/gateway/
 
 mutate: services ## Mutation testing before a release (hours): gremlins over the stores, cleanup, leader, grpcapi (a sample of distributed); then the hand-made mutants
 	scripts/mutate.sh
