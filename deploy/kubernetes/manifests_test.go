@@ -81,8 +81,11 @@ func TestDeploymentDrainsWithinTheGracePeriod(t *testing.T) {
 	require.Len(t, pod.Containers, 1)
 	c := pod.Containers[0]
 
-	require.NotNil(t, c.ReadinessProbe.GRPC, "readiness uses the gRPC health protocol")
-	require.NotNil(t, c.LivenessProbe.GRPC, "liveness uses the gRPC health protocol")
+	// TLS on both ports: the kubelet's gRPC probes cannot speak it.
+	require.Contains(t, c.Args, "--tls-cert-file=/etc/seatd/tls/tls.crt", "serves TLS")
+	require.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path, "readiness follows the drain")
+	require.Equal(t, corev1.URISchemeHTTPS, c.ReadinessProbe.HTTPGet.Scheme)
+	require.Equal(t, corev1.URISchemeHTTPS, c.LivenessProbe.HTTPGet.Scheme)
 	require.NotNil(t, c.Lifecycle.PreStop.Sleep, "preStop sleeps so endpoints update before SIGTERM")
 
 	drain, err := time.ParseDuration(env(c, "SEATD_DRAIN_DELAY"))
