@@ -46,6 +46,10 @@ const (
 	ReasonMessageTooLarge     = "MESSAGE_TOO_LARGE"
 	ReasonTooManyStreams      = "TOO_MANY_STREAMS"
 	ReasonFirstMessageTimeout = "FIRST_MESSAGE_TIMEOUT"
+	// Too many failed lookups or calls from one client address (with a
+	// RetryInfo delay), and a tenant at one of its quotas.
+	ReasonRateLimited   = "RATE_LIMITED"
+	ReasonQuotaExceeded = "QUOTA_EXCEEDED"
 	// The request's bytes are not a message of the method's request type.
 	ReasonMalformedRequest = "MALFORMED_REQUEST"
 )

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -68,6 +69,13 @@ type Config struct {
 	MaxStreams                               int
 	FirstMessageTimeout                      time.Duration
 	KeepaliveMinTime                         time.Duration
+
+	// Per client address (README, "Running on a network"); a rate of 0 is
+	// no limit.
+	FailedLookupRate, UnauthenticatedCallRate   float64
+	FailedLookupBurst, UnauthenticatedCallBurst int
+	// Per tenant; 0 is no quota.
+	TenantMaxLicenses, TenantMaxSeats, TenantMaxAPIKeys int64
 }
 
 // Distributed reports whether the config selects PostgreSQL + Redis.
@@ -124,6 +132,13 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.IntVar(&c.MaxStreams, "max-streams", grpcapi.DefaultMaxStreams, "gRPC: seatd streams (heartbeat streams, waits) open at once on this instance; more get RESOURCE_EXHAUSTED TOO_MANY_STREAMS")
 	fs.DurationVar(&c.FirstMessageTimeout, "first-message-timeout", grpcapi.DefaultFirstMessageTimeout, "gRPC: a heartbeat stream must send its first heartbeat within this")
 	fs.DurationVar(&c.KeepaliveMinTime, "grpc-keepalive-min-time", 10*time.Second, "gRPC: clients pinging more often than this are disconnected (too_many_pings)")
+	fs.Float64Var(&c.FailedLookupRate, "failed-lookup-rate", grpcapi.DefaultFailedLookups.PerSecond, "failed lookups (unknown license key, lease or bearer key; wrong lease token) allowed per second per client address, beyond the burst; over it RESOURCE_EXHAUSTED RATE_LIMITED / 429; 0: no limit")
+	fs.IntVar(&c.FailedLookupBurst, "failed-lookup-burst", grpcapi.DefaultFailedLookups.Burst, "failed lookups one client address may make at once before --failed-lookup-rate applies")
+	fs.Float64Var(&c.UnauthenticatedCallRate, "unauthenticated-call-rate", grpcapi.DefaultUnauthenticatedCalls.PerSecond, "seat and heartbeat calls (no bearer key) allowed per second per client address, beyond the burst; 0: no limit")
+	fs.IntVar(&c.UnauthenticatedCallBurst, "unauthenticated-call-burst", grpcapi.DefaultUnauthenticatedCalls.Burst, "seat and heartbeat calls one client address may make at once before --unauthenticated-call-rate applies")
+	fs.Int64Var(&c.TenantMaxLicenses, "tenant-max-licenses", grpcapi.DefaultQuotas.Licenses, "licenses (not deleted) per tenant; more get RESOURCE_EXHAUSTED QUOTA_EXCEEDED; 0: no quota")
+	fs.Int64Var(&c.TenantMaxSeats, "tenant-max-seats", grpcapi.DefaultQuotas.Seats, "seats plus overdraft summed over a tenant's licenses; 0: no quota")
+	fs.Int64Var(&c.TenantMaxAPIKeys, "tenant-max-api-keys", grpcapi.DefaultQuotas.APIKeys, "API keys (not revoked) per tenant; 0: no quota")
 	fs.BoolVar(&c.AutoMigrate, "auto-migrate", true, "distributed mode: apply pending migrations at start (else run 'seatd migrate up')")
 	return fs
 }
@@ -231,6 +246,12 @@ func (c *Config) validate() error {
 		return errors.New("--first-message-timeout must be at least 100ms")
 	case c.KeepaliveMinTime < time.Second:
 		return errors.New("--grpc-keepalive-min-time must be at least 1s")
+	case !validRate(c.FailedLookupRate) || c.FailedLookupBurst < 1 || c.FailedLookupBurst > maxBurst:
+		return errors.New("--failed-lookup-rate must be a number, 0 or more, and --failed-lookup-burst between 1 and 1000000")
+	case !validRate(c.UnauthenticatedCallRate) || c.UnauthenticatedCallBurst < 1 || c.UnauthenticatedCallBurst > maxBurst:
+		return errors.New("--unauthenticated-call-rate must be a number, 0 or more, and --unauthenticated-call-burst between 1 and 1000000")
+	case c.TenantMaxLicenses < 0 || c.TenantMaxSeats < 0 || c.TenantMaxAPIKeys < 0:
+		return errors.New("--tenant-max-licenses, --tenant-max-seats and --tenant-max-api-keys must not be negative (0: no quota)")
 	}
 	if c.OperatorKey != "" {
 		if err := checkOperatorKey(c.OperatorKey); err != nil {
@@ -244,6 +265,17 @@ func (c *Config) validate() error {
 		return errors.New("--log-format must be text or json")
 	}
 	return nil
+}
+
+const maxBurst = 1_000_000
+
+func validRate(r float64) bool { return r >= 0 && !math.IsInf(r, 1) } // NaN fails r >= 0
+
+// apiLimits are the per-address limits and tenant quotas for grpcapi.
+func (c *Config) apiLimits() (failed, calls grpcapi.RateLimit, quotas grpcapi.Quotas) {
+	return grpcapi.RateLimit{PerSecond: c.FailedLookupRate, Burst: c.FailedLookupBurst},
+		grpcapi.RateLimit{PerSecond: c.UnauthenticatedCallRate, Burst: c.UnauthenticatedCallBurst},
+		grpcapi.Quotas{Licenses: c.TenantMaxLicenses, Seats: c.TenantMaxSeats, APIKeys: c.TenantMaxAPIKeys}
 }
 
 func parseLevel(s string) (slog.Level, error) {

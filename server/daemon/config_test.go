@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server/grpcapi"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -52,6 +54,29 @@ func TestParseConfig(t *testing.T) {
 		{name: "tiny request limit", args: []string{"--max-request-bytes=10"}, wantErr: "--max-request-bytes"},
 		{name: "no streams", args: []string{"--max-streams=0"}, wantErr: "--max-streams"},
 		{name: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
+		{name: "limits and quotas by default", check: func(t *testing.T, c Config) {
+			failed, calls, quotas := c.apiLimits()
+			require.Equal(t, grpcapi.DefaultFailedLookups, failed)
+			require.Equal(t, grpcapi.DefaultUnauthenticatedCalls, calls)
+			require.Equal(t, grpcapi.DefaultQuotas, quotas)
+		}},
+		{name: "0 switches a limit or quota off", args: []string{"--failed-lookup-rate=0", "--unauthenticated-call-rate=0", "--tenant-max-licenses=0", "--tenant-max-seats=0", "--tenant-max-api-keys=0"},
+			check: func(t *testing.T, c Config) {
+				failed, calls, quotas := c.apiLimits()
+				require.Zero(t, failed.PerSecond)
+				require.Zero(t, calls.PerSecond)
+				require.Equal(t, grpcapi.Quotas{}, quotas)
+			}},
+		{name: "limits from env", env: map[string]string{"SEATD_FAILED_LOOKUP_RATE": "0.5", "SEATD_FAILED_LOOKUP_BURST": "3", "SEATD_TENANT_MAX_SEATS": "7"},
+			check: func(t *testing.T, c Config) {
+				failed, _, quotas := c.apiLimits()
+				require.Equal(t, grpcapi.RateLimit{PerSecond: 0.5, Burst: 3}, failed)
+				require.Equal(t, int64(7), quotas.Seats)
+			}},
+		{name: "negative rate", args: []string{"--failed-lookup-rate=-1"}, wantErr: "--failed-lookup-rate"},
+		{name: "NaN rate", args: []string{"--unauthenticated-call-rate=NaN"}, wantErr: "--unauthenticated-call-rate"},
+		{name: "zero burst", args: []string{"--failed-lookup-burst=0"}, wantErr: "--failed-lookup-burst"},
+		{name: "negative quota", args: []string{"--tenant-max-api-keys=-1"}, wantErr: "--tenant-max-api-keys"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -199,11 +199,13 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		revocations = d.notifier
 		queue = waitqueue.NewRedis(d.rdb, cfg.RedisKeyPrefix, cfg.WaitQueueMax, 5*time.Second)
 	}
+	failedLookups, unauthenticatedCalls, quotas := cfg.apiLimits()
 	d.api = grpcapi.New(grpcapi.Config{
 		Store: d.store, Cleaner: cleaner, Scheduler: d.scheduler, Leadership: leadership,
 		OperatorKey: operatorKey, Logger: d.log, Metrics: m,
 		WaitQueue: queue, Hub: hub, Revocations: revocations, WaitHold: cfg.WaitHold,
 		MaxStreams: cfg.MaxStreams, FirstMessageTimeout: cfg.FirstMessageTimeout,
+		FailedLookups: failedLookups, UnauthenticatedCalls: unauthenticatedCalls, Quotas: quotas,
 	})
 	panicked := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)

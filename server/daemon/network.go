@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/seatd/seatd/server/gateway"
+	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/tlsreload"
 )
 
@@ -80,6 +81,11 @@ type inProcess struct {
 }
 
 type inProcessConn struct{ net.Conn }
+
+// RemoteAddr marks the gateway's calls: only on them does the gRPC server
+// believe the REST client's address the gateway forwards (the per-address
+// limits), so that a network client cannot name an address of its choice.
+func (inProcessConn) RemoteAddr() net.Addr { return grpcapi.GatewayAddr{} }
 
 func newInProcess() inProcess { return inProcess{bufconn.Listen(1 << 20)} }
 

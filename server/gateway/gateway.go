@@ -20,6 +20,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -60,6 +61,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 	}
 	gw := runtime.NewServeMux(
 		runtime.WithErrorHandler(shapeErrors),
+		runtime.WithMetadata(clientAddr),
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
 			Marshaler: &runtime.JSONPb{
 				MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: false},
@@ -163,7 +165,20 @@ func shapeErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler
 	case ok && hasReason(st, server.ReasonMessageTooLarge):
 		err = &runtime.HTTPStatusError{HTTPStatus: http.StatusRequestEntityTooLarge, Err: err}
 	}
+	if ok {
+		if after := grpcapi.RetryAfter(st); after != "" {
+			w.Header().Set("Retry-After", after)
+		}
+	}
 	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+}
+
+// clientAddr passes the HTTP client's address to the gRPC server, which
+// limits failed lookups per client address and believes this key only on
+// the gateway's in-process connection. An annotator's value replaces any a
+// client sent under the same key.
+func clientAddr(_ context.Context, r *http.Request) metadata.MD {
+	return metadata.Pairs(grpcapi.ForwardedForKey, r.RemoteAddr)
 }
 
 func hasReason(st *status.Status, reason string) bool {

@@ -101,8 +101,9 @@ func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
 	}
 }
 
-func tenantToProto(t server.Tenant) *seatdv1.Tenant {
-	return &seatdv1.Tenant{Id: t.ID, Name: t.Name, CreateTime: ts(t.CreatedAt)}
+// tenantToProto shows the tenant with the quotas this server holds it to.
+func (s *Server) tenantToProto(t server.Tenant) *seatdv1.Tenant {
+	return &seatdv1.Tenant{Id: t.ID, Name: t.Name, CreateTime: ts(t.CreatedAt), Quotas: s.quotas.toProto()}
 }
 
 func apiKeyToProto(k server.APIKey) *seatdv1.ApiKey {

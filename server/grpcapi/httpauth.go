@@ -12,11 +12,19 @@ import (
 // OperatorOnly serves h to the operator key alone, for the few HTTP
 // routes that are not gRPC methods (the backup stream). The key is
 // checked by the same Authenticator as admin gRPC calls; refusals have
-// the REST API's status and error body.
+// the REST API's status and error body. Unknown keys count against the
+// caller's address as they do on gRPC (ratelimits.go).
 func (s *Server) OperatorOnly(h http.Handler) http.Handler {
+	const method = adminPrefix + "Backup" // an admin call for the limits
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := addrKey(r.RemoteAddr)
+		if err := s.limits.admit(addr, method); err != nil {
+			s.WriteHTTPError(w, r, err)
+			return
+		}
 		ctx := metadata.NewIncomingContext(r.Context(), metadata.MD{"authorization": r.Header.Values("Authorization")})
 		p, err := s.auth.authenticate(ctx)
+		s.limits.done(addr, method, err)
 		if err == nil {
 			err = p.requireOperator()
 		}
@@ -38,6 +46,9 @@ func (s *Server) WriteHTTPError(w http.ResponseWriter, r *http.Request, err erro
 		body = []byte(`{"code":13,"message":"internal error"}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if after := RetryAfter(st); after != "" {
+		w.Header().Set("Retry-After", after)
+	}
 	w.WriteHeader(runtime.HTTPStatusFromCode(st.Code()))
 	_, _ = w.Write(body)
 }

@@ -40,6 +40,9 @@ type Server struct {
 
 	streams      streamLimits
 	firstMessage time.Duration // a heartbeat stream's deadline to name its lease
+	limits       callLimits    // per client address (ratelimits.go)
+	quotas       Quotas        // per tenant (quotas.go)
+	quotaLocks   *quotaLocks
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed when the server starts to drain
@@ -77,6 +80,12 @@ type Config struct {
 	// FirstMessageTimeout is how long a heartbeat stream may stay silent
 	// after it opens (default DefaultFirstMessageTimeout; negative: none).
 	FirstMessageTimeout time.Duration
+
+	// FailedLookups and UnauthenticatedCalls limit each client address
+	// (ratelimits.go); Quotas bound each tenant (quotas.go). The zero
+	// value is no limit: the daemon's flags carry the defaults.
+	FailedLookups, UnauthenticatedCalls RateLimit
+	Quotas                              Quotas
 }
 
 // Defaults for WaitForSeat.
@@ -114,6 +123,8 @@ func New(cfg Config) *Server {
 		shutdown:     make(chan struct{}),
 		streams:      streamLimits{max: int64(cmp.Or(cfg.MaxStreams, DefaultMaxStreams))},
 		firstMessage: cmp.Or(cfg.FirstMessageTimeout, DefaultFirstMessageTimeout),
+		limits:       newCallLimits(cfg.FailedLookups, cfg.UnauthenticatedCalls),
+		quotas:       cfg.Quotas, quotaLocks: newQuotaLocks(),
 	}
 }
 
@@ -128,15 +139,17 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	seatdv1.RegisterAdminServiceServer(g, &adminService{s: s})
 }
 
-// UnaryInterceptors authenticate admin calls, check every request
-// (checkRequest) and turn handler errors into statuses through the one
-// table in status.go. Serve with CodecOption too.
+// UnaryInterceptors limit each client address (ratelimits.go),
+// authenticate admin calls, check every request (checkRequest) and turn
+// handler errors into statuses through the one table in status.go. Serve
+// with CodecOption too.
 func (s *Server) UnaryInterceptors() []grpc.UnaryServerInterceptor {
 	return []grpc.UnaryServerInterceptor{
 		func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 			resp, err := handler(ctx, req)
 			return resp, toStatus(ctx, s.log, err)
 		},
+		s.limits.unaryInterceptor(),
 		s.auth.UnaryInterceptor(),
 		checkUnary,
 	}
@@ -150,6 +163,7 @@ func (s *Server) StreamInterceptors() []grpc.StreamServerInterceptor {
 		func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			return toStatus(ss.Context(), s.log, handler(srv, ss))
 		},
+		s.limits.streamInterceptor(),
 		checkStream,
 	}
 }
