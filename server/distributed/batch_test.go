@@ -442,3 +442,45 @@ func TestHeartbeatsOfOneLeaseTogether(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, latest.UnixMicro(), int64(score), "live deadline, latest renewal answered %s", latest)
 }
+
+// TestBatcherStopWaitsForTheRunningBatch: stop returns only once the batch
+// in flight has answered its callers (a store closes its pools after it).
+func TestBatcherStopWaitsForTheRunningBatch(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	b := newBatcher(1, 1, 8, func(batch []*batchCall[int, int]) {
+		close(started)
+		<-release
+		for _, c := range batch {
+			c.res = c.req
+		}
+	})
+	answered := make(chan error, 1)
+	go func() {
+		_, err := b.do(t.Context(), 1)
+		answered <- err
+	}()
+	<-started
+	var released atomic.Bool
+	stopped := make(chan bool, 1)
+	go func() {
+		b.stop()
+		stopped <- released.Load()
+	}()
+	// stop holds the lock until it waits: once it has marked the batcher
+	// stopped and let go of the lock, it is waiting.
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.stopped
+	}, 10*time.Second, time.Millisecond)
+	released.Store(true)
+	close(release)
+	select {
+	case afterRelease := <-stopped:
+		require.True(t, afterRelease, "stop returned while the batch was running")
+	case <-time.After(30 * time.Second):
+		t.Fatal("stop did not return after the running batch ended")
+	}
+	require.NoError(t, <-answered)
+}
