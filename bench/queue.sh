@@ -31,7 +31,9 @@ go build -o bin/load ./bench/load
 
 psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_benchq CASCADE; CREATE SCHEMA seatd_benchq" >/dev/null
 sep='?'; [[ "$PG_URL" == *\?* ]] && sep='&'
+# Every caller is one client address: the per-address call limit is off.
 "$SEATD" --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --operator-key "$OP" --drain-delay 0s \
+  --unauthenticated-call-rate 0 \
   --postgres-url "${PG_URL}${sep}search_path=seatd_benchq" --redis-url "$REDIS_URL" \
   --redis-key-prefix seatd-benchq: --wait-queue-max "$N" >"$work/seatd.log" 2>&1 &
 pid=$!

@@ -49,10 +49,11 @@ LOAD=${BENCH_LOAD:-bin/load}
 [[ -n "${BENCH_LOAD:-}" ]] || go build -o bin/load ./bench/load
 
 # start_seatd MODE ARGS... : starts seatd, waits for it, sets ADDR to its gRPC address.
+# The load generator is one client address: the per-address call limit is off.
 start_seatd() {
   local log="$work/$1.log"; shift
   "$SEATD" --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --operator-key "$OP" \
-    --drain-delay 0s "$@" >"$log" 2>&1 &
+    --drain-delay 0s --unauthenticated-call-rate 0 "$@" >"$log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 300); do
     if grep -q 'seatd serving' "$log" 2>/dev/null; then
