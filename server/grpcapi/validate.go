@@ -10,7 +10,6 @@ import (
 
 var (
 	tenantIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	secretPattern   = regexp.MustCompile(`^[\x21-\x7e]{16,256}$`) // printable ASCII, no spaces
 )
 
 func required(field, v string) error {
