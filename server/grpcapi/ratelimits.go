@@ -64,11 +64,18 @@ func failedLookup(method string, err error) bool {
 	return false
 }
 
-// admit refuses a call from addr that is over a limit.
+// admit refuses a call from addr that is over a limit. Calls that keep a
+// held lease alive (heartbeats, releases) are never refused for the
+// address's failed lookups: a fleet behind one NAT address must not lose
+// its seats to one client there that guesses (or is misconfigured), and a
+// lease token cannot be guessed anyway. Their failures still count, and
+// they are still under the calls limit.
 func (l *callLimits) admit(addr, method string) error {
 	now := l.now()
-	if empty, retry := l.failedLookups.Empty(addr, now); empty {
-		return rateLimited("too many failed lookups from this address", retry)
+	if !keepsLeaseAlive(method) {
+		if empty, retry := l.failedLookups.Empty(addr, now); empty {
+			return rateLimited("too many failed lookups from this address", retry)
+		}
 	}
 	if !strings.HasPrefix(method, adminPrefix) {
 		if ok, retry := l.unauthenticated.Take(addr, now); !ok {
@@ -83,6 +90,11 @@ func (l *callLimits) done(addr, method string, err error) {
 	if failedLookup(method, err) {
 		l.failedLookups.Charge(addr, l.now())
 	}
+}
+
+// keepsLeaseAlive: the calls a client makes on a lease it holds.
+func keepsLeaseAlive(method string) bool {
+	return strings.HasPrefix(method, "/seatd.v1.HeartbeatService/") || method == "/seatd.v1.SeatService/ReleaseSeat"
 }
 
 // rateLimited is RESOURCE_EXHAUSTED RATE_LIMITED with the time to wait.

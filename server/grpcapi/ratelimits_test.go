@@ -92,13 +92,25 @@ func TestFailedLookupsAreLimitedPerClientAddress(t *testing.T) {
 		_, err := e.beats.Heartbeat(t.Context(), &seatdv1.HeartbeatRequest{LeaseId: held.GetLease().GetId(), LeaseToken: held.GetLeaseToken()})
 		require.NoError(t, err)
 	}
+	// A lease held before the guesses, by a client at the same address.
+	held := e.acquire(t, lic.GetKey(), "held")
 	for i := range 3 {
 		requireStatus(t, guess(t, e.seats, t.Context()), codes.NotFound, server.ReasonLicenseNotFound, "guess %d within the burst", i)
 	}
 	requireRateLimited(t, guess(t, e.seats, t.Context()), "a guess past the burst")
+	// Its heartbeats and release go on: seats are not lost to a neighbour.
+	_, err := e.beats.Heartbeat(t.Context(), &seatdv1.HeartbeatRequest{LeaseId: held.GetLease().GetId(), LeaseToken: held.GetLeaseToken()})
+	require.NoError(t, err, "a heartbeat of a held lease from a limited address")
+	stream, err := e.beats.HeartbeatStream(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, stream.Send(&seatdv1.HeartbeatStreamRequest{LeaseId: held.GetLease().GetId(), LeaseToken: held.GetLeaseToken()}))
+	_, err = stream.Recv()
+	require.NoError(t, err, "a heartbeat stream of a held lease from a limited address")
+	_, err = e.seats.ReleaseSeat(t.Context(), &seatdv1.ReleaseSeatRequest{LeaseId: held.GetLease().GetId(), LeaseToken: held.GetLeaseToken()})
+	require.NoError(t, err, "a release of a held lease from a limited address")
 	// The address is refused whatever it asks, until a token is back: a
 	// right key after wrong ones waits too.
-	_, err := e.seats.AcquireSeat(t.Context(), &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "late"})
+	_, err = e.seats.AcquireSeat(t.Context(), &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "late"})
 	requireRateLimited(t, err, "the same address with a right key")
 	wait, err := e.seats.WaitForSeat(t.Context(), &seatdv1.WaitForSeatRequest{LicenseKey: "slk_guessed-key-0123456789", Fingerprint: "x"})
 	require.NoError(t, err)
@@ -170,7 +182,9 @@ func TestFailedLookupKinds(t *testing.T) {
 			err := fail(e, held)
 			require.Error(t, err)
 			require.NotEqual(t, server.ReasonRateLimited, errorInfo(status.Convert(err)).GetReason())
-			requireRateLimited(t, fail(e, held), "the second failure of a burst of 1")
+			// Counted: the address's next lookup is refused. (Heartbeats
+			// and releases themselves are never refused for it.)
+			requireRateLimited(t, guess(t, e.seats, t.Context()), "a lookup after a failure, with a burst of 1")
 		})
 	}
 
