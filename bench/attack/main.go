@@ -55,8 +55,10 @@ func main() {
 		preface(or(*count, 3000))
 	case "nul":
 		nul(conn, or(*count, 2000))
+	case "guess":
+		guess(conn, or(*count, 20000))
 	default:
-		check(fmt.Errorf("name an attack: body, slow, streams, preface, nul"))
+		check(fmt.Errorf("name an attack: body, slow, streams, preface, nul, guess"))
 	}
 	h.stop()
 	fmt.Printf("after: RSS %s; health during the attack: %s\n", rss(), h)
@@ -199,6 +201,35 @@ func nul(conn *grpc.ClientConn, n int) {
 	fmt.Printf("  %d requests in %v:\n", n, time.Since(start).Round(time.Millisecond))
 	for k, v := range codes {
 		fmt.Printf("    %6d × %s\n", v, k)
+	}
+}
+
+// guess: acquisitions with made-up license keys, as fast as 16 callers go.
+func guess(conn *grpc.ClientConn, n int) {
+	client := seatdv1.NewSeatServiceClient(conn)
+	var mu sync.Mutex
+	codes := map[string]int{}
+	var next atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				i := next.Load()
+				_, err := client.AcquireSeat(context.Background(), &seatdv1.AcquireSeatRequest{LicenseKey: fmt.Sprintf("slk_guess%028d", i), Fingerprint: "x"})
+				st, _ := status.FromError(err)
+				msg, _, _ := strings.Cut(st.Message(), ";")
+				mu.Lock()
+				codes[st.Code().String()+" "+msg]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	fmt.Printf("  %d guesses in %v:\n", n, took.Round(time.Millisecond))
+	for k, v := range codes {
+		fmt.Printf("    %6d × %s (%.0f/s)\n", v, k, float64(v)/took.Seconds())
 	}
 }
 
