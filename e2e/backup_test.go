@@ -76,8 +76,8 @@ func TestBackupRestore(t *testing.T) {
 // never starts empty or crashes (issue 9).
 func TestStartRefusesLostData(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(9, 7))
-	random := func(n int) []byte {
+	random := func(n int) []byte { // its own source: the subtests run in parallel
+		rng := rand.New(rand.NewPCG(9, 7))
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = byte(rng.Uint32())
