@@ -78,7 +78,7 @@ func body(n int) {
 				return
 			}
 			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			fmt.Printf("  body %d: %s %s\n", i, resp.Status, bytes.TrimSpace(b))
 		}()
 	}
@@ -107,7 +107,7 @@ func slow(n int) {
 		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
 			closed++
 		}
-		c.Close()
+		_ = c.Close()
 	}
 	fmt.Printf("  after %v: %d of them closed by seatd\n", *hold, closed)
 }
@@ -121,7 +121,7 @@ func streams(n int) {
 	for range (n + 499) / 500 {
 		conn, err := grpc.NewClient(*grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		check(err)
-		defer conn.Close()
+		defer func() { _ = conn.Close() }()
 		clients = append(clients, seatdv1.NewHeartbeatServiceClient(conn))
 	}
 	var opened, refused, ended atomic.Int64
@@ -183,7 +183,7 @@ func preface(n int) {
 				break
 			}
 		}
-		c.Close()
+		_ = c.Close()
 	}
 	fmt.Printf("  after %v: %d of them closed by seatd\n", *hold, closed)
 }
@@ -281,7 +281,7 @@ func rss() string {
 	if err != nil {
 		return "?"
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
