@@ -288,13 +288,13 @@ func compareRefs(a, b server.LeaseRef) int {
 }
 
 // maybeReconcile re-derives expiry hints from PostgreSQL, at most every
-// reconcileEvery: the active leases whose recorded deadline has passed. It
+// s.reconcileEvery: the active leases whose recorded deadline has passed. It
 // repairs what the hint can lose (a crash between a grant and its hint, a
 // Redis restart) and hands the cleaner orphans (adopt.lua). Failures are
 // logged; the next pass tries again.
 func (s *Store) maybeReconcile(ctx context.Context, now time.Time) {
 	s.reconcileMu.Lock()
-	if !s.lastReconcile.IsZero() && time.Since(s.lastReconcile) < reconcileEvery {
+	if !s.lastReconcile.IsZero() && time.Since(s.lastReconcile) < s.reconcileEvery {
 		s.reconcileMu.Unlock()
 		return
 	}

@@ -206,7 +206,8 @@
 //     revival); if the record fails, the grant is taken back and the
 //     caller gets UNAVAILABLE; the cleaner records the expiry later.
 //   - Between a grant and its hint (hint.lua): the hint is lost; the
-//     reconciliation re-derives it from PostgreSQL within reconcileEvery.
+//     reconciliation re-derives it from PostgreSQL within 10 s
+//     (defaultReconcileEvery).
 //   - Rebuild between its commit and rebuild.lua: the conf hash is still
 //     missing, so the next call rebuilds again (the epoch only grows).
 //   - Redis fails over to a replica that lost recent writes: leases granted

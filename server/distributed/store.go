@@ -69,9 +69,9 @@ const (
 	defaultKeyPrefix      = "seatd:"
 	defaultFlushInterval  = 10 * time.Second
 	defaultConnectTimeout = 30 * time.Second
-	// reconcileEvery spaces the passes that re-derive expiry hints from
-	// PostgreSQL (see DueLeases).
-	reconcileEvery = 10 * time.Second
+	// defaultReconcileEvery spaces the passes that re-derive expiry hints
+	// from PostgreSQL (see DueLeases).
+	defaultReconcileEvery = 10 * time.Second
 	// defaultRecordWait bounds how long a retry waits for the acquisition
 	// that granted the lease it is handed back to record it.
 	defaultRecordWait = 5 * time.Second
@@ -107,6 +107,8 @@ type Store struct {
 	// recordWait is how long handing back a lease waits for the
 	// acquisition that granted it to record it.
 	recordWait time.Duration
+	// reconcileEvery spaces the reconciliation passes (a field for tests).
+	reconcileEvery time.Duration
 	// insertHook, when set (tests only), runs every session insert: it may
 	// make the insert fail before or after it commits.
 	insertHook func(insert func() (bool, error)) (bool, error)
@@ -210,20 +212,21 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 
 	s := &Store{
-		pool:        pool,
-		rdb:         rdb,
-		keys:        keyspace{prefix: cmp.Or(opts.RedisKeyPrefix, defaultKeyPrefix)},
-		log:         log,
-		flushEvery:  cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
-		licenseKeys: newBoundedCache[string, string](100_000),
-		leaseInfo:   newBoundedCache[string, *leaseInfo](1_000_000),
-		licKeys:     newBoundedCache[string, []string](100_000),
-		licJSON:     newBoundedCache[string, server.License](10_000),
-		hb:          heartbeatBuffer{pending: map[string]pendingBeat{}},
-		confBehind:  map[string]bool{},
-		recordWait:  defaultRecordWait,
-		stop:        make(chan struct{}),
-		stopped:     make(chan struct{}),
+		pool:           pool,
+		rdb:            rdb,
+		keys:           keyspace{prefix: cmp.Or(opts.RedisKeyPrefix, defaultKeyPrefix)},
+		log:            log,
+		flushEvery:     cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
+		licenseKeys:    newBoundedCache[string, string](100_000),
+		leaseInfo:      newBoundedCache[string, *leaseInfo](1_000_000),
+		licKeys:        newBoundedCache[string, []string](100_000),
+		licJSON:        newBoundedCache[string, server.License](10_000),
+		hb:             heartbeatBuffer{pending: map[string]pendingBeat{}},
+		confBehind:     map[string]bool{},
+		recordWait:     defaultRecordWait,
+		reconcileEvery: defaultReconcileEvery,
+		stop:           make(chan struct{}),
+		stopped:        make(chan struct{}),
 	}
 	s.hot = newBatcher(redisSlots, redisMin, maxPipeline, s.runLicenseScripts)
 	s.inserts = newBatcher(pgSlots, pgMin, pgMaxBatch, s.runInserts)
