@@ -47,8 +47,8 @@ func requireDamaged(t *testing.T, err error, path, reason string) {
 // serving an empty store or crashing (issue 9).
 func TestOpenRefusesDamagedDataFile(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(9, 7))
-	random := func(n int) []byte {
+	random := func(n int) []byte { // its own source: the subtests run in parallel
+		rng := rand.New(rand.NewPCG(9, 7))
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = byte(rng.Uint32())
