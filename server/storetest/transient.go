@@ -57,6 +57,9 @@ func testTransient(t *testing.T, newBackend Backend) {
 				requireUnavailable(t, err, "Acquire")
 				_, err = s.DeleteLicense(t.Context(), tn.ID, keep.ID)
 				requireUnavailable(t, err, "DeleteLicense")
+				if fault == FaultRecord { // the audit log is in the record only
+					requireUnavailable(t, s.AppendAudit(t.Context(), newAuditEntry(tn.ID, "license.update", keep.ID, time.Now())), "AppendAudit")
+				}
 				if hb, err := s.Heartbeat(t.Context(), live.Lease.ID, server.HashSecret(liveTok)); err != nil {
 					requireUnavailable(t, err, "Heartbeat")
 				} else {
