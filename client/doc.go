@@ -27,7 +27,10 @@
 // the deadline passed without a successful heartbeat (typically a laptop that
 // slept). With Options.ReacquireOnExpiry an expired lease is acquired again
 // with the same AcquireOptions and the new id and token are swapped in; Lost
-// closes only if that fails.
+// closes only if that fails. A server limit that passes (RESOURCE_EXHAUSTED
+// RATE_LIMITED or TOO_MANY_STREAMS, unlike SEATS_EXHAUSTED) is retried too,
+// waiting at least as long as its RetryInfo asks. Acquire itself is one
+// call: its caller decides whether to retry.
 //
 // WaitForSeat queues for a seat (FIFO per license) and reports the position;
 // when its server shuts down it waits again elsewhere and keeps its place,

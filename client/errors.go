@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -101,6 +102,25 @@ func retryable(err error) bool {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
 		return true
+	case codes.ResourceExhausted:
+		// A limit on this client's address or on the server's streams,
+		// not "no seat": it passes (RetryInfo says when).
+		r := Reason(err)
+		return r == "RATE_LIMITED" || r == "TOO_MANY_STREAMS"
 	}
 	return false
+}
+
+// retryDelay is the wait the server asked for (RetryInfo), or 0.
+func retryDelay(err error) time.Duration {
+	st, ok := status.FromError(err)
+	if !ok {
+		return 0
+	}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.GetRetryDelay().AsDuration()
+		}
+	}
+	return 0
 }

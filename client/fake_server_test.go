@@ -39,6 +39,7 @@ type fakeServer struct {
 	streamSilent        bool     // streams read pings and never answer (a dead path)
 	signalOnly          bool     // end streams after an EXPIRED/REVOKED signal with OK, no status
 	acquireUnavailable  int      // fail this many AcquireSeat calls UNAVAILABLE
+	acquireRateLimited  int      // refuse this many AcquireSeat calls RATE_LIMITED (retry in 30 ms)
 	lostReplies         int      // grant this many AcquireSeat calls, then answer UNAVAILABLE
 	idemKeys            []string // the idempotency_key of each AcquireSeat, in order
 	waitUnimplemented   bool
@@ -133,6 +134,16 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSea
 	if f.acquireUnavailable > 0 {
 		f.acquireUnavailable--
 		return nil, reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
+	}
+	if f.acquireRateLimited > 0 {
+		f.acquireRateLimited--
+		st, err := status.New(codes.ResourceExhausted, "too many failed lookups from this address").WithDetails(
+			&errdetails.ErrorInfo{Reason: "RATE_LIMITED", Domain: "seatd"},
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(30 * time.Millisecond)})
+		if err != nil {
+			panic(err)
+		}
+		return nil, st.Err()
 	}
 	now := time.Now()
 	var l *fakeLease

@@ -203,7 +203,7 @@ func (k *keeper) recover(ctx context.Context, cause error) bool {
 			k.l.markLost(fmt.Errorf("%w; acquiring again failed: %w", cause, err))
 			return false
 		}
-		if sleep(ctx, k.t.backoff(n, k.t.backoffMax)) != nil {
+		if sleep(ctx, max(k.t.backoff(n, k.t.backoffMax), retryDelay(err))) != nil {
 			return false
 		}
 	}

@@ -113,6 +113,22 @@ func TestReacquireOnExpiry(t *testing.T) {
 	require.Equal(t, 0, b.fake.read(func(f *fakeServer) int { return f.live() }), "Release gives back the new lease")
 }
 
+// TestReacquireWaitsOutARateLimit: acquiring again, a RATE_LIMITED refusal
+// (a limit on this address, not "no seat") is waited out as RetryInfo asks,
+// and the lease carries on.
+func TestReacquireWaitsOutARateLimit(t *testing.T) {
+	b := setup(t, Options{AutoHeartbeat: true, ReacquireOnExpiry: true}, nil)
+	l := acquire(t, b)
+	old := l.ID()
+	b.fake.set(func(f *fakeServer) {
+		f.acquireRateLimited = 2
+		f.leases[old].ended = ReasonLeaseExpired
+	})
+	eventually(t, func() bool { return l.ID() != old }, "a new lease once the limit passed")
+	requireNotLost(t, l)
+	require.Zero(t, b.fake.read(func(f *fakeServer) int { return f.acquireRateLimited }), "both refusals were seen")
+}
+
 func TestReacquireFailsWhenSeatTaken(t *testing.T) {
 	b := setup(t, Options{AutoHeartbeat: true, ReacquireOnExpiry: true}, func(f *fakeServer) { f.seats = 1 })
 	l := acquire(t, b)

@@ -108,7 +108,7 @@ func (c *Client) pollForSeat(ctx context.Context, o AcquireOptions, report func(
 		} else if !retryable(err) {
 			return nil, err
 		}
-		if err := sleep(ctx, c.t.backoff(n, c.t.backoffMax)); err != nil {
+		if err := sleep(ctx, max(c.t.backoff(n, c.t.backoffMax), retryDelay(err))); err != nil {
 			return nil, err
 		}
 	}
