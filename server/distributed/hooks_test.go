@@ -12,10 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptHook runs before (which may fail the call) and after every call of
-// one script (after: only if Redis ran it), alone or in a pipeline (failing
-// the whole pipeline), whether
-// it goes as EVALSHA or as EVAL (the fallback after NOSCRIPT).
+// scriptHook runs before (which may fail the call) and after (only if Redis
+// ran it) every call of one script, alone or in a pipeline (failing the
+// whole pipeline), whether it goes as EVALSHA or as EVAL (the fallback
+// after NOSCRIPT).
 type scriptHook struct {
 	sha    string
 	before func() error
