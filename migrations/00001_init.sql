@@ -1,5 +1,5 @@
--- seatd schema: PostgreSQL is the system of record (DESIGN.md "Two storage
--- modes"). Redis holds the live leases; every row here is what survives a
+-- seatd schema: PostgreSQL is the system of record (ARCHITECTURE.md,
+-- "Distributed mode"). Redis holds the live leases; every row here is what survives a
 -- Redis restart (invariant 7) and what the exactly-once records rest on
 -- (invariant 5).
 --

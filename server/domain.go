@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Defaults from the seed documents (DESIGN.md "Defaults worth keeping").
+// Defaults (README, "How seats behave" and "Configuration").
 const (
 	DefaultLeaseTTL      = 360 * time.Second
 	MinLeaseTTL          = time.Second

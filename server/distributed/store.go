@@ -278,7 +278,7 @@ func retryConnect(ctx context.Context, timeout time.Duration, ping func(context.
 }
 
 // Close stops the flusher, writes pending heartbeats, then closes Redis and
-// the PostgreSQL pool, last (DESIGN.md "Graceful shutdown" step 7).
+// the PostgreSQL pool, last (README, "Zero-downtime deploys", step 7).
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.hot.stop()

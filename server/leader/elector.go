@@ -7,7 +7,7 @@
 // the pool's MaxConnLifetime would silently drop it. The leader pings that
 // connection every PingInterval and steps down at once when a ping fails or
 // the lock is gone (e.g. pg_terminate_backend). Records are exactly-once
-// (DESIGN.md invariant 5), so a stale leader that has not noticed yet is
+// (ARCHITECTURE.md, "Invariants and their guards": exactly-once records), so a stale leader that has not noticed yet is
 // harmless, only wasteful.
 //
 // A transaction-pooling PgBouncer breaks session advisory locks: point

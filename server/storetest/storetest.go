@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every server.Store backend runs
 // unchanged: the embedded store and the PostgreSQL+Redis store alike. Each
-// test asserts one of the invariants of DESIGN.md.
+// test asserts one of the invariants listed in ARCHITECTURE.md.
 package storetest
 
 import (
