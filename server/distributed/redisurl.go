@@ -58,3 +58,15 @@ func pingRedis(ctx context.Context, rdb redis.UniversalClient) error {
 	}
 	return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
 }
+
+// redisAddr names the server(s) of a client that was opened elsewhere, for
+// messages ("" for none).
+func redisAddr(rdb redis.UniversalClient) string {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	}
+	return ""
+}

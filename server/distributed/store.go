@@ -33,6 +33,10 @@ type Options struct {
 	PostgresURL string
 	// RedisURL holds the live leases, e.g. redis://cache:6379/0.
 	RedisURL string
+	// Redis, when set, is the client to use instead of opening one from
+	// RedisURL: a process shares one client per server (wait queues and
+	// revocation news use it too). The caller closes it, after Close.
+	Redis redis.UniversalClient
 	// RedisKeyPrefix starts every Redis key of this store (default
 	// "seatd:"), so that several deployments can share one Redis.
 	RedisKeyPrefix string
@@ -82,6 +86,7 @@ const (
 type Store struct {
 	pool       *pgxpool.Pool
 	rdb        redis.UniversalClient
+	closeRedis bool // Open opened rdb, so Close closes it
 	keys       keyspace
 	log        *slog.Logger
 	flushEvery time.Duration
@@ -143,7 +148,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.PostgresURL == "" {
 		return nil, errors.New("distributed store: no PostgreSQL URL")
 	}
-	if opts.RedisURL == "" {
+	if opts.RedisURL == "" && opts.Redis == nil {
 		return nil, errors.New("distributed store: no Redis URL")
 	}
 	log := cmp.Or(opts.Logger, slog.Default())
@@ -167,18 +172,27 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pgcfg.PrepareConn = opts.prepareConn
 	}
 	pgAddr := net.JoinHostPort(pgcfg.ConnConfig.Host, fmt.Sprint(pgcfg.ConnConfig.Port))
-	rdb, raddr, err := OpenRedis(opts.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("distributed store: %w", err)
+	rdb, raddr, ownRedis := opts.Redis, redisAddr(opts.Redis), false
+	if rdb == nil {
+		var err error
+		if rdb, raddr, err = OpenRedis(opts.RedisURL); err != nil {
+			return nil, fmt.Errorf("distributed store: %w", err)
+		}
+		ownRedis = true
+	}
+	closeRedis := func() {
+		if ownRedis {
+			_ = rdb.Close()
+		}
 	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, pgcfg)
 	if err != nil {
-		_ = rdb.Close()
+		closeRedis()
 		return nil, fmt.Errorf("distributed store: PostgreSQL at %s: %w", pgAddr, err)
 	}
 	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return pool.Ping(ctx) }); err != nil {
-		_ = rdb.Close()
+		closeRedis()
 		pool.Close()
 		return nil, fmt.Errorf("distributed store: cannot reach PostgreSQL at %s (gave up after %v): %w", pgAddr, timeout, err)
 	}
@@ -191,12 +205,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// tombstone and hint converge to the same state; rebuild and setconf
 	// refuse what is not newer (epoch, version).
 	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return pingRedis(ctx, rdb) }); err != nil {
-		_ = rdb.Close()
+		closeRedis()
 		pool.Close()
 		return nil, fmt.Errorf("distributed store: cannot reach Redis at %s (gave up after %v): %w", raddr, timeout, err)
 	}
 	if err := checkEviction(ctx, rdb, log); err != nil {
-		_ = rdb.Close()
+		closeRedis()
 		pool.Close()
 		return nil, fmt.Errorf("distributed store: %w", err)
 	}
@@ -205,7 +219,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		_, err := Migrate(ctx, db, log)
 		_ = db.Close()
 		if err != nil {
-			_ = rdb.Close()
+			closeRedis()
 			pool.Close()
 			return nil, fmt.Errorf("distributed store: migrate PostgreSQL at %s: %w", pgAddr, err)
 		}
@@ -214,6 +228,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s := &Store{
 		pool:           pool,
 		rdb:            rdb,
+		closeRedis:     ownRedis,
 		keys:           keyspace{prefix: cmp.Or(opts.RedisKeyPrefix, defaultKeyPrefix)},
 		log:            log,
 		flushEvery:     cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
@@ -293,7 +308,10 @@ func (s *Store) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		flushErr := s.flush(ctx)
-		redisErr := s.rdb.Close()
+		var redisErr error
+		if s.closeRedis {
+			redisErr = s.rdb.Close()
+		}
 		s.pool.Close()
 		s.closeErr = errors.Join(flushErr, redisErr)
 	})
