@@ -134,3 +134,8 @@ func SeatsExhausted(inUse, limit int) *Error {
 		Metadata: map[string]string{"seats_in_use": fmt.Sprint(inUse), "seat_limit": fmt.Sprint(limit)},
 	}
 }
+
+// AlreadyExists is the error for an id or key that is taken.
+func AlreadyExists(field, what string) *Error {
+	return &Error{Code: ECONFLICT, Reason: ReasonAlreadyExists, Field: field, Message: what + " already exists"}
+}
