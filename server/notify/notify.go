@@ -64,10 +64,18 @@ type Local struct{ Hub *Hub }
 
 func (l Local) Revoked(_ context.Context, leaseID string) { l.Hub.deliver(leaseID) }
 
+// PubSub is the part of a Redis client that Redis uses (go-redis has no interface with Subscribe narrower than UniversalClient).
+type PubSub interface {
+	Publish(ctx context.Context, channel string, message any) *redis.IntCmd
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+var _ PubSub = redis.UniversalClient(nil)
+
 // Redis publishes revocations on a channel every instance subscribes to.
 type Redis struct {
 	hub     *Hub
-	rdb     redis.UniversalClient
+	rdb     PubSub
 	channel string
 	log     *slog.Logger
 	cancel  context.CancelFunc
@@ -75,7 +83,7 @@ type Redis struct {
 }
 
 // NewRedis subscribes to <prefix>revocations and delivers what arrives to hub.
-func NewRedis(hub *Hub, rdb redis.UniversalClient, prefix string, log *slog.Logger) *Redis {
+func NewRedis(hub *Hub, rdb PubSub, prefix string, log *slog.Logger) *Redis {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Redis{hub: hub, rdb: rdb, channel: prefix + "revocations", log: log, cancel: cancel, done: make(chan struct{})}
 	go r.listen(ctx)

@@ -7,12 +7,8 @@
 -- the queue is full. Dead waiters are dropped first so that they never
 -- hold places, and a lapsed ticket cannot be resumed. Every step is
 -- O(log n) (dropping the dead costs O(log n) each, once).
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
-  redis.call('ZREM', KEYS[1], m)
-  redis.call('ZREM', KEYS[3], m)
-end
+local now = now_ms()
+drop_dead(now)
 local until_ = now + tonumber(ARGV[3])
 local kept = ARGV[4] ~= '' and redis.call('ZSCORE', KEYS[1], ARGV[4])
 if kept then

@@ -3,12 +3,8 @@
 -- Refreshes the ticket's liveness and returns {position, length}, after
 -- dropping dead waiters; position 0 when the ticket is gone. O(log n):
 -- ZRANK, not a walk of the queue.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
-  redis.call('ZREM', KEYS[1], m)
-  redis.call('ZREM', KEYS[3], m)
-end
+local now = now_ms()
+drop_dead(now)
 local rank = redis.call('ZRANK', KEYS[1], ARGV[1])
 local n = redis.call('ZCARD', KEYS[1])
 if not rank then

@@ -19,7 +19,7 @@ import (
 // declared to the scripts and hash-tagged per queue (one cluster slot),
 // none has a TTL, and the last waiter out removes them.
 type Redis struct {
-	rdb       redis.UniversalClient
+	rdb       redis.Scripter // the queue only runs its scripts
 	prefix    string
 	maxLength int
 	liveness  time.Duration
@@ -27,9 +27,12 @@ type Redis struct {
 
 // NewRedis returns a Redis queue. liveness is how long a waiter survives
 // without asking for its position (a few poll intervals).
-func NewRedis(rdb redis.UniversalClient, prefix string, maxLength int, liveness time.Duration) *Redis {
+func NewRedis(rdb redis.Scripter, prefix string, maxLength int, liveness time.Duration) *Redis {
 	return &Redis{rdb: rdb, prefix: prefix, maxLength: maxLength, liveness: liveness}
 }
+
+//go:embed common.lua
+var commonLua string
 
 //go:embed join.lua
 var joinLua string
@@ -41,8 +44,8 @@ var positionLua string
 var leaveLua string
 
 var (
-	joinScript     = redis.NewScript(joinLua)
-	positionScript = redis.NewScript(positionLua)
+	joinScript     = redis.NewScript(commonLua + "\n" + joinLua)
+	positionScript = redis.NewScript(commonLua + "\n" + positionLua)
 	leaveScript    = redis.NewScript(leaveLua)
 )
 
