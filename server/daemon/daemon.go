@@ -26,7 +26,6 @@ import (
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/cleanup"
-	"github.com/seatd/seatd/server/distributed"
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
@@ -79,7 +78,7 @@ type Daemon struct {
 	store     server.Store
 	scheduler *cleanup.Scheduler
 	elector   *leader.Elector       // nil in embedded mode: one node always leads
-	rdb       redis.UniversalClient // distributed mode: wait queues and revocation news
+	rdb       redis.UniversalClient // distributed mode: the one client of the store, wait queues and revocation news
 	notifier  *notify.Redis
 	api       *grpcapi.Server
 	grpc      *grpc.Server
@@ -123,11 +122,11 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		return nil, err
 	}
 
-	store, err := openStore(ctx, cfg, d.log)
+	store, rdb, err := openStore(ctx, cfg, d.log)
 	if err != nil {
 		return nil, err
 	}
-	d.store = store
+	d.store, d.rdb = store, rdb
 	if err := ensureDefaultTenant(ctx, d.store); err != nil {
 		return nil, err
 	}
@@ -189,12 +188,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	var revocations notify.Publisher = notify.Local{Hub: hub}
 	var queue waitqueue.Queue = waitqueue.NewMemory(cfg.WaitQueueMax)
 	if cfg.Distributed() {
-		// Queues and revocation news cross instances through Redis.
-		rdb, _, err := distributed.OpenRedis(cfg.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("--redis-url: %w", err)
-		}
-		d.rdb = rdb
+		// Queues and revocation news cross instances through the store's
+		// Redis client.
 		d.notifier = notify.NewRedis(hub, d.rdb, cfg.RedisKeyPrefix, d.log)
 		revocations = d.notifier
 		queue = waitqueue.NewRedis(d.rdb, cfg.RedisKeyPrefix, cfg.WaitQueueMax, 5*time.Second)
@@ -299,7 +294,8 @@ func (d *Daemon) setServing(ok bool) {
 
 // Shutdown drains in GracefulStop order (README, "Zero-downtime deploys"): not-ready first, wait
 // for load balancers, stop cleanup, stop gRPC gracefully within the timeout,
-// stop HTTP, then flush and close storage last.
+// stop HTTP, then flush and close storage last (the Redis client after the
+// store that uses it).
 func (d *Daemon) Shutdown() error {
 	step := func(name string, f func()) {
 		start := time.Now()
@@ -373,11 +369,11 @@ func (d *Daemon) closeAll() error {
 		if d.notifier != nil {
 			d.notifier.Close()
 		}
-		if d.rdb != nil {
-			_ = d.rdb.Close()
-		}
 		if d.store != nil {
 			err = d.store.Close()
+		}
+		if d.rdb != nil { // after the store, which uses Redis until its Close returns
+			err = errors.Join(err, d.rdb.Close())
 		}
 	})
 	return err

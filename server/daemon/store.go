@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/distributed"
@@ -16,19 +19,29 @@ func (c *Config) mode() string {
 	return "embedded"
 }
 
-// openStore opens the store the configuration selects. Its errors name the
-// data dir or the server that failed.
-func openStore(ctx context.Context, cfg Config, log *slog.Logger) (server.Store, error) {
+// openStore opens the store the configuration selects. In distributed mode
+// it also opens the process's one Redis client, which the store, the wait
+// queues and the revocation news share: the caller closes it, after the
+// store. Its errors name the data dir or the server that failed.
+func openStore(ctx context.Context, cfg Config, log *slog.Logger) (server.Store, redis.UniversalClient, error) {
 	if !cfg.Distributed() {
 		s, err := embedded.Open(cfg.DataDir, embedded.Options{Logger: log, HeartbeatFlushInterval: cfg.HeartbeatFlushInterval})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return s, nil
+		return s, nil, nil
+	}
+	var rdb redis.UniversalClient
+	if cfg.RedisURL != "" { // else the store names what is missing
+		var err error
+		if rdb, _, err = distributed.OpenRedis(cfg.RedisURL); err != nil {
+			return nil, nil, fmt.Errorf("distributed store: %w", err)
+		}
 	}
 	s, err := distributed.Open(ctx, distributed.Options{
 		PostgresURL:            cfg.PostgresURL,
 		RedisURL:               cfg.RedisURL,
+		Redis:                  rdb,
 		RedisKeyPrefix:         cfg.RedisKeyPrefix,
 		PoolMaxConns:           int32(cfg.PGMaxConns),
 		PoolMinConns:           int32(cfg.PGMinConns),
@@ -38,7 +51,10 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (server.Store,
 		Logger:                 log,
 	})
 	if err != nil {
-		return nil, err
+		if rdb != nil {
+			_ = rdb.Close()
+		}
+		return nil, nil, err
 	}
-	return s, nil
+	return s, rdb, nil
 }
