@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/seatd/seatd/server/distributed/record"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seatd/seatd/server"
@@ -309,28 +310,17 @@ func (s *Store) maybeReconcile(ctx context.Context, now time.Time) {
 }
 
 func (s *Store) reconcile(ctx context.Context, now time.Time) error {
-	// Only the columns adopt.lua takes, scanned as is: at most
-	// reconcileLimit rows, every scheduled pass.
-	rows, _ := s.pool.Query(ctx, `SELECT license_id, id, token_hash, acquired_at, last_heartbeat_at, expires_at,
-			dedupe_key, idempotency_key, token_seq
-		FROM sessions WHERE state = 'active' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, now, reconcileLimit)
-	var order []string
-	byLicense := map[string][]any{}
-	var (
-		licenseID, id, tokenHash, dedupe, idem string
-		acquired, hb, deadline                 time.Time
-		seq                                    int64
-	)
-	_, err := pgx.ForEachRow(rows, []any{&licenseID, &id, &tokenHash, &acquired, &hb, &deadline, &dedupe, &idem, &seq}, func() error {
-		if _, ok := byLicense[licenseID]; !ok {
-			order = append(order, licenseID)
-		}
-		byLicense[licenseID] = append(byLicense[licenseID], id, tokenHash, timeUS(acquired), timeUS(hb),
-			timeUS(deadline), dedupe, idem, seq)
-		return nil
-	})
+	overdue, err := s.rec.Overdue(ctx, now, reconcileLimit)
 	if err != nil {
 		return err
+	}
+	var order []string
+	byLicense := map[string][]any{}
+	for _, r := range overdue {
+		if _, ok := byLicense[r.LicenseID]; !ok {
+			order = append(order, r.LicenseID)
+		}
+		byLicense[r.LicenseID] = adoptArgs(byLicense[r.LicenseID], r)
 	}
 	calls := make([]scriptCall, len(order))
 	for i, licenseID := range order {
@@ -363,6 +353,12 @@ func (s *Store) reconcile(ctx context.Context, now time.Time) error {
 	}
 	s.applyHints(ctx, nil, hints)
 	return firstErr
+}
+
+// adoptArgs appends a recorded active lease to adopt.lua's arguments.
+func adoptArgs(args []any, r record.Session) []any {
+	return append(args, r.ID, r.TokenHash, timeUS(r.AcquiredAt), timeUS(r.LastHeartbeatAt),
+		timeUS(r.ExpiresAt), r.DedupeKey, r.IdempotencyKey, r.TokenSeq)
 }
 
 // adoptOne runs adopt.lua on one license, building its live state if it is
@@ -423,8 +419,8 @@ func (s *Store) ExpireLeases(ctx context.Context, refs []server.LeaseRef) ([]ser
 		calls[i] = scriptCall{scriptExpire, s.keys.license(licenseID), byLicense[licenseID]}
 	}
 	var (
-		ids, owners    []string
-		hbs, dls, nows []time.Time
+		exps   []record.Expiry
+		owners []string
 	)
 	for i, r := range s.pipelineScripts(ctx, calls) {
 		licenseID := order[i]
@@ -442,60 +438,16 @@ func (s *Store) ExpireLeases(ctx context.Context, refs []server.LeaseRef) ([]ser
 		}
 		now := usTime(num(res[1]))
 		for i := 2; i+3 < len(res); i += 4 {
-			ids = append(ids, str(res[i]))
+			exps = append(exps, record.Expiry{LeaseID: str(res[i]), Heartbeat: usTime(num(res[i+2])),
+				Deadline: usTime(num(res[i+3])), At: now})
 			owners = append(owners, licenseID)
-			hbs = append(hbs, usTime(num(res[i+2])))
-			dls = append(dls, usTime(num(res[i+3])))
-			nows = append(nows, now)
 		}
 	}
-	if len(ids) == 0 {
+	if len(exps) == 0 {
 		return nil, nil
 	}
 
-	rows, _ := s.pool.Query(ctx, `
-		WITH v AS (
-			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[]) AS v(id, hb, dl, now)
-		), licensed AS (
-			-- The licenses first (the cleanup events' foreign key takes them
-			-- FOR KEY SHARE anyway), as DeleteLicense and rebuilds do: taken
-			-- after the sessions they could deadlock with a delete.
-			SELECT l.id FROM licenses l
-			WHERE l.id IN (SELECT license_id FROM sessions WHERE id IN (SELECT id FROM v))
-			ORDER BY l.id FOR KEY SHARE
-		), locked AS (
-			-- Lock in id order, so that two cleaners never deadlock. The
-			-- count (an InitPlan, run once before the scan) makes sure the
-			-- licenses are locked before the sessions.
-			SELECT s.id FROM sessions s WHERE s.id IN (SELECT id FROM v) AND s.state = 'active'
-			AND (SELECT count(*) FROM licensed) >= 0
-			ORDER BY s.id FOR UPDATE
-		), ended AS (
-			UPDATE sessions s SET state = 'expired',
-				ended_at = GREATEST(v.now, s.acquired_at), expired_at = GREATEST(v.now, s.acquired_at),
-				last_heartbeat_at = GREATEST(s.last_heartbeat_at, v.hb), expires_at = v.dl
-			FROM v, locked WHERE s.id = v.id AND s.id = locked.id AND s.state = 'active'
-			RETURNING `+sessionCols("s")+`
-		), usage AS (
-			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
-			SELECT id, license_id, tenant_id, 'expired', acquired_at, last_heartbeat_at,
-				`+sqlDurationUS("last_heartbeat_at", "acquired_at")+`
-			FROM ended ON CONFLICT (lease_id) DO NOTHING
-		), cleanup AS (
-			INSERT INTO cleanup_events (lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at, expires_at, cleaned_at)
-			SELECT id, license_id, tenant_id, 'zombie', last_heartbeat_at, expires_at, ended_at
-			FROM ended ON CONFLICT (lease_id) DO NOTHING
-		), audit AS (
-			INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
-			SELECT `+sqlAuditID+`, tenant_id, 'system', 'lease.expire', 'lease', id,
-				jsonb_build_object('license_id', license_id), ended_at
-			FROM ended
-		)
-		SELECT `+sessionCols("")+` FROM ended`, ids, hbs, dls, nows)
-	expired, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {
-		l, err := scanSession(r)
-		return l.Lease, err
-	})
+	expired, err := s.rec.ExpireSessions(ctx, exps)
 	if err != nil {
 		// Nothing is recorded; the leases stay in the expiring hash and
 		// the next pass records them.
@@ -507,6 +459,10 @@ func (s *Store) ExpireLeases(ctx context.Context, refs []server.LeaseRef) ([]ser
 	// leases stay in the expiring hash, hold no seat, and the next pass
 	// finds them recorded and drops them.
 	var ends []scriptCall
+	ids := make([]string, len(exps))
+	for i, e := range exps {
+		ids[i] = e.LeaseID
+	}
 	for i := 0; i < len(ids); {
 		j := i
 		args := []any{}

@@ -71,7 +71,7 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 	}
 	slices.SortFunc(want, compareRefs)
 	require.NotEmpty(t, staleOnly)
-	_, err = s.pool.Exec(ctx, `INSERT INTO sessions (id, license_id, tenant_id, token_hash, fingerprint, dedupe_key,
+	_, err = loc.db(t).Exec(ctx, `INSERT INTO sessions (id, license_id, tenant_id, token_hash, fingerprint, dedupe_key,
 			acquired_at, last_heartbeat_at, expires_at)
 		SELECT v.id, v.lic, $5, 'h-' || v.id, 'fp-' || v.id, 'fp-' || v.id, v.hb, v.hb, v.dl
 		FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS v(id, lic, hb, dl)`,
@@ -151,7 +151,7 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 	require.Empty(t, later, "a later pass records nothing again")
 
 	var active, cleanups int
-	require.NoError(t, s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM sessions WHERE state = 'active'),
+	require.NoError(t, loc.db(t).QueryRow(ctx, `SELECT (SELECT count(*) FROM sessions WHERE state = 'active'),
 		(SELECT count(*) FROM cleanup_events)`).Scan(&active, &cleanups))
 	require.Equal(t, wantLiveAfter, active)
 	require.Equal(t, len(want), cleanups)

@@ -191,3 +191,13 @@ func TestConformance(t *testing.T) {
 		return func(t *testing.T) server.Store { return loc.openFaulty(t, nil) }
 	})
 }
+
+// db opens a pool on loc's schema, closed when the test ends: for
+// inspecting and arranging the record around a store.
+func (loc location) db(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), loc.pgURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Heartbeats are written behind: Heartbeat changes Redis only and notes
@@ -152,29 +150,7 @@ func (s *Store) flush(ctx context.Context) error {
 // writeBeats writes one batch of heartbeats and removes from Redis the
 // leases of the batch that ended in the record. n is the rows written.
 func (s *Store) writeBeats(ctx context.Context, ids []string, hbs, dls []time.Time) (n int64, err error) {
-	rows, _ := s.pool.Query(ctx, `WITH v AS (
-			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS v(id, hb, dl)
-		), written AS (
-			UPDATE sessions s SET last_heartbeat_at = v.hb, expires_at = v.dl FROM v
-			WHERE s.id = v.id AND s.state = 'active' AND s.last_heartbeat_at < v.hb
-			RETURNING s.id
-		)
-		SELECT '', '', (SELECT count(*) FROM written)
-		UNION ALL
-		SELECT s.id, s.license_id, 0 FROM sessions s JOIN v ON s.id = v.id WHERE s.state <> 'active'`, ids, hbs, dls)
-	var (
-		id, licenseID string
-		count         int64
-		ended         = map[string][]any{}
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &licenseID, &count}, func() error {
-		if id == "" {
-			n = count
-		} else {
-			ended[licenseID] = append(ended[licenseID], id)
-		}
-		return nil
-	})
+	n, ended, err := s.rec.WriteBeats(ctx, ids, hbs, dls)
 	if err != nil {
 		return 0, err
 	}
@@ -187,10 +163,10 @@ func (s *Store) writeBeats(ctx context.Context, ids []string, hbs, dls []time.Ti
 // dropEndedInRecord removes from Redis leases that Redis renewed although
 // the record says they ended. A failure is logged: the lease's next
 // heartbeat brings it back to the flusher.
-func (s *Store) dropEndedInRecord(ctx context.Context, byLicense map[string][]any) {
+func (s *Store) dropEndedInRecord(ctx context.Context, byLicense map[string][]string) {
 	calls := make([]scriptCall, 0, len(byLicense))
 	for licenseID, ids := range byLicense {
-		calls = append(calls, scriptCall{scriptEnd, s.keys.license(licenseID), ids})
+		calls = append(calls, scriptCall{scriptEnd, s.keys.license(licenseID), anys(ids)})
 		s.log.Warn("distributed store: leases ended in the record were still live in Redis; dropping them",
 			"license", licenseID, "leases", len(ids))
 	}

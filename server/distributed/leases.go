@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/seatd/seatd/server/distributed/record"
 
 	"github.com/seatd/seatd/server"
 )
@@ -105,7 +105,7 @@ func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, 
 	case "EXHAUSTED":
 		return false, server.SeatsExhausted(int(num(res.own[6])), int(num(res.own[9])))
 	case "DUP":
-		return false, conflict("lease_id", "lease")
+		return false, server.AlreadyExists("lease_id", "lease")
 	case "ERR":
 		return false, s.fail("acquire", fmt.Errorf("script: %s", str(res.own[1])))
 	default:
@@ -214,6 +214,15 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *gr
 	return s.notRecorded(ctx, req, l.LicenseID, l.ID, g, err)
 }
 
+// insertSession records a granted lease (record.InsertSession), through
+// the tests' insertHook when set.
+func (s *Store) insertSession(ctx context.Context, l *server.Lease, epoch, version int64) (bool, error) {
+	if s.insertHook != nil {
+		return s.insertHook(func() (bool, error) { return s.rec.InsertSession(ctx, l, epoch, version) })
+	}
+	return s.rec.InsertSession(ctx, l, epoch, version)
+}
+
 // expireDisplaced records the expiry of lapsed leases a grant took the
 // seats of (acquire.lua moved them to the expiring hash).
 func (s *Store) expireDisplaced(ctx context.Context, licenseID string, ids []string) error {
@@ -235,7 +244,7 @@ func (s *Store) takeBack(ctx context.Context, licenseID, leaseID string) {
 // notRecorded handles a grant that was not recorded (err, or a deleted
 // license, a rebuilt live state or newer settings) and says what to do.
 func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, licenseID, leaseID string, g *grant, err error) (again bool, _ error) {
-	if err != nil && !surelyNotWritten(err) {
+	if err != nil && !record.SurelyNotWritten(err) {
 		// The insert's outcome is unknown: the session may be recorded.
 		// Taking the grant back would then leave an active session that
 		// Redis does not hold, which a later rebuild would count next to
@@ -257,8 +266,8 @@ func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, lic
 		return false, s.fail("acquire: record lease", err)
 	}
 	s.takeBack(ctx, licenseID, leaseID)
-	if isCode(err, pgUniqueViolation) {
-		return false, conflict("lease_id", "lease")
+	if record.IsUniqueViolation(err) {
+		return false, server.AlreadyExists("lease_id", "lease")
 	}
 	if err != nil {
 		return false, s.fail("acquire: record lease", err)
@@ -278,15 +287,15 @@ func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, lic
 // deleted, its live state was rebuilt, or its settings changed since
 // (UpdateLicense: Redis judged by settings older than the record's).
 func (s *Store) grantOutdated(ctx context.Context, req *server.AcquireRequest, licenseID string, g *grant) (again bool, _ error) {
-	lic, err := s.readLicenseRow(ctx, licenseID)
+	lic, err := s.rec.License(ctx, licenseID)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows) || (err == nil && lic.deleted):
+	case errors.Is(err, record.ErrNotFound) || (err == nil && lic.Deleted):
 		s.licenseKeys.drop(req.LicenseKey)
 		return false, server.ErrLicenseNotFound
 	case err != nil:
 		return false, s.fail("acquire: read license", err)
 	}
-	if lic.epoch == g.epoch && lic.version != g.version {
+	if lic.Epoch == g.epoch && lic.Version != g.version {
 		// The change did not reach Redis (or not yet): push it now, and
 		// grant nothing until it is there.
 		if err := s.setConf(ctx, lic); err != nil {
@@ -307,35 +316,24 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 	wait := 2 * time.Millisecond
 	giveUp := time.Now().Add(s.recordWait)
 	for {
-		row, err := scanSession(s.pool.QueryRow(ctx, `UPDATE sessions s SET token_hash = $2, token_seq = $3,
-				last_heartbeat_at = GREATEST(s.last_heartbeat_at, $4),
-				expires_at = CASE WHEN $4 >= s.last_heartbeat_at THEN $5 ELSE s.expires_at END
-			WHERE s.id = $1 AND s.state = 'active' AND s.token_seq < $3
-			AND EXISTS (SELECT 1 FROM licenses l WHERE l.id = s.license_id AND l.live_epoch = $6
-				AND l.version = $7 AND l.deleted_at IS NULL FOR KEY SHARE)
-			RETURNING `+sessionCols("s"), g.leaseID, req.TokenHash, g.tokenSeq, g.hb, g.expires, g.epoch, g.version))
+		row, err := s.rec.RecordRenewal(ctx, record.Renewal{LeaseID: g.leaseID, TokenHash: req.TokenHash,
+			TokenSeq: g.tokenSeq, Heartbeat: g.hb, Deadline: g.expires, Epoch: g.epoch, Version: g.version})
 		if err == nil {
 			return s.renewed(ctx, g, row.Lease, req.TokenHash), false, nil
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		if !errors.Is(err, record.ErrNotFound) {
 			return out, false, s.fail("acquire: record token rotation", err)
 		}
-		var (
-			state               string
-			seq, epoch, version int64
-			deleted, found      = false, true
-		)
-		row, err = scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols("")+` FROM sessions WHERE id = $1`, g.leaseID))
+		// Nothing written: find out why.
+		var lic record.LicenseRow
+		row, err = s.rec.Session(ctx, g.leaseID)
+		found := err == nil
 		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			found = false
+		case errors.Is(err, record.ErrNotFound):
 		case err != nil:
 			return out, false, s.fail("acquire: read lease", err)
 		default:
-			state, seq = string(row.State), row.tokenSeq
-			err = s.pool.QueryRow(ctx, `SELECT deleted_at IS NOT NULL, live_epoch, version FROM licenses WHERE id = $1`,
-				row.LicenseID).Scan(&deleted, &epoch, &version)
-			if err != nil {
+			if lic, err = s.rec.License(ctx, row.LicenseID); err != nil {
 				return out, false, s.fail("acquire: read license", err)
 			}
 		}
@@ -366,10 +364,10 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 			case <-time.After(wait):
 			}
 			wait = min(2*wait, 50*time.Millisecond)
-		case deleted:
+		case lic.Deleted:
 			s.licenseKeys.drop(req.LicenseKey)
 			return out, false, server.ErrLicenseNotFound
-		case state != string(server.LeaseActive):
+		case row.State != server.LeaseActive:
 			// It ended in the record (the record is the truth), and Redis
 			// may not know: the process that ended it died before end.lua,
 			// or end.lua failed. acquire.lua would otherwise hand the
@@ -379,23 +377,19 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 				return out, false, s.fail("acquire", err)
 			}
 			return out, true, nil
-		case epoch != g.epoch:
+		case lic.Epoch != g.epoch:
 			if err := s.ensureLive(ctx, row.LicenseID); err != nil {
 				return out, false, s.fail("acquire: build live state", err)
 			}
 			return out, true, nil
-		case version != g.version:
+		case lic.Version != g.version:
 			// Handed back under settings older than the record's: bring
 			// Redis up to date and judge again.
-			lic, err := s.readLicenseRow(ctx, row.LicenseID)
-			if err != nil {
-				return out, false, s.fail("acquire: read license", err)
-			}
 			if err := s.setConf(ctx, lic); err != nil {
 				return out, false, s.fail("acquire: push license settings", err)
 			}
 			return out, true, nil
-		case seq >= g.tokenSeq:
+		case row.TokenSeq >= g.tokenSeq:
 			// A later rotation is recorded already.
 			return s.renewed(ctx, g, row.Lease, req.TokenHash), false, nil
 		}
@@ -416,12 +410,8 @@ func (s *Store) resolveKey(ctx context.Context, key string) (id string, cached b
 	if id, ok := s.licenseKeys.get(key); ok {
 		return id, true, nil
 	}
-	err = s.pool.QueryRow(ctx, `SELECT id FROM licenses WHERE key = $1 AND deleted_at IS NULL`, key).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, server.ErrLicenseNotFound
-	}
-	if err != nil {
-		return "", false, s.fail("find license by key", err)
+	if id, err = s.rec.LicenseIDByKey(ctx, key); err != nil {
+		return "", false, err
 	}
 	s.licenseKeys.put(key, id)
 	return id, false, nil
@@ -608,21 +598,14 @@ func (s *Store) endedError(ctx context.Context, leaseID, tokenHash string) error
 // hold: adopt.lua hands it to the expiring hash (unless Redis holds it),
 // then ExpireLeases records it.
 func (s *Store) expireOrphan(ctx context.Context, licenseID, leaseID string) error {
-	var (
-		id, tokenHash, dedupe, idem string
-		acquired, hb, deadline      time.Time
-		seq                         int64
-	)
-	err := s.pool.QueryRow(ctx, `SELECT id, token_hash, acquired_at, last_heartbeat_at, expires_at,
-			dedupe_key, idempotency_key, token_seq
-		FROM sessions WHERE id = $1 AND state = 'active'`, leaseID).Scan(&id, &tokenHash, &acquired, &hb, &deadline, &dedupe, &idem, &seq)
-	if errors.Is(err, pgx.ErrNoRows) {
+	r, err := s.rec.Session(ctx, leaseID)
+	if errors.Is(err, record.ErrNotFound) || (err == nil && r.State != server.LeaseActive) {
 		return nil // ended meanwhile
 	}
 	if err != nil {
 		return err
 	}
-	if _, err := s.adoptOne(ctx, licenseID, []any{id, tokenHash, timeUS(acquired), timeUS(hb), timeUS(deadline), dedupe, idem, seq}); err != nil {
+	if _, err := s.adoptOne(ctx, licenseID, adoptArgs(nil, r)); err != nil {
 		return err
 	}
 	_, err = s.ExpireLeases(ctx, []server.LeaseRef{{LicenseID: licenseID, LeaseID: leaseID}})
@@ -673,7 +656,7 @@ func (s *Store) release(ctx context.Context, leaseID, tokenHash string, out *ser
 			continue
 		}
 		now, hb, dl := usTime(num(res.head(1))), usTime(num(res.own[2])), usTime(num(res.own[3]))
-		ok, err := s.releaseSession(ctx, leaseID, now, hb, dl, out)
+		ok, err := s.rec.ReleaseSession(ctx, leaseID, now, hb, dl, out)
 		if err != nil {
 			return s.fail("release", err)
 		}
@@ -746,32 +729,6 @@ func (s *Store) releaseEnded(ctx context.Context, leaseID, tokenHash string) (se
 	return server.Lease{}, endError(l.State)
 }
 
-// endLease records the end of an active lease (released or revoked) with
-// its usage event, in one statement. hb and deadline are the live values,
-// if known. ok is false if the lease was not active.
-func (s *Store) endLease(ctx context.Context, leaseID string, state server.LeaseState, now time.Time, hb, deadline *time.Time) (server.Lease, bool, error) {
-	row, err := scanSession(s.pool.QueryRow(ctx, `
-		WITH ended AS (
-			UPDATE sessions s SET state = $2, ended_at = GREATEST($3, s.acquired_at),
-				last_heartbeat_at = GREATEST(s.last_heartbeat_at, $4::timestamptz),
-				expires_at = COALESCE($5::timestamptz, s.expires_at)
-			WHERE s.id = $1 AND s.state = 'active'
-			RETURNING `+sessionCols("s")+`
-		), usage AS (
-			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
-			SELECT id, license_id, tenant_id, state, acquired_at, ended_at, `+sqlDurationUS("ended_at", "acquired_at")+`
-			FROM ended ON CONFLICT (lease_id) DO NOTHING
-		)
-		SELECT `+sessionCols("")+` FROM ended`, leaseID, string(state), now, hb, deadline))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return server.Lease{}, false, nil
-	}
-	if err != nil {
-		return server.Lease{}, false, err
-	}
-	return row.Lease, true, nil
-}
-
 func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
 	l, err := s.readLease(ctx, leaseID)
 	if err != nil {
@@ -796,7 +753,7 @@ func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Le
 	if v, ok := live[leaseID]; ok {
 		hb, dl = &v.hb, &v.deadline
 	}
-	ended, ok, err := s.endLease(ctx, leaseID, server.LeaseRevoked, now, hb, dl)
+	ended, ok, err := s.rec.EndLease(ctx, leaseID, server.LeaseRevoked, now, hb, dl)
 	if err != nil {
 		return server.Lease{}, s.fail("revoke", err)
 	}
@@ -813,12 +770,9 @@ func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Le
 
 // readLease reads the record of a lease. ErrLeaseNotFound if none.
 func (s *Store) readLease(ctx context.Context, leaseID string) (server.Lease, error) {
-	r, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols("")+` FROM sessions WHERE id = $1`, leaseID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return server.Lease{}, server.ErrLeaseNotFound
-	}
+	r, err := s.rec.Lease(ctx, leaseID)
 	if err != nil {
-		return server.Lease{}, s.fail("read lease", err)
+		return server.Lease{}, err
 	}
 	s.leaseInfo.put(r.ID, infoOf(&r.Lease))
 	return r.Lease, nil
@@ -858,34 +812,13 @@ func (s *Store) GetLease(ctx context.Context, tenantID, leaseID string) (server.
 }
 
 func (s *Store) ListLeases(ctx context.Context, tenantID, licenseID string, state server.LeaseState, p server.Page) ([]server.Lease, string, error) {
-	after, err := decodeToken(p.Token)
+	if _, err := s.rec.TenantLicense(ctx, tenantID, licenseID); err != nil {
+		return nil, "", err
+	}
+	page, next, err := s.rec.ListSessions(ctx, licenseID, state, p)
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := s.liveLicense(ctx, s.pool, tenantID, licenseID, ""); err != nil {
-		return nil, "", err
-	}
-	size := p.PageSize()
-	var (
-		atFrom *time.Time
-		idFrom *string
-	)
-	if after != nil {
-		t := after.time()
-		atFrom, idFrom = &t, &after.ID
-	}
-	rows, _ := s.pool.Query(ctx, `SELECT `+sessionCols("")+` FROM sessions
-		WHERE license_id = $1 AND ($2 = '' OR state = $2)
-		AND ($3::timestamptz IS NULL OR (acquired_at, id) < ($3, $4::text))
-		ORDER BY acquired_at DESC, id DESC LIMIT $5`, licenseID, string(state), atFrom, idFrom, size+1)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {
-		l, err := scanSession(r)
-		return l.Lease, err
-	})
-	if err != nil {
-		return nil, "", s.fail("list leases", err)
-	}
-	page, next := pageOf(out, size, func(l server.Lease) cursor { return cursor{At: timeUS(l.AcquiredAt), ID: l.ID} })
 	var active []string
 	for _, l := range page {
 		if l.State == server.LeaseActive {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/seatd/seatd/server/distributed/record"
 
 	"github.com/seatd/seatd/server"
 )
@@ -56,8 +56,6 @@ func (s *Store) runRebuild(ctx context.Context, licenseID string, forceAt int64)
 	}
 }
 
-var errDeleted = errors.New("license deleted")
-
 // rebuild builds the live state of a license from PostgreSQL if it is
 // missing or from another epoch, or if it is at epoch forceAt (>= 0).
 func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) error {
@@ -68,51 +66,27 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 	}
 	keys := s.keys.liveKeys(licenseID)
 	var (
-		lic         licenseRow
-		sessions    []sessionRow
-		epoch       int64
 		snapshot    int64  // Redis time before the sessions were read
 		incarnation string // of the license's keys then (state.lua)
-		current     bool
-		staleConf   bool // the live state is current, its settings are not
+		staleConf   bool   // the live state is current, its settings are not
 	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		// FOR UPDATE: acquisitions recording a lease on this license wait
-		// for the new epoch and then find theirs outdated (insertLease).
-		lic, err = scanLicense(tx.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE id = $1 FOR UPDATE`, licenseID))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return server.ErrLicenseNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if lic.deleted {
-			return errDeleted
-		}
+	snap, err := s.rec.RebuildSnapshot(ctx, licenseID, func(lic record.LicenseRow) (bool, error) {
 		st, err := scriptState.Run(ctx, s.rdb, keys, server.NewID("inc")).Slice()
 		if err != nil {
-			return err
+			return false, err
 		}
 		snapshot, incarnation = num(st[3]), str(st[4])
 		if e := str(st[0]); e != "" && str(st[1]) != "1" {
-			if n, _ := strconv.ParseInt(e, 10, 64); n == lic.epoch && n != forceAt {
-				current = true // another rebuild finished first
-				staleConf = num(st[2]) < lic.version
-				return nil
+			if n, _ := strconv.ParseInt(e, 10, 64); n == lic.Epoch && n != forceAt {
+				staleConf = num(st[2]) < lic.Version
+				return true, nil // another rebuild finished first
 			}
 		}
-		epoch = lic.epoch + 1
-		if _, err := tx.Exec(ctx, `UPDATE licenses SET live_epoch = $2 WHERE id = $1`, licenseID, epoch); err != nil {
-			return err
-		}
-		rows, _ := tx.Query(ctx, `SELECT `+sessionCols("")+` FROM sessions
-			WHERE license_id = $1 AND state = 'active' ORDER BY acquired_at, id`, licenseID)
-		sessions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessionRow, error) { return scanSession(r) })
-		return err
+		return false, nil
 	})
-	if errors.Is(err, errDeleted) {
-		if err := scriptTombstone.Run(ctx, s.rdb, keys, lic.version, lic.TenantID).Err(); err != nil {
+	lic, epoch, sessions := snap.License, snap.Epoch, snap.Sessions
+	if errors.Is(err, record.ErrDeleted) {
+		if err := scriptTombstone.Run(ctx, s.rdb, keys, lic.Version, lic.TenantID).Err(); err != nil {
 			return fmt.Errorf("tombstone deleted license: %w", err)
 		}
 		return server.ErrLicenseNotFound
@@ -120,6 +94,7 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 	if err != nil {
 		return err
 	}
+	current := epoch == 0
 	if current {
 		if staleConf {
 			s.pushConf(ctx, lic)
@@ -132,11 +107,11 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 	// lease it no longer holds gets that slack, so that no client still
 	// heartbeating loses its seat to the loss of Redis (rebuild.lua).
 	slack := server.WriteBehindSlack(s.flushEvery, &lic.License).Microseconds()
-	args := append([]any{epoch, lic.version}, confArgs(lic)...)
+	args := append([]any{epoch, lic.Version}, confArgs(lic)...)
 	args = append(args, snapshot, slack, incarnation)
 	for _, l := range sessions {
 		args = append(args, l.ID, l.TokenHash, timeUS(l.AcquiredAt), timeUS(l.LastHeartbeatAt),
-			timeUS(l.ExpiresAt), l.DedupeKey, l.IdempotencyKey, l.tokenSeq)
+			timeUS(l.ExpiresAt), l.DedupeKey, l.IdempotencyKey, l.TokenSeq)
 	}
 	res, err := scriptRebuild.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
@@ -158,16 +133,16 @@ func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) er
 	// A change committed after our read found no live state to update
 	// (setconf.lua never creates one): bring the settings up to date now.
 	// A change committed after this read updates them itself.
-	now, err := s.readLicenseRow(ctx, licenseID)
+	now, err := s.rec.License(ctx, licenseID)
 	switch {
 	case err != nil:
 		return fmt.Errorf("re-read license: %w", err)
-	case now.deleted:
-		if err := scriptTombstone.Run(ctx, s.rdb, keys, now.version, now.TenantID).Err(); err != nil {
+	case now.Deleted:
+		if err := scriptTombstone.Run(ctx, s.rdb, keys, now.Version, now.TenantID).Err(); err != nil {
 			return fmt.Errorf("tombstone deleted license: %w", err)
 		}
 		return server.ErrLicenseNotFound
-	case now.version > lic.version:
+	case now.Version > lic.Version:
 		s.pushConf(ctx, now)
 	}
 	return nil
@@ -271,4 +246,13 @@ func num(v any) int64 {
 		return n
 	}
 	return 0
+}
+
+// anys converts ids to script arguments.
+func anys(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
 }

@@ -6,17 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
+	"github.com/seatd/seatd/server/distributed/internal/connect"
+	"github.com/seatd/seatd/server/distributed/internal/failure"
+	"github.com/seatd/seatd/server/distributed/internal/groupcommit"
+	"github.com/seatd/seatd/server/distributed/record"
+
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
@@ -43,7 +42,7 @@ type Options struct {
 	// PoolMaxConns and PoolMinConns size the PostgreSQL pool (defaults:
 	// max(16, 4 × GOMAXPROCS), unless the URL sets pool_max_conns, and
 	// 0). The hot path needs few connections (acquisitions and releases
-	// are committed in groups, see batch.go), but cleanup batches, the
+	// are committed in groups, record/commit.go), but cleanup batches, the
 	// heartbeat flush and reads of leases this instance has not cached
 	// share the pool with it.
 	PoolMaxConns int32
@@ -69,7 +68,6 @@ type Options struct {
 }
 
 const (
-	defaultPoolMaxConns   = 16
 	defaultKeyPrefix      = "seatd:"
 	defaultFlushInterval  = 10 * time.Second
 	defaultConnectTimeout = 30 * time.Second
@@ -84,7 +82,7 @@ const (
 // Store is the distributed server.Store: PostgreSQL is the record, Redis
 // holds the live leases. See doc.go for the design.
 type Store struct {
-	pool       *pgxpool.Pool
+	rec        *record.Postgres
 	rdb        redis.UniversalClient
 	closeRedis bool // Open opened rdb, so Close closes it
 	keys       keyspace
@@ -99,11 +97,9 @@ type Store struct {
 
 	hb heartbeatBuffer
 
-	// The hot path's group commit (batch.go, commit.go): script calls in
-	// pipelines, session inserts and release records in group statements.
-	hot      *batcher[licReq, licRes]
-	inserts  *batcher[newSession, bool]
-	releases *batcher[releaseReq, bool]
+	// The hot path's script calls, in pipelines (batch.go; the record
+	// commits its inserts and releases in groups itself).
+	hot *groupcommit.Batcher[licReq, licRes]
 	// licJSON caches decoded license settings by their JSON text.
 	licJSON *boundedCache[string, server.License]
 	// licKeys caches the Redis keys of a license.
@@ -154,24 +150,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	log := cmp.Or(opts.Logger, slog.Default())
 	timeout := cmp.Or(opts.ConnectTimeout, defaultConnectTimeout)
 
-	pgcfg, err := pgxpool.ParseConfig(opts.PostgresURL)
-	if err != nil {
-		return nil, fmt.Errorf("distributed store: bad PostgreSQL URL: %w", err) // pgconn masks passwords
-	}
-	switch {
-	case opts.PoolMaxConns > 0:
-		pgcfg.MaxConns = opts.PoolMaxConns
-	case !strings.Contains(opts.PostgresURL, "pool_max_conns"):
-		pgcfg.MaxConns = int32(max(defaultPoolMaxConns, 4*runtime.GOMAXPROCS(0)))
-	}
-	if opts.PoolMinConns > 0 {
-		pgcfg.MinConns = opts.PoolMinConns
-		pgcfg.MaxConns = max(pgcfg.MaxConns, pgcfg.MinConns) // a default maximum never refuses a minimum
-	}
-	if opts.prepareConn != nil {
-		pgcfg.PrepareConn = opts.prepareConn
-	}
-	pgAddr := net.JoinHostPort(pgcfg.ConnConfig.Host, fmt.Sprint(pgcfg.ConnConfig.Port))
 	rdb, raddr, ownRedis := opts.Redis, redisAddr(opts.Redis), false
 	if rdb == nil {
 		var err error
@@ -185,16 +163,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			_ = rdb.Close()
 		}
 	}
-
-	pool, err := pgxpool.NewWithConfig(ctx, pgcfg)
+	rec, err := record.Open(ctx, record.Options{
+		URL: opts.PostgresURL, MaxConns: opts.PoolMaxConns, MinConns: opts.PoolMinConns,
+		ConnectTimeout: timeout, SkipMigrations: opts.SkipMigrations, Logger: log, PrepareConn: opts.prepareConn,
+	})
 	if err != nil {
 		closeRedis()
-		return nil, fmt.Errorf("distributed store: PostgreSQL at %s: %w", pgAddr, err)
-	}
-	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return pool.Ping(ctx) }); err != nil {
-		closeRedis()
-		pool.Close()
-		return nil, fmt.Errorf("distributed store: cannot reach PostgreSQL at %s (gave up after %v): %w", pgAddr, timeout, err)
+		return nil, fmt.Errorf("distributed store: %w", err)
 	}
 	// go-redis retries a command or pipeline that failed on the network
 	// (3 times by default), which may replay a script that did run. Every
@@ -204,29 +179,19 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// check, peek, state, count and due read only; end, expire, adopt,
 	// tombstone and hint converge to the same state; rebuild and setconf
 	// refuse what is not newer (epoch, version).
-	if err := retryConnect(ctx, timeout, func(ctx context.Context) error { return pingRedis(ctx, rdb) }); err != nil {
+	if err := connect.Retry(ctx, timeout, func(ctx context.Context) error { return pingRedis(ctx, rdb) }); err != nil {
 		closeRedis()
-		pool.Close()
+		rec.Close()
 		return nil, fmt.Errorf("distributed store: cannot reach Redis at %s (gave up after %v): %w", raddr, timeout, err)
 	}
 	if err := checkEviction(ctx, rdb, log); err != nil {
 		closeRedis()
-		pool.Close()
+		rec.Close()
 		return nil, fmt.Errorf("distributed store: %w", err)
-	}
-	if !opts.SkipMigrations {
-		db := stdlib.OpenDBFromPool(pool)
-		_, err := Migrate(ctx, db, log)
-		_ = db.Close()
-		if err != nil {
-			closeRedis()
-			pool.Close()
-			return nil, fmt.Errorf("distributed store: migrate PostgreSQL at %s: %w", pgAddr, err)
-		}
 	}
 
 	s := &Store{
-		pool:           pool,
+		rec:            rec,
 		rdb:            rdb,
 		closeRedis:     ownRedis,
 		keys:           keyspace{prefix: cmp.Or(opts.RedisKeyPrefix, defaultKeyPrefix)},
@@ -243,9 +208,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		stop:           make(chan struct{}),
 		stopped:        make(chan struct{}),
 	}
-	s.hot = newBatcher(redisSlots, redisMin, maxPipeline, s.runLicenseScripts)
-	s.inserts = newBatcher(pgSlots, pgMin, pgMaxBatch, s.runInserts)
-	s.releases = newBatcher(pgSlots, pgMin, pgMaxBatch, s.runReleases)
+	s.hot = groupcommit.New(redisSlots, redisMin, maxPipeline, s.runLicenseScripts)
 	s.moveLegacyHint(ctx)
 	go s.flushLoop()
 	return s, nil
@@ -271,34 +234,12 @@ func (s *Store) moveLegacyHint(ctx context.Context) {
 	s.log.Info("distributed store: moved the expiry hint into its pieces", "licenses", len(hints))
 }
 
-// retryConnect calls ping with exponential backoff until it succeeds or
-// timeout passes.
-func retryConnect(ctx context.Context, timeout time.Duration, ping func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 100 * time.Millisecond
-	b.MaxInterval = 2 * time.Second
-	var last error
-	_, err := backoff.Retry(ctx, func() (struct{}, error) {
-		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer pcancel()
-		last = ping(pctx)
-		return struct{}{}, last
-	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(timeout))
-	if err != nil && last != nil {
-		return last
-	}
-	return err
-}
-
 // Close stops the flusher, writes pending heartbeats, then closes Redis and
 // the PostgreSQL pool, last (README, "Zero-downtime deploys", step 7).
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.hot.stop()
-		s.inserts.stop()
-		s.releases.stop()
+		s.hot.Stop()
+		s.rec.StopBatches()
 		close(s.stop)
 		<-s.stopped
 		s.bgMu.Lock()
@@ -312,7 +253,7 @@ func (s *Store) Close() error {
 		if s.closeRedis {
 			redisErr = s.rdb.Close()
 		}
-		s.pool.Close()
+		s.rec.Close()
 		s.closeErr = errors.Join(flushErr, redisErr)
 	})
 	return s.closeErr
@@ -333,23 +274,9 @@ func (s *Store) background(f func(ctx context.Context)) {
 	})
 }
 
-// fail turns a backend failure into the error clients see: *server.Error
-// values pass unchanged, anything else is logged and becomes UNAVAILABLE.
-func (s *Store) fail(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *server.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) {
-		s.log.Debug("distributed store: "+op+": caller gave up", "err", err)
-	} else {
-		s.log.Error("distributed store: "+op, "err", err)
-	}
-	return server.Unavailable(err)
-}
+// fail turns a backend failure into the error clients see
+// (failure.Public).
+func (s *Store) fail(op string, err error) error { return failure.Public(s.log, op, err) }
 
 // redisNow is the store's clock: Redis TIME, the clock every script uses.
 func (s *Store) redisNow(ctx context.Context) (time.Time, error) {

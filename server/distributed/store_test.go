@@ -175,7 +175,7 @@ func TestExpireLeasesRecordFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, refs, 3)
 
-	a.pool.Close() // PostgreSQL is gone for instance a, mid-way
+	a.rec.Close() // PostgreSQL is gone for instance a, mid-way
 	exp, err := a.ExpireLeases(t.Context(), refs)
 	requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "ExpireLeases without PostgreSQL")
 	require.Empty(t, exp)
@@ -473,7 +473,7 @@ func TestMigrations(t *testing.T) {
 	}
 	require.False(t, t.Failed())
 
-	db := stdlib.OpenDBFromPool(stores[0].pool)
+	db := stdlib.OpenDBFromPool(loc.db(t))
 	defer db.Close()
 	st, err := MigrationStatus(t.Context(), db)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package distributed
+package record
 
 import (
 	"database/sql"
@@ -12,8 +12,8 @@ import (
 // applied and reported (what `seatd migrate up` prints); then nothing is.
 func TestMigrateReportsWhatItApplied(t *testing.T) {
 	t.Parallel()
-	loc := newLocation(t)
-	db, err := sql.Open("pgx", loc.pgURL)
+	_, _, url := newSchema(t)
+	db, err := sql.Open("pgx", url)
 	require.NoError(t, err)
 	defer db.Close()
 

@@ -1,4 +1,4 @@
-package distributed
+package record
 
 import (
 	"context"
@@ -12,32 +12,32 @@ import (
 
 // Tenants and API keys live in PostgreSQL only.
 
-func (s *Store) CreateTenant(ctx context.Context, t server.Tenant) (server.Tenant, error) {
+func (pg *Postgres) CreateTenant(ctx context.Context, t server.Tenant) (server.Tenant, error) {
 	t.CreatedAt = t.CreatedAt.UTC().Truncate(time.Microsecond)
-	_, err := s.pool.Exec(ctx, `INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)`, t.ID, t.Name, t.CreatedAt)
+	_, err := pg.pool.Exec(ctx, `INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)`, t.ID, t.Name, t.CreatedAt)
 	if isCode(err, pgUniqueViolation) {
-		return server.Tenant{}, conflict("tenant.id", "tenant")
+		return server.Tenant{}, server.AlreadyExists("tenant.id", "tenant")
 	}
 	if err != nil {
-		return server.Tenant{}, s.fail("create tenant", err)
+		return server.Tenant{}, pg.fail("create tenant", err)
 	}
 	return t, nil
 }
 
-func (s *Store) GetTenant(ctx context.Context, id string) (server.Tenant, error) {
+func (pg *Postgres) GetTenant(ctx context.Context, id string) (server.Tenant, error) {
 	var t server.Tenant
-	err := s.pool.QueryRow(ctx, `SELECT id, name, created_at FROM tenants WHERE id = $1`, id).Scan(&t.ID, &t.Name, &t.CreatedAt)
+	err := pg.pool.QueryRow(ctx, `SELECT id, name, created_at FROM tenants WHERE id = $1`, id).Scan(&t.ID, &t.Name, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return server.Tenant{}, server.ErrTenantNotFound
 	}
 	if err != nil {
-		return server.Tenant{}, s.fail("get tenant", err)
+		return server.Tenant{}, pg.fail("get tenant", err)
 	}
 	t.CreatedAt = t.CreatedAt.UTC()
 	return t, nil
 }
 
-func (s *Store) ListTenants(ctx context.Context, p server.Page) ([]server.Tenant, string, error) {
+func (pg *Postgres) ListTenants(ctx context.Context, p server.Page) ([]server.Tenant, string, error) {
 	after, err := decodeToken(p.Token)
 	if err != nil {
 		return nil, "", err
@@ -47,7 +47,7 @@ func (s *Store) ListTenants(ctx context.Context, p server.Page) ([]server.Tenant
 		from = &after.ID
 	}
 	size := p.PageSize()
-	rows, _ := s.pool.Query(ctx, `SELECT id, name, created_at FROM tenants
+	rows, _ := pg.pool.Query(ctx, `SELECT id, name, created_at FROM tenants
 		WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2`, from, size+1)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Tenant, error) {
 		var t server.Tenant
@@ -56,7 +56,7 @@ func (s *Store) ListTenants(ctx context.Context, p server.Page) ([]server.Tenant
 		return t, err
 	})
 	if err != nil {
-		return nil, "", s.fail("list tenants", err)
+		return nil, "", pg.fail("list tenants", err)
 	}
 	page, next := pageOf(out, size, func(t server.Tenant) cursor { return cursor{ID: t.ID} })
 	return page, next, nil
@@ -77,25 +77,25 @@ func scanAPIKey(row pgx.Row) (server.APIKey, error) {
 	return k, nil
 }
 
-func (s *Store) CreateAPIKey(ctx context.Context, k server.APIKey) (server.APIKey, error) {
+func (pg *Postgres) CreateAPIKey(ctx context.Context, k server.APIKey) (server.APIKey, error) {
 	k.CreatedAt = k.CreatedAt.UTC().Truncate(time.Microsecond)
 	if !k.RevokedAt.IsZero() {
 		k.RevokedAt = k.RevokedAt.UTC().Truncate(time.Microsecond)
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (`+apiKeyCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+	_, err := pg.pool.Exec(ctx, `INSERT INTO api_keys (`+apiKeyCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 		k.ID, k.TenantID, k.Name, k.SecretHash, k.CreatedAt, optTime(k.RevokedAt))
 	switch {
 	case isCode(err, pgForeignKeyViolation):
 		return server.APIKey{}, server.ErrTenantNotFound
 	case isCode(err, pgUniqueViolation):
-		return server.APIKey{}, conflict("api_key.id", "api key")
+		return server.APIKey{}, server.AlreadyExists("api_key.id", "api key")
 	case err != nil:
-		return server.APIKey{}, s.fail("create api key", err)
+		return server.APIKey{}, pg.fail("create api key", err)
 	}
 	return k, nil
 }
 
-func (s *Store) ListAPIKeys(ctx context.Context, tenantID string, p server.Page) ([]server.APIKey, string, error) {
+func (pg *Postgres) ListAPIKeys(ctx context.Context, tenantID string, p server.Page) ([]server.APIKey, string, error) {
 	after, err := decodeToken(p.Token)
 	if err != nil {
 		return nil, "", err
@@ -103,39 +103,39 @@ func (s *Store) ListAPIKeys(ctx context.Context, tenantID string, p server.Page)
 	size := p.PageSize()
 	var rows pgx.Rows
 	if after == nil {
-		rows, _ = s.pool.Query(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE tenant_id = $1
+		rows, _ = pg.pool.Query(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE tenant_id = $1
 			ORDER BY created_at, id LIMIT $2`, tenantID, size+1)
 	} else {
-		rows, _ = s.pool.Query(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE tenant_id = $1
+		rows, _ = pg.pool.Query(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE tenant_id = $1
 			AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`, tenantID, after.time(), after.ID, size+1)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.APIKey, error) { return scanAPIKey(r) })
 	if err != nil {
-		return nil, "", s.fail("list api keys", err)
+		return nil, "", pg.fail("list api keys", err)
 	}
 	page, next := pageOf(out, size, func(k server.APIKey) cursor { return cursor{At: timeUS(k.CreatedAt), ID: k.ID} })
 	return page, next, nil
 }
 
-func (s *Store) RevokeAPIKey(ctx context.Context, id string) (server.APIKey, error) {
-	k, err := scanAPIKey(s.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, date_trunc('microseconds', clock_timestamp()))
+func (pg *Postgres) RevokeAPIKey(ctx context.Context, id string) (server.APIKey, error) {
+	k, err := scanAPIKey(pg.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, date_trunc('microseconds', clock_timestamp()))
 		WHERE id = $1 RETURNING `+apiKeyCols, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return server.APIKey{}, server.ErrAPIKeyNotFound
 	}
 	if err != nil {
-		return server.APIKey{}, s.fail("revoke api key", err)
+		return server.APIKey{}, pg.fail("revoke api key", err)
 	}
 	return k, nil
 }
 
-func (s *Store) APIKeyBySecretHash(ctx context.Context, hash string) (server.APIKey, error) {
-	k, err := scanAPIKey(s.pool.QueryRow(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE secret_hash = $1`, hash))
+func (pg *Postgres) APIKeyBySecretHash(ctx context.Context, hash string) (server.APIKey, error) {
+	k, err := scanAPIKey(pg.pool.QueryRow(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE secret_hash = $1`, hash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return server.APIKey{}, server.ErrAPIKeyNotFound
 	}
 	if err != nil {
-		return server.APIKey{}, s.fail("api key by secret", err)
+		return server.APIKey{}, pg.fail("api key by secret", err)
 	}
 	return k, nil
 }

@@ -1,4 +1,4 @@
-package distributed
+package record
 
 import (
 	"context"
@@ -12,9 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/internal/groupcommit"
 )
 
-// Group commit in PostgreSQL (see batch.go): the sessions that concurrent
+// Group commit in PostgreSQL (package groupcommit): the sessions that concurrent
 // acquisitions record are inserted by one statement, and the sessions that
 // concurrent releases end are ended by one statement, each its own
 // transaction, committed before any of its callers returns. Each row keeps
@@ -46,16 +47,13 @@ type newSession struct {
 	version int64
 }
 
-// insertSession records a granted lease: inserted is false if the license
-// is deleted, its live state was rebuilt since the grant, or its settings
-// changed since the ones Redis judged the grant by (an UpdateLicense whose
-// copy to Redis failed or has not landed yet: a grant under the old
-// settings is never recorded, so never acknowledged).
-func (s *Store) insertSession(ctx context.Context, l *server.Lease, epoch, version int64) (inserted bool, err error) {
-	if s.insertHook != nil {
-		return s.insertHook(func() (bool, error) { return s.inserts.do(ctx, newSession{l, epoch, version}) })
-	}
-	return s.inserts.do(ctx, newSession{l, epoch, version})
+// InsertSession records a granted lease, with the acquisitions that come
+// at the same time (group commit): inserted is false if the license is
+// deleted, its live state was rebuilt since the grant (epoch), or its
+// settings changed since the ones the grant was judged by (version): a
+// grant under old settings is never recorded, so never acknowledged.
+func (pg *Postgres) InsertSession(ctx context.Context, l *server.Lease, epoch, version int64) (inserted bool, err error) {
+	return pg.inserts.Do(ctx, newSession{l, epoch, version})
 }
 
 // insertOneSQL records one lease. The SELECT locks the license row (FOR
@@ -87,9 +85,9 @@ const insertManySQL = `INSERT INTO sessions (id, license_id, tenant_id, token_ha
 	FOR KEY SHARE OF l SKIP LOCKED
 	RETURNING id`
 
-func (s *Store) insertOne(ctx context.Context, n newSession) (bool, error) {
+func (pg *Postgres) insertOne(ctx context.Context, n newSession) (bool, error) {
 	l := n.lease
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := pg.pool.Acquire(ctx)
 	if err != nil {
 		return false, notSent(err)
 	}
@@ -103,7 +101,7 @@ func (s *Store) insertOne(ctx context.Context, n newSession) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-func (s *Store) runInserts(batch []*batchCall[newSession, bool]) {
+func (pg *Postgres) runInserts(batch []*groupcommit.Call[newSession, bool]) {
 	live := liveCalls(batch)
 	if len(live) == 0 {
 		return
@@ -112,12 +110,12 @@ func (s *Store) runInserts(batch []*batchCall[newSession, bool]) {
 	defer cancel()
 	if len(live) == 1 {
 		c := live[0]
-		c.res, c.err = s.insertOne(ctx, c.req)
+		c.Res, c.Err = pg.insertOne(ctx, c.Req)
 		return
 	}
 	// In license order, so that the row locks are taken in one order.
-	slices.SortStableFunc(live, func(a, b *batchCall[newSession, bool]) int {
-		return strings.Compare(a.req.lease.LicenseID, b.req.lease.LicenseID)
+	slices.SortStableFunc(live, func(a, b *groupcommit.Call[newSession, bool]) int {
+		return strings.Compare(a.Req.lease.LicenseID, b.Req.lease.LicenseID)
 	})
 	n := len(live)
 	var (
@@ -127,15 +125,15 @@ func (s *Store) runInserts(batch []*batchCall[newSession, bool]) {
 		epochs, versions                   = make([]int64, n), make([]int64, n)
 	)
 	for i, c := range live {
-		l := c.req.lease
+		l := c.Req.lease
 		ids[i], lics[i], toks[i], fps[i], users[i], hosts[i] = l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname
 		mds[i], idems[i], dks[i] = jsonMap(l.Metadata), l.IdempotencyKey, l.DedupeKey
-		acqs[i], exps[i], epochs[i], versions[i] = l.AcquiredAt, l.ExpiresAt, c.req.epoch, c.req.version
+		acqs[i], exps[i], epochs[i], versions[i] = l.AcquiredAt, l.ExpiresAt, c.Req.epoch, c.Req.version
 	}
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := pg.pool.Acquire(ctx)
 	if err != nil {
 		for _, c := range live {
-			c.err = notSent(err)
+			c.Err = notSent(err)
 		}
 		return
 	}
@@ -145,7 +143,7 @@ func (s *Store) runInserts(batch []*batchCall[newSession, bool]) {
 	if err != nil {
 		if pgError(err) == nil { // outcome unknown
 			for _, c := range live {
-				c.err = err
+				c.Err = err
 			}
 			return
 		}
@@ -156,11 +154,11 @@ func (s *Store) runInserts(batch []*batchCall[newSession, bool]) {
 		done[id] = true
 	}
 	for _, c := range live {
-		if done[c.req.lease.ID] {
-			c.res = true
+		if done[c.Req.lease.ID] {
+			c.Res = true
 			continue
 		}
-		c.res, c.err = s.insertOne(ctx, c.req)
+		c.Res, c.Err = pg.insertOne(ctx, c.Req)
 	}
 }
 
@@ -169,23 +167,23 @@ var errNotSent = errors.New("not sent")
 
 func notSent(err error) error { return fmt.Errorf("%w: %w", errNotSent, err) }
 
-// surelyNotWritten reports whether a failed write certainly changed
+// SurelyNotWritten reports whether a failed write certainly changed
 // nothing: it never reached PostgreSQL, or PostgreSQL refused it (and
 // rolled it back). Otherwise its outcome is unknown: the connection was
 // lost with the statement on its way or in flight, and it may have
 // committed.
-func surelyNotWritten(err error) bool {
-	return errors.Is(err, errNotSent) || errors.Is(err, errBatcherStopped) ||
+func SurelyNotWritten(err error) bool {
+	return errors.Is(err, errNotSent) || errors.Is(err, groupcommit.ErrStopped) ||
 		pgError(err) != nil || pgconn.SafeToRetry(err)
 }
 
 // liveCalls returns the calls whose callers still wait; the others fail
 // with their context's error.
-func liveCalls[Q, R any](batch []*batchCall[Q, R]) []*batchCall[Q, R] {
-	live := make([]*batchCall[Q, R], 0, len(batch))
+func liveCalls[Q, R any](batch []*groupcommit.Call[Q, R]) []*groupcommit.Call[Q, R] {
+	live := make([]*groupcommit.Call[Q, R], 0, len(batch))
 	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
-			c.err = notSent(err)
+		if err := c.Ctx.Err(); err != nil {
+			c.Err = notSent(err)
 			continue
 		}
 		live = append(live, c)
@@ -201,14 +199,14 @@ type releaseReq struct {
 	out               *server.Lease
 }
 
-// releaseSession records a release (see endLease), grouped with the
+// ReleaseSession records a release (see EndLease), grouped with the
 // concurrent ones: ok is false if the lease was not active, else the ended
 // lease is in out.
-func (s *Store) releaseSession(ctx context.Context, leaseID string, now, hb, deadline time.Time, out *server.Lease) (ok bool, err error) {
-	return s.releases.do(ctx, releaseReq{leaseID, now, hb, deadline, out})
+func (pg *Postgres) ReleaseSession(ctx context.Context, leaseID string, now, hb, deadline time.Time, out *server.Lease) (ok bool, err error) {
+	return pg.releases.Do(ctx, releaseReq{leaseID, now, hb, deadline, out})
 }
 
-// releaseManySQL is endLease's statement for many leases, all released:
+// releaseManySQL is EndLease's statement for many leases, all released:
 // the same conditions per row. It returns the leases it ended. It locks
 // the rows first, in id order (as every statement that locks several
 // leases, so that concurrent writers never deadlock), and skips (SKIP
@@ -241,19 +239,19 @@ func releaseManySQL() string {
 
 var releaseMany = releaseManySQL()
 
-func (s *Store) runReleases(batch []*batchCall[releaseReq, bool]) {
+func (pg *Postgres) runReleases(batch []*groupcommit.Call[releaseReq, bool]) {
 	live := liveCalls(batch)
 	if len(live) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pgBatchTimeout)
 	defer cancel()
-	alone := func(c *batchCall[releaseReq, bool]) {
-		hb, dl := c.req.hb, c.req.deadline
+	alone := func(c *groupcommit.Call[releaseReq, bool]) {
+		hb, dl := c.Req.hb, c.Req.deadline
 		var l server.Lease
-		l, c.res, c.err = s.endLease(ctx, c.req.leaseID, server.LeaseReleased, c.req.now, &hb, &dl)
-		if c.res {
-			*c.req.out = l
+		l, c.Res, c.Err = pg.EndLease(ctx, c.Req.leaseID, server.LeaseReleased, c.Req.now, &hb, &dl)
+		if c.Res {
+			*c.Req.out = l
 		}
 	}
 	if len(live) == 1 {
@@ -264,20 +262,20 @@ func (s *Store) runReleases(batch []*batchCall[releaseReq, bool]) {
 	// concurrent writers never deadlock. A lease released twice at once is
 	// ended by the first call; the second finds it ended, as it would
 	// alone.
-	slices.SortStableFunc(live, func(a, b *batchCall[releaseReq, bool]) int {
-		return strings.Compare(a.req.leaseID, b.req.leaseID)
+	slices.SortStableFunc(live, func(a, b *groupcommit.Call[releaseReq, bool]) int {
+		return strings.Compare(a.Req.leaseID, b.Req.leaseID)
 	})
 	var (
 		ids            []string
 		nows, hbs, dls []time.Time
 	)
 	for i, c := range live {
-		if i > 0 && c.req.leaseID == live[i-1].req.leaseID {
+		if i > 0 && c.Req.leaseID == live[i-1].Req.leaseID {
 			continue
 		}
-		ids, nows, hbs, dls = append(ids, c.req.leaseID), append(nows, c.req.now), append(hbs, c.req.hb), append(dls, c.req.deadline)
+		ids, nows, hbs, dls = append(ids, c.Req.leaseID), append(nows, c.Req.now), append(hbs, c.Req.hb), append(dls, c.Req.deadline)
 	}
-	rows, _ := s.pool.Query(ctx, releaseMany, ids, nows, hbs, dls)
+	rows, _ := pg.pool.Query(ctx, releaseMany, ids, nows, hbs, dls)
 	ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {
 		l, err := scanSession(r)
 		return l.Lease, err
@@ -285,7 +283,7 @@ func (s *Store) runReleases(batch []*batchCall[releaseReq, bool]) {
 	if err != nil {
 		if pgError(err) == nil { // outcome unknown
 			for _, c := range live {
-				c.err = err
+				c.Err = err
 			}
 			return
 		}
@@ -299,11 +297,11 @@ func (s *Store) runReleases(batch []*batchCall[releaseReq, bool]) {
 		byID[l.ID] = l
 	}
 	for i, c := range live {
-		if i > 0 && live[i-1].req.leaseID == c.req.leaseID {
+		if i > 0 && live[i-1].Req.leaseID == c.Req.leaseID {
 			continue // a second release of the lease: it finds it ended
 		}
-		if l, ok := byID[c.req.leaseID]; ok {
-			*c.req.out, c.res = l, true
+		if l, ok := byID[c.Req.leaseID]; ok {
+			*c.Req.out, c.Res = l, true
 		} else {
 			alone(c) // skipped (locked elsewhere) or not active: as alone
 		}

@@ -1,4 +1,4 @@
-package distributed
+package record
 
 import (
 	"encoding/json"
@@ -30,11 +30,6 @@ func pgError(err error) *pgconn.PgError {
 func isCode(err error, code string) bool {
 	pe := pgError(err)
 	return pe != nil && pe.Code == code
-}
-
-// conflict is the ECONFLICT error for an id or key that is taken.
-func conflict(field, what string) *server.Error {
-	return &server.Error{Code: server.ECONFLICT, Reason: server.ReasonAlreadyExists, Field: field, Message: what + " already exists"}
 }
 
 // jsonMap encodes a string map for a jsonb column ({} for none).
@@ -73,17 +68,17 @@ func fromOpt(t *time.Time) time.Time {
 const licenseCols = `id, tenant_id, key, name, seats, overdraft, lease_ttl_us, revival_window_us,
 	leasing_strategy, active, expires_at, metadata, created_at, updated_at, version, live_epoch, deleted_at`
 
-// licenseRow is a license with its bookkeeping columns.
-type licenseRow struct {
+// LicenseRow is a license with its bookkeeping columns.
+type LicenseRow struct {
 	server.License
-	version int64
-	epoch   int64
-	deleted bool
+	Version int64 // bumped by every change of the settings
+	Epoch   int64 // of the live state built from it (live_epoch)
+	Deleted bool
 }
 
-func scanLicense(row pgx.Row) (licenseRow, error) {
+func scanLicense(row pgx.Row) (LicenseRow, error) {
 	var (
-		r                licenseRow
+		r                LicenseRow
 		ttlUS, revivalUS int64
 		strategy         string
 		expires, deleted *time.Time
@@ -91,9 +86,9 @@ func scanLicense(row pgx.Row) (licenseRow, error) {
 		created, updated time.Time
 	)
 	err := row.Scan(&r.ID, &r.TenantID, &r.Key, &r.Name, &r.Seats, &r.Overdraft, &ttlUS, &revivalUS,
-		&strategy, &r.Active, &expires, &meta, &created, &updated, &r.version, &r.epoch, &deleted)
+		&strategy, &r.Active, &expires, &meta, &created, &updated, &r.Version, &r.Epoch, &deleted)
 	if err != nil {
-		return licenseRow{}, err
+		return LicenseRow{}, err
 	}
 	r.LeaseTTL = time.Duration(ttlUS) * time.Microsecond
 	r.RevivalWindow = time.Duration(revivalUS) * time.Microsecond
@@ -101,7 +96,7 @@ func scanLicense(row pgx.Row) (licenseRow, error) {
 	r.ExpiresAt = fromOpt(expires)
 	r.Metadata = nilIfEmpty(meta)
 	r.CreatedAt, r.UpdatedAt = created.UTC(), updated.UTC()
-	r.deleted = deleted != nil
+	r.Deleted = deleted != nil
 	return r, nil
 }
 
@@ -119,69 +114,30 @@ func sessionCols(alias string) string {
 	return strings.Join(cols, ", ")
 }
 
-// sessionRow is a lease with its token sequence.
-type sessionRow struct {
+// Session is a lease with its token sequence.
+type Session struct {
 	server.Lease
-	tokenSeq int64
+	TokenSeq int64
 }
 
-func scanSession(row pgx.Row) (sessionRow, error) {
+func scanSession(row pgx.Row) (Session, error) {
 	var (
-		r                    sessionRow
+		r                    Session
 		state                string
 		meta                 map[string]string
 		acquired, hb, expire time.Time
 		ended                *time.Time
 	)
-	err := row.Scan(&r.ID, &r.LicenseID, &r.TenantID, &r.TokenHash, &r.tokenSeq, &r.Fingerprint, &r.User,
+	err := row.Scan(&r.ID, &r.LicenseID, &r.TenantID, &r.TokenHash, &r.TokenSeq, &r.Fingerprint, &r.User,
 		&r.Hostname, &meta, &r.IdempotencyKey, &r.DedupeKey, &state, &acquired, &hb, &expire, &ended)
 	if err != nil {
-		return sessionRow{}, err
+		return Session{}, err
 	}
 	r.State = server.LeaseState(state)
 	r.Metadata = nilIfEmpty(meta)
 	r.AcquiredAt, r.LastHeartbeatAt, r.ExpiresAt = acquired.UTC(), hb.UTC(), expire.UTC()
 	r.EndedAt = fromOpt(ended)
 	return r, nil
-}
-
-// leaseInfo is what never changes about a lease: cached per process so
-// that heartbeats need no PostgreSQL read. Cached values are shared: never
-// change one.
-type leaseInfo struct {
-	LicenseID      string
-	TenantID       string
-	Fingerprint    string
-	User           string
-	Hostname       string
-	Metadata       map[string]string
-	IdempotencyKey string
-	DedupeKey      string
-	AcquiredAt     time.Time
-}
-
-func infoOf(l *server.Lease) *leaseInfo {
-	return &leaseInfo{
-		LicenseID: l.LicenseID, TenantID: l.TenantID, Fingerprint: l.Fingerprint, User: l.User,
-		Hostname: l.Hostname, Metadata: l.Metadata, IdempotencyKey: l.IdempotencyKey,
-		DedupeKey: l.DedupeKey, AcquiredAt: l.AcquiredAt,
-	}
-}
-
-// lease builds an active lease from its fixed fields and live values.
-func (i *leaseInfo) lease(id, tokenHash string, hb, deadline time.Time) server.Lease {
-	var l server.Lease
-	i.leaseTo(&l, id, tokenHash, hb, deadline)
-	return l
-}
-
-// leaseTo is lease writing to l, field by field (no temporary copy).
-func (i *leaseInfo) leaseTo(l *server.Lease, id, tokenHash string, hb, deadline time.Time) {
-	l.ID, l.LicenseID, l.TenantID, l.TokenHash = id, i.LicenseID, i.TenantID, tokenHash
-	l.Fingerprint, l.User, l.Hostname, l.Metadata = i.Fingerprint, i.User, i.Hostname, cloneMap(i.Metadata)
-	l.IdempotencyKey, l.DedupeKey, l.State = i.IdempotencyKey, i.DedupeKey, server.LeaseActive
-	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = i.AcquiredAt, hb, deadline
-	l.EndedAt = time.Time{}
 }
 
 func cloneMap(m map[string]string) map[string]string {

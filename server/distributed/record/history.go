@@ -1,4 +1,4 @@
-package distributed
+package record
 
 import (
 	"context"
@@ -12,24 +12,24 @@ import (
 
 // historyOf checks that the license is, or was, the tenant's: a deleted
 // license's history stays readable.
-func (s *Store) historyOf(ctx context.Context, tenantID, licenseID string) error {
+func (pg *Postgres) historyOf(ctx context.Context, tenantID, licenseID string) error {
 	var owner string
-	err := s.pool.QueryRow(ctx, `SELECT tenant_id FROM licenses WHERE id = $1`, licenseID).Scan(&owner)
+	err := pg.pool.QueryRow(ctx, `SELECT tenant_id FROM licenses WHERE id = $1`, licenseID).Scan(&owner)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && owner != tenantID) {
 		return server.ErrLicenseNotFound
 	}
 	if err != nil {
-		return s.fail("read license", err)
+		return pg.fail("read license", err)
 	}
 	return nil
 }
 
 // UsageEvents lists a license's usage events by end time.
-func (s *Store) UsageEvents(ctx context.Context, tenantID, licenseID string) ([]server.UsageEvent, error) {
-	if err := s.historyOf(ctx, tenantID, licenseID); err != nil {
+func (pg *Postgres) UsageEvents(ctx context.Context, tenantID, licenseID string) ([]server.UsageEvent, error) {
+	if err := pg.historyOf(ctx, tenantID, licenseID); err != nil {
 		return nil, err
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at
+	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at
 		FROM usage_events WHERE license_id = $1 ORDER BY ended_at, lease_id`, licenseID)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.UsageEvent, error) {
 		var (
@@ -43,17 +43,17 @@ func (s *Store) UsageEvents(ctx context.Context, tenantID, licenseID string) ([]
 		return e, err
 	})
 	if err != nil {
-		return nil, s.fail("usage events", err)
+		return nil, pg.fail("usage events", err)
 	}
 	return out, nil
 }
 
 // CleanupEvents lists a license's cleanup events by cleanup time.
-func (s *Store) CleanupEvents(ctx context.Context, tenantID, licenseID string) ([]server.CleanupEvent, error) {
-	if err := s.historyOf(ctx, tenantID, licenseID); err != nil {
+func (pg *Postgres) CleanupEvents(ctx context.Context, tenantID, licenseID string) ([]server.CleanupEvent, error) {
+	if err := pg.historyOf(ctx, tenantID, licenseID); err != nil {
 		return nil, err
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at,
+	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at,
 		expires_at, cleaned_at FROM cleanup_events WHERE license_id = $1 ORDER BY cleaned_at, lease_id`, licenseID)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.CleanupEvent, error) {
 		var e server.CleanupEvent
@@ -62,26 +62,26 @@ func (s *Store) CleanupEvents(ctx context.Context, tenantID, licenseID string) (
 		return e, err
 	})
 	if err != nil {
-		return nil, s.fail("cleanup events", err)
+		return nil, pg.fail("cleanup events", err)
 	}
 	return out, nil
 }
 
-func (s *Store) AppendAudit(ctx context.Context, e server.AuditEntry) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
+func (pg *Postgres) AppendAudit(ctx context.Context, e server.AuditEntry) error {
+	_, err := pg.pool.Exec(ctx, `INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)`,
 		e.ID, e.TenantID, e.Actor, e.Action, e.Resource, e.ResourceID, jsonMap(e.Details), e.At.UTC().Truncate(time.Microsecond))
 	if isCode(err, pgUniqueViolation) {
-		return conflict("audit.id", "audit entry")
+		return server.AlreadyExists("audit.id", "audit entry")
 	}
 	if err != nil {
-		return s.fail("append audit", err)
+		return pg.fail("append audit", err)
 	}
 	return nil
 }
 
 // AuditLog lists a tenant's audit entries, oldest first (by At, then ID).
-func (s *Store) AuditLog(ctx context.Context, tenantID string, p server.Page) ([]server.AuditEntry, string, error) {
+func (pg *Postgres) AuditLog(ctx context.Context, tenantID string, p server.Page) ([]server.AuditEntry, string, error) {
 	after, err := decodeToken(p.Token)
 	if err != nil {
 		return nil, "", err
@@ -90,10 +90,10 @@ func (s *Store) AuditLog(ctx context.Context, tenantID string, p server.Page) ([
 	var rows pgx.Rows
 	const cols = `id, tenant_id, actor, action, resource, resource_id, details, at`
 	if after == nil {
-		rows, _ = s.pool.Query(ctx, `SELECT `+cols+` FROM audit_log WHERE tenant_id = $1
+		rows, _ = pg.pool.Query(ctx, `SELECT `+cols+` FROM audit_log WHERE tenant_id = $1
 			ORDER BY at, id LIMIT $2`, tenantID, size+1)
 	} else {
-		rows, _ = s.pool.Query(ctx, `SELECT `+cols+` FROM audit_log WHERE tenant_id = $1
+		rows, _ = pg.pool.Query(ctx, `SELECT `+cols+` FROM audit_log WHERE tenant_id = $1
 			AND (at, id) > ($2, $3) ORDER BY at, id LIMIT $4`, tenantID, after.time(), after.ID, size+1)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.AuditEntry, error) {
@@ -107,7 +107,7 @@ func (s *Store) AuditLog(ctx context.Context, tenantID string, p server.Page) ([
 		return e, err
 	})
 	if err != nil {
-		return nil, "", s.fail("audit log", err)
+		return nil, "", pg.fail("audit log", err)
 	}
 	page, next := pageOf(out, size, func(e server.AuditEntry) cursor { return cursor{At: timeUS(e.At), ID: e.ID} })
 	return page, next, nil
@@ -119,7 +119,7 @@ const defaultTopLimit = 20
 // tenant and the window [Start, End) (a zero Start or End is open), in one
 // round trip. The seed's zombie percentage divided integers (always 0 or
 // 100); here it is a float over every lease of the license.
-func (s *Store) ZombieReport(ctx context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
+func (pg *Postgres) ZombieReport(ctx context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
 	if !q.End.IsZero() && q.End.Before(q.Start) {
 		return server.ZombieReport{}, server.Invalid("end", "end must not be before start")
 	}
@@ -167,8 +167,8 @@ func (s *Store) ZombieReport(ctx context.Context, q server.ZombieQuery) (server.
 	b.Queue(`SELECT count(*), COALESCE(avg(EXTRACT(EPOCH FROM (ce.cleaned_at - ce.last_heartbeat_at))) / 60, 0)::float8
 		FROM cleanup_events ce WHERE `+window, q.TenantID, start, end).
 		QueryRow(func(r pgx.Row) error { return r.Scan(&rep.Total, &rep.MeanMinutesToCleanup) })
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return server.ZombieReport{}, s.fail("zombie report", err)
+	if err := pg.pool.SendBatch(ctx, b).Close(); err != nil {
+		return server.ZombieReport{}, pg.fail("zombie report", err)
 	}
 	if len(rep.Days) == 0 {
 		rep.Days = nil

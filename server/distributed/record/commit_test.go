@@ -1,0 +1,260 @@
+package record
+
+import (
+	"context"
+	neturl "net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/internal/groupcommit"
+)
+
+// The tests need a PostgreSQL server; they never skip (a missing server
+// fails them with what to start).
+func testPostgresURL() string {
+	if u := os.Getenv("SEATD_TEST_POSTGRES_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// testRecord is a record in a fresh schema, dropped when the test ends.
+type testRecord struct {
+	pg     *Postgres
+	admin  *pgxpool.Pool // for setting up and inspecting the schema
+	schema string
+}
+
+// newSchema creates an empty schema, dropped when the test ends, and
+// returns a pool for inspecting it and the URL that selects it.
+func newSchema(t *testing.T) (admin *pgxpool.Pool, schema, url string) {
+	t.Helper()
+	admin, err := pgxpool.New(t.Context(), testPostgresURL())
+	require.NoError(t, err)
+	t.Cleanup(admin.Close)
+	require.NoError(t, admin.Ping(t.Context()),
+		"PostgreSQL is not reachable at %s: start PostgreSQL 15+ there (make services) or set SEATD_TEST_POSTGRES_URL", testPostgresURL())
+	schema = "seatd_r_" + strings.ToLower(server.NewID(""))
+	_, err = admin.Exec(t.Context(), "CREATE SCHEMA "+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	u, err := neturl.Parse(testPostgresURL())
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return admin, schema, u.String()
+}
+
+func openRecord(t *testing.T) testRecord {
+	t.Helper()
+	admin, schema, url := newSchema(t)
+	pg, err := Open(t.Context(), Options{URL: url, MaxConns: 6, ConnectTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { pg.StopBatches(); pg.Close() })
+	return testRecord{pg: pg, admin: admin, schema: schema}
+}
+
+func (r testRecord) tenant(t *testing.T) server.Tenant {
+	t.Helper()
+	tn, err := r.pg.CreateTenant(t.Context(), server.Tenant{ID: server.NewID("tn_"), Name: "t", CreatedAt: time.Now()})
+	require.NoError(t, err)
+	return tn
+}
+
+func (r testRecord) license(t *testing.T, tenantID string) server.License {
+	t.Helper()
+	now := time.Now()
+	l, err := r.pg.CreateLicense(t.Context(), server.License{ID: server.NewID(server.PrefixLicenseID), TenantID: tenantID,
+		Key: server.NewID(server.PrefixLicenseKey), Name: "l", Seats: 10, LeaseTTL: time.Hour, LeasingStrategy: server.PerAcquisition,
+		Active: true, CreatedAt: now, UpdatedAt: now})
+	require.NoError(t, err)
+	return l
+}
+
+// active records an active lease of lic, as an acquisition alone does.
+func (r testRecord) active(t *testing.T, lic server.License, tenantID string) string {
+	t.Helper()
+	row, err := r.pg.License(t.Context(), lic.ID)
+	require.NoError(t, err)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	id := server.NewID(server.PrefixLeaseID)
+	ok, err := r.pg.InsertSession(t.Context(), &server.Lease{ID: id, LicenseID: lic.ID, TenantID: tenantID, TokenHash: "h",
+		Fingerprint: id, State: server.LeaseActive, AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(time.Hour)},
+		row.Epoch, row.Version)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return id
+}
+
+// TestGroupInsertKeepsEachRowsConditions: a group of inserts where one
+// grant is from an outdated live state and one lease id is taken records
+// the others and refuses those two exactly as alone.
+func TestGroupInsertKeepsEachRowsConditions(t *testing.T) {
+	t.Parallel()
+	r := openRecord(t)
+	tn := r.tenant(t)
+	a, b := r.license(t, tn.ID), r.license(t, tn.ID)
+	taken := r.active(t, a, tn.ID)
+
+	var epochA, epochB, versionA, versionB int64
+	pg := r.admin
+	require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch, version FROM `+r.schema+`.licenses WHERE id = $1`, a.ID).Scan(&epochA, &versionA))
+	require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch, version FROM `+r.schema+`.licenses WHERE id = $1`, b.ID).Scan(&epochB, &versionB))
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	lease := func(lic server.License, id string) *server.Lease {
+		return &server.Lease{ID: id, LicenseID: lic.ID, TenantID: tn.ID, TokenHash: "h", Fingerprint: id,
+			State: server.LeaseActive, AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(time.Hour)}
+	}
+	calls := []*groupcommit.Call[newSession, bool]{
+		{Ctx: t.Context(), Req: newSession{lease(a, server.NewID(server.PrefixLeaseID)), epochA, versionA}},
+		{Ctx: t.Context(), Req: newSession{lease(b, server.NewID(server.PrefixLeaseID)), epochB - 1, versionB}}, // outdated
+		{Ctx: t.Context(), Req: newSession{lease(a, taken), epochA, versionA}},                                  // id taken
+		{Ctx: t.Context(), Req: newSession{lease(b, server.NewID(server.PrefixLeaseID)), epochB, versionB - 1}}, // old settings
+		{Ctx: t.Context(), Req: newSession{lease(b, server.NewID(server.PrefixLeaseID)), epochB, versionB}},
+	}
+	r.pg.runInserts(calls)
+	require.NoError(t, calls[0].Err)
+	require.True(t, calls[0].Res)
+	require.NoError(t, calls[1].Err)
+	require.False(t, calls[1].Res, "outdated grant not recorded")
+	require.True(t, IsUniqueViolation(calls[2].Err), "taken id: %v", calls[2].Err)
+	require.NoError(t, calls[3].Err)
+	require.False(t, calls[3].Res, "grant judged by old settings not recorded")
+	require.NoError(t, calls[4].Err)
+	require.True(t, calls[4].Res)
+	for i, want := range []bool{true, false, true, false, true} {
+		var n int
+		require.NoError(t, pg.QueryRow(t.Context(), `SELECT count(*) FROM `+r.schema+`.sessions WHERE id = $1`,
+			calls[i].Req.lease.ID).Scan(&n))
+		require.Equal(t, want, n == 1, "row of call %d", i)
+	}
+}
+
+// TestGroupsDoNotWaitForOthersLocks: a group insert does not wait for a
+// license row another transaction holds (a rebuild, a delete) before
+// recording the rows of other licenses, and a group release does not wait
+// for a lease row another transaction holds before ending the others; the
+// held rows are written once the lock goes, as alone.
+func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
+	t.Parallel()
+	r := openRecord(t)
+	tn := r.tenant(t)
+	a, b := r.license(t, tn.ID), r.license(t, tn.ID)
+	pg := r.admin
+	exists := func(id string) bool {
+		var n int
+		require.NoError(t, pg.QueryRow(t.Context(), `SELECT count(*) FROM `+r.schema+`.sessions WHERE id = $1`, id).Scan(&n))
+		return n == 1
+	}
+	at := func(id string) (e, v int64) {
+		require.NoError(t, pg.QueryRow(t.Context(), `SELECT live_epoch, version FROM `+r.schema+`.licenses WHERE id = $1`, id).Scan(&e, &v))
+		return e, v
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	lease := func(lic server.License) *server.Lease {
+		id := server.NewID(server.PrefixLeaseID)
+		return &server.Lease{ID: id, LicenseID: lic.ID, TenantID: tn.ID, TokenHash: "h", Fingerprint: id,
+			State: server.LeaseActive, AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(time.Hour)}
+	}
+	newSess := func(lic server.License) newSession {
+		e, v := at(lic.ID)
+		return newSession{lease(lic), e, v}
+	}
+
+	// waitingFor reports whether a statement of the store (query holds
+	// its text) waits for a lock that tx holds: a sign that the store got
+	// as far as the held row, and that it cannot write that row before
+	// the lock goes.
+	waitingFor := func(tx pgx.Tx, query string) func() bool {
+		var pid int
+		require.NoError(t, tx.QueryRow(t.Context(), `SELECT pg_backend_pid()`).Scan(&pid))
+		return func() bool {
+			var n int
+			err := pg.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+				WHERE $1 = ANY(pg_blocking_pids(pid)) AND position($2 in query) > 0`, pid, query).Scan(&n)
+			return err == nil && n > 0
+		}
+	}
+	closed := func(ch chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+
+	// Inserts: license b's row is held FOR UPDATE.
+	tx, err := pg.Begin(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // also when a check fails
+	_, err = tx.Exec(t.Context(), `SELECT 1 FROM `+r.schema+`.licenses WHERE id = $1 FOR UPDATE`, b.ID)
+	require.NoError(t, err)
+	insertWaits := waitingFor(tx, "INSERT INTO sessions")
+	calls := []*groupcommit.Call[newSession, bool]{
+		{Ctx: t.Context(), Req: newSess(a)},
+		{Ctx: t.Context(), Req: newSess(b)},
+		{Ctx: t.Context(), Req: newSess(a)},
+	}
+	done := make(chan struct{})
+	go func() { r.pg.runInserts(calls); close(done) }()
+	require.Eventually(t, func() bool { return exists(calls[0].Req.lease.ID) && exists(calls[2].Req.lease.ID) },
+		5*time.Second, 10*time.Millisecond, "license a's rows recorded while b's row is held")
+	require.Eventually(t, func() bool { return insertWaits() || closed(done) },
+		10*time.Second, 10*time.Millisecond, "b's insert waits for its license row")
+	require.False(t, closed(done), "b's row recorded while its license row is held")
+	require.False(t, exists(calls[1].Req.lease.ID), "b's row recorded while its license row is held")
+	require.NoError(t, tx.Rollback(t.Context()))
+	<-done
+	for _, c := range calls {
+		require.NoError(t, c.Err)
+		require.True(t, c.Res)
+		require.True(t, exists(c.Req.lease.ID))
+	}
+
+	// Releases: the row of one lease is held.
+	var held []struct{ id, tok string }
+	for range 3 {
+		held = append(held, struct{ id, tok string }{r.active(t, a, tn.ID), ""})
+	}
+	tx2, err := pg.Begin(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx2.Rollback(context.Background()) })
+	_, err = tx2.Exec(t.Context(), `SELECT 1 FROM `+r.schema+`.sessions WHERE id = $1 FOR UPDATE`, held[1].id)
+	require.NoError(t, err)
+	releaseWaits := waitingFor(tx2, "UPDATE sessions")
+	outs := make([]server.Lease, len(held))
+	var rels []*groupcommit.Call[releaseReq, bool]
+	for i, h := range held {
+		rels = append(rels, &groupcommit.Call[releaseReq, bool]{Ctx: t.Context(),
+			Req: releaseReq{leaseID: h.id, now: time.Now(), hb: now, deadline: now.Add(time.Hour), out: &outs[i]}})
+	}
+	done = make(chan struct{})
+	go func() { r.pg.runReleases(rels); close(done) }()
+	state := func(id string) (st string) {
+		require.NoError(t, pg.QueryRow(t.Context(), `SELECT state FROM `+r.schema+`.sessions WHERE id = $1`, id).Scan(&st))
+		return st
+	}
+	require.Eventually(t, func() bool { return state(held[0].id) == "released" && state(held[2].id) == "released" },
+		5*time.Second, 10*time.Millisecond, "the other leases released while one row is held")
+	require.Eventually(t, func() bool { return releaseWaits() || closed(done) },
+		10*time.Second, 10*time.Millisecond, "the held lease's release waits for its row")
+	require.False(t, closed(done), "the held lease released while its row is held")
+	require.Equal(t, "active", state(held[1].id))
+	require.NoError(t, tx2.Rollback(t.Context()))
+	<-done
+	for i, c := range rels {
+		require.NoError(t, c.Err)
+		require.True(t, c.Res, "release %d", i)
+		require.Equal(t, server.LeaseReleased, outs[i].State)
+		require.Equal(t, held[i].id, outs[i].ID)
+	}
+}

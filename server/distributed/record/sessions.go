@@ -1,0 +1,216 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Sessions are the record of leases. Every statement that locks several
+// of them locks in id order, so that concurrent writers never deadlock.
+
+// Lease reads the record of a lease: ErrLeaseNotFound if there is none.
+func (pg *Postgres) Lease(ctx context.Context, leaseID string) (Session, error) {
+	r, err := pg.Session(ctx, leaseID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Session{}, server.ErrLeaseNotFound
+	}
+	if err != nil {
+		return Session{}, pg.fail("read lease", err)
+	}
+	return r, nil
+}
+
+// Session reads the record of a lease: ErrNotFound if there is none.
+func (pg *Postgres) Session(ctx context.Context, leaseID string) (Session, error) {
+	return scanSession(pg.pool.QueryRow(ctx, `SELECT `+sessionCols("")+` FROM sessions WHERE id = $1`, leaseID))
+}
+
+// Renewal is a lease handed back to a retry with a new token.
+type Renewal struct {
+	LeaseID, TokenHash  string
+	TokenSeq            int64
+	Heartbeat, Deadline time.Time
+	Epoch, Version      int64 // of the live state and settings that granted it
+}
+
+// RecordRenewal records the token rotation of a lease handed back, so that
+// the new token survives a loss of the live state. ErrNotFound if nothing
+// was written: the lease is not recorded (yet), not active, has a later
+// rotation recorded, or its license moved on (deleted, another epoch or
+// version); Session tells which.
+func (pg *Postgres) RecordRenewal(ctx context.Context, r Renewal) (Session, error) {
+	return scanSession(pg.pool.QueryRow(ctx, `UPDATE sessions s SET token_hash = $2, token_seq = $3,
+				last_heartbeat_at = GREATEST(s.last_heartbeat_at, $4),
+				expires_at = CASE WHEN $4 >= s.last_heartbeat_at THEN $5 ELSE s.expires_at END
+			WHERE s.id = $1 AND s.state = 'active' AND s.token_seq < $3
+			AND EXISTS (SELECT 1 FROM licenses l WHERE l.id = s.license_id AND l.live_epoch = $6
+				AND l.version = $7 AND l.deleted_at IS NULL FOR KEY SHARE)
+			RETURNING `+sessionCols("s"), r.LeaseID, r.TokenHash, r.TokenSeq, r.Heartbeat, r.Deadline, r.Epoch, r.Version))
+}
+
+// EndLease records the end of an active lease (released or revoked) with
+// its usage event, in one statement. hb and deadline are the live values,
+// if known. ok is false if the lease was not active.
+func (pg *Postgres) EndLease(ctx context.Context, leaseID string, state server.LeaseState, now time.Time, hb, deadline *time.Time) (server.Lease, bool, error) {
+	row, err := scanSession(pg.pool.QueryRow(ctx, `
+		WITH ended AS (
+			UPDATE sessions s SET state = $2, ended_at = GREATEST($3, s.acquired_at),
+				last_heartbeat_at = GREATEST(s.last_heartbeat_at, $4::timestamptz),
+				expires_at = COALESCE($5::timestamptz, s.expires_at)
+			WHERE s.id = $1 AND s.state = 'active'
+			RETURNING `+sessionCols("s")+`
+		), usage AS (
+			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
+			SELECT id, license_id, tenant_id, state, acquired_at, ended_at, `+sqlDurationUS("ended_at", "acquired_at")+`
+			FROM ended ON CONFLICT (lease_id) DO NOTHING
+		)
+		SELECT `+sessionCols("")+` FROM ended`, leaseID, string(state), now, hb, deadline))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return server.Lease{}, false, nil
+	}
+	if err != nil {
+		return server.Lease{}, false, err
+	}
+	return row.Lease, true, nil
+}
+
+// ListSessions lists a license's leases, newest first, a page at a time.
+func (pg *Postgres) ListSessions(ctx context.Context, licenseID string, state server.LeaseState, p server.Page) ([]server.Lease, string, error) {
+	after, err := decodeToken(p.Token)
+	if err != nil {
+		return nil, "", err
+	}
+	size := p.PageSize()
+	var (
+		atFrom *time.Time
+		idFrom *string
+	)
+	if after != nil {
+		t := after.time()
+		atFrom, idFrom = &t, &after.ID
+	}
+	rows, _ := pg.pool.Query(ctx, `SELECT `+sessionCols("")+` FROM sessions
+		WHERE license_id = $1 AND ($2 = '' OR state = $2)
+		AND ($3::timestamptz IS NULL OR (acquired_at, id) < ($3, $4::text))
+		ORDER BY acquired_at DESC, id DESC LIMIT $5`, licenseID, string(state), atFrom, idFrom, size+1)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {
+		l, err := scanSession(r)
+		return l.Lease, err
+	})
+	if err != nil {
+		return nil, "", pg.fail("list leases", err)
+	}
+	page, next := pageOf(out, size, func(l server.Lease) cursor { return cursor{At: timeUS(l.AcquiredAt), ID: l.ID} })
+	return page, next, nil
+}
+
+// Expiry is a lease the live state took out as past its deadline, with its
+// last live values.
+type Expiry struct {
+	LeaseID             string
+	Heartbeat, Deadline time.Time
+	At                  time.Time // when the live state judged it
+}
+
+// ExpireSessions records the expiry of leases still active, exactly once:
+// their state, usage and cleanup events and audit entries, in one
+// statement. It returns the leases it ended (not those ended before).
+func (pg *Postgres) ExpireSessions(ctx context.Context, exps []Expiry) ([]server.Lease, error) {
+	ids := make([]string, len(exps))
+	hbs, dls, nows := make([]time.Time, len(exps)), make([]time.Time, len(exps)), make([]time.Time, len(exps))
+	for i, e := range exps {
+		ids[i], hbs[i], dls[i], nows[i] = e.LeaseID, e.Heartbeat, e.Deadline, e.At
+	}
+	rows, _ := pg.pool.Query(ctx, `
+		WITH v AS (
+			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[]) AS v(id, hb, dl, now)
+		), licensed AS (
+			-- The licenses first (the cleanup events' foreign key takes them
+			-- FOR KEY SHARE anyway), as DeleteLicense and rebuilds do: taken
+			-- after the sessions they could deadlock with a delete.
+			SELECT l.id FROM licenses l
+			WHERE l.id IN (SELECT license_id FROM sessions WHERE id IN (SELECT id FROM v))
+			ORDER BY l.id FOR KEY SHARE
+		), locked AS (
+			-- Lock in id order, so that two cleaners never deadlock. The
+			-- count (an InitPlan, run once before the scan) makes sure the
+			-- licenses are locked before the sessions.
+			SELECT s.id FROM sessions s WHERE s.id IN (SELECT id FROM v) AND s.state = 'active'
+			AND (SELECT count(*) FROM licensed) >= 0
+			ORDER BY s.id FOR UPDATE
+		), ended AS (
+			UPDATE sessions s SET state = 'expired',
+				ended_at = GREATEST(v.now, s.acquired_at), expired_at = GREATEST(v.now, s.acquired_at),
+				last_heartbeat_at = GREATEST(s.last_heartbeat_at, v.hb), expires_at = v.dl
+			FROM v, locked WHERE s.id = v.id AND s.id = locked.id AND s.state = 'active'
+			RETURNING `+sessionCols("s")+`
+		), usage AS (
+			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
+			SELECT id, license_id, tenant_id, 'expired', acquired_at, last_heartbeat_at,
+				`+sqlDurationUS("last_heartbeat_at", "acquired_at")+`
+			FROM ended ON CONFLICT (lease_id) DO NOTHING
+		), cleanup AS (
+			INSERT INTO cleanup_events (lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at, expires_at, cleaned_at)
+			SELECT id, license_id, tenant_id, 'zombie', last_heartbeat_at, expires_at, ended_at
+			FROM ended ON CONFLICT (lease_id) DO NOTHING
+		), audit AS (
+			INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
+			SELECT `+sqlAuditID+`, tenant_id, 'system', 'lease.expire', 'lease', id,
+				jsonb_build_object('license_id', license_id), ended_at
+			FROM ended
+		)
+		SELECT `+sessionCols("")+` FROM ended`, ids, hbs, dls, nows)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {
+		l, err := scanSession(r)
+		return l.Lease, err
+	})
+}
+
+// Overdue lists up to limit active sessions whose recorded deadline is at
+// or before now, earliest first.
+func (pg *Postgres) Overdue(ctx context.Context, now time.Time, limit int) ([]Session, error) {
+	rows, _ := pg.pool.Query(ctx, `SELECT `+sessionCols("")+`
+		FROM sessions WHERE state = 'active' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, now, limit)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Session, error) { return scanSession(r) })
+}
+
+// WriteBeats writes heartbeats behind, moving a lease's last heartbeat
+// only forward and touching only active leases (a late or repeated write
+// is harmless). It returns the rows written and, per license, the leases
+// of the batch the record says ended.
+func (pg *Postgres) WriteBeats(ctx context.Context, ids []string, hbs, dls []time.Time) (n int64, ended map[string][]string, err error) {
+	rows, _ := pg.pool.Query(ctx, `WITH v AS (
+			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS v(id, hb, dl)
+		), written AS (
+			UPDATE sessions s SET last_heartbeat_at = v.hb, expires_at = v.dl FROM v
+			WHERE s.id = v.id AND s.state = 'active' AND s.last_heartbeat_at < v.hb
+			RETURNING s.id
+		)
+		SELECT '', '', (SELECT count(*) FROM written)
+		UNION ALL
+		SELECT s.id, s.license_id, 0 FROM sessions s JOIN v ON s.id = v.id WHERE s.state <> 'active'`, ids, hbs, dls)
+	var (
+		id, licenseID string
+		count         int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &licenseID, &count}, func() error {
+		if id == "" {
+			n = count
+		} else {
+			if ended == nil {
+				ended = map[string][]string{}
+			}
+			ended[licenseID] = append(ended[licenseID], id)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, ended, nil
+}
