@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/seatd/seatd/server/internal/startstop"
 )
 
 // DefaultInterval is how often the leader runs a pass (seed: every 60 s).
@@ -20,37 +22,22 @@ type Scheduler struct {
 	Interval time.Duration
 	Jitter   float64 // 0..1; default 0.1
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	done    chan struct{}
+	run     startstop.Runner
+	mu      sync.Mutex // guards nextRun
 	nextRun time.Time
 }
 
 // Start begins running passes in the background until ctx ends or Stop.
-func (s *Scheduler) Start(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel != nil {
-		return
-	}
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	go s.loop(ctx, s.done)
-}
+func (s *Scheduler) Start(ctx context.Context) { s.run.Start(ctx, s.loop) }
 
 // Stop cancels the running pass (it abandons its batches within the store's
-// transaction boundaries) and waits for the loop to end.
+// transaction boundaries) and waits for the loop to end. NextRun is zero
+// after, even when the cancelled pass scheduled the next one on its way out.
 func (s *Scheduler) Stop() {
+	s.run.Stop()
 	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.cancel, s.done = nil, nil
 	s.nextRun = time.Time{}
 	s.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	cancel()
-	<-done
 }
 
 // NextRun is when the next scheduled pass is due (zero when stopped).
@@ -61,14 +48,9 @@ func (s *Scheduler) NextRun() time.Time {
 }
 
 // Running reports whether the scheduler is started.
-func (s *Scheduler) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cancel != nil
-}
+func (s *Scheduler) Running() bool { return s.run.Running() }
 
-func (s *Scheduler) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (s *Scheduler) loop(ctx context.Context) {
 	interval := cmp.Or(s.Interval, DefaultInterval)
 	jitter := jitterOr(s.Jitter)
 	for {

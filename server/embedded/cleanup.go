@@ -60,7 +60,7 @@ func (s *Store) ExpireLeases(_ context.Context, refs []server.LeaseRef) ([]serve
 		if now.Before(e.lease.ExpiresAt) {
 			continue // a heartbeat won the race
 		}
-		e.busy = true
+		e.busy = true // already here: a lease named twice is taken once
 		es = append(es, e)
 		ends = append(ends, expiring(e, now))
 	}
@@ -68,26 +68,20 @@ func (s *Store) ExpireLeases(_ context.Context, refs []server.LeaseRef) ([]serve
 		return nil, nil
 	}
 
-	var (
-		expired []server.Lease
-		err     error
-	)
-	s.unlocked(func() {
-		err = s.commit.write(func(tx *bolt.Tx) error {
-			expired = expired[:0]
-			for _, end := range ends {
-				ok, err := endLease(tx, end)
-				if err != nil {
-					return err
-				}
-				if ok {
-					expired = append(expired, cloneLease(end.rec.Lease))
-				}
+	var expired []server.Lease
+	err := s.writeBusy(es, func(tx *bolt.Tx) error {
+		expired = expired[:0]
+		for _, end := range ends {
+			ok, err := endLease(tx, end)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
+			if ok {
+				expired = append(expired, cloneLease(end.rec.Lease))
+			}
+		}
+		return nil
 	})
-	s.done(es...)
 	if err != nil {
 		return nil, s.fail("expire leases", err) // nothing removed (invariant 6)
 	}

@@ -2,11 +2,11 @@ package embedded
 
 import (
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/internal/periodic"
 )
 
 // flushLoop writes heartbeats behind, every flushEvery, until Close.
@@ -14,18 +14,11 @@ import (
 // about leases, whose deadlines are judged by the store's clock.
 func (s *Store) flushLoop() {
 	defer close(s.stopped)
-	t := time.NewTicker(s.flushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if err := s.flush(); err != nil {
-				s.log.Error("embedded store: flush heartbeats; retrying next tick", "err", err)
-			}
+	periodic.Run(s.stop, s.flushEvery, func() {
+		if err := s.flush(); err != nil {
+			s.log.Error("embedded store: flush heartbeats; retrying next tick", "err", err)
 		}
-	}
+	})
 }
 
 // flush writes every lease changed by a heartbeat since the last flush in

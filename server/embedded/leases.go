@@ -55,7 +55,7 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 // the same transaction: an observed end is final, so none of them can
 // revive or count again once another client holds its seat.
 func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, now time.Time, displaced []*entry) (server.AcquireResult, error) {
-	e := &entry{lic: lic, rev: 1, busy: true, lease: server.Lease{
+	e := &entry{lic: lic, rev: 1, lease: server.Lease{
 		ID:              req.LeaseID,
 		LicenseID:       lic.lic.ID,
 		TenantID:        lic.lic.TenantID,
@@ -73,23 +73,18 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, no
 	}}
 	ends := make([]ending, len(displaced))
 	for i, d := range displaced {
-		d.busy = true
 		ends[i] = expiring(d, now)
 	}
 	s.idx.addLease(e)
 	rec := e.record()
-	var err error
-	s.unlocked(func() {
-		err = s.commit.write(func(tx *bolt.Tx) error {
-			for _, end := range ends {
-				if _, err := endLease(tx, end); err != nil {
-					return err
-				}
+	err := s.writeBusy(append(displaced, e), func(tx *bolt.Tx) error {
+		for _, end := range ends {
+			if _, err := endLease(tx, end); err != nil {
+				return err
 			}
-			return insertLease(tx, rec)
-		})
+		}
+		return insertLease(tx, rec)
 	})
-	s.done(append(displaced, e)...)
 	if err != nil {
 		s.idx.removeLease(e)
 		return server.AcquireResult{}, s.fail("acquire", err)
@@ -109,16 +104,11 @@ func (s *Store) renew(e *entry, tokenHash string, now time.Time) (server.Acquire
 	e.lease.LastHeartbeatAt = now
 	s.idx.setDeadline(e, now.Add(e.lic.lic.LeaseTTL))
 	e.rev++
-	e.busy = true
 	rec := e.record()
-	var err error
-	s.unlocked(func() {
-		err = s.commit.write(func(tx *bolt.Tx) error {
-			_, err := updateLease(tx, rec)
-			return err
-		})
+	err := s.writeBusy([]*entry{e}, func(tx *bolt.Tx) error {
+		_, err := updateLease(tx, rec)
+		return err
 	})
-	s.done(e)
 	if err != nil {
 		s.idx.setDeadline(e, prev.ExpiresAt)
 		e.lease = prev
@@ -228,15 +218,10 @@ func (s *Store) Revoke(_ context.Context, tenantID, leaseID string) (server.Leas
 // end stores the end of a lease, then frees its seat in memory: a failed
 // write frees nothing.
 func (s *Store) end(e *entry, end ending) (server.Lease, error) {
-	e.busy = true
-	var err error
-	s.unlocked(func() {
-		err = s.commit.write(func(tx *bolt.Tx) error {
-			_, err := endLease(tx, end)
-			return err
-		})
+	err := s.writeBusy([]*entry{e}, func(tx *bolt.Tx) error {
+		_, err := endLease(tx, end)
+		return err
 	})
-	s.done(e)
 	if err != nil {
 		return server.Lease{}, s.fail("end lease", err)
 	}
@@ -304,40 +289,14 @@ func (s *Store) endedError(leaseID, tokenHash string) error {
 	if !tokenMatches(l, tokenHash) {
 		return server.ErrLeaseToken
 	}
-	return endError(l.State)
-}
-
-// endError is the error for using a lease in state st. An "active" lease
-// that is not in memory holds no seat (it cannot happen; see load), so it
-// counts as expired.
-func endError(st server.LeaseState) error {
-	switch st {
-	case server.LeaseReleased:
-		return server.ErrLeaseReleased
-	case server.LeaseRevoked:
-		return server.ErrLeaseRevoked
-	default:
-		return server.ErrLeaseExpired
-	}
+	return l.State.EndError()
 }
 
 // storedLease reads a lease from disk. Safe with or without s.mu held:
 // database reads never wait for the lock.
 func (s *Store) storedLease(id string) (server.Lease, error) {
-	var l server.Lease
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketLeases).Get([]byte(id))
-		if v == nil {
-			return server.ErrLeaseNotFound
-		}
-		rec, err := decode[leaseRecord](v)
-		l = rec.Lease
-		return err
-	})
-	if err != nil {
-		return server.Lease{}, s.fail("get lease", err)
-	}
-	return l, nil
+	rec, err := readOne[leaseRecord](s, "get lease", bucketLeases, id, server.ErrLeaseNotFound)
+	return rec.Lease, err
 }
 
 func tokenMatches(l server.Lease, tokenHash string) bool {

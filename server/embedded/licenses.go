@@ -146,32 +146,28 @@ func (s *Store) DeleteLicense(_ context.Context, tenantID, id string) (int, erro
 	es := lic.entries()
 	ends := make([]ending, len(es))
 	for i, e := range es {
-		e.busy = true
 		ends[i] = revoking(e, now)
 		ends[i].audit = systemAudit(e.lease, "lease.revoke", now, map[string]string{"reason": "license deleted"})
 	}
 	rec := licenseRecord{License: lic.lic, Deleted: true}
 	revoked := 0
-	s.unlocked(func() {
-		err = s.commit.write(func(tx *bolt.Tx) error {
-			revoked = 0
-			for _, end := range ends {
-				ok, err := endLease(tx, end)
-				if err != nil {
-					return err
-				}
-				if ok {
-					revoked++
-				}
-			}
-			// History keeps the record; listings and the key index drop it.
-			if err := tx.Bucket(bucketLicensesTenant).Delete(timeKey(rec.TenantID, rec.CreatedAt, rec.ID)); err != nil {
+	err = s.writeBusy(es, func(tx *bolt.Tx) error {
+		revoked = 0
+		for _, end := range ends {
+			ok, err := endLease(tx, end)
+			if err != nil {
 				return err
 			}
-			return tx.Bucket(bucketLicenses).Put([]byte(id), encode(rec))
-		})
+			if ok {
+				revoked++
+			}
+		}
+		// History keeps the record; listings and the key index drop it.
+		if err := tx.Bucket(bucketLicensesTenant).Delete(timeKey(rec.TenantID, rec.CreatedAt, rec.ID)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketLicenses).Put([]byte(id), encode(rec))
 	})
-	s.done(es...)
 	if err != nil {
 		return 0, s.fail("delete license", err)
 	}

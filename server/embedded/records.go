@@ -65,6 +65,25 @@ func (s *Store) historyOf(tenantID, licenseID string) error {
 	return nil
 }
 
+// readOne decodes the value at id in bucket; missing when there is none.
+func readOne[T any](s *Store, what string, bucket []byte, id string, missing error) (T, error) {
+	var out T
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucket).Get([]byte(id))
+		if v == nil {
+			return missing
+		}
+		var err error
+		out, err = decode[T](v)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, s.fail(what, err)
+	}
+	return out, nil
+}
+
 // scanAll decodes every value under pfx, in key order.
 func scanAll[T any](s *Store, what string, bucket, pfx []byte) ([]T, error) {
 	var out []T

@@ -12,17 +12,12 @@ import (
 	"github.com/seatd/seatd/server"
 )
 
-const defaultTopLimit = 20
-
 // ZombieReport reads only the tenant's cleanup events inside the window:
 // they are keyed by tenant and cleanup time. A zero End means no end.
 func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
-	if !q.End.IsZero() && q.End.Before(q.Start) {
-		return server.ZombieReport{}, server.Invalid("end", "end must not be before start")
-	}
-	top := q.TopLimit
-	if top <= 0 {
-		top = defaultTopLimit
+	q, err := q.WithDefaults()
+	if err != nil {
+		return server.ZombieReport{}, err
 	}
 	type day struct {
 		zombies  int64
@@ -35,7 +30,7 @@ func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.Zo
 		waitMins float64 // sum of minutes from last heartbeat to cleanup
 	)
 	pfx := prefix(q.TenantID)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketCleanupTenant).Cursor()
 		for k, v := c.Seek(timeKey(q.TenantID, q.Start, "")); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
 			if !q.End.IsZero() && !timeFromTimeKey(k, len(pfx)).Before(q.End) {
@@ -64,7 +59,7 @@ func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.Zo
 		slices.SortFunc(rep.TopLicenses, func(a, b server.LicenseZombies) int {
 			return cmp.Or(cmp.Compare(b.ZombieCount, a.ZombieCount), cmp.Compare(a.LicenseID, b.LicenseID))
 		})
-		rep.TopLicenses = rep.TopLicenses[:min(top, len(rep.TopLicenses))]
+		rep.TopLicenses = rep.TopLicenses[:min(q.TopLimit, len(rep.TopLicenses))]
 		for i := range rep.TopLicenses {
 			t := &rep.TopLicenses[i]
 			t.LeaseCount = int64(bytesUint64(tx.Bucket(bucketLeaseCounts).Get([]byte(t.LicenseID))))

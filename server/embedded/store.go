@@ -152,6 +152,19 @@ func (s *Store) fail(op string, err error) error {
 // their state afterwards: anything may have changed.
 func (s *Store) wait() { s.idle.Wait() }
 
+// writeBusy commits f with the leases es marked busy and s.mu released:
+// calls on those leases wait (wait) until the write settles, the rest of
+// the store carries on meanwhile. Called with s.mu held.
+func (s *Store) writeBusy(es []*entry, f func(tx *bolt.Tx) error) error {
+	for _, e := range es {
+		e.busy = true
+	}
+	var err error
+	s.unlocked(func() { err = s.commit.write(f) })
+	s.done(es...)
+	return err
+}
+
 // done clears a busy mark of a lease and wakes the waiters.
 func (s *Store) done(es ...*entry) {
 	for _, e := range es {

@@ -26,20 +26,7 @@ func (s *Store) CreateTenant(_ context.Context, t server.Tenant) (server.Tenant,
 }
 
 func (s *Store) GetTenant(_ context.Context, id string) (server.Tenant, error) {
-	var t server.Tenant
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketTenants).Get([]byte(id))
-		if v == nil {
-			return server.ErrTenantNotFound
-		}
-		var err error
-		t, err = decode[server.Tenant](v)
-		return err
-	})
-	if err != nil {
-		return server.Tenant{}, s.fail("get tenant", err)
-	}
-	return t, nil
+	return readOne[server.Tenant](s, "get tenant", bucketTenants, id, server.ErrTenantNotFound)
 }
 
 func (s *Store) ListTenants(_ context.Context, p server.Page) ([]server.Tenant, string, error) {
@@ -136,18 +123,5 @@ func (s *Store) APIKeyBySecretHash(_ context.Context, hash string) (server.APIKe
 }
 
 func (s *Store) apiKey(id string) (server.APIKey, error) {
-	var k server.APIKey
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketAPIKeys).Get([]byte(id))
-		if v == nil {
-			return server.ErrAPIKeyNotFound
-		}
-		var err error
-		k, err = decode[server.APIKey](v)
-		return err
-	})
-	if err != nil {
-		return server.APIKey{}, s.fail("get api key", err)
-	}
-	return k, nil
+	return readOne[server.APIKey](s, "get api key", bucketAPIKeys, id, server.ErrAPIKeyNotFound)
 }

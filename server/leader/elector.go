@@ -28,6 +28,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seatd/seatd/server/internal/startstop"
 )
 
 // LockClassID namespaces seatd's advisory locks (the first of the two
@@ -63,10 +65,9 @@ type Elector struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex
+	run     startstop.Runner
+	mu      sync.Mutex // guards leading
 	leading bool
-	cancel  context.CancelFunc
-	done    chan struct{}
 }
 
 // New returns an Elector; call Start to campaign.
@@ -121,34 +122,14 @@ func (e *Elector) LeaderID(ctx context.Context) (string, error) {
 }
 
 // Start campaigns in the background. A second Start is a no-op.
-func (e *Elector) Start(ctx context.Context) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.cancel != nil {
-		return
-	}
-	ctx, e.cancel = context.WithCancel(ctx)
-	e.done = make(chan struct{})
-	go e.run(ctx, e.done)
-}
+func (e *Elector) Start(ctx context.Context) { e.run.Start(ctx, e.campaignUntilStopped) }
 
 // Stop steps down (running OnDemoted), releases the lock so that another
 // instance takes over at once, and waits. Stop without Start, or twice, is
 // a no-op.
-func (e *Elector) Stop() {
-	e.mu.Lock()
-	cancel, done := e.cancel, e.done
-	e.cancel, e.done = nil, nil
-	e.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	cancel()
-	<-done
-}
+func (e *Elector) Stop() { e.run.Stop() }
 
-func (e *Elector) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (e *Elector) campaignUntilStopped(ctx context.Context) {
 	for {
 		if conn, objectID, ok := e.campaign(ctx); ok {
 			e.lead(ctx, conn, objectID)
