@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,44 +22,33 @@ import (
 // may open it). FILE appears only once the copy is whole, synced and
 // checked.
 func backupMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("seatd backup", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	addr := fs.String("addr", envOr("http-addr", flagDefault("http-addr")), "the running seatd's HTTP address, or an http(s):// URL (SEATD_HTTP_ADDR)")
-	key := fs.String("operator-key", os.Getenv(EnvName("operator-key")), "operator key (SEATD_OPERATOR_KEY); default: the one kept in --data-dir")
-	dataDir := fs.String("data-dir", envOr("data-dir", flagDefault("data-dir")), "where to find the operator key when none is given (SEATD_DATA_DIR)")
-	caFile := fs.String("cacert", "", "https: trust this PEM CA bundle (a private CA) besides the system's")
-	certFile := fs.String("cert", "", "https: the client certificate (PEM) a server with --tls-client-ca-file requires")
-	keyFile := fs.String("key", "", "https: the client certificate's private key (PEM)")
-	files, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(stdout, "Usage: seatd backup [--addr HOST:PORT] [--operator-key KEY] FILE\n\n  Copies the data of a running embedded seatd into FILE (written to FILE.tmp,\n  synced and checked, then renamed).")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "seatd backup: %v (see seatd backup -h)\n", err)
-		return 2
+	c := newCommand("backup", stdout, stderr)
+	addr := c.flags.String("addr", envOr("http-addr", flagDefault("http-addr")), "the running seatd's HTTP address, or an http(s):// URL (SEATD_HTTP_ADDR)")
+	key := c.flags.String("operator-key", os.Getenv(EnvName("operator-key")), "operator key (SEATD_OPERATOR_KEY); default: the one kept in --data-dir")
+	dataDir := c.flags.String("data-dir", envOr("data-dir", flagDefault("data-dir")), "where to find the operator key when none is given (SEATD_DATA_DIR)")
+	caFile := c.flags.String("cacert", "", "https: trust this PEM CA bundle (a private CA) besides the system's")
+	certFile := c.flags.String("cert", "", "https: the client certificate (PEM) a server with --tls-client-ca-file requires")
+	keyFile := c.flags.String("key", "", "https: the client certificate's private key (PEM)")
+	files, code, ok := c.parse(args, "Usage: seatd backup [--addr HOST:PORT] [--operator-key KEY] FILE\n\n  Copies the data of a running embedded seatd into FILE (written to FILE.tmp,\n  synced and checked, then renamed).")
+	if !ok {
+		return code
 	}
 	if len(files) != 1 {
-		fmt.Fprintln(stderr, "seatd backup: name one FILE to write (see seatd backup -h)")
-		return 2
+		return c.fail(2, "name one FILE to write (see seatd backup -h)")
 	}
+	var err error
 	if *key == "" {
 		if *key, err = keptOperatorKey(*dataDir); err != nil {
-			fmt.Fprintf(stderr, "seatd backup: %v\n", err)
-			return 2
+			return c.fail(2, "%v", err)
 		}
 	}
 	client, err := backupClient(*caFile, *certFile, *keyFile)
 	if err != nil {
-		fmt.Fprintf(stderr, "seatd backup: %v\n", err)
-		return 2
+		return c.fail(2, "%v", err)
 	}
 	n, err := fetchBackup(ctx, client, backupURL(*addr), *key, files[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "seatd backup: %v\n", err)
-		return 1
+		return c.fail(1, "%v", err)
 	}
 	fmt.Fprintf(stdout, "seatd backup: wrote %d bytes to %s\n", n, files[0])
 	return 0

@@ -17,9 +17,8 @@ import (
 // migrateMain is `seatd migrate [up|status] --postgres-url URL`: operators
 // apply the schema before a rollout instead of letting instances do it.
 func migrateMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("seatd migrate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	url := fs.String("postgres-url", os.Getenv(EnvName("postgres-url")), "PostgreSQL URL (SEATD_POSTGRES_URL)")
+	c := newCommand("migrate", stdout, stderr)
+	url := c.flags.String("postgres-url", os.Getenv(EnvName("postgres-url")), "PostgreSQL URL (SEATD_POSTGRES_URL)")
 	usage := func(w io.Writer) {
 		fmt.Fprintln(w, "Usage: seatd migrate [up|status] --postgres-url URL\n\n  up      apply pending migrations (the default)\n  status  list migrations and whether each is applied")
 	}
@@ -27,41 +26,36 @@ func migrateMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if len(args) > 0 && (args[0] == "up" || args[0] == "status") {
 		cmd, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
+	// The command comes first, and nothing after the flags (not c.parse).
+	if err := c.flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "seatd migrate: %v (see seatd migrate -h)\n", err)
-		return 2
+		return c.badFlags(err)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "seatd migrate: unknown command %q (up or status)\n", fs.Arg(0))
-		return 2
+	if c.flags.NArg() > 0 {
+		return c.fail(2, "unknown command %q (up or status)", c.flags.Arg(0))
 	}
 	if *url == "" {
-		fmt.Fprintln(stderr, "seatd migrate: --postgres-url (or SEATD_POSTGRES_URL) is required")
-		return 2
+		return c.fail(2, "--postgres-url (or SEATD_POSTGRES_URL) is required")
 	}
 	// Parsed as the daemon's pool parses it: pool_* parameters are the
 	// pool's, not PostgreSQL settings.
 	pcfg, err := pgxpool.ParseConfig(*url)
 	if err != nil {
-		fmt.Fprintf(stderr, "seatd migrate: PostgreSQL URL: %v\n", err)
-		return 2
+		return c.fail(2, "PostgreSQL URL: %v", err)
 	}
 	db := stdlib.OpenDB(*pcfg.ConnConfig)
 	defer func() { _ = db.Close() }()
 	if err := db.PingContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "seatd migrate: cannot reach PostgreSQL: %v\n", err)
-		return 1
+		return c.fail(1, "cannot reach PostgreSQL: %v", err)
 	}
 	switch cmd {
 	case "status":
 		states, err := distributed.MigrationStatus(ctx, db)
 		if err != nil {
-			fmt.Fprintf(stderr, "seatd migrate: %v\n", err)
-			return 1
+			return c.fail(1, "%v", err)
 		}
 		for _, m := range states {
 			applied := "pending"
@@ -76,8 +70,7 @@ func migrateMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			fmt.Fprintf(stdout, "applied %05d %s (%s)\n", m.Version, m.Name, m.Duration)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "seatd migrate: %v\n", err)
-			return 1
+			return c.fail(1, "%v", err)
 		}
 		if len(done) == 0 {
 			fmt.Fprintln(stdout, "schema is up to date")
