@@ -14,17 +14,14 @@ import (
 // Principal is who makes an admin call: the operator, or an API key that
 // administers one tenant.
 type Principal struct {
-	System   bool // seatd itself (e.g. revoking an unconfirmed waiter grant)
 	Operator bool
 	TenantID string // the API key's tenant
 	KeyID    string
 }
 
-// Actor names the principal in the audit log.
+// Actor names the principal in the audit log (seatd itself is
+// service.SystemActor).
 func (p Principal) Actor() string {
-	if p.System {
-		return "system"
-	}
 	if p.Operator {
 		return "operator"
 	}
@@ -53,8 +50,6 @@ func (p Principal) requireOperator() error {
 	}
 	return nil
 }
-
-var systemPrincipal = Principal{System: true}
 
 type principalKey struct{}
 

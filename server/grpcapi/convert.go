@@ -1,7 +1,6 @@
 package grpcapi
 
 import (
-	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/protoadapt"
@@ -10,6 +9,7 @@ import (
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/service"
 )
 
 type protoadaptMessage = protoadapt.MessageV1
@@ -78,19 +78,14 @@ func licenseToProto(l server.License) *seatdv1.License {
 	}
 }
 
-// leaseToProto omits secrets (token hash) and the time-judged state: a lease
-// past its deadline but not yet cleaned is shown as expired, since it no
-// longer holds a seat (invariant 2).
+// leaseToProto omits secrets (token hash) and shows the state as judged at
+// now (service.StateAt).
 func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
-	state := stateToProto[l.State]
-	if l.State == server.LeaseActive && !now.Before(l.ExpiresAt) {
-		state = seatdv1.LeaseState_LEASE_STATE_EXPIRED
-	}
 	return &seatdv1.Lease{
 		Id:              l.ID,
 		LicenseId:       l.LicenseID,
 		Fingerprint:     l.Fingerprint,
-		State:           state,
+		State:           stateToProto[service.StateAt(l, now)],
 		AcquiredAt:      ts(l.AcquiredAt),
 		ExpiresAt:       ts(l.ExpiresAt),
 		User:            l.User,
@@ -103,11 +98,9 @@ func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
 
 // tenantToProto shows the tenant with the quotas this server holds it to.
 func (s *Server) tenantToProto(t server.Tenant) *seatdv1.Tenant {
-	return &seatdv1.Tenant{Id: t.ID, Name: t.Name, CreateTime: ts(t.CreatedAt), Quotas: s.quotas.toProto()}
+	return &seatdv1.Tenant{Id: t.ID, Name: t.Name, CreateTime: ts(t.CreatedAt), Quotas: quotasToProto(s.svc.Quotas())}
 }
 
 func apiKeyToProto(k server.APIKey) *seatdv1.ApiKey {
 	return &seatdv1.ApiKey{Id: k.ID, TenantId: k.TenantID, Name: k.Name, CreateTime: ts(k.CreatedAt), RevokeTime: ts(k.RevokedAt)}
 }
-
-func formatInt(n int64) string { return strconv.FormatInt(n, 10) }

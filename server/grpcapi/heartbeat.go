@@ -22,11 +22,14 @@ type heartbeatService struct {
 var _ seatdv1.HeartbeatServiceServer = (*heartbeatService)(nil)
 
 func (h *heartbeatService) Heartbeat(ctx context.Context, req *seatdv1.HeartbeatRequest) (*seatdv1.HeartbeatResponse, error) {
-	l, err := h.s.heartbeat(ctx, req.GetLeaseId(), req.GetLeaseToken())
+	if err := leaseCredentials(req.GetLeaseId(), req.GetLeaseToken()); err != nil {
+		return nil, err
+	}
+	l, err := h.s.svc.Heartbeat(ctx, req.GetLeaseId(), req.GetLeaseToken())
 	if err != nil {
 		return nil, err
 	}
-	lease := leaseToProto(l, h.s.now())
+	lease := leaseToProto(l, h.s.svc.Now())
 	expires := lease.ExpiresAt // the same value: one message serves both fields
 	if expires == nil {
 		expires = timestamppb.New(l.ExpiresAt)
@@ -38,20 +41,12 @@ func (h *heartbeatService) Heartbeat(ctx context.Context, req *seatdv1.Heartbeat
 	}, nil
 }
 
-func (s *Server) heartbeat(ctx context.Context, id, token string) (server.Lease, error) {
-	if err := leaseCredentials(id, token); err != nil {
-		return server.Lease{}, err
-	}
-	l, err := s.store.Heartbeat(ctx, id, server.HashSecret(token))
-	s.okHeartbeats.count(s.metrics.Heartbeats, err)
-	return l, err
-}
-
 // HeartbeatStream answers each ping with the new deadline. The first message
 // names the lease; later ones may be empty. A failed heartbeat ends the
 // stream with its status (e.g. LEASE_EXPIRED), after an EXPIRED or REVOKED
-// signal when that is the reason. On shutdown the stream gets RECONNECT and
-// ends cleanly, so the client moves to another instance.
+// signal when that is the reason; a revocation (service.KeepAlive) ends it
+// at once. On shutdown the stream gets RECONNECT and ends cleanly, so the
+// client moves to another instance.
 func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_HeartbeatStreamServer) error {
 	ctx := stream.Context()
 	pings := make(chan *seatdv1.HeartbeatStreamRequest)
@@ -73,20 +68,15 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 	var id, token string
 	silent, stopSilent := firstMessageDeadline(h.s.firstMessage)
 	defer stopSilent()
-	var stopWatching func()
-	var revoked <-chan struct{} // closed when an admin revokes the lease, on any instance
-	defer func() {
-		if stopWatching != nil {
-			stopWatching()
-		}
-	}()
+	lease := h.s.svc.KeepAlive()
+	defer lease.Close()
 	for {
 		var req *seatdv1.HeartbeatStreamRequest
 		select {
-		case <-revoked:
+		case <-lease.Revoked():
 			_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_REVOKED})
 			return server.ErrLeaseRevoked
-		case <-h.s.shutdown:
+		case <-h.s.svc.ShuttingDown():
 			return stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_RECONNECT})
 		case err := <-recvErr:
 			if errors.Is(err, io.EOF) {
@@ -106,10 +96,10 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 		} else if req.GetLeaseId() != "" && req.GetLeaseId() != id {
 			return server.Invalid("lease_id", "a stream keeps one lease alive; open another stream for another lease")
 		}
-		l, err := h.s.heartbeat(ctx, id, token)
-		if err == nil && revoked == nil {
-			revoked, stopWatching = h.s.hub.Watch(id)
+		if err := leaseCredentials(id, token); err != nil {
+			return err
 		}
+		l, err := lease.Beat(ctx, id, token)
 		if err != nil {
 			if signal, ok := endSignals[server.ErrorReason(err)]; ok {
 				_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: signal})

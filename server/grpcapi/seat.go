@@ -6,7 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
-	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/service"
 )
 
 type seatService struct {
@@ -17,42 +17,42 @@ type seatService struct {
 var _ seatdv1.SeatServiceServer = (*seatService)(nil)
 
 func (h *seatService) AcquireSeat(ctx context.Context, req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {
-	resp, err := h.s.acquire(ctx, req.GetLicenseKey(), req.GetFingerprint(), req.GetUser(), req.GetHostname(), req.GetIdempotencyKey(), req.GetMetadata())
-	h.s.okAcquisitions.count(h.s.metrics.Acquisitions, err)
+	in := seatRequest(req)
+	if err := clientFields(in); err != nil {
+		h.s.svc.AcquisitionRefused(err)
+		return nil, err
+	}
+	g, err := h.s.svc.Acquire(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	return resp, nil
+	return h.s.acquireResponse(g), nil
 }
 
-func (s *Server) acquire(ctx context.Context, key, fp, user, host, idem string, md map[string]string) (*seatdv1.AcquireSeatResponse, error) {
-	res, token, err := s.acquireLease(ctx, key, fp, user, host, idem, md)
-	if err != nil {
-		return nil, err
+// seatAsk is what AcquireSeat and WaitForSeat requests share.
+type seatAsk interface {
+	GetLicenseKey() string
+	GetFingerprint() string
+	GetUser() string
+	GetHostname() string
+	GetIdempotencyKey() string
+	GetMetadata() map[string]string
+}
+
+func seatRequest(r seatAsk) service.SeatRequest {
+	return service.SeatRequest{
+		LicenseKey: r.GetLicenseKey(), Fingerprint: r.GetFingerprint(), User: r.GetUser(),
+		Hostname: r.GetHostname(), IdempotencyKey: r.GetIdempotencyKey(), Metadata: r.GetMetadata(),
 	}
-	return s.acquireResponse(res, token), nil
 }
 
-// acquireLease validates and takes a seat; it returns the lease token.
-func (s *Server) acquireLease(ctx context.Context, key, fp, user, host, idem string, md map[string]string) (server.AcquireResult, string, error) {
-	if err := clientFields(key, fp, user, host, idem, md); err != nil {
-		return server.AcquireResult{}, "", err
-	}
-	token := server.NewSecret(server.PrefixLeaseToken)
-	res, err := s.store.Acquire(ctx, server.AcquireRequest{
-		LicenseKey: key, Fingerprint: fp, User: user, Hostname: host, Metadata: md, IdempotencyKey: idem,
-		LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret(token),
-	})
-	return res, token, err
-}
-
-func (s *Server) acquireResponse(res server.AcquireResult, token string) *seatdv1.AcquireSeatResponse {
+func (s *Server) acquireResponse(g service.Grant) *seatdv1.AcquireSeatResponse {
 	return &seatdv1.AcquireSeatResponse{
-		Lease:             leaseToProto(res.Lease, s.now()),
-		LeaseToken:        token,
-		HeartbeatInterval: durationpb.New(res.License.HeartbeatInterval()),
-		SeatsInUse:        int32(res.SeatsInUse),
-		SeatLimit:         int32(res.License.SeatLimit()),
+		Lease:             leaseToProto(g.Lease, s.svc.Now()),
+		LeaseToken:        g.Token,
+		HeartbeatInterval: durationpb.New(g.License.HeartbeatInterval()),
+		SeatsInUse:        int32(g.SeatsInUse),
+		SeatLimit:         int32(g.License.SeatLimit()),
 	}
 }
 
@@ -60,18 +60,9 @@ func (h *seatService) ReleaseSeat(ctx context.Context, req *seatdv1.ReleaseSeatR
 	if err := leaseCredentials(req.GetLeaseId(), req.GetLeaseToken()); err != nil {
 		return nil, err
 	}
-	l, err := h.s.store.Release(ctx, req.GetLeaseId(), server.HashSecret(req.GetLeaseToken()))
-	h.s.okReleases.count(h.s.metrics.Releases, err)
+	l, err := h.s.svc.Release(ctx, req.GetLeaseId(), req.GetLeaseToken())
 	if err != nil {
 		return nil, err
 	}
-	return &seatdv1.ReleaseSeatResponse{Lease: leaseToProto(l, h.s.now())}, nil
-}
-
-// resultLabel is the metrics label for an RPC outcome: "ok" or the error code.
-func resultLabel(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	return string(server.ErrorCode(err))
+	return &seatdv1.ReleaseSeatResponse{Lease: leaseToProto(l, h.s.svc.Now())}, nil
 }

@@ -1,13 +1,14 @@
-// Package grpcapi implements the seatd.v1 gRPC services over a server.Store.
-// Handlers validate input, call the store, and turn errors into statuses
-// through one table (status.go).
+// Package grpcapi implements the seatd.v1 gRPC services. Handlers check a
+// request's fields, convert it to the domain, call the use case in
+// server/service, convert the answer back, and turn errors into statuses
+// through one table (status.go). REST reaches the same handlers through the
+// gateway.
 package grpcapi
 
 import (
 	"cmp"
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -17,38 +18,19 @@ import (
 	"github.com/seatd/seatd/server/cleanup"
 	"github.com/seatd/seatd/server/metrics"
 	"github.com/seatd/seatd/server/notify"
+	"github.com/seatd/seatd/server/service"
 	"github.com/seatd/seatd/server/waitqueue"
 )
 
 // Server holds what the three services share.
 type Server struct {
-	store      server.Store
-	cleaner    *cleanup.Cleaner
-	scheduler  *cleanup.Scheduler
-	leadership cleanup.Leadership
-	auth       *Authenticator
-	log        *slog.Logger
-	metrics    *metrics.Metrics
-	now        func() time.Time
-
-	queue       waitqueue.Queue
-	revocations notify.Publisher
-	hub         *notify.Hub
-	waitHold    time.Duration
-	waitPoll    time.Duration
-	queueMoves  queueMoves // local wake-ups when a waiter leaves a queue
+	svc  *service.Service // the use cases every handler delegates to
+	auth *Authenticator
+	log  *slog.Logger
 
 	streams      streamLimits
 	firstMessage time.Duration // a heartbeat stream's deadline to name its lease
 	limits       callLimits    // per client address (ratelimits.go)
-	quotas       Quotas        // per tenant (quotas.go)
-	quotaLocks   *quotaLocks
-
-	shutdownOnce sync.Once
-	shutdown     chan struct{} // closed when the server starts to drain
-
-	// The "ok" series of the per-result call counters (counters.go).
-	okAcquisitions, okHeartbeats, okReleases okSeries
 }
 
 // Config wires a Server.
@@ -82,55 +64,51 @@ type Config struct {
 	FirstMessageTimeout time.Duration
 
 	// FailedLookups and UnauthenticatedCalls limit each client address
-	// (ratelimits.go); Quotas bound each tenant (quotas.go). The zero
+	// (ratelimits.go); Quotas bound each tenant (service.Quotas). The zero
 	// value is no limit: the daemon's flags carry the defaults.
 	FailedLookups, UnauthenticatedCalls RateLimit
 	Quotas                              Quotas
 }
 
-// Defaults for WaitForSeat.
+// Defaults for WaitForSeat (the service's, named here for the daemon's flags).
 const (
-	DefaultWaitQueueLength = 1000
-	DefaultWaitHold        = 15 * time.Second
-	DefaultWaitPoll        = 250 * time.Millisecond
+	DefaultWaitQueueLength = service.DefaultWaitQueueLength
+	DefaultWaitHold        = service.DefaultWaitHold
+	DefaultWaitPoll        = service.DefaultWaitPoll
 )
 
-// New returns a Server.
+// Quotas bound each tenant; the service enforces them.
+type Quotas = service.Quotas
+
+// DefaultQuotas are generous but finite (the daemon's flags).
+var DefaultQuotas = service.DefaultQuotas
+
+// New returns a Server and the service its handlers delegate to.
 func New(cfg Config) *Server {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := cfg.Metrics
-	if m == nil {
-		m = metrics.Discard()
-	}
-	hub := cmp.Or(cfg.Hub, notify.NewHub())
-	var revocations notify.Publisher = notify.Local{Hub: hub}
-	if cfg.Revocations != nil {
-		revocations = cfg.Revocations
-	}
-	var queue waitqueue.Queue = waitqueue.NewMemory(DefaultWaitQueueLength)
-	if cfg.WaitQueue != nil {
-		queue = cfg.WaitQueue
-	}
+	svc := service.New(service.Config{
+		Store: cfg.Store, Cleaner: cfg.Cleaner, Scheduler: cfg.Scheduler, Leadership: cfg.Leadership,
+		Logger: log, Metrics: cfg.Metrics,
+		WaitQueue: cfg.WaitQueue, Hub: cfg.Hub, Revocations: cfg.Revocations,
+		WaitHold: cfg.WaitHold, WaitPoll: cfg.WaitPoll, Quotas: cfg.Quotas,
+	})
 	return &Server{
-		queue: queue, revocations: revocations, hub: hub,
-		waitHold: cmp.Or(cfg.WaitHold, DefaultWaitHold), waitPoll: cmp.Or(cfg.WaitPoll, DefaultWaitPoll),
-		store: cfg.Store, cleaner: cfg.Cleaner, scheduler: cfg.Scheduler, leadership: cfg.Leadership,
-		auth: &Authenticator{OperatorKey: cfg.OperatorKey, Keys: cfg.Store},
-		log:  log, metrics: m, now: time.Now,
-		shutdown:     make(chan struct{}),
+		svc:          svc,
+		auth:         &Authenticator{OperatorKey: cfg.OperatorKey, Keys: cfg.Store},
+		log:          log,
 		streams:      streamLimits{max: int64(cmp.Or(cfg.MaxStreams, DefaultMaxStreams))},
 		firstMessage: cmp.Or(cfg.FirstMessageTimeout, DefaultFirstMessageTimeout),
 		limits:       newCallLimits(cfg.FailedLookups, cfg.UnauthenticatedCalls),
-		quotas:       cfg.Quotas, quotaLocks: newQuotaLocks(),
 	}
 }
 
 // BeginShutdown tells open streams to end: heartbeat streams get a
-// RECONNECT signal, so that GracefulStop does not wait for them.
-func (s *Server) BeginShutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
+// RECONNECT signal and waits end with their place kept, so that
+// GracefulStop does not wait for them.
+func (s *Server) BeginShutdown() { s.svc.BeginShutdown() }
 
 // Register adds the three seatd services to g.
 func (s *Server) Register(g grpc.ServiceRegistrar) {

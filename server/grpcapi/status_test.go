@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/service"
 )
 
 func TestToStatus(t *testing.T) {
@@ -71,7 +72,7 @@ func TestErrorTable(t *testing.T) {
 		reason string
 	}{
 		{server.SeatsExhausted(1, 1), codes.ResourceExhausted, "SEATS_EXHAUSTED"},
-		{errQueueFull, codes.ResourceExhausted, "QUEUE_FULL"},
+		{service.ErrQueueFull, codes.ResourceExhausted, "QUEUE_FULL"},
 		{server.ErrLicenseNotFound, codes.NotFound, "LICENSE_NOT_FOUND"},
 		{server.ErrLeaseNotFound, codes.NotFound, "LEASE_NOT_FOUND"},
 		{server.ErrTenantNotFound, codes.NotFound, "TENANT_NOT_FOUND"},
@@ -87,7 +88,7 @@ func TestErrorTable(t *testing.T) {
 		{Principal{TenantID: "acme"}.requireOperator(), codes.PermissionDenied, "PERMISSION_DENIED"},
 		{server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "tenant acme exists"), codes.AlreadyExists, "ALREADY_EXISTS"},
 		{server.Unavailable(cause), codes.Unavailable, "BACKEND_UNAVAILABLE"},
-		{errShuttingDown, codes.Unavailable, "SERVER_SHUTTING_DOWN"},
+		{service.ErrShuttingDown, codes.Unavailable, "SERVER_SHUTTING_DOWN"},
 		// Wrapped, and with an internal cause: the same answer.
 		{fmt.Errorf("acquire: %w", withCause(server.ErrLicenseNotFound)), codes.NotFound, "LICENSE_NOT_FOUND"},
 		{withCause(server.SeatsExhausted(2, 2)), codes.ResourceExhausted, "SEATS_EXHAUSTED"},

@@ -2,10 +2,10 @@ package grpcapi
 
 import (
 	"regexp"
-	"time"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/service"
 )
 
 var (
@@ -61,24 +61,24 @@ func validPageSize(n int32) error {
 }
 
 // clientFields validates what AcquireSeat and WaitForSeat share.
-func clientFields(licenseKey, fingerprint, user, hostname, idem string, md map[string]string) error {
-	if err := required("license_key", licenseKey); err != nil {
+func clientFields(r service.SeatRequest) error {
+	if err := required("license_key", r.LicenseKey); err != nil {
 		return err
 	}
-	if err := maxLen("license_key", licenseKey, 256); err != nil {
+	if err := maxLen("license_key", r.LicenseKey, 256); err != nil {
 		return err
 	}
-	if err := required("fingerprint", fingerprint); err != nil {
+	if err := required("fingerprint", r.Fingerprint); err != nil {
 		return err
 	}
 	for _, f := range []struct{ name, v string }{
-		{"fingerprint", fingerprint}, {"user", user}, {"hostname", hostname}, {"idempotency_key", idem},
+		{"fingerprint", r.Fingerprint}, {"user", r.User}, {"hostname", r.Hostname}, {"idempotency_key", r.IdempotencyKey},
 	} {
 		if err := maxLen(f.name, f.v, server.MaxLabelLength); err != nil {
 			return err
 		}
 	}
-	return validMetadata("metadata", md)
+	return validMetadata("metadata", r.Metadata)
 }
 
 func leaseCredentials(id, token string) error {
@@ -94,85 +94,49 @@ func leaseCredentials(id, token string) error {
 	return maxLen("lease_token", token, 256)
 }
 
-// licenseField applies one field of a License message onto l, validating it.
-// path is the field mask path ("seats", "lease_ttl", ...).
-func licenseField(l *server.License, in *seatdv1.License, path string, now time.Time) error {
-	field := "license." + path
-	switch path {
-	case "name":
-		if err := maxLen(field, in.GetName(), server.MaxLabelLength); err != nil {
-			return err
-		}
-		l.Name = in.GetName()
-	case "seats":
-		if in.GetSeats() < 1 || in.GetSeats() > server.MaxSeats {
-			return server.Invalid(field, "must be between 1 and %d", server.MaxSeats)
-		}
-		l.Seats = int(in.GetSeats())
-	case "overdraft":
-		if in.GetOverdraft() < 0 || in.GetOverdraft() > server.MaxSeats {
-			return server.Invalid(field, "must be between 0 and %d", server.MaxSeats)
-		}
-		l.Overdraft = int(in.GetOverdraft())
-	case "lease_ttl":
-		d := server.DefaultLeaseTTL
-		if in.GetLeaseTtl() != nil {
-			if err := in.GetLeaseTtl().CheckValid(); err != nil {
-				return server.Invalid(field, "is not a valid duration")
-			}
-			d = in.GetLeaseTtl().AsDuration()
-		}
-		if d < server.MinLeaseTTL || d > server.MaxLeaseTTL {
-			return server.Invalid(field, "must be between %s and %s", server.MinLeaseTTL, server.MaxLeaseTTL)
-		}
-		l.LeaseTTL = d
-	case "revival_window":
-		var d time.Duration
-		if in.GetRevivalWindow() != nil {
-			if err := in.GetRevivalWindow().CheckValid(); err != nil {
-				return server.Invalid(field, "is not a valid duration")
-			}
-			d = in.GetRevivalWindow().AsDuration()
-		}
-		if d < 0 || d > 24*time.Hour {
-			return server.Invalid(field, "must be between 0s and 24h")
-		}
-		l.RevivalWindow = d
-	case "leasing_strategy":
-		s, ok := strategyFromProto[in.GetLeasingStrategy()]
-		if !ok {
-			return server.Invalid(field, "is not a known leasing strategy")
-		}
-		l.LeasingStrategy = s
-	case "active":
-		l.Active = in.Active == nil || in.GetActive()
-	case "expires_at":
-		if in.GetExpiresAt() == nil {
-			l.ExpiresAt = time.Time{}
-			return nil
-		}
-		if err := in.GetExpiresAt().CheckValid(); err != nil {
-			return server.Invalid(field, "is not a valid timestamp")
-		}
-		t := in.GetExpiresAt().AsTime()
-		if !t.After(now) {
-			return server.Invalid(field, "must be in the future")
-		}
-		l.ExpiresAt = t
-	case "metadata":
-		if err := validMetadata(field, in.GetMetadata()); err != nil {
-			return err
-		}
-		l.Metadata = in.GetMetadata()
-	case "key":
-		return server.Invalid("update_mask", "license key cannot be changed")
-	default:
-		return server.Invalid("update_mask", "unknown or read-only field %q", path)
+// licenseInput converts a License message for the service. What does not
+// convert (text that breaks the text rule, an invalid duration or
+// timestamp, an unknown strategy) goes to Malformed by field path: the
+// service reports it when that field's turn comes, after the rules of the
+// fields before it.
+func licenseInput(in *seatdv1.License) service.LicenseInput {
+	l := service.LicenseInput{
+		ID: in.GetId(), Key: in.GetKey(), Name: in.GetName(),
+		Seats: int64(in.GetSeats()), Overdraft: int64(in.GetOverdraft()),
+		Active: in.Active, Metadata: in.GetMetadata(),
+		Malformed: map[string]error{},
 	}
-	return nil
-}
-
-// updatableLicenseFields are the fields CreateLicense reads and UpdateLicense may change.
-var updatableLicenseFields = []string{
-	"name", "seats", "overdraft", "lease_ttl", "revival_window", "leasing_strategy", "active", "expires_at", "metadata",
+	malformed := func(path string, err error) {
+		if err != nil {
+			l.Malformed[path] = err
+		}
+	}
+	malformed("name", maxLen("license.name", in.GetName(), server.MaxLabelLength))
+	malformed("metadata", validMetadata("license.metadata", in.GetMetadata()))
+	if d := in.GetLeaseTtl(); d != nil {
+		ttl := d.AsDuration()
+		l.LeaseTTL = &ttl
+		if d.CheckValid() != nil {
+			malformed("lease_ttl", server.Invalid("license.lease_ttl", "is not a valid duration"))
+		}
+	}
+	if d := in.GetRevivalWindow(); d != nil {
+		l.RevivalWindow = d.AsDuration()
+		if d.CheckValid() != nil {
+			malformed("revival_window", server.Invalid("license.revival_window", "is not a valid duration"))
+		}
+	}
+	strategy, ok := strategyFromProto[in.GetLeasingStrategy()]
+	l.LeasingStrategy = strategy
+	if !ok {
+		malformed("leasing_strategy", server.Invalid("license.leasing_strategy", "is not a known leasing strategy"))
+	}
+	if t := in.GetExpiresAt(); t != nil {
+		at := t.AsTime()
+		l.ExpiresAt = &at
+		if t.CheckValid() != nil {
+			malformed("expires_at", server.Invalid("license.expires_at", "is not a valid timestamp"))
+		}
+	}
+	return l
 }

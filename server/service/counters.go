@@ -1,9 +1,11 @@
-package grpcapi
+package service
 
 import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seatd/seatd/server"
 )
 
 // okSeries remembers the "ok" series of a per-result counter, the one
@@ -23,4 +25,12 @@ func (o *okSeries) count(vec *prometheus.CounterVec, err error) {
 	}
 	o.once.Do(func() { o.c = vec.WithLabelValues("ok") })
 	o.c.Inc()
+}
+
+// resultLabel is the metrics label for an outcome: "ok" or the error code.
+func resultLabel(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return string(server.ErrorCode(err))
 }

@@ -1,0 +1,60 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/seatd/seatd/server"
+)
+
+// StateAt is a lease's state as shown at now: an active lease past its
+// deadline is expired though cleanup has not recorded it yet, since it no
+// longer holds a seat (invariant 2).
+func StateAt(l server.Lease, now time.Time) server.LeaseState {
+	if l.State == server.LeaseActive && !now.Before(l.ExpiresAt) {
+		return server.LeaseExpired
+	}
+	return l.State
+}
+
+// LeasePage is one page of a license's leases, with the time their states
+// were judged at (StateAt), for showing them as listed.
+type LeasePage struct {
+	Leases []server.Lease
+	Next   string
+	At     time.Time
+}
+
+// ListLeases lists a license's leases newest first, only those whose state
+// as shown (StateAt) is state when state != "". An expired lease may still
+// be recorded active, so a filter on expired reads every recorded state and
+// one on active drops the lapsed: a page may then hold fewer than p.Size.
+func (s *Service) ListLeases(ctx context.Context, tenant, licenseID string, state server.LeaseState, p server.Page) (LeasePage, error) {
+	recorded := state
+	if state == server.LeaseExpired {
+		recorded = ""
+	}
+	ls, next, err := s.store.ListLeases(ctx, tenant, licenseID, recorded, p)
+	if err != nil {
+		return LeasePage{}, err
+	}
+	page := LeasePage{Next: next, At: s.now()}
+	for _, l := range ls {
+		if state == "" || StateAt(l, page.At) == state {
+			page.Leases = append(page.Leases, l)
+		}
+	}
+	return page, nil
+}
+
+// RevokeLease ends a lease of the tenant, tells its heartbeat stream (on
+// whichever instance), and audits it with the admin's reason.
+func (s *Service) RevokeLease(ctx context.Context, actor, tenant, leaseID, reason string) (server.Lease, error) {
+	l, err := s.store.Revoke(ctx, tenant, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	s.revocations.Revoked(ctx, l.ID)
+	s.audit(ctx, actor, tenant, "lease.revoke", "lease", l.ID, map[string]string{"license_id": l.LicenseID, "reason": reason})
+	return l, nil
+}

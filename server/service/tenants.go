@@ -1,0 +1,61 @@
+package service
+
+import (
+	"context"
+
+	"github.com/seatd/seatd/server"
+)
+
+// CreateTenant creates a tenant (with a new id when t.ID is empty) and
+// audits it.
+func (s *Service) CreateTenant(ctx context.Context, actor string, t server.Tenant) (server.Tenant, error) {
+	if t.ID == "" {
+		t.ID = server.NewID("t-")
+	}
+	t.CreatedAt = s.now()
+	t, err := s.store.CreateTenant(ctx, t)
+	if err != nil {
+		return server.Tenant{}, err
+	}
+	s.audit(ctx, actor, t.ID, "tenant.create", "tenant", t.ID, nil)
+	return t, nil
+}
+
+// ListTenants lists tenants by id.
+func (s *Service) ListTenants(ctx context.Context, p server.Page) ([]server.Tenant, string, error) {
+	return s.store.ListTenants(ctx, p)
+}
+
+// CreateAPIKey makes a key for the tenant, within its quota, and audits
+// it. The secret is returned once and only its hash is kept.
+func (s *Service) CreateAPIKey(ctx context.Context, actor, tenant, name string) (server.APIKey, string, error) {
+	defer s.quotaLocks.lock(tenant)()
+	if err := s.checkAPIKeyQuota(ctx, tenant); err != nil {
+		return server.APIKey{}, "", err
+	}
+	secret := server.NewSecret(server.PrefixAPISecret)
+	k, err := s.store.CreateAPIKey(ctx, server.APIKey{
+		ID: server.NewID(server.PrefixAPIKeyID), TenantID: tenant, Name: name,
+		SecretHash: server.HashSecret(secret), CreatedAt: s.now(),
+	})
+	if err != nil {
+		return server.APIKey{}, "", err
+	}
+	s.audit(ctx, actor, k.TenantID, "apikey.create", "api_key", k.ID, nil)
+	return k, secret, nil
+}
+
+// ListAPIKeys lists a tenant's keys, revoked ones too.
+func (s *Service) ListAPIKeys(ctx context.Context, tenant string, p server.Page) ([]server.APIKey, string, error) {
+	return s.store.ListAPIKeys(ctx, tenant, p)
+}
+
+// RevokeAPIKey revokes a key and audits it.
+func (s *Service) RevokeAPIKey(ctx context.Context, actor, id string) (server.APIKey, error) {
+	k, err := s.store.RevokeAPIKey(ctx, id)
+	if err != nil {
+		return server.APIKey{}, err
+	}
+	s.audit(ctx, actor, k.TenantID, "apikey.revoke", "api_key", k.ID, nil)
+	return k, nil
+}

@@ -1,0 +1,116 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/waitqueue"
+)
+
+var (
+	// ErrQueueFull refuses a waiter beyond the queue's bound.
+	ErrQueueFull = server.Errorf(server.EEXHAUSTED, server.ReasonQueueFull, "too many clients are waiting for a seat on this license; retry later")
+	// ErrShuttingDown ends a wait on an instance that is draining; the
+	// waiter keeps its place for a wait elsewhere with its ticket.
+	ErrShuttingDown = server.Errorf(server.EUNAVAILABLE, "SERVER_SHUTTING_DOWN", "server is shutting down; reconnect and wait again")
+)
+
+// Place is a waiter's place in its license's queue.
+type Place struct {
+	Position    int // 1 = next
+	QueueLength int
+	Ticket      string // resumes the place in a later wait
+}
+
+// WaitForSeat queues the caller FIFO per license until a seat frees. The
+// head of the queue tries the store's atomic acquire every WaitPoll; others
+// only watch their place. moved is told each new place (and may end the
+// wait with an error). A granted seat must be heartbeated within WaitHold,
+// or it is revoked and goes to the next waiter. resume is a ticket of an
+// earlier wait whose place to take over ("" for none).
+func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume string, moved func(Place) error) (Grant, error) {
+	// Only a key that opens a usable license gets a queue (named by the
+	// key's hash): nothing is written for a guess.
+	lic, err := s.store.LicenseByKey(ctx, req.LicenseKey)
+	if err != nil {
+		return Grant{}, err
+	}
+	if err := lic.CheckUsable(s.now()); err != nil {
+		return Grant{}, err
+	}
+	name := server.HashSecret(req.LicenseKey)
+	ticket, err := s.queue.Join(ctx, name, resume)
+	if errors.Is(err, waitqueue.ErrFull) {
+		return Grant{}, ErrQueueFull
+	}
+	if err != nil {
+		return Grant{}, server.Unavailable(err)
+	}
+	// A waiter that goes away leaves the queue. One this server sends away
+	// as it shuts down keeps its place: its ticket lapses within seconds
+	// unless the client waits again elsewhere with it (resume).
+	keepPlace := false
+	defer func() {
+		if !keepPlace {
+			ticket.Leave(ctx)
+			s.queueMoves.moved(name)
+		}
+	}()
+
+	// The head of the queue tries for a seat every waitPoll; the others
+	// only keep their place alive and watch it, every idleWaitPolls polls,
+	// or at once when a waiter of this instance leaves the queue: a
+	// waiter's cost does not grow with the queue.
+	lastPos := -1
+	for {
+		pos, length, err := ticket.Position(ctx)
+		if err != nil {
+			return Grant{}, server.Unavailable(err)
+		}
+		if pos != lastPos {
+			lastPos = pos
+			if err := moved(Place{Position: pos, QueueLength: length, Ticket: ticket.ID()}); err != nil {
+				return Grant{}, err
+			}
+		}
+		if pos == 1 {
+			g, err := s.Acquire(ctx, req)
+			if err == nil {
+				ticket.Leave(ctx) // the next waiter moves up at once
+				s.queueMoves.moved(name)
+				if !g.Existing {
+					s.holdForFirstHeartbeat(g.Lease)
+				}
+				return g, nil
+			}
+			if server.ErrorCode(err) != server.EEXHAUSTED {
+				return Grant{}, err // unknown key, inactive license...
+			}
+		}
+		wait := s.waitPoll
+		if pos != 1 {
+			wait *= idleWaitPolls
+		}
+		next := s.queueMoves.wait(name)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Grant{}, ctx.Err()
+		case <-s.shutdown:
+			t.Stop()
+			keepPlace = true
+			return Grant{}, ErrShuttingDown
+		case <-next:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// idleWaitPolls is how many head polls a waiter behind the head waits
+// between two looks at its place (2 s by default: well within the Redis
+// queue's 5 s liveness).
+const idleWaitPolls = 8

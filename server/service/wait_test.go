@@ -1,0 +1,175 @@
+package service
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+)
+
+// waiter is one WaitForSeat call running in the background.
+type waiter struct {
+	places  chan Place
+	granted chan Grant
+	failed  chan error
+}
+
+func (e *env) wait(ctx context.Context, key, fingerprint string) *waiter {
+	w := &waiter{places: make(chan Place, 100), granted: make(chan Grant, 1), failed: make(chan error, 1)}
+	go func() {
+		g, err := e.svc.WaitForSeat(ctx, SeatRequest{LicenseKey: key, Fingerprint: fingerprint}, "", func(p Place) error {
+			w.places <- p
+			return nil
+		})
+		if err != nil {
+			w.failed <- err
+			return
+		}
+		w.granted <- g
+	}()
+	return w
+}
+
+// placeIs waits until the waiter is told place pos.
+func (w *waiter) placeIs(t *testing.T, pos int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case p := <-w.places:
+			if p.Position == pos {
+				return
+			}
+		case err := <-w.failed:
+			t.Fatalf("the wait ended waiting for place %d: %v", pos, err)
+		case <-deadline:
+			t.Fatalf("never told place %d", pos)
+		}
+	}
+}
+
+// headRefused waits until the head of a queue was refused a seat n times
+// in all: it is polling, not granted.
+func (e *env) headRefused(t *testing.T, n float64) {
+	t.Helper()
+	exhausted := e.metrics.Acquisitions.WithLabelValues(string(server.EEXHAUSTED))
+	require.Eventually(t, func() bool {
+		var m dto.Metric
+		return exhausted.Write(&m) == nil && m.GetCounter().GetValue() >= n
+	}, 10*time.Second, time.Millisecond)
+}
+
+func TestWaiterGetsTheSeatWhenOneFrees(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	lic := e.license(t, 1)
+	held := e.acquire(t, lic.Key, "holder")
+
+	w := e.wait(t.Context(), lic.Key, "waiter")
+	w.placeIs(t, 1)
+	e.headRefused(t, 1)
+	require.Empty(t, w.granted, "no seat while the only one is held")
+
+	_, err := e.svc.Release(t.Context(), held.Lease.ID, held.Token)
+	require.NoError(t, err)
+	g := within(t, w.granted, "the grant")
+	require.Equal(t, "waiter", g.Lease.Fingerprint)
+	require.NotEmpty(t, g.Token)
+	require.Equal(t, server.LeaseActive, g.Lease.State)
+}
+
+func TestWaitQueueIsFIFO(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	lic := e.license(t, 1)
+	held := e.acquire(t, lic.Key, "holder")
+
+	// Each joins once the one before it has its place, so the order of
+	// arrival is known.
+	names := []string{"first", "second", "third"}
+	var waiters []*waiter
+	for i, name := range names {
+		w := e.wait(t.Context(), lic.Key, name)
+		w.placeIs(t, i+1)
+		waiters = append(waiters, w)
+	}
+	for i, w := range waiters {
+		_, err := e.svc.Release(t.Context(), held.Lease.ID, held.Token)
+		require.NoError(t, err)
+		held = within(t, w.granted, names[i]+"'s grant")
+		require.Equal(t, names[i], held.Lease.Fingerprint, "seat %d goes to the waiter who came %d", i+1, i+1)
+		for _, later := range waiters[i+1:] {
+			require.Empty(t, later.granted, "a later waiter does not jump the queue")
+		}
+	}
+}
+
+func TestWaitForAnUnknownKeyQueuesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, err := e.svc.WaitForSeat(t.Context(), SeatRequest{LicenseKey: "slk_unknown", Fingerprint: "f"}, "", func(Place) error {
+		t.Error("a guess got a place in a queue")
+		return nil
+	})
+	require.Equal(t, server.ReasonLicenseNotFound, server.ErrorReason(err))
+}
+
+func TestShutdownEndsAWaitWithItsPlaceKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	lic := e.license(t, 1)
+	e.acquire(t, lic.Key, "holder")
+	w := e.wait(t.Context(), lic.Key, "waiter")
+	var ticket string
+	select {
+	case p := <-w.places:
+		ticket = p.Ticket
+	case <-time.After(10 * time.Second):
+		t.Fatal("no place")
+	}
+	e.svc.BeginShutdown()
+	require.ErrorIs(t, within(t, w.failed, "the wait's end"), ErrShuttingDown)
+
+	// The ticket still holds place 1: a new wait resuming it is first.
+	_, pos, err := e.resumeOnce(t, lic.Key, ticket)
+	require.NoError(t, err)
+	require.Equal(t, 1, pos)
+}
+
+// resumeOnce joins the queue with a ticket and reports the first place.
+func (e *env) resumeOnce(t *testing.T, key, ticket string) (Place, int, error) {
+	t.Helper()
+	q := e.svc.queue
+	tk, err := q.Join(t.Context(), server.HashSecret(key), ticket)
+	if err != nil {
+		return Place{}, 0, err
+	}
+	defer tk.Leave(t.Context())
+	pos, length, err := tk.Position(t.Context())
+	return Place{Position: pos, QueueLength: length, Ticket: tk.ID()}, pos, err
+}
+
+// TestUnconfirmedWaiterGrant: a waiter's grant is revoked after the hold
+// window only when the store shows it exactly as granted. A store that
+// lost recent heartbeats (Redis lost, or a restart after a crash) gives
+// the write-behind interval back: the deadline moved without a heartbeat,
+// and the seat stays with the waiter, who may well have confirmed it.
+func TestUnconfirmedWaiterGrant(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	granted := server.Lease{LastHeartbeatAt: t0, ExpiresAt: t0.Add(time.Minute)}
+	for name, c := range map[string]struct {
+		hb, deadline time.Time
+		want         bool
+	}{
+		"as granted":               {t0, t0.Add(time.Minute), true},
+		"heartbeated":              {t0.Add(time.Second), t0.Add(time.Minute + time.Second), false},
+		"deadline given back only": {t0, t0.Add(time.Minute + 11*time.Second), false},
+	} {
+		now := server.Lease{LastHeartbeatAt: c.hb, ExpiresAt: c.deadline}
+		require.Equal(t, c.want, unconfirmed(granted, now), name)
+	}
+}
