@@ -92,12 +92,26 @@ func (e *env) acquire(t *testing.T, key, fingerprint string) Grant {
 	return g
 }
 
-// audit returns the default tenant's audit log.
-func (e *env) audit(t *testing.T) []server.AuditEntry {
+// audit returns a tenant's audit log.
+func (e *env) audit(t *testing.T, tenant string) []server.AuditEntry {
 	t.Helper()
-	entries, _, err := e.store.AuditLog(t.Context(), server.DefaultTenantID, server.Page{Size: server.MaxPageSize})
+	entries, _, err := e.store.AuditLog(t.Context(), tenant, server.Page{Size: server.MaxPageSize})
 	require.NoError(t, err)
 	return entries
+}
+
+// auditOf returns the one entry of a tenant's audit log with that action
+// on that resource.
+func (e *env) auditOf(t *testing.T, tenant, action, resourceID string) server.AuditEntry {
+	t.Helper()
+	var found []server.AuditEntry
+	for _, entry := range e.audit(t, tenant) {
+		if entry.Action == action && entry.ResourceID == resourceID {
+			found = append(found, entry)
+		}
+	}
+	require.Len(t, found, 1, "%s of %s", action, resourceID)
+	return found[0]
 }
 
 // within fails the test unless ch is ready within a generous deadline.

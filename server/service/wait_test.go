@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,11 +84,33 @@ func TestWaiterGetsTheSeatWhenOneFrees(t *testing.T) {
 	require.Equal(t, server.LeaseActive, g.Lease.State)
 }
 
+// attempts records whose acquisitions reached the store.
+type attempts struct {
+	server.Store
+	mu           sync.Mutex
+	fingerprints []string
+}
+
+func (a *attempts) Acquire(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
+	a.mu.Lock()
+	a.fingerprints = append(a.fingerprints, req.Fingerprint)
+	a.mu.Unlock()
+	return a.Store.Acquire(ctx, req)
+}
+
+func (a *attempts) since(n int) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.fingerprints[n:])
+}
+
 func TestWaitQueueIsFIFO(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	tried := &attempts{}
+	e := newEnv(t, func(c *Config) { tried.Store, c.Store = c.Store, tried })
 	lic := e.license(t, 1)
 	held := e.acquire(t, lic.Key, "holder")
+	before := len(tried.since(0))
 
 	// Each joins once the one before it has its place, so the order of
 	// arrival is known.
@@ -96,6 +120,11 @@ func TestWaitQueueIsFIFO(t *testing.T) {
 		w := e.wait(t.Context(), lic.Key, name)
 		w.placeIs(t, i+1)
 		waiters = append(waiters, w)
+	}
+	// Many head polls, enough for a waiter behind it to have tried too.
+	e.headRefused(t, 20)
+	for _, fp := range tried.since(before) {
+		require.Equal(t, "first", fp, "only the head of the queue tries for a seat")
 	}
 	for i, w := range waiters {
 		_, err := e.svc.Release(t.Context(), held.Lease.ID, held.Token)
