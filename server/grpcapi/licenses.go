@@ -5,18 +5,29 @@ import (
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/service"
 )
 
-func (h *adminService) CreateLicense(ctx context.Context, req *seatdv1.CreateLicenseRequest) (*seatdv1.CreateLicenseResponse, error) {
+// licenseWrite is what CreateLicense and UpdateLicense read first: who
+// writes, in which tenant, and the license they send.
+func licenseWrite(ctx context.Context, tenantID string, in *seatdv1.License) (actor, tenant string, _ service.LicenseInput, _ error) {
 	p := principalFrom(ctx)
-	tenant, err := p.tenant(req.GetTenantId())
+	tenant, err := p.tenant(tenantID)
+	if err != nil {
+		return "", "", service.LicenseInput{}, err
+	}
+	if in == nil {
+		return "", "", service.LicenseInput{}, server.Invalid("license", "is required")
+	}
+	return p.Actor(), tenant, licenseInput(in), nil
+}
+
+func (h *adminService) CreateLicense(ctx context.Context, req *seatdv1.CreateLicenseRequest) (*seatdv1.CreateLicenseResponse, error) {
+	actor, tenant, in, err := licenseWrite(ctx, req.GetTenantId(), req.GetLicense())
 	if err != nil {
 		return nil, err
 	}
-	if req.GetLicense() == nil {
-		return nil, server.Invalid("license", "is required")
-	}
-	l, err := h.s.svc.CreateLicense(ctx, p.Actor(), tenant, licenseInput(req.GetLicense()))
+	l, err := h.s.svc.CreateLicense(ctx, actor, tenant, in)
 	if err != nil {
 		return nil, err
 	}
@@ -61,15 +72,11 @@ func (h *adminService) ListLicenses(ctx context.Context, req *seatdv1.ListLicens
 }
 
 func (h *adminService) UpdateLicense(ctx context.Context, req *seatdv1.UpdateLicenseRequest) (*seatdv1.UpdateLicenseResponse, error) {
-	p := principalFrom(ctx)
-	tenant, err := p.tenant(req.GetTenantId())
+	actor, tenant, in, err := licenseWrite(ctx, req.GetTenantId(), req.GetLicense())
 	if err != nil {
 		return nil, err
 	}
-	if req.GetLicense() == nil {
-		return nil, server.Invalid("license", "is required")
-	}
-	l, err := h.s.svc.UpdateLicense(ctx, p.Actor(), tenant, licenseInput(req.GetLicense()), req.GetUpdateMask().GetPaths())
+	l, err := h.s.svc.UpdateLicense(ctx, actor, tenant, in, req.GetUpdateMask().GetPaths())
 	if err != nil {
 		return nil, err
 	}

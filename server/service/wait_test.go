@@ -164,22 +164,12 @@ func TestShutdownEndsAWaitWithItsPlaceKept(t *testing.T) {
 	require.ErrorIs(t, within(t, w.failed, "the wait's end"), ErrShuttingDown)
 
 	// The ticket still holds place 1: a new wait resuming it is first.
-	_, pos, err := e.resumeOnce(t, lic.Key, ticket)
+	resumed, err := e.svc.queue.Join(t.Context(), server.HashSecret(lic.Key), ticket)
+	require.NoError(t, err)
+	defer resumed.Leave(t.Context())
+	pos, _, err := resumed.Position(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, pos)
-}
-
-// resumeOnce joins the queue with a ticket and reports the first place.
-func (e *env) resumeOnce(t *testing.T, key, ticket string) (Place, int, error) {
-	t.Helper()
-	q := e.svc.queue
-	tk, err := q.Join(t.Context(), server.HashSecret(key), ticket)
-	if err != nil {
-		return Place{}, 0, err
-	}
-	defer tk.Leave(t.Context())
-	pos, length, err := tk.Position(t.Context())
-	return Place{Position: pos, QueueLength: length, Ticket: tk.ID()}, pos, err
 }
 
 // TestUnconfirmedWaiterGrant: a waiter's grant is revoked after the hold
