@@ -96,6 +96,11 @@ func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
 	}
 }
 
+// quotasToProto shows the quotas a tenant is held to.
+func quotasToProto(q Quotas) *seatdv1.TenantQuotas {
+	return &seatdv1.TenantQuotas{MaxLicenses: q.Licenses, MaxSeats: q.Seats, MaxApiKeys: q.APIKeys}
+}
+
 // tenantToProto shows the tenant with the quotas this server holds it to.
 func (s *Server) tenantToProto(t server.Tenant) *seatdv1.Tenant {
 	return &seatdv1.Tenant{Id: t.ID, Name: t.Name, CreateTime: ts(t.CreatedAt), Quotas: quotasToProto(s.svc.Quotas())}
