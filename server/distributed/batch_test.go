@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatd/seatd/server/distributed/internal/groupcommit"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // TestConcurrentHotPath: many concurrent acquisitions, heartbeats and
@@ -121,50 +120,6 @@ func TestConcurrentHotPath(t *testing.T) {
 	}
 }
 
-// TestHotScriptsAfterScriptFlush: a pipeline whose scripts Redis no longer
-// knows (restart, SCRIPT FLUSH) falls back to EVAL for each run.
-func TestHotScriptsAfterScriptFlush(t *testing.T) {
-	_, s, tn := openStore(t, nil)
-	type held struct{ id, tokenHash string }
-	var leases []held
-	for range 3 {
-		l := mkLicense(t, s, tn.ID, 5, time.Hour)
-		for i := range 3 {
-			r, tok := acq(t, s, l.Key, fmt.Sprint(i))
-			leases = append(leases, held{r.Lease.ID, server.HashSecret(tok)})
-		}
-	}
-	_, rdb := testServers(t)
-	require.NoError(t, rdb.ScriptFlush(t.Context()).Err())
-	// One batch with runs for three licenses: a pipeline.
-	var calls []*groupcommit.Call[licReq, licRes]
-	for _, l := range leases {
-		info, err := s.leaseInfoOf(t.Context(), l.id)
-		require.NoError(t, err)
-		calls = append(calls, &groupcommit.Call[licReq, licRes]{Ctx: t.Context(),
-			Req: licReq{scriptHeartbeat, info.LicenseID, []any{l.id, l.tokenHash}}})
-	}
-	s.runLicenseScripts(calls)
-	for _, c := range calls {
-		require.NoError(t, c.Err)
-		require.EqualValues(t, 0, num(c.Res.own[0]), "renewed")
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(leases))
-	require.NoError(t, rdb.ScriptFlush(t.Context()).Err())
-	for _, l := range leases {
-		wg.Go(func() {
-			_, err := s.Heartbeat(t.Context(), l.id, l.tokenHash)
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-}
-
 // TestHeartbeatsOfOneLeaseTogether: heartbeats of one lease that arrive
 // together run in one heartbeat.lua call, which writes its renewals once at
 // the end: every one of them is renewed, and the live deadline is the
@@ -203,7 +158,7 @@ func TestHeartbeatsOfOneLeaseTogether(t *testing.T) {
 	}
 	wg.Wait()
 	_, rdb := testServers(t)
-	score, err := rdb.ZScore(t.Context(), keyspace{loc.prefix}.license(lic.ID)[2], r.Lease.ID).Result()
+	score, err := rdb.ZScore(t.Context(), live.Keyspace{Prefix: loc.prefix}.License(lic.ID)[2], r.Lease.ID).Result()
 	require.NoError(t, err)
 	require.Equal(t, latest.UnixMicro(), int64(score), "live deadline, latest renewal answered %s", latest)
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatd/seatd/server/distributed/live"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -301,7 +303,7 @@ func newSeatdEnv(b *testing.B, expired int) *seatdEnv {
 	ctx := context.Background()
 	loc := newBenchLocation(b, "seatd")
 	s := loc.openStore(b)
-	now, err := s.redisNow(ctx)
+	now, err := s.live.Now(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -357,13 +359,13 @@ func (e *seatdEnv) reset(b *testing.B, staleHints bool) {
 		}
 	}
 	if staleHints {
-		now, err := e.s.redisNow(ctx)
+		now, err := e.s.live.Now(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
 		pipe := e.loc.rdb.Pipeline()
 		for _, l := range e.data.licenses {
-			scriptHint.Eval(ctx, pipe, e.s.keys.expiryOf(l.id), l.id, timeUS(now.Add(-time.Second)))
+			live.Script("hint").Eval(ctx, pipe, e.s.live.Keys().ExpiryOf(l.id), l.id, timeUS(now.Add(-time.Second)))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			b.Fatal(err)
@@ -404,7 +406,7 @@ func (e *seatdEnv) liveCount(b *testing.B) (live, expiring int64) {
 	pipe := e.loc.rdb.Pipeline()
 	var zc, hc []*redis.IntCmd
 	for _, l := range e.data.licenses {
-		k := e.s.keys.license(l.id)
+		k := e.s.live.Keys().License(l.id)
 		zc = append(zc, pipe.ZCard(ctx, k[2]))
 		hc = append(hc, pipe.HLen(ctx, k[5]))
 	}
@@ -470,7 +472,7 @@ func newSeedEnv(b *testing.B, expired int, records bool) *seedEnv {
 	ctx := context.Background()
 	loc := newBenchLocation(b, "seed")
 	s := loc.openStore(b) // for the schema only
-	now, err := s.redisNow(ctx)
+	now, err := s.live.Now(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}

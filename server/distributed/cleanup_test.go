@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // TestDueLeasesAcrossManyLicenses: DueLeases asks licenses a pipeline at a
@@ -28,7 +29,7 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 	loc, s, tn := openStore(t, nil)
 	ctx := t.Context()
 	const nLicenses, perLicense = 120, 4
-	now, err := s.redisNow(ctx)
+	now, err := s.live.Now(ctx)
 	require.NoError(t, err)
 	slack := server.WriteBehindSlack(s.flushEvery, &server.License{LeaseTTL: time.Hour}) // rebuilt leases get it (live.go)
 	tie := now.Add(-time.Minute).Truncate(time.Second)
@@ -69,7 +70,7 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 			staleOnly = append(staleOnly, lic.ID)
 		}
 	}
-	slices.SortFunc(want, compareRefs)
+	slices.SortFunc(want, live.CompareRefs)
 	require.NotEmpty(t, staleOnly)
 	_, err = loc.db(t).Exec(ctx, `INSERT INTO sessions (id, license_id, tenant_id, token_hash, fingerprint, dedupe_key,
 			acquired_at, last_heartbeat_at, expires_at)
@@ -83,7 +84,7 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 	// Licenses without due leases whose hint came anyway (their leases
 	// were renewed since it was set).
 	for _, id := range staleOnly {
-		s.lowerHint(ctx, id, timeUS(now.Add(-time.Second)))
+		s.live.LowerHint(ctx, id, timeUS(now.Add(-time.Second)))
 	}
 
 	all, err := s.DueLeases(ctx, nil, 10_000)
@@ -156,13 +157,13 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 	require.Equal(t, wantLiveAfter, active)
 	require.Equal(t, len(want), cleanups)
 	_, rdb := testServers(t)
-	var live, expiring int64
+	var held, expiring int64
 	for _, id := range licenses {
 		k := loc.license(id)
-		live += rdb.ZCard(ctx, k[2]).Val()
+		held += rdb.ZCard(ctx, k[2]).Val()
 		expiring += rdb.HLen(ctx, k[5]).Val()
 	}
-	require.EqualValues(t, wantLiveAfter, live)
+	require.EqualValues(t, wantLiveAfter, held)
 	require.Zero(t, expiring)
 
 	// Nothing due any more, and every hint moved past now.
@@ -170,11 +171,11 @@ func TestDueLeasesAcrossManyLicenses(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, again)
 	var hints []redis.Z
-	for k := range hintShards {
-		part, err := rdb.ZRangeByScoreWithScores(ctx, s.keys.expiryShard(k)[0], &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
+	for k := range live.HintShards {
+		part, err := rdb.ZRangeByScoreWithScores(ctx, s.live.Keys().ExpiryShard(k)[0], &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
 		require.NoError(t, err)
 		for _, h := range part {
-			require.Equal(t, k, hintShardOf(h.Member.(string)), "the hint of %s is in its piece", h.Member)
+			require.Equal(t, k, live.HintShardOf(h.Member.(string)), "the hint of %s is in its piece", h.Member)
 		}
 		hints = append(hints, part...)
 	}

@@ -99,11 +99,11 @@ func TestLegacyHintMovedAtOpen(t *testing.T) {
 	lic := mkLicense(t, s, tn.ID, 1, time.Second)
 	res, _ := acq(t, s, lic.Key, "a")
 	_, rdb := testServers(t)
-	piece := s.keys.expiryOf(lic.ID)
+	piece := s.live.Keys().ExpiryOf(lic.ID)
 	score := rdb.ZScore(t.Context(), piece[0], lic.ID).Val()
 	require.NotZero(t, score)
 	// As an earlier version left it: the hint in the one-piece key only.
-	old := s.keys.legacyExpiry()
+	old := s.live.Keys().LegacyExpiry()
 	require.NoError(t, rdb.ZRem(t.Context(), piece[0], lic.ID).Err())
 	require.NoError(t, rdb.ZAdd(t.Context(), old[0], redis.Z{Score: score, Member: lic.ID}).Err())
 

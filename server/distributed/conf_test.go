@@ -4,15 +4,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatd/seatd/server/distributed/live"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
 )
 
-// confOf reads the settings Redis judges a license by.
-func confOf(t *testing.T, s *Store, licenseID string) (version, seats string) {
+// liveConf reads the settings Redis judges a license by.
+func liveConf(t *testing.T, s *Store, licenseID string) (version, seats string) {
 	t.Helper()
-	v, err := s.rdb.HMGet(t.Context(), s.keys.license(licenseID)[0], "version", "seats").Result()
+	v, err := s.rdb.HMGet(t.Context(), s.live.Keys().License(licenseID)[0], "version", "seats").Result()
 	require.NoError(t, err)
 	version, _ = v[0].(string)
 	seats, _ = v[1].(string)
@@ -25,25 +27,25 @@ func confOf(t *testing.T, s *Store, licenseID string) (version, seats string) {
 func TestFailedSettingsPushIsRetried(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = 100 * time.Millisecond })
-	fail := newFailScript(scriptSetConf)
+	fail := newFailScript(live.Script("setconf"))
 	s.rdb.AddHook(fail)
 
 	lic := mkLicense(t, s, tn.ID, 3, time.Minute)
 	acq(t, s, lic.Key, "a") // builds the live state
-	_, before := confOf(t, s, lic.ID)
+	_, before := liveConf(t, s, lic.ID)
 	require.Equal(t, "3", before)
 
 	fail.on.Store(true)
 	_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.Seats = 1; return nil })
 	require.NoError(t, err, "the change is recorded even though Redis refused its copy")
 	time.Sleep(300 * time.Millisecond) // several retries, all refused
-	_, seats := confOf(t, s, lic.ID)
+	_, seats := liveConf(t, s, lic.ID)
 	require.Equal(t, "3", seats, "Redis still has the old settings while it refuses them")
 	require.EqualValues(t, 1, s.BackgroundStats().RedisWritesBehind, "/metrics shows the copy waiting")
 
 	fail.on.Store(false)
 	require.Eventually(t, func() bool {
-		_, seats := confOf(t, s, lic.ID)
+		_, seats := liveConf(t, s, lic.ID)
 		return seats == "1"
 	}, 5*time.Second, 20*time.Millisecond, "the flush loop pushes the settings once Redis answers")
 	require.Zero(t, s.BackgroundStats().RedisWritesBehind)
@@ -63,17 +65,17 @@ func TestSyncConfRepairsSettingsLeftBehind(t *testing.T) {
 	acq(t, s, current.Key, "a")
 	_, err := s.UpdateLicense(t.Context(), tn.ID, behind.ID, func(l *server.License) error { l.Seats = 1; return nil })
 	require.NoError(t, err)
-	version, seats := confOf(t, s, behind.ID)
+	version, seats := liveConf(t, s, behind.ID)
 	require.Equal(t, "1", seats)
 	// Roll Redis back to the settings before the update, as if the push
 	// had never happened.
-	require.NoError(t, s.rdb.HSet(t.Context(), s.keys.license(behind.ID)[0], "version", "1", "seats", "3").Err())
-	currentVersion, _ := confOf(t, s, current.ID)
+	require.NoError(t, s.rdb.HSet(t.Context(), s.live.Keys().License(behind.ID)[0], "version", "1", "seats", "3").Err())
+	currentVersion, _ := liveConf(t, s, current.ID)
 
 	require.NoError(t, s.syncConf(t.Context()))
-	v, seats := confOf(t, s, behind.ID)
+	v, seats := liveConf(t, s, behind.ID)
 	require.Equal(t, [2]string{version, "1"}, [2]string{v, seats}, "settings pushed again from the record")
-	v, seats = confOf(t, s, current.ID)
+	v, seats = liveConf(t, s, current.ID)
 	require.Equal(t, [2]string{currentVersion, "4"}, [2]string{v, seats}, "a current license is untouched")
 	_, _, err = tryAcq(t.Context(), s, behind.Key, "b")
 	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted)

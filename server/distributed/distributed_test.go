@@ -201,3 +201,6 @@ func (loc location) db(t *testing.T) *pgxpool.Pool {
 	t.Cleanup(pool.Close)
 	return pool
 }
+
+// timeUS is a time as the live state keeps it: unix microseconds.
+func timeUS(t time.Time) int64 { return t.UnixMicro() }

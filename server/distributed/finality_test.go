@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatd/seatd/server/distributed/live"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
@@ -122,7 +124,7 @@ func TestRebuildRacingAnEnd(t *testing.T) {
 			lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 			res, tok := acq(t, s, lic.Key, "a")
 
-			s.rdb.AddHook(onScript(scriptRebuild, func() {
+			s.rdb.AddHook(onScript(live.Script("rebuild"), func() {
 				var err error
 				if end == "release" {
 					_, err = other.Release(context.Background(), res.Lease.ID, server.HashSecret(tok))
@@ -150,7 +152,7 @@ func TestRebuildRacingAnEnd(t *testing.T) {
 func TestUpdateNotInRedisGrantsNothing(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := newFailScript(scriptSetConf)
+	fail := newFailScript(live.Script("setconf"))
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 3, time.Hour)
 	acq(t, s, lic.Key, "a") // builds the live state
@@ -165,52 +167,6 @@ func TestUpdateNotInRedisGrantsNothing(t *testing.T) {
 	requireCode(t, err, server.EPRECONDITION, server.ReasonLicenseInactive)
 }
 
-// TestAcquireScriptIsIdempotentAndAtomicPerCall: a replayed acquire.lua
-// (a client library retrying after a timeout) answers the grant it made
-// instead of granting twice or refusing; one acquisition of a run that
-// fails leaves the others' answers and writes intact.
-func TestAcquireScriptIsIdempotentAndAtomicPerCall(t *testing.T) {
-	t.Parallel()
-	_, s, tn := openStore(t, nil)
-	lic := mkLicense(t, s, tn.ID, 5, time.Hour)
-	acq(t, s, lic.Key, "builds the live state")
-	keys := s.keys.license(lic.ID)
-	args := func(leaseID, idem string) []any {
-		a := []any{leaseID, "tokenhash", idem}
-		for _, st := range strategies {
-			a = append(a, string(st), server.DedupeKey(st, leaseID, "", ""))
-		}
-		return a
-	}
-	run := func(a ...any) []any {
-		res, err := scriptAcquire.Run(t.Context(), s.rdb, keys, a...).Slice()
-		require.NoError(t, err)
-		return res
-	}
-	const head, width = 4, 11
-
-	id := server.NewID(server.PrefixLeaseID)
-	first := run(args(id, "")...)
-	replay := run(args(id, "")...)
-	require.Equal(t, "NEW", first[head], "%v", first)
-	require.Equal(t, first[head:head+6], replay[head:head+6], "a replay answers the same grant")
-	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
-	require.NoError(t, err)
-	require.Equal(t, 2, n, "one seat for the call and its replay")
-
-	// An idempotency-key hash of the wrong type makes the second
-	// acquisition of the run fail (WRONGTYPE).
-	require.NoError(t, s.rdb.Del(t.Context(), keys[4]).Err())
-	require.NoError(t, s.rdb.Set(t.Context(), keys[4], "not a hash", 0).Err())
-	ok, bad := server.NewID(server.PrefixLeaseID), server.NewID(server.PrefixLeaseID)
-	res := run(append(args(ok, ""), args(bad, "idem")...)...)
-	require.Equal(t, "NEW", res[head], "the first acquisition of the run is granted")
-	require.Equal(t, "ERR", res[head+width], "the second fails alone")
-	n, err = s.SeatsInUse(t.Context(), tn.ID, lic.ID)
-	require.NoError(t, err)
-	require.Equal(t, 3, n, "the failed acquisition took no seat, the granted one did")
-}
-
 // TestForcedRebuildGivesNoSlackToOrphans: a lease active in the record that
 // Redis does not hold although it still holds the license (an orphan)
 // gets its recorded deadline from a forced rebuild, no slack: slack is for
@@ -220,7 +176,7 @@ func TestForcedRebuildGivesNoSlackToOrphans(t *testing.T) {
 	loc, s, tn := openStore(t, nil)
 	lic := mkLicense(t, s, tn.ID, 2, time.Second)
 	res, _ := acq(t, s, lic.Key, "a")
-	keys := s.keys.license(lic.ID)
+	keys := s.live.Keys().License(lic.ID)
 	require.NoError(t, s.rdb.HDel(t.Context(), keys[1], res.Lease.ID).Err())
 	require.NoError(t, s.rdb.ZRem(t.Context(), keys[2], res.Lease.ID).Err())
 	require.Eventually(t, func() bool { return time.Now().After(res.Lease.ExpiresAt.Add(50 * time.Millisecond)) },

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // Heartbeats are written behind: Heartbeat changes Redis only and notes
@@ -164,16 +166,16 @@ func (s *Store) writeBeats(ctx context.Context, ids []string, hbs, dls []time.Ti
 // the record says they ended. A failure is logged: the lease's next
 // heartbeat brings it back to the flusher.
 func (s *Store) dropEndedInRecord(ctx context.Context, byLicense map[string][]string) {
-	calls := make([]scriptCall, 0, len(byLicense))
+	ended := make([]live.LicenseLeases, 0, len(byLicense))
 	for licenseID, ids := range byLicense {
-		calls = append(calls, scriptCall{scriptEnd, s.keys.license(licenseID), anys(ids)})
+		ended = append(ended, live.LicenseLeases{LicenseID: licenseID, IDs: ids})
 		s.log.Warn("distributed store: leases ended in the record were still live in Redis; dropping them",
 			"license", licenseID, "leases", len(ids))
 	}
-	for i, r := range s.pipelineScripts(ctx, calls) {
-		if r.err != nil {
+	for i, err := range s.live.EndMany(ctx, ended) {
+		if err != nil {
 			s.log.Error("distributed store: drop leases ended in the record from Redis; retrying at their next heartbeat",
-				"license", calls[i].keys[0], "err", r.err)
+				"license", ended[i].LicenseID, "err", err)
 		}
 	}
 }

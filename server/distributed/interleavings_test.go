@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatd/seatd/server/distributed/live"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
@@ -95,12 +97,12 @@ func TestToldExpiredWhileARebuildRaces(t *testing.T) {
 	// y's rebuild waits before rebuild.lua until released.
 	snapshotRead, release := make(chan struct{}), make(chan struct{})
 	var yOnce sync.Once
-	y.rdb.AddHook(&scriptHook{sha: scriptRebuild.Hash(), before: func() error {
+	y.rdb.AddHook(&scriptHook{sha: live.Script("rebuild").Hash(), before: func() error {
 		yOnce.Do(func() { close(snapshotRead); <-release })
 		return nil
 	}})
 	var refuseEnd atomic.Bool
-	x.rdb.AddHook(&scriptHook{sha: scriptEnd.Hash(), before: func() error {
+	x.rdb.AddHook(&scriptHook{sha: live.Script("end").Hash(), before: func() error {
 		if refuseEnd.Load() {
 			return errors.New("injected: end.lua refused")
 		}
@@ -108,7 +110,7 @@ func TestToldExpiredWhileARebuildRaces(t *testing.T) {
 	}})
 	rebuilt := make(chan error, 1)
 	var xOnce sync.Once
-	x.rdb.AddHook(&scriptHook{sha: scriptExpire.Hash(), after: func() {
+	x.rdb.AddHook(&scriptHook{sha: live.Script("expire").Hash(), after: func() {
 		xOnce.Do(func() {
 			loc.loseRedis(t)
 			go func() { rebuilt <- y.ensureLive(context.Background(), lic.ID) }()
@@ -154,7 +156,7 @@ func TestRebuildIntoARedisThatLostItsData(t *testing.T) {
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
 
-	s.rdb.AddHook(onScript(scriptRebuild, func() {
+	s.rdb.AddHook(onScript(live.Script("rebuild"), func() {
 		_, err := other.Release(context.Background(), res.Lease.ID, server.HashSecret(tok))
 		require.NoError(t, err, "the release racing the rebuild")
 		loc.loseRedis(t)

@@ -3,12 +3,11 @@ package distributed
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/seatd/seatd/server/distributed/live"
 	"github.com/seatd/seatd/server/distributed/record"
 
 	"github.com/seatd/seatd/server"
@@ -17,11 +16,6 @@ import (
 // maxAttempts bounds how often one call goes round when the live state
 // changes under it (a rebuild, a concurrent end); each round is cheap.
 const maxAttempts = 6
-
-// strategies are every leasing strategy: acquire.lua picks the dedupe key
-// of the license's current one from the keys computed here, so that the
-// rule stays in one place (server.DedupeKey).
-var strategies = []server.LeasingStrategy{server.PerFingerprint, server.PerUser, server.PerHostname, server.PerAcquisition}
 
 func (s *Store) Acquire(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
 	// The work is done through pointers, in small stack frames: the frames
@@ -36,41 +30,27 @@ func (s *Store) Acquire(ctx context.Context, req server.AcquireRequest) (server.
 }
 
 func (s *Store) acquire(ctx context.Context, req *server.AcquireRequest, out *server.AcquireResult) error {
-	args := make([]any, 0, 3+2*len(strategies))
-	args = append(args, req.LeaseID, req.TokenHash, req.IdempotencyKey)
-	for _, st := range strategies {
-		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
-	}
+	g := new(live.Acquisition)
 	for range maxAttempts {
 		licenseID, cached, err := s.resolveKey(ctx, req.LicenseKey)
 		if err != nil {
 			return err
 		}
-		args[0] = req.LeaseID // a new one after a grant that was not recorded
-		res, err := s.evalLicense(ctx, scriptAcquire, licenseID, args...)
-		if err != nil {
+		// req.LeaseID is a new one after a grant that was not recorded.
+		if err := s.live.Acquire(ctx, licenseID, req, g); err != nil {
 			return s.fail("acquire", err)
 		}
-		switch status := res.status(); status {
-		case "NEW", "EXISTING":
-			g, err := s.parseGrant(res)
-			if err != nil {
-				return s.fail("acquire", err)
-			}
-			var again bool
-			if status == "NEW" {
-				again, err = s.recordNew(ctx, req, g, out)
-			} else {
-				again, err = s.recordRenewalTo(ctx, req, g, out)
-			}
-			if err != nil || !again {
-				return err
-			}
+		var again bool
+		switch g.Status {
+		case live.StatusGranted:
+			again, err = s.recordNew(ctx, req, g, out)
+		case live.StatusHandedBack:
+			again, err = s.recordRenewalTo(ctx, req, g, out)
 		default:
-			again, err := s.acquireRefused(ctx, req, licenseID, cached, status, res)
-			if !again {
-				return err
-			}
+			again, err = s.acquireRefused(ctx, req, licenseID, cached, g)
+		}
+		if !again {
+			return err
 		}
 	}
 	return s.fail("acquire", errors.New("live state kept changing; giving up"))
@@ -78,12 +58,12 @@ func (s *Store) acquire(ctx context.Context, req *server.AcquireRequest, out *se
 
 // acquireRefused handles acquire.lua's answers other than a grant: the
 // error for the caller, or again to try anew.
-func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, licenseID string, cached bool, status string, res licRes) (again bool, err error) {
-	switch status {
-	case "NOCONF":
+func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, licenseID string, cached bool, g *live.Acquisition) (again bool, err error) {
+	switch g.Status {
+	case live.StatusNoState:
 		err := s.ensureLive(ctx, licenseID)
 		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
-			s.licenseKeys.drop(req.LicenseKey)
+			s.licenseKeys.Drop(req.LicenseKey)
 			if cached {
 				return true, nil // the key may open another license now
 			}
@@ -92,123 +72,61 @@ func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, 
 			return false, s.fail("acquire: build live state", err)
 		}
 		return true, nil
-	case "DELETED":
-		s.licenseKeys.drop(req.LicenseKey)
+	case live.StatusDeleted:
+		s.licenseKeys.Drop(req.LicenseKey)
 		if !cached {
 			return false, server.ErrLicenseNotFound
 		}
 		return true, nil
-	case "INACTIVE":
+	case live.StatusInactive:
 		return false, server.ErrLicenseInactive
-	case "LICEXPIRED":
+	case live.StatusLicenseExpired:
 		return false, server.ErrLicenseExpired
-	case "EXHAUSTED":
-		return false, server.SeatsExhausted(int(num(res.own[6])), int(num(res.own[9])))
-	case "DUP":
+	case live.StatusExhausted:
+		return false, server.SeatsExhausted(g.InUse, g.Limit)
+	case live.StatusDuplicate:
 		return false, server.AlreadyExists("lease_id", "lease")
-	case "ERR":
-		return false, s.fail("acquire", fmt.Errorf("script: %s", str(res.own[1])))
+	case live.StatusFailed:
+		return false, s.fail("acquire", fmt.Errorf("script: %s", g.Message))
 	default:
-		return false, s.fail("acquire", fmt.Errorf("unexpected script reply %q", status))
+		return false, s.fail("acquire", fmt.Errorf("unexpected script reply %q", g.Status))
 	}
 }
 
 // recordRenewalTo is recordRenewal writing its result to out.
-func (s *Store) recordRenewalTo(ctx context.Context, req *server.AcquireRequest, g *grant, out *server.AcquireResult) (again bool, err error) {
-	r, again, err := s.recordRenewal(ctx, *req, *g)
+func (s *Store) recordRenewalTo(ctx context.Context, req *server.AcquireRequest, g *live.Acquisition, out *server.AcquireResult) (again bool, err error) {
+	r, again, err := s.recordRenewal(ctx, *req, g)
 	if err == nil && !again {
 		*out = r
 	}
 	return again, err
 }
 
-// grant is what acquire.lua answered NEW or EXISTING with.
-type grant struct {
-	leaseID               string
-	acquired, hb, expires time.Time
-	tokenSeq              int64
-	inUse                 int
-	license               server.License
-	epoch                 int64
-	version               int64 // of the settings the grant was judged by
-	prevFirst             int64 // earliest deadline before the grant, -1 if none
-	dedupeKey             string
-	displaced             []string // lapsed leases whose seats the grant took
-}
-
-// parseGrant reads acquire.lua's answer to one acquisition (see there).
-func (s *Store) parseGrant(res licRes) (*grant, error) {
-	own := res.own
-	g := &grant{
-		leaseID:   str(own[1]),
-		acquired:  usTime(num(own[2])),
-		hb:        usTime(num(own[3])),
-		expires:   usTime(num(own[4])),
-		tokenSeq:  num(own[5]),
-		inUse:     int(num(own[6])),
-		epoch:     num(res.head(2)),
-		version:   num(res.head(3)),
-		prevFirst: num(own[7]),
-		dedupeKey: str(own[8]),
-	}
-	if d := str(own[10]); d != "" {
-		g.displaced = strings.Split(d, ",")
-	}
-	if err := s.licenseOf(str(res.head(1)), &g.license); err != nil {
-		return nil, err
-	}
-	return g, nil
-}
-
-// licenseOf decodes the license settings Redis holds (the json field of
-// the conf hash), through a cache keyed by the JSON text itself: the text
-// changes with every change of the license, so a hit is never stale.
-func (s *Store) licenseOf(text string, l *server.License) error {
-	if cached, ok := s.licJSON.get(text); ok {
-		*l = cached
-		l.Metadata = cloneMap(l.Metadata)
-		return nil
-	}
-	if err := json.Unmarshal([]byte(text), l); err != nil {
-		return fmt.Errorf("license settings in Redis: %w", err)
-	}
-	s.licJSON.put(text, *l)
-	l.Metadata = cloneMap(l.Metadata)
-	return nil
-}
-
-// noteDeadline keeps the expiry hint at or before a deadline just set.
-func (s *Store) noteDeadline(ctx context.Context, licenseID string, prevFirst int64, deadline time.Time) {
-	if dl := timeUS(deadline); prevFirst < 0 || dl < prevFirst {
-		s.lowerHint(ctx, licenseID, dl)
-	}
-}
-
 // recordNew makes a granted lease durable: the seat is counted in Redis,
 // the lease is recorded in PostgreSQL before Acquire returns. If it cannot
 // be recorded the grant is undone. again asks the caller to try anew.
-func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *grant, out *server.AcquireResult) (again bool, err error) {
+func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *live.Acquisition, out *server.AcquireResult) (again bool, err error) {
 	l := &out.Lease // field by field: no temporary copy on the stack
-	l.ID, l.LicenseID, l.TenantID, l.TokenHash = g.leaseID, g.license.ID, g.license.TenantID, req.TokenHash
+	l.ID, l.LicenseID, l.TenantID, l.TokenHash = g.LeaseID, g.License.ID, g.License.TenantID, req.TokenHash
 	l.Fingerprint, l.User, l.Hostname, l.Metadata = req.Fingerprint, req.User, req.Hostname, cloneMap(req.Metadata)
-	l.IdempotencyKey, l.DedupeKey, l.State = req.IdempotencyKey, g.dedupeKey, server.LeaseActive
-	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = g.acquired, g.hb, g.expires
+	l.IdempotencyKey, l.DedupeKey, l.State = req.IdempotencyKey, g.DedupeKey, server.LeaseActive
+	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = g.Acquired, g.Heartbeat, g.Deadline
 	// The lapsed leases whose seats this grant took are recorded expired
 	// first: otherwise a rebuild (Redis loss) could count them again next
 	// to this one.
-	if len(g.displaced) > 0 {
-		if err := s.expireDisplaced(ctx, l.LicenseID, g.displaced); err != nil {
+	if len(g.Displaced) > 0 {
+		if err := s.expireDisplaced(ctx, l.LicenseID, g.Displaced); err != nil {
 			s.takeBack(ctx, l.LicenseID, l.ID)
 			return false, s.fail("acquire: record the expiry of lapsed leases", err)
 		}
 	}
 	// Recorded with the acquisitions that come at the same time (group
 	// commit, commit.go), each under the conditions of insertOneSQL.
-	inserted, err := s.insertSession(ctx, l, g.epoch, g.version)
+	inserted, err := s.insertSession(ctx, l, g.Epoch, g.Version)
 	if err == nil && inserted {
-		s.leaseInfo.put(l.ID, infoOf(l))
-		s.noteDeadline(ctx, l.LicenseID, g.prevFirst, l.ExpiresAt)
-		out.License, out.SeatsInUse = g.license, g.inUse
+		s.leaseInfo.Put(l.ID, infoOf(l))
+		s.live.NoteDeadline(ctx, l.LicenseID, g.PrevFirst, l.ExpiresAt)
+		out.License, out.SeatsInUse = g.License, g.InUse
 		return false, nil
 	}
 	return s.notRecorded(ctx, req, l.LicenseID, l.ID, g, err)
@@ -243,7 +161,7 @@ func (s *Store) takeBack(ctx context.Context, licenseID, leaseID string) {
 
 // notRecorded handles a grant that was not recorded (err, or a deleted
 // license, a rebuilt live state or newer settings) and says what to do.
-func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, licenseID, leaseID string, g *grant, err error) (again bool, _ error) {
+func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, licenseID, leaseID string, g *live.Acquisition, err error) (again bool, _ error) {
 	if err != nil && !record.SurelyNotWritten(err) {
 		// The insert's outcome is unknown: the session may be recorded.
 		// Taking the grant back would then leave an active session that
@@ -258,7 +176,7 @@ func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, lic
 		// rebuild fails, the grant holds its seat until its deadline at
 		// most.
 		s.background(func(ctx context.Context) {
-			if rerr := s.rebuildFrom(ctx, licenseID, g.epoch); rerr != nil {
+			if rerr := s.rebuildFrom(ctx, licenseID, g.Epoch); rerr != nil {
 				s.log.Warn("distributed store: a grant whose record is in doubt keeps its seat until its deadline or its client's retry",
 					"license", licenseID, "err", rerr)
 			}
@@ -286,16 +204,16 @@ func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, lic
 // grantOutdated handles a grant the record refused because its license is
 // deleted, its live state was rebuilt, or its settings changed since
 // (UpdateLicense: Redis judged by settings older than the record's).
-func (s *Store) grantOutdated(ctx context.Context, req *server.AcquireRequest, licenseID string, g *grant) (again bool, _ error) {
+func (s *Store) grantOutdated(ctx context.Context, req *server.AcquireRequest, licenseID string, g *live.Acquisition) (again bool, _ error) {
 	lic, err := s.rec.License(ctx, licenseID)
 	switch {
 	case errors.Is(err, record.ErrNotFound) || (err == nil && lic.Deleted):
-		s.licenseKeys.drop(req.LicenseKey)
+		s.licenseKeys.Drop(req.LicenseKey)
 		return false, server.ErrLicenseNotFound
 	case err != nil:
 		return false, s.fail("acquire: read license", err)
 	}
-	if lic.Epoch == g.epoch && lic.Version != g.version {
+	if lic.Epoch == g.Epoch && lic.Version != g.Version {
 		// The change did not reach Redis (or not yet): push it now, and
 		// grant nothing until it is there.
 		if err := s.setConf(ctx, lic); err != nil {
@@ -312,12 +230,12 @@ func (s *Store) grantOutdated(ctx context.Context, req *server.AcquireRequest, l
 
 // recordRenewal records the token rotation of a lease handed back, so that
 // the new token survives a loss of Redis.
-func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g grant) (out server.AcquireResult, again bool, err error) {
+func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g *live.Acquisition) (out server.AcquireResult, again bool, err error) {
 	wait := 2 * time.Millisecond
 	giveUp := time.Now().Add(s.recordWait)
 	for {
-		row, err := s.rec.RecordRenewal(ctx, record.Renewal{LeaseID: g.leaseID, TokenHash: req.TokenHash,
-			TokenSeq: g.tokenSeq, Heartbeat: g.hb, Deadline: g.expires, Epoch: g.epoch, Version: g.version})
+		row, err := s.rec.RecordRenewal(ctx, record.Renewal{LeaseID: g.LeaseID, TokenHash: req.TokenHash,
+			TokenSeq: g.TokenSeq, Heartbeat: g.Heartbeat, Deadline: g.Deadline, Epoch: g.Epoch, Version: g.Version})
 		if err == nil {
 			return s.renewed(ctx, g, row.Lease, req.TokenHash), false, nil
 		}
@@ -326,7 +244,7 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 		}
 		// Nothing written: find out why.
 		var lic record.LicenseRow
-		row, err = s.rec.Session(ctx, g.leaseID)
+		row, err = s.rec.Session(ctx, g.LeaseID)
 		found := err == nil
 		switch {
 		case errors.Is(err, record.ErrNotFound):
@@ -341,19 +259,19 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 		case !found:
 			// The acquisition that created the lease has not recorded it
 			// yet: wait for it, or for it to give the seat back.
-			live, _, err := s.peek(ctx, g.license.ID, g.leaseID)
+			vals, _, err := s.peek(ctx, g.License.ID, g.LeaseID)
 			if err != nil {
 				return out, false, s.fail("acquire", err)
 			}
-			if v, ok := live[g.leaseID]; !ok || v.expiring {
+			if v, ok := vals[g.LeaseID]; !ok || v.Expiring {
 				return out, true, nil // given back: acquire anew
 			}
 			if time.Now().After(giveUp) {
 				// Its acquisition died between grant and record. Rebuild
 				// the live state from the record: that drops the grant and
 				// makes sure it can never be recorded.
-				s.log.Warn("distributed store: dropping a lease granted but never recorded", "lease", g.leaseID, "license", g.license.ID)
-				if err := s.rebuildFrom(ctx, g.license.ID, g.epoch); err != nil {
+				s.log.Warn("distributed store: dropping a lease granted but never recorded", "lease", g.LeaseID, "license", g.License.ID)
+				if err := s.rebuildFrom(ctx, g.License.ID, g.Epoch); err != nil {
 					return out, false, s.fail("acquire: rebuild live state", err)
 				}
 				return out, true, nil
@@ -365,7 +283,7 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 			}
 			wait = min(2*wait, 50*time.Millisecond)
 		case lic.Deleted:
-			s.licenseKeys.drop(req.LicenseKey)
+			s.licenseKeys.Drop(req.LicenseKey)
 			return out, false, server.ErrLicenseNotFound
 		case row.State != server.LeaseActive:
 			// It ended in the record (the record is the truth), and Redis
@@ -373,47 +291,47 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 			// or end.lua failed. acquire.lua would otherwise hand the
 			// lease back to every retry, moving its deadline each time,
 			// so that it never lapses. Drop it, then acquire anew.
-			if err := s.dropEnded(ctx, g.license.ID, g.leaseID); err != nil {
+			if err := s.dropEnded(ctx, g.License.ID, g.LeaseID); err != nil {
 				return out, false, s.fail("acquire", err)
 			}
 			return out, true, nil
-		case lic.Epoch != g.epoch:
+		case lic.Epoch != g.Epoch:
 			if err := s.ensureLive(ctx, row.LicenseID); err != nil {
 				return out, false, s.fail("acquire: build live state", err)
 			}
 			return out, true, nil
-		case lic.Version != g.version:
+		case lic.Version != g.Version:
 			// Handed back under settings older than the record's: bring
 			// Redis up to date and judge again.
 			if err := s.setConf(ctx, lic); err != nil {
 				return out, false, s.fail("acquire: push license settings", err)
 			}
 			return out, true, nil
-		case row.TokenSeq >= g.tokenSeq:
+		case row.TokenSeq >= g.TokenSeq:
 			// A later rotation is recorded already.
 			return s.renewed(ctx, g, row.Lease, req.TokenHash), false, nil
 		}
 	}
 }
 
-func (s *Store) renewed(ctx context.Context, g grant, rec server.Lease, tokenHash string) server.AcquireResult {
-	s.leaseInfo.put(rec.ID, infoOf(&rec))
-	l := infoOf(&rec).lease(rec.ID, tokenHash, g.hb, g.expires)
-	s.noteDeadline(ctx, rec.LicenseID, g.prevFirst, g.expires)
-	return server.AcquireResult{Lease: l, License: g.license, SeatsInUse: g.inUse, Existing: true}
+func (s *Store) renewed(ctx context.Context, g *live.Acquisition, rec server.Lease, tokenHash string) server.AcquireResult {
+	s.leaseInfo.Put(rec.ID, infoOf(&rec))
+	l := infoOf(&rec).lease(rec.ID, tokenHash, g.Heartbeat, g.Deadline)
+	s.live.NoteDeadline(ctx, rec.LicenseID, g.PrevFirst, g.Deadline)
+	return server.AcquireResult{Lease: l, License: g.License, SeatsInUse: g.InUse, Existing: true}
 }
 
 // resolveKey finds the live license of a key: from the process cache, else
 // from PostgreSQL. cached tells which, since a cached answer may be stale
 // (the license deleted, the key reused).
 func (s *Store) resolveKey(ctx context.Context, key string) (id string, cached bool, err error) {
-	if id, ok := s.licenseKeys.get(key); ok {
+	if id, ok := s.licenseKeys.Get(key); ok {
 		return id, true, nil
 	}
 	if id, err = s.rec.LicenseIDByKey(ctx, key); err != nil {
 		return "", false, err
 	}
-	s.licenseKeys.put(key, id)
+	s.licenseKeys.Put(key, id)
 	return id, false, nil
 }
 
@@ -441,15 +359,7 @@ func (s *Store) endLive(ctx context.Context, licenseID string, ids []string) err
 }
 
 func (s *Store) endLiveNow(ctx context.Context, licenseID string, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	_, err := s.evalLicense(ctx, scriptEnd, licenseID, args...)
-	return err
+	return s.live.End(ctx, licenseID, ids)
 }
 
 func (s *Store) Heartbeat(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
@@ -468,19 +378,17 @@ func (s *Store) heartbeat(ctx context.Context, leaseID, tokenHash string, out *s
 		return err
 	}
 	for range maxAttempts {
-		r, err := s.evalLicense(ctx, scriptHeartbeat, info.LicenseID, leaseID, tokenHash)
+		b, err := s.live.Heartbeat(ctx, info.LicenseID, leaseID, tokenHash)
 		if err != nil {
 			return s.fail("heartbeat", err)
 		}
-		if r.own != nil && num(r.own[0]) == 0 { // renewed
-			now := num(r.head(2))
-			hb, dl := usTime(now), usTime(now+num(r.head(3)))
-			s.hb.add(leaseID, hb, dl)
-			s.noteDeadline(ctx, info.LicenseID, num(r.head(1)), dl)
-			info.leaseTo(out, leaseID, tokenHash, hb, dl)
+		if b.Status == live.StatusRenewed {
+			s.hb.add(leaseID, b.Heartbeat, b.Deadline)
+			s.live.NoteDeadline(ctx, info.LicenseID, b.PrevFirst, b.Deadline)
+			info.leaseTo(out, leaseID, tokenHash, b.Heartbeat, b.Deadline)
 			return nil
 		}
-		if again, err := s.heartbeatRefused(ctx, info.LicenseID, leaseID, tokenHash, r); !again {
+		if again, err := s.heartbeatRefused(ctx, info.LicenseID, leaseID, tokenHash, b.Status); !again {
 			return err
 		}
 	}
@@ -489,13 +397,9 @@ func (s *Store) heartbeat(ctx context.Context, leaseID, tokenHash string, out *s
 
 // heartbeatRefused handles heartbeat.lua's answers other than a renewal:
 // the error for the caller, or again to try anew.
-func (s *Store) heartbeatRefused(ctx context.Context, licenseID, leaseID, tokenHash string, r licRes) (again bool, err error) {
-	status := r.status() // NOCONF, DELETED: shared
-	if r.own != nil {
-		status = beatStatus(num(r.own[0]))
-	}
+func (s *Store) heartbeatRefused(ctx context.Context, licenseID, leaseID, tokenHash string, status live.Status) (again bool, err error) {
 	switch status {
-	case "NOCONF":
+	case live.StatusNoState:
 		err := s.ensureLive(ctx, licenseID)
 		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
 			return false, s.endedError(ctx, leaseID, tokenHash)
@@ -504,38 +408,19 @@ func (s *Store) heartbeatRefused(ctx context.Context, licenseID, leaseID, tokenH
 			return false, s.fail("heartbeat: build live state", err)
 		}
 		return true, nil
-	case "DELETED", "NOLEASE":
+	case live.StatusDeleted, live.StatusNoLease:
 		return false, s.endedError(ctx, leaseID, tokenHash)
-	case "TOKEN":
+	case live.StatusWrongToken:
 		return false, server.ErrLeaseToken
-	case "EXPIRED":
+	case live.StatusExpired:
 		return s.observeExpiry(ctx, licenseID, leaseID)
-	case "INACTIVE":
+	case live.StatusInactive:
 		return false, server.ErrLicenseInactive
-	case "LICEXPIRED":
+	case live.StatusLicenseExpired:
 		return false, server.ErrLicenseExpired
 	default:
 		return false, s.fail("heartbeat", fmt.Errorf("unexpected script reply %q", status))
 	}
-}
-
-// beatStatus names heartbeat.lua's status codes.
-func beatStatus(code int64) string {
-	switch code {
-	case 0:
-		return "OK"
-	case 1:
-		return "NOLEASE"
-	case 2:
-		return "TOKEN"
-	case 3:
-		return "EXPIRED"
-	case 4:
-		return "INACTIVE"
-	case 5:
-		return "LICEXPIRED"
-	}
-	return fmt.Sprint(code)
 }
 
 // observeExpiry answers a call that found the lease past its deadline
@@ -605,7 +490,7 @@ func (s *Store) expireOrphan(ctx context.Context, licenseID, leaseID string) err
 	if err != nil {
 		return err
 	}
-	if _, err := s.adoptOne(ctx, licenseID, adoptArgs(nil, r)); err != nil {
+	if _, err := s.adoptOne(ctx, licenseID, []live.Lease{liveLease(r)}); err != nil {
 		return err
 	}
 	_, err = s.ExpireLeases(ctx, []server.LeaseRef{{LicenseID: licenseID, LeaseID: leaseID}})
@@ -645,18 +530,17 @@ func (s *Store) release(ctx context.Context, leaseID, tokenHash string, out *ser
 		return err
 	}
 	for range maxAttempts {
-		res, err := s.evalLicense(ctx, scriptCheck, info.LicenseID, leaseID, tokenHash)
+		c, err := s.live.Check(ctx, info.LicenseID, leaseID, tokenHash)
 		if err != nil {
 			return s.fail("release", err)
 		}
-		if res.status() != "LIVE" {
-			if again, err := s.releaseRefused(ctx, info.LicenseID, leaseID, tokenHash, res, out); !again {
+		if c.Status != live.StatusLive {
+			if again, err := s.releaseRefused(ctx, info.LicenseID, leaseID, tokenHash, c.Status, out); !again {
 				return err
 			}
 			continue
 		}
-		now, hb, dl := usTime(num(res.head(1))), usTime(num(res.own[2])), usTime(num(res.own[3]))
-		ok, err := s.rec.ReleaseSession(ctx, leaseID, now, hb, dl, out)
+		ok, err := s.rec.ReleaseSession(ctx, leaseID, c.Now, c.Heartbeat, c.Deadline, out)
 		if err != nil {
 			return s.fail("release", err)
 		}
@@ -682,9 +566,9 @@ func (s *Store) release(ctx context.Context, leaseID, tokenHash string, out *ser
 
 // releaseRefused handles check.lua's answers other than LIVE: the error
 // or the answer for the caller (in out), or again to try anew.
-func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHash string, res licRes, out *server.Lease) (again bool, err error) {
-	switch status := res.status(); status {
-	case "NOCONF":
+func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHash string, status live.Status, out *server.Lease) (again bool, err error) {
+	switch status {
+	case live.StatusNoState:
 		err := s.ensureLive(ctx, licenseID)
 		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
 			return false, s.releaseEndedTo(ctx, leaseID, tokenHash, out)
@@ -693,11 +577,11 @@ func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHas
 			return false, s.fail("release: build live state", err)
 		}
 		return true, nil
-	case "DELETED", "NOLEASE":
+	case live.StatusDeleted, live.StatusNoLease:
 		return false, s.releaseEndedTo(ctx, leaseID, tokenHash, out)
-	case "TOKEN":
+	case live.StatusWrongToken:
 		return false, server.ErrLeaseToken
-	case "EXPIRED":
+	case live.StatusExpired:
 		return s.observeExpiry(ctx, licenseID, leaseID)
 	default:
 		return false, s.fail("release", fmt.Errorf("unexpected script reply %q", status))
@@ -745,13 +629,13 @@ func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Le
 		}
 		return l, nil
 	}
-	live, now, err := s.peek(ctx, l.LicenseID, leaseID)
+	vals, now, err := s.peek(ctx, l.LicenseID, leaseID)
 	if err != nil {
 		return server.Lease{}, s.fail("revoke", err)
 	}
 	var hb, dl *time.Time
-	if v, ok := live[leaseID]; ok {
-		hb, dl = &v.hb, &v.deadline
+	if v, ok := vals[leaseID]; ok {
+		hb, dl = &v.Heartbeat, &v.Deadline
 	}
 	ended, ok, err := s.rec.EndLease(ctx, leaseID, server.LeaseRevoked, now, hb, dl)
 	if err != nil {
@@ -774,13 +658,13 @@ func (s *Store) readLease(ctx context.Context, leaseID string) (server.Lease, er
 	if err != nil {
 		return server.Lease{}, err
 	}
-	s.leaseInfo.put(r.ID, infoOf(&r.Lease))
+	s.leaseInfo.Put(r.ID, infoOf(&r.Lease))
 	return r.Lease, nil
 }
 
 // leaseInfoOf returns the fixed fields of a lease, cached.
 func (s *Store) leaseInfoOf(ctx context.Context, leaseID string) (*leaseInfo, error) {
-	if i, ok := s.leaseInfo.get(leaseID); ok {
+	if i, ok := s.leaseInfo.Get(leaseID); ok {
 		return i, nil
 	}
 	l, err := s.readLease(ctx, leaseID)
@@ -801,11 +685,11 @@ func (s *Store) GetLease(ctx context.Context, tenantID, leaseID string) (server.
 	if l.State != server.LeaseActive {
 		return l, nil
 	}
-	live, _, err := s.peek(ctx, l.LicenseID, leaseID)
+	vals, _, err := s.peek(ctx, l.LicenseID, leaseID)
 	if err != nil {
 		return server.Lease{}, s.fail("get lease", err)
 	}
-	if v, ok := live[leaseID]; ok {
+	if v, ok := vals[leaseID]; ok {
 		l = overlay(l, v)
 	}
 	return l, nil
@@ -826,12 +710,12 @@ func (s *Store) ListLeases(ctx context.Context, tenantID, licenseID string, stat
 		}
 	}
 	if len(active) > 0 {
-		live, _, err := s.peek(ctx, licenseID, active...)
+		vals, _, err := s.peek(ctx, licenseID, active...)
 		if err != nil {
 			return nil, "", s.fail("list leases", err)
 		}
 		for i, l := range page {
-			if v, ok := live[l.ID]; ok {
+			if v, ok := vals[l.ID]; ok {
 				page[i] = overlay(l, v)
 			}
 		}
@@ -840,21 +724,16 @@ func (s *Store) ListLeases(ctx context.Context, tenantID, licenseID string, stat
 }
 
 func (s *Store) SeatsInUse(ctx context.Context, tenantID, licenseID string) (int, error) {
-	for range maxAttempts {
-		res, err := scriptCount.Run(ctx, s.rdb, s.keys.license(licenseID)).Slice()
-		if err != nil {
-			return 0, s.fail("seats in use", err)
-		}
-		if str(res[0]) == "NOCONF" {
-			if err := s.ensureLive(ctx, licenseID); err != nil {
-				return 0, s.fail("seats in use: build live state", err)
-			}
-			continue
-		}
-		if str(res[1]) != tenantID || num(res[2]) == 1 {
-			return 0, server.ErrLicenseNotFound
-		}
-		return int(num(res[3])), nil
+	var c live.Count
+	err := s.withLiveState(ctx, licenseID, func() (err error) {
+		c, err = s.live.Count(ctx, licenseID)
+		return err
+	})
+	if err != nil {
+		return 0, s.fail("seats in use", err)
 	}
-	return 0, s.fail("seats in use", errors.New("live state kept changing; giving up"))
+	if c.TenantID != tenantID || c.Deleted {
+		return 0, server.ErrLicenseNotFound
+	}
+	return c.InUse, nil
 }

@@ -2,15 +2,12 @@ package distributed
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/seatd/seatd/server/distributed/record"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seatd/seatd/server"
 )
@@ -38,24 +35,23 @@ func (s *Store) UpdateLicense(ctx context.Context, tenantID, id string, update f
 func (s *Store) pushConf(ctx context.Context, r record.LicenseRow) {
 	if err := s.setConf(ctx, r); err != nil {
 		s.log.Error("distributed store: push license settings to Redis; retrying", "license", r.ID, "err", err)
-		s.behindMu.Lock()
+		s.confBehindMu.Lock()
 		s.confBehind[r.ID] = true
-		s.behindMu.Unlock()
+		s.confBehindMu.Unlock()
 	}
 }
 
 func (s *Store) setConf(ctx context.Context, r record.LicenseRow) error {
-	args := append([]any{r.Version}, confArgs(r)...)
-	return scriptSetConf.Run(ctx, s.rdb, s.keys.license(r.ID), args...).Err()
+	return s.live.SetConf(ctx, confOf(r))
 }
 
 // retryConf pushes again, as recorded now, the settings of the licenses
 // whose push failed, and stops at the first failure (PostgreSQL or Redis
 // still not answering). A license leaves the list only once its push lands.
 func (s *Store) retryConf(ctx context.Context) {
-	s.behindMu.Lock()
+	s.confBehindMu.Lock()
 	ids := slices.Collect(maps.Keys(s.confBehind))
-	s.behindMu.Unlock()
+	s.confBehindMu.Unlock()
 	for _, id := range ids {
 		r, err := s.rec.License(ctx, id)
 		switch {
@@ -70,9 +66,9 @@ func (s *Store) retryConf(ctx context.Context) {
 				return
 			}
 		}
-		s.behindMu.Lock()
+		s.confBehindMu.Lock()
 		delete(s.confBehind, id)
-		s.behindMu.Unlock()
+		s.confBehindMu.Unlock()
 	}
 }
 
@@ -91,60 +87,32 @@ func (s *Store) syncConf(ctx context.Context) error {
 	for i, l := range lics {
 		ids[i] = l.ID
 	}
-	for start := 0; start < len(ids); start += 1000 {
-		end := min(start+1000, len(ids))
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.SliceCmd, end-start)
-		for i := start; i < end; i++ {
-			cmds[i-start] = pipe.HMGet(ctx, s.keys.license(ids[i])[0], "version", "deleted")
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return err
-		}
-		for i, c := range cmds {
-			v := c.Val()
-			if len(v) < 2 || v[0] == nil {
-				continue // no live state: a rebuild reads the record
+	have, err := s.live.ConfVersions(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for k, v := range have {
+		switch {
+		case !v.Present:
+			continue // no live state: a rebuild reads the record
+		case lics[k].Deleted && !v.Deleted:
+			s.log.Warn("distributed store: a deleted license was still live in Redis; dropping it", "license", ids[k])
+			if err := s.live.Tombstone(ctx, ids[k], lics[k].Version, lics[k].TenantID); err != nil {
+				return fmt.Errorf("tombstone deleted license: %w", err)
 			}
-			have := num(v[0])
-			k := start + i
-			switch {
-			case lics[k].Deleted && str(v[1]) != "1":
-				s.log.Warn("distributed store: a deleted license was still live in Redis; dropping it", "license", ids[k])
-				if err := scriptTombstone.Run(ctx, s.rdb, s.keys.license(ids[k]), lics[k].Version, lics[k].TenantID).Err(); err != nil {
-					return fmt.Errorf("tombstone deleted license: %w", err)
-				}
-			case lics[k].Deleted || have >= lics[k].Version:
-				continue // tombstoned, or current
-			default:
-				r, err := s.rec.License(ctx, ids[k])
-				if err != nil {
-					return err
-				}
-				s.log.Warn("distributed store: license settings in Redis were behind the record; pushing them", "license", r.ID,
-					"redis_version", have, "version", r.Version)
-				s.pushConf(ctx, r)
+		case lics[k].Deleted || v.Version >= lics[k].Version:
+			continue // tombstoned, or current
+		default:
+			r, err := s.rec.License(ctx, ids[k])
+			if err != nil {
+				return err
 			}
+			s.log.Warn("distributed store: license settings in Redis were behind the record; pushing them", "license", r.ID,
+				"redis_version", v.Version, "version", r.Version)
+			s.pushConf(ctx, r)
 		}
 	}
 	return nil
-}
-
-// confArgs are the settings of a license as the scripts take them (after
-// the version): seats, overdraft, ttl, revival, active, expires, strategy,
-// tenant, json.
-func confArgs(r record.LicenseRow) []any {
-	active := 0
-	if r.Active {
-		active = 1
-	}
-	var exp int64
-	if !r.ExpiresAt.IsZero() {
-		exp = timeUS(r.ExpiresAt)
-	}
-	js, _ := json.Marshal(r.License)
-	return []any{r.Seats, r.Overdraft, r.LeaseTTL.Microseconds(), r.RevivalWindow.Microseconds(), active, exp,
-		string(r.LeasingStrategy), r.TenantID, string(js)}
 }
 
 // DeleteLicense revokes the active leases and soft-deletes the license in
@@ -163,13 +131,13 @@ func (s *Store) DeleteLicense(ctx context.Context, tenantID, id string) (int, er
 	}
 	// Take the live values (last heartbeats) of the leases for their final
 	// record; leases granted after this read keep their recorded values.
-	live, now, err := s.peekAll(ctx, id)
+	held, now, err := s.peek(ctx, id)
 	if err != nil {
 		return 0, s.fail("delete license", err)
 	}
 	var vals record.LiveValues
-	for lid, v := range live {
-		vals.IDs, vals.Heartbeats, vals.Deadline = append(vals.IDs, lid), append(vals.Heartbeats, v.hb), append(vals.Deadline, v.deadline)
+	for lid, v := range held {
+		vals.IDs, vals.Heartbeats, vals.Deadline = append(vals.IDs, lid), append(vals.Heartbeats, v.Heartbeat), append(vals.Deadline, v.Deadline)
 	}
 	revoked, lic, err := s.rec.DeleteLicense(ctx, tenantID, id, now, vals)
 	if server.ErrorReason(err) == server.ReasonLicenseNotFound {
@@ -178,8 +146,8 @@ func (s *Store) DeleteLicense(ctx context.Context, tenantID, id string) (int, er
 	if err != nil {
 		return 0, s.fail("delete license", err)
 	}
-	s.licenseKeys.drop(lic.Key)
-	if err := scriptTombstone.Run(ctx, s.rdb, s.keys.license(id), lic.Version, lic.TenantID).Err(); err != nil {
+	s.licenseKeys.Drop(lic.Key)
+	if err := s.live.Tombstone(ctx, id, lic.Version, lic.TenantID); err != nil {
 		// The record is complete, but its leases may still heartbeat in
 		// Redis: not done until the tombstone is there. Acquisitions are
 		// refused meanwhile (they cannot be recorded on a deleted
@@ -203,7 +171,7 @@ func (s *Store) deletedAlready(ctx context.Context, tenantID, id string) error {
 	if err != nil {
 		return s.fail("delete license", err)
 	}
-	if err := scriptTombstone.Run(ctx, s.rdb, s.keys.license(id), version, tenantID).Err(); err != nil {
+	if err := s.live.Tombstone(ctx, id, version, tenantID); err != nil {
 		return s.fail("delete license: drop live state", err)
 	}
 	return server.ErrLicenseNotFound

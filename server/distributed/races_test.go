@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatd/seatd/server/distributed/live"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,8 +35,8 @@ import (
 func TestReplayAfterFailedTakeBackIgnoresNewSettings(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour })
-	failConf := newFailScript(scriptSetConf)
-	failEnd := newFailScript(scriptEnd)
+	failConf := newFailScript(live.Script("setconf"))
+	failEnd := newFailScript(live.Script("end"))
 	s.rdb.AddHook(failConf)
 	s.rdb.AddHook(failEnd)
 	lic := mkLicense(t, s, tn.ID, 2, time.Hour)
@@ -45,9 +47,9 @@ func TestReplayAfterFailedTakeBackIgnoresNewSettings(t *testing.T) {
 	require.NoError(t, err)
 	// The flush loop would retry the push every tick; keep it out of
 	// the way (its retries run setconf.lua too, and would succeed now).
-	s.behindMu.Lock()
+	s.confBehindMu.Lock()
 	clear(s.confBehind)
-	s.behindMu.Unlock()
+	s.confBehindMu.Unlock()
 	failConf.on.Store(false)
 
 	failEnd.on.Store(true) // the take-back of the refused grant fails
@@ -101,7 +103,7 @@ func TestReplayedGrantLosesDisplaced(t *testing.T) {
 	require.Eventually(t, func() bool { return time.Now().After(a.Lease.ExpiresAt.Add(50 * time.Millisecond)) },
 		5*time.Second, 10*time.Millisecond)
 
-	s.rdb.AddHook(&replayHook{sha: scriptAcquire.Hash()})
+	s.rdb.AddHook(&replayHook{sha: live.Script("acquire").Hash()})
 	b, _ := acq(t, s, lic.Key, "b") // takes a's seat; the reply is a replay
 	_, _, st := loc.recorded(t, a.Lease.ID)
 	assert.Equal(t, "expired", st, "b was recorded, so a's expiry must be recorded first")
@@ -122,7 +124,7 @@ func TestReplayedGrantLosesDisplaced(t *testing.T) {
 func TestDeleteLicenseRetryAfterFailedTombstone(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := newFailScript(scriptTombstone)
+	fail := newFailScript(live.Script("tombstone"))
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
@@ -197,7 +199,7 @@ func TestGrantAfterUnrecordedExpiry(t *testing.T) {
 	require.Eventually(t, func() bool { return time.Now().After(a.Lease.ExpiresAt.Add(50 * time.Millisecond)) },
 		5*time.Second, 10*time.Millisecond)
 	// The first step of ExpireLeases, and then nothing (crash or failed record).
-	res, err := scriptExpire.Run(t.Context(), s.rdb, s.keys.license(lic.ID), a.Lease.ID).Slice()
+	res, err := live.Script("expire").Run(t.Context(), s.rdb, s.live.Keys().License(lic.ID), a.Lease.ID).Slice()
 	require.NoError(t, err)
 	require.Len(t, res, 6, "a moved to the expiring hash: %v", res)
 

@@ -8,9 +8,9 @@ import (
 
 // BackgroundStats reports the store's write-behind and repair work.
 func (s *Store) BackgroundStats() server.BackgroundStats {
-	s.behindMu.Lock()
+	s.confBehindMu.Lock()
 	behind := len(s.confBehind)
-	s.behindMu.Unlock()
+	s.confBehindMu.Unlock()
 	return server.BackgroundStats{
 		HeartbeatsFlushed: s.hb.written.Load(),
 		FlushFailures:     s.flushFailures.Load(),
@@ -26,6 +26,5 @@ var _ server.BackgroundReporter = (*Store)(nil)
 // a license's keys, as Heartbeat runs heartbeat.lua: make bench's ceiling
 // of what one Redis round trip per call costs (daemon --bench-ceiling).
 func (s *Store) Noop(ctx context.Context, licenseID string) error {
-	_, err := s.evalLicense(ctx, scriptNoop, licenseID, 0)
-	return err
+	return s.live.Noop(ctx, licenseID)
 }

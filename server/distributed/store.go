@@ -10,12 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seatd/seatd/server/distributed/internal/cache"
 	"github.com/seatd/seatd/server/distributed/internal/connect"
 	"github.com/seatd/seatd/server/distributed/internal/failure"
-	"github.com/seatd/seatd/server/distributed/internal/groupcommit"
+	"github.com/seatd/seatd/server/distributed/live"
 	"github.com/seatd/seatd/server/distributed/record"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
@@ -64,7 +64,7 @@ type Options struct {
 	// prepareConn, when set, vets every PostgreSQL connection the pool
 	// hands out: the tests' fault hook (an error fails the call as an
 	// unreachable server would).
-	prepareConn func(context.Context, *pgx.Conn) (bool, error)
+	prepareConn record.ConnCheck
 }
 
 const (
@@ -82,28 +82,20 @@ const (
 // Store is the distributed server.Store: PostgreSQL is the record, Redis
 // holds the live leases. See doc.go for the design.
 type Store struct {
-	rec        *record.Postgres
+	rec        *record.Postgres // the truth (package record)
+	live       *live.Redis      // the leases that count now (package live)
 	rdb        redis.UniversalClient
 	closeRedis bool // Open opened rdb, so Close closes it
-	keys       keyspace
 	log        *slog.Logger
 	flushEvery time.Duration
 
 	// rebuilds runs one rebuild per license at a time in this process.
 	rebuilds singleflight.Group
 
-	licenseKeys *boundedCache[string, string]     // license key -> license id
-	leaseInfo   *boundedCache[string, *leaseInfo] // lease id -> immutable fields
+	licenseKeys *cache.Bounded[string, string]     // license key -> license id
+	leaseInfo   *cache.Bounded[string, *leaseInfo] // lease id -> immutable fields
 
 	hb heartbeatBuffer
-
-	// The hot path's script calls, in pipelines (batch.go; the record
-	// commits its inserts and releases in groups itself).
-	hot *groupcommit.Batcher[licReq, licRes]
-	// licJSON caches decoded license settings by their JSON text.
-	licJSON *boundedCache[string, server.License]
-	// licKeys caches the Redis keys of a license.
-	licKeys *boundedCache[string, []string]
 
 	// recordWait is how long handing back a lease waits for the
 	// acquisition that granted it to record it.
@@ -118,10 +110,10 @@ type Store struct {
 	lastReconcile time.Time
 
 	// confBehind holds the licenses whose settings this process failed to
-	// copy into Redis (pushConf); the flush loop retries them, and the
-	// leader's reconciliation (syncConf) is the backstop.
-	behindMu   sync.Mutex
-	confBehind map[string]bool
+	// copy into the live state (pushConf); the flush loop retries them,
+	// and the leader's reconciliation (syncConf) is the backstop.
+	confBehindMu sync.Mutex
+	confBehind   map[string]bool
 
 	// For BackgroundStats.
 	flushFailures, liveRebuilds, adopted atomic.Int64
@@ -150,10 +142,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	log := cmp.Or(opts.Logger, slog.Default())
 	timeout := cmp.Or(opts.ConnectTimeout, defaultConnectTimeout)
 
-	rdb, raddr, ownRedis := opts.Redis, redisAddr(opts.Redis), false
+	rdb, raddr, ownRedis := opts.Redis, live.Addr(opts.Redis), false
 	if rdb == nil {
 		var err error
-		if rdb, raddr, err = OpenRedis(opts.RedisURL); err != nil {
+		if rdb, raddr, err = live.Dial(opts.RedisURL); err != nil {
 			return nil, fmt.Errorf("distributed store: %w", err)
 		}
 		ownRedis = true
@@ -179,12 +171,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// check, peek, state, count and due read only; end, expire, adopt,
 	// tombstone and hint converge to the same state; rebuild and setconf
 	// refuse what is not newer (epoch, version).
-	if err := connect.Retry(ctx, timeout, func(ctx context.Context) error { return pingRedis(ctx, rdb) }); err != nil {
+	if err := connect.Retry(ctx, timeout, func(ctx context.Context) error { return live.Ping(ctx, rdb) }); err != nil {
 		closeRedis()
 		rec.Close()
 		return nil, fmt.Errorf("distributed store: cannot reach Redis at %s (gave up after %v): %w", raddr, timeout, err)
 	}
-	if err := checkEviction(ctx, rdb, log); err != nil {
+	if err := live.CheckEviction(ctx, rdb, log); err != nil {
 		closeRedis()
 		rec.Close()
 		return nil, fmt.Errorf("distributed store: %w", err)
@@ -192,15 +184,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 
 	s := &Store{
 		rec:            rec,
+		live:           live.New(rdb, cmp.Or(opts.RedisKeyPrefix, defaultKeyPrefix), log),
 		rdb:            rdb,
 		closeRedis:     ownRedis,
-		keys:           keyspace{prefix: cmp.Or(opts.RedisKeyPrefix, defaultKeyPrefix)},
 		log:            log,
 		flushEvery:     cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
-		licenseKeys:    newBoundedCache[string, string](100_000),
-		leaseInfo:      newBoundedCache[string, *leaseInfo](1_000_000),
-		licKeys:        newBoundedCache[string, []string](100_000),
-		licJSON:        newBoundedCache[string, server.License](10_000),
+		licenseKeys:    cache.New[string, string](100_000),
+		leaseInfo:      cache.New[string, *leaseInfo](1_000_000),
 		hb:             heartbeatBuffer{pending: map[string]pendingBeat{}},
 		confBehind:     map[string]bool{},
 		recordWait:     defaultRecordWait,
@@ -208,37 +198,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		stop:           make(chan struct{}),
 		stopped:        make(chan struct{}),
 	}
-	s.hot = groupcommit.New(redisSlots, redisMin, maxPipeline, s.runLicenseScripts)
-	s.moveLegacyHint(ctx)
+	s.live.MoveLegacyHint(ctx)
 	go s.flushLoop()
 	return s, nil
-}
-
-// moveLegacyHint moves the one-piece expiry hint of earlier versions into
-// its pieces (keys.go). Best effort: a hint left behind is re-derived from
-// PostgreSQL by the leader's reconciliation.
-func (s *Store) moveLegacyHint(ctx context.Context) {
-	old := s.keys.legacyExpiry()
-	hints, err := s.rdb.ZRangeWithScores(ctx, old[0], 0, -1).Result()
-	if err != nil || len(hints) == 0 {
-		return
-	}
-	var lower []any
-	for _, h := range hints {
-		lower = append(lower, fmt.Sprint(h.Member), int64(h.Score))
-	}
-	s.applyHints(ctx, nil, lower)
-	if err := s.rdb.Del(ctx, old[0]).Err(); err == nil {
-		_ = s.rdb.Del(ctx, old[1]).Err()
-	}
-	s.log.Info("distributed store: moved the expiry hint into its pieces", "licenses", len(hints))
 }
 
 // Close stops the flusher, writes pending heartbeats, then closes Redis and
 // the PostgreSQL pool, last (README, "Zero-downtime deploys", step 7).
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.hot.Stop()
+		s.live.Stop()
 		s.rec.StopBatches()
 		close(s.stop)
 		<-s.stopped
@@ -278,28 +247,6 @@ func (s *Store) background(f func(ctx context.Context)) {
 // (failure.Public).
 func (s *Store) fail(op string, err error) error { return failure.Public(s.log, op, err) }
 
-// redisNow is the store's clock: Redis TIME, the clock every script uses.
-func (s *Store) redisNow(ctx context.Context) (time.Time, error) {
-	t, err := s.rdb.Time(ctx).Result()
-	if err != nil {
-		return time.Time{}, err
-	}
-	return t.UTC().Truncate(time.Microsecond), nil
-}
-
-// usTime converts unix microseconds (Redis) to a time.
-func usTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
-
-// timeUS converts a time to unix microseconds.
-func timeUS(t time.Time) int64 { return t.UnixMicro() }
-
-// redisKeys returns the Redis keys of a license (keyspace.license),
-// cached. Callers must not change the slice.
-func (s *Store) redisKeys(licenseID string) []string {
-	if k, ok := s.licKeys.get(licenseID); ok {
-		return k
-	}
-	k := s.keys.license(licenseID)
-	s.licKeys.put(licenseID, k)
-	return k
-}
+// OpenRedis makes a Redis client for a seatd Redis URL (live.Dial), to
+// share with Options.Redis.
+func OpenRedis(rawURL string) (redis.UniversalClient, string, error) { return live.Dial(rawURL) }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatd/seatd/server/distributed/live"
+
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
@@ -243,7 +245,7 @@ func TestExpireLeasesRecordFailure(t *testing.T) {
 	}
 }
 
-func (loc location) license(id string) []string { return keyspace{prefix: loc.prefix}.license(id) }
+func (loc location) license(id string) []string { return live.Keyspace{Prefix: loc.prefix}.License(id) }
 
 func refIDs(refs []server.LeaseRef) []string {
 	out := make([]string, len(refs))
@@ -348,19 +350,13 @@ func TestStaleGrantIsNeverRecorded(t *testing.T) {
 	require.NoError(t, s.ensureLive(t.Context(), lic.ID))
 
 	req := server.AcquireRequest{LicenseKey: lic.Key, Fingerprint: "fp", LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: "h"}
-	args := []any{req.LeaseID, req.TokenHash, ""}
-	for _, st := range strategies {
-		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, "", ""))
-	}
-	res, err := s.evalLicense(t.Context(), scriptAcquire, lic.ID, args...)
-	require.NoError(t, err)
-	require.Equal(t, "NEW", res.status())
-	g, err := s.parseGrant(res)
-	require.NoError(t, err)
+	g := new(live.Acquisition)
+	require.NoError(t, s.live.Acquire(t.Context(), lic.ID, &req, g))
+	require.Equal(t, live.StatusGranted, g.Status)
 
 	// Another instance rebuilds the live state meanwhile (epoch + 1).
 	pg, _ := testServers(t)
-	_, err = pg.Exec(t.Context(), `UPDATE `+loc.schema+`.licenses SET live_epoch = live_epoch + 1 WHERE id = $1`, lic.ID)
+	_, err := pg.Exec(t.Context(), `UPDATE `+loc.schema+`.licenses SET live_epoch = live_epoch + 1 WHERE id = $1`, lic.ID)
 	require.NoError(t, err)
 
 	again, err := s.recordNew(t.Context(), &req, g, new(server.AcquireResult))
@@ -499,13 +495,9 @@ func TestGrantNeverRecorded(t *testing.T) {
 	require.NoError(t, s.ensureLive(t.Context(), lic.ID))
 
 	ghost := server.NewID(server.PrefixLeaseID)
-	args := []any{ghost, "h", ""}
-	for _, st := range strategies {
-		args = append(args, string(st), server.DedupeKey(st, "fp", "", ""))
-	}
-	res, err := s.evalLicense(t.Context(), scriptAcquire, lic.ID, args...)
-	require.NoError(t, err)
-	require.Equal(t, "NEW", res.status(), "the grant of the acquisition that dies")
+	g := new(live.Acquisition)
+	require.NoError(t, s.live.Acquire(t.Context(), lic.ID, &server.AcquireRequest{LeaseID: ghost, TokenHash: "h", Fingerprint: "fp"}, g))
+	require.Equal(t, live.StatusGranted, g.Status, "the grant of the acquisition that dies")
 
 	start := time.Now()
 	r, tok := acq(t, s, lic.Key, "fp")

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seatd/seatd/server/distributed/live"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
@@ -63,7 +65,7 @@ func TestEndedInRecordStopsHeartbeating(t *testing.T) {
 func TestRevokeAnswersOnceRedisDroppedTheLease(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := newFailScript(scriptEnd)
+	fail := newFailScript(live.Script("end"))
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
@@ -88,7 +90,7 @@ func TestRevokeAnswersOnceRedisDroppedTheLease(t *testing.T) {
 func TestReleaseAnswersOnceRedisDroppedTheLease(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := newFailScript(scriptEnd)
+	fail := newFailScript(live.Script("end"))
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
@@ -113,7 +115,7 @@ func TestReleaseAnswersOnceRedisDroppedTheLease(t *testing.T) {
 func TestDeleteLicenseAnswersOnceTombstoned(t *testing.T) {
 	t.Parallel()
 	_, s, tn := openStore(t, nil)
-	fail := newFailScript(scriptTombstone)
+	fail := newFailScript(live.Script("tombstone"))
 	s.rdb.AddHook(fail)
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")

@@ -42,8 +42,12 @@ type Options struct {
 	// PrepareConn, when set, vets every connection the pool hands out:
 	// the tests' fault hook (an error fails the call as an unreachable
 	// server would).
-	PrepareConn func(context.Context, *pgx.Conn) (bool, error)
+	PrepareConn ConnCheck
 }
+
+// ConnCheck vets a connection before the pool hands it out (pgxpool's
+// PrepareConn): false or an error refuses it.
+type ConnCheck = func(context.Context, *pgx.Conn) (bool, error)
 
 const defaultMaxConns = 16
 

@@ -1,4 +1,4 @@
-package distributed
+package live
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// checkEviction refuses a Redis that may evict keys at will: seatd's live
+// CheckEviction refuses a Redis that may evict keys at will: seatd's live
 // leases are its only copy of heartbeats not yet written behind, and a
 // license whose keys vanish is rebuilt with the write-behind slack (its
 // zombies count again for a while) — correct, but not something to happen
@@ -18,7 +18,7 @@ import (
 // are accepted. A Redis that does not let seatd read its configuration
 // (managed services often rename CONFIG) gets a warning. On a cluster
 // every master is checked.
-func checkEviction(ctx context.Context, rdb redis.UniversalClient, log *slog.Logger) error {
+func CheckEviction(ctx context.Context, rdb redis.UniversalClient, log *slog.Logger) error {
 	check := func(ctx context.Context, c *redis.Client) error {
 		res, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
 		if err != nil {

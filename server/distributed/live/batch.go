@@ -1,16 +1,17 @@
-package distributed
+package live
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/seatd/seatd/server/distributed/internal/groupcommit"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seatd/seatd/server/distributed/internal/groupcommit"
 )
 
-// The hot path's script calls go to Redis in batches (package
-// groupcommit): the calls waiting at one moment share one pipeline.
+// The hot path's script calls (acquire, heartbeat, check, end) go to Redis
+// in batches (package groupcommit): the calls waiting at one moment share
+// one pipeline, and the calls of one license one script run.
 
 // Redis batches: one pipeline in flight at a time (measured: a second one
 // in flight made smaller batches and cost more CPU per call than it saved
@@ -72,7 +73,7 @@ func (r licRes) status() string {
 // pipeline of EVALSHA. A run that finds its script missing (NOSCRIPT:
 // Redis restarted or its scripts were flushed) is repeated with
 // Script.Run, which falls back to EVAL and so loads the script.
-func (s *Store) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
+func (rs *Redis) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
 	ctx := context.Background() // one caller giving up must not fail the others
 	type run struct {
 		script    *redis.Script
@@ -140,16 +141,16 @@ func (s *Store) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
 		return
 	case 1:
 		r := runs[0]
-		r.cmd = r.script.Run(ctx, s.rdb, s.redisKeys(r.licenseID), argsOf(r)...)
+		r.cmd = r.script.Run(ctx, rs.rdb, rs.keysOf(r.licenseID), argsOf(r)...)
 	default:
-		pipe := s.rdb.Pipeline()
+		pipe := rs.rdb.Pipeline()
 		for _, r := range runs {
-			r.cmd = r.script.EvalSha(ctx, pipe, s.redisKeys(r.licenseID), argsOf(r)...)
+			r.cmd = r.script.EvalSha(ctx, pipe, rs.keysOf(r.licenseID), argsOf(r)...)
 		}
 		_, _ = pipe.Exec(ctx) // every command carries its own error
 		for _, r := range runs {
 			if redis.HasErrorPrefix(r.cmd.Err(), "NOSCRIPT") {
-				r.cmd = r.script.Run(ctx, s.rdb, s.redisKeys(r.licenseID), argsOf(r)...)
+				r.cmd = r.script.Run(ctx, rs.rdb, rs.keysOf(r.licenseID), argsOf(r)...)
 			}
 		}
 	}
@@ -175,7 +176,66 @@ func (s *Store) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
 	}
 }
 
-// evalLicense runs a hot script call through the Redis batcher.
-func (s *Store) evalLicense(ctx context.Context, script *redis.Script, licenseID string, args ...any) (licRes, error) {
-	return s.hot.Do(ctx, licReq{script, licenseID, args})
+// evalLicense runs a hot script call through the batcher.
+func (rs *Redis) evalLicense(ctx context.Context, script *redis.Script, licenseID string, args ...any) (licRes, error) {
+	return rs.hot.Do(ctx, licReq{script, licenseID, args})
+}
+
+const (
+	// cleanupPipeline bounds the script calls the cleanup path sends to
+	// Redis in one pipeline.
+	cleanupPipeline = 256
+	// dueChunk bounds the licenses DueLeases asks at a time.
+	dueChunk = 1024
+)
+
+// scriptCall is one script call of the cleanup path.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// scriptReply is the reply of one script call, or its error.
+type scriptReply struct {
+	val any
+	err error
+}
+
+// slice returns an array reply.
+func (r scriptReply) slice() ([]any, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	a, ok := r.val.([]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected script reply %T", r.val)
+	}
+	return a, nil
+}
+
+// pipelineScripts runs script calls as pipelines of at most
+// cleanupPipeline EVALSHA, and returns every call's reply. Pipelining only
+// shares round trips: each script still runs atomically on the keys of
+// one license (or the hint), and a call's failure is its own. A call that
+// finds its script missing (NOSCRIPT: Redis restarted or flushed its
+// scripts) is run again alone with Script.Run, which falls back to EVAL.
+func (rs *Redis) pipelineScripts(ctx context.Context, calls []scriptCall) []scriptReply {
+	out := make([]scriptReply, len(calls))
+	for start := 0; start < len(calls); start += cleanupPipeline {
+		part := calls[start:min(start+cleanupPipeline, len(calls))]
+		pipe := rs.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(part))
+		for i, c := range part {
+			cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		_, _ = pipe.Exec(ctx) // every command carries its own error
+		for i, cmd := range cmds {
+			if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				cmd = part[i].script.Run(ctx, rs.rdb, part[i].keys, part[i].args...)
+			}
+			out[start+i] = scriptReply{cmd.Val(), cmd.Err()}
+		}
+	}
+	return out
 }

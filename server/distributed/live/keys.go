@@ -1,19 +1,19 @@
-package distributed
+package live
 
 import (
 	"fmt"
 	"hash/fnv"
 )
 
-// keyspace names the Redis keys of one store. Every key of a license
+// Keyspace names the Redis keys of one store. Every key of a license
 // carries the license id as a hash tag, so that the scripts, which touch
 // only the keys of one license, stay within one cluster slot.
-type keyspace struct{ prefix string }
+type Keyspace struct{ Prefix string }
 
-// license returns the keys of a license in the order the scripts expect
+// License returns the keys of a license in the order the scripts expect
 // them (lua/common.lua).
-func (k keyspace) license(licenseID string) []string {
-	base := k.prefix + "{" + licenseID + "}:"
+func (k Keyspace) License(licenseID string) []string {
+	base := k.Prefix + "{" + licenseID + "}:"
 	return []string{
 		base + "conf",
 		base + "leases",
@@ -25,21 +25,21 @@ func (k keyspace) license(licenseID string) []string {
 	}
 }
 
-// liveKeys returns the keys of a license with, last, its incarnation key:
+// LiveKeys returns the keys of a license with, last, its incarnation key:
 // a random value that state.lua sets once and rebuild.lua requires
 // unchanged, so that a rebuild never writes a snapshot read against a
 // Redis that has since lost its data (the ends remembered in the ended
 // zset went with it). Only those two scripts take it.
-func (k keyspace) liveKeys(licenseID string) []string {
-	return append(k.license(licenseID), k.prefix+"{"+licenseID+"}:incarnation")
+func (k Keyspace) LiveKeys(licenseID string) []string {
+	return append(k.License(licenseID), k.Prefix+"{"+licenseID+"}:incarnation")
 }
 
-// hintShards is how many pieces the expiry hint is split into. Each piece
+// HintShards is how many pieces the expiry hint is split into. Each piece
 // is its own hash slot, so that on a Redis Cluster the hint's load spreads
 // over the masters instead of landing on one.
-const hintShards = 16
+const HintShards = 16
 
-// expiryOf returns the keys of the piece of the expiry hint that holds a
+// ExpiryOf returns the keys of the piece of the expiry hint that holds a
 // license: a sorted set of license ids scored by a time at or before the
 // earliest deadline of the leases the license holds (live or expiring),
 // and a hash of per-license generations that orders hint changes
@@ -47,24 +47,25 @@ const hintShards = 16
 // license scripts, so it is only a hint: DueLeases re-checks every license
 // under its own script, repairs hints that are too early, and re-derives
 // lost ones from PostgreSQL.
-func (k keyspace) expiryOf(licenseID string) []string {
-	return k.expiryShard(hintShardOf(licenseID))
+func (k Keyspace) ExpiryOf(licenseID string) []string {
+	return k.ExpiryShard(HintShardOf(licenseID))
 }
 
-// expiryShard returns the keys of piece i of the expiry hint.
-func (k keyspace) expiryShard(i int) []string {
-	tag := fmt.Sprintf("%s{expiry:%02d}:", k.prefix, i)
+// ExpiryShard returns the keys of piece i of the expiry hint.
+func (k Keyspace) ExpiryShard(i int) []string {
+	tag := fmt.Sprintf("%s{expiry:%02d}:", k.Prefix, i)
 	return []string{tag + "due", tag + "gen"}
 }
 
-// legacyExpiry is the one-piece expiry hint of earlier versions, moved
+// LegacyExpiry is the one-piece expiry hint of earlier versions, moved
 // into the pieces at Open.
-func (k keyspace) legacyExpiry() []string {
-	return []string{k.prefix + "{expiry}:due", k.prefix + "{expiry}:gen"}
+func (k Keyspace) LegacyExpiry() []string {
+	return []string{k.Prefix + "{expiry}:due", k.Prefix + "{expiry}:gen"}
 }
 
-func hintShardOf(licenseID string) int {
+// HintShardOf is the piece of the expiry hint that holds a license.
+func HintShardOf(licenseID string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(licenseID))
-	return int(h.Sum32() % hintShards)
+	return int(h.Sum32() % HintShards)
 }

@@ -1,4 +1,4 @@
-package distributed
+package live
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// OpenRedis makes a client for a seatd Redis URL:
+// Dial makes a client for a seatd Redis URL:
 //
 //	redis://[user:pass@]host:port/db           one server (rediss:// for TLS)
 //	redis+cluster://host:port?addr=host2:port  a Redis Cluster (rediss+cluster://
@@ -19,7 +19,7 @@ import (
 //
 // A redis:// URL with addr= parameters is a cluster too. addr is the first
 // node, for messages. Nothing is dialled yet.
-func OpenRedis(rawURL string) (rdb redis.UniversalClient, addr string, err error) {
+func Dial(rawURL string) (rdb redis.UniversalClient, addr string, err error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, "", fmt.Errorf("bad Redis URL: %w", err)
@@ -42,9 +42,9 @@ func OpenRedis(rawURL string) (rdb redis.UniversalClient, addr string, err error
 	return redis.NewClusterClient(o), strings.Join(o.Addrs, ","), nil
 }
 
-// pingRedis checks that Redis answers: on a cluster, every master, and the
+// Ping checks that Redis answers: on a cluster, every master, and the
 // cluster says it serves every slot.
-func pingRedis(ctx context.Context, rdb redis.UniversalClient) error {
+func Ping(ctx context.Context, rdb redis.UniversalClient) error {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
 		return rdb.Ping(ctx).Err()
@@ -59,9 +59,9 @@ func pingRedis(ctx context.Context, rdb redis.UniversalClient) error {
 	return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
 }
 
-// redisAddr names the server(s) of a client that was opened elsewhere, for
+// Addr names the server(s) of a client that was opened elsewhere, for
 // messages ("" for none).
-func redisAddr(rdb redis.UniversalClient) string {
+func Addr(rdb redis.UniversalClient) string {
 	switch c := rdb.(type) {
 	case *redis.Client:
 		return c.Options().Addr

@@ -1,0 +1,322 @@
+package live
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Status is a script's verdict on one call (lua/acquire.lua, heartbeat.lua,
+// check.lua say when each is given).
+type Status string
+
+const (
+	// For the whole license, whatever the call:
+	StatusNoState        Status = "NOCONF"     // the live state is missing: rebuild it, ask again
+	StatusDeleted        Status = "DELETED"    // the license is deleted
+	StatusInactive       Status = "INACTIVE"   // the license is switched off
+	StatusLicenseExpired Status = "LICEXPIRED" // the license's own end date passed
+
+	// An acquisition:
+	StatusGranted    Status = "NEW"       // a new lease
+	StatusHandedBack Status = "EXISTING"  // the live lease of the same idempotency or dedupe key, new token
+	StatusExhausted  Status = "EXHAUSTED" // no seat free
+	StatusDuplicate  Status = "DUP"       // the lease id is taken
+	StatusFailed     Status = "ERR"       // the script refused this call (Acquisition.Message)
+
+	// A heartbeat or a release's check:
+	StatusRenewed    Status = "OK"      // heartbeat: renewed
+	StatusLive       Status = "LIVE"    // check: the lease holds its seat
+	StatusNoLease    Status = "NOLEASE" // not in the live state
+	StatusWrongToken Status = "TOKEN"   // the token does not match
+	StatusExpired    Status = "EXPIRED" // past its deadline, not revived
+)
+
+// beatStatuses are heartbeat.lua's status codes, in code order (small
+// integers are cheaper to build in Lua and to read here than strings).
+var beatStatuses = [...]Status{StatusRenewed, StatusNoLease, StatusWrongToken, StatusExpired, StatusInactive, StatusLicenseExpired}
+
+// strategies are every leasing strategy: acquire.lua picks the dedupe key
+// of the license's current one from the keys computed here, so that the
+// rule stays in one place (server.DedupeKey).
+var strategies = []server.LeasingStrategy{server.PerFingerprint, server.PerUser, server.PerHostname, server.PerAcquisition}
+
+// Acquisition is acquire.lua's answer to one acquisition. Granted and
+// HandedBack set every field; Exhausted sets InUse and Limit; Failed sets
+// Message.
+type Acquisition struct {
+	Status                        Status
+	LeaseID                       string
+	Acquired, Heartbeat, Deadline time.Time
+	TokenSeq                      int64
+	InUse, Limit                  int
+	License                       server.License // the settings the grant was judged by
+	Epoch                         int64          // of the live state that granted it
+	Version                       int64          // of those settings
+	PrevFirst                     int64          // earliest deadline before the grant (unix µs), -1 if none
+	DedupeKey                     string
+	Displaced                     []string // lapsed leases whose seats the grant took (now expiring)
+	Message                       string
+}
+
+// Acquire asks for a seat of the license under req.LeaseID, or for the
+// live lease of req's idempotency or dedupe key (acquire.lua).
+func (rs *Redis) Acquire(ctx context.Context, licenseID string, req *server.AcquireRequest, out *Acquisition) error {
+	args := make([]any, 0, 3+2*len(strategies))
+	args = append(args, req.LeaseID, req.TokenHash, req.IdempotencyKey)
+	for _, st := range strategies {
+		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
+	}
+	res, err := rs.evalLicense(ctx, scriptAcquire, licenseID, args...)
+	if err != nil {
+		return err
+	}
+	*out = Acquisition{Status: Status(res.status())}
+	own := res.own
+	switch out.Status {
+	case StatusGranted, StatusHandedBack:
+		out.LeaseID = str(own[1])
+		out.Acquired, out.Heartbeat, out.Deadline = usTime(num(own[2])), usTime(num(own[3])), usTime(num(own[4]))
+		out.TokenSeq, out.InUse = num(own[5]), int(num(own[6]))
+		out.PrevFirst, out.DedupeKey = num(own[7]), str(own[8])
+		out.Epoch, out.Version = num(res.head(2)), num(res.head(3))
+		if d := str(own[10]); d != "" {
+			out.Displaced = strings.Split(d, ",")
+		}
+		return rs.licenseOf(str(res.head(1)), &out.License)
+	case StatusExhausted:
+		out.InUse, out.Limit = int(num(own[6])), int(num(own[9]))
+	case StatusFailed:
+		out.Message = str(own[1])
+	}
+	return nil
+}
+
+// Beat is heartbeat.lua's answer to one heartbeat. Renewed sets the new
+// values.
+type Beat struct {
+	Status              Status
+	Heartbeat, Deadline time.Time
+	PrevFirst           int64 // earliest deadline before the renewal (unix µs), -1 if none
+}
+
+// Heartbeat renews a lease still in the live state (heartbeat.lua).
+func (rs *Redis) Heartbeat(ctx context.Context, licenseID, leaseID, tokenHash string) (Beat, error) {
+	r, err := rs.evalLicense(ctx, scriptHeartbeat, licenseID, leaseID, tokenHash)
+	if err != nil {
+		return Beat{}, err
+	}
+	if r.own == nil { // NOCONF, DELETED: shared
+		return Beat{Status: Status(r.status())}, nil
+	}
+	code := num(r.own[0])
+	if code < 0 || code >= int64(len(beatStatuses)) {
+		return Beat{Status: Status(str(r.own[0]))}, nil
+	}
+	b := Beat{Status: beatStatuses[code]}
+	if b.Status == StatusRenewed {
+		now := num(r.head(2))
+		b.Heartbeat, b.Deadline, b.PrevFirst = usTime(now), usTime(now+num(r.head(3))), num(r.head(1))
+	}
+	return b, nil
+}
+
+// Check is check.lua's judgement of a release. Live sets the times.
+type Check struct {
+	Status              Status
+	Now                 time.Time
+	Heartbeat, Deadline time.Time
+}
+
+// Check judges a release: the token, then whether the lease is still live.
+// It changes nothing.
+func (rs *Redis) Check(ctx context.Context, licenseID, leaseID, tokenHash string) (Check, error) {
+	res, err := rs.evalLicense(ctx, scriptCheck, licenseID, leaseID, tokenHash)
+	if err != nil {
+		return Check{}, err
+	}
+	c := Check{Status: Status(res.status())}
+	if c.Status == StatusLive {
+		c.Now, c.Heartbeat, c.Deadline = usTime(num(res.head(1))), usTime(num(res.own[2])), usTime(num(res.own[3]))
+	}
+	return c, nil
+}
+
+// End removes ended leases of a license from the live state and remembers
+// their ends (end.lua). Idempotent.
+func (rs *Redis) End(ctx context.Context, licenseID string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := rs.evalLicense(ctx, scriptEnd, licenseID, anys(ids)...)
+	return err
+}
+
+// EndMany is End for several licenses, pipelined; errs[i] is the error of
+// leases[i].
+func (rs *Redis) EndMany(ctx context.Context, leases []LicenseLeases) (errs []error) {
+	calls := make([]scriptCall, len(leases))
+	for i, l := range leases {
+		calls[i] = scriptCall{scriptEnd, rs.keysOf(l.LicenseID), anys(l.IDs)}
+	}
+	errs = make([]error, len(leases))
+	for i, r := range rs.pipelineScripts(ctx, calls) {
+		errs[i] = r.err
+	}
+	return errs
+}
+
+// LicenseLeases names leases of one license.
+type LicenseLeases struct {
+	LicenseID string
+	IDs       []string
+}
+
+// Noop runs a script that does nothing through the hot path's batching, on
+// a license's keys, as Heartbeat runs heartbeat.lua: make bench's ceiling
+// of what one Redis round trip per call costs.
+func (rs *Redis) Noop(ctx context.Context, licenseID string) error {
+	_, err := rs.evalLicense(ctx, scriptNoop, licenseID, 0)
+	return err
+}
+
+// Count is what count.lua reads of a license.
+type Count struct {
+	TenantID string
+	Deleted  bool
+	InUse    int // live leases
+}
+
+// Count counts the live leases of a license; ErrNoState if its live state
+// is missing.
+func (rs *Redis) Count(ctx context.Context, licenseID string) (Count, error) {
+	res, err := scriptCount.Run(ctx, rs.rdb, rs.keysOf(licenseID)).Slice()
+	if err != nil {
+		return Count{}, err
+	}
+	if Status(str(res[0])) == StatusNoState {
+		return Count{}, ErrNoState
+	}
+	return Count{TenantID: str(res[1]), Deleted: num(res[2]) == 1, InUse: int(num(res[3]))}, nil
+}
+
+// Values are the values of a lease the live state holds, newer than the
+// record's.
+type Values struct {
+	TokenHash           string
+	Heartbeat, Deadline time.Time
+	Expiring            bool // taken out of the live state, expiry not yet recorded
+}
+
+// Peek reads the live values of leases of a license (all of them when ids
+// is empty) and the store's time. It changes nothing. If the license's
+// live state is missing it says so with ErrNoState (and the time): what it
+// read is not what Redis will enforce once the state is rebuilt.
+func (rs *Redis) Peek(ctx context.Context, licenseID string, ids ...string) (map[string]Values, time.Time, error) {
+	res, err := scriptPeek.Run(ctx, rs.rdb, rs.keysOf(licenseID), anys(ids)...).Slice()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	now := usTime(num(res[0]))
+	if num(res[1]) != 1 {
+		return nil, now, ErrNoState
+	}
+	out := make(map[string]Values, (len(res)-2)/5)
+	for i := 2; i+4 < len(res); i += 5 {
+		out[str(res[i])] = Values{
+			TokenHash: str(res[i+2]),
+			Heartbeat: usTime(num(res[i+3])),
+			Deadline:  usTime(num(res[i+4])),
+			Expiring:  str(res[i+1]) == "X",
+		}
+	}
+	return out, now, nil
+}
+
+// Taken are the leases expire.lua took out of one license's live state.
+type Taken struct {
+	Now    time.Time // when it judged them
+	Leases []TakenLease
+}
+
+// TakenLease is a lease taken out of the live state, with its last values.
+type TakenLease struct {
+	ID                  string
+	Heartbeat, Deadline time.Time
+}
+
+// Expire moves the named leases still past their deadline into each
+// license's expiring hash, where they hold no seat and no heartbeat
+// revives them, and returns them with those already waiting there
+// (expire.lua), pipelined; errs[i] (ErrNoState for a missing live state)
+// is the error of leases[i].
+func (rs *Redis) Expire(ctx context.Context, leases []LicenseLeases) ([]Taken, []error) {
+	calls := make([]scriptCall, len(leases))
+	for i, l := range leases {
+		calls[i] = scriptCall{scriptExpire, rs.keysOf(l.LicenseID), anys(l.IDs)}
+	}
+	out, errs := make([]Taken, len(leases)), make([]error, len(leases))
+	for i, r := range rs.pipelineScripts(ctx, calls) {
+		res, err := r.slice()
+		if err == nil && Status(str(res[0])) == StatusNoState {
+			err = ErrNoState
+		}
+		if errs[i] = err; err != nil {
+			continue
+		}
+		out[i].Now = usTime(num(res[1]))
+		for j := 2; j+3 < len(res); j += 4 {
+			out[i].Leases = append(out[i].Leases, TakenLease{ID: str(res[j]),
+				Heartbeat: usTime(num(res[j+2])), Deadline: usTime(num(res[j+3]))})
+		}
+	}
+	return out, errs
+}
+
+// Lease is a recorded active lease, as a rebuild and adopt.lua take it.
+type Lease struct {
+	ID, TokenHash                 string
+	Acquired, Heartbeat, Deadline time.Time
+	DedupeKey, IdempotencyKey     string
+	TokenSeq                      int64
+}
+
+// args appends the lease as the scripts take it: 8 values.
+func (l Lease) args(to []any) []any {
+	return append(to, l.ID, l.TokenHash, timeUS(l.Acquired), timeUS(l.Heartbeat), timeUS(l.Deadline),
+		l.DedupeKey, l.IdempotencyKey, l.TokenSeq)
+}
+
+// Adopted is adopt.lua's answer for one license.
+type Adopted struct {
+	N     int64 // leases handed to the expiring hash
+	First int64 // the license's earliest deadline now (unix µs), -1 if none
+}
+
+// Adopt hands recorded active leases that the live state holds nowhere to
+// their license's expiring hash, for cleanup to record (adopt.lua),
+// pipelined per license; errs[i] (ErrNoState for a missing live state) is
+// the error of licenses[i].
+func (rs *Redis) Adopt(ctx context.Context, licenses []string, leases [][]Lease) ([]Adopted, []error) {
+	calls := make([]scriptCall, len(licenses))
+	for i, id := range licenses {
+		var args []any
+		for _, l := range leases[i] {
+			args = l.args(args)
+		}
+		calls[i] = scriptCall{scriptAdopt, rs.keysOf(id), args}
+	}
+	out, errs := make([]Adopted, len(licenses)), make([]error, len(licenses))
+	for i, r := range rs.pipelineScripts(ctx, calls) {
+		res, err := r.slice()
+		if err == nil && Status(str(res[0])) == StatusNoState {
+			err = ErrNoState
+		}
+		if errs[i] = err; err == nil {
+			out[i] = Adopted{N: num(res[1]), First: num(res[2])}
+		}
+	}
+	return out, errs
+}

@@ -1,0 +1,152 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seatd/seatd/server"
+)
+
+// The live state of a license is created only by Rebuild, from the record;
+// SetConf updates the settings of a state that exists, Tombstone marks a
+// deleted license.
+
+// Conf is a license's settings as the live state holds them.
+type Conf struct {
+	License server.License
+	Version int64 // the record's settings version
+}
+
+// args are the settings as the scripts take them (after the version):
+// seats, overdraft, ttl, revival, active, expires, strategy, tenant, json.
+func (c Conf) args(to []any) []any {
+	l := &c.License
+	active := 0
+	if l.Active {
+		active = 1
+	}
+	var exp int64
+	if !l.ExpiresAt.IsZero() {
+		exp = timeUS(l.ExpiresAt)
+	}
+	js, _ := json.Marshal(l)
+	return append(to, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(), l.RevivalWindow.Microseconds(), active, exp,
+		string(l.LeasingStrategy), l.TenantID, string(js))
+}
+
+// State is what state.lua reads of a license's live state.
+type State struct {
+	Epoch       int64 // -1: no live state
+	Deleted     bool
+	Version     int64 // of its settings
+	Now         time.Time
+	Incarnation string // of the license's keys (a rebuild writes only into the same)
+}
+
+// State reads the epoch, settings version and incarnation of a license's
+// live state, and the time; it gives the license's keys an incarnation if
+// they have none (state.lua).
+func (rs *Redis) State(ctx context.Context, licenseID string) (State, error) {
+	st, err := scriptState.Run(ctx, rs.rdb, rs.keys.LiveKeys(licenseID), server.NewID("inc")).Slice()
+	if err != nil {
+		return State{}, err
+	}
+	s := State{Epoch: -1, Deleted: str(st[1]) == "1", Version: num(st[2]), Now: usTime(num(st[3])), Incarnation: str(st[4])}
+	if e := str(st[0]); e != "" {
+		s.Epoch, _ = strconv.ParseInt(e, 10, 64)
+	}
+	return s, nil
+}
+
+// Build is a snapshot of the record to build a license's live state from.
+type Build struct {
+	Epoch int64 // the new epoch
+	Conf  Conf
+	// Snapshot and Incarnation are State's Now and Incarnation, read
+	// before the record: a snapshot older than 5 s, or read while the
+	// keys had another incarnation, is refused.
+	Snapshot    time.Time
+	Incarnation string
+	// Slack is added to the recorded deadlines of leases the live state
+	// does not hold, when it lost the license's state: the heartbeats not
+	// yet written behind.
+	Slack  time.Duration
+	Leases []Lease // the active sessions, by acquisition
+}
+
+// ErrStale is Rebuild's answer for a snapshot it refused: too old, or read
+// against keys Redis has lost since. Read a new one.
+var ErrStale = errors.New("write live state: the snapshot of the record took too long to reach Redis, or Redis lost the license's keys meanwhile")
+
+// Rebuild writes a license's live state from a snapshot of the record,
+// merged with what Redis still holds (rebuild.lua). built is false when a
+// state of the same or a newer epoch is there (another rebuild won) or the
+// license is marked deleted; first is the earliest deadline now (unix µs,
+// -1 if none).
+func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built bool, first int64, err error) {
+	args := append(make([]any, 0, 14+8*len(b.Leases)), b.Epoch, b.Conf.Version)
+	args = b.Conf.args(args)
+	args = append(args, timeUS(b.Snapshot), b.Slack.Microseconds(), b.Incarnation)
+	for _, l := range b.Leases {
+		args = l.args(args)
+	}
+	res, err := scriptRebuild.Run(ctx, rs.rdb, rs.keys.LiveKeys(licenseID), args...).Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	switch str(res[0]) {
+	case "STALE":
+		return false, 0, ErrStale
+	case "OK":
+		return true, num(res[1]), nil
+	}
+	return false, -1, nil
+}
+
+// SetConf copies newer settings into a license's live state, if it exists
+// (setconf.lua).
+func (rs *Redis) SetConf(ctx context.Context, c Conf) error {
+	args := c.args([]any{c.Version})
+	return scriptSetConf.Run(ctx, rs.rdb, rs.keysOf(c.License.ID), args...).Err()
+}
+
+// Tombstone drops a deleted license's live state and marks its settings
+// deleted with an epoch no rebuild can beat (tombstone.lua).
+func (rs *Redis) Tombstone(ctx context.Context, licenseID string, version int64, tenantID string) error {
+	return scriptTombstone.Run(ctx, rs.rdb, rs.keysOf(licenseID), version, tenantID).Err()
+}
+
+// ConfVersion is the settings version a license's live state holds.
+type ConfVersion struct {
+	Present bool // a live state exists
+	Version int64
+	Deleted bool
+}
+
+// ConfVersions reads the settings version of many licenses' live states,
+// a pipeline per 1000.
+func (rs *Redis) ConfVersions(ctx context.Context, licenseIDs []string) ([]ConfVersion, error) {
+	out := make([]ConfVersion, len(licenseIDs))
+	for start := 0; start < len(licenseIDs); start += 1000 {
+		end := min(start+1000, len(licenseIDs))
+		pipe := rs.rdb.Pipeline()
+		cmds := make([]*redis.SliceCmd, end-start)
+		for i := start; i < end; i++ {
+			cmds[i-start] = pipe.HMGet(ctx, rs.keysOf(licenseIDs[i])[0], "version", "deleted")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, err
+		}
+		for i, c := range cmds {
+			if v := c.Val(); len(v) >= 2 && v[0] != nil {
+				out[start+i] = ConfVersion{Present: true, Version: num(v[0]), Deleted: str(v[1]) == "1"}
+			}
+		}
+	}
+	return out, nil
+}

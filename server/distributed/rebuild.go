@@ -1,0 +1,196 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/seatd/seatd/server/distributed/live"
+	"github.com/seatd/seatd/server/distributed/record"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Loss -> rebuild. The live state of a license in Redis is built from the
+// record by rebuild, and only by rebuild: on first use, and whenever a
+// script finds it missing (Redis restarted empty, or lost the keys). See
+// doc.go.
+
+// rebuildTimeout bounds a rebuild, which runs detached from the caller
+// that triggered it (other callers may wait for the same rebuild).
+const rebuildTimeout = 30 * time.Second
+
+// ensureLive builds the live state of a license if it is missing or from
+// an older epoch. ErrLicenseNotFound if the license does not exist or is
+// deleted. Concurrent calls for one license in this process share one
+// rebuild; across processes, the license row lock orders them.
+func (s *Store) ensureLive(ctx context.Context, licenseID string) error {
+	return s.runRebuild(ctx, licenseID, -1)
+}
+
+// rebuildFrom rebuilds the live state of a license even if it is current,
+// provided it is still at the given epoch: it drops from Redis what
+// PostgreSQL does not hold (a grant whose acquisition died before
+// recording it), and bumping the epoch makes sure such a grant can no
+// longer be recorded.
+func (s *Store) rebuildFrom(ctx context.Context, licenseID string, epoch int64) error {
+	return s.runRebuild(ctx, licenseID, epoch)
+}
+
+func (s *Store) runRebuild(ctx context.Context, licenseID string, forceAt int64) error {
+	key := licenseID
+	if forceAt >= 0 {
+		key = fmt.Sprintf("%s@%d", licenseID, forceAt)
+	}
+	ch := s.rebuilds.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
+		defer cancel()
+		return nil, s.rebuild(ctx, licenseID, forceAt)
+	})
+	select {
+	case <-ctx.Done():
+		return server.Unavailable(ctx.Err())
+	case r := <-ch:
+		return r.Err
+	}
+}
+
+// rebuild builds the live state of a license from PostgreSQL if it is
+// missing or from another epoch, or if it is at epoch forceAt (>= 0).
+func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) error {
+	// Newer heartbeats of this process into the record first (best effort:
+	// the deadline slack below covers what is not there).
+	if err := s.flush(ctx); err != nil {
+		s.log.Warn("distributed store: flush before rebuild", "err", err)
+	}
+	var st live.State // read under the license's row lock, before the snapshot
+	snap, err := s.rec.RebuildSnapshot(ctx, licenseID, func(lic record.LicenseRow) (current bool, err error) {
+		if st, err = s.live.State(ctx, licenseID); err != nil {
+			return false, err
+		}
+		// Another rebuild finished first, unless told to replace this one.
+		return !st.Deleted && st.Epoch == lic.Epoch && st.Epoch != forceAt, nil
+	})
+	lic := snap.License
+	if errors.Is(err, record.ErrDeleted) {
+		if err := s.live.Tombstone(ctx, licenseID, lic.Version, lic.TenantID); err != nil {
+			return fmt.Errorf("tombstone deleted license: %w", err)
+		}
+		return server.ErrLicenseNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if snap.Epoch == 0 { // current
+		if st.Version < lic.Version {
+			s.pushConf(ctx, lic)
+		}
+		return nil
+	}
+
+	// A lease's recorded deadline may trail its real one by the heartbeats
+	// not yet written behind: when Redis lost the license's state, every
+	// lease it no longer holds gets that slack, so that no client still
+	// heartbeating loses its seat to the loss of Redis (rebuild.lua).
+	b := live.Build{
+		Epoch: snap.Epoch, Conf: confOf(lic), Snapshot: st.Now, Incarnation: st.Incarnation,
+		Slack:  server.WriteBehindSlack(s.flushEvery, &lic.License),
+		Leases: make([]live.Lease, len(snap.Sessions)),
+	}
+	for i, r := range snap.Sessions {
+		b.Leases[i] = liveLease(r)
+	}
+	built, first, err := s.live.Rebuild(ctx, licenseID, b)
+	if err != nil {
+		return err
+	}
+	if built {
+		s.live.LowerHint(ctx, licenseID, first)
+		level := slog.LevelDebug // a license's first use
+		if snap.Epoch > 1 {
+			level = slog.LevelWarn // Redis lost the license's live state
+			s.liveRebuilds.Add(1)
+		}
+		s.log.Log(ctx, level, "distributed store: built live state of license from PostgreSQL",
+			"license", licenseID, "epoch", snap.Epoch, "leases", len(snap.Sessions))
+	}
+	// A change committed after our read found no live state to update
+	// (setconf.lua never creates one): bring the settings up to date now.
+	// A change committed after this read updates them itself.
+	now, err := s.rec.License(ctx, licenseID)
+	switch {
+	case err != nil:
+		return fmt.Errorf("re-read license: %w", err)
+	case now.Deleted:
+		if err := s.live.Tombstone(ctx, licenseID, now.Version, now.TenantID); err != nil {
+			return fmt.Errorf("tombstone deleted license: %w", err)
+		}
+		return server.ErrLicenseNotFound
+	case now.Version > lic.Version:
+		s.pushConf(ctx, now)
+	}
+	return nil
+}
+
+// withLiveState runs call on a license's live state; when call finds the
+// state missing (live.ErrNoState), it rebuilds it from the record and runs
+// call again. ErrLicenseNotFound if the license does not exist (any more).
+// The one "state lost -> rebuild -> retry" loop of every call that does
+// not decide otherwise (acquire, heartbeat and release do, per status).
+func (s *Store) withLiveState(ctx context.Context, licenseID string, call func() error) error {
+	for range maxAttempts {
+		err := call()
+		if !errors.Is(err, live.ErrNoState) {
+			return err
+		}
+		if err := s.ensureLive(ctx, licenseID); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("license %s: live state kept changing", licenseID)
+}
+
+// liveLease is a recorded active lease as the live state takes it.
+func liveLease(r record.Session) live.Lease {
+	return live.Lease{ID: r.ID, TokenHash: r.TokenHash, Acquired: r.AcquiredAt, Heartbeat: r.LastHeartbeatAt,
+		Deadline: r.ExpiresAt, DedupeKey: r.DedupeKey, IdempotencyKey: r.IdempotencyKey, TokenSeq: r.TokenSeq}
+}
+
+// confOf is a license's recorded settings as the live state takes them.
+func confOf(r record.LicenseRow) live.Conf { return live.Conf{License: r.License, Version: r.Version} }
+
+// peek reads the live values of leases of a license (all of them when ids
+// is empty), and the store's time. If Redis lost the license's live state,
+// it is rebuilt first: the values read are then the ones Redis enforces
+// (a rebuild gives leases the write-behind's slack), not the record's,
+// which trail the heartbeats acknowledged since the last flush. A license
+// that no longer exists holds no live values.
+func (s *Store) peek(ctx context.Context, licenseID string, ids ...string) (map[string]live.Values, time.Time, error) {
+	var (
+		vals map[string]live.Values
+		now  time.Time
+	)
+	err := s.withLiveState(ctx, licenseID, func() (err error) {
+		vals, now, err = s.live.Peek(ctx, licenseID, ids...)
+		return err
+	})
+	if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+		return map[string]live.Values{}, now, nil
+	}
+	return vals, now, err
+}
+
+// overlay puts the live values of an active lease over its record.
+func overlay(l server.Lease, v live.Values) server.Lease {
+	if l.State != server.LeaseActive {
+		return l
+	}
+	l.TokenHash = v.TokenHash
+	if v.Heartbeat.After(l.LastHeartbeatAt) {
+		l.LastHeartbeatAt = v.Heartbeat
+	}
+	l.ExpiresAt = v.Deadline
+	return l
+}
