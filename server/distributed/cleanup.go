@@ -35,17 +35,17 @@ func (s *Store) DueLeases(ctx context.Context, after *server.LeaseRef, limit int
 	if after == nil {
 		s.maybeReconcile(ctx, now)
 	}
-	refs, err := s.live.DueLeases(ctx, now, after, limit, s.dueOf)
+	refs, err := s.live.DueLeases(ctx, now, after, limit, s.dueOfLicense)
 	if err != nil {
 		return nil, s.fail("due leases", err)
 	}
 	return refs, nil
 }
 
-// dueOf lists the due leases of one license after the cursor, building its
+// dueOfLicense lists the due leases of one license after the cursor, building its
 // live state if it is missing, and the earliest deadline it holds (-1:
 // none, or the license is gone).
-func (s *Store) dueOf(ctx context.Context, licenseID string, now time.Time, after *server.LeaseRef, limit int) (refs []server.LeaseRef, first int64, err error) {
+func (s *Store) dueOfLicense(ctx context.Context, licenseID string, now time.Time, after *server.LeaseRef, limit int) (refs []server.LeaseRef, first int64, err error) {
 	err = s.withLiveState(ctx, licenseID, func() (err error) {
 		refs, first, err = s.live.Due(ctx, licenseID, now, after, limit)
 		return err

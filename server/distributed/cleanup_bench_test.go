@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatd/seatd/server/distributed/live"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/cleanup"
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // One cleanup pass in distributed mode (server/cleanup.Cleaner.Pass over

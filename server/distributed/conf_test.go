@@ -4,11 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatd/seatd/server/distributed/live"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // liveConf reads the settings Redis judges a license by.

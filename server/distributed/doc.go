@@ -5,6 +5,18 @@
 // server.Store and passes the conformance suite (server/storetest)
 // unchanged.
 //
+// Three packages, one job each: record (every SQL statement), live (the
+// Redis key layout, the Lua scripts, the expiry hint) and this one, which
+// coordinates them and whose files read as the protocol between them:
+//
+//	acquire.go    grant -> record (take back a grant the record refused)
+//	heartbeat.go  heartbeat -> write-behind (flush.go writes it to the record)
+//	end.go        end -> record, then live; an observed end is final
+//	rebuild.go    loss -> rebuild: the live state built from the record
+//	cleanup.go    due (live) -> expire (live) -> record -> forget (live)
+//	licenses.go   settings: record, then copied into the live state
+//	views.go      the record, overlaid with the newer live values
+//
 // # Redis layout
 //
 // Keys start with Options.RedisKeyPrefix (P). Each license has its own keys,
@@ -26,7 +38,7 @@
 //	P{lic}:incarnation string  random, set once (state.lua): a rebuild
 //	                        writes only into the keys it read them from
 //
-// and the expiry hint, split in 16 pieces i (each its own slot, keys.go):
+// and the expiry hint, split in 16 pieces i (each its own slot, live/keys.go):
 // P{expiry:i}:due (zset license id -> a time at or before its earliest
 // deadline) and P{expiry:i}:gen (hash license id -> hint generation). Times
 // are unix microseconds, the precision PostgreSQL keeps, so values round-
@@ -103,7 +115,7 @@
 // settings version in Redis with the record, in case the process that
 // made the change died first.
 //
-// # Group commit (batch.go, commit.go)
+// # Group commit (internal/groupcommit, live/batch.go, record/commit.go)
 //
 // Under load the hot path shares its round trips. Calls of acquire.lua,
 // heartbeat.lua, check.lua and end.lua that wait at the same moment go to

@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatd/seatd/server/distributed/live"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // Observed ends are final: once anyone was told that a lease ended, or its

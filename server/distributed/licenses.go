@@ -7,14 +7,13 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/seatd/seatd/server/distributed/record"
-
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/record"
 )
 
 // Licenses live in PostgreSQL. Redis holds a copy of the settings that
 // acquisitions and heartbeats judge by (the "conf" hash of the license's
-// live state). Only a rebuild creates that copy (live.go); changes update
+// live state). Only a rebuild creates that copy (rebuild.go); changes update
 // it after they commit, and only ever to a higher version.
 
 // UpdateLicense changes the record, then copies the settings into the live
@@ -119,8 +118,8 @@ func (s *Store) syncConf(ctx context.Context) error {
 // one transaction, then drops the live state in Redis (a tombstone).
 //
 // The row lock (FOR UPDATE) makes every acquisition that tries to record a
-// lease meanwhile wait and then find the license deleted (leases.go
-// insertLease), so no lease is ever recorded as active on a deleted license.
+// lease meanwhile wait and then find the license deleted
+// (record.InsertSession), so no lease is ever recorded active on a deleted license.
 func (s *Store) DeleteLicense(ctx context.Context, tenantID, id string) (int, error) {
 	// The tenant's own license only: reading its live values may rebuild
 	// them (peek), which another tenant's call must not set off.

@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatd/seatd/server/distributed/live"
-
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // Interleavings a review of the observed-ends-final change found: a replay

@@ -7,10 +7,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/distributed/live"
 	"github.com/seatd/seatd/server/distributed/record"
-
-	"github.com/seatd/seatd/server"
 )
 
 // Loss -> rebuild. The live state of a license in Redis is built from the

@@ -10,16 +10,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/distributed/internal/cache"
 	"github.com/seatd/seatd/server/distributed/internal/connect"
 	"github.com/seatd/seatd/server/distributed/internal/failure"
 	"github.com/seatd/seatd/server/distributed/live"
 	"github.com/seatd/seatd/server/distributed/record"
-
-	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/singleflight"
-
-	"github.com/seatd/seatd/server"
 )
 
 var _ server.Store = (*Store)(nil)

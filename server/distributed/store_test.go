@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatd/seatd/server/distributed/live"
-
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // Fixtures of the backend's own tests.

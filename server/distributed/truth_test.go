@@ -4,11 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seatd/seatd/server/distributed/live"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // The record is the truth (PostgreSQL wins over Redis): these tests put the

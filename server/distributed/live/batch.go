@@ -51,19 +51,19 @@ type licReq struct {
 // call's own values (nil when the reply is shared by every call).
 type licRes struct {
 	reply any
-	own   []any
+	mine  []any
 }
 
-// head returns the reply's shared value i.
-func (r licRes) head(i int) any { return r.reply.([]any)[i] }
+// shared returns the reply's value i, shared by every call of the run.
+func (r licRes) shared(i int) any { return r.reply.([]any)[i] }
 
 // status is the call's status: its own first value, else the shared one.
 func (r licRes) status() string {
-	if r.own != nil {
-		return str(r.own[0])
+	if r.mine != nil {
+		return replyString(r.mine[0])
 	}
 	if a, ok := r.reply.([]any); ok && len(a) > 0 {
-		return str(a[0])
+		return replyString(a[0])
 	}
 	return ""
 }
@@ -170,7 +170,7 @@ func (rs *Redis) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
 				c.Res = licRes{reply: reply}
 			default:
 				k := shape.head + shape.width*j
-				c.Res = licRes{reply: reply, own: a[k : k+shape.width : k+shape.width]}
+				c.Res = licRes{reply: reply, mine: a[k : k+shape.width : k+shape.width]}
 			}
 		}
 	}
@@ -178,7 +178,7 @@ func (rs *Redis) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
 
 // evalLicense runs a hot script call through the batcher.
 func (rs *Redis) evalLicense(ctx context.Context, script *redis.Script, licenseID string, args ...any) (licRes, error) {
-	return rs.hot.Do(ctx, licReq{script, licenseID, args})
+	return rs.batches.Do(ctx, licReq{script, licenseID, args})
 }
 
 const (

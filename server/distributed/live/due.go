@@ -22,7 +22,7 @@ type DueFunc func(ctx context.Context, licenseID string, now time.Time, after *s
 
 // DueLeases lists the first limit leases due at now (deadline at or
 // before it), after the cursor, by (deadline, id). It walks the expiry
-// hint: only licenses whose hint is at or before now are asked (dueMany:
+// hint: only licenses whose hint is at or before now are asked (dueAmong:
 // plain reads, then due.lua where a lease may be due), in hint order and a
 // pipeline per chunk of licenses, and the walk stops as soon as no further
 // license can hold one of the first `limit` due leases. The cost grows
@@ -40,7 +40,7 @@ func (rs *Redis) DueLeases(ctx context.Context, now time.Time, after *server.Lea
 		return nil, nil
 	}
 
-	// Licenses are asked in hint order, a chunk at a time (dueMany), the
+	// Licenses are asked in hint order, a chunk at a time (dueAmong), the
 	// chunks growing, so that a small page asks few licenses.
 	var out []server.LeaseRef
 	for start, size := 0, min(max(limit/16, 16), dueChunk); start < len(cands); size = min(size*4, dueChunk) {
@@ -59,7 +59,7 @@ func (rs *Redis) DueLeases(ctx context.Context, now time.Time, after *server.Lea
 				break
 			}
 		}
-		refs, firsts, err := rs.dueMany(ctx, members[start:end], now, after, limit, missing)
+		refs, firsts, err := rs.dueAmong(ctx, members[start:end], now, after, limit, missing)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +135,7 @@ func (rs *Redis) dueHints(ctx context.Context, nowUS int64) (cands []redis.Z, me
 	return cands, members, gens, nil
 }
 
-// dueMany lists the due leases of licenses (dueOf) and their earliest
+// dueAmong lists the due leases of licenses (dueOf) and their earliest
 // deadlines, in two pipelines. First three plain reads per license: a
 // license can hold a due lease only if its live state is missing, its
 // first live deadline is at or before the cutoff, or it holds expiring
@@ -145,7 +145,7 @@ func (rs *Redis) dueHints(ctx context.Context, nowUS int64) (cands []redis.Z, me
 // lease expire.lua moves in between is seen by one of them, and a hint
 // raised from a read that a concurrent change made stale is refused by
 // fixhint.lua (the change bumps the generation).
-func (rs *Redis) dueMany(ctx context.Context, licenseIDs []string, now time.Time, after *server.LeaseRef, limit int, missing DueFunc) ([][]server.LeaseRef, []int64, error) {
+func (rs *Redis) dueAmong(ctx context.Context, licenseIDs []string, now time.Time, after *server.LeaseRef, limit int, missing DueFunc) ([][]server.LeaseRef, []int64, error) {
 	nowUS := timeUS(now)
 	refs := make([][]server.LeaseRef, len(licenseIDs))
 	firsts := make([]int64, len(licenseIDs))
@@ -190,7 +190,7 @@ func (rs *Redis) dueMany(ctx context.Context, licenseIDs []string, now time.Time
 		if err != nil {
 			return nil, nil, err
 		}
-		if Status(str(res[0])) == StatusNoState {
+		if Status(replyString(res[0])) == StatusNoState {
 			if refs[i], firsts[i], err = missing(ctx, id, now, after, limit); err != nil {
 				return nil, nil, err
 			}
@@ -210,11 +210,11 @@ func (rs *Redis) applyHints(ctx context.Context, fix, lower []any) {
 	// Each piece of the hint gets its own calls (one slot per script).
 	var fixOf, lowerOf [HintShards][]any
 	for i := 0; i+3 < len(fix); i += 4 {
-		k := HintShardOf(str(fix[i]))
+		k := HintShardOf(replyString(fix[i]))
 		fixOf[k] = append(fixOf[k], fix[i:i+4]...)
 	}
 	for i := 0; i+1 < len(lower); i += 2 {
-		k := HintShardOf(str(lower[i]))
+		k := HintShardOf(replyString(lower[i]))
 		lowerOf[k] = append(lowerOf[k], lower[i:i+2]...)
 	}
 	var calls []scriptCall
@@ -248,9 +248,9 @@ func dueCursor(after *server.LeaseRef) (deadline, id string) {
 func parseDue(licenseID string, res []any) ([]server.LeaseRef, int64) {
 	refs := make([]server.LeaseRef, 0, (len(res)-2)/2)
 	for i := 2; i+1 < len(res); i += 2 {
-		refs = append(refs, server.LeaseRef{LeaseID: str(res[i]), LicenseID: licenseID, ExpiresAt: usTime(num(res[i+1]))})
+		refs = append(refs, server.LeaseRef{LeaseID: replyString(res[i]), LicenseID: licenseID, ExpiresAt: usTime(replyInt(res[i+1]))})
 	}
-	return refs, num(res[1])
+	return refs, replyInt(res[1])
 }
 
 // Due lists the due leases of one license after the cursor, and the
@@ -262,7 +262,7 @@ func (rs *Redis) Due(ctx context.Context, licenseID string, now time.Time, after
 	if err != nil {
 		return nil, 0, err
 	}
-	if Status(str(res[0])) == StatusNoState {
+	if Status(replyString(res[0])) == StatusNoState {
 		return nil, 0, ErrNoState
 	}
 	refs, first := parseDue(licenseID, res)

@@ -74,22 +74,22 @@ func (rs *Redis) Acquire(ctx context.Context, licenseID string, req *server.Acqu
 		return err
 	}
 	*out = Acquisition{Status: Status(res.status())}
-	own := res.own
+	mine := res.mine
 	switch out.Status {
 	case StatusGranted, StatusHandedBack:
-		out.LeaseID = str(own[1])
-		out.Acquired, out.Heartbeat, out.Deadline = usTime(num(own[2])), usTime(num(own[3])), usTime(num(own[4]))
-		out.TokenSeq, out.InUse = num(own[5]), int(num(own[6]))
-		out.PrevFirst, out.DedupeKey = num(own[7]), str(own[8])
-		out.Epoch, out.Version = num(res.head(2)), num(res.head(3))
-		if d := str(own[10]); d != "" {
+		out.LeaseID = replyString(mine[1])
+		out.Acquired, out.Heartbeat, out.Deadline = usTime(replyInt(mine[2])), usTime(replyInt(mine[3])), usTime(replyInt(mine[4]))
+		out.TokenSeq, out.InUse = replyInt(mine[5]), int(replyInt(mine[6]))
+		out.PrevFirst, out.DedupeKey = replyInt(mine[7]), replyString(mine[8])
+		out.Epoch, out.Version = replyInt(res.shared(2)), replyInt(res.shared(3))
+		if d := replyString(mine[10]); d != "" {
 			out.Displaced = strings.Split(d, ",")
 		}
-		return rs.licenseOf(str(res.head(1)), &out.License)
+		return rs.licenseOf(replyString(res.shared(1)), &out.License)
 	case StatusExhausted:
-		out.InUse, out.Limit = int(num(own[6])), int(num(own[9]))
+		out.InUse, out.Limit = int(replyInt(mine[6])), int(replyInt(mine[9]))
 	case StatusFailed:
-		out.Message = str(own[1])
+		out.Message = replyString(mine[1])
 	}
 	return nil
 }
@@ -108,17 +108,17 @@ func (rs *Redis) Heartbeat(ctx context.Context, licenseID, leaseID, tokenHash st
 	if err != nil {
 		return Beat{}, err
 	}
-	if r.own == nil { // NOCONF, DELETED: shared
+	if r.mine == nil { // NOCONF, DELETED: shared
 		return Beat{Status: Status(r.status())}, nil
 	}
-	code := num(r.own[0])
+	code := replyInt(r.mine[0])
 	if code < 0 || code >= int64(len(beatStatuses)) {
-		return Beat{Status: Status(str(r.own[0]))}, nil
+		return Beat{Status: Status(replyString(r.mine[0]))}, nil
 	}
 	b := Beat{Status: beatStatuses[code]}
 	if b.Status == StatusRenewed {
-		now := num(r.head(2))
-		b.Heartbeat, b.Deadline, b.PrevFirst = usTime(now), usTime(now+num(r.head(3))), num(r.head(1))
+		now := replyInt(r.shared(2))
+		b.Heartbeat, b.Deadline, b.PrevFirst = usTime(now), usTime(now+replyInt(r.shared(3))), replyInt(r.shared(1))
 	}
 	return b, nil
 }
@@ -139,7 +139,7 @@ func (rs *Redis) Check(ctx context.Context, licenseID, leaseID, tokenHash string
 	}
 	c := Check{Status: Status(res.status())}
 	if c.Status == StatusLive {
-		c.Now, c.Heartbeat, c.Deadline = usTime(num(res.head(1))), usTime(num(res.own[2])), usTime(num(res.own[3]))
+		c.Now, c.Heartbeat, c.Deadline = usTime(replyInt(res.shared(1))), usTime(replyInt(res.mine[2])), usTime(replyInt(res.mine[3]))
 	}
 	return c, nil
 }
@@ -196,10 +196,10 @@ func (rs *Redis) Count(ctx context.Context, licenseID string) (Count, error) {
 	if err != nil {
 		return Count{}, err
 	}
-	if Status(str(res[0])) == StatusNoState {
+	if Status(replyString(res[0])) == StatusNoState {
 		return Count{}, ErrNoState
 	}
-	return Count{TenantID: str(res[1]), Deleted: num(res[2]) == 1, InUse: int(num(res[3]))}, nil
+	return Count{TenantID: replyString(res[1]), Deleted: replyInt(res[2]) == 1, InUse: int(replyInt(res[3]))}, nil
 }
 
 // Values are the values of a lease the live state holds, newer than the
@@ -219,17 +219,17 @@ func (rs *Redis) Peek(ctx context.Context, licenseID string, ids ...string) (map
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	now := usTime(num(res[0]))
-	if num(res[1]) != 1 {
+	now := usTime(replyInt(res[0]))
+	if replyInt(res[1]) != 1 {
 		return nil, now, ErrNoState
 	}
 	out := make(map[string]Values, (len(res)-2)/5)
 	for i := 2; i+4 < len(res); i += 5 {
-		out[str(res[i])] = Values{
-			TokenHash: str(res[i+2]),
-			Heartbeat: usTime(num(res[i+3])),
-			Deadline:  usTime(num(res[i+4])),
-			Expiring:  str(res[i+1]) == "X",
+		out[replyString(res[i])] = Values{
+			TokenHash: replyString(res[i+2]),
+			Heartbeat: usTime(replyInt(res[i+3])),
+			Deadline:  usTime(replyInt(res[i+4])),
+			Expiring:  replyString(res[i+1]) == "X",
 		}
 	}
 	return out, now, nil
@@ -260,16 +260,16 @@ func (rs *Redis) Expire(ctx context.Context, leases []LicenseLeases) ([]Taken, [
 	out, errs := make([]Taken, len(leases)), make([]error, len(leases))
 	for i, r := range rs.pipelineScripts(ctx, calls) {
 		res, err := r.slice()
-		if err == nil && Status(str(res[0])) == StatusNoState {
+		if err == nil && Status(replyString(res[0])) == StatusNoState {
 			err = ErrNoState
 		}
 		if errs[i] = err; err != nil {
 			continue
 		}
-		out[i].Now = usTime(num(res[1]))
+		out[i].Now = usTime(replyInt(res[1]))
 		for j := 2; j+3 < len(res); j += 4 {
-			out[i].Leases = append(out[i].Leases, TakenLease{ID: str(res[j]),
-				Heartbeat: usTime(num(res[j+2])), Deadline: usTime(num(res[j+3]))})
+			out[i].Leases = append(out[i].Leases, TakenLease{ID: replyString(res[j]),
+				Heartbeat: usTime(replyInt(res[j+2])), Deadline: usTime(replyInt(res[j+3]))})
 		}
 	}
 	return out, errs
@@ -311,11 +311,11 @@ func (rs *Redis) Adopt(ctx context.Context, licenses []string, leases [][]Lease)
 	out, errs := make([]Adopted, len(licenses)), make([]error, len(licenses))
 	for i, r := range rs.pipelineScripts(ctx, calls) {
 		res, err := r.slice()
-		if err == nil && Status(str(res[0])) == StatusNoState {
+		if err == nil && Status(replyString(res[0])) == StatusNoState {
 			err = ErrNoState
 		}
 		if errs[i] = err; err == nil {
-			out[i] = Adopted{N: num(res[1]), First: num(res[2])}
+			out[i] = Adopted{N: replyInt(res[1]), First: replyInt(res[2])}
 		}
 	}
 	return out, errs

@@ -95,7 +95,7 @@ func TestHotScriptsAfterScriptFlush(t *testing.T) {
 	rs.runLicenseScripts(calls)
 	for _, c := range calls {
 		require.NoError(t, c.Err)
-		require.EqualValues(t, 0, num(c.Res.own[0]), "renewed")
+		require.EqualValues(t, 0, replyInt(c.Res.mine[0]), "renewed")
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(leases))
@@ -160,4 +160,3 @@ func TestAcquireScriptIsIdempotentAndAtomicPerCall(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, c.InUse, "the failed acquisition took no seat, the granted one did")
 }
-

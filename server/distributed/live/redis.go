@@ -36,7 +36,7 @@ type Redis struct {
 	keys Keyspace
 	log  *slog.Logger
 
-	hot *groupcommit.Batcher[licReq, licRes]
+	batches *groupcommit.Batcher[licReq, licRes]
 	// licKeys caches the Redis keys of a license; licJSON decoded license
 	// settings by their JSON text (which changes with every change).
 	licKeys *cache.Bounded[string, []string]
@@ -53,12 +53,12 @@ func New(rdb redis.UniversalClient, prefix string, log *slog.Logger) *Redis {
 		licKeys: cache.New[string, []string](100_000),
 		licJSON: cache.New[string, server.License](10_000),
 	}
-	rs.hot = groupcommit.New(redisSlots, redisMin, maxPipeline, rs.runLicenseScripts)
+	rs.batches = groupcommit.New(redisSlots, redisMin, maxPipeline, rs.runLicenseScripts)
 	return rs
 }
 
 // Stop makes later hot-path calls fail and waits for those made already.
-func (rs *Redis) Stop() { rs.hot.Stop() }
+func (rs *Redis) Stop() { rs.batches.Stop() }
 
 // Now is the store's clock: Redis TIME, the clock every script uses.
 func (rs *Redis) Now(ctx context.Context) (time.Time, error) {
@@ -101,7 +101,8 @@ func (rs *Redis) licenseOf(text string, l *server.License) error {
 // Script replies are arrays of strings and integers; times are unix
 // microseconds, the precision PostgreSQL keeps.
 
-func str(v any) string {
+// replyString reads a string value of a script reply.
+func replyString(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x
@@ -113,7 +114,8 @@ func str(v any) string {
 	return fmt.Sprint(v)
 }
 
-func num(v any) int64 {
+// replyInt reads an integer value of a script reply.
+func replyInt(v any) int64 {
 	switch x := v.(type) {
 	case int64:
 		return x

@@ -56,8 +56,8 @@ func (rs *Redis) State(ctx context.Context, licenseID string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	s := State{Epoch: -1, Deleted: str(st[1]) == "1", Version: num(st[2]), Now: usTime(num(st[3])), Incarnation: str(st[4])}
-	if e := str(st[0]); e != "" {
+	s := State{Epoch: -1, Deleted: replyString(st[1]) == "1", Version: replyInt(st[2]), Now: usTime(replyInt(st[3])), Incarnation: replyString(st[4])}
+	if e := replyString(st[0]); e != "" {
 		s.Epoch, _ = strconv.ParseInt(e, 10, 64)
 	}
 	return s, nil
@@ -99,11 +99,11 @@ func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built 
 	if err != nil {
 		return false, 0, err
 	}
-	switch str(res[0]) {
+	switch replyString(res[0]) {
 	case "STALE":
 		return false, 0, ErrStale
 	case "OK":
-		return true, num(res[1]), nil
+		return true, replyInt(res[1]), nil
 	}
 	return false, -1, nil
 }
@@ -144,7 +144,7 @@ func (rs *Redis) ConfVersions(ctx context.Context, licenseIDs []string) ([]ConfV
 		}
 		for i, c := range cmds {
 			if v := c.Val(); len(v) >= 2 && v[0] != nil {
-				out[start+i] = ConfVersion{Present: true, Version: num(v[0]), Deleted: str(v[1]) == "1"}
+				out[start+i] = ConfVersion{Present: true, Version: replyInt(v[0]), Deleted: replyString(v[1]) == "1"}
 			}
 		}
 	}

@@ -182,4 +182,3 @@ func (b *Batcher[Q, R]) runSafely(batch []*Call[Q, R]) {
 	}()
 	b.run(batch)
 }
-

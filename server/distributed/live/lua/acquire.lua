@@ -1,7 +1,7 @@
 -- acquire.lua grants a seat, or hands back the live lease of the same
 -- idempotency key or dedupe key, in one atomic step (invariants 1, 2, 4).
 -- It takes several acquisitions on the license at once (the ones that
--- arrived together, see batch.go) and judges each on its own, in order,
+-- arrived together, see ../batch.go) and judges each on its own, in order,
 -- exactly as if it came alone: each counts the seats the ones before it
 -- took.
 -- ARGV: per acquisition, 11 values: lease id, token hash, idempotency key

@@ -1,7 +1,7 @@
 -- check.lua judges releases: the token first, then whether the lease is
 -- still live. It changes nothing; the caller records the release in
 -- PostgreSQL and then calls end.lua. It takes several leases of the
--- license at once (see batch.go) and judges each on its own.
+-- license at once (see ../batch.go) and judges each on its own.
 -- ARGV: 1 lease id, 2 token hash, [3 lease id, 4 token hash, ...].
 -- Returns {'NOCONF'} | {'DELETED'} for all of them, else
 --   {'OK', now, then for each lease: status, acquired, last_hb, deadline}

@@ -2,7 +2,7 @@
 -- only, never creates one. Strict expiry (invariant 3): a lease at or past
 -- its deadline is renewed only within the revival window and only if a
 -- seat is free. It takes several leases of the license at once (the
--- heartbeats that arrived together, see batch.go); each is judged on its
+-- heartbeats that arrived together, see ../batch.go); each is judged on its
 -- own, in order, exactly as if it came alone.
 -- ARGV: 1 lease id, 2 token hash, [3 lease id, 4 token hash, ...].
 -- Returns {'NOCONF'} | {'DELETED'} for all of them, else

@@ -1,0 +1,273 @@
+package distributed
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
+	"github.com/seatd/seatd/server/distributed/record"
+)
+
+// End -> record, then live. A release, revoke or observed expiry is
+// recorded first and only then removed from the live state, and the caller
+// is told only once both happened: an observed end is final.
+
+func (s *Store) Release(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	var l server.Lease
+	if err := s.release(ctx, leaseID, tokenHash, &l); err != nil {
+		return server.Lease{}, err
+	}
+	return l, nil
+}
+
+// release is Release writing the released lease to out, in small stack
+// frames (see Acquire).
+func (s *Store) release(ctx context.Context, leaseID, tokenHash string, out *server.Lease) error {
+	info, err := s.leaseInfoOf(ctx, leaseID)
+	if err != nil {
+		return err
+	}
+	for range maxAttempts {
+		c, err := s.live.Check(ctx, info.LicenseID, leaseID, tokenHash)
+		if err != nil {
+			return s.fail("release", err)
+		}
+		if c.Status != live.StatusLive {
+			if retry, err := s.releaseRefused(ctx, info.LicenseID, leaseID, tokenHash, c.Status, out); !retry {
+				return err
+			}
+			continue
+		}
+		ok, err := s.rec.ReleaseSession(ctx, leaseID, c.Now, c.Heartbeat, c.Deadline, out)
+		if err != nil {
+			return s.fail("release", err)
+		}
+		if !ok { // ended meanwhile: by another release (then idempotent) or not
+			err := s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+			if err == nil || server.ErrorReason(err) == server.ReasonLeaseRevoked {
+				// Released or revoked in the record yet live in Redis: the
+				// removal after that end failed (or has not run yet).
+				if derr := s.dropEnded(ctx, info.LicenseID, leaseID); derr != nil {
+					return s.fail("release", derr)
+				}
+			}
+			return err
+		}
+		if err := s.dropEnded(ctx, info.LicenseID, leaseID); err != nil {
+			*out = server.Lease{}
+			return s.fail("release", err)
+		}
+		return nil
+	}
+	return s.fail("release", errors.New("live state kept changing; giving up"))
+}
+
+// releaseRefused handles check.lua's answers other than LIVE: the error
+// or the answer for the caller (in out), or retry: the live state changed under the call, judge it anew.
+func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHash string, status live.Status, out *server.Lease) (retry bool, err error) {
+	switch status {
+	case live.StatusNoState:
+		err := s.ensureLive(ctx, licenseID)
+		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+			return false, s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+		}
+		if err != nil {
+			return false, s.fail("release: build live state", err)
+		}
+		return true, nil
+	case live.StatusDeleted, live.StatusNoLease:
+		return false, s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+	case live.StatusWrongToken:
+		return false, server.ErrLeaseToken
+	case live.StatusExpired:
+		return s.observeExpiry(ctx, licenseID, leaseID)
+	default:
+		return false, s.fail("release", fmt.Errorf("unexpected script reply %q", status))
+	}
+}
+
+// releaseEndedTo is releaseEnded writing its lease to out.
+func (s *Store) releaseEndedTo(ctx context.Context, leaseID, tokenHash string, out *server.Lease) error {
+	l, err := s.releaseEnded(ctx, leaseID, tokenHash)
+	if err == nil {
+		*out = l
+	}
+	return err
+}
+
+// releaseEnded answers a release of a lease that is not live, from its
+// record: a released lease is returned unchanged.
+func (s *Store) releaseEnded(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	if !tokenMatches(l.TokenHash, tokenHash) {
+		return server.Lease{}, server.ErrLeaseToken
+	}
+	if l.State == server.LeaseReleased {
+		return l, nil
+	}
+	return server.Lease{}, endError(l.State)
+}
+
+func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	if l.TenantID != tenantID {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	if l.State.Terminal() {
+		// Ended already, perhaps by a call whose removal from Redis failed:
+		// make sure it is gone before saying so.
+		if err := s.dropEnded(ctx, l.LicenseID, leaseID); err != nil {
+			return server.Lease{}, s.fail("revoke", err)
+		}
+		return l, nil
+	}
+	vals, now, err := s.peek(ctx, l.LicenseID, leaseID)
+	if err != nil {
+		return server.Lease{}, s.fail("revoke", err)
+	}
+	var hb, dl *time.Time
+	if v, ok := vals[leaseID]; ok {
+		hb, dl = &v.Heartbeat, &v.Deadline
+	}
+	ended, ok, err := s.rec.EndLease(ctx, leaseID, server.LeaseRevoked, now, hb, dl)
+	if err != nil {
+		return server.Lease{}, s.fail("revoke", err)
+	}
+	if !ok { // ended meanwhile: answer as for an ended lease
+		if ended, err = s.readLease(ctx, leaseID); err != nil {
+			return server.Lease{}, err
+		}
+	}
+	if err := s.dropEnded(ctx, l.LicenseID, leaseID); err != nil {
+		return server.Lease{}, s.fail("revoke", err)
+	}
+	return ended, nil
+}
+
+// observeExpiry answers a call that found the lease past its deadline
+// (and not revived). Observed ends are final: the expiry is recorded
+// before anyone is told, so that no rebuild or revival brings the lease
+// back, and the caller is told only once Redis remembers the end too
+// (end.lua, as for a release): a rebuild whose snapshot of the record was
+// read before the expiry was recorded then leaves the lease out.
+// retry: the lease was renewed meanwhile, judge the call anew.
+func (s *Store) observeExpiry(ctx context.Context, licenseID, leaseID string) (retry bool, err error) {
+	if _, err := s.ExpireLeases(ctx, []server.LeaseRef{{LicenseID: licenseID, LeaseID: leaseID}}); err != nil {
+		return false, err
+	}
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return false, err
+	}
+	if l.State == server.LeaseActive {
+		return true, nil
+	}
+	if err := s.dropEnded(ctx, licenseID, leaseID); err != nil {
+		return false, s.fail("record an expiry", err)
+	}
+	return false, endError(l.State)
+}
+
+// endedError is the answer for a lease that is not in the live state,
+// from its record, after the same token check. A lease the record holds
+// as active although Redis does not hold it (an orphan, see doc.go) holds
+// no seat: its expiry is recorded before the caller is told.
+func (s *Store) endedError(ctx context.Context, leaseID, tokenHash string) error {
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return err
+	}
+	if !tokenMatches(l.TokenHash, tokenHash) {
+		return server.ErrLeaseToken
+	}
+	if l.State == server.LeaseActive {
+		if err := s.expireOrphan(ctx, l.LicenseID, leaseID); err != nil {
+			return s.fail("record the expiry of a lease Redis does not hold", err)
+		}
+		if l, err = s.readLease(ctx, leaseID); err != nil {
+			return err
+		}
+		if l.State == server.LeaseActive {
+			// Redis holds it after all (a rebuild brought it in): the
+			// caller tries again.
+			return server.Unavailable(errors.New("lease came back to the live state"))
+		}
+		// As in observeExpiry: told only once Redis remembers the end.
+		if err := s.dropEnded(ctx, l.LicenseID, leaseID); err != nil {
+			return s.fail("record the expiry of a lease Redis does not hold", err)
+		}
+	}
+	return endError(l.State)
+}
+
+// expireOrphan records the expiry of an active lease that Redis does not
+// hold: adopt.lua hands it to the expiring hash (unless Redis holds it),
+// then ExpireLeases records it.
+func (s *Store) expireOrphan(ctx context.Context, licenseID, leaseID string) error {
+	r, err := s.rec.Session(ctx, leaseID)
+	if errors.Is(err, record.ErrNotFound) || (err == nil && r.State != server.LeaseActive) {
+		return nil // ended meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := s.adoptOne(ctx, licenseID, []live.Lease{liveLease(r)}); err != nil {
+		return err
+	}
+	_, err = s.ExpireLeases(ctx, []server.LeaseRef{{LicenseID: licenseID, LeaseID: leaseID}})
+	return err
+}
+
+// endError is the error for using a lease in state st. An active lease that
+// is not in the live state holds no seat: it counts as expired.
+func endError(st server.LeaseState) error {
+	switch st {
+	case server.LeaseReleased:
+		return server.ErrLeaseReleased
+	case server.LeaseRevoked:
+		return server.ErrLeaseRevoked
+	default:
+		return server.ErrLeaseExpired
+	}
+}
+
+func tokenMatches(stored, given string) bool {
+	return subtle.ConstantTimeCompare([]byte(stored), []byte(given)) == 1
+}
+
+// dropEnded removes released or revoked leases from the live state after
+// their end is recorded. Callers tell nobody the lease ended until it
+// succeeds (an observed end is final): on an error they answer UNAVAILABLE
+// and a retry finds the end recorded and tries again. If nobody retries
+// (the process died, the caller gave up), the write-behind flush finds the
+// lease ended in the record at its next heartbeat and drops it (flush.go),
+// and a lease that stops heartbeating stops counting at its deadline.
+func (s *Store) dropEnded(ctx context.Context, licenseID string, ids ...string) error {
+	if err := s.endLive(ctx, licenseID, ids); err != nil {
+		return fmt.Errorf("remove ended leases from Redis: %w", err)
+	}
+	s.hb.forget(ids...)
+	return nil
+}
+
+// endLive runs end.lua, within 5 s even when ctx has ended (a release whose
+// caller went away still gives the seat back).
+func (s *Store) endLive(ctx context.Context, licenseID string, ids []string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return s.endLiveNow(ctx, licenseID, ids)
+}
+
+func (s *Store) endLiveNow(ctx context.Context, licenseID string, ids []string) error {
+	return s.live.End(ctx, licenseID, ids)
+}

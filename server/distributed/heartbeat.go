@@ -1,0 +1,74 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
+)
+
+// Heartbeat -> write-behind. A heartbeat renews the lease in the live state
+// only; the new values reach the record with the next flush (flush.go).
+
+func (s *Store) Heartbeat(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
+	var l server.Lease
+	if err := s.heartbeat(ctx, leaseID, tokenHash, &l); err != nil {
+		return server.Lease{}, err
+	}
+	return l, nil
+}
+
+// heartbeat is Heartbeat writing the renewed lease to out, in small stack
+// frames (see Acquire).
+func (s *Store) heartbeat(ctx context.Context, leaseID, tokenHash string, out *server.Lease) error {
+	info, err := s.leaseInfoOf(ctx, leaseID)
+	if err != nil {
+		return err
+	}
+	for range maxAttempts {
+		b, err := s.live.Heartbeat(ctx, info.LicenseID, leaseID, tokenHash)
+		if err != nil {
+			return s.fail("heartbeat", err)
+		}
+		if b.Status == live.StatusRenewed {
+			s.hb.add(leaseID, b.Heartbeat, b.Deadline)
+			s.live.NoteDeadline(ctx, info.LicenseID, b.PrevFirst, b.Deadline)
+			info.leaseTo(out, leaseID, tokenHash, b.Heartbeat, b.Deadline)
+			return nil
+		}
+		if retry, err := s.heartbeatRefused(ctx, info.LicenseID, leaseID, tokenHash, b.Status); !retry {
+			return err
+		}
+	}
+	return s.fail("heartbeat", errors.New("live state kept changing; giving up"))
+}
+
+// heartbeatRefused handles heartbeat.lua's answers other than a renewal:
+// the error for the caller, or retry: the live state changed under the call, judge it anew.
+func (s *Store) heartbeatRefused(ctx context.Context, licenseID, leaseID, tokenHash string, status live.Status) (retry bool, err error) {
+	switch status {
+	case live.StatusNoState:
+		err := s.ensureLive(ctx, licenseID)
+		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+			return false, s.endedError(ctx, leaseID, tokenHash)
+		}
+		if err != nil {
+			return false, s.fail("heartbeat: build live state", err)
+		}
+		return true, nil
+	case live.StatusDeleted, live.StatusNoLease:
+		return false, s.endedError(ctx, leaseID, tokenHash)
+	case live.StatusWrongToken:
+		return false, server.ErrLeaseToken
+	case live.StatusExpired:
+		return s.observeExpiry(ctx, licenseID, leaseID)
+	case live.StatusInactive:
+		return false, server.ErrLicenseInactive
+	case live.StatusLicenseExpired:
+		return false, server.ErrLicenseExpired
+	default:
+		return false, s.fail("heartbeat", fmt.Errorf("unexpected script reply %q", status))
+	}
+}

@@ -1,0 +1,97 @@
+package distributed
+
+import (
+	"context"
+
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
+)
+
+// Views read the record and overlay the newer values the live state holds
+// (peek, rebuild.go).
+
+// readLease reads the record of a lease. ErrLeaseNotFound if none.
+func (s *Store) readLease(ctx context.Context, leaseID string) (server.Lease, error) {
+	r, err := s.rec.Lease(ctx, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	s.leaseInfo.Put(r.ID, infoOf(&r.Lease))
+	return r.Lease, nil
+}
+
+// leaseInfoOf returns the fixed fields of a lease, cached.
+func (s *Store) leaseInfoOf(ctx context.Context, leaseID string) (*leaseInfo, error) {
+	if i, ok := s.leaseInfo.Get(leaseID); ok {
+		return i, nil
+	}
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return nil, err
+	}
+	return infoOf(&l), nil
+}
+
+func (s *Store) GetLease(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
+	l, err := s.readLease(ctx, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	if l.TenantID != tenantID {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	if l.State != server.LeaseActive {
+		return l, nil
+	}
+	vals, _, err := s.peek(ctx, l.LicenseID, leaseID)
+	if err != nil {
+		return server.Lease{}, s.fail("get lease", err)
+	}
+	if v, ok := vals[leaseID]; ok {
+		l = overlay(l, v)
+	}
+	return l, nil
+}
+
+func (s *Store) ListLeases(ctx context.Context, tenantID, licenseID string, state server.LeaseState, p server.Page) ([]server.Lease, string, error) {
+	if _, err := s.rec.TenantLicense(ctx, tenantID, licenseID); err != nil {
+		return nil, "", err
+	}
+	page, next, err := s.rec.ListSessions(ctx, licenseID, state, p)
+	if err != nil {
+		return nil, "", err
+	}
+	var active []string
+	for _, l := range page {
+		if l.State == server.LeaseActive {
+			active = append(active, l.ID)
+		}
+	}
+	if len(active) > 0 {
+		vals, _, err := s.peek(ctx, licenseID, active...)
+		if err != nil {
+			return nil, "", s.fail("list leases", err)
+		}
+		for i, l := range page {
+			if v, ok := vals[l.ID]; ok {
+				page[i] = overlay(l, v)
+			}
+		}
+	}
+	return page, next, nil
+}
+
+func (s *Store) SeatsInUse(ctx context.Context, tenantID, licenseID string) (int, error) {
+	var c live.Count
+	err := s.withLiveState(ctx, licenseID, func() (err error) {
+		c, err = s.live.Count(ctx, licenseID)
+		return err
+	})
+	if err != nil {
+		return 0, s.fail("seats in use", err)
+	}
+	if c.TenantID != tenantID || c.Deleted {
+		return 0, server.ErrLicenseNotFound
+	}
+	return c.InUse, nil
+}
