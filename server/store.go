@@ -255,13 +255,15 @@ func (p Page) PageSize() int {
 }
 
 // BackgroundStats are counts a store keeps of its own background work, for
-// /metrics. A store that has none of it need not report them.
+// /metrics. A store that has none of it need not report them. A store that
+// keeps its live leases apart from its record (distributed mode: the live
+// state) reports how the two are kept in step.
 type BackgroundStats struct {
-	HeartbeatsFlushed int64 // heartbeat timestamps written behind to durable storage
-	FlushFailures     int64 // write-behind passes that failed (their heartbeats are retried)
-	LiveStateRebuilds int64 // live states rebuilt from the record (Redis lost it, or an unrecorded grant)
-	OrphansAdopted    int64 // recorded active leases unknown to Redis, handed to cleanup
-	RedisWritesBehind int64 // now: license settings copies waiting to be retried
+	HeartbeatsFlushed    int64 // heartbeat timestamps written behind to the record
+	FlushFailures        int64 // write-behind passes that failed (their heartbeats are retried)
+	LiveStateRebuilds    int64 // live states rebuilt from the record after the live copy was lost
+	OrphansAdopted       int64 // leases active in the record that the live state had lost, handed to cleanup
+	SettingsCopiesBehind int64 // now: license settings not yet copied into the live state (retried)
 }
 
 // BackgroundReporter is implemented by stores that report BackgroundStats.

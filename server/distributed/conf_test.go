@@ -40,14 +40,14 @@ func TestFailedSettingsPushIsRetried(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // several retries, all refused
 	_, seats := liveConf(t, s, lic.ID)
 	require.Equal(t, "3", seats, "Redis still has the old settings while it refuses them")
-	require.EqualValues(t, 1, s.BackgroundStats().RedisWritesBehind, "/metrics shows the copy waiting")
+	require.EqualValues(t, 1, s.BackgroundStats().SettingsCopiesBehind, "/metrics shows the copy waiting")
 
 	fail.on.Store(false)
 	require.Eventually(t, func() bool {
 		_, seats := liveConf(t, s, lic.ID)
 		return seats == "1"
 	}, 5*time.Second, 20*time.Millisecond, "the flush loop pushes the settings once Redis answers")
-	require.Zero(t, s.BackgroundStats().RedisWritesBehind)
+	require.Zero(t, s.BackgroundStats().SettingsCopiesBehind)
 	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
 	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "the new limit of 1 holds")
 }

@@ -12,11 +12,11 @@ func (s *Store) BackgroundStats() server.BackgroundStats {
 	behind := len(s.confBehind)
 	s.confBehindMu.Unlock()
 	return server.BackgroundStats{
-		HeartbeatsFlushed: s.hb.written.Load(),
-		FlushFailures:     s.flushFailures.Load(),
-		LiveStateRebuilds: s.liveRebuilds.Load(),
-		OrphansAdopted:    s.adopted.Load(),
-		RedisWritesBehind: int64(behind),
+		HeartbeatsFlushed:    s.hb.written.Load(),
+		FlushFailures:        s.flushFailures.Load(),
+		LiveStateRebuilds:    s.liveRebuilds.Load(),
+		OrphansAdopted:       s.adopted.Load(),
+		SettingsCopiesBehind: int64(behind),
 	}
 }
 

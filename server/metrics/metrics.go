@@ -87,7 +87,7 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 			func(s server.BackgroundStats) int64 { return s.OrphansAdopted }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "seatd_redis_writes_behind", Help: "Licenses whose settings copy, and released or revoked leases whose removal, Redis refused, waiting to be retried (distributed).",
-		}, func() float64 { return float64(r.BackgroundStats().RedisWritesBehind) }),
+		}, func() float64 { return float64(r.BackgroundStats().SettingsCopiesBehind) }),
 	)
 }
 

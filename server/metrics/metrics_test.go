@@ -99,7 +99,7 @@ type fakeReporter struct{ flushed atomic.Int64 }
 
 func (f *fakeReporter) BackgroundStats() server.BackgroundStats {
 	return server.BackgroundStats{
-		HeartbeatsFlushed: f.flushed.Load(), FlushFailures: 2, LiveStateRebuilds: 3, OrphansAdopted: 4, RedisWritesBehind: 5,
+		HeartbeatsFlushed: f.flushed.Load(), FlushFailures: 2, LiveStateRebuilds: 3, OrphansAdopted: 4, SettingsCopiesBehind: 5,
 	}
 }
 
