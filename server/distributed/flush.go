@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seatd/seatd/server/distributed/live"
+	"github.com/seatd/seatd/server/internal/periodic"
 )
 
 // Heartbeats are written behind: Heartbeat changes Redis only and notes
@@ -84,21 +85,14 @@ func (b *heartbeatBuffer) putBack(m map[string]pendingBeat) {
 
 func (s *Store) flushLoop() {
 	defer close(s.stopped)
-	t := time.NewTicker(s.flushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), s.flushEvery)
-			if err := s.flush(ctx); err != nil {
-				s.log.Error("distributed store: write heartbeats behind; retrying next tick", "err", err)
-			}
-			s.retryConf(ctx)
-			cancel()
+	periodic.Run(s.stop, s.flushEvery, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.flushEvery)
+		defer cancel()
+		if err := s.flush(ctx); err != nil {
+			s.log.Error("distributed store: write heartbeats behind; retrying next tick", "err", err)
 		}
-	}
+		s.retryConf(ctx)
+	})
 }
 
 // flush writes every buffered heartbeat: one UPDATE per batch of up to

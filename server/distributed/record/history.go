@@ -113,20 +113,16 @@ func (pg *Postgres) AuditLog(ctx context.Context, tenantID string, p server.Page
 	return page, next, nil
 }
 
-const defaultTopLimit = 20
-
 // ZombieReport runs the seed's three analytics queries, scoped to the
 // tenant and the window [Start, End) (a zero Start or End is open), in one
 // round trip. The seed's zombie percentage divided integers (always 0 or
 // 100); here it is a float over every lease of the license.
 func (pg *Postgres) ZombieReport(ctx context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
-	if !q.End.IsZero() && q.End.Before(q.Start) {
-		return server.ZombieReport{}, server.Invalid("end", "end must not be before start")
+	q, err := q.WithDefaults()
+	if err != nil {
+		return server.ZombieReport{}, err
 	}
 	top := q.TopLimit
-	if top <= 0 {
-		top = defaultTopLimit
-	}
 	start, end := optTime(q.Start), optTime(q.End)
 	const window = `ce.tenant_id = $1 AND ce.cleanup_type = 'zombie'
 		AND ($2::timestamptz IS NULL OR ce.cleaned_at >= $2)
