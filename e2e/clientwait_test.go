@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -88,8 +89,24 @@ func TestClientWaitForSeatAcrossShutdown(t *testing.T) {
 	require.Equal(t, [][2]int{{1, 1}, {1, 2}}, positions, "first on A, then first again on B, ahead of the later waiter")
 	mu.Unlock()
 
-	// Past the hold window the grant is still ours and heartbeated.
-	time.Sleep(hold + 2*time.Second)
+	// Past the hold window the grant is still ours and heartbeated: a
+	// heartbeat reached B, and 2s after the window (whose end the
+	// hold's check runs at) nothing took the seat.
+	var granted *seatdv1.Lease
+	waitUntil(t, hold+10*time.Second, "a heartbeat of the waited-for lease", func() (bool, string) {
+		select {
+		case <-r.lease.Lost():
+			t.Fatalf("the waited-for lease was lost: %v", r.lease.Err())
+		default:
+		}
+		list := b.leases(t, lic.GetId(), seatdv1.LeaseState_LEASE_STATE_ACTIVE)
+		if len(list) != 1 || list[0].GetId() != r.lease.ID() {
+			return false, fmt.Sprintf("active leases %v", list)
+		}
+		granted = list[0]
+		return granted.GetLastHeartbeatAt().AsTime().After(granted.GetAcquiredAt().AsTime()), fmt.Sprintf("lease %v", granted)
+	})
+	time.Sleep(time.Until(granted.GetAcquiredAt().AsTime().Add(hold + 2*time.Second)))
 	select {
 	case <-r.lease.Lost():
 		t.Fatalf("the waited-for lease was lost: %v", r.lease.Err())

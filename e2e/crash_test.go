@@ -20,7 +20,10 @@ import (
 // in use are right.
 func TestKill9Embedded(t *testing.T) {
 	t.Parallel()
-	const ttl = 10 * time.Second
+	// The check falls between the deadline on disk (a TTL after the grant)
+	// and the one told (half a TTL later); the restart, from half a TTL
+	// on, and the check have a TTL to be done by the told deadline.
+	const ttl = 6 * time.Second
 	// Nothing is written behind before the kill.
 	p := start(t, options{args: []string{"--heartbeat-flush-interval", "1h"}})
 	lic := newLicense(t, p, 3, ttl, "kill-9")
@@ -64,7 +67,7 @@ func TestKill9Embedded(t *testing.T) {
 // restarted, agree on all three.
 func TestKill9Distributed(t *testing.T) {
 	t.Parallel()
-	const ttl = 10 * time.Second
+	const ttl = 6 * time.Second // as TestKill9Embedded
 	b := sharedBackend(t, "")
 	procs := b.startCluster(t, 2, "kill9", "--heartbeat-flush-interval", "1h")
 	lic := newLicense(t, procs[0], 3, ttl, "kill-9")

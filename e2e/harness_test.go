@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -412,22 +412,33 @@ func runToExit(t testing.TB, timeout time.Duration, args, env []string) (int, st
 	}
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
+// freeAddr returns a loopback address with a port that was free a moment
+// ago (freePort).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	return fmt.Sprintf("127.0.0.1:%d", freePort(t))
 }
 
 // eventually polls cond every 20ms until it holds or timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	waitUntil(t, timeout, what, func() (bool, string) { return cond(), "" })
+}
+
+// waitUntil is eventually for a condition that says what it saw: a timeout
+// reports the last thing it saw.
+func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() (ok bool, saw string)) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		ok, saw := cond()
+		if ok {
+			return
+		}
 		if time.Now().After(deadline) {
+			if saw != "" {
+				t.Fatalf("timed out after %s waiting for %s; last saw %s", timeout, what, saw)
+			}
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 		time.Sleep(20 * time.Millisecond)

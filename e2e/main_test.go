@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 )
 
@@ -20,6 +23,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	widenParallel()
 	if bin := os.Getenv("SEATD_BIN"); bin != "" {
 		abs, err := filepath.Abs(bin)
 		if err == nil {
@@ -76,4 +81,24 @@ func toolPath(t testing.TB, name string) string {
 		t.Fatalf("%s not found in SEATD_TOOLS_BIN=%s (%v): run `make tools`", name, dir, err)
 	}
 	return p
+}
+
+// e2eParallelPerCPU is how many e2e tests run at once per CPU unless
+// -test.parallel says otherwise. go test's default (GOMAXPROCS) suits tests
+// that compute; these mostly wait on seatd processes (a deadline to pass, a
+// drain delay, a restart), so on 2 cores the 1-minute TestChaos alone held
+// half the slots and every other test queued behind the one left.
+const e2eParallelPerCPU = 4
+
+// widenParallel raises -test.parallel to e2eParallelPerCPU × GOMAXPROCS when
+// the command line did not set it. Tests that run together never share a
+// data directory, port, schema or key prefix: each starts its own seatd on
+// 127.0.0.1:0 (or ports it picked, stableAddrs), in its own t.TempDir(), on
+// its own sharedBackend or private servers.
+func widenParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(e2eParallelPerCPU*runtime.GOMAXPROCS(0)))
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -128,30 +127,15 @@ func dialAll(t testing.TB, addrs []string, serviceConfig string, log *slog.Logge
 }
 
 // stableAddrs are n distinct loopback addresses that an instance can leave
-// and a new process take again: their ports are below the kernel's ephemeral
-// range, so no outgoing connection (of the 200 clients, say) can grab one in
-// between.
+// and a new process take again (freePort).
 func stableAddrs(t testing.TB, n int) []string {
 	t.Helper()
-	lo := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil {
-				lo = v
-			}
-		}
-	}
-	require.Greater(t, lo, 11000, "the ephemeral port range starts too low to pick ports below it")
 	seen := map[string]bool{}
 	var out []string
 	for attempt := 0; len(out) < n; attempt++ {
-		require.Less(t, attempt, 1000, "no %d free ports found below %d", n, lo)
-		addr := fmt.Sprintf("127.0.0.1:%d", 10000+mathrand.IntN(lo-11000))
-		if seen[addr] {
-			continue
-		}
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			require.NoError(t, ln.Close())
+		require.Less(t, attempt, 1000, "no %d distinct free ports found", n)
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		if !seen[addr] {
 			seen[addr] = true
 			out = append(out, addr)
 		}

@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -472,11 +473,34 @@ func privateBackend(c *pgCluster, redisURL string) *backend {
 	return &backend{PGURL: c.URL(), RedisURL: redisURL, Prefix: "seatd-e2e:"}
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
+// freePort returns a loopback TCP port that was free a moment ago, below
+// the kernel's ephemeral range: a server that stops and starts again on it
+// (a private Redis or PostgreSQL restarted, an instance of a rolling
+// restart) finds it free again, since no outgoing connection, of this test
+// or of those running beside it, can take it meanwhile as one can take a
+// port that listening on :0 handed out.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	lo := ephemeralPortsFrom()
+	require.Greater(t, lo, 11000, "the ephemeral port range starts too low to pick ports below it")
+	for attempt := 0; ; attempt++ {
+		require.Less(t, attempt, 1000, "no free port found below %d", lo)
+		port := 10000 + mathrand.IntN(lo-11000)
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			require.NoError(t, ln.Close())
+			return port
+		}
+	}
 }
+
+// ephemeralPortsFrom is the first port of the kernel's ephemeral range.
+var ephemeralPortsFrom = sync.OnceValue(func() int {
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				return v
+			}
+		}
+	}
+	return 32768
+})
