@@ -49,6 +49,8 @@ type fakeServer struct {
 
 	acquires, releases, streams int
 	unaryBeats, streamBeats     map[string]int // by lease id
+	refusedBeats                int            // heartbeats failed while unavailable
+	waitTries                   int            // seats WaitForSeat tried for and found none
 }
 
 type fakeLease struct {
@@ -202,6 +204,7 @@ func (f *fakeServer) heartbeat(id, token string, counts map[string]int) (time.Ti
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.unavailable {
+		f.refusedBeats++
 		return time.Time{}, reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
 	}
 	l, ok := f.leases[id]
@@ -333,6 +336,7 @@ func (f *fakeServer) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv1
 		if !errors.Is(wrap(err), ErrNoSeat) {
 			return err
 		}
+		f.set(func(f *fakeServer) { f.waitTries++ })
 		select {
 		case <-stream.Context().Done():
 			return stream.Context().Err()

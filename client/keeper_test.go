@@ -43,7 +43,8 @@ func TestUnavailableShorterThanTTLIsNotLost(t *testing.T) {
 	eventually(t, func() bool { return b.fake.beats(l.ID()) >= 1 }, "heartbeats")
 
 	b.fake.set(func(f *fakeServer) { f.unavailable = true })
-	time.Sleep(300 * time.Millisecond) // many intervals, well within the TTL
+	// Several heartbeats refused, well within the TTL.
+	eventually(t, func() bool { return b.fake.read(func(f *fakeServer) int { return f.refusedBeats }) >= 3 }, "heartbeats refused")
 	requireNotLost(t, l)
 	b.fake.set(func(f *fakeServer) { f.unavailable = false })
 

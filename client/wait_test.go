@@ -48,7 +48,7 @@ func TestWaitForSeatWaitsForAFreeSeat(t *testing.T) {
 		require.NoError(t, err)
 		got <- l
 	}()
-	time.Sleep(30 * time.Millisecond)
+	eventually(t, func() bool { return b.fake.read(func(f *fakeServer) int { return f.waitTries }) >= 3 }, "the wait finding no seat")
 	require.Empty(t, got, "no seat while the holder keeps it")
 	require.NoError(t, holder.Release(testContext(t)))
 	l := <-got
