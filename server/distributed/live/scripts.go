@@ -3,6 +3,7 @@ package live
 import (
 	"embed"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -34,24 +35,23 @@ var (
 	scriptFixHint = loadPlainScript("fixhint")
 )
 
-func loadPlainScript(name string) *redis.Script {
-	body, err := luaFS.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(fmt.Sprintf("live: embedded lua/%s.lua: %v", name, err))
-	}
-	return redis.NewScript(string(body))
-}
+// loadScript is lua/common.lua followed by lua/<name>.lua.
+func loadScript(name string) *redis.Script { return concat("common", name) }
 
-func loadScript(name string) *redis.Script {
-	common, err := luaFS.ReadFile("lua/common.lua")
-	if err != nil {
-		panic(fmt.Sprintf("live: embedded lua/common.lua: %v", err))
+// loadPlainScript is lua/<name>.lua alone.
+func loadPlainScript(name string) *redis.Script { return concat(name) }
+
+// concat joins embedded scripts into one, in order.
+func concat(names ...string) *redis.Script {
+	parts := make([]string, len(names))
+	for i, name := range names {
+		body, err := luaFS.ReadFile("lua/" + name + ".lua")
+		if err != nil {
+			panic(fmt.Sprintf("live: embedded lua/%s.lua: %v", name, err))
+		}
+		parts[i] = string(body)
 	}
-	body, err := luaFS.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(fmt.Sprintf("live: embedded lua/%s.lua: %v", name, err))
-	}
-	return redis.NewScript(string(common) + "\n" + string(body))
+	return redis.NewScript(strings.Join(parts, "\n"))
 }
 
 // scriptsByName are the scripts by their file's name, for Script.

@@ -31,12 +31,9 @@
 -- PostgreSQL before it answers, so that the count of the record's active
 -- leases never exceeds the limit either.
 local ARGS_PER, OUT_PER = 11, 11
-local conf = load_conf()
+local conf, refused = open_conf()
 if not conf then
-  return {'NOCONF'}
-end
-if conf.deleted then
-  return {'DELETED'}
+  return refused
 end
 local now = now_us()
 local bad = usable(conf, now)

@@ -7,12 +7,9 @@
 --   {'OK', now, then for each lease: status, acquired, last_hb, deadline}
 -- with status 'LIVE' | 'NOLEASE' | 'TOKEN' | 'EXPIRED' (the times are 0
 -- unless 'LIVE').
-local conf = load_conf()
+local conf, refused = open_conf()
 if not conf then
-  return {'NOCONF'}
-end
-if conf.deleted then
-  return {'DELETED'}
+  return refused
 end
 local now = now_us()
 local out = {'OK', now}

@@ -48,11 +48,18 @@ local function put_rec(key, id, r)
   redis.call('HSET', key, id, cmsgpack.pack(r))
 end
 
--- load_conf returns the license settings, or nil when the live state of the
--- license is absent (never built, or Redis lost it).
-local function load_conf()
-  local v = redis.call('HMGET', K_CONF, 'epoch', 'deleted', 'seats', 'overdraft', 'ttl',
-    'revival', 'active', 'exp', 'strategy', 'tenant', 'json', 'version')
+-- CONF_FIELDS are the fields of the settings hash; a heartbeat reads only
+-- the first HOT_FIELDS of them (the license JSON, the largest field, would
+-- otherwise be read on every run).
+local CONF_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'revival', 'active', 'exp',
+  'strategy', 'tenant', 'json', 'version'}
+local HOT_FIELDS = 8
+
+-- load_conf returns the license settings (the first n fields, all when n
+-- is nil), or nil when the live state of the license is absent (never
+-- built, or Redis lost it).
+local function load_conf(n)
+  local v = redis.call('HMGET', K_CONF, unpack(CONF_FIELDS, 1, n or #CONF_FIELDS))
   if not v[1] then
     return nil
   end
@@ -70,6 +77,20 @@ local function load_conf()
     json = v[11] or '',
     version = v[12] or '0',
   }
+end
+
+-- open_conf is load_conf for a call on the license's leases: the settings,
+-- or nil and the reply shared by every call when the license has no live
+-- state ({'NOCONF'}) or is deleted ({'DELETED'}).
+local function open_conf(n)
+  local conf = load_conf(n)
+  if not conf then
+    return nil, {'NOCONF'}
+  end
+  if conf.deleted then
+    return nil, {'DELETED'}
+  end
+  return conf
 end
 
 -- usable is nil when the license may grant and keep seats at now, else the

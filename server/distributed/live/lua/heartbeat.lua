@@ -13,31 +13,9 @@
 -- (Small integers: cheap to build here and to read in Go.)
 local RENEWED, NOLEASE, TOKEN, EXPIRED = 0, 1, 2, 3
 local UNUSABLE = {INACTIVE = 4, LICEXPIRED = 5}
--- The settings a heartbeat needs (load_conf without the license JSON, the
--- largest field, read on every run otherwise).
-local function load_hot_conf()
-  local v = redis.call('HMGET', K_CONF, 'epoch', 'deleted', 'seats', 'overdraft', 'ttl',
-    'revival', 'active', 'exp')
-  if not v[1] then
-    return nil
-  end
-  return {
-    deleted = v[2] == '1',
-    seats = tonumber(v[3] or '0'),
-    overdraft = tonumber(v[4] or '0'),
-    ttl = tonumber(v[5] or '0'),
-    revival = tonumber(v[6] or '0'),
-    active = v[7] == '1',
-    exp = tonumber(v[8] or '0'),
-  }
-end
-
-local conf = load_hot_conf()
+local conf, refused = open_conf(HOT_FIELDS)
 if not conf then
-  return {'NOCONF'}
-end
-if conf.deleted then
-  return {'DELETED'}
+  return refused
 end
 local now = now_us()
 local bad = usable(conf, now)
