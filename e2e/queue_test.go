@@ -200,6 +200,11 @@ func queueProcs(t testing.TB, distributed bool, args ...string) []*proc {
 // TestWaitForSeatFIFO: waiters that joined one after another get the seat in
 // join order, whichever instance each one waits on, and each first hears its
 // join position. 50 waiters over two distributed instances; 10 embedded.
+//
+// The cases run one after the other, the distributed one (the longest e2e
+// test but TestChaos: about a second per seat handed from one instance to
+// the other) first: a parallel subtest would queue again, behind every test
+// that started meanwhile, for a slot of its own.
 func TestWaitForSeatFIFO(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -208,7 +213,6 @@ func TestWaitForSeatFIFO(t *testing.T) {
 		waiters     int
 	}{{"distributed", true, 50}, {"embedded", false, 10}} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			procs := queueProcs(t, tc.distributed)
 			lic := newLicense(t, procs[0], 1, time.Minute, "fifo")
 			holder, err := procs[0].acquire(t.Context(), lic.GetKey(), "holder")
