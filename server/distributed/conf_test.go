@@ -37,7 +37,9 @@ func TestFailedSettingsPushIsRetried(t *testing.T) {
 	fail.on.Store(true)
 	_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.Seats = 1; return nil })
 	require.NoError(t, err, "the change is recorded even though Redis refused its copy")
-	time.Sleep(300 * time.Millisecond) // several retries, all refused
+	refused := fail.refused.Load()
+	require.Eventually(t, func() bool { return fail.refused.Load() >= refused+3 }, 10*time.Second, 10*time.Millisecond,
+		"the flush loop retries the copy")
 	_, seats := liveConf(t, s, lic.ID)
 	require.Equal(t, "3", seats, "Redis still has the old settings while it refuses them")
 	require.EqualValues(t, 1, s.BackgroundStats().SettingsCopiesBehind, "/metrics shows the copy waiting")

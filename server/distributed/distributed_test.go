@@ -204,3 +204,15 @@ func (loc location) db(t *testing.T) *pgxpool.Pool {
 
 // timeUS is a time as the live state keeps it: unix microseconds.
 func timeUS(t time.Time) int64 { return t.UnixMicro() }
+
+// waitRedisPast waits until the store's clock (Redis TIME, the judge of
+// every deadline) is past t: a condition on the clock that decides, not a
+// sleep that may be too short on a loaded machine.
+func waitRedisPast(t *testing.T, s *Store, at time.Time) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		now, err := s.live.Now(t.Context())
+		require.NoError(t, err)
+		return now.After(at)
+	}, 30*time.Second, time.Millisecond, "the store's clock passes %s", at)
+}

@@ -76,10 +76,12 @@ func (h *scriptHook) around(cmds []redis.Cmder, run func() error) error {
 	return err
 }
 
-// failScript fails every call of one script while on is set.
+// failScript fails every call of one script while on is set, and counts
+// the calls it failed.
 type failScript struct {
 	scriptHook
-	on atomic.Bool
+	on      atomic.Bool
+	refused atomic.Int64
 }
 
 var errScriptRefused = errors.New("injected: Redis unreachable")
@@ -88,6 +90,7 @@ func newFailScript(script *redis.Script) *failScript {
 	f := &failScript{}
 	f.scriptHook = scriptHook{sha: script.Hash(), before: func() error {
 		if f.on.Load() {
+			f.refused.Add(1)
 			return errScriptRefused
 		}
 		return nil

@@ -92,7 +92,7 @@ func TestHeartbeatWriteBehind(t *testing.T) {
 		r, tok := acq(t, s, lic.Key, fmt.Sprintf("fp-%d", i))
 		leases[i], tokens[i] = r.Lease, tok
 	}
-	time.Sleep(5 * time.Millisecond)
+	waitRedisPast(t, s, leases[n-1].AcquiredAt) // heartbeats come later than the grants
 
 	beat := func() []server.Lease {
 		out := make([]server.Lease, n)
@@ -128,7 +128,7 @@ func TestHeartbeatWriteBehind(t *testing.T) {
 	// newer than its end: the buffer may hold one that Redis accepted
 	// while the record already said the lease had ended (an end recorded
 	// by an instance that died before removing the lease from Redis).
-	time.Sleep(2 * time.Millisecond)
+	waitRedisPast(t, s, hbs[n-1].LastHeartbeatAt)
 	hbs = beat()
 	rel, err := s.Release(t.Context(), leases[0].ID, server.HashSecret(tokens[0]))
 	require.NoError(t, err)
@@ -170,8 +170,8 @@ func TestExpireLeasesRecordFailure(t *testing.T) {
 		ids = append(ids, r.Lease.ID)
 		tokens[r.Lease.ID] = tok
 		acquired[r.Lease.ID] = r.Lease
+		waitRedisPast(t, a, r.Lease.ExpiresAt) // due by the store's clock
 	}
-	time.Sleep(1400 * time.Millisecond)
 	refs, err := a.DueLeases(t.Context(), nil, 100)
 	require.NoError(t, err)
 	require.Len(t, refs, 3)
@@ -277,7 +277,7 @@ func TestRedisLoss(t *testing.T) {
 	require.True(t, b2.Existing)
 	c, tokC := acq(t, s, lic.Key, "c")
 	o, tokO := acq(t, s, other.Key, "o")
-	time.Sleep(5 * time.Millisecond)
+	waitRedisPast(t, s, o.Lease.AcquiredAt) // the heartbeat comes later than the grants
 	hbA, err := s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA)) // written behind, not yet flushed
 	require.NoError(t, err)
 
@@ -380,8 +380,8 @@ func TestDeleteLicenseRacingAcquisitions(t *testing.T) {
 	lic := mkLicense(t, s, tn.ID, 10_000, time.Hour)
 	stop := make(chan struct{})
 	var (
-		wg      sync.WaitGroup
-		granted atomic.Int64
+		wg               sync.WaitGroup
+		granted, refused atomic.Int64
 	)
 	for w := range 8 {
 		wg.Go(func() {
@@ -398,6 +398,8 @@ func TestDeleteLicenseRacingAcquisitions(t *testing.T) {
 				}
 				if err == nil {
 					granted.Add(1)
+				} else {
+					refused.Add(1)
 				}
 			}
 		})
@@ -407,7 +409,9 @@ func TestDeleteLicenseRacingAcquisitions(t *testing.T) {
 	require.Eventually(t, func() bool { return granted.Load() >= 20 }, 20*time.Second, 5*time.Millisecond)
 	revoked, err := s.DeleteLicense(t.Context(), tn.ID, lic.ID)
 	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond)
+	refusedBefore := refused.Load()
+	require.Eventually(t, func() bool { return refused.Load() >= refusedBefore+16 }, 20*time.Second, 5*time.Millisecond,
+		"acquisitions go on after the delete, and are refused")
 	close(stop)
 	wg.Wait()
 	require.Positive(t, revoked)
