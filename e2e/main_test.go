@@ -93,8 +93,8 @@ const e2eParallelPerCPU = 4
 // widenParallel raises -test.parallel to e2eParallelPerCPU × GOMAXPROCS when
 // the command line did not set it. Tests that run together never share a
 // data directory, port, schema or key prefix: each starts its own seatd on
-// 127.0.0.1:0 (or ports it picked, stableAddrs), in its own t.TempDir(), on
-// its own sharedBackend or private servers.
+// 127.0.0.1:0 (or on ports freePort picked), in its own t.TempDir(), on its
+// own sharedBackend or private servers.
 func widenParallel() {
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
