@@ -8,15 +8,23 @@
 //	go run ./scripts/mutants -run flush # those whose name contains "flush"
 //	go run ./scripts/mutants -sample 80 -pkg ./server/distributed
 //	                                    # 80 of gremlins' mutants, at random
+//	go run ./scripts/mutants -sample 80 \
+//	  -pkg ./server/distributed,./server/distributed/record,./server/distributed/live \
+//	  -tests ./server/distributed/      # mutants of three packages, each also
+//	                                    # run against the distributed tests
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,80 +40,85 @@ type mutant struct {
 // alsoChange holds a second change, in the same file, of a mutant that
 // needs two.
 var alsoChange = map[string][2]string{
-	"ExpireLeases: state guards dropped": {
+	"ExpireSessions: state guards dropped": {
 		"FROM v, locked WHERE s.id = v.id AND s.id = locked.id AND s.state = 'active'",
 		"FROM v, locked WHERE s.id = v.id AND s.id = locked.id",
 	},
 }
 
+// The invariants' tests of distributed mode are in server/distributed: its
+// tests exercise the record (server/distributed/record, PostgreSQL) and the
+// live state (server/distributed/live, Redis) through the Store, so the
+// mutants of those two packages run them too.
 var (
 	distributed = []string{"./server/distributed/"}
 	embedded    = []string{"./server/embedded/"}
 )
 
 var mutants = []mutant{
-	{"acquire.lua: seat check >= becomes >", "server/distributed/lua/acquire.lua",
+	{"acquire.lua: seat check >= becomes >", "server/distributed/live/lua/acquire.lua",
 		"  if n >= limit then\n    return {'EXHAUSTED'", "  if n > limit then\n    return {'EXHAUSTED'", distributed},
 	{"embedded revival: < becomes <=", "server/embedded/leases.go",
 		"e.lic.liveCount(now) < l.SeatLimit()", "e.lic.liveCount(now) <= l.SeatLimit()", embedded},
-	{"heartbeat.lua: token check removed", "server/distributed/lua/heartbeat.lua",
+	{"heartbeat.lua: token check removed", "server/distributed/live/lua/heartbeat.lua",
 		"  if r[TOK] ~= tok then\n    return TOKEN\n  end\n  if r[DL] <= now then", "  if r[DL] <= now then", distributed},
-	{"heartbeat.lua: token check of an expiring lease removed", "server/distributed/lua/heartbeat.lua",
+	{"heartbeat.lua: token check of an expiring lease removed", "server/distributed/live/lua/heartbeat.lua",
 		"    if x[TOK] ~= tok then\n      return TOKEN\n    end\n    return EXPIRED", "    return EXPIRED", distributed},
-	{"endLease: state = 'active' guard dropped", "server/distributed/leases.go",
+	{"EndLease: state = 'active' guard dropped", "server/distributed/record/sessions.go",
 		"			WHERE s.id = $1 AND s.state = 'active'\n			RETURNING", "			WHERE s.id = $1\n			RETURNING", distributed},
 	// Both guards (alsoChange): either alone is enough (FOR UPDATE
 	// re-checks the row).
-	{"ExpireLeases: state guards dropped", "server/distributed/cleanup.go",
+	{"ExpireSessions: state guards dropped", "server/distributed/record/sessions.go",
 		"WHERE s.id IN (SELECT id FROM v) AND s.state = 'active'\n			AND (SELECT count(*) FROM licensed) >= 0",
 		"WHERE s.id IN (SELECT id FROM v)\n			AND (SELECT count(*) FROM licensed) >= 0", distributed},
-	{"flush: state = 'active' dropped in the write-behind UPDATE", "server/distributed/flush.go",
+	{"flush: state = 'active' dropped in the write-behind UPDATE (WriteBeats)", "server/distributed/record/sessions.go",
 		"WHERE s.id = v.id AND s.state = 'active' AND s.last_heartbeat_at < v.hb", "WHERE s.id = v.id AND s.last_heartbeat_at < v.hb", distributed},
-	{"heartbeat: a transient rebuild error answered as LEASE_EXPIRED", "server/distributed/leases.go",
+	{"heartbeat: a transient rebuild error answered as LEASE_EXPIRED", "server/distributed/heartbeat.go",
 		"		if err != nil {\n			return false, s.fail(\"heartbeat: build live state\", err)\n		}",
 		"		if err != nil {\n			return false, server.ErrLeaseExpired\n		}", distributed},
 	{"distributed ExpireLeases drops from Redis when the record fails", "server/distributed/cleanup.go",
 		"		// Nothing is recorded; the leases stay in the expiring hash and\n		// the next pass records them.\n		return nil, s.fail(\"expire leases\", err)",
-		"		for i := range ids {\n			_ = s.endLiveNow(ctx, owners[i], ids[i:i+1])\n		}\n		return nil, s.fail(\"expire leases\", err)", distributed},
+		"		for _, l := range ended {\n			_ = s.endLiveNow(ctx, l.LicenseID, l.IDs)\n		}\n		return nil, s.fail(\"expire leases\", err)", distributed},
 	{"embedded ExpireLeases removes leases on a write error", "server/embedded/cleanup.go",
 		"		return nil, s.fail(\"expire leases\", err) // nothing removed (invariant 6)",
 		"		for _, e := range es {\n			s.idx.removeLease(e)\n		}\n		return nil, s.fail(\"expire leases\", err)", embedded},
-	{"rebuild.lua: ended leases brought back", "server/distributed/lua/rebuild.lua",
+	{"rebuild.lua: ended leases brought back", "server/distributed/live/lua/rebuild.lua",
 		"if not redis.call('ZSCORE', K_ENDED, id) and redis.call('HEXISTS', K_EXP, id) == 0 then",
 		"if redis.call('HEXISTS', K_EXP, id) == 0 then", distributed},
-	{"rebuild.lua: slack given although Redis still holds the license", "server/distributed/lua/rebuild.lua",
+	{"rebuild.lua: slack given although Redis still holds the license", "server/distributed/live/lua/rebuild.lua",
 		"    elseif lost then\n      r[DL] = r[DL] + slack", "    else\n      r[DL] = r[DL] + slack", distributed},
-	{"acquire.lua: a lapsed lease's seat taken without recording it", "server/distributed/lua/acquire.lua",
+	{"acquire.lua: a lapsed lease's seat taken without recording it", "server/distributed/live/lua/acquire.lua",
 		"        displaced[#displaced + 1] = lid\n", "", distributed},
-	{"heartbeat told LEASE_EXPIRED without recording the expiry", "server/distributed/leases.go",
-		"	case \"EXPIRED\":\n		return s.observeExpiry(ctx, licenseID, leaseID)\n	case \"INACTIVE\":",
-		"	case \"EXPIRED\":\n		return false, server.ErrLeaseExpired\n	case \"INACTIVE\":", distributed},
+	{"heartbeat told LEASE_EXPIRED without recording the expiry", "server/distributed/heartbeat.go",
+		"	case live.StatusExpired:\n		return s.observeExpiry(ctx, licenseID, leaseID)\n	case live.StatusInactive:",
+		"	case live.StatusExpired:\n		return false, server.ErrLeaseExpired\n	case live.StatusInactive:", distributed},
 	{"flush: ended leases not dropped from Redis", "server/distributed/flush.go",
-		"	if len(ended) > 0 {\n		s.dropEndedInRecord(ctx, ended)\n	}", "", distributed},
-	{"release acknowledged although Redis kept the lease", "server/distributed/leases.go",
+		"	if len(ended) > 0 {\n		s.dropEndedInRecord(ctx, ended)\n	}", "	_ = ended", distributed},
+	{"release acknowledged although Redis kept the lease", "server/distributed/end.go",
 		"		if err := s.dropEnded(ctx, info.LicenseID, leaseID); err != nil {\n			*out = server.Lease{}\n			return s.fail(\"release\", err)\n		}",
 		"		_ = s.dropEnded(ctx, info.LicenseID, leaseID)", distributed},
-	{"insert ignores the settings version", "server/distributed/commit.go",
+	{"insert ignores the settings version", "server/distributed/record/commit.go",
 		"AND l.live_epoch = $12 AND l.version = $13", "AND l.live_epoch = $12 AND $13::bigint IS NOT NULL", distributed},
-	{"rebuild.lua: a snapshot written into another incarnation", "server/distributed/lua/rebuild.lua",
+	{"rebuild.lua: a snapshot written into another incarnation", "server/distributed/live/lua/rebuild.lua",
 		" or redis.call('GET', KEYS[8]) ~= ARGV[14] then", " then", distributed},
-	{"told LEASE_EXPIRED before Redis dropped the lease", "server/distributed/leases.go",
+	{"told LEASE_EXPIRED before Redis dropped the lease", "server/distributed/end.go",
 		"	if err := s.dropEnded(ctx, licenseID, leaseID); err != nil {\n		return false, s.fail(\"record an expiry\", err)\n	}\n",
 		"", distributed},
-	{"acquire hands back a lease ended in the record", "server/distributed/leases.go",
-		"			if err := s.dropEnded(ctx, g.license.ID, g.leaseID); err != nil {\n				return out, false, s.fail(\"acquire\", err)\n			}\n",
+	{"acquire hands back a lease ended in the record", "server/distributed/acquire.go",
+		"			if err := s.dropEnded(ctx, g.License.ID, g.LeaseID); err != nil {\n				return out, false, s.fail(\"acquire\", err)\n			}\n",
 		"", distributed},
-	{"a grant whose record is in doubt is taken back", "server/distributed/leases.go",
-		"	if err != nil && !surelyNotWritten(err) {", "	if false {", distributed},
+	{"a grant whose record is in doubt is taken back", "server/distributed/acquire.go",
+		"	if err != nil && !record.SurelyNotWritten(err) {", "	if false {", distributed},
 	{"embedded grant does not record the lapsed leases it displaces", "server/embedded/leases.go",
-		"			for _, end := range ends {\n				if _, err := endLease(tx, end); err != nil {\n					return err\n				}\n			}\n			return insertLease(tx, rec)",
-		"			return insertLease(tx, rec)", embedded},
+		"		for _, end := range ends {\n			if _, err := endLease(tx, end); err != nil {\n				return err\n			}\n		}\n		return insertLease(tx, rec)",
+		"		return insertLease(tx, rec)", embedded},
 }
 
 func main() {
 	only := flag.String("run", "", "run only the mutants whose name contains this")
-	n := flag.Int("sample", 0, "run this many of gremlins' mutants of -pkg, chosen at random, instead of the hand-made ones")
-	pkg := flag.String("pkg", "./server/distributed", "the package -sample mutates")
+	n := flag.String("sample", "", "run this many (or all) of gremlins' mutants of -pkg, chosen at random, instead of the hand-made ones")
+	pkgs := flag.String("pkg", "./server/distributed", "the packages (comma-separated) whose files -sample mutates")
+	tests := flag.String("tests", "", "test packages (comma-separated) run against every -sample mutant besides the mutated file's own package")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "the seed -sample chooses with (printed, to replay)")
 	flag.Parse()
 	root, err := os.Getwd()
@@ -114,8 +127,15 @@ func main() {
 	check(err)
 	defer func() { _ = os.RemoveAll(work) }()
 	check(copyTree(root, work))
-	if *n > 0 {
-		sample(work, *pkg, *n, *seed)
+	if *n != "" {
+		count := -1 // all
+		if *n != "all" {
+			count, err = strconv.Atoi(*n)
+			if err != nil || count <= 0 {
+				check(fmt.Errorf("-sample %q: want a positive number or all", *n))
+			}
+		}
+		sample(work, splitList(*pkgs), splitList(*tests), count, *seed)
 		return
 	}
 
@@ -129,12 +149,9 @@ func main() {
 		path := filepath.Join(work, m.file)
 		orig, err := os.ReadFile(path)
 		check(err)
-		mutated, ok := apply(string(orig), m.old, m.new)
-		if second, has := alsoChange[m.name]; ok && has {
-			mutated, ok = apply(mutated, second[0], second[1])
-		}
-		if !ok {
-			fmt.Printf("STALE    %s: the text to mutate does not occur exactly once in %s\n", m.name, m.file)
+		mutated, err := m.apply(string(orig))
+		if err != nil {
+			fmt.Printf("STALE    %s: %v\n", m.name, err)
 			survivors = append(survivors, m.name+" (stale)")
 			continue
 		}
@@ -145,9 +162,13 @@ func main() {
 		out, err := cmd.CombinedOutput()
 		check(os.WriteFile(path, orig, 0o644))
 		switch {
+		case err != nil && buildFailed(out):
+			// A mutant that does not compile proves nothing about the tests.
+			survivors = append(survivors, m.name+" (does not build)")
+			fmt.Printf("BROKEN   %s: the mutated code does not build\n%s\n", m.name, out)
 		case err != nil && strings.Contains(string(out), "FAIL"):
 			killed++
-			fmt.Printf("KILLED   %s (%v)\n", m.name, time.Since(start).Round(time.Second))
+			fmt.Printf("KILLED   %s (%v) by %s\n", m.name, time.Since(start).Round(time.Second), failedTests(out))
 		default:
 			survivors = append(survivors, m.name)
 			fmt.Printf("SURVIVED %s (%v)\n", m.name, time.Since(start).Round(time.Second))
@@ -162,12 +183,55 @@ func main() {
 	}
 }
 
-// apply replaces old, which must occur exactly once, by new.
-func apply(text, old, new string) (string, bool) {
-	if strings.Count(text, old) != 1 {
-		return text, false
+// apply makes m's change (and its alsoChange, if any) to text, the
+// content of m.file. Each text to replace must occur exactly once: an
+// error says which does not.
+func (m mutant) apply(text string) (string, error) {
+	mutated, err := replaceOnce(text, m.old, m.new)
+	if err != nil {
+		return text, fmt.Errorf("in %s, the text to mutate %w", m.file, err)
 	}
-	return strings.Replace(text, old, new, 1), true
+	if second, ok := alsoChange[m.name]; ok {
+		if mutated, err = replaceOnce(mutated, second[0], second[1]); err != nil {
+			return text, fmt.Errorf("in %s, alsoChange's text %w", m.file, err)
+		}
+	}
+	return mutated, nil
+}
+
+// replaceOnce replaces old, which must occur exactly once, by new.
+func replaceOnce(text, old, new string) (string, error) {
+	if n := strings.Count(text, old); n != 1 {
+		return text, fmt.Errorf("occurs %d times, not once: %q", n, old)
+	}
+	return strings.Replace(text, old, new, 1), nil
+}
+
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
+
+// failedTests names the top-level tests go test's output says failed (the
+// first three), or says none did (a panic, a timeout).
+func failedTests(out []byte) string {
+	var names []string
+	for _, m := range failLine.FindAllSubmatch(out, -1) {
+		name := string(m[1])
+		if !strings.Contains(name, "/") && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	switch {
+	case len(names) == 0:
+		return "no test failure listed (a panic or a timeout?)"
+	case len(names) > 3:
+		return strings.Join(names[:3], ", ") + fmt.Sprintf(" and %d more", len(names)-3)
+	}
+	return strings.Join(names, ", ")
+}
+
+// buildFailed tells whether go test's output says a package or its tests
+// did not build (then the tests did not run at all).
+func buildFailed(out []byte) bool {
+	return bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]"))
 }
 
 // copyTree copies the source tree (not .git, not bin/) to dst.

@@ -35,3 +35,31 @@ func TestMutateSwapsTheTokenGremlinsNames(t *testing.T) {
 func containsLine(text, line string) bool {
 	return slices.Contains(strings.Split(text, "\n"), line)
 }
+
+func TestSampleMutatesOnlyTheNamedPackages(t *testing.T) {
+	pkgs := []string{"./server/distributed", "./server/distributed/record", "./server/distributed/live"}
+	if got := roots(pkgs); !slices.Equal(got, []string{"./server/distributed"}) {
+		t.Errorf("roots(%v) = %v, want one dry run, of ./server/distributed", pkgs, got)
+	}
+	if got := roots([]string{"./server/service", "./server/distributed/live"}); len(got) != 2 {
+		t.Errorf("roots of two unrelated packages = %v, want both", got)
+	}
+	if within("./server/distributedx", "./server/distributed") || !within("./server/distributed/", "server/distributed") {
+		t.Error("within compares paths, not prefixes of strings")
+	}
+	dry := []byte(strings.Join([]string{
+		"     RUNNABLE CONDITIONALS_BOUNDARY at acquire.go:12:3",
+		"  NOT COVERED CONDITIONALS_NEGATION at acquire.go:14:3",
+		"     RUNNABLE ARITHMETIC_BASE at record/sessions.go:40:9",
+		"     RUNNABLE INCREMENT_DECREMENT at internal/groupcommit/groupcommit.go:7:2",
+	}, "\n"))
+	want := map[string]bool{"server/distributed": true, "server/distributed/record": true}
+	got := parseDryRun(dry, "./server/distributed", want)
+	wantGs := []gremlin{
+		{"CONDITIONALS_BOUNDARY", "server/distributed/acquire.go", 12, 3},
+		{"ARITHMETIC_BASE", "server/distributed/record/sessions.go", 40, 9},
+	}
+	if !slices.Equal(got, wantGs) {
+		t.Errorf("parseDryRun = %v, want %v (runnable, in a named package, paths from the repository's root)", got, wantGs)
+	}
+}
