@@ -21,42 +21,36 @@ import (
 const maxAttempts = 6
 
 func (s *Store) Acquire(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
-	// The work is done through pointers, in small stack frames: the frames
-	// of the hot path decide whether a call's goroutine (new for every RPC)
-	// must grow its stack, and a growth, which copies the stack, cost more
-	// than the rest of the call.
-	out := new(server.AcquireResult)
-	if err := s.acquire(ctx, &req, out); err != nil {
-		return server.AcquireResult{}, err
-	}
-	return *out, nil
-}
-
-func (s *Store) acquire(ctx context.Context, req *server.AcquireRequest, out *server.AcquireResult) error {
-	g := new(live.Acquisition)
+	var g live.Acquisition
 	for range maxAttempts {
 		licenseID, cached, err := s.resolveKey(ctx, req.LicenseKey)
 		if err != nil {
-			return err
+			return server.AcquireResult{}, err
 		}
 		// req.LeaseID is a new one after a grant that was not recorded.
-		if err := s.live.Acquire(ctx, licenseID, req, g); err != nil {
-			return s.fail("acquire", err)
+		if err := s.live.Acquire(ctx, licenseID, &req, &g); err != nil {
+			return server.AcquireResult{}, s.fail("acquire", err)
 		}
-		var retry bool
+		var (
+			r     server.AcquireResult
+			retry bool
+		)
 		switch g.Status {
 		case live.StatusGranted:
-			retry, err = s.recordNew(ctx, req, g, out)
+			retry, err = s.recordNew(ctx, &req, &g, &r)
 		case live.StatusHandedBack:
-			retry, err = s.recordRenewalTo(ctx, req, g, out)
+			r, retry, err = s.recordRenewal(ctx, req, &g)
 		default:
-			retry, err = s.acquireRefused(ctx, req, licenseID, cached, g)
+			retry, err = s.acquireRefused(ctx, &req, licenseID, cached, &g)
+		}
+		if !retry && err != nil {
+			return server.AcquireResult{}, err
 		}
 		if !retry {
-			return err
+			return r, nil
 		}
 	}
-	return s.fail("acquire", errors.New("live state kept changing; giving up"))
+	return server.AcquireResult{}, s.fail("acquire", errors.New("live state kept changing; giving up"))
 }
 
 // acquireRefused handles acquire.lua's answers other than a grant: the
@@ -94,15 +88,6 @@ func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, 
 	default:
 		return false, s.fail("acquire", fmt.Errorf("unexpected script reply %q", g.Status))
 	}
-}
-
-// recordRenewalTo is recordRenewal writing its result to out.
-func (s *Store) recordRenewalTo(ctx context.Context, req *server.AcquireRequest, g *live.Acquisition, out *server.AcquireResult) (retry bool, err error) {
-	r, retry, err := s.recordRenewal(ctx, *req, g)
-	if err == nil && !retry {
-		*out = r
-	}
-	return retry, err
 }
 
 // recordNew makes a granted lease durable: the seat is counted in Redis,

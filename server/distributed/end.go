@@ -17,86 +17,70 @@ import (
 // is told only once both happened: an observed end is final.
 
 func (s *Store) Release(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
-	var l server.Lease
-	if err := s.release(ctx, leaseID, tokenHash, &l); err != nil {
-		return server.Lease{}, err
-	}
-	return l, nil
-}
-
-// release is Release writing the released lease to out, in small stack
-// frames (see Acquire).
-func (s *Store) release(ctx context.Context, leaseID, tokenHash string, out *server.Lease) error {
 	info, err := s.leaseInfoOf(ctx, leaseID)
 	if err != nil {
-		return err
+		return server.Lease{}, err
 	}
 	for range maxAttempts {
 		c, err := s.live.Check(ctx, info.LicenseID, leaseID, tokenHash)
 		if err != nil {
-			return s.fail("release", err)
+			return server.Lease{}, s.fail("release", err)
 		}
 		if c.Status != live.StatusLive {
-			if retry, err := s.releaseRefused(ctx, info.LicenseID, leaseID, tokenHash, c.Status, out); !retry {
-				return err
+			if l, retry, err := s.releaseRefused(ctx, info.LicenseID, leaseID, tokenHash, c.Status); !retry {
+				return l, err
 			}
 			continue
 		}
-		ok, err := s.rec.ReleaseSession(ctx, leaseID, c.Now, c.Heartbeat, c.Deadline, out)
+		var l server.Lease
+		ok, err := s.rec.ReleaseSession(ctx, leaseID, c.Now, c.Heartbeat, c.Deadline, &l)
 		if err != nil {
-			return s.fail("release", err)
+			return server.Lease{}, s.fail("release", err)
 		}
 		if !ok { // ended meanwhile: by another release (then idempotent) or not
-			err := s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+			l, err := s.releaseEnded(ctx, leaseID, tokenHash)
 			if err == nil || server.ErrorReason(err) == server.ReasonLeaseRevoked {
 				// Released or revoked in the record yet live in Redis: the
 				// removal after that end failed (or has not run yet).
 				if derr := s.dropEnded(ctx, info.LicenseID, leaseID); derr != nil {
-					return s.fail("release", derr)
+					return server.Lease{}, s.fail("release", derr)
 				}
 			}
-			return err
+			return l, err
 		}
 		if err := s.dropEnded(ctx, info.LicenseID, leaseID); err != nil {
-			*out = server.Lease{}
-			return s.fail("release", err)
+			return server.Lease{}, s.fail("release", err)
 		}
-		return nil
+		return l, nil
 	}
-	return s.fail("release", errors.New("live state kept changing; giving up"))
+	return server.Lease{}, s.fail("release", errors.New("live state kept changing; giving up"))
 }
 
 // releaseRefused handles check.lua's answers other than LIVE: the error
-// or the answer for the caller (in out), or retry: the live state changed under the call, judge it anew.
-func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHash string, status live.Status, out *server.Lease) (retry bool, err error) {
+// or the answer for the caller, or retry: the live state changed under the call, judge it anew.
+func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHash string, status live.Status) (_ server.Lease, retry bool, err error) {
 	switch status {
 	case live.StatusNoState:
 		err := s.ensureLive(ctx, licenseID)
 		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
-			return false, s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+			l, err := s.releaseEnded(ctx, leaseID, tokenHash)
+			return l, false, err
 		}
 		if err != nil {
-			return false, s.fail("release: build live state", err)
+			return server.Lease{}, false, s.fail("release: build live state", err)
 		}
-		return true, nil
+		return server.Lease{}, true, nil
 	case live.StatusDeleted, live.StatusNoLease:
-		return false, s.releaseEndedTo(ctx, leaseID, tokenHash, out)
+		l, err := s.releaseEnded(ctx, leaseID, tokenHash)
+		return l, false, err
 	case live.StatusWrongToken:
-		return false, server.ErrLeaseToken
+		return server.Lease{}, false, server.ErrLeaseToken
 	case live.StatusExpired:
-		return s.observeExpiry(ctx, licenseID, leaseID)
+		retry, err := s.observeExpiry(ctx, licenseID, leaseID)
+		return server.Lease{}, retry, err
 	default:
-		return false, s.fail("release", fmt.Errorf("unexpected script reply %q", status))
+		return server.Lease{}, false, s.fail("release", fmt.Errorf("unexpected script reply %q", status))
 	}
-}
-
-// releaseEndedTo is releaseEnded writing its lease to out.
-func (s *Store) releaseEndedTo(ctx context.Context, leaseID, tokenHash string, out *server.Lease) error {
-	l, err := s.releaseEnded(ctx, leaseID, tokenHash)
-	if err == nil {
-		*out = l
-	}
-	return err
 }
 
 // releaseEnded answers a release of a lease that is not live, from its

@@ -13,36 +13,25 @@ import (
 // only; the new values reach the record with the next flush (flush.go).
 
 func (s *Store) Heartbeat(ctx context.Context, leaseID, tokenHash string) (server.Lease, error) {
-	var l server.Lease
-	if err := s.heartbeat(ctx, leaseID, tokenHash, &l); err != nil {
-		return server.Lease{}, err
-	}
-	return l, nil
-}
-
-// heartbeat is Heartbeat writing the renewed lease to out, in small stack
-// frames (see Acquire).
-func (s *Store) heartbeat(ctx context.Context, leaseID, tokenHash string, out *server.Lease) error {
 	info, err := s.leaseInfoOf(ctx, leaseID)
 	if err != nil {
-		return err
+		return server.Lease{}, err
 	}
 	for range maxAttempts {
 		b, err := s.live.Heartbeat(ctx, info.LicenseID, leaseID, tokenHash)
 		if err != nil {
-			return s.fail("heartbeat", err)
+			return server.Lease{}, s.fail("heartbeat", err)
 		}
 		if b.Status == live.StatusRenewed {
 			s.hb.add(leaseID, b.Heartbeat, b.Deadline)
 			s.live.NoteDeadline(ctx, info.LicenseID, b.PrevFirst, b.Deadline)
-			info.leaseTo(out, leaseID, tokenHash, b.Heartbeat, b.Deadline)
-			return nil
+			return info.lease(leaseID, tokenHash, b.Heartbeat, b.Deadline), nil
 		}
 		if retry, err := s.heartbeatRefused(ctx, info.LicenseID, leaseID, tokenHash, b.Status); !retry {
-			return err
+			return server.Lease{}, err
 		}
 	}
-	return s.fail("heartbeat", errors.New("live state kept changing; giving up"))
+	return server.Lease{}, s.fail("heartbeat", errors.New("live state kept changing; giving up"))
 }
 
 // heartbeatRefused handles heartbeat.lua's answers other than a renewal:

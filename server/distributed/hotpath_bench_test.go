@@ -24,6 +24,11 @@ import (
 //	go test -run '^$' -bench HotPath -benchtime 20000x ./server/distributed/
 //
 // Like `make bench`, it takes seats on one large license.
+//
+// The sub-benchmarks named ...-rpc run every call on a new goroutine, as
+// the gRPC server does for each RPC: a new goroutine starts on a small
+// stack, so they show the cost of growing it, which the plain ones (each
+// caller keeps its goroutine, and its grown stack) do not.
 func BenchmarkHotPath(b *testing.B) {
 	const callers = 64
 	ctx := context.Background()
@@ -101,8 +106,15 @@ func BenchmarkHotPath(b *testing.B) {
 		b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		b.ReportMetric(float64((redisCPU(ctx, s)-redis0).Microseconds())/float64(b.N), "redis-µs/op")
 	}
-	b.Run("acquire", func(b *testing.B) { run(b, acquire) })
-	b.Run("heartbeat", func(b *testing.B) {
+	// rpc runs op on a goroutine of its own, as an RPC is.
+	rpc := func(op func() error) func() error {
+		return func() error {
+			done := make(chan error, 1)
+			go func() { done <- op() }()
+			return <-done
+		}
+	}
+	heartbeat := func(b *testing.B, wrap func(func() error) func() error) {
 		var mine []held
 		for range callers {
 			if err := acquire(); err != nil {
@@ -111,24 +123,31 @@ func BenchmarkHotPath(b *testing.B) {
 			mine = append(mine, <-leases)
 		}
 		var next atomic.Int64
-		run(b, func() error {
+		run(b, wrap(func() error {
 			l := mine[next.Add(1)%callers]
 			_, err := s.Heartbeat(ctx, l.id, l.tokenHash)
 			return err
-		})
-	})
-	b.Run("release", func(b *testing.B) {
+		}))
+	}
+	release := func(b *testing.B, wrap func(func() error) func() error) {
 		for len(leases) < b.N {
 			if err := acquire(); err != nil {
 				b.Fatal(err)
 			}
 		}
-		run(b, func() error {
+		run(b, wrap(func() error {
 			l := <-leases
 			_, err := s.Release(ctx, l.id, l.tokenHash)
 			return err
-		})
-	})
+		}))
+	}
+	same := func(op func() error) func() error { return op }
+	b.Run("acquire", func(b *testing.B) { run(b, acquire) })
+	b.Run("acquire-rpc", func(b *testing.B) { run(b, rpc(acquire)) })
+	b.Run("heartbeat", func(b *testing.B) { heartbeat(b, same) })
+	b.Run("heartbeat-rpc", func(b *testing.B) { heartbeat(b, rpc) })
+	b.Run("release", func(b *testing.B) { release(b, same) })
+	b.Run("release-rpc", func(b *testing.B) { release(b, rpc) })
 }
 
 func processCPU() time.Duration {
