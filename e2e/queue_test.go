@@ -337,11 +337,13 @@ func TestWaitForSeatLeaveAndHold(t *testing.T) {
 			requireQueueReason(t, err, codes.FailedPrecondition, "LEASE_REVOKED", "heartbeat of the unconfirmed grant")
 
 			// w3 heartbeats at once: after the hold window the seat is still
-			// its own and w4 still waits at the head of the queue.
+			// its own and w4 still waits at the head of the queue. (The
+			// window is measured from when w3's grant reached this test,
+			// after the server granted it.)
 			_, err = on(1).heartbeat(t.Context(), g3)
 			require.NoError(t, err)
 			w4.waitPosition(t, 1, 5*time.Second)
-			time.Sleep(hold + time.Second)
+			time.Sleep(time.Until(w3.grantTime().Add(hold + time.Second)))
 			_, err = on(0).heartbeat(t.Context(), g3)
 			require.NoError(t, err, "a grant heartbeated within the hold window is kept")
 			require.False(t, w4.ended(), "w4 must still be waiting")
