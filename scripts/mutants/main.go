@@ -95,7 +95,7 @@ var mutants = []mutant{
 	{"flush: ended leases not dropped from Redis", "server/distributed/flush.go",
 		"	if len(ended) > 0 {\n		s.dropEndedInRecord(ctx, ended)\n	}", "	_ = ended", distributed},
 	{"release acknowledged although Redis kept the lease", "server/distributed/end.go",
-		"		if err := s.dropEnded(ctx, info.LicenseID, leaseID); err != nil {\n			*out = server.Lease{}\n			return s.fail(\"release\", err)\n		}",
+		"		if err := s.dropEnded(ctx, info.LicenseID, leaseID); err != nil {\n			return server.Lease{}, s.fail(\"release\", err)\n		}",
 		"		_ = s.dropEnded(ctx, info.LicenseID, leaseID)", distributed},
 	{"insert ignores the settings version", "server/distributed/record/commit.go",
 		"AND l.live_epoch = $12 AND l.version = $13", "AND l.live_epoch = $12 AND $13::bigint IS NOT NULL", distributed},

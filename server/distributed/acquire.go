@@ -37,7 +37,7 @@ func (s *Store) Acquire(ctx context.Context, req server.AcquireRequest) (server.
 		)
 		switch g.Status {
 		case live.StatusGranted:
-			retry, err = s.recordNew(ctx, &req, &g, &r)
+			r, retry, err = s.recordNew(ctx, &req, &g)
 		case live.StatusHandedBack:
 			r, retry, err = s.recordRenewal(ctx, req, &g)
 		default:
@@ -92,9 +92,9 @@ func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, 
 
 // recordNew makes a granted lease durable: the seat is counted in Redis,
 // the lease is recorded in PostgreSQL before Acquire returns. If it cannot
-// be recorded the grant is undone. again asks the caller to try anew.
-func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *live.Acquisition, out *server.AcquireResult) (retry bool, err error) {
-	l := &out.Lease // field by field: no temporary copy on the stack
+// be recorded the grant is undone; retry asks the caller to try anew.
+func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *live.Acquisition) (out server.AcquireResult, retry bool, err error) {
+	l := &out.Lease
 	l.ID, l.LicenseID, l.TenantID, l.TokenHash = g.LeaseID, g.License.ID, g.License.TenantID, req.TokenHash
 	l.Fingerprint, l.User, l.Hostname, l.Metadata = req.Fingerprint, req.User, req.Hostname, cloneMap(req.Metadata)
 	l.IdempotencyKey, l.DedupeKey, l.State = req.IdempotencyKey, g.DedupeKey, server.LeaseActive
@@ -105,7 +105,7 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *li
 	if len(g.Displaced) > 0 {
 		if err := s.expireDisplaced(ctx, l.LicenseID, g.Displaced); err != nil {
 			s.takeBack(ctx, l.LicenseID, l.ID)
-			return false, s.fail("acquire: record the expiry of lapsed leases", err)
+			return server.AcquireResult{}, false, s.fail("acquire: record the expiry of lapsed leases", err)
 		}
 	}
 	// Recorded with the acquisitions that come at the same time (group
@@ -115,9 +115,10 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *li
 		s.leaseInfo.Put(l.ID, infoOf(l))
 		s.live.NoteDeadline(ctx, l.LicenseID, g.PrevFirst, l.ExpiresAt)
 		out.License, out.SeatsInUse = g.License, g.InUse
-		return false, nil
+		return out, false, nil
 	}
-	return s.notRecorded(ctx, req, l.LicenseID, l.ID, g, err)
+	retry, err = s.notRecorded(ctx, req, l.LicenseID, l.ID, g, err)
+	return server.AcquireResult{}, retry, err
 }
 
 // insertSession records a granted lease (record.InsertSession), through

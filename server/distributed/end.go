@@ -96,7 +96,7 @@ func (s *Store) releaseEnded(ctx context.Context, leaseID, tokenHash string) (se
 	if l.State == server.LeaseReleased {
 		return l, nil
 	}
-	return server.Lease{}, endError(l.State)
+	return server.Lease{}, l.State.EndError()
 }
 
 func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
@@ -159,7 +159,7 @@ func (s *Store) observeExpiry(ctx context.Context, licenseID, leaseID string) (r
 	if err := s.dropEnded(ctx, licenseID, leaseID); err != nil {
 		return false, s.fail("record an expiry", err)
 	}
-	return false, endError(l.State)
+	return false, l.State.EndError()
 }
 
 // endedError is the answer for a lease that is not in the live state,
@@ -191,7 +191,7 @@ func (s *Store) endedError(ctx context.Context, leaseID, tokenHash string) error
 			return s.fail("record the expiry of a lease Redis does not hold", err)
 		}
 	}
-	return endError(l.State)
+	return l.State.EndError()
 }
 
 // expireOrphan records the expiry of an active lease that Redis does not
@@ -210,19 +210,6 @@ func (s *Store) expireOrphan(ctx context.Context, licenseID, leaseID string) err
 	}
 	_, err = s.ExpireLeases(ctx, []server.LeaseRef{{LicenseID: licenseID, LeaseID: leaseID}})
 	return err
-}
-
-// endError is the error for using a lease in state st. An active lease that
-// is not in the live state holds no seat: it counts as expired.
-func endError(st server.LeaseState) error {
-	switch st {
-	case server.LeaseReleased:
-		return server.ErrLeaseReleased
-	case server.LeaseRevoked:
-		return server.ErrLeaseRevoked
-	default:
-		return server.ErrLeaseExpired
-	}
 }
 
 func tokenMatches(stored, given string) bool {

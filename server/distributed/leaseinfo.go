@@ -32,18 +32,12 @@ func infoOf(l *server.Lease) *leaseInfo {
 
 // lease builds an active lease from its fixed fields and live values.
 func (i *leaseInfo) lease(id, tokenHash string, hb, deadline time.Time) server.Lease {
-	var l server.Lease
-	i.leaseTo(&l, id, tokenHash, hb, deadline)
-	return l
-}
-
-// leaseTo is lease writing to l, field by field (no temporary copy).
-func (i *leaseInfo) leaseTo(l *server.Lease, id, tokenHash string, hb, deadline time.Time) {
-	l.ID, l.LicenseID, l.TenantID, l.TokenHash = id, i.LicenseID, i.TenantID, tokenHash
-	l.Fingerprint, l.User, l.Hostname, l.Metadata = i.Fingerprint, i.User, i.Hostname, cloneMap(i.Metadata)
-	l.IdempotencyKey, l.DedupeKey, l.State = i.IdempotencyKey, i.DedupeKey, server.LeaseActive
-	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = i.AcquiredAt, hb, deadline
-	l.EndedAt = time.Time{}
+	return server.Lease{
+		ID: id, LicenseID: i.LicenseID, TenantID: i.TenantID, TokenHash: tokenHash,
+		Fingerprint: i.Fingerprint, User: i.User, Hostname: i.Hostname, Metadata: cloneMap(i.Metadata),
+		IdempotencyKey: i.IdempotencyKey, DedupeKey: i.DedupeKey, State: server.LeaseActive,
+		AcquiredAt: i.AcquiredAt, LastHeartbeatAt: hb, ExpiresAt: deadline,
+	}
 }
 
 func cloneMap(m map[string]string) map[string]string {

@@ -277,7 +277,7 @@ func TestRedisLoss(t *testing.T) {
 	require.True(t, b2.Existing)
 	c, tokC := acq(t, s, lic.Key, "c")
 	o, tokO := acq(t, s, other.Key, "o")
-	waitRedisPast(t, s, o.Lease.AcquiredAt) // the heartbeat comes later than the grants
+	waitRedisPast(t, s, o.Lease.AcquiredAt)                                   // the heartbeat comes later than the grants
 	hbA, err := s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA)) // written behind, not yet flushed
 	require.NoError(t, err)
 
@@ -358,7 +358,7 @@ func TestStaleGrantIsNeverRecorded(t *testing.T) {
 	_, err := pg.Exec(t.Context(), `UPDATE `+loc.schema+`.licenses SET live_epoch = live_epoch + 1 WHERE id = $1`, lic.ID)
 	require.NoError(t, err)
 
-	again, err := s.recordNew(t.Context(), &req, g, new(server.AcquireResult))
+	_, again, err := s.recordNew(t.Context(), &req, g)
 	require.NoError(t, err)
 	require.True(t, again, "a stale grant asks for a new attempt")
 	_, err = s.GetLease(t.Context(), tn.ID, req.LeaseID)
