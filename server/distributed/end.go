@@ -100,12 +100,9 @@ func (s *Store) releaseEnded(ctx context.Context, leaseID, tokenHash string) (se
 }
 
 func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
-	l, err := s.readLease(ctx, leaseID)
+	l, err := s.tenantLease(ctx, tenantID, leaseID)
 	if err != nil {
 		return server.Lease{}, err
-	}
-	if l.TenantID != tenantID {
-		return server.Lease{}, server.ErrLeaseNotFound
 	}
 	if l.State.Terminal() {
 		// Ended already, perhaps by a call whose removal from Redis failed:

@@ -20,6 +20,16 @@ func (s *Store) readLease(ctx context.Context, leaseID string) (server.Lease, er
 	return r.Lease, nil
 }
 
+// tenantLease reads the record of a lease of the tenant: ErrLeaseNotFound
+// for another tenant's, as for none.
+func (s *Store) tenantLease(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
+	l, err := s.readLease(ctx, leaseID)
+	if err == nil && l.TenantID != tenantID {
+		return server.Lease{}, server.ErrLeaseNotFound
+	}
+	return l, err
+}
+
 // leaseInfoOf returns the fixed fields of a lease, cached.
 func (s *Store) leaseInfoOf(ctx context.Context, leaseID string) (*leaseInfo, error) {
 	if i, ok := s.leaseInfo.Get(leaseID); ok {
@@ -33,12 +43,9 @@ func (s *Store) leaseInfoOf(ctx context.Context, leaseID string) (*leaseInfo, er
 }
 
 func (s *Store) GetLease(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
-	l, err := s.readLease(ctx, leaseID)
+	l, err := s.tenantLease(ctx, tenantID, leaseID)
 	if err != nil {
 		return server.Lease{}, err
-	}
-	if l.TenantID != tenantID {
-		return server.Lease{}, server.ErrLeaseNotFound
 	}
 	if l.State != server.LeaseActive {
 		return l, nil
