@@ -1,0 +1,298 @@
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from seatd.v1 import resources_pb2 as _resources_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class CleanupRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class CleanupResponse(_message.Message):
+    __slots__ = ["run"]
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    run: CleanupRun
+    def __init__(self, run: _Optional[_Union[CleanupRun, _Mapping]] = ...) -> None: ...
+
+class CleanupRun(_message.Message):
+    __slots__ = ["duration", "errors", "expired", "result", "scanned", "started_at", "trigger"]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    SCANNED_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    duration: _duration_pb2.Duration
+    errors: int
+    expired: int
+    result: str
+    scanned: int
+    started_at: _timestamp_pb2.Timestamp
+    trigger: str
+    def __init__(self, started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., scanned: _Optional[int] = ..., expired: _Optional[int] = ..., result: _Optional[str] = ..., trigger: _Optional[str] = ..., errors: _Optional[int] = ...) -> None: ...
+
+class CreateApiKeyRequest(_message.Message):
+    __slots__ = ["name", "tenant_id"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class CreateApiKeyResponse(_message.Message):
+    __slots__ = ["api_key", "secret"]
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    api_key: _resources_pb2.ApiKey
+    secret: str
+    def __init__(self, api_key: _Optional[_Union[_resources_pb2.ApiKey, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class CreateLicenseRequest(_message.Message):
+    __slots__ = ["license", "tenant_id"]
+    LICENSE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    license: _resources_pb2.License
+    tenant_id: str
+    def __init__(self, license: _Optional[_Union[_resources_pb2.License, _Mapping]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class CreateLicenseResponse(_message.Message):
+    __slots__ = ["license"]
+    LICENSE_FIELD_NUMBER: _ClassVar[int]
+    license: _resources_pb2.License
+    def __init__(self, license: _Optional[_Union[_resources_pb2.License, _Mapping]] = ...) -> None: ...
+
+class CreateTenantRequest(_message.Message):
+    __slots__ = ["tenant"]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: _resources_pb2.Tenant
+    def __init__(self, tenant: _Optional[_Union[_resources_pb2.Tenant, _Mapping]] = ...) -> None: ...
+
+class CreateTenantResponse(_message.Message):
+    __slots__ = ["tenant"]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: _resources_pb2.Tenant
+    def __init__(self, tenant: _Optional[_Union[_resources_pb2.Tenant, _Mapping]] = ...) -> None: ...
+
+class DeleteLicenseRequest(_message.Message):
+    __slots__ = ["license_id", "tenant_id"]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    license_id: str
+    tenant_id: str
+    def __init__(self, license_id: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class DeleteLicenseResponse(_message.Message):
+    __slots__ = ["revoked_leases"]
+    REVOKED_LEASES_FIELD_NUMBER: _ClassVar[int]
+    revoked_leases: int
+    def __init__(self, revoked_leases: _Optional[int] = ...) -> None: ...
+
+class GetCleanupStatusRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetCleanupStatusResponse(_message.Message):
+    __slots__ = ["instance_id", "interval", "is_leader", "last_run", "leader_id", "next_run_at"]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    IS_LEADER_FIELD_NUMBER: _ClassVar[int]
+    LAST_RUN_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    NEXT_RUN_AT_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    interval: _duration_pb2.Duration
+    is_leader: bool
+    last_run: CleanupRun
+    leader_id: str
+    next_run_at: _timestamp_pb2.Timestamp
+    def __init__(self, leader_id: _Optional[str] = ..., is_leader: bool = ..., instance_id: _Optional[str] = ..., last_run: _Optional[_Union[CleanupRun, _Mapping]] = ..., next_run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., interval: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class GetLicenseRequest(_message.Message):
+    __slots__ = ["license_id", "tenant_id"]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    license_id: str
+    tenant_id: str
+    def __init__(self, license_id: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class GetLicenseResponse(_message.Message):
+    __slots__ = ["license"]
+    LICENSE_FIELD_NUMBER: _ClassVar[int]
+    license: _resources_pb2.License
+    def __init__(self, license: _Optional[_Union[_resources_pb2.License, _Mapping]] = ...) -> None: ...
+
+class GetZombieReportRequest(_message.Message):
+    __slots__ = ["end_time", "start_time", "tenant_id", "top_limit"]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    end_time: _timestamp_pb2.Timestamp
+    start_time: _timestamp_pb2.Timestamp
+    tenant_id: str
+    top_limit: int
+    def __init__(self, tenant_id: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., top_limit: _Optional[int] = ...) -> None: ...
+
+class GetZombieReportResponse(_message.Message):
+    __slots__ = ["days", "end_time", "mean_minutes_to_cleanup", "start_time", "top_licenses", "zombies_total"]
+    DAYS_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    MEAN_MINUTES_TO_CLEANUP_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    TOP_LICENSES_FIELD_NUMBER: _ClassVar[int]
+    ZOMBIES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    days: _containers.RepeatedCompositeFieldContainer[ZombieDay]
+    end_time: _timestamp_pb2.Timestamp
+    mean_minutes_to_cleanup: float
+    start_time: _timestamp_pb2.Timestamp
+    top_licenses: _containers.RepeatedCompositeFieldContainer[LicenseZombies]
+    zombies_total: int
+    def __init__(self, start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., days: _Optional[_Iterable[_Union[ZombieDay, _Mapping]]] = ..., top_licenses: _Optional[_Iterable[_Union[LicenseZombies, _Mapping]]] = ..., mean_minutes_to_cleanup: _Optional[float] = ..., zombies_total: _Optional[int] = ...) -> None: ...
+
+class LicenseZombies(_message.Message):
+    __slots__ = ["lease_count", "license_id", "license_name", "zombie_count", "zombie_percentage"]
+    LEASE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_NAME_FIELD_NUMBER: _ClassVar[int]
+    ZOMBIE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ZOMBIE_PERCENTAGE_FIELD_NUMBER: _ClassVar[int]
+    lease_count: int
+    license_id: str
+    license_name: str
+    zombie_count: int
+    zombie_percentage: float
+    def __init__(self, license_id: _Optional[str] = ..., license_name: _Optional[str] = ..., zombie_count: _Optional[int] = ..., lease_count: _Optional[int] = ..., zombie_percentage: _Optional[float] = ...) -> None: ...
+
+class ListApiKeysRequest(_message.Message):
+    __slots__ = ["page_size", "page_token", "tenant_id"]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListApiKeysResponse(_message.Message):
+    __slots__ = ["api_keys", "next_page_token"]
+    API_KEYS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    api_keys: _containers.RepeatedCompositeFieldContainer[_resources_pb2.ApiKey]
+    next_page_token: str
+    def __init__(self, api_keys: _Optional[_Iterable[_Union[_resources_pb2.ApiKey, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListLeasesRequest(_message.Message):
+    __slots__ = ["license_id", "page_size", "page_token", "state", "tenant_id"]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    license_id: str
+    page_size: int
+    page_token: str
+    state: _resources_pb2.LeaseState
+    tenant_id: str
+    def __init__(self, license_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListLeasesResponse(_message.Message):
+    __slots__ = ["leases", "next_page_token"]
+    LEASES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    leases: _containers.RepeatedCompositeFieldContainer[_resources_pb2.Lease]
+    next_page_token: str
+    def __init__(self, leases: _Optional[_Iterable[_Union[_resources_pb2.Lease, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListLicensesRequest(_message.Message):
+    __slots__ = ["page_size", "page_token", "tenant_id"]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListLicensesResponse(_message.Message):
+    __slots__ = ["licenses", "next_page_token"]
+    LICENSES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    licenses: _containers.RepeatedCompositeFieldContainer[_resources_pb2.License]
+    next_page_token: str
+    def __init__(self, licenses: _Optional[_Iterable[_Union[_resources_pb2.License, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListTenantsRequest(_message.Message):
+    __slots__ = ["page_size", "page_token"]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListTenantsResponse(_message.Message):
+    __slots__ = ["next_page_token", "tenants"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: str
+    tenants: _containers.RepeatedCompositeFieldContainer[_resources_pb2.Tenant]
+    def __init__(self, tenants: _Optional[_Iterable[_Union[_resources_pb2.Tenant, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class RevokeApiKeyRequest(_message.Message):
+    __slots__ = ["api_key_id"]
+    API_KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    api_key_id: str
+    def __init__(self, api_key_id: _Optional[str] = ...) -> None: ...
+
+class RevokeApiKeyResponse(_message.Message):
+    __slots__ = ["api_key"]
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    api_key: _resources_pb2.ApiKey
+    def __init__(self, api_key: _Optional[_Union[_resources_pb2.ApiKey, _Mapping]] = ...) -> None: ...
+
+class RevokeLeaseRequest(_message.Message):
+    __slots__ = ["lease_id", "reason", "tenant_id"]
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    lease_id: str
+    reason: str
+    tenant_id: str
+    def __init__(self, lease_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RevokeLeaseResponse(_message.Message):
+    __slots__ = ["lease"]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    lease: _resources_pb2.Lease
+    def __init__(self, lease: _Optional[_Union[_resources_pb2.Lease, _Mapping]] = ...) -> None: ...
+
+class UpdateLicenseRequest(_message.Message):
+    __slots__ = ["license", "tenant_id", "update_mask"]
+    LICENSE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    license: _resources_pb2.License
+    tenant_id: str
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, license: _Optional[_Union[_resources_pb2.License, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class UpdateLicenseResponse(_message.Message):
+    __slots__ = ["license"]
+    LICENSE_FIELD_NUMBER: _ClassVar[int]
+    license: _resources_pb2.License
+    def __init__(self, license: _Optional[_Union[_resources_pb2.License, _Mapping]] = ...) -> None: ...
+
+class ZombieDay(_message.Message):
+    __slots__ = ["affected_licenses", "date", "zombies_cleaned"]
+    AFFECTED_LICENSES_FIELD_NUMBER: _ClassVar[int]
+    DATE_FIELD_NUMBER: _ClassVar[int]
+    ZOMBIES_CLEANED_FIELD_NUMBER: _ClassVar[int]
+    affected_licenses: int
+    date: str
+    zombies_cleaned: int
+    def __init__(self, date: _Optional[str] = ..., zombies_cleaned: _Optional[int] = ..., affected_licenses: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,133 @@
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+LEASE_STATE_ACTIVE: LeaseState
+LEASE_STATE_EXPIRED: LeaseState
+LEASE_STATE_RELEASED: LeaseState
+LEASE_STATE_REVOKED: LeaseState
+LEASE_STATE_UNSPECIFIED: LeaseState
+LEASING_STRATEGY_PER_ACQUISITION: LeasingStrategy
+LEASING_STRATEGY_PER_FINGERPRINT: LeasingStrategy
+LEASING_STRATEGY_PER_HOSTNAME: LeasingStrategy
+LEASING_STRATEGY_PER_USER: LeasingStrategy
+LEASING_STRATEGY_UNSPECIFIED: LeasingStrategy
+
+class ApiKey(_message.Message):
+    __slots__ = ["create_time", "id", "name", "revoke_time", "tenant_id"]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_TIME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    create_time: _timestamp_pb2.Timestamp
+    id: str
+    name: str
+    revoke_time: _timestamp_pb2.Timestamp
+    tenant_id: str
+    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revoke_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Lease(_message.Message):
+    __slots__ = ["acquired_at", "ended_at", "expires_at", "fingerprint", "hostname", "id", "last_heartbeat_at", "license_id", "metadata", "state", "user"]
+    class MetadataEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ACQUIRED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_AT_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    acquired_at: _timestamp_pb2.Timestamp
+    ended_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    fingerprint: str
+    hostname: str
+    id: str
+    last_heartbeat_at: _timestamp_pb2.Timestamp
+    license_id: str
+    metadata: _containers.ScalarMap[str, str]
+    state: LeaseState
+    user: str
+    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class License(_message.Message):
+    __slots__ = ["active", "create_time", "expires_at", "id", "key", "lease_ttl", "leasing_strategy", "metadata", "name", "overdraft", "revival_window", "seats", "tenant_id", "update_time"]
+    class MetadataEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TTL_FIELD_NUMBER: _ClassVar[int]
+    LEASING_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OVERDRAFT_FIELD_NUMBER: _ClassVar[int]
+    REVIVAL_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    SEATS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    active: bool
+    create_time: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    id: str
+    key: str
+    lease_ttl: _duration_pb2.Duration
+    leasing_strategy: LeasingStrategy
+    metadata: _containers.ScalarMap[str, str]
+    name: str
+    overdraft: int
+    revival_window: _duration_pb2.Duration
+    seats: int
+    tenant_id: str
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Tenant(_message.Message):
+    __slots__ = ["create_time", "id", "name", "quotas"]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    QUOTAS_FIELD_NUMBER: _ClassVar[int]
+    create_time: _timestamp_pb2.Timestamp
+    id: str
+    name: str
+    quotas: TenantQuotas
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., quotas: _Optional[_Union[TenantQuotas, _Mapping]] = ...) -> None: ...
+
+class TenantQuotas(_message.Message):
+    __slots__ = ["max_api_keys", "max_licenses", "max_seats"]
+    MAX_API_KEYS_FIELD_NUMBER: _ClassVar[int]
+    MAX_LICENSES_FIELD_NUMBER: _ClassVar[int]
+    MAX_SEATS_FIELD_NUMBER: _ClassVar[int]
+    max_api_keys: int
+    max_licenses: int
+    max_seats: int
+    def __init__(self, max_licenses: _Optional[int] = ..., max_seats: _Optional[int] = ..., max_api_keys: _Optional[int] = ...) -> None: ...
+
+class LeasingStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class LeaseState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
