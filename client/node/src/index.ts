@@ -1,0 +1,8 @@
+// seatd's TypeScript client. See README.md ("TypeScript client").
+export { Client, type ClientOptions, type AcquireOptions, type WaitOptions, type Log } from "./client.js";
+export { Lease } from "./lease.js";
+export { AdminClient, type AdminClientOptions } from "./admin.js";
+export type { CallOptions, ConnectionOptions, TlsOptions } from "./rpc.js";
+export { serviceConfig } from "./service-config.js";
+export * from "./errors.js";
+export * as seatdv1 from "./seatdv1.js";
