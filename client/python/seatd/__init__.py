@@ -1,0 +1,26 @@
+"""Python client of seatd, the floating-license seat server.
+
+    import seatd
+    client = seatd.Client("127.0.0.1:7070")
+    with client.lease(license_key, fingerprint) as lease:
+        ...  # heartbeated in the background; lease.lost is set if the seat is lost
+
+The generated gRPC modules are seatd.v1.*_pb2 / *_pb2_grpc; the google.rpc
+error details seatd sends are decoded into the exceptions of seatd.errors.
+"""
+
+from seatd.client import AdminClient, Client, Lease, Timing, SERVICE_CONFIG
+from seatd.errors import (
+    SeatdError, SeatsExhausted, LeaseLost, LeaseExpired, LeaseRevoked, LeaseReleased, LeaseNotFound,
+    LeaseTokenInvalid, LicenseNotFound, LicenseInactive, LicenseExpired, InvalidArgument, Unauthenticated,
+    PermissionDenied, QueueFull, RateLimited, Unavailable,
+)
+from seatd.v1.resources_pb2 import License, Lease as LeaseRecord, LeaseState, LeasingStrategy
+
+__all__ = [
+    "AdminClient", "Client", "Lease", "Timing", "SERVICE_CONFIG", "License", "LeaseRecord", "LeaseState",
+    "LeasingStrategy", "SeatdError", "SeatsExhausted", "LeaseLost", "LeaseExpired", "LeaseRevoked",
+    "LeaseReleased", "LeaseNotFound", "LeaseTokenInvalid", "LicenseNotFound", "LicenseInactive",
+    "LicenseExpired", "InvalidArgument", "Unauthenticated", "PermissionDenied", "QueueFull", "RateLimited",
+    "Unavailable",
+]

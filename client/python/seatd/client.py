@@ -1,0 +1,659 @@
+"""The seatd client: leases kept alive in the background, waits, admin calls.
+
+Same behaviour as the Go client (github.com/seatd/seatd/client): a lease
+heartbeats over HeartbeatStream at the server's heartbeat_interval, falls back
+to unary heartbeats when streams keep failing (or the server has none),
+reconnects with backoff, notices a deadline passed while the machine slept,
+and reports a lost lease through lease.lost (a threading.Event).
+"""
+
+import logging
+import queue
+import random
+import secrets
+import threading
+import time
+
+import grpc
+from google.protobuf import duration_pb2
+
+from seatd import errors
+from seatd.v1 import admin_service_pb2, admin_service_pb2_grpc, heartbeat_service_pb2, \
+    heartbeat_service_pb2_grpc, resources_pb2, seat_service_pb2, seat_service_pb2_grpc
+
+log = logging.getLogger("seatd")
+log.addHandler(logging.NullHandler())  # the application decides what to show
+
+# Retries UNAVAILABLE on the calls that are safe to repeat; the same text as
+# client/service_config.json of the Go client (a test keeps them equal).
+SERVICE_CONFIG = """{
+  "methodConfig": [{
+    "name": [
+      {"service": "seatd.v1.SeatService", "method": "AcquireSeat"},
+      {"service": "seatd.v1.SeatService", "method": "ReleaseSeat"},
+      {"service": "seatd.v1.HeartbeatService", "method": "Heartbeat"}
+    ],
+    "retryPolicy": {
+      "maxAttempts": 5,
+      "initialBackoff": "0.1s",
+      "maxBackoff": "2s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE"]
+    }
+  }]
+}"""
+
+_SIG = heartbeat_service_pb2
+
+
+class Timing:
+    """Clock and delays of the background work (seconds); tests shrink them."""
+
+    def __init__(self, **kw):
+        self.now = time.time          # wall clock: keeps running while the machine sleeps
+        self.clock_check = 1.0        # how often a waiting keeper looks at the wall clock
+        self.backoff_base, self.backoff_max = 0.25, 10.0
+        self.reconnect_jitter = 1.0   # spread of reconnects after a RECONNECT signal
+        self.min_interval = 1.0
+        self.last_chance = 5.0        # bound of the one heartbeat tried past the deadline
+        self.call_timeout = 10.0
+        self.stream_failures = 3      # failed streams in a row before unary heartbeats ...
+        self.unary_before_stream = 10  # ... for this many beats
+        self.acquire_attempts = 5     # tries of one acquisition (same idempotency key)
+        self.__dict__.update(kw)
+
+    def backoff(self, n, limit):
+        """Exponential up to limit with equal jitter, for retry number n (1, 2, ...)."""
+        d = min(self.backoff_base * 2 ** (n - 1), limit)
+        return d / 2 + random.uniform(0, d / 2)
+
+
+def _seconds(d):
+    return d.seconds + d.nanos / 1e9
+
+
+def _duration(seconds):
+    d = duration_pb2.Duration()
+    d.FromNanoseconds(int(seconds * 1e9))
+    return d
+
+
+def _call(fn, request, timeout=None, metadata=None):
+    try:
+        return fn(request, timeout=timeout, metadata=metadata)
+    except grpc.RpcError as e:
+        raise errors.from_rpc_error(e) from None
+
+
+def _credentials(tls):
+    if tls is True:
+        return grpc.ssl_channel_credentials()
+    if isinstance(tls, (bytes, str)):  # a PEM CA bundle (or a path to one)
+        if isinstance(tls, str):
+            with open(tls, "rb") as f:
+                tls = f.read()
+        return grpc.ssl_channel_credentials(root_certificates=tls)
+    return tls  # grpc.ChannelCredentials (e.g. with a client certificate)
+
+
+def _channel(address, tls, options):
+    """A channel to address ("host:port"), or to several instances (a list
+    of "ip:port", balanced round-robin so that a stopping one is skipped)."""
+    opts = [("grpc.service_config", SERVICE_CONFIG), ("grpc.enable_retries", 1)] + list(options)
+    if not isinstance(address, str):
+        address = "ipv4:" + ",".join(address)
+        opts.append(("grpc.lb_policy_name", "round_robin"))
+    if tls:
+        return grpc.secure_channel(address, _credentials(tls), options=opts)
+    return grpc.insecure_channel(address, options=opts)
+
+
+class Client:
+    """Talks to one seatd (or several instances).
+
+    tls: False (plaintext), True (system roots), PEM bytes or a path of the
+    CA bundle, or grpc.ChannelCredentials. channel: an existing grpc.Channel
+    to use instead (not closed by close()).
+    """
+
+    def __init__(self, address=None, tls=False, *, options=(), channel=None, auto_heartbeat=True,
+                 reacquire_on_expiry=False, timing=None):
+        self._owned = channel is None
+        self.channel = channel if channel is not None else _channel(address, tls, options)
+        self._seats = seat_service_pb2_grpc.SeatServiceStub(self.channel)
+        self._hb = heartbeat_service_pb2_grpc.HeartbeatServiceStub(self.channel)
+        self.auto_heartbeat = auto_heartbeat
+        self.reacquire_on_expiry = reacquire_on_expiry
+        self.t = timing or Timing()
+        self._mu = threading.Lock()
+        self._keepers = set()
+        self._closed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Stops every lease's heartbeats (without releasing the seats) and
+        closes the channel if this client made it."""
+        with self._mu:
+            self._closed = True
+            running = list(self._keepers)
+        for k in running:
+            k.stop()
+        if self._owned:
+            self.channel.close()
+
+    def acquire(self, license_key, fingerprint, *, user="", hostname="", metadata=None,
+                idempotency_key=None, timeout=None):
+        """Takes a seat, or raises (SeatsExhausted when none is free). Every try
+        of this one acquisition sends the same idempotency key, so a retry after
+        a lost reply gets the seat the first try took, never a second one."""
+        opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
+                    metadata=dict(metadata or {}))
+        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(), **opts)
+        sent = self.t.now()
+        return self._hold(opts, self._acquire(req, timeout), sent)
+
+    lease = acquire  # `with client.lease(key, fingerprint) as lease:` releases on exit
+
+    def _acquire(self, req, timeout, deadline=None):
+        end = self.t.now() + timeout if timeout else deadline
+        for n in range(1, 1 << 30):
+            left = None if end is None else max(end - self.t.now(), 0.001)
+            try:
+                return _call(self._seats.AcquireSeat, req, timeout=left if left else self.t.call_timeout * 3)
+            except errors.SeatdError as e:
+                if not errors.retryable(e) or n >= self.t.acquire_attempts:
+                    raise
+                wait = max(self.t.backoff(n, self.t.backoff_max), e.retry_delay or 0)
+                if end is not None and self.t.now() + wait > end:
+                    raise
+                log.debug("acquire failed (%s); retrying with the same idempotency key", e)
+                time.sleep(wait)
+
+    def _hold(self, opts, resp, sent):
+        lease = Lease(self, opts, resp, sent)
+        if self.auto_heartbeat:
+            with self._mu:
+                if not self._closed:
+                    lease._keeper = _Keeper(lease)
+                    self._keepers.add(lease._keeper)
+            if lease._keeper:
+                lease._keeper.start()
+        return lease
+
+    def wait_for_seat(self, license_key, fingerprint, *, user="", hostname="", metadata=None,
+                      on_position=None, timeout=None):
+        """Queues for a seat (FIFO) and returns the Lease once granted.
+
+        on_position(position, queue_length) hears the place on joining and on
+        every change. If the stream drops it joins again with the queue
+        ticket of its last position (keeping its place while the server holds
+        it). Against a server without the queue it polls acquire. Raises
+        TimeoutError when timeout (seconds) passes first.
+        """
+        opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
+                    metadata=dict(metadata or {}))
+        end = None if timeout is None else self.t.now() + timeout
+        key, ticket, failures = _new_key(), "", 0
+        report = on_position or (lambda position, length: None)
+        while True:
+            left = None if end is None else end - self.t.now()
+            if left is not None and left <= 0:
+                raise TimeoutError("no seat within %ss" % timeout)
+            req = seat_service_pb2.WaitForSeatRequest(idempotency_key=key, queue_ticket=ticket, **opts)
+            heard, granted, sent = False, None, None
+            call = self._seats.WaitForSeat(req, timeout=left)
+            try:
+                for resp in call:
+                    heard = True
+                    if resp.HasField("granted"):
+                        granted, sent = resp.granted, self.t.now()
+                        break
+                    ticket = resp.position.ticket
+                    report(resp.position.position, resp.position.queue_length)
+                err = errors.SeatdError(grpc.StatusCode.UNAVAILABLE, "wait stream closed by seatd")
+            except grpc.RpcError as e:
+                err = errors.from_rpc_error(e)
+            finally:
+                call.cancel()
+            if granted is not None:
+                lease = self._hold(opts, granted, sent)
+                try:
+                    # The server holds a waiter's grant only until its first
+                    # heartbeat (--wait-hold): confirm it now.
+                    lease.heartbeat()
+                    return lease
+                except errors.LeaseLost:
+                    lease.release()
+                    ticket = ""  # the grant used up the place: queue again
+                    continue
+            if err.code == grpc.StatusCode.DEADLINE_EXCEEDED and end is not None and self.t.now() >= end:
+                raise TimeoutError("no seat within %ss" % timeout)
+            if err.code == grpc.StatusCode.UNIMPLEMENTED:
+                return self._poll_for_seat(opts, report, end)
+            if not errors.retryable(err):
+                raise err
+            failures = 1 if heard else failures + 1
+            time.sleep(self.t.backoff(failures, self.t.backoff_max))
+
+    def _poll_for_seat(self, opts, report, end):
+        for n in range(1, 1 << 30):
+            try:
+                req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), **opts)
+                return self._hold(opts, self._acquire(req, None, end), self.t.now())
+            except errors.SeatsExhausted:
+                report(0, 0)
+            wait = self.t.backoff(n, self.t.backoff_max)
+            if end is not None and self.t.now() + wait > end:
+                raise TimeoutError("no seat in time")
+            time.sleep(wait)
+
+
+def _new_key():
+    return "acq_" + secrets.token_hex(16)
+
+
+class Lease:
+    """A seat held by this process; a context manager that releases it.
+
+    lost is set once the lease is gone for good (expired, revoked, taken over
+    elsewhere, or not acquired again); error and reason then say why. Our own
+    release does not set it.
+    """
+
+    def __init__(self, client, opts, resp, sent):
+        self._c, self._opts, self._keeper = client, opts, None
+        self._mu = threading.Lock()
+        self._release_mu = threading.Lock()
+        self.lost = threading.Event()
+        self.error = None
+        self._released = False
+        self._take(resp, sent)
+
+    def _take(self, resp, sent):
+        pl = resp.lease
+        self.id, self.token, self.license_id = pl.id, resp.lease_token, pl.license_id
+        self.heartbeat_interval = _seconds(resp.heartbeat_interval)
+        self.seats_in_use, self.seat_limit = resp.seats_in_use, resp.seat_limit
+        self.expires_at = pl.expires_at.ToDatetime() if pl.HasField("expires_at") else None
+        self.ttl = _ttl(pl)
+        self._deadline = self._local_deadline(sent, pl.expires_at)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    @property
+    def reason(self):
+        """The ErrorInfo reason the lease was lost for (e.g. LEASE_REVOKED), or ""."""
+        return self.error.reason if self.error is not None else ""
+
+    def _local_deadline(self, sent, expires_at):
+        # sent + TTL errs early and is immune to a skew between the clocks.
+        if self.ttl > 0:
+            return sent + self.ttl
+        return expires_at.ToNanoseconds() / 1e9 if expires_at.ByteSize() else None
+
+    def heartbeat(self, timeout=None):
+        """One unary heartbeat now; raises LeaseExpired etc. when the lease is gone."""
+        lease_id, token, sent = self.id, self.token, self._c.t.now()
+        try:
+            resp = _call(self._c._hb.Heartbeat, heartbeat_service_pb2.HeartbeatRequest(
+                lease_id=lease_id, lease_token=token), timeout=timeout)
+        except errors.LeaseLost as e:
+            if self._keeper is None:
+                self._mark_lost(e)  # nobody else will find out
+            raise
+        self._extend(lease_id, sent, resp.expires_at, _seconds(resp.heartbeat_interval), _ttl(resp.lease))
+
+    def release(self, timeout=None):
+        """Stops the heartbeats and gives the seat back. Idempotent; a lease
+        already lost needs no release."""
+        if self._keeper is not None:
+            self._keeper.stop()
+        with self._release_mu:
+            if self._released or self.error is not None:
+                return
+            try:
+                _call(self._c._seats.ReleaseSeat, seat_service_pb2.ReleaseSeatRequest(
+                    lease_id=self.id, lease_token=self.token), timeout=timeout or self._c.t.call_timeout)
+            except errors.LeaseLost:
+                pass
+            self._released = True
+
+    def _extend(self, lease_id, sent, expires_at, interval, ttl):
+        with self._mu:
+            if lease_id != self.id:
+                return
+            if ttl > 0:
+                self.ttl = ttl
+            if interval > 0:
+                self.heartbeat_interval = interval
+            if expires_at.ByteSize():
+                self.expires_at = expires_at.ToDatetime()
+            d = self._local_deadline(sent, expires_at)
+            if d is not None and (self._deadline is None or d > self._deadline):
+                self._deadline = d
+
+    def _swap(self, resp, sent):
+        with self._mu:
+            self._take(resp, sent)
+
+    def _mark_lost(self, err):
+        with self._mu:
+            if self.error is not None or self._released:
+                return
+            self.error = err
+        log.warning("seatd lease %s lost: %s", self.id, err)
+        self.lost.set()
+
+    def _until_deadline(self):
+        return float("inf") if self._deadline is None else self._deadline - self._c.t.now()
+
+    def _ping_every(self):
+        d, ttl = self.heartbeat_interval, self.ttl
+        if ttl > 0 and d <= 0:
+            d = ttl / 6
+        elif ttl > 0 and d > ttl / 2:
+            d = ttl / 2
+        elif d <= 0:
+            d = 10.0
+        return max(d, self._c.t.min_interval)
+
+
+def _ttl(pl):
+    if pl is None or not pl.HasField("expires_at"):
+        return 0.0
+    start = pl.last_heartbeat_at if pl.HasField("last_heartbeat_at") else pl.acquired_at
+    if not start.ByteSize():
+        return 0.0
+    return max((pl.expires_at.ToNanoseconds() - start.ToNanoseconds()) / 1e9, 0.0)
+
+
+class _Deadline(Exception):
+    """The wall clock passed the lease's deadline (an outage, or the machine slept)."""
+
+
+class _Reconnect(Exception):
+    """The server is going away and asked us to move on."""
+
+
+class _TryStream(Exception):
+    """A stretch of unary heartbeats ended: try a stream again."""
+
+
+class _Stopped(Exception):
+    pass
+
+
+_STREAM, _UNARY, _ONLY_UNARY = range(3)
+
+
+class _Keeper:
+    """Heartbeats one lease in a daemon thread until stopped or the lease is lost."""
+
+    def __init__(self, lease):
+        self.l, self.t = lease, lease._c.t
+        self._stop = threading.Event()
+        self._call = None
+        self._thread = threading.Thread(target=self._run, name="seatd-keeper", daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        call = self._call
+        if call is not None:
+            call.cancel()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _run(self):
+        try:
+            self._loop()
+        except _Stopped:
+            pass
+        except Exception:  # never die silently: the lease would expire unnoticed
+            log.exception("seatd keeper crashed")
+        finally:
+            with self.l._c._mu:
+                self.l._c._keepers.discard(self)
+
+    def _loop(self):
+        mode, failures, delay = _STREAM, 0, self.l._ping_every()  # just acquired: no beat needed yet
+        while True:
+            answered, err = False, None
+            try:
+                self._wait(delay)
+                answered, err = self._session(mode)
+            except _Deadline as e:
+                err = e
+            if isinstance(err, _Deadline):
+                err = self._last_chance()
+            if self._stop.is_set():
+                return
+            if err is None:
+                delay = self.l._ping_every()
+            elif isinstance(err, errors.LeaseLost):
+                if not self._recover(err):
+                    return
+                failures, delay = 0, self.l._ping_every()
+            elif isinstance(err, _Reconnect) and answered:
+                log.debug("seatd asked to reconnect")
+                delay = random.uniform(0, self.t.reconnect_jitter)
+            elif isinstance(err, _TryStream):
+                mode, delay = _STREAM, 0
+            elif mode == _STREAM and getattr(err, "code", None) == grpc.StatusCode.UNIMPLEMENTED:
+                log.info("seatd has no heartbeat stream; using unary heartbeats")
+                mode, delay = _ONLY_UNARY, 0
+            else:
+                failures += 1
+                if mode == _STREAM and failures >= self.t.stream_failures:
+                    log.warning("heartbeat stream keeps failing (%s); using unary heartbeats for a while", err)
+                    mode = _UNARY
+                else:
+                    log.debug("heartbeat failed (%s); retrying (%d)", err, failures)
+                delay = self.t.backoff(failures, min(self.t.backoff_max, self.l._ping_every()))
+
+    def _session(self, mode):
+        """Returns (answered, error that ended the session)."""
+        if mode == _STREAM:
+            return self._stream()
+        return self._unary(self.t.unary_before_stream if mode == _UNARY else 0)
+
+    def _wait(self, d):
+        """Sleeps d, but raises _Deadline as soon as the wall clock passes the
+        deadline (after the machine slept, timers run late)."""
+        end = time.monotonic() + d
+        while True:
+            if self.l._until_deadline() <= 0:
+                raise _Deadline()
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            if self._stop.wait(min(left, self.t.clock_check)):
+                raise _Stopped()
+
+    def _last_chance(self):
+        """One heartbeat once the deadline passed: the server decides."""
+        try:
+            self.l.heartbeat(timeout=self.t.last_chance)
+            return None
+        except errors.LeaseLost as e:
+            return e
+        except errors.SeatdError as e:
+            return errors.local_error(errors.LeaseExpired, "LEASE_EXPIRED",
+                                      "lease deadline passed without a successful heartbeat "
+                                      "(did the machine sleep?); last heartbeat: %s" % e)
+
+    def _recover(self, cause):
+        """Acquires again after an expiry if allowed; else reports the loss."""
+        if not self.l._c.reacquire_on_expiry or cause.reason not in ("LEASE_EXPIRED", "LEASE_NOT_FOUND"):
+            self.l._mark_lost(cause)
+            return False
+        log.info("seatd lease %s expired; acquiring a seat again", self.l.id)
+        give_up = self.t.now() + max(self.l.ttl, self.t.call_timeout)
+        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), **self.l._opts)
+        for n in range(1, 1 << 30):
+            sent = self.t.now()
+            try:
+                resp = _call(self.l._c._seats.AcquireSeat, req, timeout=self.t.call_timeout)
+            except errors.SeatdError as e:
+                if self._stop.is_set():
+                    return False
+                if not errors.retryable(e) or self.t.now() > give_up:
+                    self.l._mark_lost(e)
+                    return False
+                if self._stop.wait(max(self.t.backoff(n, self.t.backoff_max), e.retry_delay or 0)):
+                    return False
+                continue
+            if self._stop.is_set():
+                return False
+            old = self.l.id
+            self.l._swap(resp, sent)
+            log.info("seatd seat acquired again: %s (was %s)", self.l.id, old)
+            return True
+
+    def _unary(self, beats):
+        answered = False
+        for n in range(1 << 30):
+            try:
+                if n > 0:
+                    self._wait(self.l._ping_every())
+                if beats > 0 and n == beats:
+                    return answered, _TryStream()
+                left = self.l._until_deadline()
+                if left <= 0:
+                    return answered, _Deadline()
+                self.l.heartbeat(timeout=min(left, self.l._ping_every()))
+            except (_Deadline, errors.SeatdError) as e:
+                return answered, e
+            answered = True
+
+    def _stream(self):
+        """One HeartbeatStream until it ends: ping at once (naming the lease),
+        then every interval after each answer."""
+        lease_id, token = self.l.id, self.l.token
+        outbox, results = queue.Queue(), queue.Queue()
+
+        def requests():
+            while True:
+                r = outbox.get()
+                if r is None:
+                    return
+                yield r
+
+        def read(call):
+            try:
+                for resp in call:
+                    results.put((resp, None))
+                results.put((None, errors.SeatdError(grpc.StatusCode.UNAVAILABLE, "stream closed by seatd")))
+            except grpc.RpcError as e:
+                results.put((None, errors.from_rpc_error(e)))
+
+        outbox.put(heartbeat_service_pb2.HeartbeatStreamRequest(lease_id=lease_id, lease_token=token))
+        try:
+            call = self.l._c._hb.HeartbeatStream(requests())
+        except grpc.RpcError as e:
+            return False, errors.from_rpc_error(e)
+        self._call = call
+        if self._stop.is_set():
+            call.cancel()
+        reader = threading.Thread(target=read, args=(call,), name="seatd-stream", daemon=True)
+        reader.start()
+        answered, waiting, signal = False, True, _SIG.HEARTBEAT_SIGNAL_UNSPECIFIED
+        sent = self.t.now()
+        due = time.monotonic() + self.l._ping_every()
+        try:
+            while True:
+                if self._stop.is_set():
+                    raise _Stopped()
+                if self.l._until_deadline() <= 0:
+                    return answered, _Deadline()
+                try:
+                    resp, err = results.get(timeout=max(min(due - time.monotonic(), self.t.clock_check), 0))
+                except queue.Empty:
+                    if time.monotonic() < due:
+                        continue
+                    if waiting:
+                        return answered, errors.SeatdError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                                           "heartbeat stream: no answer in time")
+                    sent, waiting = self.t.now(), True
+                    outbox.put(heartbeat_service_pb2.HeartbeatStreamRequest())
+                    due = time.monotonic() + self.l._ping_every()  # now the answer timeout
+                    continue
+                if err is not None:
+                    return answered, _stream_end(err, signal)
+                if resp.signal == _SIG.HEARTBEAT_SIGNAL_RECONNECT:
+                    return answered, _Reconnect()
+                if resp.signal in (_SIG.HEARTBEAT_SIGNAL_REVOKED, _SIG.HEARTBEAT_SIGNAL_EXPIRED):
+                    signal = resp.signal  # the status that ends the stream follows
+                    continue
+                self.l._extend(lease_id, sent, resp.expires_at, _seconds(resp.heartbeat_interval), 0)
+                answered, waiting = True, False
+                due = time.monotonic() + self.l._ping_every()
+        finally:
+            outbox.put(None)
+            call.cancel()
+            self._call = None
+            reader.join()
+
+
+def _stream_end(err, signal):
+    """The error a stream ended with: its status, or the signal sent before it
+    when the status says less (a proxy may rewrite it)."""
+    if isinstance(err, errors.LeaseLost):
+        return err
+    if signal == _SIG.HEARTBEAT_SIGNAL_REVOKED:
+        return errors.local_error(errors.LeaseRevoked, "LEASE_REVOKED", "lease was revoked")
+    if signal == _SIG.HEARTBEAT_SIGNAL_EXPIRED:
+        return errors.local_error(errors.LeaseExpired, "LEASE_EXPIRED", "lease expired; acquire a new seat")
+    return err
+
+
+class AdminClient:
+    """The operator calls of AdminService, with the operator (or a tenant API)
+    key as bearer. Every method of the service is a snake_case method taking
+    the request's fields as keywords and returning the response, e.g.
+    admin.create_license(license=License(...)), admin.revoke_lease(lease_id=...).
+    """
+
+    def __init__(self, address=None, key="", tls=False, *, options=(), channel=None, timeout=30.0):
+        self._owned = channel is None
+        self.channel = channel if channel is not None else _channel(address, tls, options)
+        self.stub = admin_service_pb2_grpc.AdminServiceStub(self.channel)
+        self._md = (("authorization", "Bearer " + key),) if key else None
+        self.timeout = timeout
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self._owned:
+            self.channel.close()
+
+    def __getattr__(self, name):
+        camel = "".join(p.capitalize() for p in name.split("_"))
+        method = getattr(self.stub, camel, None)
+        request = getattr(admin_service_pb2, camel + "Request", None)
+        if name.startswith("_") or method is None or request is None:
+            raise AttributeError(name)
+
+        def call(timeout=None, **fields):
+            return _call(method, request(**fields), timeout=timeout or self.timeout, metadata=self._md)
+        return call
+
+    def create_license(self, name, seats, lease_ttl=360.0, **fields):
+        """Creates a license (lease_ttl in seconds) and returns it (its .key is the secret)."""
+        lic = resources_pb2.License(name=name, seats=seats, lease_ttl=_duration(lease_ttl), **fields)
+        return self.__getattr__("create_license")(license=lic).license

@@ -1,0 +1,158 @@
+"""Typed exceptions from the google.rpc.ErrorInfo reason seatd attaches.
+
+Every failed call raises a SeatdError subclass chosen by the reason (for
+example SeatsExhausted for SEATS_EXHAUSTED); an error without an ErrorInfo is
+a plain SeatdError with reason "".
+"""
+
+import grpc
+
+from seatd._rpc.google.rpc import error_details_pb2, status_pb2
+
+_DETAILS_KEY = "grpc-status-details-bin"
+
+
+class SeatdError(Exception):
+    """A failed seatd call: gRPC code, ErrorInfo reason and metadata."""
+
+    def __init__(self, code, message, reason="", metadata=None, retry_delay=None, field_violations=()):
+        super().__init__("seatd: %s (%s%s)" % (message, code.name if code else "?", ", " + reason if reason else ""))
+        self.code = code                     # grpc.StatusCode
+        self.message = message
+        self.reason = reason                 # e.g. "SEATS_EXHAUSTED"
+        self.metadata = dict(metadata or {})
+        self.retry_delay = retry_delay       # seconds (RetryInfo), or None
+        self.field_violations = list(field_violations)  # [(field, description)]
+
+
+class SeatsExhausted(SeatdError):
+    """No seat free (RESOURCE_EXHAUSTED SEATS_EXHAUSTED)."""
+
+    @property
+    def in_use(self):
+        return int(self.metadata.get("seats_in_use", 0))
+
+    @property
+    def limit(self):
+        return int(self.metadata.get("seat_limit", 0))
+
+
+class LeaseLost(SeatdError):
+    """The seat is no longer ours, whatever we retry."""
+
+
+class LeaseExpired(LeaseLost):
+    pass
+
+
+class LeaseRevoked(LeaseLost):
+    pass
+
+
+class LeaseReleased(LeaseLost):
+    pass
+
+
+class LeaseNotFound(LeaseLost):
+    pass
+
+
+class LeaseTokenInvalid(LeaseLost):
+    """Another acquisition (same fingerprint) took the lease over."""
+
+
+class LicenseNotFound(SeatdError):
+    pass
+
+
+class LicenseInactive(SeatdError):
+    pass
+
+
+class LicenseExpired(SeatdError):
+    pass
+
+
+class InvalidArgument(SeatdError):
+    pass
+
+
+class Unauthenticated(SeatdError):
+    pass
+
+
+class PermissionDenied(SeatdError):
+    pass
+
+
+class QueueFull(SeatdError):
+    pass
+
+
+class RateLimited(SeatdError):
+    pass
+
+
+class Unavailable(SeatdError):
+    """The server or its storage cannot be reached now (retry)."""
+
+
+REASONS = {
+    "SEATS_EXHAUSTED": SeatsExhausted,
+    "LEASE_EXPIRED": LeaseExpired,
+    "LEASE_REVOKED": LeaseRevoked,
+    "LEASE_RELEASED": LeaseReleased,
+    "LEASE_NOT_FOUND": LeaseNotFound,
+    "LEASE_TOKEN_INVALID": LeaseTokenInvalid,
+    "LICENSE_NOT_FOUND": LicenseNotFound,
+    "LICENSE_INACTIVE": LicenseInactive,
+    "LICENSE_EXPIRED": LicenseExpired,
+    "INVALID_ARGUMENT": InvalidArgument,
+    "MALFORMED_REQUEST": InvalidArgument,
+    "UNAUTHENTICATED": Unauthenticated,
+    "PERMISSION_DENIED": PermissionDenied,
+    "QUEUE_FULL": QueueFull,
+    "RATE_LIMITED": RateLimited,
+    "TOO_MANY_STREAMS": RateLimited,
+    "BACKEND_UNAVAILABLE": Unavailable,
+    "SERVER_SHUTTING_DOWN": Unavailable,
+}
+
+
+def local_error(cls, reason, message, code=grpc.StatusCode.FAILED_PRECONDITION):
+    """An error the client concludes itself, shaped like the server's."""
+    return cls(code, message, reason)
+
+
+def from_rpc_error(err):
+    """Turns a grpc.RpcError into the SeatdError subclass its reason names."""
+    if isinstance(err, SeatdError) or not isinstance(err, grpc.RpcError):
+        return err
+    code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+    message = err.details() if hasattr(err, "details") else str(err)
+    reason, metadata, retry_delay, violations = "", {}, None, []
+    trailers = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
+    for key, value in trailers or ():
+        if key != _DETAILS_KEY:
+            continue
+        st = status_pb2.Status.FromString(value)
+        for any_ in st.details:
+            info = error_details_pb2.ErrorInfo()
+            retry = error_details_pb2.RetryInfo()
+            bad = error_details_pb2.BadRequest()
+            if any_.Unpack(info):
+                reason, metadata = info.reason, dict(info.metadata)
+            elif any_.Unpack(retry):
+                retry_delay = retry.retry_delay.ToTimedelta().total_seconds()
+            elif any_.Unpack(bad):
+                violations = [(v.field, v.description) for v in bad.field_violations]
+    cls = REASONS.get(reason, Unavailable if code == grpc.StatusCode.UNAVAILABLE else SeatdError)
+    return cls(code, message, reason, metadata, retry_delay, violations)
+
+
+def retryable(err):
+    """Whether a failed call may succeed if simply repeated (as the Go client)."""
+    code = getattr(err, "code", None)
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED):
+        return True
+    return code == grpc.StatusCode.RESOURCE_EXHAUSTED and err.reason in ("RATE_LIMITED", "TOO_MANY_STREAMS")

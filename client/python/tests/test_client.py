@@ -1,0 +1,312 @@
+"""The Python client against real seatd binaries, embedded and distributed.
+
+Run from client/python: /usr/bin/python3 -m unittest -v (make test/python).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import grpc
+
+import seatd
+from seatd.v1 import resources_pb2
+from harness import OPERATOR_KEY, REPO, Backend, Gate, Seatd
+
+# Shrunk delays so that each behaviour shows within seconds.
+FAST = dict(clock_check=0.1, backoff_base=0.05, backoff_max=0.5, reconnect_jitter=0.2, min_interval=0.2,
+            last_chance=1.0, call_timeout=5.0)
+ACTIVE = resources_pb2.LEASE_STATE_ACTIVE
+
+
+def eventually(cond, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError("not within %ss: %s" % (timeout, what))
+
+
+class Base:
+    """The behaviours; EmbeddedTest and DistributedTest run them in each mode."""
+
+    distributed = False
+
+    def setUp(self):
+        self.backend = Backend() if self.distributed else None
+        self.servers = []
+        self.server = self.start("a")
+        self.admin = seatd.AdminClient(self.server.address, key=OPERATOR_KEY)
+        self.addCleanup(self.admin.close)
+
+    def tearDown(self):
+        for s in self.servers:
+            s.stop()
+            s.cleanup()
+        if self.backend:
+            self.backend.drop()
+
+    def start(self, name, args=()):
+        extra = self.backend.args(name) if self.backend else []
+        s = Seatd(extra + list(args))
+        self.servers.append(s)
+        return s
+
+    def client(self, address=None, gate=None, **kw):
+        address = address or self.server.address
+        timing = seatd.Timing(**FAST)
+        if gate is None:
+            c = seatd.Client(address, timing=timing, **kw)
+        else:
+            opts = [("grpc.service_config", seatd.SERVICE_CONFIG), ("grpc.enable_retries", 1)]
+            channel = grpc.intercept_channel(grpc.insecure_channel(address, options=opts), gate)
+            c = seatd.Client(channel=channel, timing=timing, **kw)
+            self.addCleanup(channel.close)
+        self.addCleanup(c.close)
+        return c
+
+    def license(self, seats=1, ttl=2.0, **fields):
+        return self.admin.create_license("py-test", seats=seats, lease_ttl=ttl, **fields)
+
+    def active(self, lic):
+        leases = self.admin.list_leases(license_id=lic.id, state=ACTIVE).leases
+        return [l.id for l in leases]
+
+    # ---- the behaviour table ----
+
+    def test_acquire_heartbeat_release(self):
+        """acquire: a seat with id, token and the server's interval; a heartbeat
+        moves the deadline; leaving the with block releases the seat."""
+        lic = self.license(seats=1, ttl=30)
+        c = self.client()
+        with c.lease(lic.key, "fp-1") as lease:
+            self.assertTrue(lease.id.startswith("lse_"))
+            self.assertTrue(lease.token)
+            self.assertEqual((lease.seats_in_use, lease.seat_limit), (1, 1))
+            self.assertAlmostEqual(lease.heartbeat_interval, 5.0, delta=0.01)  # TTL/6
+            before = lease.expires_at
+            time.sleep(0.01)
+            lease.heartbeat()
+            self.assertGreater(lease.expires_at, before)
+            self.assertEqual(self.active(lic), [lease.id])
+        self.assertEqual(self.active(lic), [])
+        self.assertFalse(lease.lost.is_set(), "our own release is not a loss")
+        lease.release()  # idempotent
+        with c.lease(lic.key, "fp-2"):
+            pass  # the seat is free again
+
+    def test_auto_heartbeat_survives_3x_ttl(self):
+        """auto-heartbeat: with a 2 s TTL the background stream keeps the lease
+        for 3 x TTL; the server still lists it active."""
+        lic = self.license(seats=1, ttl=2)
+        gate = Gate()
+        c = self.client(gate=gate)
+        with c.lease(lic.key, "fp-1") as lease:
+            time.sleep(6.5)
+            self.assertFalse(lease.lost.is_set(), lease.error)
+            self.assertEqual(self.active(lic), [lease.id])
+            self.assertGreaterEqual(gate.calls.get("HeartbeatStream", 0), 1)
+            self.assertEqual(gate.calls.get("Heartbeat", 0), 0, "the stream did the beating")
+            lease.heartbeat()
+
+    def test_stream_fallback_to_unary(self):
+        """stream fallback: when HeartbeatStream is UNIMPLEMENTED the keeper
+        heartbeats with unary calls and the lease survives 3 x TTL."""
+        lic = self.license(seats=1, ttl=2)
+        gate = Gate()
+        gate.no_stream = True
+        c = self.client(gate=gate)
+        with c.lease(lic.key, "fp-1") as lease:
+            time.sleep(6.5)
+            self.assertFalse(lease.lost.is_set(), lease.error)
+            self.assertEqual(self.active(lic), [lease.id])
+            self.assertGreaterEqual(gate.calls.get("Heartbeat", 0), 6)
+
+    def test_revoke_fires_lost_within_one_interval(self):
+        """lost signal: an operator revokes the lease; lease.lost is set within
+        one heartbeat interval, with reason LEASE_REVOKED."""
+        lic = self.license(seats=1, ttl=6)  # interval 1 s
+        c = self.client()
+        with c.lease(lic.key, "fp-1") as lease:
+            time.sleep(0.5)  # the stream is open
+            began = time.time()
+            self.admin.revoke_lease(lease_id=lease.id, reason="test")
+            self.assertTrue(lease.lost.wait(lease.heartbeat_interval), "lost not set within one interval")
+            took = time.time() - began
+            self.assertEqual(lease.reason, "LEASE_REVOKED")
+            self.assertIsInstance(lease.error, seatd.LeaseRevoked)
+            self.assertLess(took, lease.heartbeat_interval)
+
+    def test_reacquire_after_sleep_past_deadline(self):
+        """re-acquire after sleep: nothing reaches the server for 2 x TTL (as from
+        a suspended laptop), the server expires the lease; with
+        reacquire_on_expiry the keeper notices the passed deadline by the wall
+        clock and acquires again (new id and token), lost stays clear. Without
+        it, lost fires with LEASE_EXPIRED."""
+        lic = self.license(seats=2, ttl=2)
+        gate = Gate()
+        c = self.client(gate=gate, reacquire_on_expiry=True)
+        plain = self.client(gate=gate)
+        with c.lease(lic.key, "fp-1") as lease, plain.lease(lic.key, "fp-2") as other:
+            old = lease.id
+            gate.down_until = time.time() + 4.5
+            self.assertTrue(other.lost.wait(8), "the lease without reacquire is lost")
+            self.assertIsInstance(other.error, seatd.LeaseExpired)
+            eventually(lambda: lease.id != old, 10, "acquired again")
+            self.assertFalse(lease.lost.is_set(), lease.error)
+            eventually(lambda: self.active(lic) == [lease.id], 5, "the new lease is the only active one")
+            time.sleep(2.5)  # and it is kept alive
+            self.assertEqual(self.active(lic), [lease.id])
+
+    def test_full_license_raises_seats_exhausted(self):
+        """errors: a full license raises SeatsExhausted with in_use/limit."""
+        lic = self.license(seats=1, ttl=30)
+        c = self.client()
+        with c.lease(lic.key, "fp-1"):
+            with self.assertRaises(seatd.SeatsExhausted) as cm:
+                c.acquire(lic.key, "fp-2")
+            e = cm.exception
+            self.assertEqual((e.in_use, e.limit), (1, 1))
+            self.assertEqual(e.reason, "SEATS_EXHAUSTED")
+            self.assertEqual(e.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+    def test_typed_errors(self):
+        """errors: ErrorInfo reasons map to exceptions (LicenseNotFound,
+        InvalidArgument with the field, LeaseExpired on a late heartbeat,
+        Unauthenticated for a wrong operator key)."""
+        c = self.client(auto_heartbeat=False)
+        with self.assertRaises(seatd.LicenseNotFound):
+            c.acquire("slk_does_not_exist", "fp-1")
+        lic = self.license(seats=1, ttl=1)
+        with self.assertRaises(seatd.InvalidArgument) as cm:
+            c.acquire(lic.key, "")
+        self.assertIn("fingerprint", [f for f, _ in cm.exception.field_violations])
+        lease = c.acquire(lic.key, "fp-1")
+        time.sleep(1.3)
+        with self.assertRaises(seatd.LeaseExpired):
+            lease.heartbeat()
+        self.assertTrue(lease.lost.is_set())
+        with seatd.AdminClient(self.server.address, key="wrong-key") as bad:
+            with self.assertRaises(seatd.Unauthenticated):
+                bad.list_licenses()
+
+    def test_retry_reuses_idempotency_key(self):
+        """retries: the server grants a seat but the reply is lost; the retry
+        sends the same idempotency key and gets the same lease, so a
+        one-lease-per-acquisition license still has one seat taken."""
+        lic = self.license(seats=3, ttl=30,
+                           leasing_strategy=resources_pb2.LEASING_STRATEGY_PER_ACQUISITION)
+        gate = Gate()
+        gate.drop_acquire_replies = 1
+        c = self.client(gate=gate)
+        with c.lease(lic.key, "fp-1") as lease:
+            keys = [r.idempotency_key for r in gate.requests["AcquireSeat"]]
+            self.assertEqual(len(keys), 2)
+            self.assertEqual(keys[0], keys[1])
+            self.assertEqual(self.active(lic), [lease.id])
+        with c.lease(lic.key, "fp-1") as a, c.lease(lic.key, "fp-1") as b:
+            self.assertNotEqual(a.id, b.id, "each logical acquisition has a key of its own")
+
+    def test_wait_for_seat_gets_released_seat(self):
+        """wait: wait_for_seat queues (position 1 of 1, with a ticket) and gets
+        the seat when the holder releases it."""
+        lic = self.license(seats=1, ttl=30)
+        c = self.client()
+        holder = c.acquire(lic.key, "holder")
+        positions, got = [], {}
+
+        def wait():
+            got["lease"] = c.wait_for_seat(lic.key, "waiter", on_position=lambda p, n: positions.append((p, n)),
+                                           timeout=30)
+        t = threading.Thread(target=wait)
+        t.start()
+        eventually(lambda: positions, 10, "a queue position")
+        self.assertEqual(positions[0], (1, 1))
+        self.assertNotIn("lease", got)
+        holder.release()
+        t.join(15)
+        lease = got["lease"]
+        self.assertEqual(self.active(lic), [lease.id])
+        self.assertFalse(lease.lost.is_set())
+        lease.release()
+
+    def test_wait_for_seat_timeout(self):
+        """wait: wait_for_seat raises TimeoutError when no seat frees in time."""
+        lic = self.license(seats=1, ttl=30)
+        c = self.client()
+        with c.lease(lic.key, "holder"):
+            with self.assertRaises(TimeoutError):
+                c.wait_for_seat(lic.key, "waiter", timeout=1)
+
+
+class EmbeddedTest(Base, unittest.TestCase):
+    distributed = False
+
+    def test_tls(self):
+        """TLS: Client(address, tls=<CA PEM>) acquires, heartbeats over the
+        stream and releases against seatd serving TLS."""
+        d = tempfile.mkdtemp(prefix="seatd-py-tls-")
+        crt, key = os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-keyout", key, "-out", crt, "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       check=True, capture_output=True)
+        s = self.start("tls", ["--tls-cert-file", crt, "--tls-key-file", key])
+        with open(crt, "rb") as f:
+            pem = f.read()
+        with seatd.AdminClient(s.address, key=OPERATOR_KEY, tls=pem) as admin:
+            lic = admin.create_license("tls", seats=1, lease_ttl=2)
+        with seatd.Client(s.address, tls=pem, timing=seatd.Timing(**FAST)) as c:
+            with c.lease(lic.key, "fp-1") as lease:
+                time.sleep(3)
+                self.assertFalse(lease.lost.is_set(), lease.error)
+        with seatd.Client(s.address, timing=seatd.Timing(**FAST)) as plain:
+            with self.assertRaises(seatd.SeatdError):
+                plain.acquire(lic.key, "fp-2", timeout=2)
+
+    def test_service_config_matches_go(self):
+        """retries: the retry policy is the Go client's service_config.json."""
+        with open(os.path.join(REPO, "client", "service_config.json")) as f:
+            self.assertEqual(json.loads(seatd.SERVICE_CONFIG), json.load(f))
+
+
+class DistributedTest(Base, unittest.TestCase):
+    distributed = True
+
+    def test_sigterm_reconnects_to_other_instance(self):
+        """auto-heartbeat across instances: of two instances on one backend,
+        the one the stream is on gets SIGTERM; the stream is told to
+        reconnect, moves to the other one, and the lease survives 2 x TTL
+        more without being lost."""
+        other = self.start("b")
+        lic = self.license(seats=1, ttl=2)
+        gate = Gate()
+        timing = seatd.Timing(**FAST)
+        opts = [("grpc.service_config", seatd.SERVICE_CONFIG), ("grpc.enable_retries", 1),
+                ("grpc.lb_policy_name", "pick_first")]
+        target = "ipv4:%s,%s" % (self.server.address, other.address)  # the first one first
+        channel = grpc.intercept_channel(grpc.insecure_channel(target, options=opts), gate)
+        self.addCleanup(channel.close)
+        with seatd.Client(channel=channel, timing=timing) as c:
+            with c.lease(lic.key, "fp-1") as lease:
+                time.sleep(1.5)
+                streams = gate.calls.get("HeartbeatStream", 0)
+                self.assertGreaterEqual(streams, 1)
+                self.assertEqual(self.server.stop(signal.SIGTERM), 0)
+                time.sleep(4.5)
+                self.assertFalse(lease.lost.is_set(), lease.error)
+                self.assertGreater(gate.calls.get("HeartbeatStream", 0), streams, "a new stream")
+                with seatd.AdminClient(other.address, key=OPERATOR_KEY) as admin:
+                    leases = admin.list_leases(license_id=lic.id, state=ACTIVE).leases
+                    self.assertEqual([l.id for l in leases], [lease.id])
+                lease.heartbeat()
+
+
+if __name__ == "__main__":
+    unittest.main()
