@@ -103,7 +103,7 @@ class Backend:
                 "--pg-max-conns", "8"]
 
     def drop(self):
-        _psql("DROP SCHEMA %s CASCADE" % self.name)
+        _psql("SET client_min_messages = warning; DROP SCHEMA %s CASCADE" % self.name)
         keys = subprocess.run(["redis-cli", "-u", REDIS_URL, "--scan", "--pattern", self.prefix + "*"],
                               check=True, capture_output=True, text=True).stdout.split()
         for i in range(0, len(keys), 500):
