@@ -25,11 +25,11 @@ tools: ## Build the pinned CLI tools into bin/ (buf, grpcurl, grpc-health-probe)
 generate: ## Regenerate gen/ from proto/ with buf and local plugins
 	$(TOOL) buf generate
 
-verify-generate: ## Fail if gen/ differs from what buf generate makes
+verify-generate: ## Fail if any generated output (gen/, client/python, client/node) differs from what buf generate makes
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
-	  sed "s#out: gen#out: $$tmp/gen#" buf.gen.yaml > $$tmp/buf.gen.yaml && \
+	  sed -E "s#^([[:space:]]*out:[[:space:]]*)#\1$$tmp/out/#" buf.gen.yaml > $$tmp/buf.gen.yaml && \
 	  $(TOOL) buf generate --template $$tmp/buf.gen.yaml && \
-	  diff -r --exclude=doc.go gen $$tmp/gen && echo "gen/ is up to date"
+	  scripts/verify-generated.sh $$tmp/out
 
 lint: ## buf lint (STANDARD), go vet and golangci-lint (.golangci.yml)
 	$(TOOL) buf lint
