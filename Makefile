@@ -8,7 +8,7 @@ TOOL  := $(GO) tool -modfile=tools/go.mod
 # golangci-lint has a module of its own: its dependencies must not move buf's.
 LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 
-.PHONY: help build run generate verify-generate lint vet test fuzz bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
+.PHONY: help build run generate verify-generate lint vet test check/python test/python fuzz bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -42,9 +42,16 @@ vet:
 services: ## Start (or explain how to install) the PostgreSQL and Redis the tests use
 	scripts/services.sh
 
-test: vet tools services ## Everything: vet, unit, conformance and end-to-end tests, with -race
+test: check/python vet tools services ## Everything: vet, unit, conformance and end-to-end tests, with -race; the client packages' tests
 	$(GO) build -race -o $(BIN)/seatd-race ./server/cmd/seatd
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory test/python
+
+check/python: ## Stop at once, saying what to apt-get install, if the Python client's tests cannot run
+	@client/python/check-deps.sh
+
+test/python: check/python build services ## The Python client's tests (client/python, /usr/bin/python3) against real seatd, embedded and distributed
+	cd client/python && SEATD_BIN=$(BIN)/seatd /usr/bin/python3 -B -m unittest discover -s tests -v
 
 bench: ## Load run through gRPC (embedded and distributed) beside the gRPC and storage ceilings
 	bench/run.sh

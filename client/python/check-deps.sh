@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Says exactly what to install when the Python client's tests cannot run here
+# (make test runs this first, so it stops within seconds); .ci/run installs it.
+# The tests use Debian's packages, which work only with /usr/bin/python3.
+set -euo pipefail
+py=/usr/bin/python3
+missing=()
+[[ -x $py ]] || missing+=(python3)
+if [[ -x $py ]]; then
+  $py -c 'import grpc' 2>/dev/null || missing+=(python3-grpcio)
+  $py -c 'import google.protobuf' 2>/dev/null || missing+=(python3-protobuf)
+fi
+command -v openssl >/dev/null || missing+=(openssl) # the TLS test makes a certificate
+if ((${#missing[@]})); then
+  echo "client/python: the Python client's tests need ${missing[*]}. Install with:" >&2
+  echo "    sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
