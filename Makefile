@@ -8,7 +8,7 @@ TOOL  := $(GO) tool -modfile=tools/go.mod
 # golangci-lint has a module of its own: its dependencies must not move buf's.
 LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 
-.PHONY: help build run generate verify-generate lint vet test check/python test/python fuzz bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
+.PHONY: help build run generate verify-generate lint vet test check/python test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -22,7 +22,7 @@ run: build ## Run seatd in embedded mode (data in ./seatd-data)
 tools: ## Build the pinned CLI tools into bin/ (buf, grpcurl, grpc-health-probe)
 	GOBIN=$(BIN) $(GO) install -modfile=tools/go.mod tool
 
-generate: ## Regenerate gen/ from proto/ with buf and local plugins
+generate: client/node/node_modules/.package-lock.json ## Regenerate gen/ from proto/ with buf and local plugins (protoc-gen-es from client/node: npm ci first)
 	$(TOOL) buf generate
 
 verify-generate: ## Fail if any generated output (gen/, client/python, client/node) differs from what buf generate makes
@@ -42,16 +42,31 @@ vet:
 services: ## Start (or explain how to install) the PostgreSQL and Redis the tests use
 	scripts/services.sh
 
-test: check/python vet tools services ## Everything: vet, unit, conformance and end-to-end tests, with -race; the client packages' tests
+test: check/python check/node vet tools services ## Everything: vet, unit, conformance and end-to-end tests, with -race; the client packages' tests
 	$(GO) build -race -o $(BIN)/seatd-race ./server/cmd/seatd
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory test/python
+	$(MAKE) --no-print-directory test/node
 
 check/python: ## Stop at once, saying what to apt-get install, if the Python client's tests cannot run
 	@client/python/check-deps.sh
 
 test/python: check/python build services ## The Python client's tests (client/python, /usr/bin/python3) against real seatd, embedded and distributed
 	cd client/python && SEATD_BIN=$(BIN)/seatd /usr/bin/python3 -B -m unittest discover -s tests -v
+
+check/node: ## Stop at once, saying what to install, if the TypeScript client's tests cannot run (Node >= 20, npm, openssl)
+	@command -v node >/dev/null && command -v npm >/dev/null && node -e 'process.exit(+process.versions.node.split(".")[0] < 20)' || \
+	  { echo "make: the TypeScript client (client/node) needs Node.js >= 20 and npm: install them from https://nodejs.org (or a distribution with nodejs >= 20 and npm)" >&2; exit 1; }
+	@command -v openssl >/dev/null || { echo "make: the TypeScript client's TLS test needs openssl: sudo apt-get install -y openssl" >&2; exit 1; }
+
+# npm ci when client/node/node_modules is missing or older than the lockfile
+# (protoc-gen-es for `make generate` comes from there too).
+client/node/node_modules/.package-lock.json: client/node/package-lock.json
+	cd client/node && npm ci --no-audit --no-fund
+	@touch $@
+
+test/node: check/node build services client/node/node_modules/.package-lock.json ## The TypeScript client's tests (client/node, node --test) against real seatd, embedded and distributed
+	cd client/node && rm -rf dist && npx tsc -p . && SEATD_BIN=$(BIN)/seatd node --test --test-concurrency=1 dist/test/*.test.js
 
 bench: ## Load run through gRPC (embedded and distributed) beside the gRPC and storage ceilings
 	bench/run.sh
