@@ -55,7 +55,7 @@ test/python: check/python build services ## The Python client's tests (client/py
 	cd client/python && SEATD_BIN=$(BIN)/seatd /usr/bin/python3 -B -m unittest discover -s tests -v
 
 check/node: ## Stop at once, saying what to install, if the TypeScript client's tests cannot run (Node >= 20, npm, openssl)
-	@command -v node >/dev/null && command -v npm >/dev/null && node -e 'process.exit(+process.versions.node.split(".")[0] < 20)' || \
+	@command -v node >/dev/null && command -v npm >/dev/null && node -e 'process.exit(parseInt(process.versions.node) < 20 ? 1 : 0)' || \
 	  { echo "make: the TypeScript client (client/node) needs Node.js >= 20 and npm: install them from https://nodejs.org (or a distribution with nodejs >= 20 and npm)" >&2; exit 1; }
 	@command -v openssl >/dev/null || { echo "make: the TypeScript client's TLS test needs openssl: sudo apt-get install -y openssl" >&2; exit 1; }
 
