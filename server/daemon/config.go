@@ -57,6 +57,7 @@ type Config struct {
 
 	WaitQueueMax int
 	WaitHold     time.Duration
+	WaitPoll     time.Duration
 
 	// Running on a network (README, "Running on a network").
 	TLSCertFile, TLSKeyFile, TLSClientCAFile string
@@ -110,6 +111,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "on shutdown, how long in-flight calls may take before they are cut")
 	fs.IntVar(&c.WaitQueueMax, "wait-queue-max", grpcapi.DefaultWaitQueueLength, "most clients waiting for a seat per license (WaitForSeat); more get RESOURCE_EXHAUSTED")
 	fs.DurationVar(&c.WaitHold, "wait-hold", grpcapi.DefaultWaitHold, "a seat granted to a waiter goes to the next one if not heartbeated within this")
+	fs.DurationVar(&c.WaitPoll, "wait-poll", grpcapi.DefaultWaitPoll, "how often the head of a WaitForSeat queue tries for a seat (the waiters behind it look every 8 tries)")
 	fs.StringVar(&c.PostgresURL, "postgres-url", "", "distributed mode: PostgreSQL URL (the record); needs --redis-url")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "distributed mode: Redis URL (live leases); needs --postgres-url")
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", "seatd:", "distributed mode: prefix of every Redis key")
@@ -224,6 +226,9 @@ func (c *Config) validate() error {
 		return errors.New("--wait-queue-max must be at least 1")
 	case c.WaitHold < time.Second:
 		return errors.New("--wait-hold must be at least 1s")
+	// 8 polls must fit in the Redis queue's 5 s liveness of a waiter.
+	case c.WaitPoll < 10*time.Millisecond || c.WaitPoll > 500*time.Millisecond:
+		return errors.New("--wait-poll must be between 10ms and 500ms")
 	case c.ConnectTimeout <= 0:
 		return errors.New("--connect-timeout must be positive")
 	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):

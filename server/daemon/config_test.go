@@ -54,6 +54,9 @@ func TestParseConfig(t *testing.T) {
 		{name: "tiny request limit", args: []string{"--max-request-bytes=10"}, wantErr: "--max-request-bytes"},
 		{name: "no streams", args: []string{"--max-streams=0"}, wantErr: "--max-streams"},
 		{name: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
+		{name: "wait poll too fast", args: []string{"--wait-poll=1ms"}, wantErr: "--wait-poll"},
+		{name: "wait poll too slow for the queue's liveness", args: []string{"--wait-poll=1s"}, wantErr: "--wait-poll"},
+		{name: "wait poll", args: []string{"--wait-poll=50ms"}, check: func(t *testing.T, c Config) { require.Equal(t, 50*time.Millisecond, c.WaitPoll) }},
 		{name: "limits and quotas by default", check: func(t *testing.T, c Config) {
 			failed, calls, quotas := c.apiLimits()
 			require.Equal(t, grpcapi.DefaultFailedLookups, failed)

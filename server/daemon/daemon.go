@@ -198,7 +198,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	d.api = grpcapi.New(grpcapi.Config{
 		Store: d.store, Cleaner: cleaner, Scheduler: d.scheduler, Leadership: leadership,
 		OperatorKey: operatorKey, Logger: d.log, Metrics: m,
-		WaitQueue: queue, Hub: hub, Revocations: revocations, WaitHold: cfg.WaitHold,
+		WaitQueue: queue, Hub: hub, Revocations: revocations, WaitHold: cfg.WaitHold, WaitPoll: cfg.WaitPoll,
 		MaxStreams: cfg.MaxStreams, FirstMessageTimeout: cfg.FirstMessageTimeout,
 		FailedLookups: failedLookups, UnauthenticatedCalls: unauthenticatedCalls, Quotas: quotas,
 	})
