@@ -168,6 +168,7 @@ export class Client implements AsyncDisposable {
    * connection. It does not release the seats: release them first (await
    * using does), or they stay taken until their deadline. */
   async close(): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
     await Promise.all([...this.#leases].map((l) => l.keeper?.stop()));
     this.conn.close();

@@ -93,7 +93,7 @@ export class Backend {
   async close(): Promise<void> {
     await Promise.all(this.#procs.map((p) => p.stop()));
     if (this.mode === "distributed") {
-      psql(`DROP SCHEMA ${this.#schema} CASCADE`);
+      psql(`SET client_min_messages = warning; DROP SCHEMA ${this.#schema} CASCADE`);
       const keys = execFileSync("redis-cli", ["-u", redisURL, "--scan", "--pattern", this.#schema + ":*"], { encoding: "utf8" }).split("\n").filter(Boolean);
       for (let i = 0; i < keys.length; i += 500) execFileSync("redis-cli", ["-u", redisURL, "del", ...keys.slice(i, i + 500)]);
     }

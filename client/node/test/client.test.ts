@@ -1,0 +1,244 @@
+// The TypeScript client against a real seatd, embedded and distributed
+// (each mode its own backend; the tests of a mode share one instance unless
+// they need their own). Every row of the README's behaviour table names the
+// test that covers it here.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { Backend, modes, newLicense, operatorKey, sleep, until, type Seatd } from "./harness.js";
+import { AdminClient, Client, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, seatdv1, serviceConfig, type Log } from "../src/index.js";
+
+/** A log that keeps what it hears, to assert on reconnects and fallbacks. */
+function recorder(): Log & { messages: string[] } {
+  const messages: string[] = [];
+  return Object.assign<Log, { messages: string[] }>((_level, message, fields) => {
+    messages.push(message);
+    if (process.env.SEATD_TEST_VERBOSE) console.log(message, fields);
+  }, { messages });
+}
+
+async function leaseState(s: Seatd, licenseId: string, leaseId: string): Promise<seatdv1.LeaseState | undefined> {
+  const admin = s.admin();
+  try {
+    const resp = await admin.listLeases({ licenseId });
+    return resp.leases.find((l) => l.id === leaseId)?.state;
+  } finally {
+    admin.close();
+  }
+}
+
+test("serviceConfig is client/service_config.json", () => {
+  const goCfg = readFileSync(resolve(import.meta.dirname, "../../../service_config.json"), "utf8");
+  assert.deepEqual(JSON.parse(serviceConfig), JSON.parse(goCfg));
+});
+
+for (const mode of modes) {
+  describe(mode, () => {
+    const backend = new Backend(mode);
+    let s: Seatd;
+    let client: Client;
+    const clients: Client[] = [];
+    /** mk makes a client that is closed when the mode's tests end, even after a failure. */
+    const mk = (...a: ConstructorParameters<typeof Client>) => {
+      const c = new Client(...a);
+      clients.push(c);
+      return c;
+    };
+    before(async () => {
+      s = await backend.start();
+      client = mk(s.grpcAddr);
+    });
+    after(async () => {
+      await Promise.all(clients.map((c) => c.close()));
+      await backend.close();
+    });
+
+    test("acquire, heartbeat, release (await using)", async () => {
+      const lic = await newLicense(s, 2, 60_000);
+      let id: string;
+      {
+        await using lease = await client.lease({ licenseKey: lic.key, fingerprint: "fp-1" });
+        id = lease.id;
+        assert.match(lease.id, /^lse_/);
+        assert.equal(lease.licenseId, lic.id);
+        assert.equal(lease.seatsInUse, 1);
+        assert.equal(lease.seatLimit, 2);
+        assert.ok(lease.heartbeatIntervalMs > 0);
+        const before = lease.expiresAt.getTime();
+        await sleep(20);
+        await lease.heartbeat();
+        assert.ok(lease.expiresAt.getTime() > before, "a heartbeat moves the deadline");
+        assert.equal(await leaseState(s, lic.id, id), seatdv1.LeaseState.ACTIVE);
+      }
+      assert.equal(await leaseState(s, lic.id, id), seatdv1.LeaseState.RELEASED, "leaving the block released the seat");
+    });
+
+    test("the lease survives 3×TTL of background heartbeats", async () => {
+      const ttl = 2000;
+      const lic = await newLicense(s, 1, ttl);
+      await using lease = await client.lease({ licenseKey: lic.key });
+      const first = lease.expiresAt.getTime();
+      await sleep(3 * ttl + 500);
+      assert.equal(lease.lost, false);
+      assert.ok(lease.expiresAt.getTime() > first + 2 * ttl, "the deadline kept moving");
+      assert.equal(await leaseState(s, lic.id, lease.id), seatdv1.LeaseState.ACTIVE);
+    });
+
+    test("a revoke fires lease.signal within one interval", async () => {
+      const lic = await newLicense(s, 1, 6000);
+      await using lease = await client.lease({ licenseKey: lic.key });
+      const first = lease.expiresAt.getTime();
+      await until(5000, "a first heartbeat (the stream is open)", () => lease.expiresAt.getTime() > first);
+      const admin = s.admin();
+      const revoked = Date.now();
+      await admin.revokeLease({ leaseId: lease.id, reason: "test" });
+      admin.close();
+      await until(lease.heartbeatIntervalMs, "the lost signal", () => lease.signal.aborted);
+      const took = Date.now() - revoked;
+      assert.ok(lease.error instanceof LeaseRevokedError, String(lease.error));
+      assert.equal(lease.reason, "LEASE_REVOKED");
+      assert.ok(took <= lease.heartbeatIntervalMs, `lost after ${took} ms`);
+    });
+
+    test("a full license: SeatsExhaustedError with in-use and limit; unknown key: LicenseNotFoundError; a released lease: LeaseReleasedError", async () => {
+      const lic = await newLicense(s, 1, 60_000);
+      await using held = await client.lease({ licenseKey: lic.key, fingerprint: "first" });
+      await assert.rejects(client.lease({ licenseKey: lic.key, fingerprint: "second" }), (err) => {
+        assert.ok(err instanceof SeatsExhaustedError);
+        assert.equal(err.reason, "SEATS_EXHAUSTED");
+        assert.equal(err.code, grpc.status.RESOURCE_EXHAUSTED);
+        assert.equal(err.seatsInUse, 1);
+        assert.equal(err.seatLimit, 1);
+        return true;
+      });
+      await assert.rejects(client.lease({ licenseKey: "slk_unknown" }), LicenseNotFoundError);
+      const manual = mk(s.grpcAddr, { autoHeartbeat: false });
+      const other = await newLicense(s, 1, 60_000);
+      const l = await manual.lease({ licenseKey: other.key });
+      await l.release();
+      await assert.rejects(l.heartbeat(), LeaseReleasedError);
+      await manual.close();
+      assert.equal(held.lost, false);
+    });
+
+    test("one idempotency key per acquisition: a retry gets the same lease", async () => {
+      const lic = await newLicense(s, 5, 60_000, { leasingStrategy: seatdv1.LeasingStrategy.PER_ACQUISITION });
+      const manual = mk(s.grpcAddr, { autoHeartbeat: false });
+      const a = await manual.lease({ licenseKey: lic.key, idempotencyKey: "retry-1" });
+      const b = await manual.lease({ licenseKey: lic.key, idempotencyKey: "retry-1" });
+      const c = await manual.lease({ licenseKey: lic.key });
+      assert.equal(b.id, a.id, "same key, same lease");
+      assert.notEqual(c.id, a.id, "a new acquisition, a new key and a new seat");
+      await b.release();
+      await c.release();
+      await manual.close();
+    });
+
+    test("waitForSeat gets the seat when another client releases", async () => {
+      const lic = await newLicense(s, 1, 60_000);
+      const holder = await client.lease({ licenseKey: lic.key, fingerprint: "holder" });
+      const waiter = mk(s.grpcAddr);
+      const positions: number[] = [];
+      const waiting = waiter.waitForSeat({ licenseKey: lic.key, fingerprint: "waiter" }, { onPosition: (p) => positions.push(p) });
+      await until(10_000, "a queue position", () => positions.length > 0);
+      assert.equal(positions[0], 1);
+      await holder.release();
+      const lease = await waiting;
+      assert.equal(lease.lost, false);
+      assert.equal(await leaseState(s, lic.id, lease.id), seatdv1.LeaseState.ACTIVE);
+      await lease.release();
+      await waiter.close();
+    });
+
+    test("without a heartbeat stream (UNIMPLEMENTED) the keeper falls back to unary heartbeats", async () => {
+      // An interceptor answers HeartbeatStream with UNIMPLEMENTED, as a
+      // server without the stream would, and passes every other call on.
+      const noStream: grpc.Interceptor = (options, next) => {
+        if (!options.method_definition.path.endsWith("/HeartbeatStream")) return new grpc.InterceptingCall(next(options));
+        const nowhere = { start() {}, sendMessage() {}, sendMessageWithContext() {}, startRead() {}, halfClose() {}, cancelWithStatus() {}, getPeer: () => "", getAuthContext: () => null };
+        return new grpc.InterceptingCall(nowhere as never, {
+          start: (_md, listener) => setImmediate(() => listener.onReceiveStatus({ code: grpc.status.UNIMPLEMENTED, details: "unknown method HeartbeatStream", metadata: new grpc.Metadata() })),
+        });
+      };
+      const ttl = 2000;
+      const log = recorder();
+      const c = mk(s.grpcAddr, { log, channelOptions: { interceptors: [noStream] } as grpc.ChannelOptions });
+      const lic = await newLicense(s, 1, ttl);
+      const lease = await c.lease({ licenseKey: lic.key });
+      const first = lease.expiresAt.getTime();
+      await sleep(2 * ttl);
+      assert.equal(lease.lost, false, String(lease.error) + log.messages.join("\n"));
+      assert.ok(lease.expiresAt.getTime() > first + ttl / 2, "unary heartbeats moved the deadline");
+      assert.ok(log.messages.includes("seatd has no heartbeat stream; using unary heartbeats"), log.messages.join("\n"));
+      await lease.release();
+      await c.close();
+    });
+
+    test("after a sleep past the deadline: lost (LeaseExpiredError), or acquired again with reacquireOnExpiry", async () => {
+      const ttl = 1500;
+      const lic = await newLicense(s, 2, ttl);
+      const plain = mk(s.grpcAddr);
+      const again = mk(s.grpcAddr, { reacquireOnExpiry: true });
+      const lost = await plain.lease({ licenseKey: lic.key, fingerprint: "plain" });
+      const kept = await again.lease({ licenseKey: lic.key, fingerprint: "again" });
+      const oldId = kept.id;
+      // Freeze this process (timers, sockets) past the deadline, as a laptop lid would.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2 * ttl);
+      await until(10_000, "the loss to be noticed", () => lost.lost);
+      assert.ok(lost.error instanceof LeaseExpiredError, String(lost.error));
+      await until(10_000, "a new lease", () => kept.id !== oldId);
+      assert.equal(kept.lost, false);
+      assert.equal(await leaseState(s, lic.id, kept.id), seatdv1.LeaseState.ACTIVE);
+      await kept.release();
+      await plain.close();
+      await again.close();
+    });
+
+    test("TLS: lease and admin calls over a TLS port", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "seatd-tls-"));
+      execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=seatd-test",
+        "-addext", "subjectAltName=DNS:seatd.test,IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
+      const t = await backend.start("--tls-cert-file", join(dir, "cert.pem"), "--tls-key-file", join(dir, "key.pem"));
+      const tls = { ca: readFileSync(join(dir, "cert.pem")) };
+      const admin = new AdminClient(t.grpcAddr, { key: operatorKey, tls });
+      const lic = (await admin.createLicense({ license: { name: "tls", seats: 1 } })).license!;
+      const c = mk(t.grpcAddr, { tls });
+      const lease = await c.lease({ licenseKey: lic.key });
+      await lease.heartbeat();
+      await lease.release();
+      await c.close();
+      const plain = mk(t.grpcAddr);
+      await assert.rejects(plain.lease({ licenseKey: lic.key }), (err: { code: number }) => err.code === grpc.status.UNAVAILABLE);
+      await plain.close();
+      admin.close();
+      await t.stop();
+    });
+
+    if (mode === "distributed") {
+      test("SIGTERM of one of two instances: the stream reconnects to the other and the lease lives on", async () => {
+        const a = await backend.start();
+        const b = await backend.start();
+        const log = recorder();
+        const c = mk(`ipv4:${a.grpcAddr},${b.grpcAddr}`, { log }); // pick_first: everything on a
+        const lic = await newLicense(a, 1, 3000);
+        const lease = await c.lease({ licenseKey: lic.key });
+        const first = lease.expiresAt.getTime();
+        await until(5000, "a first heartbeat (the stream is open, on a)", () => lease.expiresAt.getTime() > first);
+        await a.stop();
+        const afterStop = lease.expiresAt.getTime();
+        await sleep(3000); // one TTL on b alone
+        assert.equal(lease.lost, false, String(lease.error));
+        assert.ok(lease.expiresAt.getTime() > afterStop, "heartbeats went on through b");
+        assert.ok(log.messages.includes("seatd asked to reconnect"), log.messages.join("\n"));
+        assert.equal(await leaseState(b, lic.id, lease.id), seatdv1.LeaseState.ACTIVE);
+        await lease.release();
+        await c.close();
+        await b.stop();
+      });
+    }
+  });
+}
