@@ -108,7 +108,25 @@ def _channel(address, tls, options):
     return grpc.insecure_channel(address, options=opts)
 
 
-class Client:
+class _Connected:
+    """A channel of our own (closed by close()) or the caller's (left open)."""
+
+    def __init__(self, address, tls, options, channel):
+        self._owned = channel is None
+        self.channel = channel if channel is not None else _channel(address, tls, options)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self._owned:
+            self.channel.close()
+
+
+class Client(_Connected):
     """Talks to one seatd (or several instances).
 
     tls: False (plaintext), True (system roots), PEM bytes or a path of the
@@ -118,8 +136,7 @@ class Client:
 
     def __init__(self, address=None, tls=False, *, options=(), channel=None, auto_heartbeat=True,
                  reacquire_on_expiry=False, timing=None):
-        self._owned = channel is None
-        self.channel = channel if channel is not None else _channel(address, tls, options)
+        super().__init__(address, tls, options, channel)
         self._seats = seat_service_pb2_grpc.SeatServiceStub(self.channel)
         self._hb = heartbeat_service_pb2_grpc.HeartbeatServiceStub(self.channel)
         self.auto_heartbeat = auto_heartbeat
@@ -129,12 +146,6 @@ class Client:
         self._keepers = set()
         self._closed = False
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
     def close(self):
         """Stops every lease's heartbeats (without releasing the seats) and
         closes the channel if this client made it."""
@@ -143,8 +154,7 @@ class Client:
             running = list(self._keepers)
         for k in running:
             k.stop()
-        if self._owned:
-            self.channel.close()
+        super().close()
 
     def acquire(self, license_key, fingerprint, *, user="", hostname="", metadata=None,
                 idempotency_key=None, timeout=None):
@@ -618,7 +628,7 @@ def _stream_end(err, signal):
     return err
 
 
-class AdminClient:
+class AdminClient(_Connected):
     """The operator calls of AdminService, with the operator (or a tenant API)
     key as bearer. Every method of the service is a snake_case method taking
     the request's fields as keywords and returning the response, e.g.
@@ -626,27 +636,18 @@ class AdminClient:
     """
 
     def __init__(self, address=None, key="", tls=False, *, options=(), channel=None, timeout=30.0):
-        self._owned = channel is None
-        self.channel = channel if channel is not None else _channel(address, tls, options)
+        super().__init__(address, tls, options, channel)
         self.stub = admin_service_pb2_grpc.AdminServiceStub(self.channel)
         self._md = (("authorization", "Bearer " + key),) if key else None
         self.timeout = timeout
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        if self._owned:
-            self.channel.close()
-
     def __getattr__(self, name):
+        if name.startswith("_") or name in ("stub", "channel", "timeout"):
+            raise AttributeError(name)  # not set yet: no method of that name
         camel = "".join(p.capitalize() for p in name.split("_"))
         method = getattr(self.stub, camel, None)
         request = getattr(admin_service_pb2, camel + "Request", None)
-        if name.startswith("_") or method is None or request is None:
+        if method is None or request is None:
             raise AttributeError(name)
 
         def call(timeout=None, **fields):
