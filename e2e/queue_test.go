@@ -202,9 +202,8 @@ func queueProcs(t testing.TB, distributed bool, args ...string) []*proc {
 // join position. 50 waiters over two distributed instances; 10 embedded.
 //
 // The cases run one after the other, the distributed one (the longest e2e
-// test but TestChaos: about a second per seat handed from one instance to
-// the other) first: a parallel subtest would queue again, behind every test
-// that started meanwhile, for a slot of its own.
+// test but TestChaos) first: a parallel subtest would queue again, behind
+// every test that started meanwhile, for a slot of its own.
 func TestWaitForSeatFIFO(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -213,7 +212,9 @@ func TestWaitForSeatFIFO(t *testing.T) {
 		waiters     int
 	}{{"distributed", true, 50}, {"embedded", false, 10}} {
 		t.Run(tc.name, func(t *testing.T) {
-			procs := queueProcs(t, tc.distributed)
+			// The head tries every 50ms: a seat handed to the other
+			// instance waits for its waiters' next look (8 polls).
+			procs := queueProcs(t, tc.distributed, "--wait-poll", "50ms")
 			lic := newLicense(t, procs[0], 1, time.Minute, "fifo")
 			holder, err := procs[0].acquire(t.Context(), lic.GetKey(), "holder")
 			require.NoError(t, err)
