@@ -8,10 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-
-	"github.com/seatd/seatd/server/distributed"
+	"github.com/seatd/seatd/server/distributed/record"
 )
 
 // migrateMain is `seatd migrate [up|status] --postgres-url URL`: operators
@@ -40,20 +37,17 @@ func migrateMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if *url == "" {
 		return c.fail(2, "--postgres-url (or SEATD_POSTGRES_URL) is required")
 	}
-	// Parsed as the daemon's pool parses it: pool_* parameters are the
-	// pool's, not PostgreSQL settings.
-	pcfg, err := pgxpool.ParseConfig(*url)
+	db, err := record.OpenSQL(*url)
 	if err != nil {
 		return c.fail(2, "PostgreSQL URL: %v", err)
 	}
-	db := stdlib.OpenDB(*pcfg.ConnConfig)
 	defer func() { _ = db.Close() }()
 	if err := db.PingContext(ctx); err != nil {
 		return c.fail(1, "cannot reach PostgreSQL: %v", err)
 	}
 	switch cmd {
 	case "status":
-		states, err := distributed.MigrationStatus(ctx, db)
+		states, err := record.MigrationStatus(ctx, db)
 		if err != nil {
 			return c.fail(1, "%v", err)
 		}
@@ -65,7 +59,7 @@ func migrateMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			fmt.Fprintf(stdout, "%05d  %-40s %s\n", m.Version, m.Name, applied)
 		}
 	default:
-		done, err := distributed.Migrate(ctx, db, nil)
+		done, err := record.Migrate(ctx, db, nil)
 		for _, m := range done {
 			fmt.Fprintf(stdout, "applied %05d %s (%s)\n", m.Version, m.Name, m.Duration)
 		}

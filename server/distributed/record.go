@@ -2,11 +2,8 @@ package distributed
 
 import (
 	"context"
-	"database/sql"
-	"log/slog"
 
 	"github.com/seatd/seatd/server"
-	"github.com/seatd/seatd/server/distributed/record"
 )
 
 // Tenants, API keys, the audit log and the history of leases live in the
@@ -78,20 +75,3 @@ func (s *Store) ListLicenses(ctx context.Context, tenantID string, p server.Page
 
 // ActiveLeases counts the leases the record holds active.
 func (s *Store) ActiveLeases(ctx context.Context) (int64, error) { return s.rec.ActiveLeases(ctx) }
-
-// MigrationResult and MigrationState describe the record's schema
-// migrations (`seatd migrate`).
-type (
-	MigrationResult = record.MigrationResult
-	MigrationState  = record.MigrationState
-)
-
-// Migrate applies the record's pending migrations (record.Migrate).
-func Migrate(ctx context.Context, db *sql.DB, logger *slog.Logger) ([]MigrationResult, error) {
-	return record.Migrate(ctx, db, logger)
-}
-
-// MigrationStatus lists the record's migrations (record.MigrationStatus).
-func MigrationStatus(ctx context.Context, db *sql.DB) ([]MigrationState, error) {
-	return record.MigrationStatus(ctx, db)
-}

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
@@ -118,4 +120,15 @@ func baseName(p string) string {
 		}
 	}
 	return p
+}
+
+// OpenSQL opens a database/sql handle on a seatd PostgreSQL URL, parsed as
+// Open's pool parses it (pool_* parameters are the pool's, not
+// PostgreSQL's): for `seatd migrate`.
+func OpenSQL(url string) (*sql.DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	return stdlib.OpenDB(*cfg.ConnConfig), nil
 }
