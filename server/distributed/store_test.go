@@ -14,6 +14,7 @@ import (
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/distributed/live"
+	"github.com/seatd/seatd/server/distributed/record"
 )
 
 // Fixtures of the backend's own tests.
@@ -474,14 +475,14 @@ func TestMigrations(t *testing.T) {
 
 	db := stdlib.OpenDBFromPool(loc.db(t))
 	defer db.Close()
-	st, err := MigrationStatus(t.Context(), db)
+	st, err := record.MigrationStatus(t.Context(), db)
 	require.NoError(t, err)
 	require.NotEmpty(t, st)
 	for _, m := range st {
 		require.True(t, m.Applied, "migration %d %s", m.Version, m.Name)
 		require.False(t, m.AppliedAt.IsZero())
 	}
-	res, err := Migrate(t.Context(), db, nil)
+	res, err := record.Migrate(t.Context(), db, nil)
 	require.NoError(t, err)
 	require.Empty(t, res, "nothing left to apply")
 }
