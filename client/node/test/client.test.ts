@@ -154,6 +154,15 @@ for (const mode of modes) {
       await waiter.close();
     });
 
+    test("waitForSeat stops when its signal aborts", async () => {
+      const lic = await newLicense(s, 1, 60_000);
+      await using holder = await client.lease({ licenseKey: lic.key, fingerprint: "holder" });
+      const started = Date.now();
+      await assert.rejects(client.waitForSeat({ licenseKey: lic.key, fingerprint: "impatient" }, { signal: AbortSignal.timeout(500) }), { name: "TimeoutError" });
+      assert.ok(Date.now() - started < 5000);
+      assert.equal(holder.lost, false);
+    });
+
     test("without a heartbeat stream (UNIMPLEMENTED) the keeper falls back to unary heartbeats", async () => {
       // An interceptor answers HeartbeatStream with UNIMPLEMENTED, as a
       // server without the stream would, and passes every other call on.
