@@ -25,7 +25,7 @@ tools: ## Build the pinned CLI tools into bin/ (buf, grpcurl, grpc-health-probe)
 generate: client/node/node_modules/.package-lock.json ## Regenerate gen/ from proto/ with buf and local plugins (protoc-gen-es from client/node: npm ci first)
 	$(TOOL) buf generate
 
-verify-generate: ## Fail if any generated output (gen/, client/python, client/node) differs from what buf generate makes
+verify-generate: client/node/node_modules/.package-lock.json ## Fail if any generated output (gen/, client/python, client/node) differs from what buf generate makes
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	  sed -E "s#^([[:space:]]*out:[[:space:]]*)#\1$$tmp/out/#" buf.gen.yaml > $$tmp/buf.gen.yaml && \
 	  $(TOOL) buf generate --template $$tmp/buf.gen.yaml && \
