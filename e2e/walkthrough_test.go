@@ -16,7 +16,10 @@ import (
 // cleanup records the zombies.
 func TestAcceptanceWalkthroughGRPC(t *testing.T) {
 	t.Parallel()
-	const ttl = 2 * time.Second
+	// Long enough that the four acquisitions below fit in one TTL on a
+	// loaded machine (a race-built server beside other e2e tests): with
+	// 2 s, a1 once lapsed before b was granted.
+	const ttl = 6 * time.Second
 	p := start(t, options{}) // --cleanup-interval 1h: no scheduled pass runs
 	ctx := testContext(t)
 	admin, seats, hb := p.admin(), p.seats(), p.heartbeats()
