@@ -8,7 +8,7 @@ TOOL  := $(GO) tool -modfile=tools/go.mod
 # golangci-lint has a module of its own: its dependencies must not move buf's.
 LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 
-.PHONY: help build run generate verify-generate lint vet test check/python test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
+.PHONY: help build run generate verify-generate lint vet test preflight check/python test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -42,11 +42,15 @@ vet:
 services: ## Start (or explain how to install) the PostgreSQL and Redis the tests use
 	scripts/services.sh
 
-test: check/python check/node vet tools services ## Everything: vet, unit, conformance and end-to-end tests, with -race; the client packages' tests
+test: preflight ## Everything: vet, unit, conformance and end-to-end tests, with -race; the client packages' tests
+	$(MAKE) --no-print-directory vet tools services
 	$(GO) build -race -o $(BIN)/seatd-race ./server/cmd/seatd
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory test/python
 	$(MAKE) --no-print-directory test/node
+
+preflight: ## Check (as root with apt-get: install) everything make test needs, or stop at once listing what is missing
+	@scripts/preflight.sh
 
 check/python: ## Stop at once, saying what to apt-get install, if the Python client's tests cannot run
 	@client/python/check-deps.sh

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The first step of `make test`: checks, in a second or two and before
+# anything is built, every program the tests need: Go, PostgreSQL (server,
+# psql, initdb/pg_ctl), Redis (server and redis-cli), promtool, the Python
+# client's packages (client/python/check-deps.sh) and the TypeScript
+# client's Node.js >= 20, npm and openssl (the same rule as `make check/node`).
+#
+# What is missing is installed when it can be (root and apt-get, as .ci/run
+# does); otherwise the script stops listing every missing piece with the
+# exact command to run. Running it again when all is there changes nothing.
+#
+#   scripts/preflight.sh              check; install as root with apt-get
+#   scripts/preflight.sh --check      check only, never install
+#   scripts/preflight.sh --generate   also what `make verify-generate` needs
+#                                     (protoc, grpc_python_plugin)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+may_install=true
+generate=false
+for a in "$@"; do
+  case $a in
+    --check) may_install=false ;;
+    --generate) generate=true ;;
+    *) echo "usage: scripts/preflight.sh [--check] [--generate]" >&2; exit 2 ;;
+  esac
+done
+GO=${GO:-go}
+
+apt=()   # Debian packages that would supply what is missing
+other=() # what apt-get cannot supply here, each with its own instructions
+
+add_apt() { local p; for p in "$@"; do [[ " ${apt[*]} " == *" $p "* ]] || apt+=("$p"); done; }
+
+node_ok() {
+  command -v node >/dev/null && command -v npm >/dev/null &&
+    node -e 'process.exit(parseInt(process.versions.node) < 20 ? 1 : 0)' 2>/dev/null
+}
+
+# The major version apt-get would install for nodejs, 0 when none.
+apt_node_major() {
+  command -v apt-cache >/dev/null || { echo 0; return; }
+  local v
+  v=$(apt-cache policy nodejs 2>/dev/null | awk '/Candidate:/ {print $2}')
+  v=${v#*:}
+  [[ $v =~ ^[0-9]+ ]] && echo "${BASH_REMATCH[0]}" || echo 0
+}
+
+pg_bin_ok() {
+  [[ -n "${SEATD_TEST_PG_BIN:-}" && -x "$SEATD_TEST_PG_BIN/initdb" ]] && return 0
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null
+}
+
+check() {
+  apt=() other=()
+  if ! command -v "$GO" >/dev/null; then
+    other+=("Go: install Go 1.21 or newer from https://go.dev/dl (it fetches the go.mod toolchain, $(awk '/^go /{print $2}' go.mod), by itself) and put it on PATH")
+  fi
+  # The shared servers (scripts/services.sh starts them) and the private
+  # clusters of the fault tests (initdb, pg_ctl, redis-server).
+  { command -v pg_ctlcluster && command -v pg_isready && command -v psql; } >/dev/null || add_apt postgresql
+  pg_bin_ok || add_apt postgresql
+  { command -v redis-server && command -v redis-cli; } >/dev/null || add_apt redis-server
+  command -v promtool >/dev/null || add_apt prometheus
+  local py
+  if ! py=$(client/python/check-deps.sh 2>&1); then
+    local pkgs
+    pkgs=$(sed -n 's/^ *sudo apt-get install -y //p' <<<"$py")
+    if [[ -n $pkgs ]]; then
+      # shellcheck disable=SC2086 # a list of package names
+      add_apt $pkgs
+    else
+      other+=("Python client: $py")
+    fi
+  fi
+  command -v openssl >/dev/null || add_apt openssl
+  if ! node_ok; then
+    if (($(apt_node_major) >= 20)); then
+      add_apt nodejs
+      # NodeSource's nodejs carries npm (and conflicts with Debian's npm).
+      command -v npm >/dev/null || [[ $(apt-cache show nodejs 2>/dev/null | grep -c '^Provides:.*\bnpm\b') != 0 ]] || add_apt npm
+    else
+      other+=("Node.js >= 20 and npm (client/node): install them from https://nodejs.org (or a distribution with nodejs >= 20 and npm)")
+    fi
+  fi
+  if $generate; then
+    command -v protoc >/dev/null || add_apt protobuf-compiler
+    command -v grpc_python_plugin >/dev/null || add_apt protobuf-compiler-grpc
+  fi
+}
+
+check
+if ((${#apt[@]})) && $may_install && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+  echo "preflight: installing ${apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${apt[@]}" >/dev/null
+  check
+fi
+if ((${#apt[@]} + ${#other[@]})); then
+  echo "make test cannot run here yet; nothing was built. Missing:" >&2
+  if ((${#apt[@]})); then
+    sudo=sudo
+    [[ $(id -u) == 0 ]] && sudo=
+    echo "  - ${apt[*]}: install with" >&2
+    echo "        ${sudo:+$sudo }apt-get install -y ${apt[*]}" >&2
+  fi
+  for o in "${other[@]}"; do echo "  - $o" >&2; done
+  echo "Then run make test again (as root with apt-get, make test installs the packages itself)." >&2
+  exit 1
+fi
+echo "preflight: Go, PostgreSQL, Redis, promtool, the Python and TypeScript clients' dependencies are all here"
