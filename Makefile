@@ -13,8 +13,9 @@ LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-build: ## Build bin/seatd
+build: ## Build bin/seatd and bin/seatctl
 	$(GO) build -o $(BIN)/seatd ./server/cmd/seatd
+	$(GO) build -o $(BIN)/seatctl ./client/cmd/seatctl
 
 run: build ## Run seatd in embedded mode (data in ./seatd-data)
 	$(BIN)/seatd
