@@ -155,6 +155,11 @@ type LeaseStore interface {
 
 	// SeatsInUse counts the live leases of a license (not past deadline).
 	SeatsInUse(ctx context.Context, tenantID, licenseID string) (int, error)
+
+	// SeatsInUseOf counts, as SeatsInUse does, the live leases of each of
+	// the tenant's licenses named (at most MaxPageSize). A license that is
+	// not the tenant's, deleted or missing is left out of the map.
+	SeatsInUseOf(ctx context.Context, tenantID string, licenseIDs []string) (map[string]int, error)
 }
 
 // LeaseRef names a lease found by the expiry index.

@@ -2,6 +2,9 @@ package distributed
 
 import (
 	"context"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/distributed/live"
@@ -101,4 +104,35 @@ func (s *Store) SeatsInUse(ctx context.Context, tenantID, licenseID string) (int
 		return 0, server.ErrLicenseNotFound
 	}
 	return c.InUse, nil
+}
+
+// seatsInUseFanOut bounds the live-state counts SeatsInUseOf runs at once.
+const seatsInUseFanOut = 8
+
+func (s *Store) SeatsInUseOf(ctx context.Context, tenantID string, licenseIDs []string) (map[string]int, error) {
+	var (
+		mu  sync.Mutex
+		out = make(map[string]int, len(licenseIDs))
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(seatsInUseFanOut)
+	for _, id := range licenseIDs {
+		g.Go(func() error {
+			n, err := s.SeatsInUse(gctx, tenantID, id)
+			if server.ErrorCode(err) == server.ENOTFOUND {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out[id] = n
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -259,6 +259,19 @@ func (s *Store) SeatsInUse(_ context.Context, tenantID, licenseID string) (int, 
 	return lic.liveCount(s.now()), nil
 }
 
+func (s *Store) SeatsInUseOf(_ context.Context, tenantID string, licenseIDs []string) (map[string]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	out := make(map[string]int, len(licenseIDs))
+	for _, id := range licenseIDs {
+		if lic, err := s.license(tenantID, id); err == nil {
+			out[id] = lic.liveCount(now)
+		}
+	}
+	return out, nil
+}
+
 // ownLease finds an active lease by id and checks the token before
 // anything else about it is revealed. It waits out writes in flight. A nil
 // entry with no error means the lease exists but has ended (or never held

@@ -78,6 +78,13 @@ func licenseToProto(l server.License) *seatdv1.License {
 	}
 }
 
+// licenseViewToProto is licenseToProto with the seats in use counted.
+func licenseViewToProto(v service.LicenseView) *seatdv1.License {
+	l := licenseToProto(v.License)
+	l.SeatsInUse = int32(v.SeatsInUse)
+	return l
+}
+
 // leaseToProto omits secrets (token hash) and shows the state as judged at
 // now (service.StateAt).
 func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {

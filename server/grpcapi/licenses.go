@@ -46,7 +46,7 @@ func (h *adminService) GetLicense(ctx context.Context, req *seatdv1.GetLicenseRe
 	if err != nil {
 		return nil, err
 	}
-	return &seatdv1.GetLicenseResponse{License: licenseToProto(l)}, nil
+	return &seatdv1.GetLicenseResponse{License: licenseViewToProto(l)}, nil
 }
 
 func (h *adminService) ListLicenses(ctx context.Context, req *seatdv1.ListLicensesRequest) (*seatdv1.ListLicensesResponse, error) {
@@ -65,7 +65,7 @@ func (h *adminService) ListLicenses(ctx context.Context, req *seatdv1.ListLicens
 		}
 		resp := &seatdv1.ListLicensesResponse{NextPageToken: next}
 		for _, l := range ls {
-			resp.Licenses = append(resp.Licenses, licenseToProto(l))
+			resp.Licenses = append(resp.Licenses, licenseViewToProto(l))
 		}
 		return resp, nil
 	})

@@ -105,12 +105,44 @@ func (s *Service) DeleteLicense(ctx context.Context, actor, tenant, id string) (
 	return n, nil
 }
 
-// GetLicense reads one license of the tenant.
-func (s *Service) GetLicense(ctx context.Context, tenant, id string) (server.License, error) {
-	return s.store.GetLicense(ctx, tenant, id)
+// LicenseView is a license as GetLicense and ListLicenses show it: with
+// its live leases counted when it was read.
+type LicenseView struct {
+	server.License
+	SeatsInUse int
 }
 
-// ListLicenses lists the tenant's licenses, oldest first.
-func (s *Service) ListLicenses(ctx context.Context, tenant string, p server.Page) ([]server.License, string, error) {
-	return s.store.ListLicenses(ctx, tenant, p)
+// GetLicense reads one license of the tenant, with its seats in use.
+func (s *Service) GetLicense(ctx context.Context, tenant, id string) (LicenseView, error) {
+	l, err := s.store.GetLicense(ctx, tenant, id)
+	if err != nil {
+		return LicenseView{}, err
+	}
+	n, err := s.store.SeatsInUse(ctx, tenant, id)
+	if err != nil {
+		return LicenseView{}, err
+	}
+	return LicenseView{License: l, SeatsInUse: n}, nil
+}
+
+// ListLicenses lists the tenant's licenses, oldest first, with their seats
+// in use (a license deleted since the page was read shows 0).
+func (s *Service) ListLicenses(ctx context.Context, tenant string, p server.Page) ([]LicenseView, string, error) {
+	ls, next, err := s.store.ListLicenses(ctx, tenant, p)
+	if err != nil {
+		return nil, "", err
+	}
+	ids := make([]string, len(ls))
+	for i, l := range ls {
+		ids[i] = l.ID
+	}
+	inUse, err := s.store.SeatsInUseOf(ctx, tenant, ids)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]LicenseView, len(ls))
+	for i, l := range ls {
+		out[i] = LicenseView{License: l, SeatsInUse: inUse[l.ID]}
+	}
+	return out, next, nil
 }

@@ -25,8 +25,12 @@ func requireQuota(t *testing.T, err error, quota string, msg string) {
 // licenses returns the default tenant's licenses.
 func (e *env) licenses(t *testing.T) []server.License {
 	t.Helper()
-	ls, _, err := e.svc.ListLicenses(t.Context(), server.DefaultTenantID, server.Page{Size: server.MaxPageSize})
+	vs, _, err := e.svc.ListLicenses(t.Context(), server.DefaultTenantID, server.Page{Size: server.MaxPageSize})
 	require.NoError(t, err)
+	ls := make([]server.License, len(vs))
+	for i, v := range vs {
+		ls[i] = v.License
+	}
 	return ls
 }
 

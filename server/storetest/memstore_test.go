@@ -571,6 +571,21 @@ func (s *memStore) SeatsInUse(_ context.Context, tenantID, licenseID string) (in
 	return s.live(licenseID, now), nil
 }
 
+func (s *memStore) SeatsInUseOf(_ context.Context, tenantID string, licenseIDs []string) (map[string]int, error) {
+	now, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for _, id := range licenseIDs {
+		if _, err := s.license(tenantID, id); err == nil {
+			out[id] = s.live(id, now)
+		}
+	}
+	return out, nil
+}
+
 // Cleanup.
 
 func (s *memStore) DueLeases(_ context.Context, after *server.LeaseRef, limit int) ([]server.LeaseRef, error) {

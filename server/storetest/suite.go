@@ -39,6 +39,7 @@ func Run(t *testing.T, newBackend Backend) {
 		{"Licenses", testLicenses},
 		{"ListLeases", testListLeases},
 		{"Tenants", testTenants},
+		{"SeatsInUseOf", testSeatsInUseOf},
 		{"ZombieReport", testZombieReport},
 		{"Audit", testAudit},
 		{"Persistence", testPersistence}, // DESIGN "a restart loses nothing"

@@ -180,7 +180,12 @@ type License struct {
 	// Output only.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Output only.
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// Live leases now (not past their deadline, whether or not cleanup has
+	// recorded the expiry yet): counted when GetLicense or ListLicenses
+	// answers, not as of the last cleanup pass. Output only; ignored on
+	// create and update.
+	SeatsInUse    int32 `protobuf:"varint,15,opt,name=seats_in_use,json=seatsInUse,proto3" json:"seats_in_use,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -311,6 +316,13 @@ func (x *License) GetUpdateTime() *timestamppb.Timestamp {
 		return x.UpdateTime
 	}
 	return nil
+}
+
+func (x *License) GetSeatsInUse() int32 {
+	if x != nil {
+		return x.SeatsInUse
+	}
+	return 0
 }
 
 // A Lease is one seat held by one running copy of the product.
@@ -663,7 +675,7 @@ var File_seatd_v1_resources_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\n" +
-	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x05\n" +
+	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\x05\n" +
 	"\aLicense\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
@@ -682,7 +694,9 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\vcreate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\x1a;\n" +
+	"updateTime\x12 \n" +
+	"\fseats_in_use\x18\x0f \x01(\x05R\n" +
+	"seatsInUse\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
