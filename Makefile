@@ -32,8 +32,9 @@ verify-generate: client/node/node_modules/.package-lock.json ## Fail if any gene
 	  $(TOOL) buf generate --template $$tmp/buf.gen.yaml && \
 	  scripts/verify-generated.sh $$tmp/out
 
-lint: ## buf lint (STANDARD), go vet and golangci-lint (.golangci.yml)
+lint: ## buf lint (STANDARD), buf breaking against the previous commit (scripts/buf-breaking.sh), go vet and golangci-lint (.golangci.yml)
 	$(TOOL) buf lint
+	GO=$(GO) scripts/buf-breaking.sh
 	$(GO) vet ./...
 	$(LINT) run ./...
 

@@ -64,7 +64,10 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 		runtime.WithMetadata(clientAddr),
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
 			Marshaler: &runtime.JSONPb{
-				MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: false},
+				// Every list, map, number, string and bool is written, empty
+				// or zero too: an empty list is [] and a count of 0 is there.
+				// Unset messages (timestamps, durations) stay out.
+				MarshalOptions:   protojson.MarshalOptions{EmitDefaultValues: true},
 				UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 			},
 		}),
