@@ -7,6 +7,10 @@ BIN   := $(CURDIR)/bin
 TOOL  := $(GO) tool -modfile=tools/go.mod
 # golangci-lint has a module of its own: its dependencies must not move buf's.
 LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
+# seatd's version and git revision (seatd version, seatd_build_info), set at
+# link time: the go command's own VCS stamp may be off (-buildvcs=false).
+SEATD_LDFLAGS = -X github.com/seatd/seatd/server/daemon.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)') \
+  -X github.com/seatd/seatd/server/daemon.revision=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
 .PHONY: help build run generate verify-generate lint vet test preflight check/python test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
 
@@ -14,7 +18,7 @@ help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 build: ## Build bin/seatd and bin/seatctl
-	$(GO) build -o $(BIN)/seatd ./server/cmd/seatd
+	$(GO) build -ldflags "$(SEATD_LDFLAGS)" -o $(BIN)/seatd ./server/cmd/seatd
 	$(GO) build -o $(BIN)/seatctl ./client/cmd/seatctl
 
 run: build ## Run seatd in embedded mode (data in ./seatd-data)
@@ -46,7 +50,7 @@ services: ## Start (or explain how to install) the PostgreSQL and Redis the test
 
 test: preflight ## Everything: vet, unit, conformance and end-to-end tests, with -race; the client packages' tests
 	$(MAKE) --no-print-directory vet tools services
-	$(GO) build -race -o $(BIN)/seatd-race ./server/cmd/seatd
+	$(GO) build -race -ldflags "$(SEATD_LDFLAGS)" -o $(BIN)/seatd-race ./server/cmd/seatd
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory test/python
 	$(MAKE) --no-print-directory test/node

@@ -150,6 +150,21 @@ func EnvName(flagName string) string {
 	return "SEATD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// usageText heads `seatd -h`: the server's flags follow it.
+const usageText = `Usage:
+  seatd [flags]                                 serve: embedded (--data-dir), or distributed (--postgres-url and --redis-url)
+  seatd migrate [up|status] --postgres-url URL  apply or list the PostgreSQL schema migrations (distributed mode)
+  seatd backup [--addr HOST:PORT] FILE          copy a running embedded seatd's data into FILE
+  seatd restore FILE [--data-dir DIR]           with seatd stopped, put a backup back
+  seatd version                                 print the version, revision and Go version (also seatd --version)
+
+Run seatd <command> -h for a command's own flags.
+
+Every flag can also be set through its environment variable, e.g. --grpc-addr as SEATD_GRPC_ADDR.
+
+Flags:
+`
+
 // errHelp is returned by ParseConfig when -h was asked for.
 var errHelp = flag.ErrHelp
 
@@ -162,7 +177,7 @@ func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (Co
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(usage)
-			fmt.Fprintln(usage, "Usage: seatd [flags]\n\nEvery flag can also be set through its environment variable, e.g. --grpc-addr as SEATD_GRPC_ADDR.\n\nFlags:")
+			fmt.Fprint(usage, usageText)
 			fs.PrintDefaults()
 			return c, errHelp
 		}
@@ -210,12 +225,14 @@ func (c *Config) validate() error {
 		return errors.New("--drain-delay must not be negative")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be positive")
-	case c.Distributed() && c.OperatorKey == "":
-		return errors.New("distributed mode needs --operator-key (SEATD_OPERATOR_KEY): every instance must share one")
+	// The mode's own flags first: with one URL of the two, the other is
+	// what is missing, not the operator key.
 	case c.PostgresURL != "" && c.RedisURL == "":
 		return errors.New("--postgres-url needs --redis-url too (distributed mode uses both)")
 	case c.RedisURL != "" && c.PostgresURL == "":
 		return errors.New("--redis-url needs --postgres-url too (distributed mode uses both)")
+	case c.Distributed() && c.OperatorKey == "":
+		return errors.New("distributed mode needs --operator-key (SEATD_OPERATOR_KEY): every instance must share one")
 	case c.PGMaxConns < 0 || c.PGMinConns < 0 || (c.PGMaxConns > 0 && c.PGMinConns > c.PGMaxConns):
 		return errors.New("--pg-min-conns and --pg-max-conns must be non-negative, min at most max")
 	case c.HeartbeatFlushInterval < 100*time.Millisecond:

@@ -43,6 +43,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad env value names the variable", env: map[string]string{"SEATD_CLEANUP_BATCH": "x"}, wantErr: "SEATD_CLEANUP_BATCH"},
 		{name: "unknown flag", args: []string{"--nope"}, wantErr: "nope"},
 		{name: "stray argument", args: []string{"serve"}, wantErr: `unexpected argument "serve"`},
+		// The mode's own flags come first: with one URL of the two, the
+		// missing URL is the error, not the operator key.
+		{name: "redis url alone", args: []string{"--redis-url=redis://127.0.0.1:6379/0"}, wantErr: "--redis-url needs --postgres-url"},
+		{name: "postgres url alone", args: []string{"--postgres-url=postgres://127.0.0.1/x"}, wantErr: "--postgres-url needs --redis-url"},
+		{name: "distributed without operator key", args: []string{"--postgres-url=postgres://127.0.0.1/x", "--redis-url=redis://127.0.0.1:6379/0"},
+			wantErr: "distributed mode needs --operator-key"},
 		{name: "interval too short", args: []string{"--cleanup-interval=10ms"}, wantErr: "--cleanup-interval"},
 		{name: "soft above hard", args: []string{"--cleanup-soft-limit=60s", "--cleanup-hard-limit=55s"}, wantErr: "--cleanup-soft-limit"},
 		{name: "short operator key", args: []string{"--operator-key=abc"}, wantErr: "--operator-key"},

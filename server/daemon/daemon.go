@@ -46,6 +46,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "restore" {
 		return restoreMain(args[1:], stdout, stderr)
 	}
+	if len(args) == 1 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
+		return versionMain(stdout)
+	}
 	cfg, err := ParseConfig(args, os.Getenv, stdout)
 	if errors.Is(err, errHelp) {
 		return 0
@@ -156,6 +159,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg)
+	b := Build()
+	metrics.RegisterBuildInfo(reg, b.Version, b.Revision, b.GoVersion)
 	if r, ok := d.store.(server.BackgroundReporter); ok {
 		metrics.RegisterBackground(reg, r)
 	}

@@ -69,6 +69,17 @@ func New(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// RegisterBuildInfo exports seatd_build_info{version,revision,goversion},
+// always 1: which seatd each instance runs.
+func RegisterBuildInfo(reg prometheus.Registerer, version, revision, goVersion string) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seatd_build_info", Help: "Always 1; the labels say which build of seatd this instance runs.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goVersion},
+	})
+	g.Set(1)
+	reg.MustRegister(g)
+}
+
 // RegisterBackground exports a store's background counts, read at scrape
 // time.
 func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) {

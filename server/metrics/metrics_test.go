@@ -133,3 +133,19 @@ func TestDiscardIsIndependent(t *testing.T) {
 	b.Leader.Set(0)
 	require.NotSame(t, a.Leader, b.Leader)
 }
+
+func TestBuildInfo(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	RegisterBuildInfo(reg, "v1.2.3", "abc123", "go1.26.8")
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, mfs, 1)
+	require.Equal(t, "seatd_build_info", mfs[0].GetName())
+	labels := map[string]string{}
+	for _, l := range mfs[0].GetMetric()[0].GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	require.Equal(t, map[string]string{"version": "v1.2.3", "revision": "abc123", "goversion": "go1.26.8"}, labels)
+	require.Equal(t, 1.0, mfs[0].GetMetric()[0].GetGauge().GetValue())
+}
