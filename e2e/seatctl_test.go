@@ -1,0 +1,386 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/yaml"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/internal/testcerts"
+)
+
+// seatctl's documented exit codes (client/seatctl/errors.go).
+const (
+	ctlUsage       = 2
+	ctlNotFound    = 3
+	ctlPermission  = 4
+	ctlUnavailable = 5
+	ctlRefused     = 6
+)
+
+// buildSeatctl builds bin/seatctl for a test (with -race when the tests
+// have it), or uses SEATCTL_BIN.
+func buildSeatctl(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("SEATCTL_BIN"); bin != "" {
+		abs, err := filepath.Abs(bin)
+		require.NoError(t, err)
+		return abs
+	}
+	out := filepath.Join(t.TempDir(), "seatctl")
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err)
+	args := []string{"build", "-o", out}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(goTool, append(args, "github.com/seatd/seatd/client/cmd/seatctl")...)
+	msg, err := cmd.CombinedOutput()
+	require.NoError(t, err, "build seatctl: %s", msg)
+	return out
+}
+
+// ctl runs seatctl against one seatd: SEATCTL_ADDR and SEATCTL_KEY in its
+// environment (and no other SEATCTL_ variable of ours).
+type ctl struct {
+	t    *testing.T
+	bin  string
+	addr string
+	key  string
+}
+
+type ctlResult struct {
+	Out, Err string
+	Code     int
+}
+
+func (c ctl) run(args ...string) ctlResult {
+	c.t.Helper()
+	cmd := exec.Command(c.bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SEATCTL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if c.addr != "" {
+		cmd.Env = append(cmd.Env, "SEATCTL_ADDR="+c.addr)
+	}
+	if c.key != "" {
+		cmd.Env = append(cmd.Env, "SEATCTL_KEY="+c.key)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		c.t.Fatalf("seatctl %v: %v", args, err)
+	}
+	r := ctlResult{Out: out.String(), Err: errb.String(), Code: cmd.ProcessState.ExitCode()}
+	require.NotContains(c.t, r.Err, "DATA RACE")
+	require.NotContains(c.t, r.Err, "goroutine ", "seatctl %v printed a stack", args)
+	return r
+}
+
+// ok runs seatctl, requires exit 0 and returns stdout.
+func (c ctl) ok(args ...string) string {
+	c.t.Helper()
+	r := c.run(args...)
+	require.Equal(c.t, 0, r.Code, "seatctl %v: stderr %s", args, r.Err)
+	return r.Out
+}
+
+// fails runs seatctl and requires the exit code and a one-line message.
+func (c ctl) fails(code int, args ...string) string {
+	c.t.Helper()
+	r := c.run(args...)
+	require.Equal(c.t, code, r.Code, "seatctl %v: stdout %s stderr %s", args, r.Out, r.Err)
+	msg := strings.TrimSuffix(r.Err, "\n")
+	require.True(c.t, strings.HasPrefix(msg, "seatctl: ") && !strings.Contains(msg, "\n"),
+		"seatctl %v: want one line \"seatctl: …\", got %q", args, r.Err)
+	return msg
+}
+
+// json runs seatctl with -o json and decodes its output into m.
+func (c ctl) json(m proto.Message, args ...string) {
+	c.t.Helper()
+	out := c.ok(append(args, "-o", "json")...)
+	require.NoError(c.t, protojson.Unmarshal([]byte(out), m), "seatctl %v -o json: %s", args, out)
+}
+
+// yaml runs seatctl with -o yaml and decodes its output into m.
+func (c ctl) yaml(m proto.Message, args ...string) {
+	c.t.Helper()
+	out := c.ok(append(args, "-o", "yaml")...)
+	j, err := yaml.YAMLToJSON([]byte(out))
+	require.NoError(c.t, err, "seatctl %v -o yaml: %s", args, out)
+	require.NoError(c.t, protojson.Unmarshal(j, m), "seatctl %v -o yaml: %s", args, out)
+}
+
+// requireProtoEqual requires want and got (messages, or slices of them) to
+// be equal message by message.
+func requireProtoEqual[M proto.Message](t *testing.T, want, got []M, msg string) {
+	t.Helper()
+	show := func(ms []M) string {
+		var b strings.Builder
+		for _, m := range ms {
+			b.WriteString(protojson.Format(m) + "\n")
+		}
+		return b.String()
+	}
+	equal := len(want) == len(got)
+	for i := 0; equal && i < len(want); i++ {
+		equal = proto.Equal(want[i], got[i])
+	}
+	if !equal {
+		t.Fatalf("%s:\nwant:\n%s\ngot:\n%s", msg, show(want), show(got))
+	}
+}
+
+// one is a message as a slice of one, for requireProtoEqual.
+func one[M proto.Message](m M) []M { return []M{m} }
+
+// TestSeatctl runs every seatctl command against a real seatd, embedded and
+// distributed, and over TLS.
+func TestSeatctl(t *testing.T) {
+	t.Parallel()
+	bin := buildSeatctl(t)
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		testSeatctl(t, bin, start(t, options{}))
+	})
+	t.Run("distributed", func(t *testing.T) {
+		t.Parallel()
+		b := sharedBackend(t, "")
+		testSeatctl(t, bin, b.startSeatd(t, "ctl-"+randomHex(3)))
+	})
+	t.Run("tls", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		certFile, keyFile, caFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.pem")
+		ca := testcerts.NewCA(t, "seatctl CA")
+		ca.Server(t).Install(t, certFile, keyFile)
+		testcerts.WriteAtomically(t, caFile, ca.PEM)
+		p := start(t, options{args: []string{"--tls-cert-file", certFile, "--tls-key-file", keyFile}})
+		c := ctl{t: t, bin: bin, addr: p.GRPCAddr, key: p.OperatorKey}
+		require.Contains(t, c.ok("--tls-ca", caFile, "status"), "leader")
+		// Without TLS the TLS port does not answer a plaintext client.
+		c.fails(ctlUnavailable, "--timeout", "5s", "status")
+		// A CA that did not sign the server's certificate.
+		other := filepath.Join(dir, "other.pem")
+		testcerts.WriteAtomically(t, other, testcerts.NewCA(t, "other").PEM)
+		c.fails(ctlUnavailable, "--timeout", "5s", "--tls-ca", other, "status")
+	})
+}
+
+func testSeatctl(t *testing.T, bin string, p *proc) {
+	ctx := testContext(t)
+	op := p.asOperator(ctx)
+	admin := p.admin()
+	c := ctl{t: t, bin: bin, addr: p.GRPCAddr, key: p.OperatorKey}
+
+	// ---- tenants ----
+	tenantID := "acme-" + randomHex(3)
+	var tenant seatdv1.Tenant
+	c.json(&tenant, "tenants", "create", "--id", tenantID, "--name", "Acme")
+	require.Equal(t, tenantID, tenant.GetId())
+	var tenants seatdv1.ListTenantsResponse
+	c.json(&tenants, "tenants", "ls")
+	wantTenants, err := admin.ListTenants(op, &seatdv1.ListTenantsRequest{})
+	require.NoError(t, err)
+	requireProtoEqual(t, wantTenants.GetTenants(), tenants.GetTenants(), "tenants ls -o json vs ListTenants")
+	require.Contains(t, c.ok("tenants", "ls"), tenantID)
+	c.fails(ctlRefused, "tenants", "create", "--id", tenantID, "--name", "again")
+
+	// ---- apikeys ----
+	var created seatdv1.CreateApiKeyResponse
+	c.json(&created, "apikeys", "create", tenantID, "--name", "ci")
+	require.NotEmpty(t, created.GetSecret())
+	var keys seatdv1.ListApiKeysResponse
+	c.yaml(&keys, "apikeys", "ls", tenantID)
+	requireProtoEqual(t, []*seatdv1.ApiKey{created.GetApiKey()}, keys.GetApiKeys(), "apikeys ls -o yaml vs the created key")
+	table := c.ok("apikeys", "ls", tenantID)
+	require.Contains(t, table, created.GetApiKey().GetId())
+
+	// The API key, from --key-file, works in its own tenant only.
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(created.GetSecret()+"\n"), 0o600))
+	tc := ctl{t: t, bin: bin, addr: p.GRPCAddr} // no SEATCTL_KEY
+	var acmeLic seatdv1.License
+	tc.json(&acmeLic, "--key-file", keyFile, "licenses", "create", "--name", "Acme tool", "--seats", "1")
+	require.Equal(t, tenantID, acmeLic.GetTenantId())
+	statusOut := tc.ok("--key-file", keyFile, "status")
+	require.Contains(t, statusOut, acmeLic.GetId())
+	require.Contains(t, statusOut, "cleanup: not shown (operator key only)")
+	tc.fails(ctlPermission, "--key-file", keyFile, "cleanup", "status")
+	tc.fails(ctlPermission, "--key-file", keyFile, "tenants", "ls")
+	// The operator sees it in that tenant only.
+	c.fails(ctlNotFound, "licenses", "get", acmeLic.GetId())
+	var got seatdv1.License
+	c.json(&got, "--tenant", tenantID, "licenses", "get", acmeLic.GetId())
+	requireProtoEqual(t, one(&acmeLic), one(&got), "licenses get --tenant")
+	var revoked seatdv1.ApiKey
+	c.json(&revoked, "apikeys", "revoke", created.GetApiKey().GetId())
+	require.NotNil(t, revoked.GetRevokeTime())
+	tc.fails(ctlPermission, "--key-file", keyFile, "licenses", "ls")
+	c.fails(ctlNotFound, "apikeys", "revoke", "ak_nosuchkey")
+
+	// ---- licenses ----
+	var lic seatdv1.License
+	c.json(&lic, "licenses", "create", "--name", "ACME CAD", "--seats", "2", "--overdraft", "1",
+		"--ttl", "1m", "--metadata", "plan=pro", "--strategy", "fingerprint", "--expires-at", "2099-01-02")
+	require.Equal(t, int32(2), lic.GetSeats())
+	require.Equal(t, time.Minute, lic.GetLeaseTtl().AsDuration())
+	require.Equal(t, "pro", lic.GetMetadata()["plan"])
+	require.True(t, lic.GetActive())
+	gl, err := admin.GetLicense(op, &seatdv1.GetLicenseRequest{LicenseId: lic.GetId()})
+	require.NoError(t, err)
+	requireProtoEqual(t, one(gl.GetLicense()), one(&lic), "licenses create -o json vs GetLicense")
+	c.json(&got, "licenses", "get", lic.GetId())
+	requireProtoEqual(t, one(gl.GetLicense()), one(&got), "licenses get -o json vs GetLicense")
+	c.yaml(&got, "licenses", "get", lic.GetId())
+	requireProtoEqual(t, one(gl.GetLicense()), one(&got), "licenses get -o yaml vs GetLicense")
+	table = c.ok("licenses", "get", lic.GetId())
+	require.Contains(t, table, lic.GetKey())
+	require.Contains(t, table, "2099-01-02")
+
+	var lics seatdv1.ListLicensesResponse
+	c.json(&lics, "licenses", "ls")
+	wantLics, err := admin.ListLicenses(op, &seatdv1.ListLicensesRequest{})
+	require.NoError(t, err)
+	requireProtoEqual(t, wantLics.GetLicenses(), lics.GetLicenses(), "licenses ls -o json vs ListLicenses")
+	require.Contains(t, c.ok("licenses", "ls"), "ACME CAD")
+
+	var upd seatdv1.License
+	c.json(&upd, "licenses", "update", lic.GetId(), "--seats", "3", "--active=false", "--name", "ACME CAD 2")
+	require.Equal(t, int32(3), upd.GetSeats())
+	require.False(t, upd.GetActive())
+	require.Equal(t, "ACME CAD 2", upd.GetName())
+	require.Equal(t, "pro", upd.GetMetadata()["plan"], "fields not named stay")
+	gl, err = admin.GetLicense(op, &seatdv1.GetLicenseRequest{LicenseId: lic.GetId()})
+	require.NoError(t, err)
+	requireProtoEqual(t, one(gl.GetLicense()), one(&upd), "licenses update -o json vs GetLicense")
+	require.Contains(t, c.ok("licenses", "update", lic.GetId(), "--active", "--expires-at", "never"), "ACME CAD 2")
+	gl, err = admin.GetLicense(op, &seatdv1.GetLicenseRequest{LicenseId: lic.GetId()})
+	require.NoError(t, err)
+	require.True(t, gl.GetLicense().GetActive())
+	require.Nil(t, gl.GetLicense().GetExpiresAt())
+	c.fails(ctlUsage, "licenses", "update", lic.GetId())
+	c.fails(ctlUsage, "licenses", "update", lic.GetId(), "--seats", "0")
+	c.fails(ctlUsage, "licenses", "create", "--seats", "1", "--strategy", "nobody")
+	c.fails(ctlNotFound, "licenses", "update", "lic_nosuchlicense", "--seats", "4")
+
+	// ---- leases ----
+	var leaseIDs []string
+	for _, fp := range []string{"laptop-1", "laptop-2"} {
+		r, err := p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: fp, User: "ann", Hostname: "host-" + fp})
+		require.NoError(t, err)
+		leaseIDs = append(leaseIDs, r.GetLease().GetId())
+	}
+	var leases seatdv1.ListLeasesResponse
+	c.json(&leases, "leases", "ls", lic.GetId())
+	wantLeases, err := admin.ListLeases(op, &seatdv1.ListLeasesRequest{LicenseId: lic.GetId()})
+	require.NoError(t, err)
+	requireProtoEqual(t, wantLeases.GetLeases(), leases.GetLeases(), "leases ls -o json vs ListLeases")
+	table = c.ok("leases", "ls", lic.GetId(), "--state", "active")
+	for _, want := range []string{"laptop-1", "laptop-2", "host-laptop-1", "ann", "active", "in "} {
+		require.Contains(t, table, want)
+	}
+	var rl seatdv1.Lease
+	c.json(&rl, "leases", "revoke", leaseIDs[0], "--reason", "seatctl test")
+	require.Equal(t, seatdv1.LeaseState_LEASE_STATE_REVOKED, rl.GetState())
+	c.json(&leases, "leases", "ls", lic.GetId(), "--state", "revoked")
+	require.Len(t, leases.GetLeases(), 1)
+	require.Equal(t, leaseIDs[0], leases.GetLeases()[0].GetId())
+	require.Contains(t, c.ok("leases", "ls", lic.GetId()), "revoked")
+	c.fails(ctlUsage, "leases", "ls", lic.GetId(), "--state", "sleeping")
+	c.fails(ctlNotFound, "leases", "revoke", "lse_nosuchlease")
+	c.ok("leases", "revoke", leaseIDs[0]) // revoking again answers the revoked lease
+	c.fails(ctlNotFound, "leases", "ls", "lic_nosuchlicense")
+
+	// ---- status ----
+	table = c.ok("status")
+	for _, want := range []string{lic.GetId(), "ACME CAD 2", "3 +1", "1m", "leader", "last pass"} {
+		require.Contains(t, table, want)
+	}
+	var view struct {
+		Licenses []json.RawMessage `json:"licenses"`
+		Cleanup  json.RawMessage   `json:"cleanup"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(c.ok("status", "-o", "json")), &view))
+	var statusLics []*seatdv1.License
+	for _, raw := range view.Licenses {
+		l := &seatdv1.License{}
+		require.NoError(t, protojson.Unmarshal(raw, l))
+		statusLics = append(statusLics, l)
+	}
+	wantLics, err = admin.ListLicenses(op, &seatdv1.ListLicensesRequest{})
+	require.NoError(t, err)
+	requireProtoEqual(t, wantLics.GetLicenses(), statusLics, "status -o json licenses vs ListLicenses")
+	var st seatdv1.GetCleanupStatusResponse
+	require.NoError(t, protojson.Unmarshal(view.Cleanup, &st))
+	require.NotEmpty(t, st.GetInstanceId())
+
+	// ---- a zombie, cleanup, the zombie report ----
+	var zlic seatdv1.License
+	c.json(&zlic, "licenses", "create", "--name", "Zombie maker", "--seats", "1", "--ttl", "1s")
+	_, err = p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: zlic.GetKey(), Fingerprint: "crashes"})
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, "the lease to pass its deadline", func() bool {
+		r, err := admin.ListLeases(op, &seatdv1.ListLeasesRequest{LicenseId: zlic.GetId(), State: seatdv1.LeaseState_LEASE_STATE_EXPIRED})
+		return err == nil && len(r.GetLeases()) == 1
+	})
+	var run seatdv1.CleanupResponse
+	c.json(&run, "cleanup", "run")
+	require.Equal(t, "manual", run.GetRun().GetTrigger())
+	require.Contains(t, c.ok("cleanup", "run"), "(manual)")
+	c.json(&st, "cleanup", "status")
+	require.NotEmpty(t, st.GetInstanceId())
+	require.Contains(t, c.ok("cleanup", "status"), "last pass")
+
+	var zr seatdv1.GetZombieReportResponse
+	c.json(&zr, "report", "zombies", "--since", "1d")
+	require.EqualValues(t, 1, zr.GetZombiesTotal())
+	require.Len(t, zr.GetTopLicenses(), 1)
+	require.Equal(t, zlic.GetId(), zr.GetTopLicenses()[0].GetLicenseId())
+	table = c.ok("report", "zombies", "--since", "30d", "--top", "5")
+	require.Contains(t, table, zlic.GetId())
+	require.Contains(t, table, "1 cleaned")
+	c.json(&zr, "report", "zombies", "--since", "2000-01-01", "--until", "2000-01-02")
+	require.Zero(t, zr.GetZombiesTotal())
+	c.fails(ctlUsage, "report", "zombies", "--since", "yesterday")
+
+	// ---- delete ----
+	var del seatdv1.DeleteLicenseResponse
+	c.json(&del, "licenses", "delete", lic.GetId())
+	require.EqualValues(t, 1, del.GetRevokedLeases(), "laptop-2 was live")
+	c.fails(ctlNotFound, "licenses", "get", lic.GetId())
+	c.fails(ctlNotFound, "licenses", "delete", lic.GetId())
+
+	// ---- exit codes of the connection, key and command line ----
+	require.Contains(t, c.fails(ctlPermission, "--key", "wrong-key-0123456789", "status"), "Unauthenticated")
+	noKey := ctl{t: t, bin: bin, addr: p.GRPCAddr}
+	require.Contains(t, noKey.fails(ctlPermission, "status"), "no key")
+	unreachable := ctl{t: t, bin: bin, key: p.OperatorKey}
+	require.Contains(t, unreachable.fails(ctlUnavailable, "--addr", freeAddr(t), "--timeout", "5s", "status"), "cannot reach seatd")
+	c.fails(ctlUsage, "licenses", "frobnicate")
+	c.fails(ctlUsage, "licenses", "get")
+	c.fails(ctlUsage, "status", "-o", "xml")
+	c.fails(ctlUsage, "status", "--no-such-flag")
+	c.fails(ctlUsage, "--key-file", filepath.Join(t.TempDir(), "missing"), "status")
+
+	// ---- completion ----
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		require.Contains(t, c.ok("completion", shell), "seatctl", shell)
+	}
+	// Completion of license ids asks seatd.
+	require.Contains(t, c.ok("__complete", "licenses", "get", ""), zlic.GetId())
+}
