@@ -240,6 +240,18 @@ type RecordStore interface {
 	AppendAudit(ctx context.Context, e AuditEntry) error
 	// AuditLog lists a tenant's audit entries, oldest first.
 	AuditLog(ctx context.Context, tenantID string, p Page) ([]AuditEntry, string, error)
+
+	// ListUsageEvents pages through the usage events of r.TenantID (of
+	// r.LicenseID only, when set) with EndedAt in r, by (EndedAt, LeaseID).
+	// A deleted license's events stay listed. ErrLicenseNotFound if
+	// r.LicenseID is set and was never the tenant's.
+	ListUsageEvents(ctx context.Context, r EventRange, p Page) ([]UsageEvent, string, error)
+	// ListCleanupEvents is ListUsageEvents for cleanup events, by
+	// (CleanedAt, LeaseID).
+	ListCleanupEvents(ctx context.Context, r EventRange, p Page) ([]CleanupEvent, string, error)
+	// ListAuditEvents pages through the audit entries of r.TenantID with At
+	// in r, by (At, ID); r.LicenseID is not used.
+	ListAuditEvents(ctx context.Context, r EventRange, p Page) ([]AuditEntry, string, error)
 }
 
 // Page sizes.

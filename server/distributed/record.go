@@ -53,6 +53,18 @@ func (s *Store) AuditLog(ctx context.Context, tenantID string, p server.Page) ([
 	return s.rec.AuditLog(ctx, tenantID, p)
 }
 
+func (s *Store) ListUsageEvents(ctx context.Context, r server.EventRange, p server.Page) ([]server.UsageEvent, string, error) {
+	return s.rec.ListUsageEvents(ctx, r, p)
+}
+
+func (s *Store) ListCleanupEvents(ctx context.Context, r server.EventRange, p server.Page) ([]server.CleanupEvent, string, error) {
+	return s.rec.ListCleanupEvents(ctx, r, p)
+}
+
+func (s *Store) ListAuditEvents(ctx context.Context, r server.EventRange, p server.Page) ([]server.AuditEntry, string, error) {
+	return s.rec.ListAuditEvents(ctx, r, p)
+}
+
 func (s *Store) ZombieReport(ctx context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
 	return s.rec.ZombieReport(ctx, q)
 }

@@ -27,7 +27,12 @@ var (
 	bucketCleanupLicense = []byte("cleanup_license") // licenseID 0 cleaned id -> CleanupEvent
 	bucketCleanupTenant  = []byte("cleanup_tenant")  // tenantID 0 cleaned id -> CleanupEvent
 	bucketAudit          = []byte("audit")           // tenantID 0 at id -> AuditEntry
-	allBuckets           = [][]byte{
+	// Buckets added after schema 1: created (and filled from the older
+	// buckets) by the first Open that lacks them, not required of a backup.
+	bucketUsageTenant = []byte("usage_tenant") // tenantID 0 ended id -> UsageEvent
+	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}}
+
+	allBuckets = [][]byte{
 		bucketMeta, bucketTenants, bucketAPIKeys, bucketAPIKeysTenant, bucketAPIKeysHash,
 		bucketLicenses, bucketLicensesTenant, bucketLeases, bucketLeasesLicense, bucketActive,
 		bucketLeaseCounts, bucketUsage, bucketCleanupLicense, bucketCleanupTenant, bucketAudit,

@@ -10,6 +10,24 @@ import (
 
 const schemaVersion = 1
 
+// addedBucket is a bucket newer than schema 1, and how to fill it from the
+// buckets an older data dir already has.
+type addedBucket struct {
+	name []byte
+	fill func(tx *bolt.Tx, b *bolt.Bucket) error
+}
+
+// fillUsageTenant indexes the usage events by tenant.
+func fillUsageTenant(tx *bolt.Tx, b *bolt.Bucket) error {
+	return tx.Bucket(bucketUsage).ForEach(func(_, v []byte) error {
+		u, err := decode[server.UsageEvent](v)
+		if err != nil {
+			return err
+		}
+		return b.Put(timeKey(u.TenantID, u.EndedAt, u.LeaseID), v)
+	})
+}
+
 // keyOpen marks the data dir as open by a process (meta bucket).
 var keyOpen = []byte("open")
 
@@ -21,6 +39,18 @@ func (s *Store) load() error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		for _, a := range addedBuckets {
+			if tx.Bucket(a.name) != nil {
+				continue
+			}
+			b, err := tx.CreateBucket(a.name)
+			if err != nil {
+				return fmt.Errorf("create bucket %s: %w", a.name, err)
+			}
+			if err := a.fill(tx, b); err != nil {
+				return fmt.Errorf("fill bucket %s: %w", a.name, err)
 			}
 		}
 		meta := tx.Bucket(bucketMeta)

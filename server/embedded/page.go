@@ -88,3 +88,47 @@ func prefixEnd(pfx []byte) []byte {
 	}
 	return nil
 }
+
+// scanRange pages, ascending, through the timeKeys of b under scope with
+// their time in r ([Start, End), a zero side open), strictly after the key
+// in p.Token: the event lists. It looks one item ahead so that a last page
+// has no token.
+func scanRange[T any](b *bolt.Bucket, scope string, r server.EventRange, p server.Page, fn func(v []byte) (T, error)) ([]T, string, error) {
+	pfx := prefix(scope)
+	after, err := decodeToken(p.Token, pfx)
+	if err != nil {
+		return nil, "", err
+	}
+	var hi []byte
+	if !r.End.IsZero() {
+		hi = timeKey(scope, r.End, "")
+	}
+	size := p.PageSize()
+	var out []T
+	c := b.Cursor()
+	var k, v []byte
+	switch {
+	case after != nil:
+		if k, v = c.Seek(after); bytes.Equal(k, after) {
+			k, v = c.Next()
+		}
+	default:
+		k, v = c.Seek(timeKey(scope, r.Start, ""))
+	}
+	var lastKey []byte
+	for ; k != nil && bytes.HasPrefix(k, pfx) && (hi == nil || bytes.Compare(k, hi) < 0); k, v = c.Next() {
+		if !r.Start.IsZero() && bytes.Compare(k, timeKey(scope, r.Start, "")) < 0 {
+			continue // a token from before the range
+		}
+		if len(out) == size {
+			return out, encodeToken(lastKey), nil
+		}
+		item, err := fn(v)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, item)
+		lastKey = bytes.Clone(k)
+	}
+	return out, "", nil
+}

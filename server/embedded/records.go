@@ -54,6 +54,49 @@ func (s *Store) AuditLog(_ context.Context, tenantID string, p server.Page) ([]s
 	return out, next, nil
 }
 
+func (s *Store) ListUsageEvents(_ context.Context, r server.EventRange, p server.Page) ([]server.UsageEvent, string, error) {
+	bucket, scope := bucketUsageTenant, r.TenantID
+	if r.LicenseID != "" {
+		if err := s.historyOf(r.TenantID, r.LicenseID); err != nil {
+			return nil, "", err
+		}
+		bucket, scope = bucketUsage, r.LicenseID
+	}
+	return listRange[server.UsageEvent](s, "usage events", bucket, scope, r, p)
+}
+
+func (s *Store) ListCleanupEvents(_ context.Context, r server.EventRange, p server.Page) ([]server.CleanupEvent, string, error) {
+	bucket, scope := bucketCleanupTenant, r.TenantID
+	if r.LicenseID != "" {
+		if err := s.historyOf(r.TenantID, r.LicenseID); err != nil {
+			return nil, "", err
+		}
+		bucket, scope = bucketCleanupLicense, r.LicenseID
+	}
+	return listRange[server.CleanupEvent](s, "cleanup events", bucket, scope, r, p)
+}
+
+func (s *Store) ListAuditEvents(_ context.Context, r server.EventRange, p server.Page) ([]server.AuditEntry, string, error) {
+	return listRange[server.AuditEntry](s, "audit events", bucketAudit, r.TenantID, r, p)
+}
+
+// listRange reads one page of scanRange.
+func listRange[T any](s *Store, what string, bucket []byte, scope string, r server.EventRange, p server.Page) ([]T, string, error) {
+	var (
+		out  []T
+		next string
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, next, err = scanRange(tx.Bucket(bucket), scope, r, p, decode[T])
+		return err
+	})
+	if err != nil {
+		return nil, "", s.fail(what, err)
+	}
+	return out, next, nil
+}
+
 // historyOf checks that the license is, or was, the tenant's.
 func (s *Store) historyOf(tenantID, licenseID string) error {
 	s.mu.Lock()

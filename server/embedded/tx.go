@@ -62,8 +62,10 @@ func endLease(tx *bolt.Tx, end ending) (bool, error) {
 		return false, err
 	}
 	u := end.usage
+	uv := encode(u)
 	puts := []put{
-		{tx.Bucket(bucketUsage), timeKey(u.LicenseID, u.EndedAt, u.LeaseID), encode(u)},
+		{tx.Bucket(bucketUsage), timeKey(u.LicenseID, u.EndedAt, u.LeaseID), uv},
+		{tx.Bucket(bucketUsageTenant), timeKey(u.TenantID, u.EndedAt, u.LeaseID), uv},
 	}
 	if c := end.cleanup; c != nil {
 		v := encode(c)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
 
@@ -31,4 +33,49 @@ func TestLicenseSeatsInUse(t *testing.T) {
 		inUse[l.GetId()] = l.GetSeatsInUse()
 	}
 	require.Equal(t, map[string]int32{lic.GetId(): 2, idle.GetId(): 0}, inUse)
+}
+
+func TestEventLists(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	lic := e.license(t, 2, time.Minute)
+	other := e.license(t, 2, time.Minute)
+	for _, l := range []*seatdv1.License{lic, other, lic} {
+		a := e.acquire(t, l.GetKey(), "fp-"+l.GetId())
+		_, err := e.seats.ReleaseSeat(t.Context(), &seatdv1.ReleaseSeatRequest{LeaseId: a.GetLease().GetId(), LeaseToken: a.GetLeaseToken()})
+		require.NoError(t, err)
+	}
+	ctx := operator(t)
+
+	all, err := e.admin.ListUsageEvents(ctx, &seatdv1.ListUsageEventsRequest{})
+	require.NoError(t, err)
+	require.Len(t, all.GetUsageEvents(), 3)
+	for _, ev := range all.GetUsageEvents() {
+		require.Equal(t, seatdv1.LeaseState_LEASE_STATE_RELEASED, ev.GetEndState())
+		require.Equal(t, ev.GetEndedAt().AsTime().Sub(ev.GetStartedAt().AsTime()), ev.GetDuration().AsDuration())
+	}
+	page, err := e.admin.ListUsageEvents(ctx, &seatdv1.ListUsageEventsRequest{LicenseId: other.GetId(), PageSize: 1})
+	require.NoError(t, err)
+	require.Len(t, page.GetUsageEvents(), 1)
+	require.Equal(t, other.GetId(), page.GetUsageEvents()[0].GetLicenseId())
+	require.Empty(t, page.GetNextPageToken())
+
+	audit, err := e.admin.ListAuditEvents(ctx, &seatdv1.ListAuditEventsRequest{})
+	require.NoError(t, err)
+	require.NotEmpty(t, audit.GetAuditEvents())
+	require.Equal(t, "license.create", audit.GetAuditEvents()[0].GetAction())
+
+	cleaned, err := e.admin.ListCleanupEvents(ctx, &seatdv1.ListCleanupEventsRequest{})
+	require.NoError(t, err)
+	require.Empty(t, cleaned.GetCleanupEvents())
+
+	now := timestamppb.Now()
+	_, err = e.admin.ListUsageEvents(ctx, &seatdv1.ListUsageEventsRequest{StartTime: now, EndTime: now})
+	requireInvalid(t, err, "start_time")
+	_, err = e.admin.ListAuditEvents(ctx, &seatdv1.ListAuditEventsRequest{PageSize: 1001})
+	requireInvalid(t, err, "page_size")
+	_, err = e.admin.ListCleanupEvents(ctx, &seatdv1.ListCleanupEventsRequest{EndTime: &timestamppb.Timestamp{Nanos: -1}})
+	requireInvalid(t, err, "end_time")
+	_, err = e.admin.ListUsageEvents(ctx, &seatdv1.ListUsageEventsRequest{PageToken: "junk"})
+	requireInvalid(t, err, "page_token")
 }

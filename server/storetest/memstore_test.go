@@ -777,3 +777,52 @@ func (s *memStore) ActiveLeases(context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// Event lists.
+
+// memRange filters items of r's tenant (and license) with their time in r,
+// sorts them by (time, id) and cuts the page. ErrLicenseNotFound for a
+// license that was never the tenant's.
+func memRange[T any](s *memStore, r server.EventRange, p server.Page, items func() []T, of func(T) (tenant, license string, at time.Time, id string)) ([]T, string, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, "", err
+	}
+	defer s.mu.Unlock()
+	if r.LicenseID != "" {
+		if l, ok := s.d.Licenses[r.LicenseID]; !ok || l.TenantID != r.TenantID {
+			return nil, "", server.ErrLicenseNotFound
+		}
+	}
+	var all []T
+	for _, e := range items() {
+		tenant, license, at, _ := of(e)
+		if tenant == r.TenantID && (r.LicenseID == "" || license == r.LicenseID) && r.Contains(at) {
+			all = append(all, e)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b T) int {
+		_, _, ta, ia := of(a)
+		_, _, tb, ib := of(b)
+		return cmp.Or(ta.Compare(tb), cmp.Compare(ia, ib))
+	})
+	return page(all, p)
+}
+
+func (s *memStore) ListUsageEvents(_ context.Context, r server.EventRange, p server.Page) ([]server.UsageEvent, string, error) {
+	return memRange(s, r, p, func() []server.UsageEvent { return s.d.Usage }, func(e server.UsageEvent) (string, string, time.Time, string) {
+		return e.TenantID, e.LicenseID, e.EndedAt, e.LeaseID
+	})
+}
+
+func (s *memStore) ListCleanupEvents(_ context.Context, r server.EventRange, p server.Page) ([]server.CleanupEvent, string, error) {
+	return memRange(s, r, p, func() []server.CleanupEvent { return s.d.Cleanup }, func(e server.CleanupEvent) (string, string, time.Time, string) {
+		return e.TenantID, e.LicenseID, e.CleanedAt, e.LeaseID
+	})
+}
+
+func (s *memStore) ListAuditEvents(_ context.Context, r server.EventRange, p server.Page) ([]server.AuditEntry, string, error) {
+	r.LicenseID = ""
+	return memRange(s, r, p, func() []server.AuditEntry { return s.d.Audit }, func(e server.AuditEntry) (string, string, time.Time, string) {
+		return e.TenantID, "", e.At, e.ID
+	})
+}

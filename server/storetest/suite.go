@@ -40,6 +40,7 @@ func Run(t *testing.T, newBackend Backend) {
 		{"ListLeases", testListLeases},
 		{"Tenants", testTenants},
 		{"SeatsInUseOf", testSeatsInUseOf},
+		{"EventLists", testEventLists},
 		{"ZombieReport", testZombieReport},
 		{"Audit", testAudit},
 		{"Persistence", testPersistence}, // DESIGN "a restart loses nothing"

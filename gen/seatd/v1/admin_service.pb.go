@@ -1868,6 +1868,685 @@ func (x *RevokeApiKeyResponse) GetApiKey() *ApiKey {
 	return nil
 }
 
+type ListUsageEventsRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Only this license's events (a deleted license's stay listed); empty
+	// for every license of the tenant.
+	LicenseId string `protobuf:"bytes,2,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// Events that ended in [start_time, end_time); either side may be unset
+	// (open). start_time must be before end_time when both are set.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// 1-1000, default 100.
+	PageSize int32 `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From the previous answer, with the same filters.
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsageEventsRequest) Reset() {
+	*x = ListUsageEventsRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsageEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsageEventsRequest) ProtoMessage() {}
+
+func (x *ListUsageEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsageEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListUsageEventsRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ListUsageEventsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ListUsageEventsRequest) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *ListUsageEventsRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *ListUsageEventsRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *ListUsageEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListUsageEventsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// UsageEvent records how long one lease held its seat.
+type UsageEvent struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	LeaseId   string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	LicenseId string                 `protobuf:"bytes,2,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// RELEASED, EXPIRED or REVOKED.
+	EndState  LeaseState             `protobuf:"varint,3,opt,name=end_state,json=endState,proto3,enum=seatd.v1.LeaseState" json:"end_state,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// For an expired lease, its last heartbeat.
+	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	Duration      *durationpb.Duration   `protobuf:"bytes,6,opt,name=duration,proto3" json:"duration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageEvent) Reset() {
+	*x = UsageEvent{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageEvent) ProtoMessage() {}
+
+func (x *UsageEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageEvent.ProtoReflect.Descriptor instead.
+func (*UsageEvent) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *UsageEvent) GetLeaseId() string {
+	if x != nil {
+		return x.LeaseId
+	}
+	return ""
+}
+
+func (x *UsageEvent) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *UsageEvent) GetEndState() LeaseState {
+	if x != nil {
+		return x.EndState
+	}
+	return LeaseState_LEASE_STATE_UNSPECIFIED
+}
+
+func (x *UsageEvent) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *UsageEvent) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *UsageEvent) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+type ListUsageEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UsageEvents   []*UsageEvent          `protobuf:"bytes,1,rep,name=usage_events,json=usageEvents,proto3" json:"usage_events,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsageEventsResponse) Reset() {
+	*x = ListUsageEventsResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsageEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsageEventsResponse) ProtoMessage() {}
+
+func (x *ListUsageEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsageEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListUsageEventsResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ListUsageEventsResponse) GetUsageEvents() []*UsageEvent {
+	if x != nil {
+		return x.UsageEvents
+	}
+	return nil
+}
+
+func (x *ListUsageEventsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type ListCleanupEventsRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Only this license's events; empty for every license of the tenant.
+	LicenseId string `protobuf:"bytes,2,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// Events cleaned in [start_time, end_time); either side may be unset.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// 1-1000, default 100.
+	PageSize      int32  `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCleanupEventsRequest) Reset() {
+	*x = ListCleanupEventsRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCleanupEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCleanupEventsRequest) ProtoMessage() {}
+
+func (x *ListCleanupEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCleanupEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListCleanupEventsRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListCleanupEventsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ListCleanupEventsRequest) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *ListCleanupEventsRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *ListCleanupEventsRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *ListCleanupEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListCleanupEventsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// CleanupEvent records one lease that cleanup found past its deadline.
+type CleanupEvent struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	LeaseId   string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	LicenseId string                 `protobuf:"bytes,2,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// "zombie".
+	CleanupType     string                 `protobuf:"bytes,3,opt,name=cleanup_type,json=cleanupType,proto3" json:"cleanup_type,omitempty"`
+	LastHeartbeatAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_heartbeat_at,json=lastHeartbeatAt,proto3" json:"last_heartbeat_at,omitempty"`
+	ExpiresAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	CleanedAt       *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=cleaned_at,json=cleanedAt,proto3" json:"cleaned_at,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CleanupEvent) Reset() {
+	*x = CleanupEvent{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanupEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanupEvent) ProtoMessage() {}
+
+func (x *CleanupEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanupEvent.ProtoReflect.Descriptor instead.
+func (*CleanupEvent) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *CleanupEvent) GetLeaseId() string {
+	if x != nil {
+		return x.LeaseId
+	}
+	return ""
+}
+
+func (x *CleanupEvent) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *CleanupEvent) GetCleanupType() string {
+	if x != nil {
+		return x.CleanupType
+	}
+	return ""
+}
+
+func (x *CleanupEvent) GetLastHeartbeatAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastHeartbeatAt
+	}
+	return nil
+}
+
+func (x *CleanupEvent) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *CleanupEvent) GetCleanedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CleanedAt
+	}
+	return nil
+}
+
+type ListCleanupEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CleanupEvents []*CleanupEvent        `protobuf:"bytes,1,rep,name=cleanup_events,json=cleanupEvents,proto3" json:"cleanup_events,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCleanupEventsResponse) Reset() {
+	*x = ListCleanupEventsResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCleanupEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCleanupEventsResponse) ProtoMessage() {}
+
+func (x *ListCleanupEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCleanupEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListCleanupEventsResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListCleanupEventsResponse) GetCleanupEvents() []*CleanupEvent {
+	if x != nil {
+		return x.CleanupEvents
+	}
+	return nil
+}
+
+func (x *ListCleanupEventsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type ListAuditEventsRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Entries made in [start_time, end_time); either side may be unset.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// 1-1000, default 100.
+	PageSize      int32  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsRequest) Reset() {
+	*x = ListAuditEventsRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsRequest) ProtoMessage() {}
+
+func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ListAuditEventsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ListAuditEventsRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *ListAuditEventsRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *ListAuditEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListAuditEventsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// AuditEvent is one administrative or system action.
+type AuditEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "operator", "apikey:<id>" or "system".
+	Actor string `protobuf:"bytes,2,opt,name=actor,proto3" json:"actor,omitempty"`
+	// e.g. "license.create", "lease.expire".
+	Action        string                 `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	Resource      string                 `protobuf:"bytes,4,opt,name=resource,proto3" json:"resource,omitempty"`
+	ResourceId    string                 `protobuf:"bytes,5,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	Details       map[string]string      `protobuf:"bytes,6,rep,name=details,proto3" json:"details,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEvent) Reset() {
+	*x = AuditEvent{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEvent) ProtoMessage() {}
+
+func (x *AuditEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
+func (*AuditEvent) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *AuditEvent) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
+func (x *AuditEvent) GetDetails() map[string]string {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *AuditEvent) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type ListAuditEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AuditEvents   []*AuditEvent          `protobuf:"bytes,1,rep,name=audit_events,json=auditEvents,proto3" json:"audit_events,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditEventsResponse) Reset() {
+	*x = ListAuditEventsResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditEventsResponse) ProtoMessage() {}
+
+func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListAuditEventsResponse) GetAuditEvents() []*AuditEvent {
+	if x != nil {
+		return x.AuditEvents
+	}
+	return nil
+}
+
+func (x *ListAuditEventsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_seatd_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_admin_service_proto_rawDesc = "" +
@@ -1999,7 +2678,77 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
 	"api_key_id\x18\x01 \x01(\tR\bapiKeyId\"A\n" +
 	"\x14RevokeApiKeyResponse\x12)\n" +
-	"\aapi_key\x18\x01 \x01(\v2\x10.seatd.v1.ApiKeyR\x06apiKey2\xa9\t\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x10.seatd.v1.ApiKeyR\x06apiKey\"\x82\x02\n" +
+	"\x16ListUsageEventsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x02 \x01(\tR\tlicenseId\x129\n" +
+	"\n" +
+	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
+	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\"\xa2\x02\n" +
+	"\n" +
+	"UsageEvent\x12\x19\n" +
+	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x02 \x01(\tR\tlicenseId\x121\n" +
+	"\tend_state\x18\x03 \x01(\x0e2\x14.seatd.v1.LeaseStateR\bendState\x129\n" +
+	"\n" +
+	"started_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
+	"\bended_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x125\n" +
+	"\bduration\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\bduration\"z\n" +
+	"\x17ListUsageEventsResponse\x127\n" +
+	"\fusage_events\x18\x01 \x03(\v2\x14.seatd.v1.UsageEventR\vusageEvents\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x84\x02\n" +
+	"\x18ListCleanupEventsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x02 \x01(\tR\tlicenseId\x129\n" +
+	"\n" +
+	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
+	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\"\xa9\x02\n" +
+	"\fCleanupEvent\x12\x19\n" +
+	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x02 \x01(\tR\tlicenseId\x12!\n" +
+	"\fcleanup_type\x18\x03 \x01(\tR\vcleanupType\x12F\n" +
+	"\x11last_heartbeat_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastHeartbeatAt\x129\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x129\n" +
+	"\n" +
+	"cleaned_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcleanedAt\"\x82\x01\n" +
+	"\x19ListCleanupEventsResponse\x12=\n" +
+	"\x0ecleanup_events\x18\x01 \x03(\v2\x16.seatd.v1.CleanupEventR\rcleanupEvents\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xe3\x01\n" +
+	"\x16ListAuditEventsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x129\n" +
+	"\n" +
+	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\"\xac\x02\n" +
+	"\n" +
+	"AuditEvent\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06action\x12\x1a\n" +
+	"\bresource\x18\x04 \x01(\tR\bresource\x12\x1f\n" +
+	"\vresource_id\x18\x05 \x01(\tR\n" +
+	"resourceId\x12;\n" +
+	"\adetails\x18\x06 \x03(\v2!.seatd.v1.AuditEvent.DetailsEntryR\adetails\x12*\n" +
+	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x1a:\n" +
+	"\fDetailsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"z\n" +
+	"\x17ListAuditEventsResponse\x127\n" +
+	"\faudit_events\x18\x01 \x03(\v2\x14.seatd.v1.AuditEventR\vauditEvents\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb7\v\n" +
 	"\fAdminService\x12P\n" +
 	"\rCreateLicense\x12\x1e.seatd.v1.CreateLicenseRequest\x1a\x1f.seatd.v1.CreateLicenseResponse\x12G\n" +
 	"\n" +
@@ -2017,7 +2766,10 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\vListTenants\x12\x1c.seatd.v1.ListTenantsRequest\x1a\x1d.seatd.v1.ListTenantsResponse\x12M\n" +
 	"\fCreateApiKey\x12\x1d.seatd.v1.CreateApiKeyRequest\x1a\x1e.seatd.v1.CreateApiKeyResponse\x12J\n" +
 	"\vListApiKeys\x12\x1c.seatd.v1.ListApiKeysRequest\x1a\x1d.seatd.v1.ListApiKeysResponse\x12M\n" +
-	"\fRevokeApiKey\x12\x1d.seatd.v1.RevokeApiKeyRequest\x1a\x1e.seatd.v1.RevokeApiKeyResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\fRevokeApiKey\x12\x1d.seatd.v1.RevokeApiKeyRequest\x1a\x1e.seatd.v1.RevokeApiKeyResponse\x12V\n" +
+	"\x0fListUsageEvents\x12 .seatd.v1.ListUsageEventsRequest\x1a!.seatd.v1.ListUsageEventsResponse\x12\\\n" +
+	"\x11ListCleanupEvents\x12\".seatd.v1.ListCleanupEventsRequest\x1a#.seatd.v1.ListCleanupEventsResponse\x12V\n" +
+	"\x0fListAuditEvents\x12 .seatd.v1.ListAuditEventsRequest\x1a!.seatd.v1.ListAuditEventsResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_admin_service_proto_rawDescOnce sync.Once
@@ -2031,114 +2783,148 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 	return file_seatd_v1_admin_service_proto_rawDescData
 }
 
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
-	(*CreateLicenseRequest)(nil),     // 0: seatd.v1.CreateLicenseRequest
-	(*CreateLicenseResponse)(nil),    // 1: seatd.v1.CreateLicenseResponse
-	(*GetLicenseRequest)(nil),        // 2: seatd.v1.GetLicenseRequest
-	(*GetLicenseResponse)(nil),       // 3: seatd.v1.GetLicenseResponse
-	(*ListLicensesRequest)(nil),      // 4: seatd.v1.ListLicensesRequest
-	(*ListLicensesResponse)(nil),     // 5: seatd.v1.ListLicensesResponse
-	(*UpdateLicenseRequest)(nil),     // 6: seatd.v1.UpdateLicenseRequest
-	(*UpdateLicenseResponse)(nil),    // 7: seatd.v1.UpdateLicenseResponse
-	(*DeleteLicenseRequest)(nil),     // 8: seatd.v1.DeleteLicenseRequest
-	(*DeleteLicenseResponse)(nil),    // 9: seatd.v1.DeleteLicenseResponse
-	(*ListLeasesRequest)(nil),        // 10: seatd.v1.ListLeasesRequest
-	(*ListLeasesResponse)(nil),       // 11: seatd.v1.ListLeasesResponse
-	(*RevokeLeaseRequest)(nil),       // 12: seatd.v1.RevokeLeaseRequest
-	(*RevokeLeaseResponse)(nil),      // 13: seatd.v1.RevokeLeaseResponse
-	(*CleanupRequest)(nil),           // 14: seatd.v1.CleanupRequest
-	(*CleanupRun)(nil),               // 15: seatd.v1.CleanupRun
-	(*CleanupResponse)(nil),          // 16: seatd.v1.CleanupResponse
-	(*GetCleanupStatusRequest)(nil),  // 17: seatd.v1.GetCleanupStatusRequest
-	(*GetCleanupStatusResponse)(nil), // 18: seatd.v1.GetCleanupStatusResponse
-	(*GetZombieReportRequest)(nil),   // 19: seatd.v1.GetZombieReportRequest
-	(*ZombieDay)(nil),                // 20: seatd.v1.ZombieDay
-	(*LicenseZombies)(nil),           // 21: seatd.v1.LicenseZombies
-	(*GetZombieReportResponse)(nil),  // 22: seatd.v1.GetZombieReportResponse
-	(*CreateTenantRequest)(nil),      // 23: seatd.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),     // 24: seatd.v1.CreateTenantResponse
-	(*ListTenantsRequest)(nil),       // 25: seatd.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),      // 26: seatd.v1.ListTenantsResponse
-	(*CreateApiKeyRequest)(nil),      // 27: seatd.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),     // 28: seatd.v1.CreateApiKeyResponse
-	(*ListApiKeysRequest)(nil),       // 29: seatd.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),      // 30: seatd.v1.ListApiKeysResponse
-	(*RevokeApiKeyRequest)(nil),      // 31: seatd.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),     // 32: seatd.v1.RevokeApiKeyResponse
-	(*License)(nil),                  // 33: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),    // 34: google.protobuf.FieldMask
-	(LeaseState)(0),                  // 35: seatd.v1.LeaseState
-	(*Lease)(nil),                    // 36: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),    // 37: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 38: google.protobuf.Duration
-	(*Tenant)(nil),                   // 39: seatd.v1.Tenant
-	(*ApiKey)(nil),                   // 40: seatd.v1.ApiKey
+	(*CreateLicenseRequest)(nil),      // 0: seatd.v1.CreateLicenseRequest
+	(*CreateLicenseResponse)(nil),     // 1: seatd.v1.CreateLicenseResponse
+	(*GetLicenseRequest)(nil),         // 2: seatd.v1.GetLicenseRequest
+	(*GetLicenseResponse)(nil),        // 3: seatd.v1.GetLicenseResponse
+	(*ListLicensesRequest)(nil),       // 4: seatd.v1.ListLicensesRequest
+	(*ListLicensesResponse)(nil),      // 5: seatd.v1.ListLicensesResponse
+	(*UpdateLicenseRequest)(nil),      // 6: seatd.v1.UpdateLicenseRequest
+	(*UpdateLicenseResponse)(nil),     // 7: seatd.v1.UpdateLicenseResponse
+	(*DeleteLicenseRequest)(nil),      // 8: seatd.v1.DeleteLicenseRequest
+	(*DeleteLicenseResponse)(nil),     // 9: seatd.v1.DeleteLicenseResponse
+	(*ListLeasesRequest)(nil),         // 10: seatd.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),        // 11: seatd.v1.ListLeasesResponse
+	(*RevokeLeaseRequest)(nil),        // 12: seatd.v1.RevokeLeaseRequest
+	(*RevokeLeaseResponse)(nil),       // 13: seatd.v1.RevokeLeaseResponse
+	(*CleanupRequest)(nil),            // 14: seatd.v1.CleanupRequest
+	(*CleanupRun)(nil),                // 15: seatd.v1.CleanupRun
+	(*CleanupResponse)(nil),           // 16: seatd.v1.CleanupResponse
+	(*GetCleanupStatusRequest)(nil),   // 17: seatd.v1.GetCleanupStatusRequest
+	(*GetCleanupStatusResponse)(nil),  // 18: seatd.v1.GetCleanupStatusResponse
+	(*GetZombieReportRequest)(nil),    // 19: seatd.v1.GetZombieReportRequest
+	(*ZombieDay)(nil),                 // 20: seatd.v1.ZombieDay
+	(*LicenseZombies)(nil),            // 21: seatd.v1.LicenseZombies
+	(*GetZombieReportResponse)(nil),   // 22: seatd.v1.GetZombieReportResponse
+	(*CreateTenantRequest)(nil),       // 23: seatd.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),      // 24: seatd.v1.CreateTenantResponse
+	(*ListTenantsRequest)(nil),        // 25: seatd.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),       // 26: seatd.v1.ListTenantsResponse
+	(*CreateApiKeyRequest)(nil),       // 27: seatd.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),      // 28: seatd.v1.CreateApiKeyResponse
+	(*ListApiKeysRequest)(nil),        // 29: seatd.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),       // 30: seatd.v1.ListApiKeysResponse
+	(*RevokeApiKeyRequest)(nil),       // 31: seatd.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),      // 32: seatd.v1.RevokeApiKeyResponse
+	(*ListUsageEventsRequest)(nil),    // 33: seatd.v1.ListUsageEventsRequest
+	(*UsageEvent)(nil),                // 34: seatd.v1.UsageEvent
+	(*ListUsageEventsResponse)(nil),   // 35: seatd.v1.ListUsageEventsResponse
+	(*ListCleanupEventsRequest)(nil),  // 36: seatd.v1.ListCleanupEventsRequest
+	(*CleanupEvent)(nil),              // 37: seatd.v1.CleanupEvent
+	(*ListCleanupEventsResponse)(nil), // 38: seatd.v1.ListCleanupEventsResponse
+	(*ListAuditEventsRequest)(nil),    // 39: seatd.v1.ListAuditEventsRequest
+	(*AuditEvent)(nil),                // 40: seatd.v1.AuditEvent
+	(*ListAuditEventsResponse)(nil),   // 41: seatd.v1.ListAuditEventsResponse
+	nil,                               // 42: seatd.v1.AuditEvent.DetailsEntry
+	(*License)(nil),                   // 43: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),     // 44: google.protobuf.FieldMask
+	(LeaseState)(0),                   // 45: seatd.v1.LeaseState
+	(*Lease)(nil),                     // 46: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),     // 47: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),       // 48: google.protobuf.Duration
+	(*Tenant)(nil),                    // 49: seatd.v1.Tenant
+	(*ApiKey)(nil),                    // 50: seatd.v1.ApiKey
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	33, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	33, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	33, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	33, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	33, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	34, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	33, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	35, // 7: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	36, // 8: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	36, // 9: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	37, // 10: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	38, // 11: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	43, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	43, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	43, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	43, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	43, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	44, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	43, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	45, // 7: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	46, // 8: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	46, // 9: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	47, // 10: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	48, // 11: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
 	15, // 12: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
 	15, // 13: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	37, // 14: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	38, // 15: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	37, // 16: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	37, // 17: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	37, // 18: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	37, // 19: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	47, // 14: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	48, // 15: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	47, // 16: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	47, // 17: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	47, // 18: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	47, // 19: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	20, // 20: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
 	21, // 21: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	39, // 22: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	39, // 23: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	39, // 24: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	40, // 25: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	40, // 26: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	40, // 27: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	0,  // 28: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	2,  // 29: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	4,  // 30: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	6,  // 31: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	8,  // 32: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	10, // 33: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	12, // 34: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	14, // 35: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	17, // 36: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	19, // 37: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	23, // 38: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	25, // 39: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	27, // 40: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	29, // 41: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	31, // 42: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	1,  // 43: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	3,  // 44: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	5,  // 45: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	7,  // 46: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	9,  // 47: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	11, // 48: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	13, // 49: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	16, // 50: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	18, // 51: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	22, // 52: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	24, // 53: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	26, // 54: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	28, // 55: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	30, // 56: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	32, // 57: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	43, // [43:58] is the sub-list for method output_type
-	28, // [28:43] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	49, // 22: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	49, // 23: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	49, // 24: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	50, // 25: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	50, // 26: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	50, // 27: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	47, // 28: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	47, // 29: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	45, // 30: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	47, // 31: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	47, // 32: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	48, // 33: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	34, // 34: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
+	47, // 35: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	47, // 36: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	47, // 37: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	47, // 38: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	47, // 39: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	37, // 40: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
+	47, // 41: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	47, // 42: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	42, // 43: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
+	47, // 44: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	40, // 45: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
+	0,  // 46: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	2,  // 47: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	4,  // 48: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	6,  // 49: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	8,  // 50: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	10, // 51: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	12, // 52: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	14, // 53: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	17, // 54: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	19, // 55: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	23, // 56: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	25, // 57: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	27, // 58: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	29, // 59: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	31, // 60: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	33, // 61: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	36, // 62: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	39, // 63: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	1,  // 64: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	3,  // 65: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	5,  // 66: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	7,  // 67: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	9,  // 68: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	11, // 69: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	13, // 70: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	16, // 71: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	18, // 72: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	22, // 73: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	24, // 74: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	26, // 75: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	28, // 76: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	30, // 77: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	32, // 78: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	35, // 79: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	38, // 80: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	41, // 81: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	64, // [64:82] is the sub-list for method output_type
+	46, // [46:64] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -2153,7 +2939,7 @@ func file_seatd_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

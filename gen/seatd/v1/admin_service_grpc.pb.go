@@ -19,21 +19,24 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_CreateLicense_FullMethodName    = "/seatd.v1.AdminService/CreateLicense"
-	AdminService_GetLicense_FullMethodName       = "/seatd.v1.AdminService/GetLicense"
-	AdminService_ListLicenses_FullMethodName     = "/seatd.v1.AdminService/ListLicenses"
-	AdminService_UpdateLicense_FullMethodName    = "/seatd.v1.AdminService/UpdateLicense"
-	AdminService_DeleteLicense_FullMethodName    = "/seatd.v1.AdminService/DeleteLicense"
-	AdminService_ListLeases_FullMethodName       = "/seatd.v1.AdminService/ListLeases"
-	AdminService_RevokeLease_FullMethodName      = "/seatd.v1.AdminService/RevokeLease"
-	AdminService_Cleanup_FullMethodName          = "/seatd.v1.AdminService/Cleanup"
-	AdminService_GetCleanupStatus_FullMethodName = "/seatd.v1.AdminService/GetCleanupStatus"
-	AdminService_GetZombieReport_FullMethodName  = "/seatd.v1.AdminService/GetZombieReport"
-	AdminService_CreateTenant_FullMethodName     = "/seatd.v1.AdminService/CreateTenant"
-	AdminService_ListTenants_FullMethodName      = "/seatd.v1.AdminService/ListTenants"
-	AdminService_CreateApiKey_FullMethodName     = "/seatd.v1.AdminService/CreateApiKey"
-	AdminService_ListApiKeys_FullMethodName      = "/seatd.v1.AdminService/ListApiKeys"
-	AdminService_RevokeApiKey_FullMethodName     = "/seatd.v1.AdminService/RevokeApiKey"
+	AdminService_CreateLicense_FullMethodName     = "/seatd.v1.AdminService/CreateLicense"
+	AdminService_GetLicense_FullMethodName        = "/seatd.v1.AdminService/GetLicense"
+	AdminService_ListLicenses_FullMethodName      = "/seatd.v1.AdminService/ListLicenses"
+	AdminService_UpdateLicense_FullMethodName     = "/seatd.v1.AdminService/UpdateLicense"
+	AdminService_DeleteLicense_FullMethodName     = "/seatd.v1.AdminService/DeleteLicense"
+	AdminService_ListLeases_FullMethodName        = "/seatd.v1.AdminService/ListLeases"
+	AdminService_RevokeLease_FullMethodName       = "/seatd.v1.AdminService/RevokeLease"
+	AdminService_Cleanup_FullMethodName           = "/seatd.v1.AdminService/Cleanup"
+	AdminService_GetCleanupStatus_FullMethodName  = "/seatd.v1.AdminService/GetCleanupStatus"
+	AdminService_GetZombieReport_FullMethodName   = "/seatd.v1.AdminService/GetZombieReport"
+	AdminService_CreateTenant_FullMethodName      = "/seatd.v1.AdminService/CreateTenant"
+	AdminService_ListTenants_FullMethodName       = "/seatd.v1.AdminService/ListTenants"
+	AdminService_CreateApiKey_FullMethodName      = "/seatd.v1.AdminService/CreateApiKey"
+	AdminService_ListApiKeys_FullMethodName       = "/seatd.v1.AdminService/ListApiKeys"
+	AdminService_RevokeApiKey_FullMethodName      = "/seatd.v1.AdminService/RevokeApiKey"
+	AdminService_ListUsageEvents_FullMethodName   = "/seatd.v1.AdminService/ListUsageEvents"
+	AdminService_ListCleanupEvents_FullMethodName = "/seatd.v1.AdminService/ListCleanupEvents"
+	AdminService_ListAuditEvents_FullMethodName   = "/seatd.v1.AdminService/ListAuditEvents"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -75,6 +78,14 @@ type AdminServiceClient interface {
 	CreateApiKey(ctx context.Context, in *CreateApiKeyRequest, opts ...grpc.CallOption) (*CreateApiKeyResponse, error)
 	ListApiKeys(ctx context.Context, in *ListApiKeysRequest, opts ...grpc.CallOption) (*ListApiKeysResponse, error)
 	RevokeApiKey(ctx context.Context, in *RevokeApiKeyRequest, opts ...grpc.CallOption) (*RevokeApiKeyResponse, error)
+	// ListUsageEvents pages through the tenant's usage events (one per ended
+	// lease: how long it held its seat), by end time, then lease id.
+	ListUsageEvents(ctx context.Context, in *ListUsageEventsRequest, opts ...grpc.CallOption) (*ListUsageEventsResponse, error)
+	// ListCleanupEvents pages through the tenant's cleanup events (one per
+	// lease cleanup found past its deadline), by cleanup time, then lease id.
+	ListCleanupEvents(ctx context.Context, in *ListCleanupEventsRequest, opts ...grpc.CallOption) (*ListCleanupEventsResponse, error)
+	// ListAuditEvents pages through the tenant's audit log, by time, then id.
+	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -235,6 +246,36 @@ func (c *adminServiceClient) RevokeApiKey(ctx context.Context, in *RevokeApiKeyR
 	return out, nil
 }
 
+func (c *adminServiceClient) ListUsageEvents(ctx context.Context, in *ListUsageEventsRequest, opts ...grpc.CallOption) (*ListUsageEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUsageEventsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListUsageEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListCleanupEvents(ctx context.Context, in *ListCleanupEventsRequest, opts ...grpc.CallOption) (*ListCleanupEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCleanupEventsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListCleanupEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAuditEventsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListAuditEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -274,6 +315,14 @@ type AdminServiceServer interface {
 	CreateApiKey(context.Context, *CreateApiKeyRequest) (*CreateApiKeyResponse, error)
 	ListApiKeys(context.Context, *ListApiKeysRequest) (*ListApiKeysResponse, error)
 	RevokeApiKey(context.Context, *RevokeApiKeyRequest) (*RevokeApiKeyResponse, error)
+	// ListUsageEvents pages through the tenant's usage events (one per ended
+	// lease: how long it held its seat), by end time, then lease id.
+	ListUsageEvents(context.Context, *ListUsageEventsRequest) (*ListUsageEventsResponse, error)
+	// ListCleanupEvents pages through the tenant's cleanup events (one per
+	// lease cleanup found past its deadline), by cleanup time, then lease id.
+	ListCleanupEvents(context.Context, *ListCleanupEventsRequest) (*ListCleanupEventsResponse, error)
+	// ListAuditEvents pages through the tenant's audit log, by time, then id.
+	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -328,6 +377,15 @@ func (UnimplementedAdminServiceServer) ListApiKeys(context.Context, *ListApiKeys
 }
 func (UnimplementedAdminServiceServer) RevokeApiKey(context.Context, *RevokeApiKeyRequest) (*RevokeApiKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeApiKey not implemented")
+}
+func (UnimplementedAdminServiceServer) ListUsageEvents(context.Context, *ListUsageEventsRequest) (*ListUsageEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListUsageEvents not implemented")
+}
+func (UnimplementedAdminServiceServer) ListCleanupEvents(context.Context, *ListCleanupEventsRequest) (*ListCleanupEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCleanupEvents not implemented")
+}
+func (UnimplementedAdminServiceServer) ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAuditEvents not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -620,6 +678,60 @@ func _AdminService_RevokeApiKey_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListUsageEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUsageEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListUsageEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListUsageEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListUsageEvents(ctx, req.(*ListUsageEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListCleanupEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCleanupEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListCleanupEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListCleanupEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListCleanupEvents(ctx, req.(*ListCleanupEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListAuditEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAuditEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListAuditEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListAuditEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListAuditEvents(ctx, req.(*ListAuditEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -686,6 +798,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeApiKey",
 			Handler:    _AdminService_RevokeApiKey_Handler,
+		},
+		{
+			MethodName: "ListUsageEvents",
+			Handler:    _AdminService_ListUsageEvents_Handler,
+		},
+		{
+			MethodName: "ListCleanupEvents",
+			Handler:    _AdminService_ListCleanupEvents_Handler,
+		},
+		{
+			MethodName: "ListAuditEvents",
+			Handler:    _AdminService_ListAuditEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -9,6 +9,47 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class AuditEvent(_message.Message):
+    __slots__ = ["action", "actor", "at", "details", "id", "resource", "resource_id"]
+    class DetailsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    actor: str
+    at: _timestamp_pb2.Timestamp
+    details: _containers.ScalarMap[str, str]
+    id: str
+    resource: str
+    resource_id: str
+    def __init__(self, id: _Optional[str] = ..., actor: _Optional[str] = ..., action: _Optional[str] = ..., resource: _Optional[str] = ..., resource_id: _Optional[str] = ..., details: _Optional[_Mapping[str, str]] = ..., at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CleanupEvent(_message.Message):
+    __slots__ = ["cleaned_at", "cleanup_type", "expires_at", "last_heartbeat_at", "lease_id", "license_id"]
+    CLEANED_AT_FIELD_NUMBER: _ClassVar[int]
+    CLEANUP_TYPE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_AT_FIELD_NUMBER: _ClassVar[int]
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    cleaned_at: _timestamp_pb2.Timestamp
+    cleanup_type: str
+    expires_at: _timestamp_pb2.Timestamp
+    last_heartbeat_at: _timestamp_pb2.Timestamp
+    lease_id: str
+    license_id: str
+    def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., cleanup_type: _Optional[str] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., cleaned_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class CleanupRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -187,6 +228,52 @@ class ListApiKeysResponse(_message.Message):
     next_page_token: str
     def __init__(self, api_keys: _Optional[_Iterable[_Union[_resources_pb2.ApiKey, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ListAuditEventsRequest(_message.Message):
+    __slots__ = ["end_time", "page_size", "page_token", "start_time", "tenant_id"]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    end_time: _timestamp_pb2.Timestamp
+    page_size: int
+    page_token: str
+    start_time: _timestamp_pb2.Timestamp
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListAuditEventsResponse(_message.Message):
+    __slots__ = ["audit_events", "next_page_token"]
+    AUDIT_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    audit_events: _containers.RepeatedCompositeFieldContainer[AuditEvent]
+    next_page_token: str
+    def __init__(self, audit_events: _Optional[_Iterable[_Union[AuditEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListCleanupEventsRequest(_message.Message):
+    __slots__ = ["end_time", "license_id", "page_size", "page_token", "start_time", "tenant_id"]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    end_time: _timestamp_pb2.Timestamp
+    license_id: str
+    page_size: int
+    page_token: str
+    start_time: _timestamp_pb2.Timestamp
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., license_id: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListCleanupEventsResponse(_message.Message):
+    __slots__ = ["cleanup_events", "next_page_token"]
+    CLEANUP_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    cleanup_events: _containers.RepeatedCompositeFieldContainer[CleanupEvent]
+    next_page_token: str
+    def __init__(self, cleanup_events: _Optional[_Iterable[_Union[CleanupEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class ListLeasesRequest(_message.Message):
     __slots__ = ["license_id", "page_size", "page_token", "state", "tenant_id"]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -243,6 +330,30 @@ class ListTenantsResponse(_message.Message):
     tenants: _containers.RepeatedCompositeFieldContainer[_resources_pb2.Tenant]
     def __init__(self, tenants: _Optional[_Iterable[_Union[_resources_pb2.Tenant, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ListUsageEventsRequest(_message.Message):
+    __slots__ = ["end_time", "license_id", "page_size", "page_token", "start_time", "tenant_id"]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    end_time: _timestamp_pb2.Timestamp
+    license_id: str
+    page_size: int
+    page_token: str
+    start_time: _timestamp_pb2.Timestamp
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., license_id: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListUsageEventsResponse(_message.Message):
+    __slots__ = ["next_page_token", "usage_events"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    USAGE_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: str
+    usage_events: _containers.RepeatedCompositeFieldContainer[UsageEvent]
+    def __init__(self, usage_events: _Optional[_Iterable[_Union[UsageEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class RevokeApiKeyRequest(_message.Message):
     __slots__ = ["api_key_id"]
     API_KEY_ID_FIELD_NUMBER: _ClassVar[int]
@@ -286,6 +397,22 @@ class UpdateLicenseResponse(_message.Message):
     LICENSE_FIELD_NUMBER: _ClassVar[int]
     license: _resources_pb2.License
     def __init__(self, license: _Optional[_Union[_resources_pb2.License, _Mapping]] = ...) -> None: ...
+
+class UsageEvent(_message.Message):
+    __slots__ = ["duration", "end_state", "ended_at", "lease_id", "license_id", "started_at"]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    END_STATE_FIELD_NUMBER: _ClassVar[int]
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    duration: _duration_pb2.Duration
+    end_state: _resources_pb2.LeaseState
+    ended_at: _timestamp_pb2.Timestamp
+    lease_id: str
+    license_id: str
+    started_at: _timestamp_pb2.Timestamp
+    def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., end_state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class ZombieDay(_message.Message):
     __slots__ = ["affected_licenses", "date", "zombies_cleaned"]

@@ -96,6 +96,21 @@ class AdminServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.RevokeApiKeyRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_admin__service__pb2.RevokeApiKeyResponse.FromString,
                 )
+        self.ListUsageEvents = channel.unary_unary(
+                '/seatd.v1.AdminService/ListUsageEvents',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListUsageEventsRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListUsageEventsResponse.FromString,
+                )
+        self.ListCleanupEvents = channel.unary_unary(
+                '/seatd.v1.AdminService/ListCleanupEvents',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListCleanupEventsRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListCleanupEventsResponse.FromString,
+                )
+        self.ListAuditEvents = channel.unary_unary(
+                '/seatd.v1.AdminService/ListAuditEvents',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -210,6 +225,29 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListUsageEvents(self, request, context):
+        """ListUsageEvents pages through the tenant's usage events (one per ended
+        lease: how long it held its seat), by end time, then lease id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCleanupEvents(self, request, context):
+        """ListCleanupEvents pages through the tenant's cleanup events (one per
+        lease cleanup found past its deadline), by cleanup time, then lease id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAuditEvents(self, request, context):
+        """ListAuditEvents pages through the tenant's audit log, by time, then id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -287,6 +325,21 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RevokeApiKey,
                     request_deserializer=seatd_dot_v1_dot_admin__service__pb2.RevokeApiKeyRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_admin__service__pb2.RevokeApiKeyResponse.SerializeToString,
+            ),
+            'ListUsageEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUsageEvents,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListUsageEventsRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ListUsageEventsResponse.SerializeToString,
+            ),
+            'ListCleanupEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCleanupEvents,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListCleanupEventsRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ListCleanupEventsResponse.SerializeToString,
+            ),
+            'ListAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAuditEvents,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -557,5 +610,56 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/RevokeApiKey',
             seatd_dot_v1_dot_admin__service__pb2.RevokeApiKeyRequest.SerializeToString,
             seatd_dot_v1_dot_admin__service__pb2.RevokeApiKeyResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListUsageEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ListUsageEvents',
+            seatd_dot_v1_dot_admin__service__pb2.ListUsageEventsRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ListUsageEventsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListCleanupEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ListCleanupEvents',
+            seatd_dot_v1_dot_admin__service__pb2.ListCleanupEventsRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ListCleanupEventsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ListAuditEvents',
+            seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/admin_service.proto.
  */
 export const file_seatd_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxzZWF0ZC92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEghzZWF0ZC52MSJNChRDcmVhdGVMaWNlbnNlUmVxdWVzdBIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZRIRCgl0ZW5hbnRfaWQYAiABKAkiOwoVQ3JlYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIjoKEUdldExpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIjgKEkdldExpY2Vuc2VSZXNwb25zZRIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZSJPChNMaXN0TGljZW5zZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJUChRMaXN0TGljZW5zZXNSZXNwb25zZRIjCghsaWNlbnNlcxgBIAMoCzIRLnNlYXRkLnYxLkxpY2Vuc2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn4KFFVwZGF0ZUxpY2Vuc2VSZXF1ZXN0EiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIRCgl0ZW5hbnRfaWQYAyABKAkiOwoVVXBkYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIj0KFERlbGV0ZUxpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIi8KFURlbGV0ZUxpY2Vuc2VSZXNwb25zZRIWCg5yZXZva2VkX2xlYXNlcxgBIAEoBSKGAQoRTGlzdExlYXNlc1JlcXVlc3QSEgoKbGljZW5zZV9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSIwoFc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIk4KEkxpc3RMZWFzZXNSZXNwb25zZRIfCgZsZWFzZXMYASADKAsyDy5zZWF0ZC52MS5MZWFzZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSQoSUmV2b2tlTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiNQoTUmV2b2tlTGVhc2VSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlIhAKDkNsZWFudXBSZXF1ZXN0IrwBCgpDbGVhbnVwUnVuEi4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3NjYW5uZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIOCgZyZXN1bHQYBSABKAkSDwoHdHJpZ2dlchgGIAEoCRIOCgZlcnJvcnMYByABKAMiNAoPQ2xlYW51cFJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULnNlYXRkLnYxLkNsZWFudXBSdW4iGQoXR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3Qi2wEKGEdldENsZWFudXBTdGF0dXNSZXNwb25zZRIRCglsZWFkZXJfaWQYASABKAkSEQoJaXNfbGVhZGVyGAIgASgIEhMKC2luc3RhbmNlX2lkGAMgASgJEiYKCGxhc3RfcnVuGAQgASgLMhQuc2VhdGQudjEuQ2xlYW51cFJ1bhIvCgtuZXh0X3J1bl9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoIaW50ZXJ2YWwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24inAEKFkdldFpvbWJpZVJlcG9ydFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0b3BfbGltaXQYBCABKAUiTQoJWm9tYmllRGF5EgwKBGRhdGUYASABKAkSFwoPem9tYmllc19jbGVhbmVkGAIgASgDEhkKEWFmZmVjdGVkX2xpY2Vuc2VzGAMgASgDIoABCg5MaWNlbnNlWm9tYmllcxISCgpsaWNlbnNlX2lkGAEgASgJEhQKDGxpY2Vuc2VfbmFtZRgCIAEoCRIUCgx6b21iaWVfY291bnQYAyABKAMSEwoLbGVhc2VfY291bnQYBCABKAMSGQoRem9tYmllX3BlcmNlbnRhZ2UYBSABKAEiggIKF0dldFpvbWJpZVJlcG9ydFJlc3BvbnNlEi4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgRkYXlzGAMgAygLMhMuc2VhdGQudjEuWm9tYmllRGF5Ei4KDHRvcF9saWNlbnNlcxgEIAMoCzIYLnNlYXRkLnYxLkxpY2Vuc2Vab21iaWVzEh8KF21lYW5fbWludXRlc190b19jbGVhbnVwGAUgASgBEhUKDXpvbWJpZXNfdG90YWwYBiABKAMiNwoTQ3JlYXRlVGVuYW50UmVxdWVzdBIgCgZ0ZW5hbnQYASABKAsyEC5zZWF0ZC52MS5UZW5hbnQiOAoUQ3JlYXRlVGVuYW50UmVzcG9uc2USIAoGdGVuYW50GAEgASgLMhAuc2VhdGQudjEuVGVuYW50IjsKEkxpc3RUZW5hbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJRChNMaXN0VGVuYW50c1Jlc3BvbnNlEiEKB3RlbmFudHMYASADKAsyEC5zZWF0ZC52MS5UZW5hbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjYKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiSQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiTgoSTGlzdEFwaUtleXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJSChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiIKCGFwaV9rZXlzGAEgAygLMhAuc2VhdGQudjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpChNSZXZva2VBcGlLZXlSZXF1ZXN0EhIKCmFwaV9rZXlfaWQYASABKAkiOQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleTKpCQoMQWRtaW5TZXJ2aWNlElAKDUNyZWF0ZUxpY2Vuc2USHi5zZWF0ZC52MS5DcmVhdGVMaWNlbnNlUmVxdWVzdBofLnNlYXRkLnYxLkNyZWF0ZUxpY2Vuc2VSZXNwb25zZRJHCgpHZXRMaWNlbnNlEhsuc2VhdGQudjEuR2V0TGljZW5zZVJlcXVlc3QaHC5zZWF0ZC52MS5HZXRMaWNlbnNlUmVzcG9uc2USTQoMTGlzdExpY2Vuc2VzEh0uc2VhdGQudjEuTGlzdExpY2Vuc2VzUmVxdWVzdBoeLnNlYXRkLnYxLkxpc3RMaWNlbnNlc1Jlc3BvbnNlElAKDVVwZGF0ZUxpY2Vuc2USHi5zZWF0ZC52MS5VcGRhdGVMaWNlbnNlUmVxdWVzdBofLnNlYXRkLnYxLlVwZGF0ZUxpY2Vuc2VSZXNwb25zZRJQCg1EZWxldGVMaWNlbnNlEh4uc2VhdGQudjEuRGVsZXRlTGljZW5zZVJlcXVlc3QaHy5zZWF0ZC52MS5EZWxldGVMaWNlbnNlUmVzcG9uc2USRwoKTGlzdExlYXNlcxIbLnNlYXRkLnYxLkxpc3RMZWFzZXNSZXF1ZXN0Ghwuc2VhdGQudjEuTGlzdExlYXNlc1Jlc3BvbnNlEkoKC1Jldm9rZUxlYXNlEhwuc2VhdGQudjEuUmV2b2tlTGVhc2VSZXF1ZXN0Gh0uc2VhdGQudjEuUmV2b2tlTGVhc2VSZXNwb25zZRI+CgdDbGVhbnVwEhguc2VhdGQudjEuQ2xlYW51cFJlcXVlc3QaGS5zZWF0ZC52MS5DbGVhbnVwUmVzcG9uc2USWQoQR2V0Q2xlYW51cFN0YXR1cxIhLnNlYXRkLnYxLkdldENsZWFudXBTdGF0dXNSZXF1ZXN0GiIuc2VhdGQudjEuR2V0Q2xlYW51cFN0YXR1c1Jlc3BvbnNlElYKD0dldFpvbWJpZVJlcG9ydBIgLnNlYXRkLnYxLkdldFpvbWJpZVJlcG9ydFJlcXVlc3QaIS5zZWF0ZC52MS5HZXRab21iaWVSZXBvcnRSZXNwb25zZRJNCgxDcmVhdGVUZW5hbnQSHS5zZWF0ZC52MS5DcmVhdGVUZW5hbnRSZXF1ZXN0Gh4uc2VhdGQudjEuQ3JlYXRlVGVuYW50UmVzcG9uc2USSgoLTGlzdFRlbmFudHMSHC5zZWF0ZC52MS5MaXN0VGVuYW50c1JlcXVlc3QaHS5zZWF0ZC52MS5MaXN0VGVuYW50c1Jlc3BvbnNlEk0KDENyZWF0ZUFwaUtleRIdLnNlYXRkLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaHi5zZWF0ZC52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJKCgtMaXN0QXBpS2V5cxIcLnNlYXRkLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBodLnNlYXRkLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2USTQoMUmV2b2tlQXBpS2V5Eh0uc2VhdGQudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoeLnNlYXRkLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_seatd_v1_resources]);
+  fileDesc("ChxzZWF0ZC92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEghzZWF0ZC52MSJNChRDcmVhdGVMaWNlbnNlUmVxdWVzdBIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZRIRCgl0ZW5hbnRfaWQYAiABKAkiOwoVQ3JlYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIjoKEUdldExpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIjgKEkdldExpY2Vuc2VSZXNwb25zZRIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZSJPChNMaXN0TGljZW5zZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJUChRMaXN0TGljZW5zZXNSZXNwb25zZRIjCghsaWNlbnNlcxgBIAMoCzIRLnNlYXRkLnYxLkxpY2Vuc2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn4KFFVwZGF0ZUxpY2Vuc2VSZXF1ZXN0EiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIRCgl0ZW5hbnRfaWQYAyABKAkiOwoVVXBkYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIj0KFERlbGV0ZUxpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIi8KFURlbGV0ZUxpY2Vuc2VSZXNwb25zZRIWCg5yZXZva2VkX2xlYXNlcxgBIAEoBSKGAQoRTGlzdExlYXNlc1JlcXVlc3QSEgoKbGljZW5zZV9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSIwoFc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIk4KEkxpc3RMZWFzZXNSZXNwb25zZRIfCgZsZWFzZXMYASADKAsyDy5zZWF0ZC52MS5MZWFzZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSQoSUmV2b2tlTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiNQoTUmV2b2tlTGVhc2VSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlIhAKDkNsZWFudXBSZXF1ZXN0IrwBCgpDbGVhbnVwUnVuEi4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3NjYW5uZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIOCgZyZXN1bHQYBSABKAkSDwoHdHJpZ2dlchgGIAEoCRIOCgZlcnJvcnMYByABKAMiNAoPQ2xlYW51cFJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULnNlYXRkLnYxLkNsZWFudXBSdW4iGQoXR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3Qi2wEKGEdldENsZWFudXBTdGF0dXNSZXNwb25zZRIRCglsZWFkZXJfaWQYASABKAkSEQoJaXNfbGVhZGVyGAIgASgIEhMKC2luc3RhbmNlX2lkGAMgASgJEiYKCGxhc3RfcnVuGAQgASgLMhQuc2VhdGQudjEuQ2xlYW51cFJ1bhIvCgtuZXh0X3J1bl9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoIaW50ZXJ2YWwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24inAEKFkdldFpvbWJpZVJlcG9ydFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0b3BfbGltaXQYBCABKAUiTQoJWm9tYmllRGF5EgwKBGRhdGUYASABKAkSFwoPem9tYmllc19jbGVhbmVkGAIgASgDEhkKEWFmZmVjdGVkX2xpY2Vuc2VzGAMgASgDIoABCg5MaWNlbnNlWm9tYmllcxISCgpsaWNlbnNlX2lkGAEgASgJEhQKDGxpY2Vuc2VfbmFtZRgCIAEoCRIUCgx6b21iaWVfY291bnQYAyABKAMSEwoLbGVhc2VfY291bnQYBCABKAMSGQoRem9tYmllX3BlcmNlbnRhZ2UYBSABKAEiggIKF0dldFpvbWJpZVJlcG9ydFJlc3BvbnNlEi4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgRkYXlzGAMgAygLMhMuc2VhdGQudjEuWm9tYmllRGF5Ei4KDHRvcF9saWNlbnNlcxgEIAMoCzIYLnNlYXRkLnYxLkxpY2Vuc2Vab21iaWVzEh8KF21lYW5fbWludXRlc190b19jbGVhbnVwGAUgASgBEhUKDXpvbWJpZXNfdG90YWwYBiABKAMiNwoTQ3JlYXRlVGVuYW50UmVxdWVzdBIgCgZ0ZW5hbnQYASABKAsyEC5zZWF0ZC52MS5UZW5hbnQiOAoUQ3JlYXRlVGVuYW50UmVzcG9uc2USIAoGdGVuYW50GAEgASgLMhAuc2VhdGQudjEuVGVuYW50IjsKEkxpc3RUZW5hbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJRChNMaXN0VGVuYW50c1Jlc3BvbnNlEiEKB3RlbmFudHMYASADKAsyEC5zZWF0ZC52MS5UZW5hbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjYKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiSQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiTgoSTGlzdEFwaUtleXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJSChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiIKCGFwaV9rZXlzGAEgAygLMhAuc2VhdGQudjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpChNSZXZva2VBcGlLZXlSZXF1ZXN0EhIKCmFwaV9rZXlfaWQYASABKAkiOQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleSLEAQoWTGlzdFVzYWdlRXZlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAki5gEKClVzYWdlRXZlbnQSEAoIbGVhc2VfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRInCgllbmRfc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi4KCnN0YXJ0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCghkdXJhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJeChdMaXN0VXNhZ2VFdmVudHNSZXNwb25zZRIqCgx1c2FnZV9ldmVudHMYASADKAsyFC5zZWF0ZC52MS5Vc2FnZUV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLGAQoYTGlzdENsZWFudXBFdmVudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRISCgpsaWNlbnNlX2lkGAIgASgJEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBSABKAUSEgoKcGFnZV90b2tlbhgGIAEoCSLhAQoMQ2xlYW51cEV2ZW50EhAKCGxlYXNlX2lkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSFAoMY2xlYW51cF90eXBlGAMgASgJEjUKEWxhc3RfaGVhcnRiZWF0X2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjbGVhbmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChlMaXN0Q2xlYW51cEV2ZW50c1Jlc3BvbnNlEi4KDmNsZWFudXBfZXZlbnRzGAEgAygLMhYuc2VhdGQudjEuQ2xlYW51cEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKwAQoWTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIuoBCgpBdWRpdEV2ZW50EgoKAmlkGAEgASgJEg0KBWFjdG9yGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIQCghyZXNvdXJjZRgEIAEoCRITCgtyZXNvdXJjZV9pZBgFIAEoCRIyCgdkZXRhaWxzGAYgAygLMiEuc2VhdGQudjEuQXVkaXRFdmVudC5EZXRhaWxzRW50cnkSJgoCYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi4KDERldGFpbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIl4KF0xpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlEioKDGF1ZGl0X2V2ZW50cxgBIAMoCzIULnNlYXRkLnYxLkF1ZGl0RXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMrcLCgxBZG1pblNlcnZpY2USUAoNQ3JlYXRlTGljZW5zZRIeLnNlYXRkLnYxLkNyZWF0ZUxpY2Vuc2VSZXF1ZXN0Gh8uc2VhdGQudjEuQ3JlYXRlTGljZW5zZVJlc3BvbnNlEkcKCkdldExpY2Vuc2USGy5zZWF0ZC52MS5HZXRMaWNlbnNlUmVxdWVzdBocLnNlYXRkLnYxLkdldExpY2Vuc2VSZXNwb25zZRJNCgxMaXN0TGljZW5zZXMSHS5zZWF0ZC52MS5MaXN0TGljZW5zZXNSZXF1ZXN0Gh4uc2VhdGQudjEuTGlzdExpY2Vuc2VzUmVzcG9uc2USUAoNVXBkYXRlTGljZW5zZRIeLnNlYXRkLnYxLlVwZGF0ZUxpY2Vuc2VSZXF1ZXN0Gh8uc2VhdGQudjEuVXBkYXRlTGljZW5zZVJlc3BvbnNlElAKDURlbGV0ZUxpY2Vuc2USHi5zZWF0ZC52MS5EZWxldGVMaWNlbnNlUmVxdWVzdBofLnNlYXRkLnYxLkRlbGV0ZUxpY2Vuc2VSZXNwb25zZRJHCgpMaXN0TGVhc2VzEhsuc2VhdGQudjEuTGlzdExlYXNlc1JlcXVlc3QaHC5zZWF0ZC52MS5MaXN0TGVhc2VzUmVzcG9uc2USSgoLUmV2b2tlTGVhc2USHC5zZWF0ZC52MS5SZXZva2VMZWFzZVJlcXVlc3QaHS5zZWF0ZC52MS5SZXZva2VMZWFzZVJlc3BvbnNlEj4KB0NsZWFudXASGC5zZWF0ZC52MS5DbGVhbnVwUmVxdWVzdBoZLnNlYXRkLnYxLkNsZWFudXBSZXNwb25zZRJZChBHZXRDbGVhbnVwU3RhdHVzEiEuc2VhdGQudjEuR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3QaIi5zZWF0ZC52MS5HZXRDbGVhbnVwU3RhdHVzUmVzcG9uc2USVgoPR2V0Wm9tYmllUmVwb3J0EiAuc2VhdGQudjEuR2V0Wm9tYmllUmVwb3J0UmVxdWVzdBohLnNlYXRkLnYxLkdldFpvbWJpZVJlcG9ydFJlc3BvbnNlEk0KDENyZWF0ZVRlbmFudBIdLnNlYXRkLnYxLkNyZWF0ZVRlbmFudFJlcXVlc3QaHi5zZWF0ZC52MS5DcmVhdGVUZW5hbnRSZXNwb25zZRJKCgtMaXN0VGVuYW50cxIcLnNlYXRkLnYxLkxpc3RUZW5hbnRzUmVxdWVzdBodLnNlYXRkLnYxLkxpc3RUZW5hbnRzUmVzcG9uc2USTQoMQ3JlYXRlQXBpS2V5Eh0uc2VhdGQudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoeLnNlYXRkLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEkoKC0xpc3RBcGlLZXlzEhwuc2VhdGQudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gh0uc2VhdGQudjEuTGlzdEFwaUtleXNSZXNwb25zZRJNCgxSZXZva2VBcGlLZXkSHS5zZWF0ZC52MS5SZXZva2VBcGlLZXlSZXF1ZXN0Gh4uc2VhdGQudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USVgoPTGlzdFVzYWdlRXZlbnRzEiAuc2VhdGQudjEuTGlzdFVzYWdlRXZlbnRzUmVxdWVzdBohLnNlYXRkLnYxLkxpc3RVc2FnZUV2ZW50c1Jlc3BvbnNlElwKEUxpc3RDbGVhbnVwRXZlbnRzEiIuc2VhdGQudjEuTGlzdENsZWFudXBFdmVudHNSZXF1ZXN0GiMuc2VhdGQudjEuTGlzdENsZWFudXBFdmVudHNSZXNwb25zZRJWCg9MaXN0QXVkaXRFdmVudHMSIC5zZWF0ZC52MS5MaXN0QXVkaXRFdmVudHNSZXF1ZXN0GiEuc2VhdGQudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2VCLVorZ2l0aHViLmNvbS9zZWF0ZC9zZWF0ZC9nZW4vc2VhdGQvdjE7c2VhdGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_seatd_v1_resources]);
 
 /**
  * @generated from message seatd.v1.CreateLicenseRequest
@@ -865,6 +865,360 @@ export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@_
   messageDesc(file_seatd_v1_admin_service, 32);
 
 /**
+ * @generated from message seatd.v1.ListUsageEventsRequest
+ */
+export type ListUsageEventsRequest = Message<"seatd.v1.ListUsageEventsRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Only this license's events (a deleted license's stay listed); empty
+   * for every license of the tenant.
+   *
+   * @generated from field: string license_id = 2;
+   */
+  licenseId: string;
+
+  /**
+   * Events that ended in [start_time, end_time); either side may be unset
+   * (open). start_time must be before end_time when both are set.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 3;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 4;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * 1-1000, default 100.
+   *
+   * @generated from field: int32 page_size = 5;
+   */
+  pageSize: number;
+
+  /**
+   * From the previous answer, with the same filters.
+   *
+   * @generated from field: string page_token = 6;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message seatd.v1.ListUsageEventsRequest.
+ * Use `create(ListUsageEventsRequestSchema)` to create a new message.
+ */
+export const ListUsageEventsRequestSchema: GenMessage<ListUsageEventsRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 33);
+
+/**
+ * UsageEvent records how long one lease held its seat.
+ *
+ * @generated from message seatd.v1.UsageEvent
+ */
+export type UsageEvent = Message<"seatd.v1.UsageEvent"> & {
+  /**
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * @generated from field: string license_id = 2;
+   */
+  licenseId: string;
+
+  /**
+   * RELEASED, EXPIRED or REVOKED.
+   *
+   * @generated from field: seatd.v1.LeaseState end_state = 3;
+   */
+  endState: LeaseState;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp started_at = 4;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * For an expired lease, its last heartbeat.
+   *
+   * @generated from field: google.protobuf.Timestamp ended_at = 5;
+   */
+  endedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Duration duration = 6;
+   */
+  duration?: Duration | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.UsageEvent.
+ * Use `create(UsageEventSchema)` to create a new message.
+ */
+export const UsageEventSchema: GenMessage<UsageEvent> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 34);
+
+/**
+ * @generated from message seatd.v1.ListUsageEventsResponse
+ */
+export type ListUsageEventsResponse = Message<"seatd.v1.ListUsageEventsResponse"> & {
+  /**
+   * @generated from field: repeated seatd.v1.UsageEvent usage_events = 1;
+   */
+  usageEvents: UsageEvent[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message seatd.v1.ListUsageEventsResponse.
+ * Use `create(ListUsageEventsResponseSchema)` to create a new message.
+ */
+export const ListUsageEventsResponseSchema: GenMessage<ListUsageEventsResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 35);
+
+/**
+ * @generated from message seatd.v1.ListCleanupEventsRequest
+ */
+export type ListCleanupEventsRequest = Message<"seatd.v1.ListCleanupEventsRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Only this license's events; empty for every license of the tenant.
+   *
+   * @generated from field: string license_id = 2;
+   */
+  licenseId: string;
+
+  /**
+   * Events cleaned in [start_time, end_time); either side may be unset.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 3;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 4;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * 1-1000, default 100.
+   *
+   * @generated from field: int32 page_size = 5;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 6;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message seatd.v1.ListCleanupEventsRequest.
+ * Use `create(ListCleanupEventsRequestSchema)` to create a new message.
+ */
+export const ListCleanupEventsRequestSchema: GenMessage<ListCleanupEventsRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 36);
+
+/**
+ * CleanupEvent records one lease that cleanup found past its deadline.
+ *
+ * @generated from message seatd.v1.CleanupEvent
+ */
+export type CleanupEvent = Message<"seatd.v1.CleanupEvent"> & {
+  /**
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * @generated from field: string license_id = 2;
+   */
+  licenseId: string;
+
+  /**
+   * "zombie".
+   *
+   * @generated from field: string cleanup_type = 3;
+   */
+  cleanupType: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_heartbeat_at = 4;
+   */
+  lastHeartbeatAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp cleaned_at = 6;
+   */
+  cleanedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.CleanupEvent.
+ * Use `create(CleanupEventSchema)` to create a new message.
+ */
+export const CleanupEventSchema: GenMessage<CleanupEvent> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 37);
+
+/**
+ * @generated from message seatd.v1.ListCleanupEventsResponse
+ */
+export type ListCleanupEventsResponse = Message<"seatd.v1.ListCleanupEventsResponse"> & {
+  /**
+   * @generated from field: repeated seatd.v1.CleanupEvent cleanup_events = 1;
+   */
+  cleanupEvents: CleanupEvent[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message seatd.v1.ListCleanupEventsResponse.
+ * Use `create(ListCleanupEventsResponseSchema)` to create a new message.
+ */
+export const ListCleanupEventsResponseSchema: GenMessage<ListCleanupEventsResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 38);
+
+/**
+ * @generated from message seatd.v1.ListAuditEventsRequest
+ */
+export type ListAuditEventsRequest = Message<"seatd.v1.ListAuditEventsRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Entries made in [start_time, end_time); either side may be unset.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 2;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 3;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * 1-1000, default 100.
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message seatd.v1.ListAuditEventsRequest.
+ * Use `create(ListAuditEventsRequestSchema)` to create a new message.
+ */
+export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 39);
+
+/**
+ * AuditEvent is one administrative or system action.
+ *
+ * @generated from message seatd.v1.AuditEvent
+ */
+export type AuditEvent = Message<"seatd.v1.AuditEvent"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * "operator", "apikey:<id>" or "system".
+   *
+   * @generated from field: string actor = 2;
+   */
+  actor: string;
+
+  /**
+   * e.g. "license.create", "lease.expire".
+   *
+   * @generated from field: string action = 3;
+   */
+  action: string;
+
+  /**
+   * @generated from field: string resource = 4;
+   */
+  resource: string;
+
+  /**
+   * @generated from field: string resource_id = 5;
+   */
+  resourceId: string;
+
+  /**
+   * @generated from field: map<string, string> details = 6;
+   */
+  details: { [key: string]: string };
+
+  /**
+   * @generated from field: google.protobuf.Timestamp at = 7;
+   */
+  at?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.AuditEvent.
+ * Use `create(AuditEventSchema)` to create a new message.
+ */
+export const AuditEventSchema: GenMessage<AuditEvent> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 40);
+
+/**
+ * @generated from message seatd.v1.ListAuditEventsResponse
+ */
+export type ListAuditEventsResponse = Message<"seatd.v1.ListAuditEventsResponse"> & {
+  /**
+   * @generated from field: repeated seatd.v1.AuditEvent audit_events = 1;
+   */
+  auditEvents: AuditEvent[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message seatd.v1.ListAuditEventsResponse.
+ * Use `create(ListAuditEventsResponseSchema)` to create a new message.
+ */
+export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 41);
+
+/**
  * AdminService manages tenants, keys, licenses and leases, and runs cleanup.
  * Every call needs `authorization: Bearer <key>`: the operator key, or an
  * API key that administers one tenant.
@@ -1016,6 +1370,38 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RevokeApiKeyRequestSchema;
     output: typeof RevokeApiKeyResponseSchema;
+  },
+  /**
+   * ListUsageEvents pages through the tenant's usage events (one per ended
+   * lease: how long it held its seat), by end time, then lease id.
+   *
+   * @generated from rpc seatd.v1.AdminService.ListUsageEvents
+   */
+  listUsageEvents: {
+    methodKind: "unary";
+    input: typeof ListUsageEventsRequestSchema;
+    output: typeof ListUsageEventsResponseSchema;
+  },
+  /**
+   * ListCleanupEvents pages through the tenant's cleanup events (one per
+   * lease cleanup found past its deadline), by cleanup time, then lease id.
+   *
+   * @generated from rpc seatd.v1.AdminService.ListCleanupEvents
+   */
+  listCleanupEvents: {
+    methodKind: "unary";
+    input: typeof ListCleanupEventsRequestSchema;
+    output: typeof ListCleanupEventsResponseSchema;
+  },
+  /**
+   * ListAuditEvents pages through the tenant's audit log, by time, then id.
+   *
+   * @generated from rpc seatd.v1.AdminService.ListAuditEvents
+   */
+  listAuditEvents: {
+    methodKind: "unary";
+    input: typeof ListAuditEventsRequestSchema;
+    output: typeof ListAuditEventsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_seatd_v1_admin_service, 0);

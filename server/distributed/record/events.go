@@ -1,0 +1,121 @@
+package record
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seatd/seatd/server"
+)
+
+// rangeArgs are the arguments $1-$7 of an event list: the tenant, the
+// license ("" for all), the range (NULL for an open side), the cursor
+// (NULL on the first page) and the LIMIT (one more than the page, pageOf).
+func (pg *Postgres) rangeArgs(ctx context.Context, r server.EventRange, p server.Page) ([]any, int, error) {
+	after, err := decodeToken(p.Token)
+	if err != nil {
+		return nil, 0, err
+	}
+	if r.LicenseID != "" {
+		if err := pg.historyOf(ctx, r.TenantID, r.LicenseID); err != nil {
+			return nil, 0, err
+		}
+	}
+	var (
+		at *time.Time
+		id string
+	)
+	if after != nil {
+		t := after.time()
+		at, id = &t, after.ID
+	}
+	size := p.PageSize()
+	return []any{r.TenantID, r.LicenseID, optTime(r.Start), optTime(r.End), at, id, size + 1}, size, nil
+}
+
+// byLicense keeps one license's events when $2 names one.
+const byLicense = `($2 = '' OR license_id = $2)`
+
+// rangeWhere is the condition of an event list on its time column col and
+// id column idCol; license is the license condition on $2.
+func rangeWhere(license, col, idCol string) string {
+	return `tenant_id = $1 AND ` + license + `
+		AND ($3::timestamptz IS NULL OR ` + col + ` >= $3) AND ($4::timestamptz IS NULL OR ` + col + ` < $4)
+		AND ($5::timestamptz IS NULL OR (` + col + `, ` + idCol + `) > ($5, $6))
+		ORDER BY ` + col + `, ` + idCol + ` LIMIT $7`
+}
+
+// ListUsageEvents pages through a tenant's usage events by end time.
+func (pg *Postgres) ListUsageEvents(ctx context.Context, r server.EventRange, p server.Page) ([]server.UsageEvent, string, error) {
+	args, size, err := pg.rangeArgs(ctx, r, p)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at
+		FROM usage_events WHERE `+rangeWhere(byLicense, "ended_at", "lease_id"), args...)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.UsageEvent, error) {
+		var (
+			e     server.UsageEvent
+			state string
+		)
+		err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &state, &e.StartedAt, &e.EndedAt)
+		e.EndState = server.LeaseState(state)
+		e.StartedAt, e.EndedAt = e.StartedAt.UTC(), e.EndedAt.UTC()
+		e.Duration = e.EndedAt.Sub(e.StartedAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, "", pg.fail("list usage events", err)
+	}
+	page, next := pageOf(out, size, func(e server.UsageEvent) cursor { return cursor{At: timeUS(e.EndedAt), ID: e.LeaseID} })
+	return page, next, nil
+}
+
+// ListCleanupEvents pages through a tenant's cleanup events by cleanup time.
+func (pg *Postgres) ListCleanupEvents(ctx context.Context, r server.EventRange, p server.Page) ([]server.CleanupEvent, string, error) {
+	args, size, err := pg.rangeArgs(ctx, r, p)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at,
+		expires_at, cleaned_at FROM cleanup_events WHERE `+rangeWhere(byLicense, "cleaned_at", "lease_id"), args...)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.CleanupEvent, error) {
+		var e server.CleanupEvent
+		err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &e.CleanupType, &e.LastHeartbeatAt, &e.ExpiresAt, &e.CleanedAt)
+		e.LastHeartbeatAt, e.ExpiresAt, e.CleanedAt = e.LastHeartbeatAt.UTC(), e.ExpiresAt.UTC(), e.CleanedAt.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, "", pg.fail("list cleanup events", err)
+	}
+	page, next := pageOf(out, size, func(e server.CleanupEvent) cursor { return cursor{At: timeUS(e.CleanedAt), ID: e.LeaseID} })
+	return page, next, nil
+}
+
+// ListAuditEvents pages through a tenant's audit entries by time.
+func (pg *Postgres) ListAuditEvents(ctx context.Context, r server.EventRange, p server.Page) ([]server.AuditEntry, string, error) {
+	r.LicenseID = "" // audit entries are the tenant's
+	args, size, err := pg.rangeArgs(ctx, r, p)
+	if err != nil {
+		return nil, "", err
+	}
+	// The audit log has no license column: $2 is always ''.
+	rows, _ := pg.pool.Query(ctx, `SELECT id, tenant_id, actor, action, resource, resource_id, details, at
+		FROM audit_log WHERE `+rangeWhere(`$2 = ''`, "at", "id"), args...)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.AuditEntry, error) {
+		var (
+			e       server.AuditEntry
+			details map[string]string
+		)
+		err := r.Scan(&e.ID, &e.TenantID, &e.Actor, &e.Action, &e.Resource, &e.ResourceID, &details, &e.At)
+		e.Details = nilIfEmpty(details)
+		e.At = e.At.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, "", pg.fail("list audit events", err)
+	}
+	page, next := pageOf(out, size, func(e server.AuditEntry) cursor { return cursor{At: timeUS(e.At), ID: e.ID} })
+	return page, next, nil
+}
