@@ -325,6 +325,12 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	wantLics, err = admin.ListLicenses(op, &seatdv1.ListLicensesRequest{})
 	require.NoError(t, err)
 	requireProtoEqual(t, wantLics.GetLicenses(), statusLics, "status -o json licenses vs ListLicenses")
+	inUse := map[string]int32{}
+	for _, l := range statusLics {
+		inUse[l.GetId()] = l.GetSeatsInUse()
+	}
+	require.Equal(t, int32(1), inUse[lic.GetId()], "status: laptop-2's seat is in use, laptop-1's was revoked")
+	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+1\s+3 \+1\s+1m\s`, table)
 	var st seatdv1.GetCleanupStatusResponse
 	require.NoError(t, protojson.Unmarshal(view.Cleanup, &st))
 	require.NotEmpty(t, st.GetInstanceId())

@@ -164,9 +164,9 @@ func licenseListCmd(g *globals) *cobra.Command {
 			if done, err := g.emit(&seatdv1.ListLicensesResponse{Licenses: all}); done {
 				return err
 			}
-			t := newTable(g.stdout, "ID", "NAME", "SEATS", "OVERDRAFT", "TTL", "STRATEGY", "EXPIRES", "ACTIVE")
+			t := newTable(g.stdout, "ID", "NAME", "IN USE", "SEATS", "OVERDRAFT", "TTL", "STRATEGY", "EXPIRES", "ACTIVE")
 			for _, l := range all {
-				t.row(l.GetId(), l.GetName(), fmt.Sprint(l.GetSeats()), fmt.Sprint(l.GetOverdraft()),
+				t.row(l.GetId(), l.GetName(), fmt.Sprint(l.GetSeatsInUse()), fmt.Sprint(l.GetSeats()), fmt.Sprint(l.GetOverdraft()),
 					fmtDuration(l.GetLeaseTtl()), strategyName(l.GetLeasingStrategy()), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()))
 			}
 			return t.flush()
@@ -288,6 +288,7 @@ func (g *globals) printLicense(l *seatdv1.License) error {
 	t.row("name", l.GetName())
 	t.row("key", l.GetKey())
 	t.row("tenant", l.GetTenantId())
+	t.row("seats in use", fmt.Sprint(l.GetSeatsInUse()))
 	t.row("seats", fmt.Sprint(l.GetSeats()))
 	t.row("overdraft", fmt.Sprint(l.GetOverdraft()))
 	t.row("lease ttl", fmtDuration(l.GetLeaseTtl()))

@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
@@ -20,13 +19,6 @@ type StatusView struct {
 	Licenses        []json.RawMessage `json:"licenses"`
 	Cleanup         json.RawMessage   `json:"cleanup"`
 	CleanupNotShown string            `json:"cleanupNotShown,omitempty"`
-}
-
-// seatsInUse reads License.seats_in_use where this build's API has it.
-var seatsInUseField = (&seatdv1.License{}).ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name("seats_in_use"))
-
-func seatsInUse(l *seatdv1.License) int64 {
-	return l.ProtoReflect().Get(seatsInUseField).Int()
 }
 
 func statusCmd(g *globals) *cobra.Command {
@@ -69,23 +61,14 @@ func statusCmd(g *globals) *cobra.Command {
 				_, err = g.emitJSON(v)
 				return err
 			}
-			header := []string{"LICENSE", "NAME"}
-			if seatsInUseField != nil {
-				header = append(header, "IN USE")
-			}
-			header = append(header, "SEATS", "TTL", "EXPIRES", "ACTIVE")
-			t := newTable(g.stdout, header...)
+			t := newTable(g.stdout, "LICENSE", "NAME", "IN USE", "SEATS", "TTL", "EXPIRES", "ACTIVE")
 			for _, l := range licenses {
 				seats := fmt.Sprint(l.GetSeats())
 				if l.GetOverdraft() > 0 {
 					seats += fmt.Sprintf(" +%d", l.GetOverdraft())
 				}
-				row := []string{l.GetId(), l.GetName()}
-				if seatsInUseField != nil {
-					row = append(row, fmt.Sprint(seatsInUse(l)))
-				}
-				row = append(row, seats, fmtDuration(l.GetLeaseTtl()), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()))
-				t.row(row...)
+				t.row(l.GetId(), l.GetName(), fmt.Sprint(l.GetSeatsInUse()), seats,
+					fmtDuration(l.GetLeaseTtl()), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()))
 			}
 			if len(licenses) == 0 {
 				t.row("(no licenses)")
