@@ -132,15 +132,24 @@ func (x *HeartbeatRequest) GetLeaseToken() string {
 	return ""
 }
 
+// HeartbeatResponse answers a heartbeat. The contract for the deadline is
+// `expires_at` (REST: `expiresAt` at the top of the answer), as in
+// HeartbeatStreamResponse: read the deadline there. `lease` is the lease as
+// it stands after the heartbeat, for its other fields (state,
+// last_heartbeat_at ...); its own `expires_at` is always the same instant,
+// because it is the same lease, and not a second deadline. Both stay in the
+// answer: the clients in this repository read `lease` for the lease's TTL,
+// and an answer loses no field it has carried.
 type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The new deadline.
+	// The new deadline: the one to heartbeat against.
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// When to heartbeat next, at the latest.
 	HeartbeatInterval *durationpb.Duration `protobuf:"bytes,2,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
-	Lease             *Lease               `protobuf:"bytes,3,opt,name=lease,proto3" json:"lease,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The lease after the heartbeat; lease.expires_at == expires_at.
+	Lease         *Lease `protobuf:"bytes,3,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {

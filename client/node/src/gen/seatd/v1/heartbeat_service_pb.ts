@@ -39,11 +39,20 @@ export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*
   messageDesc(file_seatd_v1_heartbeat_service, 0);
 
 /**
+ * HeartbeatResponse answers a heartbeat. The contract for the deadline is
+ * `expires_at` (REST: `expiresAt` at the top of the answer), as in
+ * HeartbeatStreamResponse: read the deadline there. `lease` is the lease as
+ * it stands after the heartbeat, for its other fields (state,
+ * last_heartbeat_at ...); its own `expires_at` is always the same instant,
+ * because it is the same lease, and not a second deadline. Both stay in the
+ * answer: the clients in this repository read `lease` for the lease's TTL,
+ * and an answer loses no field it has carried.
+ *
  * @generated from message seatd.v1.HeartbeatResponse
  */
 export type HeartbeatResponse = Message<"seatd.v1.HeartbeatResponse"> & {
   /**
-   * The new deadline.
+   * The new deadline: the one to heartbeat against.
    *
    * @generated from field: google.protobuf.Timestamp expires_at = 1;
    */
@@ -57,6 +66,8 @@ export type HeartbeatResponse = Message<"seatd.v1.HeartbeatResponse"> & {
   heartbeatInterval?: Duration | undefined;
 
   /**
+   * The lease after the heartbeat; lease.expires_at == expires_at.
+   *
    * @generated from field: seatd.v1.Lease lease = 3;
    */
   lease?: Lease | undefined;
