@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -371,6 +372,9 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	c.fails(ctlNotFound, "licenses", "get", lic.GetId())
 	c.fails(ctlNotFound, "licenses", "delete", lic.GetId())
 
+	// ---- export: every page, CSV and JSON lines, compared with the API ----
+	testSeatctlExport(t, p, c, zlic.GetId())
+
 	// ---- exit codes of the connection, key and command line ----
 	require.Contains(t, c.fails(ctlPermission, "--key", "wrong-key-0123456789", "status"), "Unauthenticated")
 	noKey := ctl{t: t, bin: bin, addr: p.GRPCAddr}
@@ -389,4 +393,83 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	}
 	// Completion of license ids asks seatd.
 	require.Contains(t, c.ok("__complete", "licenses", "get", ""), zlic.GetId())
+}
+
+// jsonLines decodes seatctl's --format jsonl output, one M per line.
+func jsonLines[M proto.Message](t *testing.T, out string, fresh func() M) []M {
+	t.Helper()
+	var ms []M
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		m := fresh()
+		require.NoError(t, protojson.Unmarshal([]byte(line), m), "line %q", line)
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+func csvRows(t *testing.T, out string) [][]string {
+	t.Helper()
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	require.NoError(t, err, "CSV: %s", out)
+	require.NotEmpty(t, rows, "no header")
+	return rows
+}
+
+func testSeatctlExport(t *testing.T, p *proc, c ctl, zombieLicense string) {
+	op := p.asOperator(testContext(t))
+	admin := p.admin()
+
+	// usage: revoked laptop-1, the deleted license's laptop-2, the zombie.
+	usage, err := admin.ListUsageEvents(op, &seatdv1.ListUsageEventsRequest{PageSize: 1000})
+	require.NoError(t, err)
+	require.Len(t, usage.GetUsageEvents(), 3)
+	got := jsonLines(t, c.ok("export", "usage", "--since", "1d", "--format", "jsonl", "--page-size", "2"), func() *seatdv1.UsageEvent { return &seatdv1.UsageEvent{} })
+	requireProtoEqual(t, usage.GetUsageEvents(), got, "export usage --format jsonl (pages of 2) vs ListUsageEvents")
+	rows := csvRows(t, c.ok("export", "usage", "--since", "1d", "--license", zombieLicense))
+	require.Equal(t, []string{"lease_id", "license_id", "end_state", "started_at", "ended_at", "duration_seconds"}, rows[0])
+	require.Len(t, rows, 2)
+	require.Equal(t, zombieLicense, rows[1][1])
+	require.Equal(t, "expired", rows[1][2])
+	require.Len(t, csvRows(t, c.ok("export", "usage", "--since", "2000-01-01", "--until", "2000-01-02")), 1, "header only")
+
+	// cleanup: the zombie.
+	cleanups, err := admin.ListCleanupEvents(op, &seatdv1.ListCleanupEventsRequest{PageSize: 1000})
+	require.NoError(t, err)
+	require.Len(t, cleanups.GetCleanupEvents(), 1)
+	gotC := jsonLines(t, c.ok("export", "cleanup", "--format", "jsonl"), func() *seatdv1.CleanupEvent { return &seatdv1.CleanupEvent{} })
+	requireProtoEqual(t, cleanups.GetCleanupEvents(), gotC, "export cleanup --format jsonl vs ListCleanupEvents")
+	rows = csvRows(t, c.ok("export", "cleanup", "--license", zombieLicense))
+	require.Len(t, rows, 2)
+	require.Equal(t, "zombie", rows[1][2])
+
+	// audit: every page of small pages, the same as the API's.
+	var audit []*seatdv1.AuditEvent
+	req := &seatdv1.ListAuditEventsRequest{PageSize: 1000}
+	for {
+		r, err := admin.ListAuditEvents(op, req)
+		require.NoError(t, err)
+		audit = append(audit, r.GetAuditEvents()...)
+		if req.PageToken = r.GetNextPageToken(); req.PageToken == "" {
+			break
+		}
+	}
+	require.Greater(t, len(audit), 5)
+	gotA := jsonLines(t, c.ok("export", "audit", "--format", "jsonl", "--page-size", "3"), func() *seatdv1.AuditEvent { return &seatdv1.AuditEvent{} })
+	requireProtoEqual(t, audit, gotA, "export audit --format jsonl (pages of 3) vs ListAuditEvents")
+	rows = csvRows(t, c.ok("export", "audit", "--page-size", "3"))
+	require.Len(t, rows, len(audit)+1)
+	var actions []string
+	for _, r := range rows[1:] {
+		actions = append(actions, r[3])
+	}
+	require.Contains(t, actions, "license.create")
+	require.Contains(t, actions, "lease.revoke")
+
+	c.fails(ctlUsage, "export", "audit", "--license", zombieLicense)
+	c.fails(ctlUsage, "export", "events")
+	c.fails(ctlUsage, "export", "usage", "--format", "xml")
+	c.fails(ctlUsage, "export", "usage", "--since", "2001-01-02", "--until", "2001-01-01")
 }

@@ -115,13 +115,10 @@ or unavailable, 6 refused (already exists, quota, failed precondition).`,
 		apikeysCmd(g),
 		cleanupCmd(g),
 		reportCmd(g),
+		exportCmd(g),
 	)
-	addExtraCommands(root, g)
 	return root
 }
-
-// addExtraCommands is where commands over newer API calls attach.
-var addExtraCommands = func(*cobra.Command, *globals) {}
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
