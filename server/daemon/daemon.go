@@ -172,6 +172,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		SoftLimit: cfg.CleanupSoftLimit, HardLimit: cfg.CleanupHardLimit,
 	}, d.log, m)
 	d.scheduler = &cleanup.Scheduler{Cleaner: cleaner, Interval: cfg.CleanupInterval}
+	m.CountActiveSeatsAtScrape(cleaner.CountActive)
 	var leadership cleanup.Leadership = cleanup.Solo{ID: cfg.InstanceID}
 	if cfg.Distributed() {
 		d.elector = leader.New(leader.Config{

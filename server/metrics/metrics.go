@@ -4,6 +4,10 @@
 package metrics
 
 import (
+	"context"
+	"sync/atomic"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seatd/seatd/server"
@@ -22,9 +26,12 @@ type Metrics struct {
 	CleanupExpired  prometheus.Gauge
 	Leader          prometheus.Gauge
 	ActiveSeats     prometheus.Gauge
-	Acquisitions    *prometheus.CounterVec // result
+	Acquisitions    *prometheus.CounterVec // result; AcquireSeat calls and WaitForSeat grants, not a waiter's refused tries
+	WaitTries       prometheus.Counter     // a waiter's tries that found no seat free
 	Heartbeats      *prometheus.CounterVec // result
 	Releases        *prometheus.CounterVec // result
+
+	activeSeats *scrapeGauge
 }
 
 // New creates the collectors and registers them with reg.
@@ -52,11 +59,14 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "seatd_leader", Help: "1 while this instance leads cleanup, else 0.",
 		}),
 		ActiveSeats: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seatd_active_seats", Help: "Leases holding a seat, all licenses, counted after each cleanup pass this instance runs.",
+			Name: "seatd_active_seats", Help: "Leases not ended (state active), all licenses, counted from the store at each scrape (CountActiveSeatsAtScrape) and after each cleanup pass.",
 		}),
 		Acquisitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seatd_acquisitions_total", Help: "AcquireSeat calls by result.",
+			Name: "seatd_acquisitions_total", Help: "AcquireSeat calls by result, and WaitForSeat waits that ended in a grant or a refusal other than no seat free (a waiter's tries that found no seat are seatd_wait_tries_exhausted_total).",
 		}, []string{"result"}),
+		WaitTries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_wait_tries_exhausted_total", Help: "Tries for a seat by the head of a WaitForSeat queue that found none free.",
+		}),
 		Heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seatd_heartbeats_total", Help: "Heartbeats by result.",
 		}, []string{"result"}),
@@ -64,9 +74,36 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "seatd_releases_total", Help: "ReleaseSeat calls by result.",
 		}, []string{"result"}),
 	}
+	m.activeSeats = &scrapeGauge{Gauge: m.ActiveSeats}
 	reg.MustRegister(m.ZombiesCleaned, m.CleanupDuration, m.CleanupRuns, m.CleanupErrors, m.CleanupScanned,
-		m.CleanupExpired, m.Leader, m.ActiveSeats, m.Acquisitions, m.Heartbeats, m.Releases)
+		m.CleanupExpired, m.Leader, m.activeSeats, m.Acquisitions, m.WaitTries, m.Heartbeats, m.Releases)
 	return m
+}
+
+// ScrapeTimeout bounds a count made for a scrape.
+const ScrapeTimeout = 5 * time.Second
+
+// CountActiveSeatsAtScrape makes every scrape of seatd_active_seats count
+// first (count sets ActiveSeats, e.g. cleanup.Cleaner.CountActive), so the
+// gauge is the store's count at that moment: acquisitions, releases and
+// manual cleanups show at once, not after the next scheduled pass.
+func (m *Metrics) CountActiveSeatsAtScrape(count func(context.Context)) {
+	m.activeSeats.refresh.Store(&count)
+}
+
+// scrapeGauge is a gauge refreshed at collection time.
+type scrapeGauge struct {
+	prometheus.Gauge
+	refresh atomic.Pointer[func(context.Context)]
+}
+
+func (g *scrapeGauge) Collect(ch chan<- prometheus.Metric) {
+	if f := g.refresh.Load(); f != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
+		(*f)(ctx)
+		cancel()
+	}
+	g.Gauge.Collect(ch)
 }
 
 // RegisterBuildInfo exports seatd_build_info{version,revision,goversion},

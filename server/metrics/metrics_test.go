@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 
@@ -49,17 +50,18 @@ func TestNewRegistersEveryMetric(t *testing.T) {
 	m.Leader.Set(1)
 
 	want := map[string]string{
-		"seatd_zombies_cleaned_total":    "COUNTER",
-		"seatd_cleanup_duration_seconds": "HISTOGRAM",
-		"seatd_cleanup_runs_total":       "COUNTER",
-		"seatd_cleanup_errors_total":     "COUNTER",
-		"seatd_cleanup_last_scanned":     "GAUGE",
-		"seatd_cleanup_last_expired":     "GAUGE",
-		"seatd_leader":                   "GAUGE",
-		"seatd_active_seats":             "GAUGE",
-		"seatd_acquisitions_total":       "COUNTER",
-		"seatd_heartbeats_total":         "COUNTER",
-		"seatd_releases_total":           "COUNTER",
+		"seatd_zombies_cleaned_total":      "COUNTER",
+		"seatd_cleanup_duration_seconds":   "HISTOGRAM",
+		"seatd_cleanup_runs_total":         "COUNTER",
+		"seatd_cleanup_errors_total":       "COUNTER",
+		"seatd_cleanup_last_scanned":       "GAUGE",
+		"seatd_cleanup_last_expired":       "GAUGE",
+		"seatd_leader":                     "GAUGE",
+		"seatd_active_seats":               "GAUGE",
+		"seatd_acquisitions_total":         "COUNTER",
+		"seatd_wait_tries_exhausted_total": "COUNTER",
+		"seatd_heartbeats_total":           "COUNTER",
+		"seatd_releases_total":             "COUNTER",
 	}
 	got := gather(t, reg)
 	require.Len(t, got, len(want))
@@ -148,4 +150,25 @@ func TestBuildInfo(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{"version": "v1.2.3", "revision": "abc123", "goversion": "go1.26.8"}, labels)
 	require.Equal(t, 1.0, mfs[0].GetMetric()[0].GetGauge().GetValue())
+}
+
+func TestActiveSeatsCountedAtEachScrape(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	var active atomic.Int64
+	m.CountActiveSeatsAtScrape(func(ctx context.Context) {
+		_, ok := ctx.Deadline()
+		require.True(t, ok, "a count for a scrape is bounded in time")
+		m.ActiveSeats.Set(float64(active.Load()))
+	})
+	value := func() float64 {
+		f := gather(t, reg)["seatd_active_seats"]
+		require.Len(t, f.values, 1)
+		return f.values[0]
+	}
+	active.Store(3)
+	require.Equal(t, 3.0, value())
+	active.Store(1)
+	require.Equal(t, 1.0, value(), "each scrape counts anew, not once per cleanup pass")
 }

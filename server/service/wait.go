@@ -76,7 +76,15 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 			}
 		}
 		if pos == 1 {
-			g, err := s.Acquire(ctx, req)
+			// A try that finds no seat free is the wait going on, not a
+			// refused acquisition: it counts apart, and only the wait's
+			// end (a grant, or another refusal) counts as an acquisition.
+			g, err := s.acquire(ctx, req)
+			if server.ErrorCode(err) == server.EEXHAUSTED {
+				s.metrics.WaitTries.Inc()
+			} else {
+				s.okAcquisitions.count(s.metrics.Acquisitions, err)
+			}
 			if err == nil {
 				ticket.Leave(ctx) // the next waiter moves up at once
 				s.queueMoves.moved(name)

@@ -58,10 +58,9 @@ func (w *waiter) placeIs(t *testing.T, pos int) {
 // in all: it is polling, not granted.
 func (e *env) headRefused(t *testing.T, n float64) {
 	t.Helper()
-	exhausted := e.metrics.Acquisitions.WithLabelValues(string(server.EEXHAUSTED))
 	require.Eventually(t, func() bool {
 		var m dto.Metric
-		return exhausted.Write(&m) == nil && m.GetCounter().GetValue() >= n
+		return e.metrics.WaitTries.Write(&m) == nil && m.GetCounter().GetValue() >= n
 	}, 10*time.Second, time.Millisecond)
 }
 
