@@ -3,6 +3,7 @@ package seatctl
 import (
 	"fmt"
 	"io"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -75,8 +76,8 @@ func printCleanupStatus(w io.Writer, st *seatdv1.GetCleanupStatusResponse) error
 	if st.GetIsLeader() {
 		leader += " (the instance that answered)"
 	}
-	t := newTable(w, "CLEANUP", "")
-	t.row("leader", leader)
+	t := &table{w: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row("cleanup leader", leader)
 	t.row("answered by", st.GetInstanceId())
 	t.row("interval", fmtDuration(st.GetInterval()))
 	t.row("last pass", describeRun(st.GetLastRun()))

@@ -103,8 +103,11 @@ func shortDuration(d time.Duration) string {
 	if d < 0 {
 		return "-" + shortDuration(-d)
 	}
-	if d < time.Second {
+	if d < time.Millisecond {
 		return d.String()
+	}
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
 	}
 	if d < time.Minute && d%time.Second != 0 {
 		return d.Round(10 * time.Millisecond).String()
