@@ -16,12 +16,7 @@ func cleanupCmd(g *globals) *cobra.Command {
 		Short: "Run a cleanup pass now and show what it did (operator key)",
 		Args:  exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.Cleanup(ctx, &seatdv1.CleanupRequest{})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.Cleanup, &seatdv1.CleanupRequest{})
 			if err != nil {
 				return err
 			}
@@ -37,12 +32,7 @@ func cleanupCmd(g *globals) *cobra.Command {
 		Short: "Who leads cleanup, its interval, the last and next pass (operator key)",
 		Args:  exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.GetCleanupStatus(ctx, &seatdv1.GetCleanupStatusRequest{})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.GetCleanupStatus, &seatdv1.GetCleanupStatusRequest{})
 			if err != nil {
 				return err
 			}

@@ -87,12 +87,7 @@ func leaseRevokeCmd(g *globals) *cobra.Command {
 		Short: "End a lease now; its holder's next heartbeat fails",
 		Args:  exactArgs("LEASE_ID"),
 		RunE: func(c *cobra.Command, args []string) error {
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.RevokeLease(ctx, &seatdv1.RevokeLeaseRequest{LeaseId: args[0], TenantId: g.tenant, Reason: reason})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.RevokeLease, &seatdv1.RevokeLeaseRequest{LeaseId: args[0], TenantId: g.tenant, Reason: reason})
 			if err != nil {
 				return err
 			}

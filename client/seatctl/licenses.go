@@ -134,12 +134,7 @@ func licenseCreateCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.CreateLicense(ctx, &seatdv1.CreateLicenseRequest{License: l, TenantId: g.tenant})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.CreateLicense, &seatdv1.CreateLicenseRequest{License: l, TenantId: g.tenant})
 			if err != nil {
 				return err
 			}
@@ -202,12 +197,7 @@ func licenseGetCmd(g *globals) *cobra.Command {
 		Args:              exactArgs("LICENSE_ID"),
 		ValidArgsFunction: g.completeLicenses,
 		RunE: func(c *cobra.Command, args []string) error {
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.GetLicense(ctx, &seatdv1.GetLicenseRequest{LicenseId: args[0], TenantId: g.tenant})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.GetLicense, &seatdv1.GetLicenseRequest{LicenseId: args[0], TenantId: g.tenant})
 			if err != nil {
 				return err
 			}
@@ -233,12 +223,7 @@ func licenseUpdateCmd(g *globals) *cobra.Command {
 				return usageErrorf("nothing to change: give at least one of --name, --seats, --overdraft, --ttl, --revival-window, --strategy, --expires-at, --active, --metadata")
 			}
 			l.Id = args[0]
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.UpdateLicense(ctx, &seatdv1.UpdateLicenseRequest{
+			resp, err := call(g, c, seatdv1.AdminServiceClient.UpdateLicense, &seatdv1.UpdateLicenseRequest{
 				License: l, UpdateMask: &fieldmaskpb.FieldMask{Paths: mask}, TenantId: g.tenant,
 			})
 			if err != nil {
@@ -259,12 +244,7 @@ func licenseDeleteCmd(g *globals) *cobra.Command {
 		Args:              exactArgs("LICENSE_ID"),
 		ValidArgsFunction: g.completeLicenses,
 		RunE: func(c *cobra.Command, args []string) error {
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.DeleteLicense(ctx, &seatdv1.DeleteLicenseRequest{LicenseId: args[0], TenantId: g.tenant})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.DeleteLicense, &seatdv1.DeleteLicenseRequest{LicenseId: args[0], TenantId: g.tenant})
 			if err != nil {
 				return err
 			}

@@ -53,12 +53,7 @@ func zombiesCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.GetZombieReport(ctx, &seatdv1.GetZombieReportRequest{
+			resp, err := call(g, c, seatdv1.AdminServiceClient.GetZombieReport, &seatdv1.GetZombieReportRequest{
 				TenantId: g.tenant, StartTime: start, EndTime: end, TopLimit: top,
 			})
 			if err != nil {

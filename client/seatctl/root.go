@@ -173,6 +173,18 @@ func (g *globals) admin(cmd *cobra.Command) (seatdv1.AdminServiceClient, context
 	return g.adminClient, ctx, cancel, nil
 }
 
+// call makes one AdminService call (a method expression such as
+// seatdv1.AdminServiceClient.GetLicense) with the key, within --timeout.
+func call[Req, Resp any](g *globals, c *cobra.Command, method func(seatdv1.AdminServiceClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) (Resp, error) {
+	admin, ctx, cancel, err := g.admin(c)
+	if err != nil {
+		var zero Resp
+		return zero, err
+	}
+	defer cancel()
+	return method(admin, ctx, req)
+}
+
 func (g *globals) transport() (credentials.TransportCredentials, error) {
 	if !g.tls && g.tlsCA == "" && g.tlsCert == "" {
 		return insecure.NewCredentials(), nil

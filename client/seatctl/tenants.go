@@ -15,12 +15,7 @@ func tenantsCmd(g *globals) *cobra.Command {
 		Short: "Create a tenant (operator key)",
 		Args:  exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.CreateTenant(ctx, &seatdv1.CreateTenantRequest{Tenant: &seatdv1.Tenant{Id: id, Name: name}})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.CreateTenant, &seatdv1.CreateTenantRequest{Tenant: &seatdv1.Tenant{Id: id, Name: name}})
 			if err != nil {
 				return err
 			}
@@ -114,12 +109,7 @@ func apikeysCmd(g *globals) *cobra.Command {
 		Args:              exactArgs("TENANT_ID"),
 		ValidArgsFunction: completeTenants(g),
 		RunE: func(c *cobra.Command, args []string) error {
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.CreateApiKey(ctx, &seatdv1.CreateApiKeyRequest{TenantId: args[0], Name: name})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.CreateApiKey, &seatdv1.CreateApiKeyRequest{TenantId: args[0], Name: name})
 			if err != nil {
 				return err
 			}
@@ -169,12 +159,7 @@ func apikeysCmd(g *globals) *cobra.Command {
 		Short: "Revoke an API key; it stops working at once",
 		Args:  exactArgs("API_KEY_ID"),
 		RunE: func(c *cobra.Command, args []string) error {
-			admin, ctx, cancel, err := g.admin(c)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := admin.RevokeApiKey(ctx, &seatdv1.RevokeApiKeyRequest{ApiKeyId: args[0]})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.RevokeApiKey, &seatdv1.RevokeApiKeyRequest{ApiKeyId: args[0]})
 			if err != nil {
 				return err
 			}
