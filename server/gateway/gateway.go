@@ -24,7 +24,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/seatd/seatd/gen/openapi"
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/grpcapi"
@@ -81,6 +80,10 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 			return nil, fmt.Errorf("register %s gateway: %w", name, err)
 		}
 	}
+	doc, err := openAPIDocument()
+	if err != nil {
+		return nil, err
+	}
 	h := &Handler{mux: http.NewServeMux()}
 	h.mux.Handle("/v1/", bounded(gw, limits))
 	h.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
@@ -99,7 +102,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 	})
 	h.mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(openapi.Document)
+		_, _ = w.Write(doc)
 	})
 	return h, nil
 }

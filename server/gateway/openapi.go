@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/seatd/seatd/gen/openapi"
+)
+
+// httpOnlyPaths are the routes seatd serves that are not gRPC methods, so
+// protoc-gen-openapiv2 does not know them; /openapi.json adds them to the
+// generated document (Swagger 2.0).
+var httpOnlyPaths = map[string]any{
+	"/healthz": map[string]any{"get": plainOperation("Healthz", "Liveness: 200 \"ok\" while the process serves HTTP", "ok", nil)},
+	"/readyz": map[string]any{"get": plainOperation("Readyz", "Readiness: 200 \"ready\", 503 \"not ready\" while starting or draining", "ready",
+		map[string]any{"503": map[string]any{"description": "Not ready (starting, or draining on shutdown).", "schema": map[string]any{"type": "string"}}})},
+	"/metrics": map[string]any{"get": map[string]any{
+		"summary": "Prometheus metrics (text exposition format)", "operationId": "Metrics", "tags": []string{"Operations"},
+		"produces":  []string{"text/plain"},
+		"responses": map[string]any{"200": map[string]any{"description": "The metrics.", "schema": map[string]any{"type": "string"}}},
+	}},
+	"/openapi.json": map[string]any{"get": map[string]any{
+		"summary": "This OpenAPI document", "operationId": "OpenAPI", "tags": []string{"Operations"},
+		"responses": map[string]any{"200": map[string]any{"description": "The document (Swagger 2.0).", "schema": map[string]any{"type": "object"}}},
+	}},
+	"/v1/admin/backup": map[string]any{"get": map[string]any{
+		"summary":     "Download a consistent copy of the database (operator key; embedded mode)",
+		"operationId": "Backup", "tags": []string{"AdminService"},
+		"produces": []string{"application/octet-stream"},
+		"security": []any{map[string]any{"Bearer": []string{}}},
+		"responses": map[string]any{
+			"200": map[string]any{"description": "The database file (seatd backup writes it to a file and checks it).", "schema": map[string]any{"type": "file"}},
+			"default": map[string]any{"description": "An error, as for every call.",
+				"schema": map[string]any{"$ref": "#/definitions/rpcStatus"}},
+		},
+	}},
+}
+
+func plainOperation(id, summary, body string, more map[string]any) map[string]any {
+	responses := map[string]any{"200": map[string]any{"description": fmt.Sprintf("%q and a newline.", body), "schema": map[string]any{"type": "string"}}}
+	for k, v := range more {
+		responses[k] = v
+	}
+	return map[string]any{
+		"summary": summary, "operationId": id, "tags": []string{"Operations"},
+		"produces": []string{"text/plain"}, "responses": responses,
+	}
+}
+
+// openAPIDocument is the generated document with the HTTP-only routes.
+func openAPIDocument() ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(openapi.Document, &doc); err != nil {
+		return nil, fmt.Errorf("gen/openapi: %w", err)
+	}
+	paths, _ := doc["paths"].(map[string]any)
+	if paths == nil {
+		paths = map[string]any{}
+		doc["paths"] = paths
+	}
+	mergeSamePaths(paths)
+	for p, item := range httpOnlyPaths {
+		if _, taken := paths[p]; !taken {
+			paths[p] = item
+		}
+	}
+	tags, _ := doc["tags"].([]any)
+	doc["tags"] = append(tags, map[string]any{"name": "Operations", "description": "Probes, metrics and this document: plain HTTP, no gRPC method behind them."})
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+var pathParam = regexp.MustCompile(`\{[^}]*\}`)
+
+// mergeSamePaths joins paths that differ only in their parameters' names
+// (PATCH /v1/admin/licenses/{license.id} and GET
+// /v1/admin/licenses/{licenseId}: one URL, which OpenAPI requires to be one
+// path). The operations of the path whose parameters have dotted names (a
+// field of the body) move to the other, their path parameters renamed.
+func mergeSamePaths(paths map[string]any) {
+	byShape := map[string][]string{}
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
+		shape := pathParam.ReplaceAllString(p, "{}")
+		byShape[shape] = append(byShape[shape], p)
+	}
+	for _, same := range byShape {
+		if len(same) < 2 {
+			continue
+		}
+		// Keep the path without dotted parameters (the first one, if all are).
+		keep := same[0]
+		for _, p := range same {
+			if !strings.Contains(strings.Join(pathParam.FindAllString(p, -1), ""), ".") {
+				keep = p
+				break
+			}
+		}
+		into, _ := paths[keep].(map[string]any)
+		keepNames := pathParam.FindAllString(keep, -1)
+		for _, p := range same {
+			if p == keep {
+				continue
+			}
+			item, _ := paths[p].(map[string]any)
+			rename := map[string]string{}
+			for i, name := range pathParam.FindAllString(p, -1) {
+				rename[strings.Trim(name, "{}")] = strings.Trim(keepNames[i], "{}")
+			}
+			for method, op := range item {
+				if _, taken := into[method]; taken {
+					continue // two operations on one method and URL: leave both as generated
+				}
+				if o, ok := op.(map[string]any); ok {
+					params, _ := o["parameters"].([]any)
+					for _, prm := range params {
+						if m, ok := prm.(map[string]any); ok && m["in"] == "path" {
+							if to, ok := rename[fmt.Sprint(m["name"])]; ok {
+								m["name"] = to
+							}
+						}
+					}
+				}
+				into[method] = op
+				delete(item, method)
+			}
+			if len(item) == 0 {
+				delete(paths, p)
+			}
+		}
+	}
+}
