@@ -63,6 +63,7 @@ func openAPIDocument() ([]byte, error) {
 		doc["paths"] = paths
 	}
 	mergeSamePaths(paths)
+	completeOperations(paths)
 	for p, item := range httpOnlyPaths {
 		if _, taken := paths[p]; !taken {
 			paths[p] = item
@@ -131,4 +132,39 @@ func mergeSamePaths(paths map[string]any) {
 			}
 		}
 	}
+}
+
+// completeOperations gives a call that openapi.config.yaml does not name
+// yet (a new method) what every call has: a summary (the first sentence of
+// its description, from the .proto comment) and, under /v1/admin/, the
+// bearer key that the server requires there.
+func completeOperations(paths map[string]any) {
+	for path, item := range paths {
+		ops, _ := item.(map[string]any)
+		for _, op := range ops {
+			o, ok := op.(map[string]any)
+			if !ok {
+				continue
+			}
+			if s, _ := o["summary"].(string); s == "" {
+				o["summary"] = firstSentence(fmt.Sprint(o["description"]), fmt.Sprint(o["operationId"]))
+			}
+			if _, has := o["security"]; !has && strings.HasPrefix(path, "/v1/admin/") {
+				o["security"] = []any{map[string]any{"Bearer": []any{}}}
+			}
+		}
+	}
+}
+
+// firstSentence is the first sentence of a description, or otherwise when
+// there is none.
+func firstSentence(description, otherwise string) string {
+	d := strings.Join(strings.Fields(description), " ")
+	if d == "" || d == "<nil>" {
+		return otherwise
+	}
+	if i := strings.Index(d, ". "); i >= 0 {
+		d = d[:i]
+	}
+	return strings.TrimSuffix(d, ".")
 }

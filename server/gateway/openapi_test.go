@@ -57,3 +57,19 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		}
 	}
 }
+
+func TestCompleteOperations(t *testing.T) {
+	t.Parallel()
+	paths := map[string]any{
+		"/v1/admin/new": map[string]any{"get": map[string]any{"operationId": "AdminService_New", "description": "New reports things. More words.\nAnd more."}},
+		"/v1/leases/x":  map[string]any{"post": map[string]any{"operationId": "SeatService_X"}},
+		"/v1/admin/old": map[string]any{"get": map[string]any{"summary": "Kept", "security": []any{}}},
+	}
+	completeOperations(paths)
+	get := func(p, m string) map[string]any { return paths[p].(map[string]any)[m].(map[string]any) }
+	require.Equal(t, "New reports things", get("/v1/admin/new", "get")["summary"])
+	require.Equal(t, []any{map[string]any{"Bearer": []any{}}}, get("/v1/admin/new", "get")["security"])
+	require.Equal(t, "SeatService_X", get("/v1/leases/x", "post")["summary"])
+	require.NotContains(t, get("/v1/leases/x", "post"), "security")
+	require.Equal(t, "Kept", get("/v1/admin/old", "get")["summary"], "the configured summary stays")
+}
