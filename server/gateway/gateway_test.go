@@ -200,19 +200,6 @@ func TestHealthAndReadiness(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/nope", "", "").code)
 }
 
-func TestOpenAPIDocument(t *testing.T) {
-	t.Parallel()
-	h, _ := newGateway(t)
-	r := do(t, h, "GET", "/openapi.json", "", "")
-	require.Equal(t, http.StatusOK, r.code)
-	require.Equal(t, "application/json", r.header.Get("Content-Type"))
-	require.NotNil(t, r.json, "a JSON object")
-	paths, _ := r.json["paths"].(map[string]any)
-	for _, p := range []string{"/v1/leases", "/v1/admin/licenses", "/v1/admin/cleanup"} {
-		require.Contains(t, paths, p)
-	}
-}
-
 func TestMetricsServesTheGatherer(t *testing.T) {
 	t.Parallel()
 	h, reg := newGateway(t)

@@ -39,7 +39,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	require.Equal(t, "header", bearer.In)
 	require.Equal(t, "Authorization", bearer.Name)
 
-	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/admin/backup"} {
+	for _, p := range []string{"/v1/leases", "/v1/admin/licenses", "/v1/admin/cleanup", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/admin/backup"} {
 		require.Contains(t, doc.Paths, p)
 	}
 	for path, item := range doc.Paths {

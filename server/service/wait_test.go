@@ -72,7 +72,7 @@ func TestWaiterGetsTheSeatWhenOneFrees(t *testing.T) {
 
 	w := e.wait(t.Context(), lic.Key, "waiter")
 	w.placeIs(t, 1)
-	e.headRefused(t, 1)
+	e.headRefused(t, 8) // a 2 s wait at the default --wait-poll
 	require.Empty(t, w.granted, "no seat while the only one is held")
 
 	_, err := e.svc.Release(t.Context(), held.Lease.ID, held.Token)
@@ -81,6 +81,20 @@ func TestWaiterGetsTheSeatWhenOneFrees(t *testing.T) {
 	require.Equal(t, "waiter", g.Lease.Fingerprint)
 	require.NotEmpty(t, g.Token)
 	require.Equal(t, server.LeaseActive, g.Lease.State)
+
+	// The waiter's tries that found no seat are the wait going on, not
+	// refused acquisitions: seatd_acquisitions_total counts the wait once,
+	// as its grant.
+	count := func(result string) float64 {
+		var m dto.Metric
+		require.NoError(t, e.metrics.Acquisitions.WithLabelValues(result).Write(&m))
+		return m.GetCounter().GetValue()
+	}
+	require.Zero(t, count(string(server.EEXHAUSTED)), "no acquisition was refused")
+	require.Equal(t, 2.0, count("ok"), "the holder's and the waiter's")
+	_, err = e.svc.Acquire(t.Context(), SeatRequest{LicenseKey: lic.Key, Fingerprint: "third"})
+	require.Equal(t, server.EEXHAUSTED, server.ErrorCode(err))
+	require.Equal(t, 1.0, count(string(server.EEXHAUSTED)), "a refused AcquireSeat counts, once")
 }
 
 // attempts records whose acquisitions reached the store.
