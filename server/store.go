@@ -20,6 +20,7 @@ type Store interface {
 	LeaseStore
 	CleanupStore
 	RecordStore
+	UsageStore
 	// Close flushes buffered writes (heartbeat write-behind) and releases the
 	// store's resources. A closed store must not be used again.
 	Close() error
@@ -252,6 +253,19 @@ type RecordStore interface {
 	// ListAuditEvents pages through the audit entries of r.TenantID with At
 	// in r, by (At, ID); r.LicenseID is not used.
 	ListAuditEvents(ctx context.Context, r EventRange, p Page) ([]AuditEntry, string, error)
+}
+
+// UsageStore keeps what the usage report counts beyond the leases, and
+// answers the report.
+type UsageStore interface {
+	// RecordSeatEvent stores e (ID and At set by the caller); it is durable
+	// when RecordSeatEvent returns.
+	RecordSeatEvent(ctx context.Context, e SeatEvent) error
+	// UsageReport answers q over the leases of the tenant's licenses
+	// (deleted ones too) and the seat events (UsageReport says what counts).
+	// ErrLicenseNotFound if q.LicenseID is set and was never the tenant's;
+	// EINVALID (ErrUsageReportTooLarge) past q.MaxRows rows.
+	UsageReport(ctx context.Context, q UsageQuery) (UsageReport, error)
 }
 
 // Page sizes.

@@ -65,6 +65,14 @@ func (s *Store) ListAuditEvents(ctx context.Context, r server.EventRange, p serv
 	return s.rec.ListAuditEvents(ctx, r, p)
 }
 
+func (s *Store) RecordSeatEvent(ctx context.Context, e server.SeatEvent) error {
+	return s.rec.RecordSeatEvent(ctx, e)
+}
+
+func (s *Store) UsageReport(ctx context.Context, q server.UsageQuery) (server.UsageReport, error) {
+	return s.rec.UsageReport(ctx, q)
+}
+
 func (s *Store) ZombieReport(ctx context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
 	return s.rec.ZombieReport(ctx, q)
 }

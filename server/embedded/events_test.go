@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/storetest"
 )
 
 // A data dir written before the tenant index of usage events existed gets
@@ -38,4 +39,35 @@ func TestOpenFillsUsageTenantIndex(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, want, 2)
 	require.Equal(t, want, evs)
+}
+
+// The usage report over known intervals, read from disk, gives the figures
+// worked out by hand (storetest.KnownUsage).
+func TestUsageReportKnownIntervals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l, m := b.license(t, nil), b.license(t, nil)
+	leases, events, q, want := storetest.KnownUsage(b.tenant, l.ID, m.ID)
+	require.NoError(t, b.s.commit.write(func(tx *bolt.Tx) error {
+		for _, ls := range leases {
+			if err := tx.Bucket(bucketLeases).Put([]byte(ls.ID), encode(leaseRecord{Lease: ls})); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketLeasesLicense).Put(timeKey(ls.LicenseID, ls.AcquiredAt, ls.ID), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for _, e := range events {
+		require.NoError(t, b.s.RecordSeatEvent(t.Context(), e))
+	}
+	got, err := b.s.UsageReport(t.Context(), q)
+	require.NoError(t, err)
+	storetest.RequireUsageReport(t, want, got)
+
+	b.reopen(t) // the seat events are on disk
+	got, err = b.s.UsageReport(t.Context(), q)
+	require.NoError(t, err)
+	storetest.RequireUsageReport(t, want, got)
 }

@@ -30,7 +30,8 @@ var (
 	// Buckets added after schema 1: created (and filled from the older
 	// buckets) by the first Open that lacks them, not required of a backup.
 	bucketUsageTenant = []byte("usage_tenant") // tenantID 0 ended id -> UsageEvent
-	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}}
+	bucketSeatEvents  = []byte("seat_events")  // licenseID 0 at id -> SeatEvent (denials, waits)
+	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}}
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketTenants, bucketAPIKeys, bucketAPIKeysTenant, bucketAPIKeysHash,

@@ -11,7 +11,7 @@ import (
 const schemaVersion = 1
 
 // addedBucket is a bucket newer than schema 1, and how to fill it from the
-// buckets an older data dir already has.
+// buckets an older data dir already has (nil: it starts empty).
 type addedBucket struct {
 	name []byte
 	fill func(tx *bolt.Tx, b *bolt.Bucket) error
@@ -48,6 +48,9 @@ func (s *Store) load() error {
 			b, err := tx.CreateBucket(a.name)
 			if err != nil {
 				return fmt.Errorf("create bucket %s: %w", a.name, err)
+			}
+			if a.fill == nil {
+				continue
 			}
 			if err := a.fill(tx, b); err != nil {
 				return fmt.Errorf("fill bucket %s: %w", a.name, err)

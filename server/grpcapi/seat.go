@@ -22,7 +22,7 @@ func (h *seatService) AcquireSeat(ctx context.Context, req *seatdv1.AcquireSeatR
 		h.s.svc.AcquisitionRefused(err)
 		return nil, err
 	}
-	g, err := h.s.svc.Acquire(ctx, in)
+	g, err := h.s.svc.AcquireSeat(ctx, in)
 	if err != nil {
 		return nil, err
 	}

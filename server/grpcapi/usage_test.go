@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/server"
 )
 
 func TestLicenseSeatsInUse(t *testing.T) {
@@ -78,4 +80,47 @@ func TestEventLists(t *testing.T) {
 	requireInvalid(t, err, "end_time")
 	_, err = e.admin.ListUsageEvents(ctx, &seatdv1.ListUsageEventsRequest{PageToken: "junk"})
 	requireInvalid(t, err, "page_token")
+}
+
+func TestGetUsageReport(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	lic := e.license(t, 1, time.Minute)
+	a := e.acquire(t, lic.GetKey(), "a")
+	for range 2 {
+		_, err := e.seats.AcquireSeat(t.Context(), &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "b"})
+		requireStatus(t, err, codes.ResourceExhausted, server.ReasonSeatsExhausted)
+	}
+	_, err := e.seats.ReleaseSeat(t.Context(), &seatdv1.ReleaseSeatRequest{LeaseId: a.GetLease().GetId(), LeaseToken: a.GetLeaseToken()})
+	require.NoError(t, err)
+
+	ctx := operator(t)
+	rep, err := e.admin.GetUsageReport(ctx, &seatdv1.GetUsageReportRequest{Bucket: seatdv1.UsageBucket_USAGE_BUCKET_HOUR})
+	require.NoError(t, err)
+	require.Equal(t, seatdv1.UsageBucket_USAGE_BUCKET_HOUR, rep.GetBucket())
+	span := rep.GetEndTime().AsTime().Sub(rep.GetStartTime().AsTime())
+	require.True(t, span == 7*24*time.Hour || span == 7*24*time.Hour+time.Hour, "7 days, widened to whole hours: %v", span)
+	var denials, acquisitions int64
+	peak := int32(0)
+	for _, r := range rep.GetRows() {
+		require.Equal(t, lic.GetId(), r.GetLicenseId())
+		denials += r.GetDenials()
+		acquisitions += r.GetAcquisitions()
+		peak = max(peak, r.GetPeakSeats())
+	}
+	require.Equal(t, int64(2), denials)
+	require.Equal(t, int64(1), acquisitions)
+	require.Equal(t, int32(1), peak)
+	require.Len(t, rep.GetUsers(), 1)
+	require.Equal(t, "a", rep.GetUsers()[0].GetUser())
+
+	_, err = e.admin.GetUsageReport(ctx, &seatdv1.GetUsageReportRequest{Bucket: 9})
+	requireInvalid(t, err, "bucket")
+	_, err = e.admin.GetUsageReport(ctx, &seatdv1.GetUsageReportRequest{UserLimit: 5000})
+	requireInvalid(t, err, "user_limit")
+	_, err = e.admin.GetUsageReport(ctx, &seatdv1.GetUsageReportRequest{StartTime: timestamppb.New(time.Now().Add(-200 * 24 * time.Hour)),
+		Bucket: seatdv1.UsageBucket_USAGE_BUCKET_HOUR})
+	requireInvalid(t, err, "start_time")
+	_, err = e.admin.GetUsageReport(ctx, &seatdv1.GetUsageReportRequest{LicenseId: "lic_000000000000000000000000"})
+	requireStatus(t, err, codes.NotFound, server.ReasonLicenseNotFound)
 }

@@ -21,7 +21,7 @@ func (h *seatService) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv
 	if !queueTicketPattern.MatchString(req.GetQueueTicket()) {
 		return server.Invalid("queue_ticket", "must be empty or a ticket from a QueuePosition")
 	}
-	g, err := h.s.svc.WaitForSeat(stream.Context(), in, req.GetQueueTicket(), func(p service.Place) error {
+	g, err := h.s.svc.WaitForSeatCounted(stream.Context(), in, req.GetQueueTicket(), func(p service.Place) error {
 		return stream.Send(&seatdv1.WaitForSeatResponse{Event: &seatdv1.WaitForSeatResponse_Position{
 			Position: &seatdv1.QueuePosition{Position: int32(p.Position), QueueLength: int32(p.QueueLength), Ticket: p.Ticket},
 		}})

@@ -50,6 +50,7 @@ type memData struct {
 	Usage    []server.UsageEvent
 	Cleanup  []server.CleanupEvent
 	Audit    []server.AuditEntry
+	Seats    []server.SeatEvent
 }
 
 type memStore struct {
@@ -825,4 +826,35 @@ func (s *memStore) ListAuditEvents(_ context.Context, r server.EventRange, p ser
 	return memRange(s, r, p, func() []server.AuditEntry { return s.d.Audit }, func(e server.AuditEntry) (string, string, time.Time, string) {
 		return e.TenantID, "", e.At, e.ID
 	})
+}
+
+// Usage report.
+
+func (s *memStore) RecordSeatEvent(_ context.Context, e server.SeatEvent) error {
+	if _, err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.d.Seats = append(s.d.Seats, e)
+	return nil
+}
+
+func (s *memStore) UsageReport(_ context.Context, q server.UsageQuery) (server.UsageReport, error) {
+	now, err := s.lock()
+	if err != nil {
+		return server.UsageReport{}, err
+	}
+	defer s.mu.Unlock()
+	if q.LicenseID != "" {
+		if l, ok := s.d.Licenses[q.LicenseID]; !ok || l.TenantID != q.TenantID {
+			return server.UsageReport{}, server.ErrLicenseNotFound
+		}
+	}
+	var leases []server.Lease
+	for _, l := range s.d.Leases {
+		if l.TenantID == q.TenantID && (q.LicenseID == "" || l.LicenseID == q.LicenseID) {
+			leases = append(leases, l)
+		}
+	}
+	return server.BuildUsageReport(q, leases, slices.Clone(s.d.Seats), now)
 }

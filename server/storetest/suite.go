@@ -41,6 +41,7 @@ func Run(t *testing.T, newBackend Backend) {
 		{"Tenants", testTenants},
 		{"SeatsInUseOf", testSeatsInUseOf},
 		{"EventLists", testEventLists},
+		{"UsageReport", testUsageReport},
 		{"ZombieReport", testZombieReport},
 		{"Audit", testAudit},
 		{"Persistence", testPersistence}, // DESIGN "a restart loses nothing"

@@ -24,6 +24,57 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// UsageBucket is the length of a usage report's buckets (UTC).
+type UsageBucket int32
+
+const (
+	// Same as USAGE_BUCKET_DAY.
+	UsageBucket_USAGE_BUCKET_UNSPECIFIED UsageBucket = 0
+	UsageBucket_USAGE_BUCKET_HOUR        UsageBucket = 1
+	UsageBucket_USAGE_BUCKET_DAY         UsageBucket = 2
+)
+
+// Enum value maps for UsageBucket.
+var (
+	UsageBucket_name = map[int32]string{
+		0: "USAGE_BUCKET_UNSPECIFIED",
+		1: "USAGE_BUCKET_HOUR",
+		2: "USAGE_BUCKET_DAY",
+	}
+	UsageBucket_value = map[string]int32{
+		"USAGE_BUCKET_UNSPECIFIED": 0,
+		"USAGE_BUCKET_HOUR":        1,
+		"USAGE_BUCKET_DAY":         2,
+	}
+)
+
+func (x UsageBucket) Enum() *UsageBucket {
+	p := new(UsageBucket)
+	*p = x
+	return p
+}
+
+func (x UsageBucket) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UsageBucket) Descriptor() protoreflect.EnumDescriptor {
+	return file_seatd_v1_admin_service_proto_enumTypes[0].Descriptor()
+}
+
+func (UsageBucket) Type() protoreflect.EnumType {
+	return &file_seatd_v1_admin_service_proto_enumTypes[0]
+}
+
+func (x UsageBucket) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UsageBucket.Descriptor instead.
+func (UsageBucket) EnumDescriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{0}
+}
+
 type CreateLicenseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	License       *License               `protobuf:"bytes,1,opt,name=license,proto3" json:"license,omitempty"`
@@ -2547,6 +2598,359 @@ func (x *ListAuditEventsResponse) GetNextPageToken() string {
 	return ""
 }
 
+type GetUsageReportRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Only this license (a deleted license's history too); empty for every
+	// license of the tenant.
+	LicenseId string `protobuf:"bytes,2,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// The range, widened to whole buckets; default end_time now and
+	// start_time 7 days before it. At most 1000 buckets.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	Bucket    UsageBucket            `protobuf:"varint,5,opt,name=bucket,proto3,enum=seatd.v1.UsageBucket" json:"bucket,omitempty"`
+	// How many users to list, by seat-hours; 1-1000, default 100.
+	UserLimit     int32 `protobuf:"varint,6,opt,name=user_limit,json=userLimit,proto3" json:"user_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageReportRequest) Reset() {
+	*x = GetUsageReportRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageReportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageReportRequest) ProtoMessage() {}
+
+func (x *GetUsageReportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageReportRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageReportRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *GetUsageReportRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GetUsageReportRequest) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *GetUsageReportRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *GetUsageReportRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *GetUsageReportRequest) GetBucket() UsageBucket {
+	if x != nil {
+		return x.Bucket
+	}
+	return UsageBucket_USAGE_BUCKET_UNSPECIFIED
+}
+
+func (x *GetUsageReportRequest) GetUserLimit() int32 {
+	if x != nil {
+		return x.UserLimit
+	}
+	return 0
+}
+
+// UsageReportRow is one license in one bucket; buckets with nothing to say
+// are left out. A lease holds its seat from its acquisition to the earliest
+// of its deadline and its end (now, while active): an expired lease until
+// its deadline.
+type UsageReportRow struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	LicenseId   string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	BucketStart *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=bucket_start,json=bucketStart,proto3" json:"bucket_start,omitempty"`
+	// The most leases holding a seat at one instant of the bucket, from the
+	// leases' start and end times (not sampled).
+	PeakSeats int32 `protobuf:"varint,3,opt,name=peak_seats,json=peakSeats,proto3" json:"peak_seats,omitempty"`
+	// The leases' time in the bucket, in hours.
+	SeatHours float64 `protobuf:"fixed64,4,opt,name=seat_hours,json=seatHours,proto3" json:"seat_hours,omitempty"`
+	// Leases acquired in the bucket.
+	Acquisitions int64 `protobuf:"varint,5,opt,name=acquisitions,proto3" json:"acquisitions,omitempty"`
+	// AcquireSeat calls refused for want of a free seat (one per call;
+	// WaitForSeat's tries are not counted).
+	Denials int64 `protobuf:"varint,6,opt,name=denials,proto3" json:"denials,omitempty"`
+	// Users (a lease's user, or its fingerprint when it has none) holding a
+	// seat in, or acquiring one in, the bucket.
+	DistinctUsers int64 `protobuf:"varint,7,opt,name=distinct_users,json=distinctUsers,proto3" json:"distinct_users,omitempty"`
+	// WaitForSeat calls that ended in a seat in the bucket.
+	QueueWaits int64 `protobuf:"varint,8,opt,name=queue_waits,json=queueWaits,proto3" json:"queue_waits,omitempty"`
+	// Their mean wait, from the call to the seat.
+	MeanQueueWait *durationpb.Duration `protobuf:"bytes,9,opt,name=mean_queue_wait,json=meanQueueWait,proto3" json:"mean_queue_wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageReportRow) Reset() {
+	*x = UsageReportRow{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageReportRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageReportRow) ProtoMessage() {}
+
+func (x *UsageReportRow) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageReportRow.ProtoReflect.Descriptor instead.
+func (*UsageReportRow) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *UsageReportRow) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *UsageReportRow) GetBucketStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BucketStart
+	}
+	return nil
+}
+
+func (x *UsageReportRow) GetPeakSeats() int32 {
+	if x != nil {
+		return x.PeakSeats
+	}
+	return 0
+}
+
+func (x *UsageReportRow) GetSeatHours() float64 {
+	if x != nil {
+		return x.SeatHours
+	}
+	return 0
+}
+
+func (x *UsageReportRow) GetAcquisitions() int64 {
+	if x != nil {
+		return x.Acquisitions
+	}
+	return 0
+}
+
+func (x *UsageReportRow) GetDenials() int64 {
+	if x != nil {
+		return x.Denials
+	}
+	return 0
+}
+
+func (x *UsageReportRow) GetDistinctUsers() int64 {
+	if x != nil {
+		return x.DistinctUsers
+	}
+	return 0
+}
+
+func (x *UsageReportRow) GetQueueWaits() int64 {
+	if x != nil {
+		return x.QueueWaits
+	}
+	return 0
+}
+
+func (x *UsageReportRow) GetMeanQueueWait() *durationpb.Duration {
+	if x != nil {
+		return x.MeanQueueWait
+	}
+	return nil
+}
+
+// UserUsage is one user over the whole range.
+type UserUsage struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	User      string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	SeatHours float64                `protobuf:"fixed64,2,opt,name=seat_hours,json=seatHours,proto3" json:"seat_hours,omitempty"`
+	// Leases holding a seat in, or acquired in, the range.
+	Sessions      int64 `protobuf:"varint,3,opt,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserUsage) Reset() {
+	*x = UserUsage{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserUsage) ProtoMessage() {}
+
+func (x *UserUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserUsage.ProtoReflect.Descriptor instead.
+func (*UserUsage) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *UserUsage) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *UserUsage) GetSeatHours() float64 {
+	if x != nil {
+		return x.SeatHours
+	}
+	return 0
+}
+
+func (x *UserUsage) GetSessions() int64 {
+	if x != nil {
+		return x.Sessions
+	}
+	return 0
+}
+
+type GetUsageReportResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The range as answered (whole buckets).
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	Bucket    UsageBucket            `protobuf:"varint,3,opt,name=bucket,proto3,enum=seatd.v1.UsageBucket" json:"bucket,omitempty"`
+	// By license id, then bucket. At most 10000: a larger report is
+	// INVALID_ARGUMENT (name a license, or narrow the range).
+	Rows []*UsageReportRow `protobuf:"bytes,4,rep,name=rows,proto3" json:"rows,omitempty"`
+	// By seat-hours (most first), then user.
+	Users         []*UserUsage `protobuf:"bytes,5,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageReportResponse) Reset() {
+	*x = GetUsageReportResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageReportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageReportResponse) ProtoMessage() {}
+
+func (x *GetUsageReportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageReportResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageReportResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *GetUsageReportResponse) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *GetUsageReportResponse) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *GetUsageReportResponse) GetBucket() UsageBucket {
+	if x != nil {
+		return x.Bucket
+	}
+	return UsageBucket_USAGE_BUCKET_UNSPECIFIED
+}
+
+func (x *GetUsageReportResponse) GetRows() []*UsageReportRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *GetUsageReportResponse) GetUsers() []*UserUsage {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
 var File_seatd_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_admin_service_proto_rawDesc = "" +
@@ -2748,7 +3152,47 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"z\n" +
 	"\x17ListAuditEventsResponse\x127\n" +
 	"\faudit_events\x18\x01 \x03(\v2\x14.seatd.v1.AuditEventR\vauditEvents\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb7\v\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x93\x02\n" +
+	"\x15GetUsageReportRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x02 \x01(\tR\tlicenseId\x129\n" +
+	"\n" +
+	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12-\n" +
+	"\x06bucket\x18\x05 \x01(\x0e2\x15.seatd.v1.UsageBucketR\x06bucket\x12\x1d\n" +
+	"\n" +
+	"user_limit\x18\x06 \x01(\x05R\tuserLimit\"\xf5\x02\n" +
+	"\x0eUsageReportRow\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x01 \x01(\tR\tlicenseId\x12=\n" +
+	"\fbucket_start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vbucketStart\x12\x1d\n" +
+	"\n" +
+	"peak_seats\x18\x03 \x01(\x05R\tpeakSeats\x12\x1d\n" +
+	"\n" +
+	"seat_hours\x18\x04 \x01(\x01R\tseatHours\x12\"\n" +
+	"\facquisitions\x18\x05 \x01(\x03R\facquisitions\x12\x18\n" +
+	"\adenials\x18\x06 \x01(\x03R\adenials\x12%\n" +
+	"\x0edistinct_users\x18\a \x01(\x03R\rdistinctUsers\x12\x1f\n" +
+	"\vqueue_waits\x18\b \x01(\x03R\n" +
+	"queueWaits\x12A\n" +
+	"\x0fmean_queue_wait\x18\t \x01(\v2\x19.google.protobuf.DurationR\rmeanQueueWait\"Z\n" +
+	"\tUserUsage\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1d\n" +
+	"\n" +
+	"seat_hours\x18\x02 \x01(\x01R\tseatHours\x12\x1a\n" +
+	"\bsessions\x18\x03 \x01(\x03R\bsessions\"\x92\x02\n" +
+	"\x16GetUsageReportResponse\x129\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12-\n" +
+	"\x06bucket\x18\x03 \x01(\x0e2\x15.seatd.v1.UsageBucketR\x06bucket\x12,\n" +
+	"\x04rows\x18\x04 \x03(\v2\x18.seatd.v1.UsageReportRowR\x04rows\x12)\n" +
+	"\x05users\x18\x05 \x03(\v2\x13.seatd.v1.UserUsageR\x05users*X\n" +
+	"\vUsageBucket\x12\x1c\n" +
+	"\x18USAGE_BUCKET_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11USAGE_BUCKET_HOUR\x10\x01\x12\x14\n" +
+	"\x10USAGE_BUCKET_DAY\x10\x022\x8c\f\n" +
 	"\fAdminService\x12P\n" +
 	"\rCreateLicense\x12\x1e.seatd.v1.CreateLicenseRequest\x1a\x1f.seatd.v1.CreateLicenseResponse\x12G\n" +
 	"\n" +
@@ -2769,7 +3213,8 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\fRevokeApiKey\x12\x1d.seatd.v1.RevokeApiKeyRequest\x1a\x1e.seatd.v1.RevokeApiKeyResponse\x12V\n" +
 	"\x0fListUsageEvents\x12 .seatd.v1.ListUsageEventsRequest\x1a!.seatd.v1.ListUsageEventsResponse\x12\\\n" +
 	"\x11ListCleanupEvents\x12\".seatd.v1.ListCleanupEventsRequest\x1a#.seatd.v1.ListCleanupEventsResponse\x12V\n" +
-	"\x0fListAuditEvents\x12 .seatd.v1.ListAuditEventsRequest\x1a!.seatd.v1.ListAuditEventsResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\x0fListAuditEvents\x12 .seatd.v1.ListAuditEventsRequest\x1a!.seatd.v1.ListAuditEventsResponse\x12S\n" +
+	"\x0eGetUsageReport\x12\x1f.seatd.v1.GetUsageReportRequest\x1a .seatd.v1.GetUsageReportResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_admin_service_proto_rawDescOnce sync.Once
@@ -2783,148 +3228,166 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 	return file_seatd_v1_admin_service_proto_rawDescData
 }
 
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_seatd_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
-	(*CreateLicenseRequest)(nil),      // 0: seatd.v1.CreateLicenseRequest
-	(*CreateLicenseResponse)(nil),     // 1: seatd.v1.CreateLicenseResponse
-	(*GetLicenseRequest)(nil),         // 2: seatd.v1.GetLicenseRequest
-	(*GetLicenseResponse)(nil),        // 3: seatd.v1.GetLicenseResponse
-	(*ListLicensesRequest)(nil),       // 4: seatd.v1.ListLicensesRequest
-	(*ListLicensesResponse)(nil),      // 5: seatd.v1.ListLicensesResponse
-	(*UpdateLicenseRequest)(nil),      // 6: seatd.v1.UpdateLicenseRequest
-	(*UpdateLicenseResponse)(nil),     // 7: seatd.v1.UpdateLicenseResponse
-	(*DeleteLicenseRequest)(nil),      // 8: seatd.v1.DeleteLicenseRequest
-	(*DeleteLicenseResponse)(nil),     // 9: seatd.v1.DeleteLicenseResponse
-	(*ListLeasesRequest)(nil),         // 10: seatd.v1.ListLeasesRequest
-	(*ListLeasesResponse)(nil),        // 11: seatd.v1.ListLeasesResponse
-	(*RevokeLeaseRequest)(nil),        // 12: seatd.v1.RevokeLeaseRequest
-	(*RevokeLeaseResponse)(nil),       // 13: seatd.v1.RevokeLeaseResponse
-	(*CleanupRequest)(nil),            // 14: seatd.v1.CleanupRequest
-	(*CleanupRun)(nil),                // 15: seatd.v1.CleanupRun
-	(*CleanupResponse)(nil),           // 16: seatd.v1.CleanupResponse
-	(*GetCleanupStatusRequest)(nil),   // 17: seatd.v1.GetCleanupStatusRequest
-	(*GetCleanupStatusResponse)(nil),  // 18: seatd.v1.GetCleanupStatusResponse
-	(*GetZombieReportRequest)(nil),    // 19: seatd.v1.GetZombieReportRequest
-	(*ZombieDay)(nil),                 // 20: seatd.v1.ZombieDay
-	(*LicenseZombies)(nil),            // 21: seatd.v1.LicenseZombies
-	(*GetZombieReportResponse)(nil),   // 22: seatd.v1.GetZombieReportResponse
-	(*CreateTenantRequest)(nil),       // 23: seatd.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),      // 24: seatd.v1.CreateTenantResponse
-	(*ListTenantsRequest)(nil),        // 25: seatd.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),       // 26: seatd.v1.ListTenantsResponse
-	(*CreateApiKeyRequest)(nil),       // 27: seatd.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),      // 28: seatd.v1.CreateApiKeyResponse
-	(*ListApiKeysRequest)(nil),        // 29: seatd.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),       // 30: seatd.v1.ListApiKeysResponse
-	(*RevokeApiKeyRequest)(nil),       // 31: seatd.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),      // 32: seatd.v1.RevokeApiKeyResponse
-	(*ListUsageEventsRequest)(nil),    // 33: seatd.v1.ListUsageEventsRequest
-	(*UsageEvent)(nil),                // 34: seatd.v1.UsageEvent
-	(*ListUsageEventsResponse)(nil),   // 35: seatd.v1.ListUsageEventsResponse
-	(*ListCleanupEventsRequest)(nil),  // 36: seatd.v1.ListCleanupEventsRequest
-	(*CleanupEvent)(nil),              // 37: seatd.v1.CleanupEvent
-	(*ListCleanupEventsResponse)(nil), // 38: seatd.v1.ListCleanupEventsResponse
-	(*ListAuditEventsRequest)(nil),    // 39: seatd.v1.ListAuditEventsRequest
-	(*AuditEvent)(nil),                // 40: seatd.v1.AuditEvent
-	(*ListAuditEventsResponse)(nil),   // 41: seatd.v1.ListAuditEventsResponse
-	nil,                               // 42: seatd.v1.AuditEvent.DetailsEntry
-	(*License)(nil),                   // 43: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),     // 44: google.protobuf.FieldMask
-	(LeaseState)(0),                   // 45: seatd.v1.LeaseState
-	(*Lease)(nil),                     // 46: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),     // 47: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),       // 48: google.protobuf.Duration
-	(*Tenant)(nil),                    // 49: seatd.v1.Tenant
-	(*ApiKey)(nil),                    // 50: seatd.v1.ApiKey
+	(UsageBucket)(0),                  // 0: seatd.v1.UsageBucket
+	(*CreateLicenseRequest)(nil),      // 1: seatd.v1.CreateLicenseRequest
+	(*CreateLicenseResponse)(nil),     // 2: seatd.v1.CreateLicenseResponse
+	(*GetLicenseRequest)(nil),         // 3: seatd.v1.GetLicenseRequest
+	(*GetLicenseResponse)(nil),        // 4: seatd.v1.GetLicenseResponse
+	(*ListLicensesRequest)(nil),       // 5: seatd.v1.ListLicensesRequest
+	(*ListLicensesResponse)(nil),      // 6: seatd.v1.ListLicensesResponse
+	(*UpdateLicenseRequest)(nil),      // 7: seatd.v1.UpdateLicenseRequest
+	(*UpdateLicenseResponse)(nil),     // 8: seatd.v1.UpdateLicenseResponse
+	(*DeleteLicenseRequest)(nil),      // 9: seatd.v1.DeleteLicenseRequest
+	(*DeleteLicenseResponse)(nil),     // 10: seatd.v1.DeleteLicenseResponse
+	(*ListLeasesRequest)(nil),         // 11: seatd.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),        // 12: seatd.v1.ListLeasesResponse
+	(*RevokeLeaseRequest)(nil),        // 13: seatd.v1.RevokeLeaseRequest
+	(*RevokeLeaseResponse)(nil),       // 14: seatd.v1.RevokeLeaseResponse
+	(*CleanupRequest)(nil),            // 15: seatd.v1.CleanupRequest
+	(*CleanupRun)(nil),                // 16: seatd.v1.CleanupRun
+	(*CleanupResponse)(nil),           // 17: seatd.v1.CleanupResponse
+	(*GetCleanupStatusRequest)(nil),   // 18: seatd.v1.GetCleanupStatusRequest
+	(*GetCleanupStatusResponse)(nil),  // 19: seatd.v1.GetCleanupStatusResponse
+	(*GetZombieReportRequest)(nil),    // 20: seatd.v1.GetZombieReportRequest
+	(*ZombieDay)(nil),                 // 21: seatd.v1.ZombieDay
+	(*LicenseZombies)(nil),            // 22: seatd.v1.LicenseZombies
+	(*GetZombieReportResponse)(nil),   // 23: seatd.v1.GetZombieReportResponse
+	(*CreateTenantRequest)(nil),       // 24: seatd.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),      // 25: seatd.v1.CreateTenantResponse
+	(*ListTenantsRequest)(nil),        // 26: seatd.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),       // 27: seatd.v1.ListTenantsResponse
+	(*CreateApiKeyRequest)(nil),       // 28: seatd.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),      // 29: seatd.v1.CreateApiKeyResponse
+	(*ListApiKeysRequest)(nil),        // 30: seatd.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),       // 31: seatd.v1.ListApiKeysResponse
+	(*RevokeApiKeyRequest)(nil),       // 32: seatd.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),      // 33: seatd.v1.RevokeApiKeyResponse
+	(*ListUsageEventsRequest)(nil),    // 34: seatd.v1.ListUsageEventsRequest
+	(*UsageEvent)(nil),                // 35: seatd.v1.UsageEvent
+	(*ListUsageEventsResponse)(nil),   // 36: seatd.v1.ListUsageEventsResponse
+	(*ListCleanupEventsRequest)(nil),  // 37: seatd.v1.ListCleanupEventsRequest
+	(*CleanupEvent)(nil),              // 38: seatd.v1.CleanupEvent
+	(*ListCleanupEventsResponse)(nil), // 39: seatd.v1.ListCleanupEventsResponse
+	(*ListAuditEventsRequest)(nil),    // 40: seatd.v1.ListAuditEventsRequest
+	(*AuditEvent)(nil),                // 41: seatd.v1.AuditEvent
+	(*ListAuditEventsResponse)(nil),   // 42: seatd.v1.ListAuditEventsResponse
+	(*GetUsageReportRequest)(nil),     // 43: seatd.v1.GetUsageReportRequest
+	(*UsageReportRow)(nil),            // 44: seatd.v1.UsageReportRow
+	(*UserUsage)(nil),                 // 45: seatd.v1.UserUsage
+	(*GetUsageReportResponse)(nil),    // 46: seatd.v1.GetUsageReportResponse
+	nil,                               // 47: seatd.v1.AuditEvent.DetailsEntry
+	(*License)(nil),                   // 48: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),     // 49: google.protobuf.FieldMask
+	(LeaseState)(0),                   // 50: seatd.v1.LeaseState
+	(*Lease)(nil),                     // 51: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),     // 52: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),       // 53: google.protobuf.Duration
+	(*Tenant)(nil),                    // 54: seatd.v1.Tenant
+	(*ApiKey)(nil),                    // 55: seatd.v1.ApiKey
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	43, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	43, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	43, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	43, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	43, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	44, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	43, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	45, // 7: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	46, // 8: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	46, // 9: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	47, // 10: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	48, // 11: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
-	15, // 12: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
-	15, // 13: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	47, // 14: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	48, // 15: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	47, // 16: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	47, // 17: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	47, // 18: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	47, // 19: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
-	20, // 20: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
-	21, // 21: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	49, // 22: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	49, // 23: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	49, // 24: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	50, // 25: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	50, // 26: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	50, // 27: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	47, // 28: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	47, // 29: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	45, // 30: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
-	47, // 31: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
-	47, // 32: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
-	48, // 33: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
-	34, // 34: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
-	47, // 35: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	47, // 36: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	47, // 37: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	47, // 38: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
-	47, // 39: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
-	37, // 40: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
-	47, // 41: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	47, // 42: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	42, // 43: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
-	47, // 44: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	40, // 45: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
-	0,  // 46: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	2,  // 47: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	4,  // 48: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	6,  // 49: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	8,  // 50: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	10, // 51: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	12, // 52: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	14, // 53: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	17, // 54: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	19, // 55: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	23, // 56: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	25, // 57: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	27, // 58: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	29, // 59: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	31, // 60: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	33, // 61: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
-	36, // 62: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
-	39, // 63: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
-	1,  // 64: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	3,  // 65: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	5,  // 66: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	7,  // 67: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	9,  // 68: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	11, // 69: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	13, // 70: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	16, // 71: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	18, // 72: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	22, // 73: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	24, // 74: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	26, // 75: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	28, // 76: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	30, // 77: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	32, // 78: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	35, // 79: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
-	38, // 80: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
-	41, // 81: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
-	64, // [64:82] is the sub-list for method output_type
-	46, // [46:64] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	48, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	48, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	48, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	48, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	48, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	49, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	48, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	50, // 7: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	51, // 8: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	51, // 9: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	52, // 10: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	53, // 11: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	16, // 12: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
+	16, // 13: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
+	52, // 14: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	53, // 15: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	52, // 16: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	52, // 17: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	52, // 18: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	52, // 19: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	21, // 20: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
+	22, // 21: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
+	54, // 22: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	54, // 23: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	54, // 24: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	55, // 25: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	55, // 26: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	55, // 27: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	52, // 28: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	52, // 29: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	50, // 30: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	52, // 31: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	52, // 32: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	53, // 33: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	35, // 34: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
+	52, // 35: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	52, // 36: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	52, // 37: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	52, // 38: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	52, // 39: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	38, // 40: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
+	52, // 41: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	52, // 42: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	47, // 43: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
+	52, // 44: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	41, // 45: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
+	52, // 46: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	52, // 47: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	0,  // 48: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
+	52, // 49: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
+	53, // 50: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
+	52, // 51: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	52, // 52: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	0,  // 53: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
+	44, // 54: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
+	45, // 55: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
+	1,  // 56: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	3,  // 57: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	5,  // 58: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	7,  // 59: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	9,  // 60: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	11, // 61: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	13, // 62: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	15, // 63: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	18, // 64: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	20, // 65: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	24, // 66: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	26, // 67: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	28, // 68: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	30, // 69: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	32, // 70: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	34, // 71: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	37, // 72: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	40, // 73: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	43, // 74: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
+	2,  // 75: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	4,  // 76: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	6,  // 77: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	8,  // 78: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	10, // 79: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	12, // 80: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	14, // 81: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	17, // 82: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	19, // 83: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	23, // 84: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	25, // 85: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	27, // 86: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	29, // 87: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	31, // 88: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	33, // 89: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	36, // 90: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	39, // 91: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	42, // 92: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	46, // 93: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
+	75, // [75:94] is the sub-list for method output_type
+	56, // [56:75] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -2938,13 +3401,14 @@ func file_seatd_v1_admin_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   43,
+			NumEnums:      1,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_seatd_v1_admin_service_proto_goTypes,
 		DependencyIndexes: file_seatd_v1_admin_service_proto_depIdxs,
+		EnumInfos:         file_seatd_v1_admin_service_proto_enumTypes,
 		MessageInfos:      file_seatd_v1_admin_service_proto_msgTypes,
 	}.Build()
 	File_seatd_v1_admin_service_proto = out.File

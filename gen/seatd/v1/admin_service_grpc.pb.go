@@ -37,6 +37,7 @@ const (
 	AdminService_ListUsageEvents_FullMethodName   = "/seatd.v1.AdminService/ListUsageEvents"
 	AdminService_ListCleanupEvents_FullMethodName = "/seatd.v1.AdminService/ListCleanupEvents"
 	AdminService_ListAuditEvents_FullMethodName   = "/seatd.v1.AdminService/ListAuditEvents"
+	AdminService_GetUsageReport_FullMethodName    = "/seatd.v1.AdminService/GetUsageReport"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -86,6 +87,10 @@ type AdminServiceClient interface {
 	ListCleanupEvents(ctx context.Context, in *ListCleanupEventsRequest, opts ...grpc.CallOption) (*ListCleanupEventsResponse, error)
 	// ListAuditEvents pages through the tenant's audit log, by time, then id.
 	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
+	// GetUsageReport answers, per license and hour or day, the peak of seats
+	// held at once, seat-hours, acquisitions, denials and queue waits, with a
+	// per-user table.
+	GetUsageReport(ctx context.Context, in *GetUsageReportRequest, opts ...grpc.CallOption) (*GetUsageReportResponse, error)
 }
 
 type adminServiceClient struct {
@@ -276,6 +281,16 @@ func (c *adminServiceClient) ListAuditEvents(ctx context.Context, in *ListAuditE
 	return out, nil
 }
 
+func (c *adminServiceClient) GetUsageReport(ctx context.Context, in *GetUsageReportRequest, opts ...grpc.CallOption) (*GetUsageReportResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageReportResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetUsageReport_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -323,6 +338,10 @@ type AdminServiceServer interface {
 	ListCleanupEvents(context.Context, *ListCleanupEventsRequest) (*ListCleanupEventsResponse, error)
 	// ListAuditEvents pages through the tenant's audit log, by time, then id.
 	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)
+	// GetUsageReport answers, per license and hour or day, the peak of seats
+	// held at once, seat-hours, acquisitions, denials and queue waits, with a
+	// per-user table.
+	GetUsageReport(context.Context, *GetUsageReportRequest) (*GetUsageReportResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -386,6 +405,9 @@ func (UnimplementedAdminServiceServer) ListCleanupEvents(context.Context, *ListC
 }
 func (UnimplementedAdminServiceServer) ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAuditEvents not implemented")
+}
+func (UnimplementedAdminServiceServer) GetUsageReport(context.Context, *GetUsageReportRequest) (*GetUsageReportResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUsageReport not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -732,6 +754,24 @@ func _AdminService_ListAuditEvents_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetUsageReport_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUsageReportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetUsageReport(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetUsageReport_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetUsageReport(ctx, req.(*GetUsageReportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -810,6 +850,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAuditEvents",
 			Handler:    _AdminService_ListAuditEvents_Handler,
+		},
+		{
+			MethodName: "GetUsageReport",
+			Handler:    _AdminService_GetUsageReport_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -3,11 +3,15 @@ from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from seatd.v1 import resources_pb2 as _resources_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+USAGE_BUCKET_DAY: UsageBucket
+USAGE_BUCKET_HOUR: UsageBucket
+USAGE_BUCKET_UNSPECIFIED: UsageBucket
 
 class AuditEvent(_message.Message):
     __slots__ = ["action", "actor", "at", "details", "id", "resource", "resource_id"]
@@ -167,6 +171,36 @@ class GetLicenseResponse(_message.Message):
     LICENSE_FIELD_NUMBER: _ClassVar[int]
     license: _resources_pb2.License
     def __init__(self, license: _Optional[_Union[_resources_pb2.License, _Mapping]] = ...) -> None: ...
+
+class GetUsageReportRequest(_message.Message):
+    __slots__ = ["bucket", "end_time", "license_id", "start_time", "tenant_id", "user_limit"]
+    BUCKET_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    bucket: UsageBucket
+    end_time: _timestamp_pb2.Timestamp
+    license_id: str
+    start_time: _timestamp_pb2.Timestamp
+    tenant_id: str
+    user_limit: int
+    def __init__(self, tenant_id: _Optional[str] = ..., license_id: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., bucket: _Optional[_Union[UsageBucket, str]] = ..., user_limit: _Optional[int] = ...) -> None: ...
+
+class GetUsageReportResponse(_message.Message):
+    __slots__ = ["bucket", "end_time", "rows", "start_time", "users"]
+    BUCKET_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    bucket: UsageBucket
+    end_time: _timestamp_pb2.Timestamp
+    rows: _containers.RepeatedCompositeFieldContainer[UsageReportRow]
+    start_time: _timestamp_pb2.Timestamp
+    users: _containers.RepeatedCompositeFieldContainer[UserUsage]
+    def __init__(self, start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., bucket: _Optional[_Union[UsageBucket, str]] = ..., rows: _Optional[_Iterable[_Union[UsageReportRow, _Mapping]]] = ..., users: _Optional[_Iterable[_Union[UserUsage, _Mapping]]] = ...) -> None: ...
 
 class GetZombieReportRequest(_message.Message):
     __slots__ = ["end_time", "start_time", "tenant_id", "top_limit"]
@@ -414,6 +448,38 @@ class UsageEvent(_message.Message):
     started_at: _timestamp_pb2.Timestamp
     def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., end_state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
+class UsageReportRow(_message.Message):
+    __slots__ = ["acquisitions", "bucket_start", "denials", "distinct_users", "license_id", "mean_queue_wait", "peak_seats", "queue_waits", "seat_hours"]
+    ACQUISITIONS_FIELD_NUMBER: _ClassVar[int]
+    BUCKET_START_FIELD_NUMBER: _ClassVar[int]
+    DENIALS_FIELD_NUMBER: _ClassVar[int]
+    DISTINCT_USERS_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    MEAN_QUEUE_WAIT_FIELD_NUMBER: _ClassVar[int]
+    PEAK_SEATS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_WAITS_FIELD_NUMBER: _ClassVar[int]
+    SEAT_HOURS_FIELD_NUMBER: _ClassVar[int]
+    acquisitions: int
+    bucket_start: _timestamp_pb2.Timestamp
+    denials: int
+    distinct_users: int
+    license_id: str
+    mean_queue_wait: _duration_pb2.Duration
+    peak_seats: int
+    queue_waits: int
+    seat_hours: float
+    def __init__(self, license_id: _Optional[str] = ..., bucket_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., peak_seats: _Optional[int] = ..., seat_hours: _Optional[float] = ..., acquisitions: _Optional[int] = ..., denials: _Optional[int] = ..., distinct_users: _Optional[int] = ..., queue_waits: _Optional[int] = ..., mean_queue_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class UserUsage(_message.Message):
+    __slots__ = ["seat_hours", "sessions", "user"]
+    SEAT_HOURS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    seat_hours: float
+    sessions: int
+    user: str
+    def __init__(self, user: _Optional[str] = ..., seat_hours: _Optional[float] = ..., sessions: _Optional[int] = ...) -> None: ...
+
 class ZombieDay(_message.Message):
     __slots__ = ["affected_licenses", "date", "zombies_cleaned"]
     AFFECTED_LICENSES_FIELD_NUMBER: _ClassVar[int]
@@ -423,3 +489,6 @@ class ZombieDay(_message.Message):
     date: str
     zombies_cleaned: int
     def __init__(self, date: _Optional[str] = ..., zombies_cleaned: _Optional[int] = ..., affected_licenses: _Optional[int] = ...) -> None: ...
+
+class UsageBucket(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -111,6 +111,11 @@ class AdminServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.FromString,
                 )
+        self.GetUsageReport = channel.unary_unary(
+                '/seatd.v1.AdminService/GetUsageReport',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.GetUsageReportRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetUsageReportResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -248,6 +253,15 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetUsageReport(self, request, context):
+        """GetUsageReport answers, per license and hour or day, the peak of seats
+        held at once, seat-hours, acquisitions, denials and queue waits, with a
+        per-user table.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -340,6 +354,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListAuditEvents,
                     request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.SerializeToString,
+            ),
+            'GetUsageReport': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUsageReport,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetUsageReportRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.GetUsageReportResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -661,5 +680,22 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ListAuditEvents',
             seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsRequest.SerializeToString,
             seatd_dot_v1_dot_admin__service__pb2.ListAuditEventsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetUsageReport(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/GetUsageReport',
+            seatd_dot_v1_dot_admin__service__pb2.GetUsageReportRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.GetUsageReportResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -2,8 +2,8 @@
 // @generated from file seatd/v1/admin_service.proto (package seatd.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { ApiKey, Lease, LeaseState, License, Tenant } from "./resources_pb.js";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/admin_service.proto.
  */
 export const file_seatd_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxzZWF0ZC92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEghzZWF0ZC52MSJNChRDcmVhdGVMaWNlbnNlUmVxdWVzdBIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZRIRCgl0ZW5hbnRfaWQYAiABKAkiOwoVQ3JlYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIjoKEUdldExpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIjgKEkdldExpY2Vuc2VSZXNwb25zZRIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZSJPChNMaXN0TGljZW5zZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJUChRMaXN0TGljZW5zZXNSZXNwb25zZRIjCghsaWNlbnNlcxgBIAMoCzIRLnNlYXRkLnYxLkxpY2Vuc2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn4KFFVwZGF0ZUxpY2Vuc2VSZXF1ZXN0EiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIRCgl0ZW5hbnRfaWQYAyABKAkiOwoVVXBkYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIj0KFERlbGV0ZUxpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIi8KFURlbGV0ZUxpY2Vuc2VSZXNwb25zZRIWCg5yZXZva2VkX2xlYXNlcxgBIAEoBSKGAQoRTGlzdExlYXNlc1JlcXVlc3QSEgoKbGljZW5zZV9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSIwoFc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIk4KEkxpc3RMZWFzZXNSZXNwb25zZRIfCgZsZWFzZXMYASADKAsyDy5zZWF0ZC52MS5MZWFzZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSQoSUmV2b2tlTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiNQoTUmV2b2tlTGVhc2VSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlIhAKDkNsZWFudXBSZXF1ZXN0IrwBCgpDbGVhbnVwUnVuEi4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3NjYW5uZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIOCgZyZXN1bHQYBSABKAkSDwoHdHJpZ2dlchgGIAEoCRIOCgZlcnJvcnMYByABKAMiNAoPQ2xlYW51cFJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULnNlYXRkLnYxLkNsZWFudXBSdW4iGQoXR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3Qi2wEKGEdldENsZWFudXBTdGF0dXNSZXNwb25zZRIRCglsZWFkZXJfaWQYASABKAkSEQoJaXNfbGVhZGVyGAIgASgIEhMKC2luc3RhbmNlX2lkGAMgASgJEiYKCGxhc3RfcnVuGAQgASgLMhQuc2VhdGQudjEuQ2xlYW51cFJ1bhIvCgtuZXh0X3J1bl9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoIaW50ZXJ2YWwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24inAEKFkdldFpvbWJpZVJlcG9ydFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0b3BfbGltaXQYBCABKAUiTQoJWm9tYmllRGF5EgwKBGRhdGUYASABKAkSFwoPem9tYmllc19jbGVhbmVkGAIgASgDEhkKEWFmZmVjdGVkX2xpY2Vuc2VzGAMgASgDIoABCg5MaWNlbnNlWm9tYmllcxISCgpsaWNlbnNlX2lkGAEgASgJEhQKDGxpY2Vuc2VfbmFtZRgCIAEoCRIUCgx6b21iaWVfY291bnQYAyABKAMSEwoLbGVhc2VfY291bnQYBCABKAMSGQoRem9tYmllX3BlcmNlbnRhZ2UYBSABKAEiggIKF0dldFpvbWJpZVJlcG9ydFJlc3BvbnNlEi4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgRkYXlzGAMgAygLMhMuc2VhdGQudjEuWm9tYmllRGF5Ei4KDHRvcF9saWNlbnNlcxgEIAMoCzIYLnNlYXRkLnYxLkxpY2Vuc2Vab21iaWVzEh8KF21lYW5fbWludXRlc190b19jbGVhbnVwGAUgASgBEhUKDXpvbWJpZXNfdG90YWwYBiABKAMiNwoTQ3JlYXRlVGVuYW50UmVxdWVzdBIgCgZ0ZW5hbnQYASABKAsyEC5zZWF0ZC52MS5UZW5hbnQiOAoUQ3JlYXRlVGVuYW50UmVzcG9uc2USIAoGdGVuYW50GAEgASgLMhAuc2VhdGQudjEuVGVuYW50IjsKEkxpc3RUZW5hbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJRChNMaXN0VGVuYW50c1Jlc3BvbnNlEiEKB3RlbmFudHMYASADKAsyEC5zZWF0ZC52MS5UZW5hbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjYKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiSQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiTgoSTGlzdEFwaUtleXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJSChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiIKCGFwaV9rZXlzGAEgAygLMhAuc2VhdGQudjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpChNSZXZva2VBcGlLZXlSZXF1ZXN0EhIKCmFwaV9rZXlfaWQYASABKAkiOQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleSLEAQoWTGlzdFVzYWdlRXZlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAki5gEKClVzYWdlRXZlbnQSEAoIbGVhc2VfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRInCgllbmRfc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi4KCnN0YXJ0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCghkdXJhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJeChdMaXN0VXNhZ2VFdmVudHNSZXNwb25zZRIqCgx1c2FnZV9ldmVudHMYASADKAsyFC5zZWF0ZC52MS5Vc2FnZUV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLGAQoYTGlzdENsZWFudXBFdmVudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRISCgpsaWNlbnNlX2lkGAIgASgJEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBSABKAUSEgoKcGFnZV90b2tlbhgGIAEoCSLhAQoMQ2xlYW51cEV2ZW50EhAKCGxlYXNlX2lkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSFAoMY2xlYW51cF90eXBlGAMgASgJEjUKEWxhc3RfaGVhcnRiZWF0X2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjbGVhbmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChlMaXN0Q2xlYW51cEV2ZW50c1Jlc3BvbnNlEi4KDmNsZWFudXBfZXZlbnRzGAEgAygLMhYuc2VhdGQudjEuQ2xlYW51cEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKwAQoWTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIuoBCgpBdWRpdEV2ZW50EgoKAmlkGAEgASgJEg0KBWFjdG9yGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIQCghyZXNvdXJjZRgEIAEoCRITCgtyZXNvdXJjZV9pZBgFIAEoCRIyCgdkZXRhaWxzGAYgAygLMiEuc2VhdGQudjEuQXVkaXRFdmVudC5EZXRhaWxzRW50cnkSJgoCYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi4KDERldGFpbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIl4KF0xpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlEioKDGF1ZGl0X2V2ZW50cxgBIAMoCzIULnNlYXRkLnYxLkF1ZGl0RXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMrcLCgxBZG1pblNlcnZpY2USUAoNQ3JlYXRlTGljZW5zZRIeLnNlYXRkLnYxLkNyZWF0ZUxpY2Vuc2VSZXF1ZXN0Gh8uc2VhdGQudjEuQ3JlYXRlTGljZW5zZVJlc3BvbnNlEkcKCkdldExpY2Vuc2USGy5zZWF0ZC52MS5HZXRMaWNlbnNlUmVxdWVzdBocLnNlYXRkLnYxLkdldExpY2Vuc2VSZXNwb25zZRJNCgxMaXN0TGljZW5zZXMSHS5zZWF0ZC52MS5MaXN0TGljZW5zZXNSZXF1ZXN0Gh4uc2VhdGQudjEuTGlzdExpY2Vuc2VzUmVzcG9uc2USUAoNVXBkYXRlTGljZW5zZRIeLnNlYXRkLnYxLlVwZGF0ZUxpY2Vuc2VSZXF1ZXN0Gh8uc2VhdGQudjEuVXBkYXRlTGljZW5zZVJlc3BvbnNlElAKDURlbGV0ZUxpY2Vuc2USHi5zZWF0ZC52MS5EZWxldGVMaWNlbnNlUmVxdWVzdBofLnNlYXRkLnYxLkRlbGV0ZUxpY2Vuc2VSZXNwb25zZRJHCgpMaXN0TGVhc2VzEhsuc2VhdGQudjEuTGlzdExlYXNlc1JlcXVlc3QaHC5zZWF0ZC52MS5MaXN0TGVhc2VzUmVzcG9uc2USSgoLUmV2b2tlTGVhc2USHC5zZWF0ZC52MS5SZXZva2VMZWFzZVJlcXVlc3QaHS5zZWF0ZC52MS5SZXZva2VMZWFzZVJlc3BvbnNlEj4KB0NsZWFudXASGC5zZWF0ZC52MS5DbGVhbnVwUmVxdWVzdBoZLnNlYXRkLnYxLkNsZWFudXBSZXNwb25zZRJZChBHZXRDbGVhbnVwU3RhdHVzEiEuc2VhdGQudjEuR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3QaIi5zZWF0ZC52MS5HZXRDbGVhbnVwU3RhdHVzUmVzcG9uc2USVgoPR2V0Wm9tYmllUmVwb3J0EiAuc2VhdGQudjEuR2V0Wm9tYmllUmVwb3J0UmVxdWVzdBohLnNlYXRkLnYxLkdldFpvbWJpZVJlcG9ydFJlc3BvbnNlEk0KDENyZWF0ZVRlbmFudBIdLnNlYXRkLnYxLkNyZWF0ZVRlbmFudFJlcXVlc3QaHi5zZWF0ZC52MS5DcmVhdGVUZW5hbnRSZXNwb25zZRJKCgtMaXN0VGVuYW50cxIcLnNlYXRkLnYxLkxpc3RUZW5hbnRzUmVxdWVzdBodLnNlYXRkLnYxLkxpc3RUZW5hbnRzUmVzcG9uc2USTQoMQ3JlYXRlQXBpS2V5Eh0uc2VhdGQudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoeLnNlYXRkLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEkoKC0xpc3RBcGlLZXlzEhwuc2VhdGQudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gh0uc2VhdGQudjEuTGlzdEFwaUtleXNSZXNwb25zZRJNCgxSZXZva2VBcGlLZXkSHS5zZWF0ZC52MS5SZXZva2VBcGlLZXlSZXF1ZXN0Gh4uc2VhdGQudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USVgoPTGlzdFVzYWdlRXZlbnRzEiAuc2VhdGQudjEuTGlzdFVzYWdlRXZlbnRzUmVxdWVzdBohLnNlYXRkLnYxLkxpc3RVc2FnZUV2ZW50c1Jlc3BvbnNlElwKEUxpc3RDbGVhbnVwRXZlbnRzEiIuc2VhdGQudjEuTGlzdENsZWFudXBFdmVudHNSZXF1ZXN0GiMuc2VhdGQudjEuTGlzdENsZWFudXBFdmVudHNSZXNwb25zZRJWCg9MaXN0QXVkaXRFdmVudHMSIC5zZWF0ZC52MS5MaXN0QXVkaXRFdmVudHNSZXF1ZXN0GiEuc2VhdGQudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2VCLVorZ2l0aHViLmNvbS9zZWF0ZC9zZWF0ZC9nZW4vc2VhdGQvdjE7c2VhdGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_seatd_v1_resources]);
+  fileDesc("ChxzZWF0ZC92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEghzZWF0ZC52MSJNChRDcmVhdGVMaWNlbnNlUmVxdWVzdBIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZRIRCgl0ZW5hbnRfaWQYAiABKAkiOwoVQ3JlYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIjoKEUdldExpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIjgKEkdldExpY2Vuc2VSZXNwb25zZRIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZSJPChNMaXN0TGljZW5zZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJUChRMaXN0TGljZW5zZXNSZXNwb25zZRIjCghsaWNlbnNlcxgBIAMoCzIRLnNlYXRkLnYxLkxpY2Vuc2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn4KFFVwZGF0ZUxpY2Vuc2VSZXF1ZXN0EiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIRCgl0ZW5hbnRfaWQYAyABKAkiOwoVVXBkYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIj0KFERlbGV0ZUxpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIi8KFURlbGV0ZUxpY2Vuc2VSZXNwb25zZRIWCg5yZXZva2VkX2xlYXNlcxgBIAEoBSKGAQoRTGlzdExlYXNlc1JlcXVlc3QSEgoKbGljZW5zZV9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSIwoFc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIk4KEkxpc3RMZWFzZXNSZXNwb25zZRIfCgZsZWFzZXMYASADKAsyDy5zZWF0ZC52MS5MZWFzZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSQoSUmV2b2tlTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiNQoTUmV2b2tlTGVhc2VSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlIhAKDkNsZWFudXBSZXF1ZXN0IrwBCgpDbGVhbnVwUnVuEi4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3NjYW5uZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIOCgZyZXN1bHQYBSABKAkSDwoHdHJpZ2dlchgGIAEoCRIOCgZlcnJvcnMYByABKAMiNAoPQ2xlYW51cFJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULnNlYXRkLnYxLkNsZWFudXBSdW4iGQoXR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3Qi2wEKGEdldENsZWFudXBTdGF0dXNSZXNwb25zZRIRCglsZWFkZXJfaWQYASABKAkSEQoJaXNfbGVhZGVyGAIgASgIEhMKC2luc3RhbmNlX2lkGAMgASgJEiYKCGxhc3RfcnVuGAQgASgLMhQuc2VhdGQudjEuQ2xlYW51cFJ1bhIvCgtuZXh0X3J1bl9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoIaW50ZXJ2YWwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24inAEKFkdldFpvbWJpZVJlcG9ydFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0b3BfbGltaXQYBCABKAUiTQoJWm9tYmllRGF5EgwKBGRhdGUYASABKAkSFwoPem9tYmllc19jbGVhbmVkGAIgASgDEhkKEWFmZmVjdGVkX2xpY2Vuc2VzGAMgASgDIoABCg5MaWNlbnNlWm9tYmllcxISCgpsaWNlbnNlX2lkGAEgASgJEhQKDGxpY2Vuc2VfbmFtZRgCIAEoCRIUCgx6b21iaWVfY291bnQYAyABKAMSEwoLbGVhc2VfY291bnQYBCABKAMSGQoRem9tYmllX3BlcmNlbnRhZ2UYBSABKAEiggIKF0dldFpvbWJpZVJlcG9ydFJlc3BvbnNlEi4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgRkYXlzGAMgAygLMhMuc2VhdGQudjEuWm9tYmllRGF5Ei4KDHRvcF9saWNlbnNlcxgEIAMoCzIYLnNlYXRkLnYxLkxpY2Vuc2Vab21iaWVzEh8KF21lYW5fbWludXRlc190b19jbGVhbnVwGAUgASgBEhUKDXpvbWJpZXNfdG90YWwYBiABKAMiNwoTQ3JlYXRlVGVuYW50UmVxdWVzdBIgCgZ0ZW5hbnQYASABKAsyEC5zZWF0ZC52MS5UZW5hbnQiOAoUQ3JlYXRlVGVuYW50UmVzcG9uc2USIAoGdGVuYW50GAEgASgLMhAuc2VhdGQudjEuVGVuYW50IjsKEkxpc3RUZW5hbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJRChNMaXN0VGVuYW50c1Jlc3BvbnNlEiEKB3RlbmFudHMYASADKAsyEC5zZWF0ZC52MS5UZW5hbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjYKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiSQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiTgoSTGlzdEFwaUtleXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJSChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiIKCGFwaV9rZXlzGAEgAygLMhAuc2VhdGQudjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpChNSZXZva2VBcGlLZXlSZXF1ZXN0EhIKCmFwaV9rZXlfaWQYASABKAkiOQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleSLEAQoWTGlzdFVzYWdlRXZlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAki5gEKClVzYWdlRXZlbnQSEAoIbGVhc2VfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRInCgllbmRfc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi4KCnN0YXJ0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCghkdXJhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJeChdMaXN0VXNhZ2VFdmVudHNSZXNwb25zZRIqCgx1c2FnZV9ldmVudHMYASADKAsyFC5zZWF0ZC52MS5Vc2FnZUV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLGAQoYTGlzdENsZWFudXBFdmVudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRISCgpsaWNlbnNlX2lkGAIgASgJEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBSABKAUSEgoKcGFnZV90b2tlbhgGIAEoCSLhAQoMQ2xlYW51cEV2ZW50EhAKCGxlYXNlX2lkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSFAoMY2xlYW51cF90eXBlGAMgASgJEjUKEWxhc3RfaGVhcnRiZWF0X2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjbGVhbmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChlMaXN0Q2xlYW51cEV2ZW50c1Jlc3BvbnNlEi4KDmNsZWFudXBfZXZlbnRzGAEgAygLMhYuc2VhdGQudjEuQ2xlYW51cEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKwAQoWTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIuoBCgpBdWRpdEV2ZW50EgoKAmlkGAEgASgJEg0KBWFjdG9yGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIQCghyZXNvdXJjZRgEIAEoCRITCgtyZXNvdXJjZV9pZBgFIAEoCRIyCgdkZXRhaWxzGAYgAygLMiEuc2VhdGQudjEuQXVkaXRFdmVudC5EZXRhaWxzRW50cnkSJgoCYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi4KDERldGFpbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIl4KF0xpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlEioKDGF1ZGl0X2V2ZW50cxgBIAMoCzIULnNlYXRkLnYxLkF1ZGl0RXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJItcBChVHZXRVc2FnZVJlcG9ydFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSLgoKc3RhcnRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBmJ1Y2tldBgFIAEoDjIVLnNlYXRkLnYxLlVzYWdlQnVja2V0EhIKCnVzZXJfbGltaXQYBiABKAUihgIKDlVzYWdlUmVwb3J0Um93EhIKCmxpY2Vuc2VfaWQYASABKAkSMAoMYnVja2V0X3N0YXJ0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpwZWFrX3NlYXRzGAMgASgFEhIKCnNlYXRfaG91cnMYBCABKAESFAoMYWNxdWlzaXRpb25zGAUgASgDEg8KB2RlbmlhbHMYBiABKAMSFgoOZGlzdGluY3RfdXNlcnMYByABKAMSEwoLcXVldWVfd2FpdHMYCCABKAMSMgoPbWVhbl9xdWV1ZV93YWl0GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KCVVzZXJVc2FnZRIMCgR1c2VyGAEgASgJEhIKCnNlYXRfaG91cnMYAiABKAESEAoIc2Vzc2lvbnMYAyABKAMi6QEKFkdldFVzYWdlUmVwb3J0UmVzcG9uc2USLgoKc3RhcnRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBmJ1Y2tldBgDIAEoDjIVLnNlYXRkLnYxLlVzYWdlQnVja2V0EiYKBHJvd3MYBCADKAsyGC5zZWF0ZC52MS5Vc2FnZVJlcG9ydFJvdxIiCgV1c2VycxgFIAMoCzITLnNlYXRkLnYxLlVzZXJVc2FnZSpYCgtVc2FnZUJ1Y2tldBIcChhVU0FHRV9CVUNLRVRfVU5TUEVDSUZJRUQQABIVChFVU0FHRV9CVUNLRVRfSE9VUhABEhQKEFVTQUdFX0JVQ0tFVF9EQVkQAjKMDAoMQWRtaW5TZXJ2aWNlElAKDUNyZWF0ZUxpY2Vuc2USHi5zZWF0ZC52MS5DcmVhdGVMaWNlbnNlUmVxdWVzdBofLnNlYXRkLnYxLkNyZWF0ZUxpY2Vuc2VSZXNwb25zZRJHCgpHZXRMaWNlbnNlEhsuc2VhdGQudjEuR2V0TGljZW5zZVJlcXVlc3QaHC5zZWF0ZC52MS5HZXRMaWNlbnNlUmVzcG9uc2USTQoMTGlzdExpY2Vuc2VzEh0uc2VhdGQudjEuTGlzdExpY2Vuc2VzUmVxdWVzdBoeLnNlYXRkLnYxLkxpc3RMaWNlbnNlc1Jlc3BvbnNlElAKDVVwZGF0ZUxpY2Vuc2USHi5zZWF0ZC52MS5VcGRhdGVMaWNlbnNlUmVxdWVzdBofLnNlYXRkLnYxLlVwZGF0ZUxpY2Vuc2VSZXNwb25zZRJQCg1EZWxldGVMaWNlbnNlEh4uc2VhdGQudjEuRGVsZXRlTGljZW5zZVJlcXVlc3QaHy5zZWF0ZC52MS5EZWxldGVMaWNlbnNlUmVzcG9uc2USRwoKTGlzdExlYXNlcxIbLnNlYXRkLnYxLkxpc3RMZWFzZXNSZXF1ZXN0Ghwuc2VhdGQudjEuTGlzdExlYXNlc1Jlc3BvbnNlEkoKC1Jldm9rZUxlYXNlEhwuc2VhdGQudjEuUmV2b2tlTGVhc2VSZXF1ZXN0Gh0uc2VhdGQudjEuUmV2b2tlTGVhc2VSZXNwb25zZRI+CgdDbGVhbnVwEhguc2VhdGQudjEuQ2xlYW51cFJlcXVlc3QaGS5zZWF0ZC52MS5DbGVhbnVwUmVzcG9uc2USWQoQR2V0Q2xlYW51cFN0YXR1cxIhLnNlYXRkLnYxLkdldENsZWFudXBTdGF0dXNSZXF1ZXN0GiIuc2VhdGQudjEuR2V0Q2xlYW51cFN0YXR1c1Jlc3BvbnNlElYKD0dldFpvbWJpZVJlcG9ydBIgLnNlYXRkLnYxLkdldFpvbWJpZVJlcG9ydFJlcXVlc3QaIS5zZWF0ZC52MS5HZXRab21iaWVSZXBvcnRSZXNwb25zZRJNCgxDcmVhdGVUZW5hbnQSHS5zZWF0ZC52MS5DcmVhdGVUZW5hbnRSZXF1ZXN0Gh4uc2VhdGQudjEuQ3JlYXRlVGVuYW50UmVzcG9uc2USSgoLTGlzdFRlbmFudHMSHC5zZWF0ZC52MS5MaXN0VGVuYW50c1JlcXVlc3QaHS5zZWF0ZC52MS5MaXN0VGVuYW50c1Jlc3BvbnNlEk0KDENyZWF0ZUFwaUtleRIdLnNlYXRkLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaHi5zZWF0ZC52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJKCgtMaXN0QXBpS2V5cxIcLnNlYXRkLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBodLnNlYXRkLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2USTQoMUmV2b2tlQXBpS2V5Eh0uc2VhdGQudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoeLnNlYXRkLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlElYKD0xpc3RVc2FnZUV2ZW50cxIgLnNlYXRkLnYxLkxpc3RVc2FnZUV2ZW50c1JlcXVlc3QaIS5zZWF0ZC52MS5MaXN0VXNhZ2VFdmVudHNSZXNwb25zZRJcChFMaXN0Q2xlYW51cEV2ZW50cxIiLnNlYXRkLnYxLkxpc3RDbGVhbnVwRXZlbnRzUmVxdWVzdBojLnNlYXRkLnYxLkxpc3RDbGVhbnVwRXZlbnRzUmVzcG9uc2USVgoPTGlzdEF1ZGl0RXZlbnRzEiAuc2VhdGQudjEuTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBohLnNlYXRkLnYxLkxpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlElMKDkdldFVzYWdlUmVwb3J0Eh8uc2VhdGQudjEuR2V0VXNhZ2VSZXBvcnRSZXF1ZXN0GiAuc2VhdGQudjEuR2V0VXNhZ2VSZXBvcnRSZXNwb25zZUItWitnaXRodWIuY29tL3NlYXRkL3NlYXRkL2dlbi9zZWF0ZC92MTtzZWF0ZHYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_seatd_v1_resources]);
 
 /**
  * @generated from message seatd.v1.CreateLicenseRequest
@@ -1219,6 +1219,240 @@ export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> 
   messageDesc(file_seatd_v1_admin_service, 41);
 
 /**
+ * @generated from message seatd.v1.GetUsageReportRequest
+ */
+export type GetUsageReportRequest = Message<"seatd.v1.GetUsageReportRequest"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Only this license (a deleted license's history too); empty for every
+   * license of the tenant.
+   *
+   * @generated from field: string license_id = 2;
+   */
+  licenseId: string;
+
+  /**
+   * The range, widened to whole buckets; default end_time now and
+   * start_time 7 days before it. At most 1000 buckets.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 3;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 4;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: seatd.v1.UsageBucket bucket = 5;
+   */
+  bucket: UsageBucket;
+
+  /**
+   * How many users to list, by seat-hours; 1-1000, default 100.
+   *
+   * @generated from field: int32 user_limit = 6;
+   */
+  userLimit: number;
+};
+
+/**
+ * Describes the message seatd.v1.GetUsageReportRequest.
+ * Use `create(GetUsageReportRequestSchema)` to create a new message.
+ */
+export const GetUsageReportRequestSchema: GenMessage<GetUsageReportRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 42);
+
+/**
+ * UsageReportRow is one license in one bucket; buckets with nothing to say
+ * are left out. A lease holds its seat from its acquisition to the earliest
+ * of its deadline and its end (now, while active): an expired lease until
+ * its deadline.
+ *
+ * @generated from message seatd.v1.UsageReportRow
+ */
+export type UsageReportRow = Message<"seatd.v1.UsageReportRow"> & {
+  /**
+   * @generated from field: string license_id = 1;
+   */
+  licenseId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp bucket_start = 2;
+   */
+  bucketStart?: Timestamp | undefined;
+
+  /**
+   * The most leases holding a seat at one instant of the bucket, from the
+   * leases' start and end times (not sampled).
+   *
+   * @generated from field: int32 peak_seats = 3;
+   */
+  peakSeats: number;
+
+  /**
+   * The leases' time in the bucket, in hours.
+   *
+   * @generated from field: double seat_hours = 4;
+   */
+  seatHours: number;
+
+  /**
+   * Leases acquired in the bucket.
+   *
+   * @generated from field: int64 acquisitions = 5;
+   */
+  acquisitions: bigint;
+
+  /**
+   * AcquireSeat calls refused for want of a free seat (one per call;
+   * WaitForSeat's tries are not counted).
+   *
+   * @generated from field: int64 denials = 6;
+   */
+  denials: bigint;
+
+  /**
+   * Users (a lease's user, or its fingerprint when it has none) holding a
+   * seat in, or acquiring one in, the bucket.
+   *
+   * @generated from field: int64 distinct_users = 7;
+   */
+  distinctUsers: bigint;
+
+  /**
+   * WaitForSeat calls that ended in a seat in the bucket.
+   *
+   * @generated from field: int64 queue_waits = 8;
+   */
+  queueWaits: bigint;
+
+  /**
+   * Their mean wait, from the call to the seat.
+   *
+   * @generated from field: google.protobuf.Duration mean_queue_wait = 9;
+   */
+  meanQueueWait?: Duration | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.UsageReportRow.
+ * Use `create(UsageReportRowSchema)` to create a new message.
+ */
+export const UsageReportRowSchema: GenMessage<UsageReportRow> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 43);
+
+/**
+ * UserUsage is one user over the whole range.
+ *
+ * @generated from message seatd.v1.UserUsage
+ */
+export type UserUsage = Message<"seatd.v1.UserUsage"> & {
+  /**
+   * @generated from field: string user = 1;
+   */
+  user: string;
+
+  /**
+   * @generated from field: double seat_hours = 2;
+   */
+  seatHours: number;
+
+  /**
+   * Leases holding a seat in, or acquired in, the range.
+   *
+   * @generated from field: int64 sessions = 3;
+   */
+  sessions: bigint;
+};
+
+/**
+ * Describes the message seatd.v1.UserUsage.
+ * Use `create(UserUsageSchema)` to create a new message.
+ */
+export const UserUsageSchema: GenMessage<UserUsage> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 44);
+
+/**
+ * @generated from message seatd.v1.GetUsageReportResponse
+ */
+export type GetUsageReportResponse = Message<"seatd.v1.GetUsageReportResponse"> & {
+  /**
+   * The range as answered (whole buckets).
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 1;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 2;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: seatd.v1.UsageBucket bucket = 3;
+   */
+  bucket: UsageBucket;
+
+  /**
+   * By license id, then bucket. At most 10000: a larger report is
+   * INVALID_ARGUMENT (name a license, or narrow the range).
+   *
+   * @generated from field: repeated seatd.v1.UsageReportRow rows = 4;
+   */
+  rows: UsageReportRow[];
+
+  /**
+   * By seat-hours (most first), then user.
+   *
+   * @generated from field: repeated seatd.v1.UserUsage users = 5;
+   */
+  users: UserUsage[];
+};
+
+/**
+ * Describes the message seatd.v1.GetUsageReportResponse.
+ * Use `create(GetUsageReportResponseSchema)` to create a new message.
+ */
+export const GetUsageReportResponseSchema: GenMessage<GetUsageReportResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 45);
+
+/**
+ * UsageBucket is the length of a usage report's buckets (UTC).
+ *
+ * @generated from enum seatd.v1.UsageBucket
+ */
+export enum UsageBucket {
+  /**
+   * Same as USAGE_BUCKET_DAY.
+   *
+   * @generated from enum value: USAGE_BUCKET_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: USAGE_BUCKET_HOUR = 1;
+   */
+  HOUR = 1,
+
+  /**
+   * @generated from enum value: USAGE_BUCKET_DAY = 2;
+   */
+  DAY = 2,
+}
+
+/**
+ * Describes the enum seatd.v1.UsageBucket.
+ */
+export const UsageBucketSchema: GenEnum<UsageBucket> = /*@__PURE__*/
+  enumDesc(file_seatd_v1_admin_service, 0);
+
+/**
  * AdminService manages tenants, keys, licenses and leases, and runs cleanup.
  * Every call needs `authorization: Bearer <key>`: the operator key, or an
  * API key that administers one tenant.
@@ -1402,6 +1636,18 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ListAuditEventsRequestSchema;
     output: typeof ListAuditEventsResponseSchema;
+  },
+  /**
+   * GetUsageReport answers, per license and hour or day, the peak of seats
+   * held at once, seat-hours, acquisitions, denials and queue waits, with a
+   * per-user table.
+   *
+   * @generated from rpc seatd.v1.AdminService.GetUsageReport
+   */
+  getUsageReport: {
+    methodKind: "unary";
+    input: typeof GetUsageReportRequestSchema;
+    output: typeof GetUsageReportResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_seatd_v1_admin_service, 0);

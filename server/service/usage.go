@@ -1,0 +1,107 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/seatd/seatd/server"
+)
+
+// UsageWindow asks for a usage report; the zero values take the defaults.
+type UsageWindow struct {
+	LicenseID  string
+	Start, End *time.Time    // End nil: now; Start nil: defaultUsageWindow before End
+	Bucket     time.Duration // time.Hour or 24 * time.Hour; 0: a day
+	Users      int           // 0: server.DefaultUsageUsers
+}
+
+const (
+	defaultUsageWindow = 7 * 24 * time.Hour
+	seatEventTimeout   = 5 * time.Second
+)
+
+// UsageQuery fills in w's defaults and checks it: the range is widened to
+// whole buckets (UTC) and holds at most server.MaxUsageBuckets of them.
+func (s *Service) UsageQuery(tenant string, w UsageWindow) (server.UsageQuery, error) {
+	q := server.UsageQuery{TenantID: tenant, LicenseID: w.LicenseID, Bucket: w.Bucket, Users: server.DefaultUsageUsers,
+		MaxRows: server.MaxUsageRows}
+	switch q.Bucket {
+	case 0:
+		q.Bucket = 24 * time.Hour
+	case time.Hour, 24 * time.Hour:
+	default:
+		return q, server.Invalid("bucket", "must be an hour or a day")
+	}
+	q.End = s.now()
+	if w.End != nil {
+		q.End = *w.End
+	}
+	q.Start = q.End.Add(-defaultUsageWindow)
+	if w.Start != nil {
+		q.Start = *w.Start
+	}
+	if !q.Start.Before(q.End) {
+		return q, server.Invalid("start_time", "must be before end_time")
+	}
+	q.Start = q.Start.UTC().Truncate(q.Bucket)
+	if end := q.End.UTC().Truncate(q.Bucket); end.Before(q.End) {
+		q.End = end.Add(q.Bucket)
+	} else {
+		q.End = end
+	}
+	if n := q.End.Sub(q.Start) / q.Bucket; n > server.MaxUsageBuckets {
+		return q, server.Invalid("start_time", "the range holds %d buckets, more than %d: narrow it or use a larger bucket", n, server.MaxUsageBuckets)
+	}
+	if n := w.Users; n != 0 {
+		if n < 1 || n > server.MaxUsageUsers {
+			return q, server.Invalid("user_limit", "must be between 1 and %d", server.MaxUsageUsers)
+		}
+		q.Users = n
+	}
+	return q, nil
+}
+
+// UsageReport answers q (server.UsageStore.UsageReport).
+func (s *Service) UsageReport(ctx context.Context, q server.UsageQuery) (server.UsageReport, error) {
+	return s.store.UsageReport(ctx, q)
+}
+
+// AcquireSeat is Acquire for a client's AcquireSeat call: a refusal for
+// want of a free seat is recorded (once per call) for the usage report
+// before the caller is answered. WaitForSeat's own tries go through
+// Acquire and are not counted.
+func (s *Service) AcquireSeat(ctx context.Context, req SeatRequest) (Grant, error) {
+	g, err := s.Acquire(ctx, req)
+	if server.ErrorReason(err) == server.ReasonSeatsExhausted {
+		s.recordSeatEvent(ctx, req.LicenseKey, server.SeatDenied, 0)
+	}
+	return g, err
+}
+
+// WaitForSeatCounted is WaitForSeat for a client's call: a wait that ends
+// in a new seat is recorded with how long this call waited.
+func (s *Service) WaitForSeatCounted(ctx context.Context, req SeatRequest, resume string, moved func(Place) error) (Grant, error) {
+	start := s.now()
+	g, err := s.WaitForSeat(ctx, req, resume, moved)
+	if err == nil && !g.Existing {
+		s.recordSeatEvent(ctx, req.LicenseKey, server.SeatWaited, max(0, s.now().Sub(start)))
+	}
+	return g, err
+}
+
+// recordSeatEvent stores a denial or a wait of the license key opens. A
+// failure is logged: the call it counts is answered as it would be anyway.
+func (s *Service) recordSeatEvent(ctx context.Context, key string, kind server.SeatEventKind, wait time.Duration) {
+	// Recorded even if the caller has gone away meanwhile.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seatEventTimeout)
+	defer cancel()
+	lic, err := s.store.LicenseByKey(ctx, key)
+	if err == nil {
+		err = s.store.RecordSeatEvent(ctx, server.SeatEvent{
+			ID: server.NewID("sev_"), TenantID: lic.TenantID, LicenseID: lic.ID, Kind: kind, At: s.now(), Wait: wait,
+		})
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "seat event not recorded", "kind", string(kind), "err", err)
+	}
+}
