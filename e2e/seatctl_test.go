@@ -365,6 +365,28 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	require.Zero(t, zr.GetZombiesTotal())
 	c.fails(ctlUsage, "report", "zombies", "--since", "yesterday")
 
+	// ---- the usage report: the zombie maker held one seat, acquired once ----
+	var ur seatdv1.GetUsageReportResponse
+	c.json(&ur, "report", "usage", "--license", zlic.GetId(), "--since", "1d", "--by", "hour")
+	require.Equal(t, seatdv1.UsageBucket_USAGE_BUCKET_HOUR, ur.GetBucket())
+	require.NotEmpty(t, ur.GetRows())
+	var (
+		peak     int32
+		acquired int64
+	)
+	for _, r := range ur.GetRows() {
+		require.Equal(t, zlic.GetId(), r.GetLicenseId())
+		peak, acquired = max(peak, r.GetPeakSeats()), acquired+r.GetAcquisitions()
+	}
+	require.EqualValues(t, 1, peak, "one seat held at most")
+	require.EqualValues(t, 1, acquired, "one acquisition")
+	require.Len(t, ur.GetUsers(), 1)
+	require.Equal(t, "crashes", ur.GetUsers()[0].GetUser(), "a lease without a user counts by its fingerprint")
+	table = c.ok("report", "usage", "--since", "30d")
+	require.Contains(t, table, "PEAK")
+	require.Contains(t, table, zlic.GetId())
+	c.fails(ctlUsage, "report", "usage", "--by", "week")
+
 	// ---- delete ----
 	var del seatdv1.DeleteLicenseResponse
 	c.json(&del, "licenses", "delete", lic.GetId())

@@ -38,7 +38,7 @@ func (w *window) times() (start, end *timestamppb.Timestamp, err error) {
 }
 
 func reportCmd(g *globals) *cobra.Command {
-	return group("report", "Zombie and usage reports over a time window", nil, zombiesCmd(g))
+	return group("report", "Zombie and usage reports over a time window", nil, zombiesCmd(g), usageCmd(g))
 }
 
 func zombiesCmd(g *globals) *cobra.Command {
@@ -89,5 +89,72 @@ func zombiesCmd(g *globals) *cobra.Command {
 	}
 	w.register(c, "7d")
 	c.Flags().Int32Var(&top, "top", 0, "how many licenses to list by zombie count, 1-100 (default 20)")
+	return c
+}
+
+// usageCmd is the report that sizes a purchase: per license and bucket the
+// peak of seats held at once, seat-hours and denials, then the users.
+func usageCmd(g *globals) *cobra.Command {
+	var (
+		w       window
+		license string
+		by      string
+		users   int32
+	)
+	c := &cobra.Command{
+		Use:   "usage [--license ID] [--since 30d] [--until …] [--by day|hour] [--users 20]",
+		Short: "Peak seats, seat-hours, acquisitions, denials and queue waits per license and day or hour; seat-hours per user",
+		Args:  exactArgs(),
+		RunE: func(c *cobra.Command, _ []string) error {
+			start, end, err := w.times()
+			if err != nil {
+				return err
+			}
+			bucket := seatdv1.UsageBucket_USAGE_BUCKET_DAY
+			switch by {
+			case "day":
+			case "hour":
+				bucket = seatdv1.UsageBucket_USAGE_BUCKET_HOUR
+			default:
+				return usageErrorf("--by must be day or hour, not %q", by)
+			}
+			resp, err := call(g, c, seatdv1.AdminServiceClient.GetUsageReport, &seatdv1.GetUsageReportRequest{
+				TenantId: g.tenant, LicenseId: license, StartTime: start, EndTime: end, Bucket: bucket, UserLimit: users,
+			})
+			if err != nil {
+				return err
+			}
+			if done, err := g.emit(resp); done {
+				return err
+			}
+			out := g.stdout
+			fmt.Fprintf(out, "usage %s … %s, by %s\n\n", fmtTime(resp.GetStartTime()), fmtTime(resp.GetEndTime()), by)
+			t := newTable(out, "LICENSE", "FROM (UTC)", "PEAK", "SEAT-HOURS", "ACQUIRED", "DENIED", "USERS", "WAITS", "MEAN WAIT")
+			for _, r := range resp.GetRows() {
+				t.row(r.GetLicenseId(), fmtTime(r.GetBucketStart()), fmt.Sprint(r.GetPeakSeats()),
+					fmt.Sprintf("%.2f", r.GetSeatHours()), fmt.Sprint(r.GetAcquisitions()), fmt.Sprint(r.GetDenials()),
+					fmt.Sprint(r.GetDistinctUsers()), fmt.Sprint(r.GetQueueWaits()), fmtDuration(r.GetMeanQueueWait()))
+			}
+			if len(resp.GetRows()) == 0 {
+				t.row("(none)")
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(out)
+			t = newTable(out, "USER", "SEAT-HOURS", "SESSIONS")
+			for _, u := range resp.GetUsers() {
+				t.row(u.GetUser(), fmt.Sprintf("%.2f", u.GetSeatHours()), fmt.Sprint(u.GetSessions()))
+			}
+			if len(resp.GetUsers()) == 0 {
+				t.row("(none)")
+			}
+			return t.flush()
+		},
+	}
+	w.register(c, "30d")
+	c.Flags().StringVar(&license, "license", "", "only this license (its history too, if deleted)")
+	c.Flags().StringVar(&by, "by", "day", "bucket: day or hour (UTC)")
+	c.Flags().Int32Var(&users, "users", 0, "how many users to list by seat-hours, 1-1000 (default 100)")
 	return c
 }
