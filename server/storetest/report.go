@@ -170,7 +170,7 @@ func bruteForceReport(q server.UsageQuery, leases []server.Lease) []server.Usage
 					row.Acquisitions++
 					users[server.LeaseUser(&l)] = true
 				}
-				if d := earliest(en, be).Sub(latest(st, bs)); d > 0 {
+				if d := minTime(en, be).Sub(maxTime(st, bs)); d > 0 {
 					row.SeatHours += d.Hours()
 					users[server.LeaseUser(&l)] = true
 				}
@@ -196,18 +196,4 @@ func bruteForceReport(q server.UsageQuery, leases []server.Lease) []server.Usage
 		}
 	}
 	return out
-}
-
-func earliest(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func latest(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }

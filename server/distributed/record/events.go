@@ -54,17 +54,7 @@ func (pg *Postgres) ListUsageEvents(ctx context.Context, r server.EventRange, p 
 	}
 	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at
 		FROM usage_events WHERE `+rangeWhere(byLicense, "ended_at", "lease_id"), args...)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.UsageEvent, error) {
-		var (
-			e     server.UsageEvent
-			state string
-		)
-		err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &state, &e.StartedAt, &e.EndedAt)
-		e.EndState = server.LeaseState(state)
-		e.StartedAt, e.EndedAt = e.StartedAt.UTC(), e.EndedAt.UTC()
-		e.Duration = e.EndedAt.Sub(e.StartedAt)
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanUsageEvent)
 	if err != nil {
 		return nil, "", pg.fail("list usage events", err)
 	}
@@ -80,12 +70,7 @@ func (pg *Postgres) ListCleanupEvents(ctx context.Context, r server.EventRange, 
 	}
 	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at,
 		expires_at, cleaned_at FROM cleanup_events WHERE `+rangeWhere(byLicense, "cleaned_at", "lease_id"), args...)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.CleanupEvent, error) {
-		var e server.CleanupEvent
-		err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &e.CleanupType, &e.LastHeartbeatAt, &e.ExpiresAt, &e.CleanedAt)
-		e.LastHeartbeatAt, e.ExpiresAt, e.CleanedAt = e.LastHeartbeatAt.UTC(), e.ExpiresAt.UTC(), e.CleanedAt.UTC()
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanCleanupEvent)
 	if err != nil {
 		return nil, "", pg.fail("list cleanup events", err)
 	}
@@ -103,16 +88,7 @@ func (pg *Postgres) ListAuditEvents(ctx context.Context, r server.EventRange, p 
 	// The audit log has no license column: $2 is always ''.
 	rows, _ := pg.pool.Query(ctx, `SELECT id, tenant_id, actor, action, resource, resource_id, details, at
 		FROM audit_log WHERE `+rangeWhere(`$2 = ''`, "at", "id"), args...)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.AuditEntry, error) {
-		var (
-			e       server.AuditEntry
-			details map[string]string
-		)
-		err := r.Scan(&e.ID, &e.TenantID, &e.Actor, &e.Action, &e.Resource, &e.ResourceID, &details, &e.At)
-		e.Details = nilIfEmpty(details)
-		e.At = e.At.UTC()
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanAuditEntry)
 	if err != nil {
 		return nil, "", pg.fail("list audit events", err)
 	}

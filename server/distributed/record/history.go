@@ -24,6 +24,42 @@ func (pg *Postgres) historyOf(ctx context.Context, tenantID, licenseID string) e
 	return nil
 }
 
+// scanUsageEvent reads lease_id, license_id, tenant_id, end_state,
+// started_at, ended_at.
+func scanUsageEvent(r pgx.CollectableRow) (server.UsageEvent, error) {
+	var (
+		e     server.UsageEvent
+		state string
+	)
+	err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &state, &e.StartedAt, &e.EndedAt)
+	e.EndState = server.LeaseState(state)
+	e.StartedAt, e.EndedAt = e.StartedAt.UTC(), e.EndedAt.UTC()
+	e.Duration = e.EndedAt.Sub(e.StartedAt)
+	return e, err
+}
+
+// scanCleanupEvent reads lease_id, license_id, tenant_id, cleanup_type,
+// last_heartbeat_at, expires_at, cleaned_at.
+func scanCleanupEvent(r pgx.CollectableRow) (server.CleanupEvent, error) {
+	var e server.CleanupEvent
+	err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &e.CleanupType, &e.LastHeartbeatAt, &e.ExpiresAt, &e.CleanedAt)
+	e.LastHeartbeatAt, e.ExpiresAt, e.CleanedAt = e.LastHeartbeatAt.UTC(), e.ExpiresAt.UTC(), e.CleanedAt.UTC()
+	return e, err
+}
+
+// scanAuditEntry reads id, tenant_id, actor, action, resource,
+// resource_id, details, at.
+func scanAuditEntry(r pgx.CollectableRow) (server.AuditEntry, error) {
+	var (
+		e       server.AuditEntry
+		details map[string]string
+	)
+	err := r.Scan(&e.ID, &e.TenantID, &e.Actor, &e.Action, &e.Resource, &e.ResourceID, &details, &e.At)
+	e.Details = nilIfEmpty(details)
+	e.At = e.At.UTC()
+	return e, err
+}
+
 // UsageEvents lists a license's usage events by end time.
 func (pg *Postgres) UsageEvents(ctx context.Context, tenantID, licenseID string) ([]server.UsageEvent, error) {
 	if err := pg.historyOf(ctx, tenantID, licenseID); err != nil {
@@ -31,17 +67,7 @@ func (pg *Postgres) UsageEvents(ctx context.Context, tenantID, licenseID string)
 	}
 	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at
 		FROM usage_events WHERE license_id = $1 ORDER BY ended_at, lease_id`, licenseID)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.UsageEvent, error) {
-		var (
-			e     server.UsageEvent
-			state string
-		)
-		err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &state, &e.StartedAt, &e.EndedAt)
-		e.EndState = server.LeaseState(state)
-		e.StartedAt, e.EndedAt = e.StartedAt.UTC(), e.EndedAt.UTC()
-		e.Duration = e.EndedAt.Sub(e.StartedAt)
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanUsageEvent)
 	if err != nil {
 		return nil, pg.fail("usage events", err)
 	}
@@ -55,12 +81,7 @@ func (pg *Postgres) CleanupEvents(ctx context.Context, tenantID, licenseID strin
 	}
 	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at,
 		expires_at, cleaned_at FROM cleanup_events WHERE license_id = $1 ORDER BY cleaned_at, lease_id`, licenseID)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.CleanupEvent, error) {
-		var e server.CleanupEvent
-		err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &e.CleanupType, &e.LastHeartbeatAt, &e.ExpiresAt, &e.CleanedAt)
-		e.LastHeartbeatAt, e.ExpiresAt, e.CleanedAt = e.LastHeartbeatAt.UTC(), e.ExpiresAt.UTC(), e.CleanedAt.UTC()
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanCleanupEvent)
 	if err != nil {
 		return nil, pg.fail("cleanup events", err)
 	}
@@ -96,16 +117,7 @@ func (pg *Postgres) AuditLog(ctx context.Context, tenantID string, p server.Page
 		rows, _ = pg.pool.Query(ctx, `SELECT `+cols+` FROM audit_log WHERE tenant_id = $1
 			AND (at, id) > ($2, $3) ORDER BY at, id LIMIT $4`, tenantID, after.time(), after.ID, size+1)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.AuditEntry, error) {
-		var (
-			e       server.AuditEntry
-			details map[string]string
-		)
-		err := r.Scan(&e.ID, &e.TenantID, &e.Actor, &e.Action, &e.Resource, &e.ResourceID, &details, &e.At)
-		e.Details = nilIfEmpty(details)
-		e.At = e.At.UTC()
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanAuditEntry)
 	if err != nil {
 		return nil, "", pg.fail("audit log", err)
 	}
