@@ -309,7 +309,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 
 	// ---- status ----
 	table = c.ok("status")
-	for _, want := range []string{lic.GetId(), "ACME CAD 2", "3 +1", "1m", "leader", "last pass"} {
+	for _, want := range []string{lic.GetId(), "ACME CAD 2", "3 +1", "WAITING", "1m", "leader", "last pass"} {
 		require.Contains(t, table, want)
 	}
 	var view struct {
@@ -331,7 +331,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 		inUse[l.GetId()] = l.GetSeatsInUse()
 	}
 	require.Equal(t, int32(1), inUse[lic.GetId()], "status: laptop-2's seat is in use, laptop-1's was revoked")
-	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+1\s+3 \+1\s+1m\s`, table)
+	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+1\s+3 \+1\s+0\s+1m\s`, table)
 	var st seatdv1.GetCleanupStatusResponse
 	require.NoError(t, protojson.Unmarshal(view.Cleanup, &st))
 	require.NotEmpty(t, st.GetInstanceId())

@@ -61,13 +61,13 @@ func statusCmd(g *globals) *cobra.Command {
 				_, err = g.emitJSON(v)
 				return err
 			}
-			t := newTable(g.stdout, "LICENSE", "NAME", "IN USE", "SEATS", "TTL", "EXPIRES", "ACTIVE")
+			t := newTable(g.stdout, "LICENSE", "NAME", "IN USE", "SEATS", "WAITING", "TTL", "EXPIRES", "ACTIVE")
 			for _, l := range licenses {
 				seats := fmt.Sprint(l.GetSeats())
 				if l.GetOverdraft() > 0 {
 					seats += fmt.Sprintf(" +%d", l.GetOverdraft())
 				}
-				t.row(l.GetId(), l.GetName(), fmt.Sprint(l.GetSeatsInUse()), seats,
+				t.row(l.GetId(), l.GetName(), fmt.Sprint(l.GetSeatsInUse()), seats, fmt.Sprint(l.GetWaiting()),
 					fmtDuration(l.GetLeaseTtl()), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()))
 			}
 			if len(licenses) == 0 {

@@ -82,6 +82,7 @@ func licenseToProto(l server.License) *seatdv1.License {
 func licenseViewToProto(v service.LicenseView) *seatdv1.License {
 	l := licenseToProto(v.License)
 	l.SeatsInUse = int32(v.SeatsInUse)
+	l.Waiting = int32(v.Waiting)
 	return l
 }
 

@@ -106,10 +106,20 @@ func (s *Service) DeleteLicense(ctx context.Context, actor, tenant, id string) (
 }
 
 // LicenseView is a license as GetLicense and ListLicenses show it: with
-// its live leases counted when it was read.
+// its live leases and its waiters counted when it was read.
 type LicenseView struct {
 	server.License
 	SeatsInUse int
+	Waiting    int // clients in its WaitForSeat queue
+}
+
+// waiting counts a license's WaitForSeat queue (named by its key's hash).
+func (s *Service) waiting(ctx context.Context, l server.License) (int, error) {
+	n, err := s.queue.Length(ctx, server.HashSecret(l.Key))
+	if err != nil {
+		return 0, server.Unavailable(err)
+	}
+	return n, nil
 }
 
 // GetLicense reads one license of the tenant, with its seats in use.
@@ -122,7 +132,11 @@ func (s *Service) GetLicense(ctx context.Context, tenant, id string) (LicenseVie
 	if err != nil {
 		return LicenseView{}, err
 	}
-	return LicenseView{License: l, SeatsInUse: n}, nil
+	w, err := s.waiting(ctx, l)
+	if err != nil {
+		return LicenseView{}, err
+	}
+	return LicenseView{License: l, SeatsInUse: n, Waiting: w}, nil
 }
 
 // ListLicenses lists the tenant's licenses, oldest first, with their seats
@@ -142,7 +156,11 @@ func (s *Service) ListLicenses(ctx context.Context, tenant string, p server.Page
 	}
 	out := make([]LicenseView, len(ls))
 	for i, l := range ls {
-		out[i] = LicenseView{License: l, SeatsInUse: inUse[l.ID]}
+		w, err := s.waiting(ctx, l)
+		if err != nil {
+			return nil, "", err
+		}
+		out[i] = LicenseView{License: l, SeatsInUse: inUse[l.ID], Waiting: w}
 	}
 	return out, next, nil
 }

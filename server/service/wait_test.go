@@ -74,8 +74,16 @@ func TestWaiterGetsTheSeatWhenOneFrees(t *testing.T) {
 	w.placeIs(t, 1)
 	e.headRefused(t, 8) // a 2 s wait at the default --wait-poll
 	require.Empty(t, w.granted, "no seat while the only one is held")
+	view, err := e.svc.GetLicense(t.Context(), lic.TenantID, lic.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, view.SeatsInUse)
+	require.Equal(t, 1, view.Waiting, "GetLicense counts the waiter")
+	views, _, err := e.svc.ListLicenses(t.Context(), lic.TenantID, server.Page{})
+	require.NoError(t, err)
+	require.Len(t, views, 1)
+	require.Equal(t, 1, views[0].Waiting, "ListLicenses counts the waiter")
 
-	_, err := e.svc.Release(t.Context(), held.Lease.ID, held.Token)
+	_, err = e.svc.Release(t.Context(), held.Lease.ID, held.Token)
 	require.NoError(t, err)
 	g := within(t, w.granted, "the grant")
 	require.Equal(t, "waiter", g.Lease.Fingerprint)

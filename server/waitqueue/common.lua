@@ -1,4 +1,4 @@
--- Prepended to join.lua and position.lua (redis.go): both first drop the
+-- Prepended to join.lua, position.lua and length.lua (redis.go): they first drop the
 -- waiters whose liveness ran out, by Redis's clock.
 -- KEYS[1] waiters zset, KEYS[3] alive zset.
 

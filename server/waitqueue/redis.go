@@ -43,10 +43,14 @@ var positionLua string
 //go:embed leave.lua
 var leaveLua string
 
+//go:embed length.lua
+var lengthLua string
+
 var (
 	joinScript     = redis.NewScript(commonLua + "\n" + joinLua)
 	positionScript = redis.NewScript(commonLua + "\n" + positionLua)
 	leaveScript    = redis.NewScript(leaveLua)
+	lengthScript   = redis.NewScript(commonLua + "\n" + lengthLua)
 )
 
 type redisTicket struct {
@@ -76,6 +80,14 @@ func (q *Redis) Join(ctx context.Context, name, resume string) (Ticket, error) {
 }
 
 func (t *redisTicket) ID() string { return t.id }
+
+func (q *Redis) Length(ctx context.Context, name string) (int, error) {
+	n, err := lengthScript.Run(ctx, q.rdb, q.keysFor(name)).Int()
+	if err != nil {
+		return 0, fmt.Errorf("wait queue length: %w", err)
+	}
+	return n, nil
+}
 
 func (t *redisTicket) Position(ctx context.Context) (int, int, error) {
 	res, err := positionScript.Run(ctx, t.q.rdb, t.keys, t.id, t.q.liveness.Milliseconds()).Int64Slice()

@@ -25,6 +25,8 @@ type Queue interface {
 	// in this queue, the new ticket takes over its place (never ErrFull)
 	// and the old one is gone, as if it had left.
 	Join(ctx context.Context, name, resume string) (Ticket, error)
+	// Length is how many waiters the queue holds now (0 for none).
+	Length(ctx context.Context, name string) (int, error)
 }
 
 // Ticket is one waiter's place.
@@ -78,6 +80,12 @@ func (m *Memory) Join(_ context.Context, name, resume string) (Ticket, error) {
 }
 
 func (t *memTicket) ID() string { return t.id }
+
+func (m *Memory) Length(_ context.Context, name string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.queues[name]), nil
+}
 
 func (t *memTicket) Position(context.Context) (int, int, error) {
 	t.q.mu.Lock()

@@ -59,16 +59,25 @@ func TestQueues(t *testing.T) {
 				require.Equal(t, i+1, pos)
 				require.Equal(t, 50, n)
 			}
+			n, err := q.Length(ctx, "lic")
+			require.NoError(t, err)
+			require.Equal(t, 50, n, "Length counts the waiters")
+			n, err = q.Length(ctx, "other")
+			require.NoError(t, err)
+			require.Zero(t, n, "a queue nobody joined is empty")
 			// The head leaves: everyone moves up by one, in order.
 			tickets[0].Leave(ctx)
 			tickets[0].Leave(ctx) // idempotent
+			n, err = q.Length(ctx, "lic")
+			require.NoError(t, err)
+			require.Equal(t, 49, n, "Length after one left")
 			for i, tk := range tickets[1:] {
 				pos, n, err := tk.Position(ctx)
 				require.NoError(t, err)
 				require.Equal(t, i+1, pos)
 				require.Equal(t, 49, n)
 			}
-			_, _, err := tickets[0].Position(ctx)
+			_, _, err = tickets[0].Position(ctx)
 			require.Error(t, err, "a ticket that left has no position")
 		})
 		t.Run(name+"/Bounded", func(t *testing.T) {
@@ -150,6 +159,9 @@ func TestRedisDropsDeadWaiters(t *testing.T) {
 		pos, _, err := alive.Position(ctx)
 		return err == nil && pos == 1
 	}, 3*time.Second, 50*time.Millisecond)
+	n, err := q.Length(ctx, "lic")
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "Length does not count the dead waiter")
 }
 
 func TestRedisResumeOnlyWhileTheTicketLives(t *testing.T) {
@@ -221,7 +233,7 @@ func TestRedisLeavesNoKeyBehind(t *testing.T) {
 // is one of the KEYS they are given (a Redis Cluster routes by them).
 func TestRedisScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 	t.Parallel()
-	for name, body := range map[string]string{"join": joinLua, "position": positionLua, "leave": leaveLua} {
+	for name, body := range map[string]string{"join": joinLua, "position": positionLua, "leave": leaveLua, "length": lengthLua} {
 		require.NotContains(t, body, "KEYS[3] ..", "%s.lua builds key names", name)
 		require.NotContains(t, body, "'PX'", "%s.lua sets a TTL", name)
 	}

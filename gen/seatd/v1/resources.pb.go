@@ -185,7 +185,10 @@ type License struct {
 	// recorded the expiry yet): counted when GetLicense or ListLicenses
 	// answers, not as of the last cleanup pass. Output only; ignored on
 	// create and update.
-	SeatsInUse    int32 `protobuf:"varint,15,opt,name=seats_in_use,json=seatsInUse,proto3" json:"seats_in_use,omitempty"`
+	SeatsInUse int32 `protobuf:"varint,15,opt,name=seats_in_use,json=seatsInUse,proto3" json:"seats_in_use,omitempty"`
+	// Clients waiting for a seat (WaitForSeat) when GetLicense or
+	// ListLicenses answers. Output only; ignored on create and update.
+	Waiting       int32 `protobuf:"varint,16,opt,name=waiting,proto3" json:"waiting,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -321,6 +324,13 @@ func (x *License) GetUpdateTime() *timestamppb.Timestamp {
 func (x *License) GetSeatsInUse() int32 {
 	if x != nil {
 		return x.SeatsInUse
+	}
+	return 0
+}
+
+func (x *License) GetWaiting() int32 {
+	if x != nil {
+		return x.Waiting
 	}
 	return 0
 }
@@ -675,7 +685,7 @@ var File_seatd_v1_resources_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\n" +
-	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\x05\n" +
+	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x05\n" +
 	"\aLicense\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
@@ -696,7 +706,8 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\vupdate_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12 \n" +
 	"\fseats_in_use\x18\x0f \x01(\x05R\n" +
-	"seatsInUse\x1a;\n" +
+	"seatsInUse\x12\x18\n" +
+	"\awaiting\x18\x10 \x01(\x05R\awaiting\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +

@@ -66,7 +66,7 @@ class Lease(_message.Message):
     def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class License(_message.Message):
-    __slots__ = ["active", "create_time", "expires_at", "id", "key", "lease_ttl", "leasing_strategy", "metadata", "name", "overdraft", "revival_window", "seats", "seats_in_use", "tenant_id", "update_time"]
+    __slots__ = ["active", "create_time", "expires_at", "id", "key", "lease_ttl", "leasing_strategy", "metadata", "name", "overdraft", "revival_window", "seats", "seats_in_use", "tenant_id", "update_time", "waiting"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -89,6 +89,7 @@ class License(_message.Message):
     SEATS_IN_USE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
     active: bool
     create_time: _timestamp_pb2.Timestamp
     expires_at: _timestamp_pb2.Timestamp
@@ -104,7 +105,8 @@ class License(_message.Message):
     seats_in_use: int
     tenant_id: str
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ...) -> None: ...
+    waiting: int
+    def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., waiting: _Optional[int] = ...) -> None: ...
 
 class Tenant(_message.Message):
     __slots__ = ["create_time", "id", "name", "quotas"]
