@@ -134,7 +134,7 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 		counter("seatd_orphans_adopted_total", "Recorded active leases unknown to Redis, handed to cleanup (distributed).",
 			func(s server.BackgroundStats) int64 { return s.OrphansAdopted }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "seatd_redis_writes_behind", Help: "Licenses whose settings copy, and released or revoked leases whose removal, Redis refused, waiting to be retried (distributed).",
+			Name: "seatd_redis_writes_behind", Help: "Licenses whose settings copy into the live state (Redis) was refused, waiting to be retried (distributed).",
 		}, func() float64 { return float64(r.BackgroundStats().SettingsCopiesBehind) }),
 	)
 }
