@@ -23,7 +23,7 @@ const (
 // UsageQuery fills in w's defaults and checks it: the range is widened to
 // whole buckets (UTC) and holds at most server.MaxUsageBuckets of them.
 func (s *Service) UsageQuery(tenant string, w UsageWindow) (server.UsageQuery, error) {
-	q := server.UsageQuery{TenantID: tenant, LicenseID: w.LicenseID, Bucket: w.Bucket, Users: server.DefaultUsageUsers,
+	q := server.UsageQuery{TenantID: tenant, LicenseID: w.LicenseID, Bucket: w.Bucket,
 		MaxRows: server.MaxUsageRows}
 	switch q.Bucket {
 	case 0:
@@ -32,16 +32,9 @@ func (s *Service) UsageQuery(tenant string, w UsageWindow) (server.UsageQuery, e
 	default:
 		return q, server.Invalid("bucket", "must be an hour or a day")
 	}
-	q.End = s.now()
-	if w.End != nil {
-		q.End = *w.End
-	}
-	q.Start = q.End.Add(-defaultUsageWindow)
-	if w.Start != nil {
-		q.Start = *w.Start
-	}
-	if !q.Start.Before(q.End) {
-		return q, server.Invalid("start_time", "must be before end_time")
+	var err error
+	if q.Start, q.End, err = s.timeRange(w.Start, w.End, defaultUsageWindow); err != nil {
+		return q, err
 	}
 	q.Start = q.Start.UTC().Truncate(q.Bucket)
 	if end := q.End.UTC().Truncate(q.Bucket); end.Before(q.End) {
@@ -52,13 +45,8 @@ func (s *Service) UsageQuery(tenant string, w UsageWindow) (server.UsageQuery, e
 	if n := q.End.Sub(q.Start) / q.Bucket; n > server.MaxUsageBuckets {
 		return q, server.Invalid("start_time", "the range holds %d buckets, more than %d: narrow it or use a larger bucket", n, server.MaxUsageBuckets)
 	}
-	if n := w.Users; n != 0 {
-		if n < 1 || n > server.MaxUsageUsers {
-			return q, server.Invalid("user_limit", "must be between 1 and %d", server.MaxUsageUsers)
-		}
-		q.Users = n
-	}
-	return q, nil
+	q.Users, err = limitOr(w.Users, server.DefaultUsageUsers, server.MaxUsageUsers, "user_limit")
+	return q, err
 }
 
 // UsageReport answers q (server.UsageStore.UsageReport).

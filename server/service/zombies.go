@@ -21,24 +21,13 @@ const (
 
 // ZombieQuery fills in w's defaults and checks it.
 func (s *Service) ZombieQuery(tenant string, w ZombieWindow) (server.ZombieQuery, error) {
-	q := server.ZombieQuery{TenantID: tenant, End: s.now(), TopLimit: defaultTopLimit}
-	if w.End != nil {
-		q.End = *w.End
+	q := server.ZombieQuery{TenantID: tenant}
+	var err error
+	if q.Start, q.End, err = s.timeRange(w.Start, w.End, defaultZombieWindow); err != nil {
+		return q, err
 	}
-	q.Start = q.End.Add(-defaultZombieWindow)
-	if w.Start != nil {
-		q.Start = *w.Start
-	}
-	if !q.Start.Before(q.End) {
-		return q, server.Invalid("start_time", "must be before end_time")
-	}
-	if n := w.TopLimit; n != 0 {
-		if n < 1 || n > maxTopLimit {
-			return q, server.Invalid("top_limit", "must be between 1 and %d", maxTopLimit)
-		}
-		q.TopLimit = n
-	}
-	return q, nil
+	q.TopLimit, err = limitOr(w.TopLimit, defaultTopLimit, maxTopLimit, "top_limit")
+	return q, err
 }
 
 // ZombieReport answers q (server.CleanupStore.ZombieReport).
