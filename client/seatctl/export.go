@@ -55,11 +55,7 @@ var exporters = map[string]exporter{
 		page: func(ctx context.Context, admin seatdv1.AdminServiceClient, q exportQuery) (exportPage, error) {
 			r, err := admin.ListUsageEvents(ctx, &seatdv1.ListUsageEventsRequest{TenantId: q.tenant, LicenseId: q.license,
 				StartTime: q.start, EndTime: q.end, PageSize: q.pageSize, PageToken: q.token})
-			p := exportPage{next: r.GetNextPageToken()}
-			for _, e := range r.GetUsageEvents() {
-				p.events = append(p.events, e)
-			}
-			return p, err
+			return exportPage{next: r.GetNextPageToken(), events: messages(r.GetUsageEvents())}, err
 		},
 	},
 	"cleanup": {
@@ -72,11 +68,7 @@ var exporters = map[string]exporter{
 		page: func(ctx context.Context, admin seatdv1.AdminServiceClient, q exportQuery) (exportPage, error) {
 			r, err := admin.ListCleanupEvents(ctx, &seatdv1.ListCleanupEventsRequest{TenantId: q.tenant, LicenseId: q.license,
 				StartTime: q.start, EndTime: q.end, PageSize: q.pageSize, PageToken: q.token})
-			p := exportPage{next: r.GetNextPageToken()}
-			for _, e := range r.GetCleanupEvents() {
-				p.events = append(p.events, e)
-			}
-			return p, err
+			return exportPage{next: r.GetNextPageToken(), events: messages(r.GetCleanupEvents())}, err
 		},
 	},
 	"audit": {
@@ -93,11 +85,7 @@ var exporters = map[string]exporter{
 		page: func(ctx context.Context, admin seatdv1.AdminServiceClient, q exportQuery) (exportPage, error) {
 			r, err := admin.ListAuditEvents(ctx, &seatdv1.ListAuditEventsRequest{TenantId: q.tenant,
 				StartTime: q.start, EndTime: q.end, PageSize: q.pageSize, PageToken: q.token})
-			p := exportPage{next: r.GetNextPageToken()}
-			for _, e := range r.GetAuditEvents() {
-				p.events = append(p.events, e)
-			}
-			return p, err
+			return exportPage{next: r.GetNextPageToken(), events: messages(r.GetAuditEvents())}, err
 		},
 	},
 }
@@ -180,4 +168,13 @@ func exportCmd(g *globals) *cobra.Command {
 	_ = c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"csv", "jsonl"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("license", g.completeLicenses)
 	return c
+}
+
+// messages is a page's events as proto.Message values.
+func messages[M proto.Message](events []M) []proto.Message {
+	out := make([]proto.Message, len(events))
+	for i, e := range events {
+		out[i] = e
+	}
+	return out
 }
