@@ -2951,6 +2951,183 @@ func (x *GetUsageReportResponse) GetUsers() []*UserUsage {
 	return nil
 }
 
+type ListSigningKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSigningKeysRequest) Reset() {
+	*x = ListSigningKeysRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSigningKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSigningKeysRequest) ProtoMessage() {}
+
+func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSigningKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListSigningKeysRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ListSigningKeysRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type ListSigningKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SigningKeys   []*SigningKey          `protobuf:"bytes,1,rep,name=signing_keys,json=signingKeys,proto3" json:"signing_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSigningKeysResponse) Reset() {
+	*x = ListSigningKeysResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSigningKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSigningKeysResponse) ProtoMessage() {}
+
+func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSigningKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListSigningKeysResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ListSigningKeysResponse) GetSigningKeys() []*SigningKey {
+	if x != nil {
+		return x.SigningKeys
+	}
+	return nil
+}
+
+type RotateSigningKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateSigningKeyRequest) Reset() {
+	*x = RotateSigningKeyRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateSigningKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateSigningKeyRequest) ProtoMessage() {}
+
+func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateSigningKeyRequest.ProtoReflect.Descriptor instead.
+func (*RotateSigningKeyRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *RotateSigningKeyRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type RotateSigningKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key that signs from now on.
+	SigningKey    *SigningKey `protobuf:"bytes,1,opt,name=signing_key,json=signingKey,proto3" json:"signing_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateSigningKeyResponse) Reset() {
+	*x = RotateSigningKeyResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateSigningKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateSigningKeyResponse) ProtoMessage() {}
+
+func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateSigningKeyResponse.ProtoReflect.Descriptor instead.
+func (*RotateSigningKeyResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *RotateSigningKeyResponse) GetSigningKey() *SigningKey {
+	if x != nil {
+		return x.SigningKey
+	}
+	return nil
+}
+
 var File_seatd_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_admin_service_proto_rawDesc = "" +
@@ -3188,11 +3365,20 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\bend_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12-\n" +
 	"\x06bucket\x18\x03 \x01(\x0e2\x15.seatd.v1.UsageBucketR\x06bucket\x12,\n" +
 	"\x04rows\x18\x04 \x03(\v2\x18.seatd.v1.UsageReportRowR\x04rows\x12)\n" +
-	"\x05users\x18\x05 \x03(\v2\x13.seatd.v1.UserUsageR\x05users*X\n" +
+	"\x05users\x18\x05 \x03(\v2\x13.seatd.v1.UserUsageR\x05users\"5\n" +
+	"\x16ListSigningKeysRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"R\n" +
+	"\x17ListSigningKeysResponse\x127\n" +
+	"\fsigning_keys\x18\x01 \x03(\v2\x14.seatd.v1.SigningKeyR\vsigningKeys\"6\n" +
+	"\x17RotateSigningKeyRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"Q\n" +
+	"\x18RotateSigningKeyResponse\x125\n" +
+	"\vsigning_key\x18\x01 \x01(\v2\x14.seatd.v1.SigningKeyR\n" +
+	"signingKey*X\n" +
 	"\vUsageBucket\x12\x1c\n" +
 	"\x18USAGE_BUCKET_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11USAGE_BUCKET_HOUR\x10\x01\x12\x14\n" +
-	"\x10USAGE_BUCKET_DAY\x10\x022\x8c\f\n" +
+	"\x10USAGE_BUCKET_DAY\x10\x022\xbf\r\n" +
 	"\fAdminService\x12P\n" +
 	"\rCreateLicense\x12\x1e.seatd.v1.CreateLicenseRequest\x1a\x1f.seatd.v1.CreateLicenseResponse\x12G\n" +
 	"\n" +
@@ -3214,7 +3400,9 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x0fListUsageEvents\x12 .seatd.v1.ListUsageEventsRequest\x1a!.seatd.v1.ListUsageEventsResponse\x12\\\n" +
 	"\x11ListCleanupEvents\x12\".seatd.v1.ListCleanupEventsRequest\x1a#.seatd.v1.ListCleanupEventsResponse\x12V\n" +
 	"\x0fListAuditEvents\x12 .seatd.v1.ListAuditEventsRequest\x1a!.seatd.v1.ListAuditEventsResponse\x12S\n" +
-	"\x0eGetUsageReport\x12\x1f.seatd.v1.GetUsageReportRequest\x1a .seatd.v1.GetUsageReportResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\x0eGetUsageReport\x12\x1f.seatd.v1.GetUsageReportRequest\x1a .seatd.v1.GetUsageReportResponse\x12V\n" +
+	"\x0fListSigningKeys\x12 .seatd.v1.ListSigningKeysRequest\x1a!.seatd.v1.ListSigningKeysResponse\x12Y\n" +
+	"\x10RotateSigningKey\x12!.seatd.v1.RotateSigningKeyRequest\x1a\".seatd.v1.RotateSigningKeyResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_admin_service_proto_rawDescOnce sync.Once
@@ -3229,7 +3417,7 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(UsageBucket)(0),                  // 0: seatd.v1.UsageBucket
 	(*CreateLicenseRequest)(nil),      // 1: seatd.v1.CreateLicenseRequest
@@ -3278,116 +3466,127 @@ var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(*UsageReportRow)(nil),            // 44: seatd.v1.UsageReportRow
 	(*UserUsage)(nil),                 // 45: seatd.v1.UserUsage
 	(*GetUsageReportResponse)(nil),    // 46: seatd.v1.GetUsageReportResponse
-	nil,                               // 47: seatd.v1.AuditEvent.DetailsEntry
-	(*License)(nil),                   // 48: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),     // 49: google.protobuf.FieldMask
-	(LeaseState)(0),                   // 50: seatd.v1.LeaseState
-	(*Lease)(nil),                     // 51: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),     // 52: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),       // 53: google.protobuf.Duration
-	(*Tenant)(nil),                    // 54: seatd.v1.Tenant
-	(*ApiKey)(nil),                    // 55: seatd.v1.ApiKey
+	(*ListSigningKeysRequest)(nil),    // 47: seatd.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),   // 48: seatd.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),   // 49: seatd.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),  // 50: seatd.v1.RotateSigningKeyResponse
+	nil,                               // 51: seatd.v1.AuditEvent.DetailsEntry
+	(*License)(nil),                   // 52: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),     // 53: google.protobuf.FieldMask
+	(LeaseState)(0),                   // 54: seatd.v1.LeaseState
+	(*Lease)(nil),                     // 55: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),     // 56: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),       // 57: google.protobuf.Duration
+	(*Tenant)(nil),                    // 58: seatd.v1.Tenant
+	(*ApiKey)(nil),                    // 59: seatd.v1.ApiKey
+	(*SigningKey)(nil),                // 60: seatd.v1.SigningKey
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	48, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	48, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	48, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	48, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	48, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	49, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	48, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	50, // 7: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	51, // 8: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	51, // 9: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	52, // 10: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	53, // 11: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	52, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	52, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	52, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	52, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	52, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	53, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	52, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	54, // 7: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	55, // 8: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	55, // 9: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	56, // 10: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	57, // 11: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
 	16, // 12: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
 	16, // 13: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	52, // 14: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	53, // 15: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	52, // 16: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	52, // 17: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	52, // 18: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	52, // 19: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	56, // 14: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	57, // 15: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	56, // 16: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	56, // 17: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	56, // 18: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	56, // 19: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	21, // 20: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
 	22, // 21: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	54, // 22: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	54, // 23: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	54, // 24: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	55, // 25: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	55, // 26: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	55, // 27: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	52, // 28: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	52, // 29: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	50, // 30: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
-	52, // 31: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
-	52, // 32: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
-	53, // 33: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	58, // 22: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	58, // 23: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	58, // 24: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	59, // 25: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	59, // 26: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	59, // 27: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	56, // 28: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	56, // 29: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	54, // 30: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	56, // 31: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	56, // 32: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	57, // 33: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
 	35, // 34: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
-	52, // 35: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	52, // 36: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	52, // 37: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	52, // 38: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
-	52, // 39: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	56, // 35: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	56, // 36: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	56, // 37: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	56, // 38: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	56, // 39: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
 	38, // 40: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
-	52, // 41: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	52, // 42: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	47, // 43: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
-	52, // 44: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	56, // 41: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	56, // 42: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	51, // 43: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
+	56, // 44: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	41, // 45: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
-	52, // 46: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	52, // 47: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	56, // 46: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	56, // 47: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
 	0,  // 48: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
-	52, // 49: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
-	53, // 50: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
-	52, // 51: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	52, // 52: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	56, // 49: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
+	57, // 50: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
+	56, // 51: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	56, // 52: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	0,  // 53: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
 	44, // 54: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
 	45, // 55: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
-	1,  // 56: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	3,  // 57: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	5,  // 58: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	7,  // 59: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	9,  // 60: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	11, // 61: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	13, // 62: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	15, // 63: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	18, // 64: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	20, // 65: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	24, // 66: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	26, // 67: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	28, // 68: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	30, // 69: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	32, // 70: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	34, // 71: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
-	37, // 72: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
-	40, // 73: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
-	43, // 74: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
-	2,  // 75: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	4,  // 76: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	6,  // 77: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	8,  // 78: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	10, // 79: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	12, // 80: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	14, // 81: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	17, // 82: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	19, // 83: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	23, // 84: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	25, // 85: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	27, // 86: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	29, // 87: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	31, // 88: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	33, // 89: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	36, // 90: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
-	39, // 91: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
-	42, // 92: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
-	46, // 93: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
-	75, // [75:94] is the sub-list for method output_type
-	56, // [56:75] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	60, // 56: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
+	60, // 57: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
+	1,  // 58: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	3,  // 59: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	5,  // 60: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	7,  // 61: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	9,  // 62: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	11, // 63: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	13, // 64: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	15, // 65: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	18, // 66: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	20, // 67: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	24, // 68: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	26, // 69: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	28, // 70: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	30, // 71: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	32, // 72: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	34, // 73: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	37, // 74: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	40, // 75: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	43, // 76: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
+	47, // 77: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
+	49, // 78: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
+	2,  // 79: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	4,  // 80: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	6,  // 81: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	8,  // 82: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	10, // 83: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	12, // 84: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	14, // 85: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	17, // 86: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	19, // 87: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	23, // 88: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	25, // 89: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	27, // 90: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	29, // 91: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	31, // 92: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	33, // 93: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	36, // 94: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	39, // 95: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	42, // 96: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	46, // 97: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
+	48, // 98: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
+	50, // 99: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
+	79, // [79:100] is the sub-list for method output_type
+	58, // [58:79] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -3402,7 +3601,7 @@ func file_seatd_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   47,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,8 @@ const (
 	AdminService_ListCleanupEvents_FullMethodName = "/seatd.v1.AdminService/ListCleanupEvents"
 	AdminService_ListAuditEvents_FullMethodName   = "/seatd.v1.AdminService/ListAuditEvents"
 	AdminService_GetUsageReport_FullMethodName    = "/seatd.v1.AdminService/GetUsageReport"
+	AdminService_ListSigningKeys_FullMethodName   = "/seatd.v1.AdminService/ListSigningKeys"
+	AdminService_RotateSigningKey_FullMethodName  = "/seatd.v1.AdminService/RotateSigningKey"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -91,6 +93,14 @@ type AdminServiceClient interface {
 	// held at once, seat-hours, acquisitions, denials and queue waits, with a
 	// per-user table.
 	GetUsageReport(ctx context.Context, in *GetUsageReportRequest, opts ...grpc.CallOption) (*GetUsageReportResponse, error)
+	// ListSigningKeys lists the tenant's lease-signing keys (public halves),
+	// newest first, retired ones too.
+	ListSigningKeys(ctx context.Context, in *ListSigningKeysRequest, opts ...grpc.CallOption) (*ListSigningKeysResponse, error)
+	// RotateSigningKey makes a new key the one that signs lease
+	// certificates; the old one is retired but stays published until every
+	// certificate it signed has expired. A product that embeds the JWKS must
+	// ship the new key before it sees certificates signed with it.
+	RotateSigningKey(ctx context.Context, in *RotateSigningKeyRequest, opts ...grpc.CallOption) (*RotateSigningKeyResponse, error)
 }
 
 type adminServiceClient struct {
@@ -291,6 +301,26 @@ func (c *adminServiceClient) GetUsageReport(ctx context.Context, in *GetUsageRep
 	return out, nil
 }
 
+func (c *adminServiceClient) ListSigningKeys(ctx context.Context, in *ListSigningKeysRequest, opts ...grpc.CallOption) (*ListSigningKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSigningKeysResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListSigningKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RotateSigningKey(ctx context.Context, in *RotateSigningKeyRequest, opts ...grpc.CallOption) (*RotateSigningKeyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RotateSigningKeyResponse)
+	err := c.cc.Invoke(ctx, AdminService_RotateSigningKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -342,6 +372,14 @@ type AdminServiceServer interface {
 	// held at once, seat-hours, acquisitions, denials and queue waits, with a
 	// per-user table.
 	GetUsageReport(context.Context, *GetUsageReportRequest) (*GetUsageReportResponse, error)
+	// ListSigningKeys lists the tenant's lease-signing keys (public halves),
+	// newest first, retired ones too.
+	ListSigningKeys(context.Context, *ListSigningKeysRequest) (*ListSigningKeysResponse, error)
+	// RotateSigningKey makes a new key the one that signs lease
+	// certificates; the old one is retired but stays published until every
+	// certificate it signed has expired. A product that embeds the JWKS must
+	// ship the new key before it sees certificates signed with it.
+	RotateSigningKey(context.Context, *RotateSigningKeyRequest) (*RotateSigningKeyResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -408,6 +446,12 @@ func (UnimplementedAdminServiceServer) ListAuditEvents(context.Context, *ListAud
 }
 func (UnimplementedAdminServiceServer) GetUsageReport(context.Context, *GetUsageReportRequest) (*GetUsageReportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetUsageReport not implemented")
+}
+func (UnimplementedAdminServiceServer) ListSigningKeys(context.Context, *ListSigningKeysRequest) (*ListSigningKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSigningKeys not implemented")
+}
+func (UnimplementedAdminServiceServer) RotateSigningKey(context.Context, *RotateSigningKeyRequest) (*RotateSigningKeyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RotateSigningKey not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -772,6 +816,42 @@ func _AdminService_GetUsageReport_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListSigningKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSigningKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListSigningKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListSigningKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListSigningKeys(ctx, req.(*ListSigningKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RotateSigningKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RotateSigningKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RotateSigningKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RotateSigningKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RotateSigningKey(ctx, req.(*RotateSigningKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -854,6 +934,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetUsageReport",
 			Handler:    _AdminService_GetUsageReport_Handler,
+		},
+		{
+			MethodName: "ListSigningKeys",
+			Handler:    _AdminService_ListSigningKeys_Handler,
+		},
+		{
+			MethodName: "RotateSigningKey",
+			Handler:    _AdminService_RotateSigningKey_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -81,9 +81,11 @@ func (HeartbeatSignal) EnumDescriptor() ([]byte, []int) {
 }
 
 type HeartbeatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LeaseId       string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
-	LeaseToken    string                 `protobuf:"bytes,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	LeaseId    string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	LeaseToken string                 `protobuf:"bytes,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	// As AcquireSeatRequest.nonce: repeated in the answer's certificate.
+	Nonce         string `protobuf:"bytes,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -132,6 +134,13 @@ func (x *HeartbeatRequest) GetLeaseToken() string {
 	return ""
 }
 
+func (x *HeartbeatRequest) GetNonce() string {
+	if x != nil {
+		return x.Nonce
+	}
+	return ""
+}
+
 // HeartbeatResponse answers a heartbeat. The contract for the deadline is
 // `expires_at` (REST: `expiresAt` at the top of the answer), as in
 // HeartbeatStreamResponse: read the deadline there. `lease` is the lease as
@@ -147,9 +156,12 @@ type HeartbeatResponse struct {
 	// When to heartbeat next, at the latest.
 	HeartbeatInterval *durationpb.Duration `protobuf:"bytes,2,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
 	// The lease after the heartbeat; lease.expires_at == expires_at.
-	Lease         *Lease `protobuf:"bytes,3,opt,name=lease,proto3" json:"lease,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Lease *Lease `protobuf:"bytes,3,opt,name=lease,proto3" json:"lease,omitempty"`
+	// The lease's certificate until the new deadline (see
+	// AcquireSeatResponse.lease_certificate).
+	LeaseCertificate string `protobuf:"bytes,4,opt,name=lease_certificate,json=leaseCertificate,proto3" json:"lease_certificate,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {
@@ -203,11 +215,20 @@ func (x *HeartbeatResponse) GetLease() *Lease {
 	return nil
 }
 
+func (x *HeartbeatResponse) GetLeaseCertificate() string {
+	if x != nil {
+		return x.LeaseCertificate
+	}
+	return ""
+}
+
 type HeartbeatStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required in the first message; later messages may leave both empty.
-	LeaseId       string `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
-	LeaseToken    string `protobuf:"bytes,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	LeaseId    string `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	LeaseToken string `protobuf:"bytes,2,opt,name=lease_token,json=leaseToken,proto3" json:"lease_token,omitempty"`
+	// As AcquireSeatRequest.nonce, for the certificate in this ping's answer.
+	Nonce         string `protobuf:"bytes,3,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -256,13 +277,23 @@ func (x *HeartbeatStreamRequest) GetLeaseToken() string {
 	return ""
 }
 
+func (x *HeartbeatStreamRequest) GetNonce() string {
+	if x != nil {
+		return x.Nonce
+	}
+	return ""
+}
+
 type HeartbeatStreamResponse struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	ExpiresAt         *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	HeartbeatInterval *durationpb.Duration   `protobuf:"bytes,2,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
 	Signal            HeartbeatSignal        `protobuf:"varint,3,opt,name=signal,proto3,enum=seatd.v1.HeartbeatSignal" json:"signal,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The lease's certificate until expires_at, in every answer to a ping
+	// (not in a signal's message: the lease is over or moving).
+	LeaseCertificate string `protobuf:"bytes,4,opt,name=lease_certificate,json=leaseCertificate,proto3" json:"lease_certificate,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *HeartbeatStreamResponse) Reset() {
@@ -316,29 +347,40 @@ func (x *HeartbeatStreamResponse) GetSignal() HeartbeatSignal {
 	return HeartbeatSignal_HEARTBEAT_SIGNAL_UNSPECIFIED
 }
 
+func (x *HeartbeatStreamResponse) GetLeaseCertificate() string {
+	if x != nil {
+		return x.LeaseCertificate
+	}
+	return ""
+}
+
 var File_seatd_v1_heartbeat_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_heartbeat_service_proto_rawDesc = "" +
 	"\n" +
-	" seatd/v1/heartbeat_service.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18seatd/v1/resources.proto\"N\n" +
+	" seatd/v1/heartbeat_service.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18seatd/v1/resources.proto\"d\n" +
 	"\x10HeartbeatRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
-	"leaseToken\"\xbf\x01\n" +
+	"leaseToken\x12\x14\n" +
+	"\x05nonce\x18\x03 \x01(\tR\x05nonce\"\xec\x01\n" +
 	"\x11HeartbeatResponse\x129\n" +
 	"\n" +
 	"expires_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12H\n" +
 	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12%\n" +
-	"\x05lease\x18\x03 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\"T\n" +
+	"\x05lease\x18\x03 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\x12+\n" +
+	"\x11lease_certificate\x18\x04 \x01(\tR\x10leaseCertificate\"j\n" +
 	"\x16HeartbeatStreamRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
-	"leaseToken\"\xd1\x01\n" +
+	"leaseToken\x12\x14\n" +
+	"\x05nonce\x18\x03 \x01(\tR\x05nonce\"\xfe\x01\n" +
 	"\x17HeartbeatStreamResponse\x129\n" +
 	"\n" +
 	"expires_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12H\n" +
 	"\x12heartbeat_interval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x121\n" +
-	"\x06signal\x18\x03 \x01(\x0e2\x19.seatd.v1.HeartbeatSignalR\x06signal*\x8f\x01\n" +
+	"\x06signal\x18\x03 \x01(\x0e2\x19.seatd.v1.HeartbeatSignalR\x06signal\x12+\n" +
+	"\x11lease_certificate\x18\x04 \x01(\tR\x10leaseCertificate*\x8f\x01\n" +
 	"\x0fHeartbeatSignal\x12 \n" +
 	"\x1cHEARTBEAT_SIGNAL_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18HEARTBEAT_SIGNAL_REVOKED\x10\x01\x12\x1e\n" +

@@ -188,9 +188,16 @@ type License struct {
 	SeatsInUse int32 `protobuf:"varint,15,opt,name=seats_in_use,json=seatsInUse,proto3" json:"seats_in_use,omitempty"`
 	// Clients waiting for a seat (WaitForSeat) when GetLicense or
 	// ListLicenses answers. Output only; ignored on create and update.
-	Waiting       int32 `protobuf:"varint,16,opt,name=waiting,proto3" json:"waiting,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Waiting int32 `protobuf:"varint,16,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// The longest a seat of this license may be borrowed for offline use
+	// (AcquireSeatRequest.borrow_duration). 0 (the default): no borrowing.
+	// At most 30 days.
+	MaxBorrowDuration *durationpb.Duration `protobuf:"bytes,17,opt,name=max_borrow_duration,json=maxBorrowDuration,proto3" json:"max_borrow_duration,omitempty"`
+	// How many seats may be borrowed at once; borrowed seats also count
+	// against `seats`. 0 (the default): as many as there are seats.
+	MaxBorrowedSeats int32 `protobuf:"varint,18,opt,name=max_borrowed_seats,json=maxBorrowedSeats,proto3" json:"max_borrowed_seats,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *License) Reset() {
@@ -335,6 +342,20 @@ func (x *License) GetWaiting() int32 {
 	return 0
 }
 
+func (x *License) GetMaxBorrowDuration() *durationpb.Duration {
+	if x != nil {
+		return x.MaxBorrowDuration
+	}
+	return nil
+}
+
+func (x *License) GetMaxBorrowedSeats() int32 {
+	if x != nil {
+		return x.MaxBorrowedSeats
+	}
+	return 0
+}
+
 // A Lease is one seat held by one running copy of the product.
 type Lease struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -351,7 +372,11 @@ type Lease struct {
 	Metadata        map[string]string      `protobuf:"bytes,9,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	LastHeartbeatAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=last_heartbeat_at,json=lastHeartbeatAt,proto3" json:"last_heartbeat_at,omitempty"`
 	// When the lease reached its terminal state (unset while active).
-	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	EndedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	// A borrowed lease (AcquireSeatRequest.borrow_duration) holds its seat
+	// until expires_at or its early return (ReleaseSeat), with no heartbeats.
+	// It cannot be revoked: its certificate stays valid offline until then.
+	Borrowed      bool `protobuf:"varint,12,opt,name=borrowed,proto3" json:"borrowed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -461,6 +486,13 @@ func (x *Lease) GetEndedAt() *timestamppb.Timestamp {
 		return x.EndedAt
 	}
 	return nil
+}
+
+func (x *Lease) GetBorrowed() bool {
+	if x != nil {
+		return x.Borrowed
+	}
+	return false
 }
 
 // A Tenant owns licenses and API keys; tenants never see each other's data.
@@ -603,6 +635,188 @@ func (x *TenantQuotas) GetMaxApiKeys() int64 {
 }
 
 // An ApiKey lets its holder administer the licenses of one tenant.
+// A SigningKey is one of a tenant's Ed25519 keys that sign lease
+// certificates. Only its public half ever leaves the server.
+type SigningKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The JWS `kid` of the certificates it signs.
+	Kid        string                 `protobuf:"bytes,1,opt,name=kid,proto3" json:"kid,omitempty"`
+	TenantId   string                 `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// Set once RotateSigningKey replaced it; it signs nothing after that.
+	RetireTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=retire_time,json=retireTime,proto3" json:"retire_time,omitempty"`
+	// A retired key stays published (GetSigningKeys) until every certificate
+	// it signed has expired: retire_time + the longest a certificate lives.
+	PublishUntil *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=publish_until,json=publishUntil,proto3" json:"publish_until,omitempty"`
+	// The public key as a JWK (OKP, Ed25519).
+	PublicKey     *JsonWebKey `protobuf:"bytes,6,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SigningKey) Reset() {
+	*x = SigningKey{}
+	mi := &file_seatd_v1_resources_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SigningKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SigningKey) ProtoMessage() {}
+
+func (x *SigningKey) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_resources_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SigningKey.ProtoReflect.Descriptor instead.
+func (*SigningKey) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SigningKey) GetKid() string {
+	if x != nil {
+		return x.Kid
+	}
+	return ""
+}
+
+func (x *SigningKey) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SigningKey) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *SigningKey) GetRetireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetireTime
+	}
+	return nil
+}
+
+func (x *SigningKey) GetPublishUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PublishUntil
+	}
+	return nil
+}
+
+func (x *SigningKey) GetPublicKey() *JsonWebKey {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
+// JsonWebKey is a public key in RFC 7517 / RFC 8037 form; over REST it is
+// the JWK itself.
+type JsonWebKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Always "OKP".
+	Kty string `protobuf:"bytes,1,opt,name=kty,proto3" json:"kty,omitempty"`
+	// Always "Ed25519".
+	Crv string `protobuf:"bytes,2,opt,name=crv,proto3" json:"crv,omitempty"`
+	// The public key, base64url without padding.
+	X   string `protobuf:"bytes,3,opt,name=x,proto3" json:"x,omitempty"`
+	Kid string `protobuf:"bytes,4,opt,name=kid,proto3" json:"kid,omitempty"`
+	// Always "sig".
+	Use string `protobuf:"bytes,5,opt,name=use,proto3" json:"use,omitempty"`
+	// Always "EdDSA".
+	Alg           string `protobuf:"bytes,6,opt,name=alg,proto3" json:"alg,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JsonWebKey) Reset() {
+	*x = JsonWebKey{}
+	mi := &file_seatd_v1_resources_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JsonWebKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JsonWebKey) ProtoMessage() {}
+
+func (x *JsonWebKey) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_resources_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JsonWebKey.ProtoReflect.Descriptor instead.
+func (*JsonWebKey) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *JsonWebKey) GetKty() string {
+	if x != nil {
+		return x.Kty
+	}
+	return ""
+}
+
+func (x *JsonWebKey) GetCrv() string {
+	if x != nil {
+		return x.Crv
+	}
+	return ""
+}
+
+func (x *JsonWebKey) GetX() string {
+	if x != nil {
+		return x.X
+	}
+	return ""
+}
+
+func (x *JsonWebKey) GetKid() string {
+	if x != nil {
+		return x.Kid
+	}
+	return ""
+}
+
+func (x *JsonWebKey) GetUse() string {
+	if x != nil {
+		return x.Use
+	}
+	return ""
+}
+
+func (x *JsonWebKey) GetAlg() string {
+	if x != nil {
+		return x.Alg
+	}
+	return ""
+}
+
 type ApiKey struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -618,7 +832,7 @@ type ApiKey struct {
 
 func (x *ApiKey) Reset() {
 	*x = ApiKey{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[4]
+	mi := &file_seatd_v1_resources_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +844,7 @@ func (x *ApiKey) String() string {
 func (*ApiKey) ProtoMessage() {}
 
 func (x *ApiKey) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[4]
+	mi := &file_seatd_v1_resources_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +857,7 @@ func (x *ApiKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKey.ProtoReflect.Descriptor instead.
 func (*ApiKey) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{4}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ApiKey) GetId() string {
@@ -685,7 +899,7 @@ var File_seatd_v1_resources_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\n" +
-	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x05\n" +
+	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdc\x06\n" +
 	"\aLicense\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
@@ -707,11 +921,13 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"updateTime\x12 \n" +
 	"\fseats_in_use\x18\x0f \x01(\x05R\n" +
 	"seatsInUse\x12\x18\n" +
-	"\awaiting\x18\x10 \x01(\x05R\awaiting\x1a;\n" +
+	"\awaiting\x18\x10 \x01(\x05R\awaiting\x12I\n" +
+	"\x13max_borrow_duration\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x11maxBorrowDuration\x12,\n" +
+	"\x12max_borrowed_seats\x18\x12 \x01(\x05R\x10maxBorrowedSeats\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
-	"\a_active\"\xa3\x04\n" +
+	"\a_active\"\xbf\x04\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -727,7 +943,8 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\bmetadata\x18\t \x03(\v2\x1d.seatd.v1.Lease.MetadataEntryR\bmetadata\x12F\n" +
 	"\x11last_heartbeat_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0flastHeartbeatAt\x125\n" +
-	"\bended_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x1a;\n" +
+	"\bended_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x1a\n" +
+	"\bborrowed\x18\f \x01(\bR\bborrowed\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
@@ -741,7 +958,26 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\fmax_licenses\x18\x01 \x01(\x03R\vmaxLicenses\x12\x1b\n" +
 	"\tmax_seats\x18\x02 \x01(\x03R\bmaxSeats\x12 \n" +
 	"\fmax_api_keys\x18\x03 \x01(\x03R\n" +
-	"maxApiKeys\"\xc3\x01\n" +
+	"maxApiKeys\"\xab\x02\n" +
+	"\n" +
+	"SigningKey\x12\x10\n" +
+	"\x03kid\x18\x01 \x01(\tR\x03kid\x12\x1b\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12;\n" +
+	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vretire_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"retireTime\x12?\n" +
+	"\rpublish_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fpublishUntil\x123\n" +
+	"\n" +
+	"public_key\x18\x06 \x01(\v2\x14.seatd.v1.JsonWebKeyR\tpublicKey\"t\n" +
+	"\n" +
+	"JsonWebKey\x12\x10\n" +
+	"\x03kty\x18\x01 \x01(\tR\x03kty\x12\x10\n" +
+	"\x03crv\x18\x02 \x01(\tR\x03crv\x12\f\n" +
+	"\x01x\x18\x03 \x01(\tR\x01x\x12\x10\n" +
+	"\x03kid\x18\x04 \x01(\tR\x03kid\x12\x10\n" +
+	"\x03use\x18\x05 \x01(\tR\x03use\x12\x10\n" +
+	"\x03alg\x18\x06 \x01(\tR\x03alg\"\xc3\x01\n" +
 	"\x06ApiKey\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x12\n" +
@@ -777,7 +1013,7 @@ func file_seatd_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_seatd_v1_resources_proto_goTypes = []any{
 	(LeasingStrategy)(0),          // 0: seatd.v1.LeasingStrategy
 	(LeaseState)(0),               // 1: seatd.v1.LeaseState
@@ -785,35 +1021,42 @@ var file_seatd_v1_resources_proto_goTypes = []any{
 	(*Lease)(nil),                 // 3: seatd.v1.Lease
 	(*Tenant)(nil),                // 4: seatd.v1.Tenant
 	(*TenantQuotas)(nil),          // 5: seatd.v1.TenantQuotas
-	(*ApiKey)(nil),                // 6: seatd.v1.ApiKey
-	nil,                           // 7: seatd.v1.License.MetadataEntry
-	nil,                           // 8: seatd.v1.Lease.MetadataEntry
-	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*SigningKey)(nil),            // 6: seatd.v1.SigningKey
+	(*JsonWebKey)(nil),            // 7: seatd.v1.JsonWebKey
+	(*ApiKey)(nil),                // 8: seatd.v1.ApiKey
+	nil,                           // 9: seatd.v1.License.MetadataEntry
+	nil,                           // 10: seatd.v1.Lease.MetadataEntry
+	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_seatd_v1_resources_proto_depIdxs = []int32{
-	9,  // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
-	9,  // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
+	11, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
+	11, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
 	0,  // 2: seatd.v1.License.leasing_strategy:type_name -> seatd.v1.LeasingStrategy
-	10, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
-	7,  // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
-	10, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
-	10, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
-	1,  // 7: seatd.v1.Lease.state:type_name -> seatd.v1.LeaseState
-	10, // 8: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
-	10, // 9: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 10: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
-	10, // 11: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	10, // 12: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
-	10, // 13: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	5,  // 14: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
-	10, // 15: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
-	10, // 16: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	12, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
+	9,  // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
+	12, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
+	12, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
+	11, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
+	1,  // 8: seatd.v1.Lease.state:type_name -> seatd.v1.LeaseState
+	12, // 9: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
+	12, // 10: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
+	10, // 11: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
+	12, // 12: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	12, // 13: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
+	12, // 14: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	5,  // 15: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
+	12, // 16: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	12, // 17: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	12, // 18: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
+	7,  // 19: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
+	12, // 20: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
+	12, // 21: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_resources_proto_init() }
@@ -828,7 +1071,7 @@ func file_seatd_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_resources_proto_rawDesc), len(file_seatd_v1_resources_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

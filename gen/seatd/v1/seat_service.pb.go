@@ -34,6 +34,15 @@ type AcquireSeatRequest struct {
 	Metadata    map[string]string `protobuf:"bytes,5,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Optional: retrying with the same key returns the same lease.
 	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// Optional: up to 128 characters the client chose at random (e.g. 16
+	// random bytes, base64url). The lease certificate repeats it, so an
+	// answer recorded earlier cannot be replayed by a fake server.
+	Nonce string `protobuf:"bytes,7,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	// Borrow the seat for offline use, for this long (at most the license's
+	// max_borrow_duration). The lease then needs no heartbeats and holds its
+	// seat until it lapses or is returned with ReleaseSeat. Unset: a normal
+	// lease, kept alive by heartbeats.
+	BorrowDuration *durationpb.Duration `protobuf:"bytes,8,opt,name=borrow_duration,json=borrowDuration,proto3" json:"borrow_duration,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -110,6 +119,20 @@ func (x *AcquireSeatRequest) GetIdempotencyKey() string {
 	return ""
 }
 
+func (x *AcquireSeatRequest) GetNonce() string {
+	if x != nil {
+		return x.Nonce
+	}
+	return ""
+}
+
+func (x *AcquireSeatRequest) GetBorrowDuration() *durationpb.Duration {
+	if x != nil {
+		return x.BorrowDuration
+	}
+	return nil
+}
+
 type AcquireSeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Lease *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
@@ -122,9 +145,15 @@ type AcquireSeatResponse struct {
 	// Live leases on the license, this one included.
 	SeatsInUse int32 `protobuf:"varint,4,opt,name=seats_in_use,json=seatsInUse,proto3" json:"seats_in_use,omitempty"`
 	// The seat limit (seats + overdraft).
-	SeatLimit     int32 `protobuf:"varint,5,opt,name=seat_limit,json=seatLimit,proto3" json:"seat_limit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SeatLimit int32 `protobuf:"varint,5,opt,name=seat_limit,json=seatLimit,proto3" json:"seat_limit,omitempty"`
+	// Proof, signed by the tenant's key, that this server granted this lease
+	// until its deadline: a JWS compact token (alg EdDSA, kid of a key in
+	// GetSigningKeys). Claims: iss "seatd", sub and lease_id (the lease id),
+	// tenant_id, license_id, fingerprint, iat, exp (the lease's deadline,
+	// whole seconds, rounded down), borrowed, nonce (the request's).
+	LeaseCertificate string `protobuf:"bytes,6,opt,name=lease_certificate,json=leaseCertificate,proto3" json:"lease_certificate,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *AcquireSeatResponse) Reset() {
@@ -190,6 +219,13 @@ func (x *AcquireSeatResponse) GetSeatLimit() int32 {
 		return x.SeatLimit
 	}
 	return 0
+}
+
+func (x *AcquireSeatResponse) GetLeaseCertificate() string {
+	if x != nil {
+		return x.LeaseCertificate
+	}
+	return ""
 }
 
 type ReleaseSeatRequest struct {
@@ -303,7 +339,9 @@ type WaitForSeatRequest struct {
 	// unknown or lapsed ticket joins at the back. Taking a place over moves it
 	// to a new ticket: a stream still holding the old one loses it. Empty:
 	// join at the back.
-	QueueTicket   string `protobuf:"bytes,7,opt,name=queue_ticket,json=queueTicket,proto3" json:"queue_ticket,omitempty"`
+	QueueTicket string `protobuf:"bytes,7,opt,name=queue_ticket,json=queueTicket,proto3" json:"queue_ticket,omitempty"`
+	// As AcquireSeatRequest.nonce, for the granted lease's certificate.
+	Nonce         string `protobuf:"bytes,8,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -383,6 +421,13 @@ func (x *WaitForSeatRequest) GetIdempotencyKey() string {
 func (x *WaitForSeatRequest) GetQueueTicket() string {
 	if x != nil {
 		return x.QueueTicket
+	}
+	return ""
+}
+
+func (x *WaitForSeatRequest) GetNonce() string {
+	if x != nil {
+		return x.Nonce
 	}
 	return ""
 }
@@ -533,11 +578,102 @@ func (*WaitForSeatResponse_Position) isWaitForSeatResponse_Event() {}
 
 func (*WaitForSeatResponse_Granted) isWaitForSeatResponse_Event() {}
 
+type GetSigningKeysRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: the "default" tenant.
+	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSigningKeysRequest) Reset() {
+	*x = GetSigningKeysRequest{}
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSigningKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSigningKeysRequest) ProtoMessage() {}
+
+func (x *GetSigningKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSigningKeysRequest.ProtoReflect.Descriptor instead.
+func (*GetSigningKeysRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GetSigningKeysRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+// GetSigningKeysResponse is a JWKS (RFC 7517): the key that signs now and
+// the retired keys whose certificates may still be valid.
+type GetSigningKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []*JsonWebKey          `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSigningKeysResponse) Reset() {
+	*x = GetSigningKeysResponse{}
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSigningKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSigningKeysResponse) ProtoMessage() {}
+
+func (x *GetSigningKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSigningKeysResponse.ProtoReflect.Descriptor instead.
+func (*GetSigningKeysResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetSigningKeysResponse) GetKeys() []*JsonWebKey {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 var File_seatd_v1_seat_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1bseatd/v1/seat_service.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18seatd/v1/resources.proto\"\xb5\x02\n" +
+	"\x1bseatd/v1/seat_service.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18seatd/v1/resources.proto\"\x8f\x03\n" +
 	"\x12AcquireSeatRequest\x12\x1f\n" +
 	"\vlicense_key\x18\x01 \x01(\tR\n" +
 	"licenseKey\x12 \n" +
@@ -545,10 +681,12 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\x04user\x18\x03 \x01(\tR\x04user\x12\x1a\n" +
 	"\bhostname\x18\x04 \x01(\tR\bhostname\x12F\n" +
 	"\bmetadata\x18\x05 \x03(\v2*.seatd.v1.AcquireSeatRequest.MetadataEntryR\bmetadata\x12'\n" +
-	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x1a;\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
+	"\x05nonce\x18\a \x01(\tR\x05nonce\x12B\n" +
+	"\x0fborrow_duration\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0eborrowDuration\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe8\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x02\n" +
 	"\x13AcquireSeatResponse\x12%\n" +
 	"\x05lease\x18\x01 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
@@ -557,13 +695,14 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\fseats_in_use\x18\x04 \x01(\x05R\n" +
 	"seatsInUse\x12\x1d\n" +
 	"\n" +
-	"seat_limit\x18\x05 \x01(\x05R\tseatLimit\"P\n" +
+	"seat_limit\x18\x05 \x01(\x05R\tseatLimit\x12+\n" +
+	"\x11lease_certificate\x18\x06 \x01(\tR\x10leaseCertificate\"P\n" +
 	"\x12ReleaseSeatRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
 	"leaseToken\"<\n" +
 	"\x13ReleaseSeatResponse\x12%\n" +
-	"\x05lease\x18\x01 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\"\xd8\x02\n" +
+	"\x05lease\x18\x01 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\"\xee\x02\n" +
 	"\x12WaitForSeatRequest\x12\x1f\n" +
 	"\vlicense_key\x18\x01 \x01(\tR\n" +
 	"licenseKey\x12 \n" +
@@ -572,7 +711,8 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\bhostname\x18\x04 \x01(\tR\bhostname\x12F\n" +
 	"\bmetadata\x18\x05 \x03(\v2*.seatd.v1.WaitForSeatRequest.MetadataEntryR\bmetadata\x12'\n" +
 	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12!\n" +
-	"\fqueue_ticket\x18\a \x01(\tR\vqueueTicket\x1a;\n" +
+	"\fqueue_ticket\x18\a \x01(\tR\vqueueTicket\x12\x14\n" +
+	"\x05nonce\x18\b \x01(\tR\x05nonce\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
@@ -583,11 +723,16 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\x13WaitForSeatResponse\x125\n" +
 	"\bposition\x18\x01 \x01(\v2\x17.seatd.v1.QueuePositionH\x00R\bposition\x129\n" +
 	"\agranted\x18\x02 \x01(\v2\x1d.seatd.v1.AcquireSeatResponseH\x00R\agrantedB\a\n" +
-	"\x05event2\xf3\x01\n" +
+	"\x05event\"4\n" +
+	"\x15GetSigningKeysRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"B\n" +
+	"\x16GetSigningKeysResponse\x12(\n" +
+	"\x04keys\x18\x01 \x03(\v2\x14.seatd.v1.JsonWebKeyR\x04keys2\xc8\x02\n" +
 	"\vSeatService\x12J\n" +
 	"\vAcquireSeat\x12\x1c.seatd.v1.AcquireSeatRequest\x1a\x1d.seatd.v1.AcquireSeatResponse\x12J\n" +
 	"\vReleaseSeat\x12\x1c.seatd.v1.ReleaseSeatRequest\x1a\x1d.seatd.v1.ReleaseSeatResponse\x12L\n" +
-	"\vWaitForSeat\x12\x1c.seatd.v1.WaitForSeatRequest\x1a\x1d.seatd.v1.WaitForSeatResponse0\x01B-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\vWaitForSeat\x12\x1c.seatd.v1.WaitForSeatRequest\x1a\x1d.seatd.v1.WaitForSeatResponse0\x01\x12S\n" +
+	"\x0eGetSigningKeys\x12\x1f.seatd.v1.GetSigningKeysRequest\x1a .seatd.v1.GetSigningKeysResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_seat_service_proto_rawDescOnce sync.Once
@@ -601,39 +746,46 @@ func file_seatd_v1_seat_service_proto_rawDescGZIP() []byte {
 	return file_seatd_v1_seat_service_proto_rawDescData
 }
 
-var file_seatd_v1_seat_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_seatd_v1_seat_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_seatd_v1_seat_service_proto_goTypes = []any{
-	(*AcquireSeatRequest)(nil),  // 0: seatd.v1.AcquireSeatRequest
-	(*AcquireSeatResponse)(nil), // 1: seatd.v1.AcquireSeatResponse
-	(*ReleaseSeatRequest)(nil),  // 2: seatd.v1.ReleaseSeatRequest
-	(*ReleaseSeatResponse)(nil), // 3: seatd.v1.ReleaseSeatResponse
-	(*WaitForSeatRequest)(nil),  // 4: seatd.v1.WaitForSeatRequest
-	(*QueuePosition)(nil),       // 5: seatd.v1.QueuePosition
-	(*WaitForSeatResponse)(nil), // 6: seatd.v1.WaitForSeatResponse
-	nil,                         // 7: seatd.v1.AcquireSeatRequest.MetadataEntry
-	nil,                         // 8: seatd.v1.WaitForSeatRequest.MetadataEntry
-	(*Lease)(nil),               // 9: seatd.v1.Lease
-	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
+	(*AcquireSeatRequest)(nil),     // 0: seatd.v1.AcquireSeatRequest
+	(*AcquireSeatResponse)(nil),    // 1: seatd.v1.AcquireSeatResponse
+	(*ReleaseSeatRequest)(nil),     // 2: seatd.v1.ReleaseSeatRequest
+	(*ReleaseSeatResponse)(nil),    // 3: seatd.v1.ReleaseSeatResponse
+	(*WaitForSeatRequest)(nil),     // 4: seatd.v1.WaitForSeatRequest
+	(*QueuePosition)(nil),          // 5: seatd.v1.QueuePosition
+	(*WaitForSeatResponse)(nil),    // 6: seatd.v1.WaitForSeatResponse
+	(*GetSigningKeysRequest)(nil),  // 7: seatd.v1.GetSigningKeysRequest
+	(*GetSigningKeysResponse)(nil), // 8: seatd.v1.GetSigningKeysResponse
+	nil,                            // 9: seatd.v1.AcquireSeatRequest.MetadataEntry
+	nil,                            // 10: seatd.v1.WaitForSeatRequest.MetadataEntry
+	(*durationpb.Duration)(nil),    // 11: google.protobuf.Duration
+	(*Lease)(nil),                  // 12: seatd.v1.Lease
+	(*JsonWebKey)(nil),             // 13: seatd.v1.JsonWebKey
 }
 var file_seatd_v1_seat_service_proto_depIdxs = []int32{
-	7,  // 0: seatd.v1.AcquireSeatRequest.metadata:type_name -> seatd.v1.AcquireSeatRequest.MetadataEntry
-	9,  // 1: seatd.v1.AcquireSeatResponse.lease:type_name -> seatd.v1.Lease
-	10, // 2: seatd.v1.AcquireSeatResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	9,  // 3: seatd.v1.ReleaseSeatResponse.lease:type_name -> seatd.v1.Lease
-	8,  // 4: seatd.v1.WaitForSeatRequest.metadata:type_name -> seatd.v1.WaitForSeatRequest.MetadataEntry
-	5,  // 5: seatd.v1.WaitForSeatResponse.position:type_name -> seatd.v1.QueuePosition
-	1,  // 6: seatd.v1.WaitForSeatResponse.granted:type_name -> seatd.v1.AcquireSeatResponse
-	0,  // 7: seatd.v1.SeatService.AcquireSeat:input_type -> seatd.v1.AcquireSeatRequest
-	2,  // 8: seatd.v1.SeatService.ReleaseSeat:input_type -> seatd.v1.ReleaseSeatRequest
-	4,  // 9: seatd.v1.SeatService.WaitForSeat:input_type -> seatd.v1.WaitForSeatRequest
-	1,  // 10: seatd.v1.SeatService.AcquireSeat:output_type -> seatd.v1.AcquireSeatResponse
-	3,  // 11: seatd.v1.SeatService.ReleaseSeat:output_type -> seatd.v1.ReleaseSeatResponse
-	6,  // 12: seatd.v1.SeatService.WaitForSeat:output_type -> seatd.v1.WaitForSeatResponse
-	10, // [10:13] is the sub-list for method output_type
-	7,  // [7:10] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	9,  // 0: seatd.v1.AcquireSeatRequest.metadata:type_name -> seatd.v1.AcquireSeatRequest.MetadataEntry
+	11, // 1: seatd.v1.AcquireSeatRequest.borrow_duration:type_name -> google.protobuf.Duration
+	12, // 2: seatd.v1.AcquireSeatResponse.lease:type_name -> seatd.v1.Lease
+	11, // 3: seatd.v1.AcquireSeatResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	12, // 4: seatd.v1.ReleaseSeatResponse.lease:type_name -> seatd.v1.Lease
+	10, // 5: seatd.v1.WaitForSeatRequest.metadata:type_name -> seatd.v1.WaitForSeatRequest.MetadataEntry
+	5,  // 6: seatd.v1.WaitForSeatResponse.position:type_name -> seatd.v1.QueuePosition
+	1,  // 7: seatd.v1.WaitForSeatResponse.granted:type_name -> seatd.v1.AcquireSeatResponse
+	13, // 8: seatd.v1.GetSigningKeysResponse.keys:type_name -> seatd.v1.JsonWebKey
+	0,  // 9: seatd.v1.SeatService.AcquireSeat:input_type -> seatd.v1.AcquireSeatRequest
+	2,  // 10: seatd.v1.SeatService.ReleaseSeat:input_type -> seatd.v1.ReleaseSeatRequest
+	4,  // 11: seatd.v1.SeatService.WaitForSeat:input_type -> seatd.v1.WaitForSeatRequest
+	7,  // 12: seatd.v1.SeatService.GetSigningKeys:input_type -> seatd.v1.GetSigningKeysRequest
+	1,  // 13: seatd.v1.SeatService.AcquireSeat:output_type -> seatd.v1.AcquireSeatResponse
+	3,  // 14: seatd.v1.SeatService.ReleaseSeat:output_type -> seatd.v1.ReleaseSeatResponse
+	6,  // 15: seatd.v1.SeatService.WaitForSeat:output_type -> seatd.v1.WaitForSeatResponse
+	8,  // 16: seatd.v1.SeatService.GetSigningKeys:output_type -> seatd.v1.GetSigningKeysResponse
+	13, // [13:17] is the sub-list for method output_type
+	9,  // [9:13] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_seat_service_proto_init() }
@@ -652,7 +804,7 @@ func file_seatd_v1_seat_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_seat_service_proto_rawDesc), len(file_seatd_v1_seat_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,9 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SeatService_AcquireSeat_FullMethodName = "/seatd.v1.SeatService/AcquireSeat"
-	SeatService_ReleaseSeat_FullMethodName = "/seatd.v1.SeatService/ReleaseSeat"
-	SeatService_WaitForSeat_FullMethodName = "/seatd.v1.SeatService/WaitForSeat"
+	SeatService_AcquireSeat_FullMethodName    = "/seatd.v1.SeatService/AcquireSeat"
+	SeatService_ReleaseSeat_FullMethodName    = "/seatd.v1.SeatService/ReleaseSeat"
+	SeatService_WaitForSeat_FullMethodName    = "/seatd.v1.SeatService/WaitForSeat"
+	SeatService_GetSigningKeys_FullMethodName = "/seatd.v1.SeatService/GetSigningKeys"
 )
 
 // SeatServiceClient is the client API for SeatService service.
@@ -40,6 +41,10 @@ type SeatServiceClient interface {
 	// stream sends the queue position on join and when it changes, then the
 	// granted lease.
 	WaitForSeat(ctx context.Context, in *WaitForSeatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WaitForSeatResponse], error)
+	// GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
+	// lease certificates with. No authentication: the keys are public
+	// (REST: GET /v1/tenants/{tenant_id}/jwks.json).
+	GetSigningKeys(ctx context.Context, in *GetSigningKeysRequest, opts ...grpc.CallOption) (*GetSigningKeysResponse, error)
 }
 
 type seatServiceClient struct {
@@ -89,6 +94,16 @@ func (c *seatServiceClient) WaitForSeat(ctx context.Context, in *WaitForSeatRequ
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SeatService_WaitForSeatClient = grpc.ServerStreamingClient[WaitForSeatResponse]
 
+func (c *seatServiceClient) GetSigningKeys(ctx context.Context, in *GetSigningKeysRequest, opts ...grpc.CallOption) (*GetSigningKeysResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSigningKeysResponse)
+	err := c.cc.Invoke(ctx, SeatService_GetSigningKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SeatServiceServer is the server API for SeatService service.
 // All implementations must embed UnimplementedSeatServiceServer
 // for forward compatibility.
@@ -105,6 +120,10 @@ type SeatServiceServer interface {
 	// stream sends the queue position on join and when it changes, then the
 	// granted lease.
 	WaitForSeat(*WaitForSeatRequest, grpc.ServerStreamingServer[WaitForSeatResponse]) error
+	// GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
+	// lease certificates with. No authentication: the keys are public
+	// (REST: GET /v1/tenants/{tenant_id}/jwks.json).
+	GetSigningKeys(context.Context, *GetSigningKeysRequest) (*GetSigningKeysResponse, error)
 	mustEmbedUnimplementedSeatServiceServer()
 }
 
@@ -123,6 +142,9 @@ func (UnimplementedSeatServiceServer) ReleaseSeat(context.Context, *ReleaseSeatR
 }
 func (UnimplementedSeatServiceServer) WaitForSeat(*WaitForSeatRequest, grpc.ServerStreamingServer[WaitForSeatResponse]) error {
 	return status.Error(codes.Unimplemented, "method WaitForSeat not implemented")
+}
+func (UnimplementedSeatServiceServer) GetSigningKeys(context.Context, *GetSigningKeysRequest) (*GetSigningKeysResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSigningKeys not implemented")
 }
 func (UnimplementedSeatServiceServer) mustEmbedUnimplementedSeatServiceServer() {}
 func (UnimplementedSeatServiceServer) testEmbeddedByValue()                     {}
@@ -192,6 +214,24 @@ func _SeatService_WaitForSeat_Handler(srv interface{}, stream grpc.ServerStream)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type SeatService_WaitForSeatServer = grpc.ServerStreamingServer[WaitForSeatResponse]
 
+func _SeatService_GetSigningKeys_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSigningKeysRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SeatServiceServer).GetSigningKeys(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SeatService_GetSigningKeys_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SeatServiceServer).GetSigningKeys(ctx, req.(*GetSigningKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SeatService_ServiceDesc is the grpc.ServiceDesc for SeatService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -206,6 +246,10 @@ var SeatService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReleaseSeat",
 			Handler:    _SeatService_ReleaseSeat_Handler,
+		},
+		{
+			MethodName: "GetSigningKeys",
+			Handler:    _SeatService_GetSigningKeys_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

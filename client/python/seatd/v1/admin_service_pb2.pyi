@@ -348,6 +348,18 @@ class ListLicensesResponse(_message.Message):
     next_page_token: str
     def __init__(self, licenses: _Optional[_Iterable[_Union[_resources_pb2.License, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ListSigningKeysRequest(_message.Message):
+    __slots__ = ["tenant_id"]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class ListSigningKeysResponse(_message.Message):
+    __slots__ = ["signing_keys"]
+    SIGNING_KEYS_FIELD_NUMBER: _ClassVar[int]
+    signing_keys: _containers.RepeatedCompositeFieldContainer[_resources_pb2.SigningKey]
+    def __init__(self, signing_keys: _Optional[_Iterable[_Union[_resources_pb2.SigningKey, _Mapping]]] = ...) -> None: ...
+
 class ListTenantsRequest(_message.Message):
     __slots__ = ["page_size", "page_token"]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -415,6 +427,18 @@ class RevokeLeaseResponse(_message.Message):
     LEASE_FIELD_NUMBER: _ClassVar[int]
     lease: _resources_pb2.Lease
     def __init__(self, lease: _Optional[_Union[_resources_pb2.Lease, _Mapping]] = ...) -> None: ...
+
+class RotateSigningKeyRequest(_message.Message):
+    __slots__ = ["tenant_id"]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class RotateSigningKeyResponse(_message.Message):
+    __slots__ = ["signing_key"]
+    SIGNING_KEY_FIELD_NUMBER: _ClassVar[int]
+    signing_key: _resources_pb2.SigningKey
+    def __init__(self, signing_key: _Optional[_Union[_resources_pb2.SigningKey, _Mapping]] = ...) -> None: ...
 
 class UpdateLicenseRequest(_message.Message):
     __slots__ = ["license", "tenant_id", "update_mask"]

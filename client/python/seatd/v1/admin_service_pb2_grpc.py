@@ -116,6 +116,16 @@ class AdminServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.GetUsageReportRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetUsageReportResponse.FromString,
                 )
+        self.ListSigningKeys = channel.unary_unary(
+                '/seatd.v1.AdminService/ListSigningKeys',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListSigningKeysRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListSigningKeysResponse.FromString,
+                )
+        self.RotateSigningKey = channel.unary_unary(
+                '/seatd.v1.AdminService/RotateSigningKey',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -262,6 +272,24 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSigningKeys(self, request, context):
+        """ListSigningKeys lists the tenant's lease-signing keys (public halves),
+        newest first, retired ones too.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RotateSigningKey(self, request, context):
+        """RotateSigningKey makes a new key the one that signs lease
+        certificates; the old one is retired but stays published until every
+        certificate it signed has expired. A product that embeds the JWKS must
+        ship the new key before it sees certificates signed with it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -359,6 +387,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.GetUsageReport,
                     request_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetUsageReportRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_admin__service__pb2.GetUsageReportResponse.SerializeToString,
+            ),
+            'ListSigningKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSigningKeys,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListSigningKeysRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ListSigningKeysResponse.SerializeToString,
+            ),
+            'RotateSigningKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateSigningKey,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -697,5 +735,39 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/GetUsageReport',
             seatd_dot_v1_dot_admin__service__pb2.GetUsageReportRequest.SerializeToString,
             seatd_dot_v1_dot_admin__service__pb2.GetUsageReportResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListSigningKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ListSigningKeys',
+            seatd_dot_v1_dot_admin__service__pb2.ListSigningKeysRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ListSigningKeysResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RotateSigningKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/RotateSigningKey',
+            seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -16,7 +16,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from seatd.v1 import resources_pb2 as seatd_dot_v1_dot_resources__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n seatd/v1/heartbeat_service.proto\x12\x08seatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18seatd/v1/resources.proto\"N\n\x10HeartbeatRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\tR\x07leaseId\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\"\xbf\x01\n\x11HeartbeatResponse\x12\x39\n\nexpires_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12H\n\x12heartbeat_interval\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12%\n\x05lease\x18\x03 \x01(\x0b\x32\x0f.seatd.v1.LeaseR\x05lease\"T\n\x16HeartbeatStreamRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\tR\x07leaseId\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\"\xd1\x01\n\x17HeartbeatStreamResponse\x12\x39\n\nexpires_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12H\n\x12heartbeat_interval\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x31\n\x06signal\x18\x03 \x01(\x0e\x32\x19.seatd.v1.HeartbeatSignalR\x06signal*\x8f\x01\n\x0fHeartbeatSignal\x12 \n\x1cHEARTBEAT_SIGNAL_UNSPECIFIED\x10\x00\x12\x1c\n\x18HEARTBEAT_SIGNAL_REVOKED\x10\x01\x12\x1e\n\x1aHEARTBEAT_SIGNAL_RECONNECT\x10\x02\x12\x1c\n\x18HEARTBEAT_SIGNAL_EXPIRED\x10\x03\x32\xb4\x01\n\x10HeartbeatService\x12\x44\n\tHeartbeat\x12\x1a.seatd.v1.HeartbeatRequest\x1a\x1b.seatd.v1.HeartbeatResponse\x12Z\n\x0fHeartbeatStream\x12 .seatd.v1.HeartbeatStreamRequest\x1a!.seatd.v1.HeartbeatStreamResponse(\x01\x30\x01\x42-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n seatd/v1/heartbeat_service.proto\x12\x08seatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18seatd/v1/resources.proto\"d\n\x10HeartbeatRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\tR\x07leaseId\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12\x14\n\x05nonce\x18\x03 \x01(\tR\x05nonce\"\xec\x01\n\x11HeartbeatResponse\x12\x39\n\nexpires_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12H\n\x12heartbeat_interval\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12%\n\x05lease\x18\x03 \x01(\x0b\x32\x0f.seatd.v1.LeaseR\x05lease\x12+\n\x11lease_certificate\x18\x04 \x01(\tR\x10leaseCertificate\"j\n\x16HeartbeatStreamRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\tR\x07leaseId\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12\x14\n\x05nonce\x18\x03 \x01(\tR\x05nonce\"\xfe\x01\n\x17HeartbeatStreamResponse\x12\x39\n\nexpires_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12H\n\x12heartbeat_interval\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x31\n\x06signal\x18\x03 \x01(\x0e\x32\x19.seatd.v1.HeartbeatSignalR\x06signal\x12+\n\x11lease_certificate\x18\x04 \x01(\tR\x10leaseCertificate*\x8f\x01\n\x0fHeartbeatSignal\x12 \n\x1cHEARTBEAT_SIGNAL_UNSPECIFIED\x10\x00\x12\x1c\n\x18HEARTBEAT_SIGNAL_REVOKED\x10\x01\x12\x1e\n\x1aHEARTBEAT_SIGNAL_RECONNECT\x10\x02\x12\x1c\n\x18HEARTBEAT_SIGNAL_EXPIRED\x10\x03\x32\xb4\x01\n\x10HeartbeatService\x12\x44\n\tHeartbeat\x12\x1a.seatd.v1.HeartbeatRequest\x1a\x1b.seatd.v1.HeartbeatResponse\x12Z\n\x0fHeartbeatStream\x12 .seatd.v1.HeartbeatStreamRequest\x1a!.seatd.v1.HeartbeatStreamResponse(\x01\x30\x01\x42-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'seatd.v1.heartbeat_service_pb2', globals())
@@ -24,16 +24,16 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1'
-  _HEARTBEATSIGNAL._serialized_start=710
-  _HEARTBEATSIGNAL._serialized_end=853
+  _HEARTBEATSIGNAL._serialized_start=844
+  _HEARTBEATSIGNAL._serialized_end=987
   _HEARTBEATREQUEST._serialized_start=137
-  _HEARTBEATREQUEST._serialized_end=215
-  _HEARTBEATRESPONSE._serialized_start=218
-  _HEARTBEATRESPONSE._serialized_end=409
-  _HEARTBEATSTREAMREQUEST._serialized_start=411
-  _HEARTBEATSTREAMREQUEST._serialized_end=495
-  _HEARTBEATSTREAMRESPONSE._serialized_start=498
-  _HEARTBEATSTREAMRESPONSE._serialized_end=707
-  _HEARTBEATSERVICE._serialized_start=856
-  _HEARTBEATSERVICE._serialized_end=1036
+  _HEARTBEATREQUEST._serialized_end=237
+  _HEARTBEATRESPONSE._serialized_start=240
+  _HEARTBEATRESPONSE._serialized_end=476
+  _HEARTBEATSTREAMREQUEST._serialized_start=478
+  _HEARTBEATSTREAMREQUEST._serialized_end=584
+  _HEARTBEATSTREAMRESPONSE._serialized_start=587
+  _HEARTBEATSTREAMRESPONSE._serialized_end=841
+  _HEARTBEATSERVICE._serialized_start=990
+  _HEARTBEATSERVICE._serialized_end=1170
 # @@protoc_insertion_point(module_scope)

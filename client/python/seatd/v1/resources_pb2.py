@@ -15,7 +15,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seatd/v1/resources.proto\x12\x08seatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x05\n\x07License\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n\x05seats\x18\x03 \x01(\x05R\x05seats\x12\x36\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x08leaseTtl\x12\x1b\n\x06\x61\x63tive\x18\x05 \x01(\x08H\x00R\x06\x61\x63tive\x88\x01\x01\x12\x1b\n\ttenant_id\x18\x06 \x01(\tR\x08tenantId\x12\x12\n\x04name\x18\x07 \x01(\tR\x04name\x12\x1c\n\toverdraft\x18\x08 \x01(\x05R\toverdraft\x12@\n\x0erevival_window\x18\t \x01(\x0b\x32\x19.google.protobuf.DurationR\rrevivalWindow\x12\x44\n\x10leasing_strategy\x18\n \x01(\x0e\x32\x19.seatd.v1.LeasingStrategyR\x0fleasingStrategy\x12\x39\n\nexpires_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n\x08metadata\x18\x0c \x03(\x0b\x32\x1f.seatd.v1.License.MetadataEntryR\x08metadata\x12;\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12 \n\x0cseats_in_use\x18\x0f \x01(\x05R\nseatsInUse\x12\x18\n\x07waiting\x18\x10 \x01(\x05R\x07waiting\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\t\n\x07_active\"\xa3\x04\n\x05Lease\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n\nlicense_id\x18\x02 \x01(\tR\tlicenseId\x12 \n\x0b\x66ingerprint\x18\x03 \x01(\tR\x0b\x66ingerprint\x12*\n\x05state\x18\x04 \x01(\x0e\x32\x14.seatd.v1.LeaseStateR\x05state\x12;\n\x0b\x61\x63quired_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nacquiredAt\x12\x39\n\nexpires_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12\x12\n\x04user\x18\x07 \x01(\tR\x04user\x12\x1a\n\x08hostname\x18\x08 \x01(\tR\x08hostname\x12\x39\n\x08metadata\x18\t \x03(\x0b\x32\x1d.seatd.v1.Lease.MetadataEntryR\x08metadata\x12\x46\n\x11last_heartbeat_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0flastHeartbeatAt\x12\x35\n\x08\x65nded_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndedAt\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x99\x01\n\x06Tenant\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12;\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12.\n\x06quotas\x18\x04 \x01(\x0b\x32\x16.seatd.v1.TenantQuotasR\x06quotas\"p\n\x0cTenantQuotas\x12!\n\x0cmax_licenses\x18\x01 \x01(\x03R\x0bmaxLicenses\x12\x1b\n\tmax_seats\x18\x02 \x01(\x03R\x08maxSeats\x12 \n\x0cmax_api_keys\x18\x03 \x01(\x03R\nmaxApiKeys\"\xc3\x01\n\x06\x41piKey\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12\x12\n\x04name\x18\x03 \x01(\tR\x04name\x12;\n\x0b\x63reate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0brevoke_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nrevokeTime*\xc1\x01\n\x0fLeasingStrategy\x12 \n\x1cLEASING_STRATEGY_UNSPECIFIED\x10\x00\x12$\n LEASING_STRATEGY_PER_FINGERPRINT\x10\x01\x12\x1d\n\x19LEASING_STRATEGY_PER_USER\x10\x02\x12!\n\x1dLEASING_STRATEGY_PER_HOSTNAME\x10\x03\x12$\n LEASING_STRATEGY_PER_ACQUISITION\x10\x04*\x8d\x01\n\nLeaseState\x12\x1b\n\x17LEASE_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12LEASE_STATE_ACTIVE\x10\x01\x12\x18\n\x14LEASE_STATE_RELEASED\x10\x02\x12\x17\n\x13LEASE_STATE_EXPIRED\x10\x03\x12\x17\n\x13LEASE_STATE_REVOKED\x10\x04\x42-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18seatd/v1/resources.proto\x12\x08seatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdc\x06\n\x07License\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n\x05seats\x18\x03 \x01(\x05R\x05seats\x12\x36\n\tlease_ttl\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x08leaseTtl\x12\x1b\n\x06\x61\x63tive\x18\x05 \x01(\x08H\x00R\x06\x61\x63tive\x88\x01\x01\x12\x1b\n\ttenant_id\x18\x06 \x01(\tR\x08tenantId\x12\x12\n\x04name\x18\x07 \x01(\tR\x04name\x12\x1c\n\toverdraft\x18\x08 \x01(\x05R\toverdraft\x12@\n\x0erevival_window\x18\t \x01(\x0b\x32\x19.google.protobuf.DurationR\rrevivalWindow\x12\x44\n\x10leasing_strategy\x18\n \x01(\x0e\x32\x19.seatd.v1.LeasingStrategyR\x0fleasingStrategy\x12\x39\n\nexpires_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n\x08metadata\x18\x0c \x03(\x0b\x32\x1f.seatd.v1.License.MetadataEntryR\x08metadata\x12;\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12 \n\x0cseats_in_use\x18\x0f \x01(\x05R\nseatsInUse\x12\x18\n\x07waiting\x18\x10 \x01(\x05R\x07waiting\x12I\n\x13max_borrow_duration\x18\x11 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11maxBorrowDuration\x12,\n\x12max_borrowed_seats\x18\x12 \x01(\x05R\x10maxBorrowedSeats\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\t\n\x07_active\"\xbf\x04\n\x05Lease\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n\nlicense_id\x18\x02 \x01(\tR\tlicenseId\x12 \n\x0b\x66ingerprint\x18\x03 \x01(\tR\x0b\x66ingerprint\x12*\n\x05state\x18\x04 \x01(\x0e\x32\x14.seatd.v1.LeaseStateR\x05state\x12;\n\x0b\x61\x63quired_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nacquiredAt\x12\x39\n\nexpires_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12\x12\n\x04user\x18\x07 \x01(\tR\x04user\x12\x1a\n\x08hostname\x18\x08 \x01(\tR\x08hostname\x12\x39\n\x08metadata\x18\t \x03(\x0b\x32\x1d.seatd.v1.Lease.MetadataEntryR\x08metadata\x12\x46\n\x11last_heartbeat_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0flastHeartbeatAt\x12\x35\n\x08\x65nded_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndedAt\x12\x1a\n\x08\x62orrowed\x18\x0c \x01(\x08R\x08\x62orrowed\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x99\x01\n\x06Tenant\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12;\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12.\n\x06quotas\x18\x04 \x01(\x0b\x32\x16.seatd.v1.TenantQuotasR\x06quotas\"p\n\x0cTenantQuotas\x12!\n\x0cmax_licenses\x18\x01 \x01(\x03R\x0bmaxLicenses\x12\x1b\n\tmax_seats\x18\x02 \x01(\x03R\x08maxSeats\x12 \n\x0cmax_api_keys\x18\x03 \x01(\x03R\nmaxApiKeys\"\xab\x02\n\nSigningKey\x12\x10\n\x03kid\x18\x01 \x01(\tR\x03kid\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12;\n\x0b\x63reate_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bretire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nretireTime\x12?\n\rpublish_until\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0cpublishUntil\x12\x33\n\npublic_key\x18\x06 \x01(\x0b\x32\x14.seatd.v1.JsonWebKeyR\tpublicKey\"t\n\nJsonWebKey\x12\x10\n\x03kty\x18\x01 \x01(\tR\x03kty\x12\x10\n\x03\x63rv\x18\x02 \x01(\tR\x03\x63rv\x12\x0c\n\x01x\x18\x03 \x01(\tR\x01x\x12\x10\n\x03kid\x18\x04 \x01(\tR\x03kid\x12\x10\n\x03use\x18\x05 \x01(\tR\x03use\x12\x10\n\x03\x61lg\x18\x06 \x01(\tR\x03\x61lg\"\xc3\x01\n\x06\x41piKey\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n\ttenant_id\x18\x02 \x01(\tR\x08tenantId\x12\x12\n\x04name\x18\x03 \x01(\tR\x04name\x12;\n\x0b\x63reate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0brevoke_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nrevokeTime*\xc1\x01\n\x0fLeasingStrategy\x12 \n\x1cLEASING_STRATEGY_UNSPECIFIED\x10\x00\x12$\n LEASING_STRATEGY_PER_FINGERPRINT\x10\x01\x12\x1d\n\x19LEASING_STRATEGY_PER_USER\x10\x02\x12!\n\x1dLEASING_STRATEGY_PER_HOSTNAME\x10\x03\x12$\n LEASING_STRATEGY_PER_ACQUISITION\x10\x04*\x8d\x01\n\nLeaseState\x12\x1b\n\x17LEASE_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12LEASE_STATE_ACTIVE\x10\x01\x12\x18\n\x14LEASE_STATE_RELEASED\x10\x02\x12\x17\n\x13LEASE_STATE_EXPIRED\x10\x03\x12\x17\n\x13LEASE_STATE_REVOKED\x10\x04\x42-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'seatd.v1.resources_pb2', globals())
@@ -27,22 +27,26 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _LICENSE_METADATAENTRY._serialized_options = b'8\001'
   _LEASE_METADATAENTRY._options = None
   _LEASE_METADATAENTRY._serialized_options = b'8\001'
-  _LEASINGSTRATEGY._serialized_start=1864
-  _LEASINGSTRATEGY._serialized_end=2057
-  _LEASESTATE._serialized_start=2060
-  _LEASESTATE._serialized_end=2201
+  _LEASINGSTRATEGY._serialized_start=2433
+  _LEASINGSTRATEGY._serialized_end=2626
+  _LEASESTATE._serialized_start=2629
+  _LEASESTATE._serialized_end=2770
   _LICENSE._serialized_start=104
-  _LICENSE._serialized_end=843
-  _LICENSE_METADATAENTRY._serialized_start=773
-  _LICENSE_METADATAENTRY._serialized_end=832
-  _LEASE._serialized_start=846
-  _LEASE._serialized_end=1393
-  _LEASE_METADATAENTRY._serialized_start=773
-  _LEASE_METADATAENTRY._serialized_end=832
-  _TENANT._serialized_start=1396
-  _TENANT._serialized_end=1549
-  _TENANTQUOTAS._serialized_start=1551
-  _TENANTQUOTAS._serialized_end=1663
-  _APIKEY._serialized_start=1666
-  _APIKEY._serialized_end=1861
+  _LICENSE._serialized_end=964
+  _LICENSE_METADATAENTRY._serialized_start=894
+  _LICENSE_METADATAENTRY._serialized_end=953
+  _LEASE._serialized_start=967
+  _LEASE._serialized_end=1542
+  _LEASE_METADATAENTRY._serialized_start=894
+  _LEASE_METADATAENTRY._serialized_end=953
+  _TENANT._serialized_start=1545
+  _TENANT._serialized_end=1698
+  _TENANTQUOTAS._serialized_start=1700
+  _TENANTQUOTAS._serialized_end=1812
+  _SIGNINGKEY._serialized_start=1815
+  _SIGNINGKEY._serialized_end=2114
+  _JSONWEBKEY._serialized_start=2116
+  _JSONWEBKEY._serialized_end=2232
+  _APIKEY._serialized_start=2235
+  _APIKEY._serialized_end=2430
 # @@protoc_insertion_point(module_scope)

@@ -32,8 +32,24 @@ class ApiKey(_message.Message):
     tenant_id: str
     def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revoke_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class JsonWebKey(_message.Message):
+    __slots__ = ["alg", "crv", "kid", "kty", "use", "x"]
+    ALG_FIELD_NUMBER: _ClassVar[int]
+    CRV_FIELD_NUMBER: _ClassVar[int]
+    KID_FIELD_NUMBER: _ClassVar[int]
+    KTY_FIELD_NUMBER: _ClassVar[int]
+    USE_FIELD_NUMBER: _ClassVar[int]
+    X_FIELD_NUMBER: _ClassVar[int]
+    alg: str
+    crv: str
+    kid: str
+    kty: str
+    use: str
+    x: str
+    def __init__(self, kty: _Optional[str] = ..., crv: _Optional[str] = ..., x: _Optional[str] = ..., kid: _Optional[str] = ..., use: _Optional[str] = ..., alg: _Optional[str] = ...) -> None: ...
+
 class Lease(_message.Message):
-    __slots__ = ["acquired_at", "ended_at", "expires_at", "fingerprint", "hostname", "id", "last_heartbeat_at", "license_id", "metadata", "state", "user"]
+    __slots__ = ["acquired_at", "borrowed", "ended_at", "expires_at", "fingerprint", "hostname", "id", "last_heartbeat_at", "license_id", "metadata", "state", "user"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +58,7 @@ class Lease(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ACQUIRED_AT_FIELD_NUMBER: _ClassVar[int]
+    BORROWED_FIELD_NUMBER: _ClassVar[int]
     ENDED_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +70,7 @@ class Lease(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
     acquired_at: _timestamp_pb2.Timestamp
+    borrowed: bool
     ended_at: _timestamp_pb2.Timestamp
     expires_at: _timestamp_pb2.Timestamp
     fingerprint: str
@@ -63,10 +81,10 @@ class Lease(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     state: LeaseState
     user: str
-    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., borrowed: bool = ...) -> None: ...
 
 class License(_message.Message):
-    __slots__ = ["active", "create_time", "expires_at", "id", "key", "lease_ttl", "leasing_strategy", "metadata", "name", "overdraft", "revival_window", "seats", "seats_in_use", "tenant_id", "update_time", "waiting"]
+    __slots__ = ["active", "create_time", "expires_at", "id", "key", "lease_ttl", "leasing_strategy", "max_borrow_duration", "max_borrowed_seats", "metadata", "name", "overdraft", "revival_window", "seats", "seats_in_use", "tenant_id", "update_time", "waiting"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +99,8 @@ class License(_message.Message):
     KEY_FIELD_NUMBER: _ClassVar[int]
     LEASE_TTL_FIELD_NUMBER: _ClassVar[int]
     LEASING_STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    MAX_BORROWED_SEATS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BORROW_DURATION_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OVERDRAFT_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +117,8 @@ class License(_message.Message):
     key: str
     lease_ttl: _duration_pb2.Duration
     leasing_strategy: LeasingStrategy
+    max_borrow_duration: _duration_pb2.Duration
+    max_borrowed_seats: int
     metadata: _containers.ScalarMap[str, str]
     name: str
     overdraft: int
@@ -106,7 +128,23 @@ class License(_message.Message):
     tenant_id: str
     update_time: _timestamp_pb2.Timestamp
     waiting: int
-    def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., waiting: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., waiting: _Optional[int] = ..., max_borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_borrowed_seats: _Optional[int] = ...) -> None: ...
+
+class SigningKey(_message.Message):
+    __slots__ = ["create_time", "kid", "public_key", "publish_until", "retire_time", "tenant_id"]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    KID_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    RETIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    create_time: _timestamp_pb2.Timestamp
+    kid: str
+    public_key: JsonWebKey
+    publish_until: _timestamp_pb2.Timestamp
+    retire_time: _timestamp_pb2.Timestamp
+    tenant_id: str
+    def __init__(self, kid: _Optional[str] = ..., tenant_id: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., publish_until: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., public_key: _Optional[_Union[JsonWebKey, _Mapping]] = ...) -> None: ...
 
 class Tenant(_message.Message):
     __slots__ = ["create_time", "id", "name", "quotas"]

@@ -3,12 +3,12 @@ from seatd.v1 import resources_pb2 as _resources_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Mapping as _Mapping, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AcquireSeatRequest(_message.Message):
-    __slots__ = ["fingerprint", "hostname", "idempotency_key", "license_key", "metadata", "user"]
+    __slots__ = ["borrow_duration", "fingerprint", "hostname", "idempotency_key", "license_key", "metadata", "nonce", "user"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -16,33 +16,51 @@ class AcquireSeatRequest(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    BORROW_DURATION_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     LICENSE_KEY_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    NONCE_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
+    borrow_duration: _duration_pb2.Duration
     fingerprint: str
     hostname: str
     idempotency_key: str
     license_key: str
     metadata: _containers.ScalarMap[str, str]
+    nonce: str
     user: str
-    def __init__(self, license_key: _Optional[str] = ..., fingerprint: _Optional[str] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, license_key: _Optional[str] = ..., fingerprint: _Optional[str] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., nonce: _Optional[str] = ..., borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class AcquireSeatResponse(_message.Message):
-    __slots__ = ["heartbeat_interval", "lease", "lease_token", "seat_limit", "seats_in_use"]
+    __slots__ = ["heartbeat_interval", "lease", "lease_certificate", "lease_token", "seat_limit", "seats_in_use"]
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    LEASE_CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
     LEASE_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SEATS_IN_USE_FIELD_NUMBER: _ClassVar[int]
     SEAT_LIMIT_FIELD_NUMBER: _ClassVar[int]
     heartbeat_interval: _duration_pb2.Duration
     lease: _resources_pb2.Lease
+    lease_certificate: str
     lease_token: str
     seat_limit: int
     seats_in_use: int
-    def __init__(self, lease: _Optional[_Union[_resources_pb2.Lease, _Mapping]] = ..., lease_token: _Optional[str] = ..., heartbeat_interval: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., seat_limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, lease: _Optional[_Union[_resources_pb2.Lease, _Mapping]] = ..., lease_token: _Optional[str] = ..., heartbeat_interval: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., seat_limit: _Optional[int] = ..., lease_certificate: _Optional[str] = ...) -> None: ...
+
+class GetSigningKeysRequest(_message.Message):
+    __slots__ = ["tenant_id"]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class GetSigningKeysResponse(_message.Message):
+    __slots__ = ["keys"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedCompositeFieldContainer[_resources_pb2.JsonWebKey]
+    def __init__(self, keys: _Optional[_Iterable[_Union[_resources_pb2.JsonWebKey, _Mapping]]] = ...) -> None: ...
 
 class QueuePosition(_message.Message):
     __slots__ = ["position", "queue_length", "ticket"]
@@ -69,7 +87,7 @@ class ReleaseSeatResponse(_message.Message):
     def __init__(self, lease: _Optional[_Union[_resources_pb2.Lease, _Mapping]] = ...) -> None: ...
 
 class WaitForSeatRequest(_message.Message):
-    __slots__ = ["fingerprint", "hostname", "idempotency_key", "license_key", "metadata", "queue_ticket", "user"]
+    __slots__ = ["fingerprint", "hostname", "idempotency_key", "license_key", "metadata", "nonce", "queue_ticket", "user"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -82,6 +100,7 @@ class WaitForSeatRequest(_message.Message):
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     LICENSE_KEY_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    NONCE_FIELD_NUMBER: _ClassVar[int]
     QUEUE_TICKET_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
     fingerprint: str
@@ -89,9 +108,10 @@ class WaitForSeatRequest(_message.Message):
     idempotency_key: str
     license_key: str
     metadata: _containers.ScalarMap[str, str]
+    nonce: str
     queue_ticket: str
     user: str
-    def __init__(self, license_key: _Optional[str] = ..., fingerprint: _Optional[str] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., queue_ticket: _Optional[str] = ...) -> None: ...
+    def __init__(self, license_key: _Optional[str] = ..., fingerprint: _Optional[str] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., queue_ticket: _Optional[str] = ..., nonce: _Optional[str] = ...) -> None: ...
 
 class WaitForSeatResponse(_message.Message):
     __slots__ = ["granted", "position"]

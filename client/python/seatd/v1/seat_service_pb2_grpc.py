@@ -30,6 +30,11 @@ class SeatServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_seat__service__pb2.WaitForSeatRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_seat__service__pb2.WaitForSeatResponse.FromString,
                 )
+        self.GetSigningKeys = channel.unary_unary(
+                '/seatd.v1.SeatService/GetSigningKeys',
+                request_serializer=seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysResponse.FromString,
+                )
 
 
 class SeatServiceServicer(object):
@@ -61,6 +66,15 @@ class SeatServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetSigningKeys(self, request, context):
+        """GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
+        lease certificates with. No authentication: the keys are public
+        (REST: GET /v1/tenants/{tenant_id}/jwks.json).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SeatServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -78,6 +92,11 @@ def add_SeatServiceServicer_to_server(servicer, server):
                     servicer.WaitForSeat,
                     request_deserializer=seatd_dot_v1_dot_seat__service__pb2.WaitForSeatRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_seat__service__pb2.WaitForSeatResponse.SerializeToString,
+            ),
+            'GetSigningKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSigningKeys,
+                    request_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -138,5 +157,22 @@ class SeatService(object):
         return grpc.experimental.unary_stream(request, target, '/seatd.v1.SeatService/WaitForSeat',
             seatd_dot_v1_dot_seat__service__pb2.WaitForSeatRequest.SerializeToString,
             seatd_dot_v1_dot_seat__service__pb2.WaitForSeatResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetSigningKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.SeatService/GetSigningKeys',
+            seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysRequest.SerializeToString,
+            seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/heartbeat_service.proto.
  */
 export const file_seatd_v1_heartbeat_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBzZWF0ZC92MS9oZWFydGJlYXRfc2VydmljZS5wcm90bxIIc2VhdGQudjEiOQoQSGVhcnRiZWF0UmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCSKaAQoRSGVhcnRiZWF0UmVzcG9uc2USLgoKZXhwaXJlc19hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoSaGVhcnRiZWF0X2ludGVydmFsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEh4KBWxlYXNlGAMgASgLMg8uc2VhdGQudjEuTGVhc2UiPwoWSGVhcnRiZWF0U3RyZWFtUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCSKrAQoXSGVhcnRiZWF0U3RyZWFtUmVzcG9uc2USLgoKZXhwaXJlc19hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoSaGVhcnRiZWF0X2ludGVydmFsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBnNpZ25hbBgDIAEoDjIZLnNlYXRkLnYxLkhlYXJ0YmVhdFNpZ25hbCqPAQoPSGVhcnRiZWF0U2lnbmFsEiAKHEhFQVJUQkVBVF9TSUdOQUxfVU5TUEVDSUZJRUQQABIcChhIRUFSVEJFQVRfU0lHTkFMX1JFVk9LRUQQARIeChpIRUFSVEJFQVRfU0lHTkFMX1JFQ09OTkVDVBACEhwKGEhFQVJUQkVBVF9TSUdOQUxfRVhQSVJFRBADMrQBChBIZWFydGJlYXRTZXJ2aWNlEkQKCUhlYXJ0YmVhdBIaLnNlYXRkLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy5zZWF0ZC52MS5IZWFydGJlYXRSZXNwb25zZRJaCg9IZWFydGJlYXRTdHJlYW0SIC5zZWF0ZC52MS5IZWFydGJlYXRTdHJlYW1SZXF1ZXN0GiEuc2VhdGQudjEuSGVhcnRiZWF0U3RyZWFtUmVzcG9uc2UoATABQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_seatd_v1_resources]);
+  fileDesc("CiBzZWF0ZC92MS9oZWFydGJlYXRfc2VydmljZS5wcm90bxIIc2VhdGQudjEiSAoQSGVhcnRiZWF0UmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCRINCgVub25jZRgDIAEoCSK1AQoRSGVhcnRiZWF0UmVzcG9uc2USLgoKZXhwaXJlc19hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoSaGVhcnRiZWF0X2ludGVydmFsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEh4KBWxlYXNlGAMgASgLMg8uc2VhdGQudjEuTGVhc2USGQoRbGVhc2VfY2VydGlmaWNhdGUYBCABKAkiTgoWSGVhcnRiZWF0U3RyZWFtUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCRINCgVub25jZRgDIAEoCSLGAQoXSGVhcnRiZWF0U3RyZWFtUmVzcG9uc2USLgoKZXhwaXJlc19hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoSaGVhcnRiZWF0X2ludGVydmFsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBnNpZ25hbBgDIAEoDjIZLnNlYXRkLnYxLkhlYXJ0YmVhdFNpZ25hbBIZChFsZWFzZV9jZXJ0aWZpY2F0ZRgEIAEoCSqPAQoPSGVhcnRiZWF0U2lnbmFsEiAKHEhFQVJUQkVBVF9TSUdOQUxfVU5TUEVDSUZJRUQQABIcChhIRUFSVEJFQVRfU0lHTkFMX1JFVk9LRUQQARIeChpIRUFSVEJFQVRfU0lHTkFMX1JFQ09OTkVDVBACEhwKGEhFQVJUQkVBVF9TSUdOQUxfRVhQSVJFRBADMrQBChBIZWFydGJlYXRTZXJ2aWNlEkQKCUhlYXJ0YmVhdBIaLnNlYXRkLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy5zZWF0ZC52MS5IZWFydGJlYXRSZXNwb25zZRJaCg9IZWFydGJlYXRTdHJlYW0SIC5zZWF0ZC52MS5IZWFydGJlYXRTdHJlYW1SZXF1ZXN0GiEuc2VhdGQudjEuSGVhcnRiZWF0U3RyZWFtUmVzcG9uc2UoATABQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_seatd_v1_resources]);
 
 /**
  * @generated from message seatd.v1.HeartbeatRequest
@@ -29,6 +29,13 @@ export type HeartbeatRequest = Message<"seatd.v1.HeartbeatRequest"> & {
    * @generated from field: string lease_token = 2;
    */
   leaseToken: string;
+
+  /**
+   * As AcquireSeatRequest.nonce: repeated in the answer's certificate.
+   *
+   * @generated from field: string nonce = 3;
+   */
+  nonce: string;
 };
 
 /**
@@ -71,6 +78,14 @@ export type HeartbeatResponse = Message<"seatd.v1.HeartbeatResponse"> & {
    * @generated from field: seatd.v1.Lease lease = 3;
    */
   lease?: Lease | undefined;
+
+  /**
+   * The lease's certificate until the new deadline (see
+   * AcquireSeatResponse.lease_certificate).
+   *
+   * @generated from field: string lease_certificate = 4;
+   */
+  leaseCertificate: string;
 };
 
 /**
@@ -95,6 +110,13 @@ export type HeartbeatStreamRequest = Message<"seatd.v1.HeartbeatStreamRequest"> 
    * @generated from field: string lease_token = 2;
    */
   leaseToken: string;
+
+  /**
+   * As AcquireSeatRequest.nonce, for the certificate in this ping's answer.
+   *
+   * @generated from field: string nonce = 3;
+   */
+  nonce: string;
 };
 
 /**
@@ -122,6 +144,14 @@ export type HeartbeatStreamResponse = Message<"seatd.v1.HeartbeatStreamResponse"
    * @generated from field: seatd.v1.HeartbeatSignal signal = 3;
    */
   signal: HeartbeatSignal;
+
+  /**
+   * The lease's certificate until expires_at, in every answer to a ping
+   * (not in a signal's message: the lease is over or moving).
+   *
+   * @generated from field: string lease_certificate = 4;
+   */
+  leaseCertificate: string;
 };
 
 /**

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/resources.proto.
  */
 export const file_seatd_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("ChhzZWF0ZC92MS9yZXNvdXJjZXMucHJvdG8SCHNlYXRkLnYxIrgECgdMaWNlbnNlEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRINCgVzZWF0cxgDIAEoBRIsCglsZWFzZV90dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoGYWN0aXZlGAUgASgISACIAQESEQoJdGVuYW50X2lkGAYgASgJEgwKBG5hbWUYByABKAkSEQoJb3ZlcmRyYWZ0GAggASgFEjEKDnJldml2YWxfd2luZG93GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEGxlYXNpbmdfc3RyYXRlZ3kYCiABKA4yGS5zZWF0ZC52MS5MZWFzaW5nU3RyYXRlZ3kSLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoIbWV0YWRhdGEYDCADKAsyHy5zZWF0ZC52MS5MaWNlbnNlLk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxzZWF0c19pbl91c2UYDyABKAUSDwoHd2FpdGluZxgQIAEoBRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCQoHX2FjdGl2ZSKpAwoFTGVhc2USCgoCaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRITCgtmaW5nZXJwcmludBgDIAEoCRIjCgVzdGF0ZRgEIAEoDjIULnNlYXRkLnYxLkxlYXNlU3RhdGUSLwoLYWNxdWlyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHVzZXIYByABKAkSEAoIaG9zdG5hbWUYCCABKAkSLwoIbWV0YWRhdGEYCSADKAsyHS5zZWF0ZC52MS5MZWFzZS5NZXRhZGF0YUVudHJ5EjUKEWxhc3RfaGVhcnRiZWF0X2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInsKBlRlbmFudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi8KC2NyZWF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgZxdW90YXMYBCABKAsyFi5zZWF0ZC52MS5UZW5hbnRRdW90YXMiTQoMVGVuYW50UXVvdGFzEhQKDG1heF9saWNlbnNlcxgBIAEoAxIRCgltYXhfc2VhdHMYAiABKAMSFAoMbWF4X2FwaV9rZXlzGAMgASgDIpcBCgZBcGlLZXkSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jldm9rZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCrBAQoPTGVhc2luZ1N0cmF0ZWd5EiAKHExFQVNJTkdfU1RSQVRFR1lfVU5TUEVDSUZJRUQQABIkCiBMRUFTSU5HX1NUUkFURUdZX1BFUl9GSU5HRVJQUklOVBABEh0KGUxFQVNJTkdfU1RSQVRFR1lfUEVSX1VTRVIQAhIhCh1MRUFTSU5HX1NUUkFURUdZX1BFUl9IT1NUTkFNRRADEiQKIExFQVNJTkdfU1RSQVRFR1lfUEVSX0FDUVVJU0lUSU9OEAQqjQEKCkxlYXNlU3RhdGUSGwoXTEVBU0VfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJMRUFTRV9TVEFURV9BQ1RJVkUQARIYChRMRUFTRV9TVEFURV9SRUxFQVNFRBACEhcKE0xFQVNFX1NUQVRFX0VYUElSRUQQAxIXChNMRUFTRV9TVEFURV9SRVZPS0VEEARCLVorZ2l0aHViLmNvbS9zZWF0ZC9zZWF0ZC9nZW4vc2VhdGQvdjE7c2VhdGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChhzZWF0ZC92MS9yZXNvdXJjZXMucHJvdG8SCHNlYXRkLnYxIowFCgdMaWNlbnNlEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRINCgVzZWF0cxgDIAEoBRIsCglsZWFzZV90dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoGYWN0aXZlGAUgASgISACIAQESEQoJdGVuYW50X2lkGAYgASgJEgwKBG5hbWUYByABKAkSEQoJb3ZlcmRyYWZ0GAggASgFEjEKDnJldml2YWxfd2luZG93GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEGxlYXNpbmdfc3RyYXRlZ3kYCiABKA4yGS5zZWF0ZC52MS5MZWFzaW5nU3RyYXRlZ3kSLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoIbWV0YWRhdGEYDCADKAsyHy5zZWF0ZC52MS5MaWNlbnNlLk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxzZWF0c19pbl91c2UYDyABKAUSDwoHd2FpdGluZxgQIAEoBRI2ChNtYXhfYm9ycm93X2R1cmF0aW9uGBEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhoKEm1heF9ib3Jyb3dlZF9zZWF0cxgSIAEoBRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCQoHX2FjdGl2ZSK7AwoFTGVhc2USCgoCaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRITCgtmaW5nZXJwcmludBgDIAEoCRIjCgVzdGF0ZRgEIAEoDjIULnNlYXRkLnYxLkxlYXNlU3RhdGUSLwoLYWNxdWlyZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHVzZXIYByABKAkSEAoIaG9zdG5hbWUYCCABKAkSLwoIbWV0YWRhdGEYCSADKAsyHS5zZWF0ZC52MS5MZWFzZS5NZXRhZGF0YUVudHJ5EjUKEWxhc3RfaGVhcnRiZWF0X2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIYm9ycm93ZWQYDCABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInsKBlRlbmFudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi8KC2NyZWF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgZxdW90YXMYBCABKAsyFi5zZWF0ZC52MS5UZW5hbnRRdW90YXMiTQoMVGVuYW50UXVvdGFzEhQKDG1heF9saWNlbnNlcxgBIAEoAxIRCgltYXhfc2VhdHMYAiABKAMSFAoMbWF4X2FwaV9rZXlzGAMgASgDIusBCgpTaWduaW5nS2V5EgsKA2tpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSLwoLY3JlYXRlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3JldGlyZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1wdWJsaXNoX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgpwdWJsaWNfa2V5GAYgASgLMhQuc2VhdGQudjEuSnNvbldlYktleSJYCgpKc29uV2ViS2V5EgsKA2t0eRgBIAEoCRILCgNjcnYYAiABKAkSCQoBeBgDIAEoCRILCgNraWQYBCABKAkSCwoDdXNlGAUgASgJEgsKA2FsZxgGIAEoCSKXAQoGQXBpS2V5EgoKAmlkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXZva2VfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqwQEKD0xlYXNpbmdTdHJhdGVneRIgChxMRUFTSU5HX1NUUkFURUdZX1VOU1BFQ0lGSUVEEAASJAogTEVBU0lOR19TVFJBVEVHWV9QRVJfRklOR0VSUFJJTlQQARIdChlMRUFTSU5HX1NUUkFURUdZX1BFUl9VU0VSEAISIQodTEVBU0lOR19TVFJBVEVHWV9QRVJfSE9TVE5BTUUQAxIkCiBMRUFTSU5HX1NUUkFURUdZX1BFUl9BQ1FVSVNJVElPThAEKo0BCgpMZWFzZVN0YXRlEhsKF0xFQVNFX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSTEVBU0VfU1RBVEVfQUNUSVZFEAESGAoUTEVBU0VfU1RBVEVfUkVMRUFTRUQQAhIXChNMRUFTRV9TVEFURV9FWFBJUkVEEAMSFwoTTEVBU0VfU1RBVEVfUkVWT0tFRBAEQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * A License grants a fixed number of concurrent seats to the running copies of
@@ -140,6 +140,23 @@ export type License = Message<"seatd.v1.License"> & {
    * @generated from field: int32 waiting = 16;
    */
   waiting: number;
+
+  /**
+   * The longest a seat of this license may be borrowed for offline use
+   * (AcquireSeatRequest.borrow_duration). 0 (the default): no borrowing.
+   * At most 30 days.
+   *
+   * @generated from field: google.protobuf.Duration max_borrow_duration = 17;
+   */
+  maxBorrowDuration?: Duration | undefined;
+
+  /**
+   * How many seats may be borrowed at once; borrowed seats also count
+   * against `seats`. 0 (the default): as many as there are seats.
+   *
+   * @generated from field: int32 max_borrowed_seats = 18;
+   */
+  maxBorrowedSeats: number;
 };
 
 /**
@@ -214,6 +231,15 @@ export type Lease = Message<"seatd.v1.Lease"> & {
    * @generated from field: google.protobuf.Timestamp ended_at = 11;
    */
   endedAt?: Timestamp | undefined;
+
+  /**
+   * A borrowed lease (AcquireSeatRequest.borrow_duration) holds its seat
+   * until expires_at or its early return (ReleaseSeat), with no heartbeats.
+   * It cannot be revoked: its certificate stays valid offline until then.
+   *
+   * @generated from field: bool borrowed = 12;
+   */
+  borrowed: boolean;
 };
 
 /**
@@ -303,7 +329,115 @@ export const TenantQuotasSchema: GenMessage<TenantQuotas> = /*@__PURE__*/
 
 /**
  * An ApiKey lets its holder administer the licenses of one tenant.
+ * A SigningKey is one of a tenant's Ed25519 keys that sign lease
+ * certificates. Only its public half ever leaves the server.
  *
+ * @generated from message seatd.v1.SigningKey
+ */
+export type SigningKey = Message<"seatd.v1.SigningKey"> & {
+  /**
+   * The JWS `kid` of the certificates it signs.
+   *
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+
+  /**
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp create_time = 3;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * Set once RotateSigningKey replaced it; it signs nothing after that.
+   *
+   * @generated from field: google.protobuf.Timestamp retire_time = 4;
+   */
+  retireTime?: Timestamp | undefined;
+
+  /**
+   * A retired key stays published (GetSigningKeys) until every certificate
+   * it signed has expired: retire_time + the longest a certificate lives.
+   *
+   * @generated from field: google.protobuf.Timestamp publish_until = 5;
+   */
+  publishUntil?: Timestamp | undefined;
+
+  /**
+   * The public key as a JWK (OKP, Ed25519).
+   *
+   * @generated from field: seatd.v1.JsonWebKey public_key = 6;
+   */
+  publicKey?: JsonWebKey | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.SigningKey.
+ * Use `create(SigningKeySchema)` to create a new message.
+ */
+export const SigningKeySchema: GenMessage<SigningKey> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_resources, 4);
+
+/**
+ * JsonWebKey is a public key in RFC 7517 / RFC 8037 form; over REST it is
+ * the JWK itself.
+ *
+ * @generated from message seatd.v1.JsonWebKey
+ */
+export type JsonWebKey = Message<"seatd.v1.JsonWebKey"> & {
+  /**
+   * Always "OKP".
+   *
+   * @generated from field: string kty = 1;
+   */
+  kty: string;
+
+  /**
+   * Always "Ed25519".
+   *
+   * @generated from field: string crv = 2;
+   */
+  crv: string;
+
+  /**
+   * The public key, base64url without padding.
+   *
+   * @generated from field: string x = 3;
+   */
+  x: string;
+
+  /**
+   * @generated from field: string kid = 4;
+   */
+  kid: string;
+
+  /**
+   * Always "sig".
+   *
+   * @generated from field: string use = 5;
+   */
+  use: string;
+
+  /**
+   * Always "EdDSA".
+   *
+   * @generated from field: string alg = 6;
+   */
+  alg: string;
+};
+
+/**
+ * Describes the message seatd.v1.JsonWebKey.
+ * Use `create(JsonWebKeySchema)` to create a new message.
+ */
+export const JsonWebKeySchema: GenMessage<JsonWebKey> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_resources, 5);
+
+/**
  * @generated from message seatd.v1.ApiKey
  */
 export type ApiKey = Message<"seatd.v1.ApiKey"> & {
@@ -342,7 +476,7 @@ export type ApiKey = Message<"seatd.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 4);
+  messageDesc(file_seatd_v1_resources, 6);
 
 /**
  * LeasingStrategy decides which acquisitions share one lease.

@@ -6,7 +6,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
-import type { Lease } from "./resources_pb.js";
+import type { JsonWebKey, Lease } from "./resources_pb.js";
 import { file_seatd_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/seat_service.proto.
  */
 export const file_seatd_v1_seat_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtzZWF0ZC92MS9zZWF0X3NlcnZpY2UucHJvdG8SCHNlYXRkLnYxIuYBChJBY3F1aXJlU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiqwEKE0FjcXVpcmVTZWF0UmVzcG9uc2USHgoFbGVhc2UYASABKAsyDy5zZWF0ZC52MS5MZWFzZRITCgtsZWFzZV90b2tlbhgCIAEoCRI1ChJoZWFydGJlYXRfaW50ZXJ2YWwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFAoMc2VhdHNfaW5fdXNlGAQgASgFEhIKCnNlYXRfbGltaXQYBSABKAUiOwoSUmVsZWFzZVNlYXRSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEhMKC2xlYXNlX3Rva2VuGAIgASgJIjUKE1JlbGVhc2VTZWF0UmVzcG9uc2USHgoFbGVhc2UYASABKAsyDy5zZWF0ZC52MS5MZWFzZSL8AQoSV2FpdEZvclNlYXRSZXF1ZXN0EhMKC2xpY2Vuc2Vfa2V5GAEgASgJEhMKC2ZpbmdlcnByaW50GAIgASgJEgwKBHVzZXIYAyABKAkSEAoIaG9zdG5hbWUYBCABKAkSPAoIbWV0YWRhdGEYBSADKAsyKi5zZWF0ZC52MS5XYWl0Rm9yU2VhdFJlcXVlc3QuTWV0YWRhdGFFbnRyeRIXCg9pZGVtcG90ZW5jeV9rZXkYBiABKAkSFAoMcXVldWVfdGlja2V0GAcgASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJHCg1RdWV1ZVBvc2l0aW9uEhAKCHBvc2l0aW9uGAEgASgFEhQKDHF1ZXVlX2xlbmd0aBgCIAEoBRIOCgZ0aWNrZXQYAyABKAkifQoTV2FpdEZvclNlYXRSZXNwb25zZRIrCghwb3NpdGlvbhgBIAEoCzIXLnNlYXRkLnYxLlF1ZXVlUG9zaXRpb25IABIwCgdncmFudGVkGAIgASgLMh0uc2VhdGQudjEuQWNxdWlyZVNlYXRSZXNwb25zZUgAQgcKBWV2ZW50MvMBCgtTZWF0U2VydmljZRJKCgtBY3F1aXJlU2VhdBIcLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdBodLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVzcG9uc2USSgoLUmVsZWFzZVNlYXQSHC5zZWF0ZC52MS5SZWxlYXNlU2VhdFJlcXVlc3QaHS5zZWF0ZC52MS5SZWxlYXNlU2VhdFJlc3BvbnNlEkwKC1dhaXRGb3JTZWF0Ehwuc2VhdGQudjEuV2FpdEZvclNlYXRSZXF1ZXN0Gh0uc2VhdGQudjEuV2FpdEZvclNlYXRSZXNwb25zZTABQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_seatd_v1_resources]);
+  fileDesc("ChtzZWF0ZC92MS9zZWF0X3NlcnZpY2UucHJvdG8SCHNlYXRkLnYxIqkCChJBY3F1aXJlU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRINCgVub25jZRgHIAEoCRIyCg9ib3Jyb3dfZHVyYXRpb24YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIsYBChNBY3F1aXJlU2VhdFJlc3BvbnNlEh4KBWxlYXNlGAEgASgLMg8uc2VhdGQudjEuTGVhc2USEwoLbGVhc2VfdG9rZW4YAiABKAkSNQoSaGVhcnRiZWF0X2ludGVydmFsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDHNlYXRzX2luX3VzZRgEIAEoBRISCgpzZWF0X2xpbWl0GAUgASgFEhkKEWxlYXNlX2NlcnRpZmljYXRlGAYgASgJIjsKElJlbGVhc2VTZWF0UmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCSI1ChNSZWxlYXNlU2VhdFJlc3BvbnNlEh4KBWxlYXNlGAEgASgLMg8uc2VhdGQudjEuTGVhc2UiiwIKEldhaXRGb3JTZWF0UmVxdWVzdBITCgtsaWNlbnNlX2tleRgBIAEoCRITCgtmaW5nZXJwcmludBgCIAEoCRIMCgR1c2VyGAMgASgJEhAKCGhvc3RuYW1lGAQgASgJEjwKCG1ldGFkYXRhGAUgAygLMiouc2VhdGQudjEuV2FpdEZvclNlYXRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSFwoPaWRlbXBvdGVuY3lfa2V5GAYgASgJEhQKDHF1ZXVlX3RpY2tldBgHIAEoCRINCgVub25jZRgIIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiRwoNUXVldWVQb3NpdGlvbhIQCghwb3NpdGlvbhgBIAEoBRIUCgxxdWV1ZV9sZW5ndGgYAiABKAUSDgoGdGlja2V0GAMgASgJIn0KE1dhaXRGb3JTZWF0UmVzcG9uc2USKwoIcG9zaXRpb24YASABKAsyFy5zZWF0ZC52MS5RdWV1ZVBvc2l0aW9uSAASMAoHZ3JhbnRlZBgCIAEoCzIdLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVzcG9uc2VIAEIHCgVldmVudCIqChVHZXRTaWduaW5nS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIjwKFkdldFNpZ25pbmdLZXlzUmVzcG9uc2USIgoEa2V5cxgBIAMoCzIULnNlYXRkLnYxLkpzb25XZWJLZXkyyAIKC1NlYXRTZXJ2aWNlEkoKC0FjcXVpcmVTZWF0Ehwuc2VhdGQudjEuQWNxdWlyZVNlYXRSZXF1ZXN0Gh0uc2VhdGQudjEuQWNxdWlyZVNlYXRSZXNwb25zZRJKCgtSZWxlYXNlU2VhdBIcLnNlYXRkLnYxLlJlbGVhc2VTZWF0UmVxdWVzdBodLnNlYXRkLnYxLlJlbGVhc2VTZWF0UmVzcG9uc2USTAoLV2FpdEZvclNlYXQSHC5zZWF0ZC52MS5XYWl0Rm9yU2VhdFJlcXVlc3QaHS5zZWF0ZC52MS5XYWl0Rm9yU2VhdFJlc3BvbnNlMAESUwoOR2V0U2lnbmluZ0tleXMSHy5zZWF0ZC52MS5HZXRTaWduaW5nS2V5c1JlcXVlc3QaIC5zZWF0ZC52MS5HZXRTaWduaW5nS2V5c1Jlc3BvbnNlQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_seatd_v1_resources]);
 
 /**
  * @generated from message seatd.v1.AcquireSeatRequest
@@ -56,6 +56,25 @@ export type AcquireSeatRequest = Message<"seatd.v1.AcquireSeatRequest"> & {
    * @generated from field: string idempotency_key = 6;
    */
   idempotencyKey: string;
+
+  /**
+   * Optional: up to 128 characters the client chose at random (e.g. 16
+   * random bytes, base64url). The lease certificate repeats it, so an
+   * answer recorded earlier cannot be replayed by a fake server.
+   *
+   * @generated from field: string nonce = 7;
+   */
+  nonce: string;
+
+  /**
+   * Borrow the seat for offline use, for this long (at most the license's
+   * max_borrow_duration). The lease then needs no heartbeats and holds its
+   * seat until it lapses or is returned with ReleaseSeat. Unset: a normal
+   * lease, kept alive by heartbeats.
+   *
+   * @generated from field: google.protobuf.Duration borrow_duration = 8;
+   */
+  borrowDuration?: Duration | undefined;
 };
 
 /**
@@ -103,6 +122,17 @@ export type AcquireSeatResponse = Message<"seatd.v1.AcquireSeatResponse"> & {
    * @generated from field: int32 seat_limit = 5;
    */
   seatLimit: number;
+
+  /**
+   * Proof, signed by the tenant's key, that this server granted this lease
+   * until its deadline: a JWS compact token (alg EdDSA, kid of a key in
+   * GetSigningKeys). Claims: iss "seatd", sub and lease_id (the lease id),
+   * tenant_id, license_id, fingerprint, iat, exp (the lease's deadline,
+   * whole seconds, rounded down), borrowed, nonce (the request's).
+   *
+   * @generated from field: string lease_certificate = 6;
+   */
+  leaseCertificate: string;
 };
 
 /**
@@ -197,6 +227,13 @@ export type WaitForSeatRequest = Message<"seatd.v1.WaitForSeatRequest"> & {
    * @generated from field: string queue_ticket = 7;
    */
   queueTicket: string;
+
+  /**
+   * As AcquireSeatRequest.nonce, for the granted lease's certificate.
+   *
+   * @generated from field: string nonce = 8;
+   */
+  nonce: string;
 };
 
 /**
@@ -271,6 +308,45 @@ export const WaitForSeatResponseSchema: GenMessage<WaitForSeatResponse> = /*@__P
   messageDesc(file_seatd_v1_seat_service, 6);
 
 /**
+ * @generated from message seatd.v1.GetSigningKeysRequest
+ */
+export type GetSigningKeysRequest = Message<"seatd.v1.GetSigningKeysRequest"> & {
+  /**
+   * Empty: the "default" tenant.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+};
+
+/**
+ * Describes the message seatd.v1.GetSigningKeysRequest.
+ * Use `create(GetSigningKeysRequestSchema)` to create a new message.
+ */
+export const GetSigningKeysRequestSchema: GenMessage<GetSigningKeysRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_seat_service, 7);
+
+/**
+ * GetSigningKeysResponse is a JWKS (RFC 7517): the key that signs now and
+ * the retired keys whose certificates may still be valid.
+ *
+ * @generated from message seatd.v1.GetSigningKeysResponse
+ */
+export type GetSigningKeysResponse = Message<"seatd.v1.GetSigningKeysResponse"> & {
+  /**
+   * @generated from field: repeated seatd.v1.JsonWebKey keys = 1;
+   */
+  keys: JsonWebKey[];
+};
+
+/**
+ * Describes the message seatd.v1.GetSigningKeysResponse.
+ * Use `create(GetSigningKeysResponseSchema)` to create a new message.
+ */
+export const GetSigningKeysResponseSchema: GenMessage<GetSigningKeysResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_seat_service, 8);
+
+/**
  * SeatService is what a running copy of the product calls to hold a seat.
  *
  * @generated from service seatd.v1.SeatService
@@ -309,6 +385,18 @@ export const SeatService: GenService<{
     methodKind: "server_streaming";
     input: typeof WaitForSeatRequestSchema;
     output: typeof WaitForSeatResponseSchema;
+  },
+  /**
+   * GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
+   * lease certificates with. No authentication: the keys are public
+   * (REST: GET /v1/tenants/{tenant_id}/jwks.json).
+   *
+   * @generated from rpc seatd.v1.SeatService.GetSigningKeys
+   */
+  getSigningKeys: {
+    methodKind: "unary";
+    input: typeof GetSigningKeysRequestSchema;
+    output: typeof GetSigningKeysResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_seatd_v1_seat_service, 0);
