@@ -20,6 +20,9 @@ const (
 	MaxLabelLength       = 256 // user, hostname, names, idempotency keys
 	MaxMetadataEntries   = 32
 	MaxMetadataValue     = 1024
+	// MaxBorrowDuration bounds License.MaxBorrowDuration: the longest a
+	// seat may be borrowed for offline use.
+	MaxBorrowDuration = 30 * 24 * time.Hour
 )
 
 // LeasingStrategy decides which acquisitions share one lease.
@@ -48,6 +51,11 @@ type License struct {
 	Metadata        map[string]string `json:"metadata,omitempty"`
 	CreatedAt       time.Time         `json:"created_at"`
 	UpdatedAt       time.Time         `json:"updated_at"`
+	// Borrowing (offline use): the longest one borrow may last (0: no
+	// borrowing) and how many borrowed leases may be live at once (0: as
+	// many as the seat limit allows).
+	MaxBorrowDuration time.Duration `json:"max_borrow_duration,omitempty"`
+	MaxBorrowedSeats  int           `json:"max_borrowed_seats,omitempty"`
 }
 
 // SeatLimit is the most live leases the license allows.
@@ -67,6 +75,23 @@ func (l *License) HeartbeatInterval() time.Duration { return l.LeaseTTL / Heartb
 // unknown to anyone, counts again for at most as long.
 func WriteBehindSlack(flushEvery time.Duration, l *License) time.Duration {
 	return max(flushEvery+time.Second, l.HeartbeatInterval())
+}
+
+// CheckBorrow judges a request to borrow a seat for d (d > 0) when
+// borrowed leases of the license are live now: ErrBorrowNotAllowed,
+// EINVALID on borrow_duration past MaxBorrowDuration, or BorrowLimit.
+// The seat limit is judged apart, as for any acquisition.
+func (l *License) CheckBorrow(d time.Duration, borrowed int) error {
+	if l.MaxBorrowDuration <= 0 {
+		return ErrBorrowNotAllowed
+	}
+	if d > l.MaxBorrowDuration {
+		return Invalid("borrow_duration", "must be at most the license's max_borrow_duration (%s)", l.MaxBorrowDuration)
+	}
+	if l.MaxBorrowedSeats > 0 && borrowed >= l.MaxBorrowedSeats {
+		return BorrowLimit(borrowed, l.MaxBorrowedSeats)
+	}
+	return nil
 }
 
 // CheckUsable returns ErrLicenseInactive or ErrLicenseExpired when the license
@@ -113,6 +138,9 @@ type Lease struct {
 	LastHeartbeatAt time.Time         `json:"last_heartbeat_at"`
 	ExpiresAt       time.Time         `json:"expires_at"` // the deadline
 	EndedAt         time.Time         `json:"ended_at,omitzero"`
+	// Borrowed: taken for offline use (AcquireRequest.BorrowFor). It keeps
+	// its deadline (no heartbeats, no renewal) and cannot be revoked.
+	Borrowed bool `json:"borrowed,omitempty"`
 }
 
 // Live reports whether the lease holds a seat at now: active and before its

@@ -52,6 +52,11 @@ const (
 	ReasonQuotaExceeded = "QUOTA_EXCEEDED"
 	// The request's bytes are not a message of the method's request type.
 	ReasonMalformedRequest = "MALFORMED_REQUEST"
+	// Borrowing: the license does not allow it, its borrowed seats are all
+	// out, or the lease is borrowed (no heartbeats, no revocation).
+	ReasonBorrowNotAllowed = "BORROW_NOT_ALLOWED"
+	ReasonBorrowLimit      = "BORROW_LIMIT_REACHED"
+	ReasonLeaseBorrowed    = "LEASE_BORROWED"
 )
 
 // Error is a failure a caller may see. Message is written for the client and
@@ -124,7 +129,32 @@ var (
 	ErrLeaseToken      = Errorf(EPERMISSION, ReasonLeaseTokenWrong, "lease token does not match the lease")
 	ErrLicenseInactive = Errorf(EPRECONDITION, ReasonLicenseInactive, "license is not active")
 	ErrLicenseExpired  = Errorf(EPRECONDITION, ReasonLicenseExpired, "license has expired")
+	// ErrBorrowNotAllowed: the license's max_borrow_duration is 0.
+	ErrBorrowNotAllowed = Errorf(EPRECONDITION, ReasonBorrowNotAllowed, "license does not allow borrowing (max_borrow_duration is 0)")
+	// ErrLeaseBorrowed refuses a heartbeat of a borrowed lease: it keeps
+	// the deadline it was borrowed until.
+	ErrLeaseBorrowed = Errorf(EPRECONDITION, ReasonLeaseBorrowed, "lease is borrowed: it needs no heartbeats and keeps its deadline")
 )
+
+// BorrowLimit is the error for a license whose borrowed seats are all out.
+func BorrowLimit(borrowed, limit int) *Error {
+	return &Error{
+		Code: EEXHAUSTED, Reason: ReasonBorrowLimit,
+		Message:  fmt.Sprintf("no seat may be borrowed: %d of %d borrowed", borrowed, limit),
+		Metadata: map[string]string{"borrowed_seats": fmt.Sprint(borrowed), "max_borrowed_seats": fmt.Sprint(limit)},
+	}
+}
+
+// BorrowedNotRevocable refuses to revoke a borrowed lease: its holder may
+// be offline with a certificate valid until expiresAt, so the seat stays
+// taken until then (or until the holder returns it).
+func BorrowedNotRevocable(expiresAt string) *Error {
+	return &Error{
+		Code: EPRECONDITION, Reason: ReasonLeaseBorrowed,
+		Message:  "a borrowed lease cannot be revoked: its certificate stays valid offline until " + expiresAt + "; it holds its seat until then or until it is returned",
+		Metadata: map[string]string{"expires_at": expiresAt},
+	}
+}
 
 // SeatsExhausted is the error for a full license.
 func SeatsExhausted(inUse, limit int) *Error {

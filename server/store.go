@@ -88,6 +88,11 @@ type AcquireRequest struct {
 	IdempotencyKey string
 	LeaseID        string
 	TokenHash      string
+	// BorrowFor > 0 borrows the seat (License.CheckBorrow): a new lease
+	// with Borrowed set and ExpiresAt = now+BorrowFor, never handed back
+	// by dedupe key; an idempotency key hands back only a borrowed lease,
+	// with its deadline kept. 0: a normal lease.
+	BorrowFor time.Duration
 }
 
 // AcquireResult is a granted (or re-found) lease.
