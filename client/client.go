@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
@@ -31,6 +32,19 @@ type Options struct {
 	ReacquireOnExpiry bool
 	// Logger receives reconnects, fallbacks and losses. Default: discarded.
 	Logger *slog.Logger
+	// SigningKeys, when set, makes the client verify the lease certificate
+	// of every answer that grants or extends a seat (Acquire, Borrow,
+	// WaitForSeat's grant, every heartbeat, unary or on the stream): signed
+	// (EdDSA) by the key of this set its kid names, issued by seatd, for
+	// this lease and fingerprint, repeating the nonce the request carried,
+	// with exp the deadline the answer told (rounded down to whole seconds)
+	// and not passed. An answer that fails is a lost lease: Acquire and
+	// WaitForSeat return the error (and give the seat back), a kept lease
+	// closes Lost; Reason(err) is ReasonBadCertificate and errors.Is(err,
+	// ErrBadCertificate) holds. Embed the tenant's JWKS in the product
+	// (ParseSigningKeys) rather than fetching it from the server it checks.
+	// Default nil: certificates are kept (Lease.Certificate) but not checked.
+	SigningKeys *SigningKeys
 }
 
 // DefaultOptions are the options of Dial and New.
@@ -136,10 +150,14 @@ func (o AcquireOptions) named() AcquireOptions {
 	return o
 }
 
+// acquireRequest asks for the seat with a nonce of its own, which every
+// retry of this request repeats (the certificate answers the request).
+// Every request carries one, checked or not, so that the certificate a
+// caller stores (Lease.Certificate) names the request it answered.
 func (o AcquireOptions) acquireRequest() *seatdv1.AcquireSeatRequest {
 	return &seatdv1.AcquireSeatRequest{
 		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
-		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey,
+		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey, Nonce: newNonce(),
 	}
 }
 
@@ -154,21 +172,110 @@ func (o AcquireOptions) waitRequest() *seatdv1.WaitForSeatRequest {
 // errors.Is(err, ErrNoSeat) and Reason(err) == "SEATS_EXHAUSTED". With
 // AutoHeartbeat the lease keeps itself alive until Release, Close, or its
 // loss; ctx bounds only this call, not the lease.
+//
+// With Options.SigningKeys, an answer whose certificate fails verification
+// is refused: the seat is given back and the error satisfies
+// errors.Is(err, ErrBadCertificate) (Reason ReasonBadCertificate).
 func (c *Client) Acquire(ctx context.Context, o AcquireOptions) (*Lease, error) {
+	return c.acquire(ctx, o, 0)
+}
+
+// Borrow takes a seat for offline use for d (at most the license's
+// max_borrow_duration). The lease needs no heartbeats and holds its seat
+// until its deadline (ExpiresAt) or until it is returned early with
+// Lease.Release (or, after a restart, Client.ReleaseSeat with its ID and
+// Token). Store Lease.Certificate with the product: VerifyOffline checks it
+// at start-up without a network. Nothing keeps or watches a borrowed lease:
+// its Lost channel closes only if a Heartbeat call finds it gone.
+//
+// An answer without a certificate, or not for a borrowed lease (a server
+// without borrowing), is refused and the seat given back; with
+// Options.SigningKeys the certificate is verified as for Acquire (and must
+// say borrowed). A license that does not allow borrowing answers
+// FAILED_PRECONDITION BORROW_NOT_ALLOWED; one whose borrowable seats are
+// out, RESOURCE_EXHAUSTED BORROW_LIMIT_REACHED.
+func (c *Client) Borrow(ctx context.Context, o AcquireOptions, d time.Duration) (*Lease, error) {
+	if d <= 0 {
+		return nil, fmt.Errorf("borrow a seat: duration %s is not positive", d)
+	}
+	return c.acquire(ctx, o, d)
+}
+
+// acquire is one acquisition, borrowed for borrow if positive.
+func (c *Client) acquire(ctx context.Context, o AcquireOptions, borrow time.Duration) (*Lease, error) {
+	req := o.named().acquireRequest()
+	if borrow > 0 {
+		req.BorrowDuration = durationpb.New(borrow)
+	}
 	sent := c.t.wallNow()
-	resp, err := c.seats.AcquireSeat(ctx, o.named().acquireRequest())
+	resp, err := c.seats.AcquireSeat(ctx, req)
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return c.hold(o, resp, sent), nil
+	st, err := c.granted(req.GetNonce(), o.Fingerprint, resp, sent, borrow > 0)
+	if err != nil {
+		c.giveBack(ctx, resp.GetLease().GetId(), resp.GetLeaseToken())
+		return nil, err
+	}
+	return c.hold(o, st), nil
 }
 
-// hold wraps a granted seat in a Lease and starts keeping it alive.
-func (c *Client) hold(o AcquireOptions, resp *seatdv1.AcquireSeatResponse, sent time.Time) *Lease {
+// granted reads and, with SigningKeys, verifies a granted seat: nonce and
+// fingerprint are what the request sent, sent is when.
+func (c *Client) granted(nonce, fingerprint string, resp *seatdv1.AcquireSeatResponse, sent time.Time, borrowed bool) (leaseState, error) {
+	st := stateOf(resp, sent)
+	// The lease's fingerprint: ours, or, when the license shares a lease
+	// between fingerprints (per user or hostname), the one seatd says.
+	st.fingerprint = cmp.Or(resp.GetLease().GetFingerprint(), fingerprint)
+	st.borrowed = borrowed
+	if borrowed {
+		switch {
+		case !resp.GetLease().GetBorrowed():
+			return st, certLost(badCert("seatd granted a lease that is not borrowed (a server without borrowing?)"))
+		case st.cert == "":
+			return st, certLost(badCert("none in seatd's answer to a borrow"))
+		}
+	}
+	if c.opts.SigningKeys == nil {
+		return st, nil
+	}
+	_, err := c.opts.SigningKeys.check(st.cert, expectation{
+		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, fingerprint: st.fingerprint,
+		deadline: st.expiresAt, borrowed: borrowed,
+	}, c.t.wallNow())
+	if err != nil {
+		return st, certLost(err)
+	}
+	return st, nil
+}
+
+// giveBack releases a seat we refuse (its answer failed verification), as
+// far as the server is real and reachable: a seat held for nothing would
+// otherwise count until its deadline.
+func (c *Client) giveBack(ctx context.Context, leaseID, leaseToken string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.t.callTimeout)
+	defer cancel()
+	if err := c.ReleaseSeat(ctx, leaseID, leaseToken); err != nil {
+		c.log.Debug("could not give back a refused seat", "lease_id", leaseID, "err", err)
+	}
+}
+
+// ReleaseSeat gives back a seat known only by its id and token: a borrowed
+// lease returned early after the product restarted, say (Lease.Release is
+// the way for a Lease in hand). A lease that already ended is an error
+// (errors.Is(err, ErrLeaseLost): LEASE_EXPIRED, LEASE_RELEASED, ...).
+func (c *Client) ReleaseSeat(ctx context.Context, leaseID, leaseToken string) error {
+	_, err := c.seats.ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: leaseID, LeaseToken: leaseToken})
+	return wrap(err)
+}
+
+// hold wraps a granted seat in a Lease and starts keeping it alive (a
+// borrowed one needs no keeping).
+func (c *Client) hold(o AcquireOptions, st leaseState) *Lease {
 	o.Metadata = maps.Clone(o.Metadata) // acquiring again must not race the caller's map
 	l := &Lease{c: c, opts: o, lost: make(chan struct{})}
-	l.st = stateOf(resp, sent)
-	if c.opts.AutoHeartbeat {
+	l.st = st
+	if c.opts.AutoHeartbeat && !st.borrowed {
 		l.keep = c.startKeeper(l)
 	}
 	return l

@@ -33,15 +33,21 @@ var lostReasons = map[string]bool{
 	ReasonLeaseReleased:     true,
 	ReasonLeaseNotFound:     true,
 	ReasonLeaseTokenInvalid: true,
+	ReasonBadCertificate:    true,
 }
 
 // Error is a seatd error with its machine-readable reason.
 type Error struct {
 	Status *status.Status
 	Reason string // google.rpc.ErrorInfo reason, e.g. SEATS_EXHAUSTED
+	cause  error  // what the client concluded it from (a *CertificateError), or nil
 }
 
 func (e *Error) Error() string { return "seatd: " + e.Status.Message() }
+
+// Unwrap is the client's own finding behind an error it concluded itself
+// (ReasonBadCertificate: the *CertificateError), or nil.
+func (e *Error) Unwrap() error { return e.cause }
 
 // GRPCStatus lets status.FromError see through the wrapper.
 func (e *Error) GRPCStatus() *status.Status { return e.Status }
@@ -89,6 +95,13 @@ func wrap(err error) error {
 // server's so that Reason and errors.Is treat both alike.
 func localError(code codes.Code, reason, msg string) *Error {
 	return &Error{Status: status.New(code, msg), Reason: reason}
+}
+
+// certLost is the loss of a lease whose answer failed verification: shaped
+// like the server's errors (ReasonBadCertificate, ErrLeaseLost), unwrapping
+// to the *CertificateError (ErrBadCertificate).
+func certLost(cause error) *Error {
+	return &Error{Status: status.New(codes.Unauthenticated, cause.Error()), Reason: ReasonBadCertificate, cause: cause}
 }
 
 // isLost reports whether err means the lease is gone for good.

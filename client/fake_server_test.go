@@ -47,6 +47,10 @@ type fakeServer struct {
 	waitTickets         []string      // the queue_ticket of each WaitForSeat, in order
 	shutdown            chan struct{} // closed by reconnectStreams
 
+	signer   *testSigner // signs lease certificates; nil: none sent
+	forge    forgery     // how to spoil them
+	noBorrow bool        // ignore borrow_duration, as a server without borrowing
+
 	acquires, releases, streams int
 	unaryBeats, streamBeats     map[string]int // by lease id
 	refusedBeats                int            // heartbeats failed while unavailable
@@ -58,6 +62,8 @@ type fakeLease struct {
 	idem      string // the idempotency key it was granted for
 	expiresAt time.Time
 	ended     string // "" while live, else the reason heartbeats fail with
+	fp        string
+	borrowed  bool
 }
 
 func newFakeServer() *fakeServer {
@@ -128,7 +134,7 @@ func (f *fakeServer) live() int {
 	return n
 }
 
-func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {
+func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest, nonce string) (*seatdv1.AcquireSeatResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.acquires++
@@ -160,7 +166,10 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSea
 		}
 		f.nextID++
 		l = &fakeLease{id: fmt.Sprintf("lease-%d", f.nextID), token: fmt.Sprintf("token-%d", f.nextID),
-			expiresAt: now.Add(f.ttl), idem: req.GetIdempotencyKey()}
+			expiresAt: now.Add(f.ttl), idem: req.GetIdempotencyKey(), fp: req.GetFingerprint()}
+		if d := req.GetBorrowDuration().AsDuration(); d > 0 && !f.noBorrow {
+			l.expiresAt, l.borrowed = now.Add(d), true
+		}
 		f.leases[l.id] = l
 	}
 	if f.lostReplies > 0 {
@@ -169,16 +178,26 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSea
 	}
 	return &seatdv1.AcquireSeatResponse{
 		Lease: &seatdv1.Lease{
-			Id: l.id, LicenseId: "lic-1", Fingerprint: req.GetFingerprint(),
+			Id: l.id, LicenseId: "lic-1", Fingerprint: req.GetFingerprint(), Borrowed: l.borrowed,
 			AcquiredAt: timestamppb.New(now), LastHeartbeatAt: timestamppb.New(now), ExpiresAt: timestamppb.New(l.expiresAt),
 		},
 		LeaseToken: l.token, HeartbeatInterval: durationpb.New(f.interval),
 		SeatsInUse: int32(f.live()), SeatLimit: int32(f.seats),
+		LeaseCertificate: f.certify(l, nonce),
 	}, nil
 }
 
+// certify is l's certificate for a request with nonce, as the fake's
+// signer and forgery say (call with f.mu held).
+func (f *fakeServer) certify(l *fakeLease, nonce string) string {
+	if f.signer == nil {
+		return ""
+	}
+	return f.signer.certificate(f.forge, certClaims(l.id, l.fp, l.expiresAt, l.borrowed, nonce))
+}
+
 func (f *fakeServer) AcquireSeat(_ context.Context, req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {
-	return f.grant(req)
+	return f.grant(req, req.GetNonce())
 }
 
 func (f *fakeServer) ReleaseSeat(_ context.Context, req *seatdv1.ReleaseSeatRequest) (*seatdv1.ReleaseSeatResponse, error) {
@@ -199,36 +218,40 @@ func (f *fakeServer) ReleaseSeat(_ context.Context, req *seatdv1.ReleaseSeatRequ
 	}
 }
 
-// heartbeat is the store's heartbeat: one TTL more, or why not.
-func (f *fakeServer) heartbeat(id, token string, counts map[string]int) (time.Time, error) {
+// heartbeat is the store's heartbeat: one TTL more, or why not; and the
+// certificate for the request's nonce.
+func (f *fakeServer) heartbeat(id, token, nonce string, counts map[string]int) (time.Time, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.unavailable {
 		f.refusedBeats++
-		return time.Time{}, reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
+		return time.Time{}, "", reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
 	}
 	l, ok := f.leases[id]
 	switch {
 	case !ok:
-		return time.Time{}, reasonErr(codes.NotFound, ReasonLeaseNotFound)
+		return time.Time{}, "", reasonErr(codes.NotFound, ReasonLeaseNotFound)
 	case l.token != token:
-		return time.Time{}, reasonErr(codes.PermissionDenied, ReasonLeaseTokenInvalid)
+		return time.Time{}, "", reasonErr(codes.PermissionDenied, ReasonLeaseTokenInvalid)
 	case l.ended != "":
-		return time.Time{}, reasonErr(codes.FailedPrecondition, l.ended)
+		return time.Time{}, "", reasonErr(codes.FailedPrecondition, l.ended)
+	case l.borrowed:
+		return time.Time{}, "", reasonErr(codes.FailedPrecondition, "LEASE_BORROWED")
 	}
 	l.expiresAt = time.Now().Add(f.ttl)
 	counts[id]++
-	return l.expiresAt, nil
+	return l.expiresAt, f.certify(l, nonce), nil
 }
 
 func (f *fakeServer) Heartbeat(_ context.Context, req *seatdv1.HeartbeatRequest) (*seatdv1.HeartbeatResponse, error) {
-	at, err := f.heartbeat(req.GetLeaseId(), req.GetLeaseToken(), f.unaryBeats)
+	at, cert, err := f.heartbeat(req.GetLeaseId(), req.GetLeaseToken(), req.GetNonce(), f.unaryBeats)
 	if err != nil {
 		return nil, err
 	}
 	return &seatdv1.HeartbeatResponse{
 		ExpiresAt: timestamppb.New(at), HeartbeatInterval: durationpb.New(f.interval),
-		Lease: &seatdv1.Lease{Id: req.GetLeaseId(), ExpiresAt: timestamppb.New(at), LastHeartbeatAt: timestamppb.New(at.Add(-f.ttl))},
+		Lease:            &seatdv1.Lease{Id: req.GetLeaseId(), ExpiresAt: timestamppb.New(at), LastHeartbeatAt: timestamppb.New(at.Add(-f.ttl))},
+		LeaseCertificate: cert,
 	}, nil
 }
 
@@ -284,7 +307,7 @@ func (f *fakeServer) HeartbeatStream(stream seatdv1.HeartbeatService_HeartbeatSt
 		if id == "" {
 			id, token = req.GetLeaseId(), req.GetLeaseToken()
 		}
-		at, err := f.heartbeat(id, token, f.streamBeats)
+		at, cert, err := f.heartbeat(id, token, req.GetNonce(), f.streamBeats)
 		if err != nil {
 			if signal, ok := fakeSignals[Reason(wrap(err))]; ok {
 				_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: signal})
@@ -295,7 +318,7 @@ func (f *fakeServer) HeartbeatStream(stream seatdv1.HeartbeatService_HeartbeatSt
 			return err
 		}
 		if err := stream.Send(&seatdv1.HeartbeatStreamResponse{
-			ExpiresAt: timestamppb.New(at), HeartbeatInterval: durationpb.New(f.interval),
+			ExpiresAt: timestamppb.New(at), HeartbeatInterval: durationpb.New(f.interval), LeaseCertificate: cert,
 		}); err != nil {
 			return err
 		}
@@ -329,7 +352,7 @@ func (f *fakeServer) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv1
 		}
 	}
 	for {
-		resp, err := f.grant(&seatdv1.AcquireSeatRequest{LicenseKey: req.GetLicenseKey(), Fingerprint: req.GetFingerprint()})
+		resp, err := f.grant(&seatdv1.AcquireSeatRequest{LicenseKey: req.GetLicenseKey(), Fingerprint: req.GetFingerprint()}, req.GetNonce())
 		if err == nil {
 			return stream.Send(&seatdv1.WaitForSeatResponse{Event: &seatdv1.WaitForSeatResponse_Granted{Granted: resp}})
 		}

@@ -175,6 +175,13 @@ func (k *keeper) recover(ctx context.Context, cause error) bool {
 	if !k.l.c.opts.ReacquireOnExpiry || !expired(cause) {
 		k.log.Warn("lease lost", "reason", Reason(cause), "err", cause)
 		k.l.markLost(cause)
+		if errors.Is(cause, ErrBadCertificate) {
+			// We stop heartbeating a lease we no longer trust; if seatd is
+			// real (say, it signs with a key newer than our JWKS), give the
+			// seat back rather than hold it until its deadline.
+			st := k.l.state()
+			k.l.c.giveBack(ctx, st.id, st.token)
+		}
 		return false
 	}
 	k.log.Info("lease expired; acquiring a seat again", "err", cause)
@@ -191,8 +198,15 @@ func (k *keeper) recover(ctx context.Context, cause error) bool {
 			return false
 		}
 		if err == nil {
+			st, err := k.l.c.granted(req.GetNonce(), k.l.opts.Fingerprint, resp, sent, false)
+			if err != nil {
+				k.l.c.giveBack(ctx, resp.GetLease().GetId(), resp.GetLeaseToken())
+				k.log.Warn("lease lost; the seat acquired again failed verification", "err", err)
+				k.l.markLost(fmt.Errorf("%w; acquiring again: %w", cause, err))
+				return false
+			}
 			old := k.l.ID()
-			k.l.swap(resp, sent)
+			k.l.swap(st)
 			k.log = k.l.c.log.With("lease_id", k.l.ID())
 			k.log.Info("seat acquired again", "expired_lease_id", old)
 			return true

@@ -35,6 +35,9 @@ type leaseState struct {
 	expiresAt             time.Time     // the deadline, by the server's clock
 	deadline              time.Time     // the deadline, by our clock (see localDeadline)
 	seatsInUse, seatLimit int
+	cert                  string // the latest lease certificate, "" if none came
+	fingerprint           string // the lease's, which its certificates name
+	borrowed              bool
 }
 
 // stateOf reads a granted seat; sent is when we asked for it.
@@ -45,6 +48,7 @@ func stateOf(resp *seatdv1.AcquireSeatResponse, sent time.Time) leaseState {
 		interval: resp.GetHeartbeatInterval().AsDuration(), ttl: ttlOf(pl),
 		expiresAt:  pl.GetExpiresAt().AsTime(),
 		seatsInUse: int(resp.GetSeatsInUse()), seatLimit: int(resp.GetSeatLimit()),
+		cert: resp.GetLeaseCertificate(),
 	}
 	st.deadline = st.localDeadline(sent, st.expiresAt)
 	return st
@@ -97,6 +101,15 @@ func (l *Lease) SeatLimit() int { return l.state().seatLimit }
 // ExpiresAt is the current deadline, by the server's clock.
 func (l *Lease) ExpiresAt() time.Time { return l.state().expiresAt }
 
+// Certificate is the latest lease certificate seatd sent (JWS compact,
+// valid until the deadline it was sent with), verified when
+// Options.SigningKeys is set; "" from a server that sends none. For a
+// borrowed lease it is what to store: VerifyOffline checks it later.
+func (l *Lease) Certificate() string { return l.state().cert }
+
+// Borrowed reports whether the lease was borrowed (Client.Borrow).
+func (l *Lease) Borrowed() bool { return l.state().borrowed }
+
 // Lost is closed once the lease is gone for good: expired, revoked, released
 // or taken over elsewhere, or (with ReacquireOnExpiry) not acquired again.
 // Err says why. Our own Release does not close it.
@@ -127,11 +140,33 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 func (l *Lease) heartbeat(ctx context.Context) error {
 	st := l.state()
 	sent := l.c.t.wallNow()
-	resp, err := l.c.heartbeat.Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: st.id, LeaseToken: st.token})
+	nonce := newNonce()
+	resp, err := l.c.heartbeat.Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: st.id, LeaseToken: st.token, Nonce: nonce})
 	if err != nil {
 		return wrap(err)
 	}
-	l.extend(st.id, sent, resp.GetExpiresAt().AsTime(), resp.GetHeartbeatInterval().AsDuration(), ttlOf(resp.GetLease()))
+	expiresAt, cert := resp.GetExpiresAt().AsTime(), resp.GetLeaseCertificate()
+	if err := l.checkCert(st, nonce, cert, expiresAt); err != nil {
+		return err
+	}
+	l.extend(st.id, sent, expiresAt, resp.GetHeartbeatInterval().AsDuration(), ttlOf(resp.GetLease()), cert)
+	return nil
+}
+
+// checkCert verifies, with Options.SigningKeys, the certificate of an
+// answer that extended lease st to expiresAt: a failure is the lease's loss.
+func (l *Lease) checkCert(st leaseState, nonce, cert string, expiresAt time.Time) error {
+	keys := l.c.opts.SigningKeys
+	if keys == nil {
+		return nil
+	}
+	_, err := keys.check(cert, expectation{
+		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, fingerprint: st.fingerprint,
+		deadline: expiresAt, borrowed: st.borrowed,
+	}, l.c.t.wallNow())
+	if err != nil {
+		return certLost(err)
+	}
 	return nil
 }
 
@@ -173,11 +208,14 @@ func (l *Lease) state() leaseState {
 
 // extend records a successful heartbeat of lease id sent at sent. Answers
 // for a lease we no longer hold, or older than what we know, change nothing.
-func (l *Lease) extend(id string, sent, expiresAt time.Time, interval, ttl time.Duration) {
+func (l *Lease) extend(id string, sent, expiresAt time.Time, interval, ttl time.Duration, cert string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if id != l.st.id {
 		return
+	}
+	if cert != "" && !expiresAt.Before(l.st.expiresAt) {
+		l.st.cert = cert
 	}
 	if ttl > 0 {
 		l.st.ttl = ttl
@@ -194,10 +232,10 @@ func (l *Lease) extend(id string, sent, expiresAt time.Time, interval, ttl time.
 }
 
 // swap takes over a lease acquired again after this one expired.
-func (l *Lease) swap(resp *seatdv1.AcquireSeatResponse, sent time.Time) {
+func (l *Lease) swap(st leaseState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.st = stateOf(resp, sent)
+	l.st = st
 }
 
 // markLost closes Lost with err, once, unless we released the lease.

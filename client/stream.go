@@ -57,8 +57,8 @@ func (k *keeper) stream(ctx context.Context) (answered bool, err error) {
 		}
 	})
 
-	sent := k.t.wallNow()
-	if err := s.Send(&seatdv1.HeartbeatStreamRequest{LeaseId: st.id, LeaseToken: st.token}); err != nil && !errors.Is(err, io.EOF) {
+	sent, nonce := k.t.wallNow(), newNonce()
+	if err := s.Send(&seatdv1.HeartbeatStreamRequest{LeaseId: st.id, LeaseToken: st.token, Nonce: nonce}); err != nil && !errors.Is(err, io.EOF) {
 		return false, wrap(err) // io.EOF: the real status comes from Recv
 	}
 	waiting := true // for the answer to the ping sent at sent
@@ -79,8 +79,8 @@ func (k *keeper) stream(ctx context.Context) (answered bool, err error) {
 			if waiting {
 				return answered, errNoAnswer
 			}
-			sent, waiting = k.t.wallNow(), true
-			if err := s.Send(&seatdv1.HeartbeatStreamRequest{}); err != nil && !errors.Is(err, io.EOF) {
+			sent, nonce, waiting = k.t.wallNow(), newNonce(), true
+			if err := s.Send(&seatdv1.HeartbeatStreamRequest{Nonce: nonce}); err != nil && !errors.Is(err, io.EOF) {
 				return answered, wrap(err)
 			}
 			timer.Reset(k.l.pingEvery()) // now the answer timeout
@@ -94,7 +94,15 @@ func (k *keeper) stream(ctx context.Context) (answered bool, err error) {
 			case seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_REVOKED, seatdv1.HeartbeatSignal_HEARTBEAT_SIGNAL_EXPIRED:
 				signal = sig // the status that ends the stream follows
 			default:
-				k.l.extend(st.id, sent, r.resp.GetExpiresAt().AsTime(), r.resp.GetHeartbeatInterval().AsDuration(), 0)
+				expiresAt, cert := r.resp.GetExpiresAt().AsTime(), r.resp.GetLeaseCertificate()
+				ping := nonce
+				if !waiting {
+					ping = "" // one ping at a time: an answer to none repeats no nonce of ours
+				}
+				if err := k.l.checkCert(st, ping, cert, expiresAt); err != nil {
+					return answered, err
+				}
+				k.l.extend(st.id, sent, expiresAt, r.resp.GetHeartbeatInterval().AsDuration(), 0, cert)
 				answered, waiting = true, false
 				timer.Reset(k.l.pingEvery())
 			}

@@ -26,13 +26,22 @@ func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition f
 	}
 	ticket := ""
 	key := o.named().IdempotencyKey // every stream of this wait is one acquisition
+	nonce := newNonce()             // and its grant answers each of them
 	for failures := 0; ; {
-		lease, heard, err := c.waitOnce(ctx, o, key, &ticket, report)
+		lease, heard, err := c.waitOnce(ctx, o, key, nonce, &ticket, report)
 		if lease != nil {
 			// The server holds a waiter's grant only until its first
 			// heartbeat (--wait-hold), which may come well before the
 			// keeper's first beat (TTL/6): confirm it now.
-			if err := lease.Heartbeat(ctx); err != nil && errors.Is(err, ErrLeaseLost) {
+			err := lease.Heartbeat(ctx)
+			if errors.Is(err, ErrBadCertificate) {
+				if lease.keep != nil {
+					_ = lease.keep.stop(context.WithoutCancel(ctx))
+				}
+				c.giveBack(ctx, lease.ID(), lease.Token())
+				return nil, err // not seatd's answer: no use waiting again
+			}
+			if err != nil && errors.Is(err, ErrLeaseLost) {
 				_ = lease.Release(context.WithoutCancel(ctx))
 				ticket = "" // the grant used up the place
 				continue    // it went to the next waiter: queue again
@@ -61,11 +70,11 @@ func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition f
 // waitOnce is one WaitForSeat stream (under idempotency key key), resuming *ticket's place and updating
 // it from what the server sends. heard tells whether the server sent
 // anything, so that a queue that worked for a while retries promptly.
-func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, key string, ticket *string, report func(int, int)) (lease *Lease, heard bool, err error) {
+func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, key, nonce string, ticket *string, report func(int, int)) (lease *Lease, heard bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req := o.waitRequest()
-	req.IdempotencyKey = key
+	req.IdempotencyKey, req.Nonce = key, nonce
 	req.QueueTicket = *ticket
 	s, err := c.seats.WaitForSeat(ctx, req)
 	if err != nil {
@@ -83,7 +92,12 @@ func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, key string, tic
 		if g := resp.GetGranted(); g != nil {
 			// The grant was made a one-way trip ago; against a TTL that is
 			// nothing, whereas the time we joined may be long past.
-			return c.hold(o, g, c.t.wallNow()), true, nil
+			st, err := c.granted(nonce, o.Fingerprint, g, c.t.wallNow(), false)
+			if err != nil {
+				c.giveBack(ctx, g.GetLease().GetId(), g.GetLeaseToken())
+				return nil, true, err
+			}
+			return c.hold(o, st), true, nil
 		}
 		if p := resp.GetPosition(); p != nil {
 			*ticket = p.GetTicket()
