@@ -1,6 +1,6 @@
 // Package gateway serves seatd over HTTP: the REST API (grpc-gateway,
-// forwarding to the gRPC server), /metrics, /healthz, /readyz and
-// /openapi.json.
+// forwarding to the gRPC server), /metrics, /healthz, /readyz,
+// /openapi.json and the web console at /ui/.
 package gateway
 
 import (
@@ -26,6 +26,7 @@ import (
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/console"
 	"github.com/seatd/seatd/server/grpcapi"
 )
 
@@ -86,6 +87,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 	}
 	h := &Handler{mux: http.NewServeMux()}
 	h.mux.Handle("/v1/", bounded(gw, limits))
+	h.mux.Handle("GET "+console.Prefix, console.Handler())
 	h.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

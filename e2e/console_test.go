@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// The web console (/ui/, server/console) in a real browser: headless
+// Chromium driven by chromedp (console_browser_test.go). Every test fails
+// on any console error, uncaught exception or failed request the test did
+// not cause on purpose, and saves a screenshot of each page it visits in
+// $SEATD_TEST_ARTIFACTS (default e2e/artifacts)/<test name>/.
+
+// consoleLicense creates a license over REST and answers it.
+func consoleLicense(t *testing.T, p *proc, body map[string]any) httpResp {
+	t.Helper()
+	return p.do(t, "POST", "/v1/admin/licenses", p.OperatorKey, body).requireCode(t, http.StatusOK)
+}
+
+// consoleAcquire takes a seat over REST and answers the lease id.
+func consoleAcquire(t *testing.T, p *proc, key, user, host string) httpResp {
+	t.Helper()
+	return p.do(t, "POST", "/v1/leases", "", map[string]any{
+		"licenseKey": key, "fingerprint": "fp-" + user, "user": user, "hostname": host,
+	}).requireCode(t, http.StatusOK)
+}
+
+// signIn opens the console and signs in with key.
+func (b *browser) signIn(p *proc, key string) {
+	b.t.Helper()
+	b.run("open the console", chromedp.Navigate(p.url("/ui/")), chromedp.WaitVisible(chromedp.CSS("#signin #key")))
+	b.run("sign in", chromedp.SendKeys(chromedp.CSS("#key"), key), chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)))
+}
+
+// inUse is the JavaScript for a license's "in use / seats" text on the
+// overview.
+func inUse(licenseID string) string {
+	return fmt.Sprintf(`(document.querySelector('tr[data-license-id="%s"] .in-use') || {}).textContent`, licenseID)
+}
+
+// requireLabelled checks that every control on the page has a name a
+// screen reader can say.
+func (b *browser) requireLabelled(page string) {
+	b.t.Helper()
+	unnamed := eval[[]string](b, `[...document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]')]
+		.filter((e) => e.offsetParent !== null || e.tagName === 'MAIN')
+		.filter((e) => !((e.labels && e.labels.length) || e.getAttribute('aria-label') || e.getAttribute('aria-labelledby') ||
+			(e.textContent || '').trim()))
+		.map((e) => e.outerHTML.slice(0, 120))`)
+	require.Empty(b.t, unnamed, "%s: controls without an accessible name", page)
+}
+
+// TestConsoleSignInSeatsRevokeAndUsage walks the console as an admin does:
+// sign in with the operator key, see the licenses, watch a seat taken
+// through the API show as 1/N within one refresh, revoke it from the
+// license page (by keyboard, after a confirmation) and see the API report
+// it revoked, change the seats, then find today's bars on the usage and
+// zombie charts.
+func TestConsoleSignInSeatsRevokeAndUsage(t *testing.T) {
+	t.Parallel()
+	p := start(t, options{})
+	today := time.Now().UTC().Format("2006-01-02")
+
+	acme := consoleLicense(t, p, map[string]any{"name": "ACME CAD", "seats": 3, "leaseTtl": "300s"})
+	globex := consoleLicense(t, p, map[string]any{"name": "Globex Simulator", "seats": 2, "leaseTtl": "300s"})
+	initech := consoleLicense(t, p, map[string]any{"name": "Initech Reports", "seats": 5, "leaseTtl": "1s"})
+	consoleLicense(t, p, map[string]any{"name": "Umbrella Legacy", "seats": 10, "active": false,
+		"expiresAt": time.Now().Add(90 * 24 * time.Hour).UTC().Format(time.RFC3339)})
+	acmeID, globexID, initechID := acme.str(t, "id"), globex.str(t, "id"), initech.str(t, "id")
+
+	// Globex: full, and one acquisition refused (a denial on the usage
+	// chart). Initech: a lease left to lapse and cleaned up (a zombie).
+	consoleAcquire(t, p, globex.str(t, "key"), "bob", "ws-bob")
+	consoleAcquire(t, p, globex.str(t, "key"), "carol", "ws-carol")
+	p.do(t, "POST", "/v1/leases", "", map[string]any{"licenseKey": globex.str(t, "key"), "fingerprint": "fp-dave", "user": "dave"}).
+		requireCode(t, http.StatusTooManyRequests)
+	consoleAcquire(t, p, initech.str(t, "key"), "erin", "laptop-erin")
+	eventually(t, 30*time.Second, "erin's 1 s lease past its deadline", func() bool {
+		r := p.do(t, "GET", "/v1/admin/licenses/"+initechID+"/leases?state=LEASE_STATE_EXPIRED", p.OperatorKey, nil)
+		leases, _ := r.JSON["leases"].([]any)
+		return len(leases) == 1
+	})
+	run := p.do(t, "POST", "/v1/admin/cleanup", p.OperatorKey, map[string]any{}).requireCode(t, http.StatusOK)
+	require.Equal(t, 1.0, run.num(t, "run.expired"), "cleanup found erin's zombie")
+
+	b := newBrowser(t, 1280, 860)
+
+	// Sign in.
+	b.run("open the console", chromedp.Navigate(p.url("/ui/")), chromedp.WaitVisible(chromedp.CSS("#signin #key")))
+	b.requireLabelled("sign-in")
+	b.screenshot("signin")
+	b.run("sign in", chromedp.SendKeys(chromedp.CSS("#key"), p.OperatorKey),
+		chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)))
+
+	// The overview lists the licenses; ACME has none of its 3 seats taken.
+	b.waitFor("ACME CAD at 0 / 3", inUse(acmeID)+` === '0 / 3'`)
+	started := eval[int](b, `Number(document.getElementById('main').dataset.loadsStarted)`)
+
+	// A seat taken through the API shows within one refresh: the first
+	// load that starts after the acquisition shows it.
+	alice := consoleAcquire(t, p, acme.str(t, "key"), "alice", "ws-alice")
+	startedAfter := eval[int](b, `Number(document.getElementById('main').dataset.loadsStarted)`)
+	shownBy := pollFor[int](b, "ACME CAD at 1 / 3", `(`+inUse(acmeID)+` === '1 / 3') && Number(document.getElementById('main').dataset.loadsDone)`)
+	require.LessOrEqual(t, shownBy, startedAfter+1,
+		"1 / 3 first shown by load %d; the first load started after the acquisition was %d (loads started before it: %d)", shownBy, startedAfter+1, started)
+	globexInUse := eval[string](b, inUse(globexID))
+	require.Equal(t, "2 / 2", globexInUse)
+	b.waitFor("the cleanup leader", `document.querySelector('#cleanup dl') !== null`)
+	cleanupText := eval[string](b, `document.getElementById('cleanup').innerText`)
+	require.Contains(t, cleanupText, "(this instance)")
+	require.Contains(t, cleanupText, "manual, 1 expired of 1 scanned")
+	b.requireLabelled("overview")
+	b.screenshot("overview")
+
+	// The license page lists alice's lease.
+	leaseID := alice.str(t, "lease.id")
+	row := fmt.Sprintf(`tr[data-lease-id="%s"]`, leaseID)
+	b.run("open ACME CAD", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, acmeID))))
+	b.waitFor("alice's lease", fmt.Sprintf(`document.querySelector('%s') !== null`, row))
+	rowText := eval[string](b, fmt.Sprintf(`document.querySelector('%s').innerText`, row))
+	require.Contains(t, rowText, "alice")
+	require.Contains(t, rowText, "ws-alice")
+	require.Contains(t, rowText, "fp-alice")
+	b.requireLabelled("license")
+	b.screenshot("license")
+
+	// Revoke it by keyboard: Enter on its button opens the confirmation
+	// with Cancel focused; Tab reaches Revoke; Enter revokes.
+	b.run("focus Revoke", chromedp.Focus(chromedp.CSS(row+` button`)), chromedp.KeyEvent("\r"))
+	b.waitFor("the confirmation", `document.querySelector('#revoke-dialog[open]') !== null`)
+	focused := eval[string](b, `document.activeElement.textContent`)
+	require.Equal(t, "Cancel", focused, "the safe choice has the focus")
+	b.screenshot("revoke-confirmation")
+	b.run("Tab to Revoke", chromedp.KeyEvent("\t"))
+	focused = eval[string](b, `document.activeElement.id`)
+	require.Equal(t, "revoke-confirm", focused)
+	b.run("press Revoke", chromedp.KeyEvent("\r"))
+	b.waitFor("the revocation's answer", `(document.querySelector('#lease-action .ok') || {}).textContent === 'Lease `+leaseID+` is revoked.'`)
+	b.waitFor("the lease gone from the active leases", fmt.Sprintf(`document.querySelector('%s') === null && document.getElementById('license-in-use').textContent === '0 / 3'`, row))
+
+	// The API reports it revoked, and its holder's next heartbeat fails.
+	leases := p.do(t, "GET", "/v1/admin/licenses/"+acmeID+"/leases", p.OperatorKey, nil).requireCode(t, http.StatusOK)
+	first := leases.JSON["leases"].([]any)[0].(map[string]any)
+	require.Equal(t, leaseID, first["id"])
+	require.Equal(t, "LEASE_STATE_REVOKED", first["state"])
+	beat := p.do(t, "POST", "/v1/leases/"+leaseID+":heartbeat", "", map[string]any{"leaseToken": alice.str(t, "leaseToken")})
+	require.Equal(t, "LEASE_REVOKED", beat.errorReason(), "heartbeat after the revocation: %s", beat.Raw)
+
+	// Change the seats from 3 to 4 and the TTL to 10 minutes.
+	b.run("edit the seats", chromedp.SetValue(chromedp.CSS("#edit-seats"), "4"), chromedp.SetValue(chromedp.CSS("#edit-ttl"), "600"),
+		chromedp.Click(chromedp.CSS("#edit-save")))
+	b.waitFor("the save", `(document.querySelector('#edit-status .ok') || {}).textContent === 'Saved: 4 seats, lease TTL 10 min 0 s, active.'`)
+	got := p.do(t, "GET", "/v1/admin/licenses/"+acmeID, p.OperatorKey, nil).requireCode(t, http.StatusOK)
+	require.Equal(t, 4.0, got.num(t, "seats"))
+	require.Equal(t, "600s", got.str(t, "leaseTtl"))
+
+	// Usage: today's bars. ACME: alice's seat (peak 1 of the 4 seats now).
+	b.run("open the usage page", chromedp.Click(chromedp.CSS(`a[href^="#/usage/"]`)))
+	todayBar := func(series string) string {
+		return fmt.Sprintf(`(document.querySelector('#usage-chart rect.bar[data-series="%s"][data-date="%s"]') || {dataset: {}}).dataset.value`, series, today)
+	}
+	b.waitFor("ACME's peak bar for today", todayBar("peak")+` === '1'`)
+	bars := eval[int](b, `document.querySelectorAll('#usage-chart rect.bar-peak').length`)
+	require.Equal(t, 30, bars, "one peak bar a day for 30 days")
+	// Globex, chosen in the license list: both seats held today (the
+	// limit) and one acquisition refused.
+	// (SetValue sends the input and change events a person's choice does.)
+	b.run("choose Globex", chromedp.SetValue(chromedp.CSS("#usage-license"), globexID))
+	b.waitFor("Globex's bars for today", todayBar("peak")+` === '2' && `+todayBar("denials")+` === '1'`)
+	limitLabel := eval[string](b, `document.querySelector('#usage-chart .limit-label').textContent`)
+	require.Equal(t, "limit 2 seats", limitLabel)
+	b.requireLabelled("usage")
+	b.screenshot("usage")
+
+	// Zombies: erin's lease, cleaned up today.
+	b.run("open the zombies page", chromedp.Click(chromedp.CSS(`#nav a[data-page="zombies"]`)))
+	b.waitFor("today's zombie bar", fmt.Sprintf(`(document.querySelector('#zombie-chart rect.bar-zombies[data-date="%s"]') || {dataset: {}}).dataset.value === '1'`, today))
+	top := eval[string](b, fmt.Sprintf(`document.querySelector('#zombies tr[data-license-id="%s"]').innerText`, initechID))
+	require.Contains(t, top, "Initech Reports")
+	b.requireLabelled("zombies")
+	b.screenshot("zombies")
+}

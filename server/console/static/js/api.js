@@ -1,0 +1,95 @@
+// The REST API, called with the signed-in key as the bearer header. An
+// error answer becomes an ApiError that keeps the API's own words.
+
+const KEY = 'seatd.console.key';
+
+// session keeps the key for this browser tab only (sessionStorage).
+export const session = {
+  get key() { return sessionStorage.getItem(KEY); },
+  set(key) { sessionStorage.setItem(KEY, key); },
+  clear() { sessionStorage.removeItem(KEY); },
+};
+
+// gRPC status code names, for the numeric code of an error body.
+const CODES = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND',
+  'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED',
+  'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED'];
+
+// ApiError is a refused call: message is the API's message as it stated
+// it; status the HTTP status; code the gRPC code name; reason the
+// ErrorInfo reason.
+export class ApiError extends Error {
+  constructor(status, body, text) {
+    const message = (body && typeof body.message === 'string' && body.message) ||
+      (status === 0 ? text : `HTTP ${status}: ${text || 'no answer body'}`);
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = body && Number.isInteger(body.code) ? (CODES[body.code] || String(body.code)) : '';
+    const details = (body && Array.isArray(body.details)) ? body.details : [];
+    const info = details.find((d) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo');
+    this.reason = info ? info.reason : '';
+  }
+
+  get unauthenticated() { return this.status === 401; }
+}
+
+// api calls method path (a REST path with its query) and answers the
+// decoded JSON body. key overrides the signed-in key (sign-in checks one
+// before keeping it).
+export async function api(method, path, {body, key, signal} = {}) {
+  const headers = {Accept: 'application/json'};
+  const k = key ?? session.key;
+  if (k) headers.Authorization = `Bearer ${k}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let resp;
+  try {
+    resp = await fetch(path, {
+      method, headers, signal, cache: 'no-store', credentials: 'omit',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (err) {
+    if (err.name === 'AbortError') throw err;
+    throw new ApiError(0, null, `seatd did not answer (${err.message})`);
+  }
+  const text = await resp.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = null; }
+  if (!resp.ok) throw new ApiError(resp.status, data, text.trim());
+  return data;
+}
+
+// query builds a path with its query string, leaving out empty values.
+export function query(path, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  }
+  const qs = q.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
+const enc = encodeURIComponent;
+
+// listLicenses reads every page of the tenant's licenses (at most 10 pages
+// of 1000: a console page, not an export).
+export async function listLicenses(signal) {
+  const all = [];
+  let token = '';
+  for (let i = 0; i < 10; i++) {
+    const page = await api('GET', query('/v1/admin/licenses', {pageSize: 1000, pageToken: token}), {signal});
+    all.push(...(page.licenses || []));
+    token = page.nextPageToken;
+    if (!token) break;
+  }
+  return all;
+}
+
+export const getLicense = (id, signal) => api('GET', `/v1/admin/licenses/${enc(id)}`, {signal});
+export const updateLicense = (id, fields) => api('PATCH', `/v1/admin/licenses/${enc(id)}`, {body: fields});
+export const listLeases = (id, state, signal) =>
+  api('GET', query(`/v1/admin/licenses/${enc(id)}/leases`, {state, pageSize: 1000}), {signal});
+export const revokeLease = (id, reason) => api('POST', `/v1/admin/leases/${enc(id)}:revoke`, {body: {reason}});
+export const cleanupStatus = (signal) => api('GET', '/v1/admin/cleanup', {signal});
+export const usageReport = (params, signal) => api('GET', query('/v1/admin/reports/usage', params), {signal});
+export const zombieReport = (params, signal) => api('GET', query('/v1/admin/reports/zombies', params), {signal});

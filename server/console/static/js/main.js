@@ -1,0 +1,101 @@
+// The console's shell: the router (#/ paths), sign-in state and the
+// navigation. Each page module exports render(main, params, page) and may
+// return a function that stops it (its refresh timer) when the admin
+// leaves the page.
+import {session, ApiError} from './api.js';
+import {h, replace} from './dom.js';
+import {errorBox} from './errors.js';
+import * as signin from './pages/signin.js';
+import * as overview from './pages/overview.js';
+import * as license from './pages/license.js';
+import * as usage from './pages/usage.js';
+import * as zombies from './pages/zombies.js';
+
+const routes = [
+  {pattern: /^\/$/, page: overview, nav: 'overview'},
+  {pattern: /^\/licenses\/([^/]+)$/, page: license, nav: 'overview'},
+  {pattern: /^\/usage(?:\/([^/]+))?$/, page: usage, nav: 'usage'},
+  {pattern: /^\/zombies$/, page: zombies, nav: 'zombies'},
+];
+
+const main = document.getElementById('main');
+const nav = document.getElementById('nav');
+const signout = document.getElementById('signout');
+let current = null; // {stop, controller} of the page shown
+
+// route is the #/ path, "/" when there is none.
+function route() {
+  const hash = location.hash;
+  return hash.startsWith('#/') ? decodeURI(hash.slice(1)) : '/';
+}
+
+// page is what a page module gets to work with.
+function pageContext(controller) {
+  return {
+    signal: controller.signal,
+    // failed handles an error of a call: AbortError (the admin left) is
+    // ignored; a refused key goes back to sign-in; any other error is
+    // shown as the API stated it and returned for the page to place.
+    failed(err) {
+      if (err && err.name === 'AbortError') return null;
+      if (err instanceof ApiError && err.unauthenticated) {
+        session.clear();
+        show({message: err});
+        return null;
+      }
+      return errorBox(err);
+    },
+    // title sets the page's title and heading.
+    title(text) {
+      document.title = `${text} · seatd console`;
+    },
+  };
+}
+
+function show(state = {}) {
+  if (current) {
+    current.controller.abort();
+    if (current.stop) current.stop();
+    current = null;
+  }
+  const signedIn = Boolean(session.key);
+  nav.hidden = !signedIn;
+  signout.hidden = !signedIn;
+  if (!signedIn) {
+    replace(main);
+    signin.render(main, {message: state.message, onSignedIn: () => show()});
+    return;
+  }
+  const path = route();
+  const match = routes.map((r) => ({r, m: r.pattern.exec(path)})).find((x) => x.m);
+  for (const a of nav.querySelectorAll('a')) {
+    if (match && a.dataset.page === match.r.nav) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  replace(main);
+  if (!match) {
+    main.append(h('h1', {}, 'Not found'), h('p', {}, 'No console page at ', h('code', {}, path), '. ',
+      h('a', {href: '#/'}, 'Back to the overview')));
+    return;
+  }
+  const controller = new AbortController();
+  current = {controller, stop: null};
+  const stop = match.r.page.render(main, match.m.slice(1).map((p) => p && decodeURIComponent(p)), pageContext(controller));
+  if (current && current.controller === controller) current.stop = stop || null;
+  if (state.focus) main.focus();
+}
+
+window.addEventListener('hashchange', () => {
+  if (location.hash.startsWith('#/') || location.hash === '') show({focus: true});
+});
+signout.addEventListener('click', () => {
+  session.clear();
+  if (route() === '/') show({focus: true});
+  else location.hash = '#/'; // hashchange shows the sign-in
+});
+// The skip link moves focus without touching the #/ route.
+document.getElementById('skip').addEventListener('click', (ev) => {
+  ev.preventDefault();
+  main.focus();
+});
+show();

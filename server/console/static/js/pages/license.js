@@ -1,0 +1,166 @@
+// License: its leases (user, host, fingerprint, acquired, last heartbeat,
+// expires in), revoking one after a confirmation, and editing seats, lease
+// TTL and active. The leases refresh every 5 s; the form is left alone.
+import {getLicense, listLeases, revokeLease, updateLicense} from '../api.js';
+import {h, replace, table, when, until, seconds, span, num} from '../dom.js';
+import {every, updatedText} from '../refresh.js';
+
+const STATES = {
+  LEASE_STATE_ACTIVE: 'active', LEASE_STATE_RELEASED: 'released',
+  LEASE_STATE_EXPIRED: 'expired', LEASE_STATE_REVOKED: 'revoked',
+};
+
+export function render(main, [id], page) {
+  page.title('License');
+  const heading = h('h1', {tabindex: -1}, 'License');
+  const facts = h('div', {id: 'license-facts'}, h('p', {class: 'loading'}, 'Loading the license…'));
+  const leasesBox = h('div', {id: 'leases'});
+  const actionStatus = h('div', {id: 'lease-action', 'aria-live': 'polite'});
+  const updated = h('p', {class: 'updated'});
+  const filter = h('select', {id: 'lease-filter'},
+    h('option', {value: 'LEASE_STATE_ACTIVE'}, 'Active leases'),
+    h('option', {value: ''}, 'All leases, newest first'));
+  const editor = h('div', {id: 'edit'});
+  let formFilled = false;
+
+  main.append(
+    h('p', {class: 'crumbs'}, h('a', {href: '#/'}, 'Overview'), ' › ', h('span', {}, id)),
+    heading, updated, facts,
+    h('section', {'aria-labelledby': 'leases-h'},
+      h('div', {class: 'section-head'},
+        h('h2', {id: 'leases-h'}, 'Leases'),
+        h('label', {class: 'inline'}, 'Show ', filter)),
+      actionStatus, leasesBox),
+    h('section', {'aria-labelledby': 'edit-h'}, h('h2', {id: 'edit-h'}, 'Settings'), editor),
+    h('p', {}, h('a', {href: `#/usage/${encodeURIComponent(id)}`}, 'Usage of this license over 30 days')));
+
+  const load = async () => {
+    try {
+      const [license, leases] = await Promise.all([
+        getLicense(id, page.signal),
+        listLeases(id, filter.value, page.signal),
+      ]);
+      if (page.signal.aborted) return;
+      const name = license.name || license.id;
+      page.title(name);
+      replace(heading, name);
+      replace(facts, licenseFacts(license));
+      replace(leasesBox, leaseTable(leases.leases || [], confirmRevoke));
+      if (!formFilled) {
+        replace(editor, editForm(license, (saved) => replace(facts, licenseFacts(saved)), page));
+        formFilled = true;
+      }
+      replace(updated, updatedText());
+    } catch (err) {
+      const box = page.failed(err);
+      if (box) replace(leasesBox, box);
+    }
+  };
+  filter.addEventListener('change', load);
+
+  // confirmRevoke asks before revoking: a modal dialog, Cancel first.
+  function confirmRevoke(lease) {
+    const reason = h('input', {id: 'revoke-reason', name: 'reason', type: 'text', value: 'revoked from the console'});
+    const dialog = h('dialog', {id: 'revoke-dialog', 'aria-labelledby': 'revoke-h'},
+      h('form', {method: 'dialog'},
+        h('h2', {id: 'revoke-h'}, 'Revoke this lease?'),
+        h('p', {}, `${lease.user || lease.fingerprint} on ${lease.hostname || 'an unknown host'} loses its seat now; `,
+          'its next heartbeat fails.'),
+        h('p', {}, h('code', {}, lease.id)),
+        h('label', {for: 'revoke-reason'}, 'Reason (kept in the audit log)'),
+        reason,
+        h('div', {class: 'buttons'},
+          h('button', {type: 'submit', value: 'cancel', autofocus: true, class: 'quiet'}, 'Cancel'),
+          h('button', {type: 'submit', value: 'revoke', class: 'danger', id: 'revoke-confirm'}, 'Revoke'))));
+    dialog.addEventListener('close', async () => {
+      const yes = dialog.returnValue === 'revoke';
+      dialog.remove();
+      if (!yes) return;
+      replace(actionStatus, h('p', {}, `Revoking ${lease.id}…`));
+      try {
+        const answer = await revokeLease(lease.id, reason.value.trim());
+        replace(actionStatus, h('p', {class: 'ok', role: 'status'},
+          `Lease ${answer.lease.id} is ${STATES[answer.lease.state] || answer.lease.state}.`));
+      } catch (err) {
+        const box = page.failed(err);
+        if (box) replace(actionStatus, box);
+      }
+      await load();
+    });
+    main.append(dialog);
+    dialog.showModal();
+  }
+
+  return every(main, load);
+}
+
+function licenseFacts(l) {
+  const inUse = l.seatsInUse || 0;
+  const items = [
+    ['Seats in use', [h('span', {class: 'in-use', id: 'license-in-use'}, `${inUse} / ${l.seats}`),
+      l.overdraft ? ` (+${l.overdraft} overdraft)` : '']],
+    ['Waiting', num(l.waiting)],
+    ['Lease TTL', span(seconds(l.leaseTtl))],
+    ['State', l.active ? h('span', {class: 'badge ok'}, 'active') : h('span', {class: 'badge off'}, 'inactive')],
+    ['Expires', l.expiresAt ? [when(l.expiresAt), ` (${until(l.expiresAt)})`] : 'never'],
+    ['Tenant', h('code', {}, l.tenantId)],
+    ['Key', h('details', {}, h('summary', {}, 'Show the license key'), h('code', {class: 'secret'}, l.key))],
+  ];
+  return h('dl', {class: 'facts'}, items.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+}
+
+function leaseTable(leases, onRevoke) {
+  if (leases.length === 0) return h('p', {class: 'empty'}, 'No leases to show.');
+  const now = Date.now();
+  const rows = leases.map((l) => {
+    const active = l.state === 'LEASE_STATE_ACTIVE';
+    const who = l.user || l.fingerprint;
+    return h('tr', {dataset: {leaseId: l.id, state: STATES[l.state] || l.state}},
+      h('th', {scope: 'row'}, l.user || h('span', {class: 'none'}, '—')),
+      h('td', {}, l.hostname || h('span', {class: 'none'}, '—')),
+      h('td', {}, h('code', {}, l.fingerprint)),
+      h('td', {}, when(l.acquiredAt)),
+      h('td', {}, when(l.lastHeartbeatAt)),
+      h('td', {}, active ? until(l.expiresAt, now) : [STATES[l.state] || l.state, ' ', when(l.endedAt)]),
+      h('td', {}, active ? h('button', {
+        type: 'button', class: 'danger small', 'aria-label': `Revoke the lease of ${who} on ${l.hostname || 'an unknown host'}`,
+        onclick: () => onRevoke(l),
+      }, 'Revoke') : null));
+  });
+  return table('Leases', ['User', 'Host', 'Fingerprint', 'Acquired', 'Last heartbeat', 'Expires in', 'Action'], rows, {class: 'leases'});
+}
+
+function editForm(license, onSaved, page) {
+  const seats = h('input', {id: 'edit-seats', name: 'seats', type: 'number', min: 1, step: 1, required: true, value: license.seats});
+  const ttl = h('input', {id: 'edit-ttl', name: 'ttl', type: 'number', min: 1, step: 1, required: true,
+    value: Math.round(seconds(license.leaseTtl)), 'aria-describedby': 'edit-ttl-help'});
+  const active = h('input', {id: 'edit-active', name: 'active', type: 'checkbox', checked: license.active, 'aria-describedby': 'edit-active-help'});
+  const status = h('div', {id: 'edit-status', 'aria-live': 'polite'});
+  const save = h('button', {type: 'submit', id: 'edit-save'}, 'Save');
+  const form = h('form', {id: 'edit-form', class: 'card'},
+    h('div', {class: 'field'}, h('label', {for: 'edit-seats'}, 'Seats'), seats),
+    h('div', {class: 'field'}, h('label', {for: 'edit-ttl'}, 'Lease TTL (seconds)'), ttl,
+      h('p', {id: 'edit-ttl-help', class: 'help'}, 'How long a lease lives without a heartbeat.')),
+    h('div', {class: 'field check'}, active, h('label', {for: 'edit-active'}, 'Active'),
+      h('p', {id: 'edit-active-help', class: 'help'}, 'An inactive license refuses new seats; leases held run out.')),
+    save, status);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    save.disabled = true;
+    replace(status, h('p', {}, 'Saving…'));
+    try {
+      const saved = await updateLicense(license.id, {
+        seats: Number(seats.value), leaseTtl: `${Number(ttl.value)}s`, active: active.checked,
+      });
+      onSaved(saved);
+      replace(status, h('p', {class: 'ok', role: 'status'},
+        `Saved: ${saved.seats} seats, lease TTL ${span(seconds(saved.leaseTtl))}, ${saved.active ? 'active' : 'inactive'}.`));
+    } catch (err) {
+      const box = page.failed(err);
+      if (box) replace(status, box);
+    } finally {
+      save.disabled = false;
+    }
+  });
+  return form;
+}

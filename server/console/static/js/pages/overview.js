@@ -1,0 +1,91 @@
+// Overview: each license's seats in use against its limit, its queue,
+// expiry and state; the cleanup leader and its last pass. Refreshes every
+// 5 s.
+import {listLicenses, cleanupStatus, session, ApiError} from '../api.js';
+import {h, replace, table, when, until, seconds, span, num} from '../dom.js';
+import {every, updatedText} from '../refresh.js';
+
+// cleanupRefused remembers, for this tab, that the key may not read the
+// cleanup status (an API key: the status is operator only), so the page
+// does not ask again every 5 s.
+let cleanupRefused = {key: null, err: null};
+
+export function render(main, _params, page) {
+  page.title('Overview');
+  const licensesBox = h('div', {id: 'licenses'}, h('p', {class: 'loading'}, 'Loading licenses…'));
+  const cleanupBox = h('div', {id: 'cleanup'}, h('p', {class: 'loading'}, 'Loading…'));
+  const updated = h('p', {class: 'updated', id: 'updated'});
+  main.append(
+    h('h1', {tabindex: -1}, 'Overview'),
+    updated,
+    h('section', {'aria-labelledby': 'licenses-h'}, h('h2', {id: 'licenses-h'}, 'Licenses'), licensesBox),
+    h('section', {'aria-labelledby': 'cleanup-h'}, h('h2', {id: 'cleanup-h'}, 'Cleanup'), cleanupBox));
+
+  return every(main, async () => {
+    const [licenses, status] = await Promise.allSettled([
+      listLicenses(page.signal),
+      cleanupRefused.key === session.key ? Promise.reject(cleanupRefused.err) : cleanupStatus(page.signal),
+    ]);
+    if (page.signal.aborted) return;
+    if (licenses.status === 'fulfilled') replace(licensesBox, licenseTable(licenses.value));
+    else {
+      const box = page.failed(licenses.reason);
+      if (box) replace(licensesBox, box);
+    }
+    if (status.status === 'fulfilled') replace(cleanupBox, cleanupFacts(status.value));
+    else {
+      if (status.reason instanceof ApiError && status.reason.status === 403) {
+        cleanupRefused = {key: session.key, err: status.reason};
+      }
+      const box = page.failed(status.reason);
+      if (box) replace(cleanupBox, box);
+    }
+    replace(updated, updatedText());
+  });
+}
+
+function licenseTable(licenses) {
+  if (licenses.length === 0) {
+    return h('p', {class: 'empty'}, 'No licenses yet. Create one with seatctl or POST /v1/admin/licenses.');
+  }
+  const now = Date.now();
+  const rows = licenses.map((l) => {
+    const limit = l.seats + (l.overdraft || 0);
+    const inUse = l.seatsInUse || 0;
+    const full = inUse >= l.seats;
+    const expired = l.expiresAt && new Date(l.expiresAt).getTime() <= now;
+    return h('tr', {dataset: {licenseId: l.id}, class: l.active ? '' : 'inactive'},
+      h('th', {scope: 'row'},
+        h('a', {href: `#/licenses/${encodeURIComponent(l.id)}`}, l.name || l.id),
+        h('div', {class: 'sub'}, h('code', {}, l.id))),
+      h('td', {class: 'seats-cell'},
+        h('meter', {
+          min: 0, max: limit, low: Math.min(l.seats * 0.75, l.seats - 0.5), high: l.seats - 0.5, optimum: 0, value: inUse,
+          'aria-label': `${l.name || l.id}: ${inUse} of ${l.seats} seats in use`,
+        }),
+        h('span', {class: full ? 'in-use full' : 'in-use'}, `${inUse} / ${l.seats}`),
+        l.overdraft ? h('div', {class: 'sub'}, `+${l.overdraft} overdraft`) : null),
+      h('td', {class: 'queue'}, num(l.waiting)),
+      h('td', {}, h('span', {}, `${span(seconds(l.leaseTtl))}`)),
+      h('td', {}, l.expiresAt ? [when(l.expiresAt), h('div', {class: expired ? 'sub bad' : 'sub'},
+        expired ? 'expired' : until(l.expiresAt, now))] : h('span', {class: 'none'}, 'never')),
+      h('td', {}, l.active ? h('span', {class: 'badge ok'}, 'active') : h('span', {class: 'badge off'}, 'inactive')));
+  });
+  return table('Licenses', ['License', 'In use / seats', 'Queue', 'Lease TTL', 'Expires', 'State'], rows, {class: 'licenses'});
+}
+
+function cleanupFacts(st) {
+  const run = st.lastRun;
+  const leader = st.leaderId
+    ? [h('code', {}, st.leaderId), st.isLeader ? ' (this instance)' : ` (answered by ${st.instanceId})`]
+    : h('span', {class: 'bad'}, 'no instance leads cleanup');
+  const items = [
+    ['Leader', leader],
+    ['Last pass', run ? [when(run.startedAt), ' — ',
+      h('span', {class: run.result === 'ok' ? 'badge ok' : 'badge bad'}, run.result),
+      ` ${run.trigger}, ${num(run.expired)} expired of ${num(run.scanned)} scanned in ${num(seconds(run.duration) * 1000, 1)} ms`,
+      Number(run.errors) ? `, ${num(run.errors)} errors` : ''] : 'none yet on this instance'],
+    ['Next pass', st.nextRunAt ? [when(st.nextRunAt), ` (${until(st.nextRunAt)}, every ${span(seconds(st.interval))})`] : '—'],
+  ];
+  return h('dl', {class: 'facts'}, items.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+}
