@@ -21,6 +21,7 @@ type Store interface {
 	CleanupStore
 	RecordStore
 	UsageStore
+	SigningKeyStore
 	// Close flushes buffered writes (heartbeat write-behind) and releases the
 	// store's resources. A closed store must not be used again.
 	Close() error

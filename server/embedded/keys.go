@@ -31,7 +31,8 @@ var (
 	// buckets) by the first Open that lacks them, not required of a backup.
 	bucketUsageTenant = []byte("usage_tenant") // tenantID 0 ended id -> UsageEvent
 	bucketSeatEvents  = []byte("seat_events")  // licenseID 0 at id -> SeatEvent (denials, waits)
-	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}}
+	bucketSigningKeys = []byte("signing_keys") // tenantID 0 created kid -> SigningKey (signingkeys.go)
+	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}, {bucketSigningKeys, nil}}
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketTenants, bucketAPIKeys, bucketAPIKeysTenant, bucketAPIKeysHash,

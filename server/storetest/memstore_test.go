@@ -51,6 +51,7 @@ type memData struct {
 	Cleanup  []server.CleanupEvent
 	Audit    []server.AuditEntry
 	Seats    []server.SeatEvent
+	Signing  []server.SigningKey // memsigningkeys_test.go
 }
 
 type memStore struct {

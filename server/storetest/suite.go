@@ -44,6 +44,7 @@ func Run(t *testing.T, newBackend Backend) {
 		{"UsageReport", testUsageReport},
 		{"ZombieReport", testZombieReport},
 		{"Audit", testAudit},
+		{"SigningKeys", testSigningKeys},
 		{"Persistence", testPersistence}, // DESIGN "a restart loses nothing"
 	}
 	for _, g := range groups {

@@ -1,0 +1,22 @@
+-- signing_keys holds the tenants' Ed25519 keys that sign lease
+-- certificates. private_key is kept as the signing package gives it: sealed
+-- with AES-256-GCM when seatd has an encryption key, else plain (a version
+-- prefix tells which). At most one key per tenant signs (retired_at NULL):
+-- the partial unique index makes two instances creating a tenant's first
+-- key at once agree on one. No CHECK on the row: a violation's detail
+-- would show the whole row, private_key with it, in PostgreSQL's log.
+
+-- +goose Up
+CREATE TABLE signing_keys (
+    kid         text PRIMARY KEY,
+    tenant_id   text NOT NULL REFERENCES tenants (id),
+    public_key  bytea NOT NULL,
+    private_key bytea NOT NULL,
+    created_at  timestamptz NOT NULL,
+    retired_at  timestamptz
+);
+CREATE UNIQUE INDEX signing_keys_current_idx ON signing_keys (tenant_id) WHERE retired_at IS NULL;
+CREATE INDEX signing_keys_tenant_created_idx ON signing_keys (tenant_id, created_at DESC, kid DESC);
+
+-- +goose Down
+DROP TABLE signing_keys;
