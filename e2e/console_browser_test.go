@@ -87,6 +87,10 @@ func newBrowser(t *testing.T, width, height int64) *browser {
 		chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("disable-dev-shm-usage", true), // containers' /dev/shm is small
 		chromedp.Flag("password-store", "basic"),
+		// Overlay scrollbars: the layout is as wide as the viewport, and
+		// a full-page screenshot (which grows the viewport to the page)
+		// does not lay the page out anew without one.
+		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(int(width), int(height)),
 	}

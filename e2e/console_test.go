@@ -185,3 +185,71 @@ func TestConsoleSignInSeatsRevokeAndUsage(t *testing.T) {
 	b.requireLabelled("zombies")
 	b.screenshot("zombies")
 }
+
+// noSideScroll is the JavaScript that holds when the page fits the
+// viewport's width (wide tables scroll inside their own region).
+const noSideScroll = `document.documentElement.scrollWidth <= document.documentElement.clientWidth`
+
+// TestConsoleShowsAPIErrorsAsStated: on a 375 px wide screen, a wrong key,
+// an API key's refused cleanup status and a refused license change are
+// shown in the API's own words, and every page fits the width.
+func TestConsoleShowsAPIErrorsAsStated(t *testing.T) {
+	t.Parallel()
+	p := start(t, options{})
+	p.do(t, "POST", "/v1/admin/tenants", p.OperatorKey, map[string]any{"id": "acme-corp", "name": "ACME Corp"}).requireCode(t, http.StatusOK)
+	apiKey := p.do(t, "POST", "/v1/admin/tenants/acme-corp/api-keys", p.OperatorKey, map[string]any{"name": "console"}).
+		requireCode(t, http.StatusOK).str(t, "secret")
+	lic := p.do(t, "POST", "/v1/admin/licenses", apiKey, map[string]any{"name": "ACME Corp — CAD Pro, floating", "seats": 25}).
+		requireCode(t, http.StatusOK)
+	licID := lic.str(t, "id")
+	consoleAcquire(t, p, lic.str(t, "key"), "frank.with.a.long.user.name@example.com", "build-agent-0042.eu-west.example.com")
+
+	// What the API says to each, asked directly.
+	wrongKey := p.do(t, "GET", "/v1/admin/licenses?pageSize=1", "not-a-key", nil).requireCode(t, http.StatusUnauthorized)
+	refusedStatus := p.do(t, "GET", "/v1/admin/cleanup", apiKey, nil).requireCode(t, http.StatusForbidden)
+	tooMany := p.do(t, "PATCH", "/v1/admin/licenses/"+licID, apiKey, map[string]any{"seats": 2000000}).
+		requireCode(t, http.StatusBadRequest)
+
+	b := newBrowser(t, 375, 812)
+	b.allow("/v1/admin/licenses?pageSize=1", http.StatusUnauthorized)
+	b.allow("/v1/admin/cleanup", http.StatusForbidden)
+	b.allow("/v1/admin/licenses/"+licID, http.StatusBadRequest)
+
+	b.signIn(p, "not-a-key")
+	b.waitFor("the refusal", `document.querySelector('#signin-status .error-message') !== null`)
+	require.Equal(t, wrongKey.str(t, "message"), eval[string](b, `document.querySelector('#signin-status .error-message').textContent`))
+	require.Equal(t, "HTTP 401 · UNAUTHENTICATED", eval[string](b, `document.querySelector('#signin-status .error-facts').textContent`))
+	require.True(t, eval[bool](b, noSideScroll), "the sign-in page fits 375 px")
+	b.screenshot("signin-refused")
+
+	// The API key signs in; its tenant's license is there; the cleanup
+	// status is the operator's, and the page says so as the API does.
+	b.run("sign in with the API key", chromedp.SetValue(chromedp.CSS("#key"), apiKey),
+		chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)))
+	b.waitFor("the license at 1 / 25", inUse(licID)+` === '1 / 25'`)
+	b.waitFor("the cleanup refusal", `document.querySelector('#cleanup .error-message') !== null`)
+	require.Equal(t, refusedStatus.str(t, "message"), eval[string](b, `document.querySelector('#cleanup .error-message').textContent`))
+	require.True(t, eval[bool](b, noSideScroll), "the overview fits 375 px")
+	b.requireLabelled("overview at 375 px")
+	b.screenshot("overview-375px")
+
+	// A change the API refuses: its message, verbatim.
+	b.run("open the license", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))))
+	b.waitFor("the edit form", `document.getElementById('edit-seats') !== null`)
+	b.run("ask for 2,000,000 seats", chromedp.SetValue(chromedp.CSS("#edit-seats"), "2000000"), chromedp.Click(chromedp.CSS("#edit-save")))
+	b.waitFor("the refusal", `document.querySelector('#edit-status .error-message') !== null`)
+	require.Equal(t, tooMany.str(t, "message"), eval[string](b, `document.querySelector('#edit-status .error-message').textContent`))
+	require.Equal(t, "HTTP 400 · INVALID_ARGUMENT", eval[string](b, `document.querySelector('#edit-status .error-facts').textContent`))
+	require.True(t, eval[bool](b, noSideScroll), "the license page fits 375 px")
+	b.screenshot("license-refused-375px")
+
+	for _, page := range []struct{ link, ready string }{
+		{"usage", `document.querySelector('#usage-chart rect.bar-peak') !== null`},
+		{"zombies", `document.querySelector('#zombie-chart svg') !== null`},
+	} {
+		b.run("open "+page.link, chromedp.Click(chromedp.CSS(`#nav a[data-page="`+page.link+`"]`)))
+		b.waitFor(page.link, page.ready)
+		require.True(t, eval[bool](b, noSideScroll), "the %s page fits 375 px", page.link)
+		b.screenshot(page.link + "-375px")
+	}
+}

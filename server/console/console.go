@@ -39,8 +39,8 @@ func Files() fs.FS {
 }
 
 // Handler serves the console at Prefix: index.html for Prefix itself and
-// each embedded file by its path; anything else (a directory listing
-// included) is 404.
+// each embedded file by its path (Prefix+"index.html" redirects to
+// Prefix); anything else, a directory listing included, is 404.
 func Handler() http.Handler {
 	files := Files()
 	etags := map[string]string{}
@@ -63,7 +63,7 @@ func Handler() http.Handler {
 			name = "/index.html"
 		}
 		etag, ok := etags[name]
-		if !ok || r.URL.Path == "/index.html" { // FileServer would redirect /index.html to ./
+		if !ok {
 			http.NotFound(w, r)
 			return
 		}
