@@ -81,6 +81,13 @@ func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, 
 		return false, server.ErrLicenseExpired
 	case live.StatusExhausted:
 		return false, server.SeatsExhausted(g.InUse, g.Limit)
+	case live.StatusNoBorrow, live.StatusBorrowLong, live.StatusBorrowLimit:
+		// The same rule the embedded store applies, on the settings the
+		// script judged by, for the same error.
+		if err := g.License.CheckBorrow(req.BorrowFor, g.InUse); err != nil {
+			return false, err
+		}
+		return false, s.fail("acquire", fmt.Errorf("script refused a borrow (%s) the license allows", g.Status))
 	case live.StatusDuplicate:
 		return false, server.AlreadyExists("lease_id", "lease")
 	case live.StatusFailed:
@@ -99,6 +106,7 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *li
 	l.Fingerprint, l.User, l.Hostname, l.Metadata = req.Fingerprint, req.User, req.Hostname, cloneMap(req.Metadata)
 	l.IdempotencyKey, l.DedupeKey, l.State = req.IdempotencyKey, g.DedupeKey, server.LeaseActive
 	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = g.Acquired, g.Heartbeat, g.Deadline
+	l.Borrowed = req.BorrowFor > 0
 	// The lapsed leases whose seats this grant took are recorded expired
 	// first: otherwise a rebuild (Redis loss) could count them again next
 	// to this one.

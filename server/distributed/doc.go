@@ -24,10 +24,10 @@
 //
 //	P{lic}:conf       hash  settings: seats, overdraft, ttl, revival, active,
 //	                        exp, strategy, tenant, json (the whole license),
-//	                        version, epoch, deleted
+//	                        version, epoch, deleted, maxborrow, maxborrowed
 //	P{lic}:leases     hash  lease id -> cmsgpack {token hash, acquired,
 //	                        last heartbeat, deadline, dedupe key, idem key,
-//	                        token seq}
+//	                        token seq, borrowed}
 //	P{lic}:deadlines  zset  lease id -> deadline
 //	P{lic}:dedupe     hash  dedupe key -> lease id
 //	P{lic}:idem       hash  idempotency key -> lease id
@@ -35,6 +35,8 @@
 //	                        live state whose expiry is not yet recorded
 //	P{lic}:ended      zset  lease id -> when end.lua removed it (kept 10 s,
 //	                        so that a racing rebuild cannot bring it back)
+//	P{lic}:borrowed   zset  lease id -> deadline, of the borrowed leases
+//	                        (counted against max_borrowed_seats)
 //	P{lic}:incarnation string  random, set once (state.lua): a rebuild
 //	                        writes only into the keys it read them from
 //

@@ -51,6 +51,8 @@ func (s *Store) heartbeatRefused(ctx context.Context, licenseID, leaseID, tokenH
 		return false, s.endedError(ctx, leaseID, tokenHash)
 	case live.StatusWrongToken:
 		return false, server.ErrLeaseToken
+	case live.StatusBorrowed:
+		return false, server.ErrLeaseBorrowed
 	case live.StatusExpired:
 		return s.observeExpiry(ctx, licenseID, leaseID)
 	case live.StatusInactive:

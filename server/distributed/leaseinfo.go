@@ -20,13 +20,14 @@ type leaseInfo struct {
 	IdempotencyKey string
 	DedupeKey      string
 	AcquiredAt     time.Time
+	Borrowed       bool
 }
 
 func infoOf(l *server.Lease) *leaseInfo {
 	return &leaseInfo{
 		LicenseID: l.LicenseID, TenantID: l.TenantID, Fingerprint: l.Fingerprint, User: l.User,
 		Hostname: l.Hostname, Metadata: l.Metadata, IdempotencyKey: l.IdempotencyKey,
-		DedupeKey: l.DedupeKey, AcquiredAt: l.AcquiredAt,
+		DedupeKey: l.DedupeKey, AcquiredAt: l.AcquiredAt, Borrowed: l.Borrowed,
 	}
 }
 
@@ -36,7 +37,7 @@ func (i *leaseInfo) lease(id, tokenHash string, hb, deadline time.Time) server.L
 		ID: id, LicenseID: i.LicenseID, TenantID: i.TenantID, TokenHash: tokenHash,
 		Fingerprint: i.Fingerprint, User: i.User, Hostname: i.Hostname, Metadata: cloneMap(i.Metadata),
 		IdempotencyKey: i.IdempotencyKey, DedupeKey: i.DedupeKey, State: server.LeaseActive,
-		AcquiredAt: i.AcquiredAt, LastHeartbeatAt: hb, ExpiresAt: deadline,
+		AcquiredAt: i.AcquiredAt, LastHeartbeatAt: hb, ExpiresAt: deadline, Borrowed: i.Borrowed,
 	}
 }
 

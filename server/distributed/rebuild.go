@@ -154,7 +154,7 @@ func (s *Store) withLiveState(ctx context.Context, licenseID string, call func()
 // liveLease is a recorded active lease as the live state takes it.
 func liveLease(r record.Session) live.Lease {
 	return live.Lease{ID: r.ID, TokenHash: r.TokenHash, Acquired: r.AcquiredAt, Heartbeat: r.LastHeartbeatAt,
-		Deadline: r.ExpiresAt, DedupeKey: r.DedupeKey, IdempotencyKey: r.IdempotencyKey, TokenSeq: r.TokenSeq}
+		Deadline: r.ExpiresAt, DedupeKey: r.DedupeKey, IdempotencyKey: r.IdempotencyKey, TokenSeq: r.TokenSeq, Borrowed: r.Borrowed}
 }
 
 // confOf is a license's recorded settings as the live state takes them.

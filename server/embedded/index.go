@@ -32,6 +32,7 @@ type license struct {
 	stale    *btree.BTreeG[deadlineItem] // at or past deadline, not cleaned up yet
 	byIdem   map[string][]*entry
 	byDedupe map[string][]*entry
+	borrowed map[*entry]struct{} // the active borrowed leases
 }
 
 func newLicense(l server.License) *license {
@@ -41,6 +42,7 @@ func newLicense(l server.License) *license {
 		stale:    newDeadlineTree(),
 		byIdem:   map[string][]*entry{},
 		byDedupe: map[string][]*entry{},
+		borrowed: map[*entry]struct{}{},
 	}
 }
 
@@ -73,12 +75,24 @@ func (l *license) liveCount(now time.Time) int {
 	return l.live.Len()
 }
 
+// borrowedCount is the number of borrowed leases live at now.
+func (l *license) borrowedCount(now time.Time) int {
+	n := 0
+	for e := range l.borrowed {
+		if e.lease.Live(now) {
+			n++
+		}
+	}
+	return n
+}
+
 // match returns a live lease sharing the idempotency key or the dedupe key
-// (invariant 4), or nil.
-func (l *license) match(idem, dedupe string, now time.Time) *entry {
+// (invariant 4), or nil. A borrow finds only borrowed leases, and any
+// other acquisition only leases that are not.
+func (l *license) match(idem, dedupe string, borrowing bool, now time.Time) *entry {
 	find := func(es []*entry) *entry {
 		for _, e := range es {
-			if e.lease.Live(now) {
+			if e.lease.Live(now) && e.lease.Borrowed == borrowing {
 				return e
 			}
 		}
@@ -188,6 +202,9 @@ func (x *index) addLease(e *entry) {
 	if k := e.lease.DedupeKey; k != "" {
 		e.lic.byDedupe[k] = append(e.lic.byDedupe[k], e)
 	}
+	if e.lease.Borrowed {
+		e.lic.borrowed[e] = struct{}{}
+	}
 }
 
 func (x *index) removeLease(e *entry) {
@@ -196,6 +213,7 @@ func (x *index) removeLease(e *entry) {
 	x.unfile(e)
 	removeFrom(e.lic.byIdem, e.lease.IdempotencyKey, e)
 	removeFrom(e.lic.byDedupe, e.lease.DedupeKey, e)
+	delete(e.lic.borrowed, e)
 }
 
 // setDeadline moves e to a new deadline in every ordered index.

@@ -26,13 +26,22 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 		if err := lic.lic.CheckUsable(now); err != nil {
 			return server.AcquireResult{}, err
 		}
+		borrowing := req.BorrowFor > 0
 		dedupe := server.DedupeKey(lic.lic.LeasingStrategy, req.Fingerprint, req.User, req.Hostname)
-		if e := lic.match(req.IdempotencyKey, dedupe, now); e != nil {
+		if borrowing {
+			dedupe = "" // a borrowed lease is never shared
+		}
+		if e := lic.match(req.IdempotencyKey, dedupe, borrowing, now); e != nil {
 			if e.busy {
 				s.wait()
 				continue
 			}
 			return s.renew(e, req.TokenHash, now)
+		}
+		if borrowing {
+			if err := lic.lic.CheckBorrow(req.BorrowFor, lic.borrowedCount(now)); err != nil {
+				return server.AcquireResult{}, err
+			}
 		}
 		if n, limit := lic.liveCount(now), lic.lic.SeatLimit(); n >= limit {
 			return server.AcquireResult{}, server.SeatsExhausted(n, limit)
@@ -71,6 +80,9 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, no
 		LastHeartbeatAt: now,
 		ExpiresAt:       now.Add(lic.lic.LeaseTTL),
 	}}
+	if req.BorrowFor > 0 {
+		e.lease.Borrowed, e.lease.ExpiresAt = true, now.Add(req.BorrowFor)
+	}
 	ends := make([]ending, len(displaced))
 	for i, d := range displaced {
 		ends[i] = expiring(d, now)
@@ -95,14 +107,17 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, no
 	return s.result(e, now, false), nil
 }
 
-// renew hands an existing lease back with a new token and deadline. Like
-// grant, it applies in memory first (the lease keeps its seat throughout)
-// and undoes the change if the write fails.
+// renew hands an existing lease back with a new token and deadline (a
+// borrowed lease keeps its deadline). Like grant, it applies in memory
+// first (the lease keeps its seat throughout) and undoes the change if the
+// write fails.
 func (s *Store) renew(e *entry, tokenHash string, now time.Time) (server.AcquireResult, error) {
 	prev := e.lease
 	e.lease.TokenHash = tokenHash
 	e.lease.LastHeartbeatAt = now
-	s.idx.setDeadline(e, now.Add(e.lic.lic.LeaseTTL))
+	if !e.lease.Borrowed {
+		s.idx.setDeadline(e, now.Add(e.lic.lic.LeaseTTL))
+	}
 	e.rev++
 	rec := e.record()
 	err := s.writeBusy([]*entry{e}, func(tx *bolt.Tx) error {
@@ -142,6 +157,9 @@ func (s *Store) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.
 	if !now.Before(e.lease.ExpiresAt) && !s.revivable(e, now) {
 		return server.Lease{}, s.observeExpiry(e, now)
 	}
+	if e.lease.Borrowed {
+		return server.Lease{}, server.ErrLeaseBorrowed
+	}
 	if err := lic.lic.CheckUsable(now); err != nil {
 		return server.Lease{}, err
 	}
@@ -156,7 +174,7 @@ func (s *Store) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.
 // the license's revival window and only if a seat is free (invariant 3).
 func (s *Store) revivable(e *entry, now time.Time) bool {
 	l := &e.lic.lic
-	return l.RevivalWindow > 0 &&
+	return !e.lease.Borrowed && l.RevivalWindow > 0 &&
 		now.Before(e.lease.ExpiresAt.Add(l.RevivalWindow)) &&
 		e.lic.liveCount(now) < l.SeatLimit()
 }

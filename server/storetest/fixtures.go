@@ -189,8 +189,14 @@ func checkGranted(t *testing.T, l server.License, req server.AcquireRequest, res
 	require.True(t, ls.EndedAt.IsZero(), "EndedAt of an active lease")
 	require.False(t, ls.AcquiredAt.IsZero(), "AcquiredAt")
 	require.False(t, ls.LastHeartbeatAt.Before(ls.AcquiredAt), "LastHeartbeatAt before AcquiredAt")
-	require.WithinDuration(t, ls.LastHeartbeatAt.Add(res.License.LeaseTTL), ls.ExpiresAt, timeSlack,
-		"deadline = LastHeartbeatAt + TTL")
+	require.Equal(t, req.BorrowFor > 0, ls.Borrowed, "a borrow, and only a borrow, makes a borrowed lease")
+	if !ls.Borrowed {
+		require.WithinDuration(t, ls.LastHeartbeatAt.Add(res.License.LeaseTTL), ls.ExpiresAt, timeSlack,
+			"deadline = LastHeartbeatAt + TTL")
+	} else if !res.Existing {
+		require.WithinDuration(t, ls.AcquiredAt.Add(req.BorrowFor), ls.ExpiresAt, timeSlack,
+			"a borrowed lease's deadline = AcquiredAt + BorrowFor")
+	}
 	require.GreaterOrEqual(t, res.SeatsInUse, 1, "SeatsInUse counts this lease")
 	if !res.Existing {
 		// (An existing lease may be handed back over a limit lowered since.)
@@ -200,7 +206,11 @@ func checkGranted(t *testing.T, l server.License, req server.AcquireRequest, res
 		require.Equal(t, req.User, ls.User)
 		require.Equal(t, req.Hostname, ls.Hostname)
 		require.Equal(t, req.IdempotencyKey, ls.IdempotencyKey)
-		require.Equal(t, server.DedupeKey(res.License.LeasingStrategy, req.Fingerprint, req.User, req.Hostname), ls.DedupeKey)
+		if ls.Borrowed {
+			require.Empty(t, ls.DedupeKey, "a borrowed lease is never shared")
+		} else {
+			require.Equal(t, server.DedupeKey(res.License.LeasingStrategy, req.Fingerprint, req.User, req.Hostname), ls.DedupeKey)
+		}
 		requireMap(t, req.Metadata, ls.Metadata)
 		require.WithinDuration(t, ls.AcquiredAt, ls.LastHeartbeatAt, timeSlack, "a new lease: LastHeartbeatAt = AcquiredAt")
 	} else {
@@ -378,6 +388,8 @@ func requireLicense(t *testing.T, want, got server.License) {
 	require.Equal(t, want.RevivalWindow, got.RevivalWindow, "license RevivalWindow")
 	require.Equal(t, want.LeasingStrategy, got.LeasingStrategy, "license LeasingStrategy")
 	require.Equal(t, want.Active, got.Active, "license Active")
+	require.Equal(t, want.MaxBorrowDuration, got.MaxBorrowDuration, "license MaxBorrowDuration")
+	require.Equal(t, want.MaxBorrowedSeats, got.MaxBorrowedSeats, "license MaxBorrowedSeats")
 	requireSameTime(t, want.ExpiresAt, got.ExpiresAt, "license ExpiresAt")
 	requireMap(t, want.Metadata, got.Metadata, "license Metadata")
 	requireSameTime(t, want.CreatedAt, got.CreatedAt, "license CreatedAt")

@@ -395,10 +395,14 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 	if err := lic.CheckUsable(now); err != nil {
 		return server.AcquireResult{}, err
 	}
+	borrowing := req.BorrowFor > 0
 	dedupe := server.DedupeKey(lic.LeasingStrategy, req.Fingerprint, req.User, req.Hostname)
+	if borrowing {
+		dedupe = ""
+	}
 	var existing *server.Lease
 	for _, ls := range s.d.Leases {
-		if ls.LicenseID != lic.ID || !ls.Live(now) {
+		if ls.LicenseID != lic.ID || !ls.Live(now) || ls.Borrowed != borrowing {
 			continue
 		}
 		if req.IdempotencyKey != "" && ls.IdempotencyKey == req.IdempotencyKey {
@@ -411,9 +415,23 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 	}
 	if existing != nil {
 		ls := *existing
-		ls.TokenHash, ls.LastHeartbeatAt, ls.ExpiresAt = req.TokenHash, now, now.Add(lic.LeaseTTL)
+		ls.TokenHash, ls.LastHeartbeatAt = req.TokenHash, now
+		if !ls.Borrowed {
+			ls.ExpiresAt = now.Add(lic.LeaseTTL)
+		}
 		s.d.Leases[ls.ID] = ls
 		return server.AcquireResult{Lease: cloneLease(ls), License: cloneLicense(lic), SeatsInUse: s.live(lic.ID, now), Existing: true}, nil
+	}
+	if borrowing {
+		borrowed := 0
+		for _, ls := range s.d.Leases {
+			if ls.LicenseID == lic.ID && ls.Borrowed && ls.Live(now) {
+				borrowed++
+			}
+		}
+		if err := lic.CheckBorrow(req.BorrowFor, borrowed); err != nil {
+			return server.AcquireResult{}, err
+		}
 	}
 	if n := s.live(lic.ID, now); n >= lic.SeatLimit() {
 		return server.AcquireResult{}, server.SeatsExhausted(n, lic.SeatLimit())
@@ -438,6 +456,9 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 		Fingerprint: req.Fingerprint, User: req.User, Hostname: req.Hostname, Metadata: maps.Clone(req.Metadata),
 		IdempotencyKey: req.IdempotencyKey, DedupeKey: dedupe, State: server.LeaseActive,
 		AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(lic.LeaseTTL),
+	}
+	if borrowing {
+		ls.Borrowed, ls.ExpiresAt = true, now.Add(req.BorrowFor)
 	}
 	s.d.Leases[ls.ID] = ls
 	return server.AcquireResult{Lease: cloneLease(ls), License: cloneLicense(lic), SeatsInUse: s.live(lic.ID, now)}, nil
@@ -475,11 +496,14 @@ func (s *memStore) Heartbeat(_ context.Context, leaseID, tokenHash string) (serv
 	}
 	lic := s.d.Licenses[ls.LicenseID]
 	if !now.Before(ls.ExpiresAt) {
-		revivable := now.Before(ls.ExpiresAt.Add(lic.RevivalWindow)) && s.live(lic.ID, now) < lic.SeatLimit()
+		revivable := !ls.Borrowed && now.Before(ls.ExpiresAt.Add(lic.RevivalWindow)) && s.live(lic.ID, now) < lic.SeatLimit()
 		if !revivable {
 			s.expire(ls, now) // observed ends are final
 			return server.Lease{}, server.ErrLeaseExpired
 		}
+	}
+	if ls.Borrowed {
+		return server.Lease{}, server.ErrLeaseBorrowed
 	}
 	if err := lic.CheckUsable(now); err != nil {
 		return server.Lease{}, err

@@ -46,6 +46,7 @@ func Run(t *testing.T, newBackend Backend) {
 		{"Audit", testAudit},
 		{"SigningKeys", testSigningKeys},
 		{"Persistence", testPersistence}, // DESIGN "a restart loses nothing"
+		{"Borrow", testBorrow},           // invariants 1, 3, 5 for borrowed leases
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ func (k Keyspace) License(licenseID string) []string {
 		base + "idem",
 		base + "expiring",
 		base + "ended",
+		base + "borrowed",
 	}
 }
 

@@ -24,19 +24,26 @@ const (
 	StatusHandedBack Status = "EXISTING"  // the live lease of the same idempotency or dedupe key, new token
 	StatusExhausted  Status = "EXHAUSTED" // no seat free
 	StatusDuplicate  Status = "DUP"       // the lease id is taken
-	StatusFailed     Status = "ERR"       // the script refused this call (Acquisition.Message)
+	// A borrow the license refuses: borrowing is off, the duration is too
+	// long, or its borrowed seats are all out (InUse and Limit say how many
+	// are borrowed, of how many).
+	StatusNoBorrow    Status = "NOBORROW"
+	StatusBorrowLong  Status = "BORROWLONG"
+	StatusBorrowLimit Status = "BORROWLIMIT"
+	StatusFailed      Status = "ERR" // the script refused this call (Acquisition.Message)
 
 	// A heartbeat or a release's check:
-	StatusRenewed    Status = "OK"      // heartbeat: renewed
-	StatusLive       Status = "LIVE"    // check: the lease holds its seat
-	StatusNoLease    Status = "NOLEASE" // not in the live state
-	StatusWrongToken Status = "TOKEN"   // the token does not match
-	StatusExpired    Status = "EXPIRED" // past its deadline, not revived
+	StatusRenewed    Status = "OK"       // heartbeat: renewed
+	StatusLive       Status = "LIVE"     // check: the lease holds its seat
+	StatusNoLease    Status = "NOLEASE"  // not in the live state
+	StatusWrongToken Status = "TOKEN"    // the token does not match
+	StatusExpired    Status = "EXPIRED"  // past its deadline, not revived
+	StatusBorrowed   Status = "BORROWED" // heartbeat: a borrowed lease, which keeps its deadline
 )
 
 // beatStatuses are heartbeat.lua's status codes, in code order (small
 // integers are cheaper to build in Lua and to read here than strings).
-var beatStatuses = [...]Status{StatusRenewed, StatusNoLease, StatusWrongToken, StatusExpired, StatusInactive, StatusLicenseExpired}
+var beatStatuses = [...]Status{StatusRenewed, StatusNoLease, StatusWrongToken, StatusExpired, StatusInactive, StatusLicenseExpired, StatusBorrowed}
 
 // strategies are every leasing strategy: acquire.lua picks the dedupe key
 // of the license's current one from the keys computed here, so that the
@@ -44,8 +51,8 @@ var beatStatuses = [...]Status{StatusRenewed, StatusNoLease, StatusWrongToken, S
 var strategies = []server.LeasingStrategy{server.PerFingerprint, server.PerUser, server.PerHostname, server.PerAcquisition}
 
 // Acquisition is acquire.lua's answer to one acquisition. Granted and
-// HandedBack set every field; Exhausted sets InUse and Limit; Failed sets
-// Message.
+// HandedBack set every field; Exhausted and BorrowLimit set InUse and
+// Limit; the borrow refusals set License; Failed sets Message.
 type Acquisition struct {
 	Status                        Status
 	LeaseID                       string
@@ -64,8 +71,8 @@ type Acquisition struct {
 // Acquire asks for a seat of the license under req.LeaseID, or for the
 // live lease of req's idempotency or dedupe key (acquire.lua).
 func (rs *Redis) Acquire(ctx context.Context, licenseID string, req *server.AcquireRequest, out *Acquisition) error {
-	args := make([]any, 0, 3+2*len(strategies))
-	args = append(args, req.LeaseID, req.TokenHash, req.IdempotencyKey)
+	args := make([]any, 0, 4+2*len(strategies))
+	args = append(args, req.LeaseID, req.TokenHash, req.IdempotencyKey, req.BorrowFor.Microseconds())
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
 	}
@@ -88,6 +95,9 @@ func (rs *Redis) Acquire(ctx context.Context, licenseID string, req *server.Acqu
 		return rs.licenseOf(replyString(res.shared(1)), &out.License)
 	case StatusExhausted:
 		out.InUse, out.Limit = int(replyInt(mine[6])), int(replyInt(mine[9]))
+	case StatusNoBorrow, StatusBorrowLong, StatusBorrowLimit:
+		out.InUse, out.Limit = int(replyInt(mine[6])), int(replyInt(mine[9]))
+		return rs.licenseOf(replyString(res.shared(1)), &out.License)
 	case StatusFailed:
 		out.Message = replyString(mine[1])
 	}
@@ -281,12 +291,20 @@ type Lease struct {
 	Acquired, Heartbeat, Deadline time.Time
 	DedupeKey, IdempotencyKey     string
 	TokenSeq                      int64
+	Borrowed                      bool
 }
 
-// args appends the lease as the scripts take it: 8 values.
+// args appends the lease as the scripts take it: 9 values.
 func (l Lease) args(to []any) []any {
 	return append(to, l.ID, l.TokenHash, timeUS(l.Acquired), timeUS(l.Heartbeat), timeUS(l.Deadline),
-		l.DedupeKey, l.IdempotencyKey, l.TokenSeq)
+		l.DedupeKey, l.IdempotencyKey, l.TokenSeq, boolArg(l.Borrowed))
+}
+
+func boolArg(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Adopted is adopt.lua's answer for one license.

@@ -126,7 +126,7 @@ func TestAcquireScriptIsIdempotentAndAtomicPerCall(t *testing.T) {
 	lic := build(t, rs, 5, server.NewID(server.PrefixLeaseID))
 	keys := rs.keys.License(lic.ID)
 	args := func(leaseID, idem string) []any {
-		a := []any{leaseID, "tokenhash", idem}
+		a := []any{leaseID, "tokenhash", idem, 0}
 		for _, st := range strategies {
 			a = append(a, string(st), server.DedupeKey(st, leaseID, "", ""))
 		}

@@ -23,7 +23,8 @@ type Conf struct {
 }
 
 // args are the settings as the scripts take them (after the version):
-// seats, overdraft, ttl, revival, active, expires, strategy, tenant, json.
+// seats, overdraft, ttl, revival, active, expires, strategy, tenant, json,
+// max borrow duration, max borrowed seats.
 func (c Conf) args(to []any) []any {
 	l := &c.License
 	active := 0
@@ -36,7 +37,7 @@ func (c Conf) args(to []any) []any {
 	}
 	js, _ := json.Marshal(l)
 	return append(to, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(), l.RevivalWindow.Microseconds(), active, exp,
-		string(l.LeasingStrategy), l.TenantID, string(js))
+		string(l.LeasingStrategy), l.TenantID, string(js), l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats)
 }
 
 // State is what state.lua reads of a license's live state.
@@ -89,7 +90,7 @@ var ErrStale = errors.New("write live state: the snapshot of the record took too
 // license is marked deleted; first is the earliest deadline now (unix µs,
 // -1 if none).
 func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built bool, first int64, err error) {
-	args := append(make([]any, 0, 14+8*len(b.Leases)), b.Epoch, b.Conf.Version)
+	args := append(make([]any, 0, 16+9*len(b.Leases)), b.Epoch, b.Conf.Version)
 	args = b.Conf.args(args)
 	args = append(args, timeUS(b.Snapshot), b.Slack.Microseconds(), b.Incarnation)
 	for _, l := range b.Leases {

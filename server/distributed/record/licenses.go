@@ -18,11 +18,12 @@ import (
 func (pg *Postgres) CreateLicense(ctx context.Context, l server.License) (server.License, error) {
 	l = normalizeLicense(l)
 	_, err := pg.pool.Exec(ctx, `INSERT INTO licenses (id, tenant_id, key, name, seats, overdraft, lease_ttl_us,
-		revival_window_us, leasing_strategy, active, expires_at, metadata, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14)`,
+		revival_window_us, leasing_strategy, active, expires_at, metadata, created_at, updated_at,
+		max_borrow_us, max_borrowed_seats)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16)`,
 		l.ID, l.TenantID, l.Key, l.Name, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(),
 		l.RevivalWindow.Microseconds(), string(l.LeasingStrategy), l.Active, optTime(l.ExpiresAt),
-		jsonMap(l.Metadata), l.CreatedAt, l.UpdatedAt)
+		jsonMap(l.Metadata), l.CreatedAt, l.UpdatedAt, l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats)
 	if pe := pgError(err); pe != nil {
 		switch {
 		case pe.Code == pgForeignKeyViolation:
@@ -48,6 +49,7 @@ func normalizeLicense(l server.License) server.License {
 	l.UpdatedAt = l.UpdatedAt.UTC().Truncate(time.Microsecond)
 	l.LeaseTTL = l.LeaseTTL.Truncate(time.Microsecond)
 	l.RevivalWindow = l.RevivalWindow.Truncate(time.Microsecond)
+	l.MaxBorrowDuration = l.MaxBorrowDuration.Truncate(time.Microsecond)
 	return l
 }
 
@@ -141,10 +143,12 @@ func (pg *Postgres) UpdateLicense(ctx context.Context, tenantID, id string, upda
 		l = normalizeLicense(l)
 		next, err = scanLicense(tx.QueryRow(ctx, `UPDATE licenses SET name = $2, seats = $3, overdraft = $4,
 			lease_ttl_us = $5, revival_window_us = $6, leasing_strategy = $7, active = $8, expires_at = $9,
-			metadata = $10::jsonb, updated_at = date_trunc('microseconds', clock_timestamp()), version = version + 1
+			metadata = $10::jsonb, max_borrow_us = $11, max_borrowed_seats = $12,
+			updated_at = date_trunc('microseconds', clock_timestamp()), version = version + 1
 			WHERE id = $1 RETURNING `+licenseCols,
 			id, l.Name, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(), l.RevivalWindow.Microseconds(),
-			string(l.LeasingStrategy), l.Active, optTime(l.ExpiresAt), jsonMap(l.Metadata)))
+			string(l.LeasingStrategy), l.Active, optTime(l.ExpiresAt), jsonMap(l.Metadata),
+			l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats))
 		return err
 	})
 	if updateErr != nil {

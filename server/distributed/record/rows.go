@@ -66,7 +66,8 @@ func fromOpt(t *time.Time) time.Time {
 
 // licenseCols are the columns scanLicense reads.
 const licenseCols = `id, tenant_id, key, name, seats, overdraft, lease_ttl_us, revival_window_us,
-	leasing_strategy, active, expires_at, metadata, created_at, updated_at, version, live_epoch, deleted_at`
+	leasing_strategy, active, expires_at, metadata, created_at, updated_at, version, live_epoch, deleted_at,
+	max_borrow_us, max_borrowed_seats`
 
 // LicenseRow is a license with its bookkeeping columns.
 type LicenseRow struct {
@@ -80,18 +81,21 @@ func scanLicense(row pgx.Row) (LicenseRow, error) {
 	var (
 		r                LicenseRow
 		ttlUS, revivalUS int64
+		maxBorrowUS      int64
 		strategy         string
 		expires, deleted *time.Time
 		meta             map[string]string
 		created, updated time.Time
 	)
 	err := row.Scan(&r.ID, &r.TenantID, &r.Key, &r.Name, &r.Seats, &r.Overdraft, &ttlUS, &revivalUS,
-		&strategy, &r.Active, &expires, &meta, &created, &updated, &r.Version, &r.Epoch, &deleted)
+		&strategy, &r.Active, &expires, &meta, &created, &updated, &r.Version, &r.Epoch, &deleted,
+		&maxBorrowUS, &r.MaxBorrowedSeats)
 	if err != nil {
 		return LicenseRow{}, err
 	}
 	r.LeaseTTL = time.Duration(ttlUS) * time.Microsecond
 	r.RevivalWindow = time.Duration(revivalUS) * time.Microsecond
+	r.MaxBorrowDuration = time.Duration(maxBorrowUS) * time.Microsecond
 	r.LeasingStrategy = server.LeasingStrategy(strategy)
 	r.ExpiresAt = fromOpt(expires)
 	r.Metadata = nilIfEmpty(meta)
@@ -105,7 +109,7 @@ func scanLicense(row pgx.Row) (LicenseRow, error) {
 func sessionCols(alias string) string {
 	cols := []string{"id", "license_id", "tenant_id", "token_hash", "token_seq", "fingerprint", `"user"`,
 		"hostname", "metadata", "idempotency_key", "dedupe_key", "state", "acquired_at",
-		"last_heartbeat_at", "expires_at", "ended_at"}
+		"last_heartbeat_at", "expires_at", "ended_at", "borrowed"}
 	if alias != "" {
 		for i, c := range cols {
 			cols[i] = alias + "." + c
@@ -129,7 +133,7 @@ func scanSession(row pgx.Row) (Session, error) {
 		ended                *time.Time
 	)
 	err := row.Scan(&r.ID, &r.LicenseID, &r.TenantID, &r.TokenHash, &r.TokenSeq, &r.Fingerprint, &r.User,
-		&r.Hostname, &meta, &r.IdempotencyKey, &r.DedupeKey, &state, &acquired, &hb, &expire, &ended)
+		&r.Hostname, &meta, &r.IdempotencyKey, &r.DedupeKey, &state, &acquired, &hb, &expire, &ended, &r.Borrowed)
 	if err != nil {
 		return Session{}, err
 	}

@@ -4,10 +4,10 @@
 -- arrived together, see ../batch.go) and judges each on its own, in order,
 -- exactly as if it came alone: each counts the seats the ones before it
 -- took.
--- ARGV: per acquisition, 11 values: lease id, token hash, idempotency key
---       ('' = none), then 4 pairs of (leasing strategy, dedupe key)
---       computed by the caller for every strategy; the license's current
---       strategy picks one.
+-- ARGV: per acquisition, 12 values: lease id, token hash, idempotency key
+--       ('' = none), borrow duration (µs; 0 = not a borrow), then 4 pairs
+--       of (leasing strategy, dedupe key) computed by the caller for every
+--       strategy; the license's current strategy picks one.
 -- Returns one of, for all of them:
 --   {'NOCONF'} | {'DELETED'} | {'INACTIVE'} | {'LICEXPIRED'}
 -- else {'OK', license json, epoch, settings version, then for each
@@ -15,9 +15,16 @@
 --   token_seq, seats in use, previous first deadline, dedupe key, limit,
 --   displaced}
 -- with status 'NEW' | 'EXISTING' (all values set), 'EXHAUSTED' (seats in
--- use and limit set), 'DUP', or 'ERR' (this acquisition failed, the
--- message in place of the lease id, nothing of it written); unset values
--- are 0 or ''.
+-- use and limit set), 'NOBORROW' | 'BORROWLONG' | 'BORROWLIMIT' (a borrow
+-- the license refuses; for the last, borrowed seats in use and their
+-- limit in place of seats in use and limit), 'DUP', or 'ERR' (this
+-- acquisition failed, the message in place of the lease id, nothing of it
+-- written); unset values are 0 or ''.
+--
+-- A borrow (borrow duration > 0) makes a lease that lives until now +
+-- that duration with no heartbeats: it has no dedupe key, its
+-- idempotency key is kept apart (idem_key), and a retry hands it back
+-- with its deadline unchanged.
 --
 -- Idempotent by request: the lease id is new for every call, so a call
 -- replayed (a client library retrying after a timeout) that finds its
@@ -30,7 +37,7 @@
 -- in `displaced` (ids joined by ','): the caller records its expiry in
 -- PostgreSQL before it answers, so that the count of the record's active
 -- leases never exceeds the limit either.
-local ARGS_PER, OUT_PER = 11, 11
+local ARGS_PER, OUT_PER = 12, 11
 local conf, refused = open_conf()
 if not conf then
   return refused
@@ -49,6 +56,7 @@ local limit = conf.seats + conf.overdraft
 local n = live_count(now)
 local total = redis.call('ZCARD', K_DL)
 local prev = first_deadline()
+local nb = nil -- borrowed leases live now, counted when a borrow needs it
 
 -- added notes a deadline just set in the deadlines set.
 local function added(dl)
@@ -70,10 +78,12 @@ end
 
 -- acquire handles the acquisition whose arguments start at ARGV[b].
 local function acquire(b)
-  local id, tok, idem = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local id, tok, borrow = ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 3])
+  local borrowing = borrow > 0
+  local idem = idem_key(ARGV[b + 2], borrowing)
   local dk = nil
   local fallback = ''
-  for i = b + 3, b + ARGS_PER - 1, 2 do
+  for i = b + 4, b + ARGS_PER - 1, 2 do
     if ARGV[i] == conf.strategy then
       dk = ARGV[i + 1]
     end
@@ -83,6 +93,9 @@ local function acquire(b)
   end
   if dk == nil then
     dk = fallback -- an unknown strategy behaves as the default
+  end
+  if borrowing then
+    dk = ''
   end
 
   local eid, rec = nil, nil
@@ -94,12 +107,17 @@ local function acquire(b)
     eid = redis.call('HGET', K_DEDUPE, dk)
     rec = live(eid)
   end
+  if rec and (rec[BOR] ~= nil) ~= borrowing then
+    rec = nil -- a borrow never hands back a normal lease, nor the reverse
+  end
   if rec then
     local was = prev
     local earliest = rec[DL] <= prev -- its old deadline may have been the earliest
     rec[TOK] = tok
     rec[HB] = now
-    rec[DL] = now + conf.ttl
+    if not rec[BOR] then
+      rec[DL] = now + conf.ttl -- a borrowed lease keeps its deadline
+    end
     rec[SEQ] = rec[SEQ] + 1
     put_rec(K_LEASES, eid, rec)
     redis.call('ZADD', K_DL, fmt(rec[DL]), eid)
@@ -114,6 +132,20 @@ local function acquire(b)
     return {'EXISTING', eid, rec[ACQ], rec[HB], rec[DL], rec[SEQ], n, was, rec[DEDUPE], limit, ''}
   end
 
+  if borrowing then
+    if conf.maxborrow <= 0 then
+      return {'NOBORROW', '', 0, 0, 0, 0, 0, prev, '', 0, ''}
+    end
+    if borrow > conf.maxborrow then
+      return {'BORROWLONG', '', 0, 0, 0, 0, 0, prev, '', 0, ''}
+    end
+    if conf.maxborrowed > 0 then
+      nb = nb or borrowed_count(now)
+      if nb >= conf.maxborrowed then
+        return {'BORROWLIMIT', '', 0, 0, 0, 0, nb, prev, '', conf.maxborrowed, ''}
+      end
+    end
+  end
   if n >= limit then
     return {'EXHAUSTED', '', 0, 0, 0, 0, n, prev, '', limit, ''}
   end
@@ -141,6 +173,13 @@ local function acquire(b)
     prev = first_deadline()
   end
   rec = {tok, now, now, now + conf.ttl, dk, idem, 0}
+  if borrowing then
+    rec[DL], rec[BOR] = now + borrow, 1
+    redis.call('ZADD', K_BOR, fmt(rec[DL]), id)
+    if nb then
+      nb = nb + 1
+    end
+  end
   put_rec(K_LEASES, id, rec)
   redis.call('ZADD', K_DL, fmt(rec[DL]), id)
   if dk ~= '' then

@@ -14,17 +14,24 @@
 --   KEYS[7] ended     zset: lease id -> when end.lua removed it, kept
 --                     ENDED_KEEP: a rebuild whose snapshot of the record
 --                     was read before that end never brings it back
+--   KEYS[8] borrowed  zset: lease id -> deadline, of the borrowed leases;
+--                     it may still name one that ended before its
+--                     deadline: borrowed_count counts only those in K_LEASES
 -- A lease record is cmsgpack({token_hash, acquired, last_heartbeat,
--- deadline, dedupe_key, idempotency_key, token_seq}); times are unix
--- microseconds (exact in a double up to 2^53, i.e. well past year 2200).
+-- deadline, dedupe_key, idempotency_key, token_seq, borrowed}) (borrowed:
+-- 1, or absent); times are unix microseconds (exact in a double up to
+-- 2^53, i.e. well past year 2200). A borrowed lease has no dedupe key and
+-- its idempotency key is kept apart (idem_key), so that only a retried
+-- borrow finds it.
 -- Time is Redis TIME: the store's one clock.
 local K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_EXP, K_ENDED = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local K_BOR = KEYS[8]
 
 -- ENDED_KEEP (µs) is how long K_ENDED remembers an end. rebuild.lua refuses
 -- a snapshot older than REBUILD_MAX_AGE, which must stay well below it.
 local ENDED_KEEP, REBUILD_MAX_AGE = 10000000, 5000000
 
-local TOK, ACQ, HB, DL, DEDUPE, IDEM, SEQ = 1, 2, 3, 4, 5, 6, 7
+local TOK, ACQ, HB, DL, DEDUPE, IDEM, SEQ, BOR = 1, 2, 3, 4, 5, 6, 7, 8
 
 local function now_us()
   local t = redis.call('TIME')
@@ -52,7 +59,7 @@ end
 -- the first HOT_FIELDS of them (the license JSON, the largest field, would
 -- otherwise be read on every run).
 local CONF_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'revival', 'active', 'exp',
-  'strategy', 'tenant', 'json', 'version'}
+  'strategy', 'tenant', 'json', 'version', 'maxborrow', 'maxborrowed'}
 local HOT_FIELDS = 8
 
 -- load_conf returns the license settings (the first n fields, all when n
@@ -76,6 +83,8 @@ local function load_conf(n)
     tenant = v[10] or '',
     json = v[11] or '',
     version = v[12] or '0',
+    maxborrow = tonumber(v[13] or '0'),
+    maxborrowed = tonumber(v[14] or '0'),
   }
 end
 
@@ -133,11 +142,35 @@ local function min_deadline()
   return best
 end
 
+-- idem_key is the idempotency hash's key of a lease: a borrowed lease's
+-- is kept apart, so that a retried acquisition never finds a borrowed
+-- lease (nor a retried borrow a normal one).
+local function idem_key(idem, borrowed)
+  if borrowed and idem ~= '' then
+    return 'borrow:' .. idem
+  end
+  return idem
+end
+
+-- borrowed_count counts the borrowed leases live at now.
+local function borrowed_count(now)
+  local n = 0
+  for _, lid in ipairs(redis.call('ZRANGEBYSCORE', K_BOR, '(' .. fmt(now), '+inf')) do
+    if redis.call('HEXISTS', K_LEASES, lid) == 1 then
+      n = n + 1
+    end
+  end
+  return n
+end
+
 -- unlink takes a lease out of the live state, with the dedupe and
 -- idempotency entries that still point at it.
 local function unlink(id, r)
   redis.call('HDEL', K_LEASES, id)
   redis.call('ZREM', K_DL, id)
+  if r[BOR] then
+    redis.call('ZREM', K_BOR, id)
+  end
   if r[DEDUPE] ~= '' and redis.call('HGET', K_DEDUPE, r[DEDUPE]) == id then
     redis.call('HDEL', K_DEDUPE, r[DEDUPE])
   end

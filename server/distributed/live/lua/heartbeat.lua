@@ -9,9 +9,10 @@
 --   {'OK', first deadline before any renewal (-1 if none), now, ttl,
 --    then for each lease one status code}
 -- with codes 0 renewed (last heartbeat now, deadline now + ttl), 1 no such
--- lease, 2 wrong token, 3 expired, 4 license inactive, 5 license expired.
+-- lease, 2 wrong token, 3 expired, 4 license inactive, 5 license expired,
+-- 6 borrowed (a borrowed lease keeps the deadline it was borrowed until).
 -- (Small integers: cheap to build here and to read in Go.)
-local RENEWED, NOLEASE, TOKEN, EXPIRED = 0, 1, 2, 3
+local RENEWED, NOLEASE, TOKEN, EXPIRED, BORROWED = 0, 1, 2, 3, 6
 local UNUSABLE = {INACTIVE = 4, LICEXPIRED = 5}
 local conf, refused = open_conf(HOT_FIELDS)
 if not conf then
@@ -62,6 +63,12 @@ local function renew(id, tok)
   end
   if r[TOK] ~= tok then
     return TOKEN
+  end
+  if r[BOR] then
+    if r[DL] <= now then
+      return EXPIRED
+    end
+    return BORROWED
   end
   if r[DL] <= now then
     if conf.revival <= 0 or now >= r[DL] + conf.revival then

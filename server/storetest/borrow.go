@@ -1,0 +1,235 @@
+package storetest
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Borrowing: a borrowed lease holds its seat until its deadline or its
+// early return, with no heartbeats, and is ended exactly once like any
+// other lease.
+
+func borrowing(maxBorrow time.Duration, maxBorrowed int) func(*server.License) {
+	return func(l *server.License) { l.MaxBorrowDuration, l.MaxBorrowedSeats = maxBorrow, maxBorrowed }
+}
+
+func borrowFor(d time.Duration) func(*server.AcquireRequest) {
+	return func(r *server.AcquireRequest) { r.BorrowFor = d }
+}
+
+func testBorrow(t *testing.T, newBackend Backend) {
+	w := sleepers(t)
+	defer w.wait()
+
+	w.run("BorrowedLeaseCountsAndKeepsItsDeadline", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(2), borrowing(24*time.Hour, 0)))
+		requireLicense(t, lic, getLicense(t, s, tn.ID, lic.ID))
+
+		b, tok := acquire(t, s, lic, "laptop", borrowFor(8*time.Hour))
+		require.True(t, b.Lease.Borrowed)
+		require.Equal(t, 1, b.SeatsInUse)
+		require.True(t, getLease(t, s, tn.ID, b.Lease.ID).Borrowed, "the record says borrowed")
+
+		// No heartbeats: the lease keeps the deadline it was borrowed until.
+		_, err := s.Heartbeat(t.Context(), b.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseBorrowed, "heartbeat of a borrowed lease")
+		requireSameLease(t, b.Lease, getLease(t, s, tn.ID, b.Lease.ID), "a refused heartbeat changes nothing")
+		// The token is still checked first.
+		_, err = s.Heartbeat(t.Context(), b.Lease.ID, server.HashSecret("wrong"))
+		requireCode(t, err, server.EPERMISSION, server.ReasonLeaseTokenWrong)
+
+		// The same machine online takes its own seat: a borrowed lease is
+		// never handed back by the leasing strategy.
+		online, _ := acquire(t, s, lic, "laptop", nil)
+		require.False(t, online.Existing)
+		require.False(t, online.Lease.Borrowed)
+		require.Equal(t, 2, online.SeatsInUse, "the borrowed seat counts against the limit")
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "desktop", nil)
+		requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted)
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "other-laptop", borrowFor(time.Hour))
+		requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "a borrow needs a free seat too")
+
+		// Listed with its state and deadline.
+		ls, _, err := s.ListLeases(t.Context(), tn.ID, lic.ID, server.LeaseActive, server.Page{})
+		require.NoError(t, err)
+		require.Len(t, ls, 2)
+		for _, l := range ls {
+			require.Equal(t, l.ID == b.Lease.ID, l.Borrowed, "ListLeases says which lease is borrowed")
+		}
+	})
+
+	w.run("BorrowRefusalsChangeNothing", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		off := newLicense(t, s, tn.ID, with(seats(3)))
+		_, _, err := tryAcquire(t.Context(), s, off.Key, "laptop", borrowFor(time.Hour))
+		requireCode(t, err, server.EPRECONDITION, server.ReasonBorrowNotAllowed, "max_borrow_duration 0: no borrowing")
+		// Allowed by an update: the change reaches every judge of borrows.
+		_, err = s.UpdateLicense(t.Context(), tn.ID, off.ID, func(l *server.License) error { l.MaxBorrowDuration = time.Hour; return nil })
+		require.NoError(t, err)
+		b, tok := acquire(t, s, off, "laptop", borrowFor(time.Hour))
+		require.True(t, b.Lease.Borrowed)
+		release(t, s, b.Lease.ID, tok)
+
+		lic := newLicense(t, s, tn.ID, with(seats(3), borrowing(2*time.Hour, 1)))
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "laptop", borrowFor(3*time.Hour))
+		requireCode(t, err, server.EINVALID, server.ReasonInvalidArgument, "longer than max_borrow_duration")
+		require.Equal(t, "borrow_duration", errField(err))
+
+		acquire(t, s, lic, "laptop-1", borrowFor(time.Hour))
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "laptop-2", borrowFor(time.Hour))
+		requireCode(t, err, server.EEXHAUSTED, server.ReasonBorrowLimit, "max_borrowed_seats reached")
+		require.Equal(t, map[string]string{"borrowed_seats": "1", "max_borrowed_seats": "1"}, errMeta(err))
+		// Seats not borrowed are still there for normal leases.
+		online, _ := acquire(t, s, lic, "desktop", nil)
+		require.Equal(t, 2, online.SeatsInUse, "the refused borrows took nothing")
+		require.Equal(t, 0, seatsInUse(t, s, tn.ID, off.ID))
+	})
+
+	// Invariant 1 for borrowed seats: concurrent borrows never exceed
+	// max_borrowed_seats, nor borrows and acquisitions the seat limit.
+	w.run("ConcurrentBorrowsRespectBothLimits", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(5), borrowing(time.Hour, 3)))
+		var (
+			mu                sync.Mutex
+			borrowed, granted int
+			wg                sync.WaitGroup
+		)
+		for i := range 16 {
+			wg.Go(func() {
+				var mut func(*server.AcquireRequest)
+				if i%2 == 0 {
+					mut = borrowFor(time.Hour)
+				}
+				res, _, err := tryAcquire(t.Context(), s, lic.Key, server.NewID("fp"), mut)
+				if err != nil {
+					if !isCode(err, server.EEXHAUSTED, server.ReasonSeatsExhausted) && !isCode(err, server.EEXHAUSTED, server.ReasonBorrowLimit) {
+						t.Errorf("acquire: %v", err)
+					}
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				granted++
+				if res.Lease.Borrowed {
+					borrowed++
+				}
+			})
+		}
+		wg.Wait()
+		require.LessOrEqual(t, borrowed, 3, "max_borrowed_seats")
+		require.Equal(t, 5, granted, "every seat is taken, none twice")
+		require.Equal(t, 5, seatsInUse(t, s, tn.ID, lic.ID))
+	})
+
+	// Invariant 5: an early return ends the lease once, with its usage event.
+	w.run("ReturnedEarlyOnce", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(1), borrowing(time.Hour, 1)))
+		b, tok := acquire(t, s, lic, "laptop", borrowFor(time.Hour))
+		ended := release(t, s, b.Lease.ID, tok)
+		require.Equal(t, server.LeaseReleased, ended.State)
+		require.True(t, ended.Borrowed)
+		again := release(t, s, b.Lease.ID, tok)
+		require.Equal(t, server.LeaseReleased, again.State, "returning twice is not an error")
+		requireOneUsage(t, usageEvents(t, s, tn.ID, lic.ID), ended)
+		// Its seat, and its borrowed seat, are free again.
+		b2, _ := acquire(t, s, lic, "laptop", borrowFor(time.Hour))
+		require.NotEqual(t, b.Lease.ID, b2.Lease.ID)
+	})
+
+	// Invariants 3 and 5: a borrowed lease stops counting at its deadline,
+	// is never revived, and cleanup records its expiry exactly once.
+	w.run("ExpiresAtItsDeadlineOnce", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(1), borrowing(time.Hour, 1), func(l *server.License) {
+			l.RevivalWindow = time.Hour // never for a borrowed lease
+		}))
+		b, tok := acquire(t, s, lic, "laptop", borrowFor(shortTTL))
+		time.Sleep(pastDeadline)
+		require.Equal(t, 0, seatsInUse(t, s, tn.ID, lic.ID), "a lapsed borrowed lease holds no seat")
+		_, err := s.Heartbeat(t.Context(), b.Lease.ID, server.HashSecret(tok))
+		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "no revival of a borrowed lease")
+
+		other, _ := acquire(t, s, lic, "laptop-2", borrowFor(time.Hour))
+		require.Equal(t, 1, other.SeatsInUse)
+		expireAllDue(t, s)
+		expireAllDue(t, s)
+		ended := getLease(t, s, tn.ID, b.Lease.ID)
+		require.Equal(t, server.LeaseExpired, ended.State)
+		requireOneUsage(t, usageEvents(t, s, tn.ID, lic.ID), ended)
+		require.Len(t, cleanupOf(cleanupEvents(t, s, tn.ID, lic.ID), b.Lease.ID), 1,
+			"recorded once: by the heartbeat that was told, not again by cleanup")
+	})
+
+	w.run("CleanupRecordsALapsedBorrowOnce", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(1), borrowing(time.Hour, 0)))
+		b, _ := acquire(t, s, lic, "laptop", borrowFor(shortTTL))
+		time.Sleep(pastDeadline)
+		first := expireAllDue(t, s)
+		require.Equal(t, []string{b.Lease.ID}, leaseIDs(first))
+		require.Empty(t, expireAllDue(t, s), "a second pass records nothing")
+		ended := getLease(t, s, tn.ID, b.Lease.ID)
+		require.Equal(t, server.LeaseExpired, ended.State)
+		require.True(t, ended.Borrowed)
+		requireOneUsage(t, usageEvents(t, s, tn.ID, lic.ID), ended)
+		require.Len(t, cleanupOf(cleanupEvents(t, s, tn.ID, lic.ID), b.Lease.ID), 1)
+	})
+
+	w.run("RetriedBorrowGetsItsLeaseBack", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(3), borrowing(time.Hour, 0), leaseTTL(time.Minute)))
+		idem := func(d time.Duration) func(*server.AcquireRequest) {
+			return func(r *server.AcquireRequest) { r.IdempotencyKey, r.BorrowFor = "trip-42", d }
+		}
+		b, _ := acquire(t, s, lic, "laptop", idem(time.Hour))
+		again, tok := acquire(t, s, lic, "laptop", idem(30*time.Minute))
+		require.True(t, again.Existing, "the same idempotency key hands the borrowed lease back")
+		require.Equal(t, b.Lease.ID, again.Lease.ID)
+		require.True(t, again.Lease.Borrowed)
+		requireSameTime(t, b.Lease.ExpiresAt, again.Lease.ExpiresAt, "with the deadline it was borrowed until")
+		require.Equal(t, 1, again.SeatsInUse)
+		// The new token is the one that returns it.
+		_, err := s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
+		require.NoError(t, err)
+
+		// A normal acquisition never gets a borrowed lease back, nor a
+		// borrow a normal one, whatever the idempotency key.
+		n, _ := acquire(t, s, lic, "desk", func(r *server.AcquireRequest) { r.IdempotencyKey = "shared" })
+		nb, _ := acquire(t, s, lic, "desk", func(r *server.AcquireRequest) { r.IdempotencyKey, r.BorrowFor = "shared", time.Hour })
+		require.False(t, nb.Existing)
+		require.True(t, nb.Lease.Borrowed)
+		n2, _ := acquire(t, s, lic, "desk", func(r *server.AcquireRequest) { r.IdempotencyKey = "shared" })
+		require.True(t, n2.Existing)
+		require.Equal(t, n.Lease.ID, n2.Lease.ID)
+		require.False(t, n2.Lease.Borrowed)
+	})
+
+	// Deleting the license ends its borrowed leases too (each once).
+	w.run("DeleteLicenseEndsBorrowedLeases", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(2), borrowing(time.Hour, 0)))
+		b, _ := acquire(t, s, lic, "laptop", borrowFor(time.Hour))
+		n, err := s.DeleteLicense(t.Context(), tn.ID, lic.ID)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		ended := getLease(t, s, tn.ID, b.Lease.ID)
+		require.Equal(t, server.LeaseRevoked, ended.State)
+		requireOneUsage(t, usageEvents(t, s, tn.ID, lic.ID), ended)
+	})
+}
