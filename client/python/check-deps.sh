@@ -9,6 +9,9 @@ missing=()
 if [[ -x $py ]]; then
   $py -c 'import grpc' 2>/dev/null || missing+=(python3-grpcio)
   $py -c 'import google.protobuf' 2>/dev/null || missing+=(python3-protobuf)
+  # Lease certificates (Ed25519): seatd.certificate
+  $py -c 'from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey' 2>/dev/null ||
+    missing+=(python3-cryptography)
 fi
 command -v openssl >/dev/null || missing+=(openssl) # the TLS test makes a certificate
 if ((${#missing[@]})); then

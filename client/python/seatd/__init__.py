@@ -5,15 +5,20 @@
     with client.lease(license_key, fingerprint) as lease:
         ...  # heartbeated in the background; lease.lost is set if the seat is lost
 
+Client(..., signing_keys=jwks) verifies the lease certificate of every
+answer; seatd.verify_offline(cert, jwks) checks a stored one (a borrowed
+seat) without a network.
+
 The generated gRPC modules are seatd.v1.*_pb2 / *_pb2_grpc; the google.rpc
 error details seatd sends are decoded into the exceptions of seatd.errors.
 """
 
+from seatd.certificate import Claims, SigningKeys, verify_offline
 from seatd.client import AdminClient, Client, Lease, Timing, SERVICE_CONFIG
 from seatd.errors import (
     SeatdError, SeatsExhausted, LeaseLost, LeaseExpired, LeaseRevoked, LeaseReleased, LeaseNotFound,
     LeaseTokenInvalid, LicenseNotFound, LicenseInactive, LicenseExpired, InvalidArgument, Unauthenticated,
-    PermissionDenied, QueueFull, RateLimited, Unavailable,
+    PermissionDenied, QueueFull, RateLimited, Unavailable, BadCertificate, CertificateExpired,
 )
 from seatd.v1.resources_pb2 import License, Lease as LeaseRecord, LeaseState, LeasingStrategy
 
@@ -22,5 +27,5 @@ __all__ = [
     "LeasingStrategy", "SeatdError", "SeatsExhausted", "LeaseLost", "LeaseExpired", "LeaseRevoked",
     "LeaseReleased", "LeaseNotFound", "LeaseTokenInvalid", "LicenseNotFound", "LicenseInactive",
     "LicenseExpired", "InvalidArgument", "Unauthenticated", "PermissionDenied", "QueueFull", "RateLimited",
-    "Unavailable",
+    "Unavailable", "BadCertificate", "CertificateExpired", "Claims", "SigningKeys", "verify_offline",
 ]

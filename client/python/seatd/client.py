@@ -7,6 +7,7 @@ reconnects with backoff, notices a deadline passed while the machine slept,
 and reports a lost lease through lease.lost (a threading.Event).
 """
 
+import json
 import logging
 import queue
 import random
@@ -15,9 +16,10 @@ import threading
 import time
 
 import grpc
-from google.protobuf import duration_pb2
+from google.protobuf import duration_pb2, json_format
 
 from seatd import errors
+from seatd.certificate import SigningKeys, new_nonce
 from seatd.v1 import admin_service_pb2, admin_service_pb2_grpc, heartbeat_service_pb2, \
     heartbeat_service_pb2_grpc, resources_pb2, seat_service_pb2, seat_service_pb2_grpc
 
@@ -132,11 +134,22 @@ class Client(_Connected):
     tls: False (plaintext), True (system roots), PEM bytes or a path of the
     CA bundle, or grpc.ChannelCredentials. channel: an existing grpc.Channel
     to use instead (not closed by close()).
+
+    signing_keys: the tenant's JWKS (bytes, str, dict or a SigningKeys),
+    embedded in the product. With it every answer that grants or extends a
+    seat must carry a valid lease certificate (signed by a key of the set,
+    our nonce, this lease and fingerprint, exp = the deadline told); one
+    that does not is a lost lease: acquire raises BadCertificate (and gives
+    the seat back), a kept lease sets lost with it. Every request carries a
+    fresh nonce, checked or not.
     """
 
     def __init__(self, address=None, tls=False, *, options=(), channel=None, auto_heartbeat=True,
-                 reacquire_on_expiry=False, timing=None):
+                 reacquire_on_expiry=False, timing=None, signing_keys=None):
         super().__init__(address, tls, options, channel)
+        if signing_keys is not None and not isinstance(signing_keys, SigningKeys):
+            signing_keys = SigningKeys(signing_keys)
+        self.signing_keys = signing_keys
         self._seats = seat_service_pb2_grpc.SeatServiceStub(self.channel)
         self._hb = heartbeat_service_pb2_grpc.HeartbeatServiceStub(self.channel)
         self.auto_heartbeat = auto_heartbeat
@@ -163,12 +176,70 @@ class Client(_Connected):
         a lost reply gets the seat the first try took, never a second one."""
         opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
                     metadata=dict(metadata or {}))
-        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(), **opts)
+        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(), nonce=new_nonce(),
+                                                  **opts)
         sent = self.t.now()
-        return self._hold(opts, self._acquire(req, timeout), sent)
+        return self._hold(opts, self._acquire(req, timeout), sent, req.nonce)
 
     lease = acquire  # `with client.lease(key, fingerprint) as lease:` releases on exit
 
+    def borrow(self, license_key, fingerprint, duration, *, user="", hostname="", metadata=None,
+               idempotency_key=None, timeout=None):
+        """Borrows a seat for offline use for duration seconds (at most the
+        license's max_borrow_duration). The Lease needs no heartbeats and is
+        not kept; it holds its seat until lease.expires_at or an early
+        return (lease.release(), or release_seat(id, token) after a
+        restart). Store lease.certificate with the product: verify_offline
+        checks it later without a network. An answer without a certificate,
+        or not borrowed (a server without borrowing), raises BadCertificate
+        and the seat is given back; with signing_keys the certificate is
+        verified as for acquire."""
+        if duration <= 0:
+            raise ValueError("borrow duration must be positive")
+        opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
+                    metadata=dict(metadata or {}))
+        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(), nonce=new_nonce(),
+                                                  borrow_duration=_duration(duration), **opts)
+        sent = self.t.now()
+        return self._hold(opts, self._acquire(req, timeout), sent, req.nonce, borrowed=True)
+
+    def release_seat(self, lease_id, lease_token, timeout=None):
+        """Gives back a seat known by its id and token (a borrowed one
+        returned early after a restart). Raises LeaseExpired etc. when the
+        lease already ended."""
+        _call(self._seats.ReleaseSeat, seat_service_pb2.ReleaseSeatRequest(lease_id=lease_id, lease_token=lease_token),
+              timeout=timeout or self.t.call_timeout)
+
+    def fetch_signing_keys(self, tenant_id="", timeout=None):
+        """The tenant's JWKS (JSON bytes) from GetSigningKeys, to embed in a
+        product at build time. Fetching it at run time from the server the
+        product checks proves nothing (a fake server answers its own keys)."""
+        resp = _call(self._seats.GetSigningKeys, seat_service_pb2.GetSigningKeysRequest(tenant_id=tenant_id),
+                     timeout=timeout or self.t.call_timeout)
+        keys = [json_format.MessageToDict(k, preserving_proto_field_name=True) for k in resp.keys]
+        return json.dumps({"keys": keys}, indent=2).encode()
+
+    def _check(self, resp, nonce, fingerprint, borrowed):
+        """Raises BadCertificate if a grant's certificate does not verify
+        (or, for a borrow, is missing or not borrowed)."""
+        pl = resp.lease
+        if borrowed and not pl.borrowed:
+            raise errors.BadCertificate("seatd granted a lease that is not borrowed (a server without borrowing?)")
+        if borrowed and not resp.lease_certificate:
+            raise errors.BadCertificate("none in seatd's answer to a borrow")
+        if self.signing_keys is None:
+            return
+        deadline = pl.expires_at.ToNanoseconds() / 1e9 if pl.HasField("expires_at") else None
+        self.signing_keys.check(resp.lease_certificate, nonce=nonce, lease_id=pl.id, license_id=pl.license_id,
+                                fingerprint=pl.fingerprint or fingerprint, deadline=deadline,
+                                borrowed=borrowed, now=self.t.now())
+
+    def _give_back(self, lease_id, token):
+        """Releases a seat we refuse, as far as the server is real and reachable."""
+        try:
+            self.release_seat(lease_id, token)
+        except errors.SeatdError as e:
+            log.debug("could not give back refused seat %s: %s", lease_id, e)
     def _acquire(self, req, timeout, deadline=None):
         end = self.t.now() + timeout if timeout else deadline
         for n in range(1, 1 << 30):
@@ -184,9 +255,14 @@ class Client(_Connected):
                 log.debug("acquire failed (%s); retrying with the same idempotency key", e)
                 time.sleep(wait)
 
-    def _hold(self, opts, resp, sent):
-        lease = Lease(self, opts, resp, sent)
-        if self.auto_heartbeat:
+    def _hold(self, opts, resp, sent, nonce, borrowed=False):
+        try:
+            self._check(resp, nonce, opts["fingerprint"], borrowed)
+        except errors.BadCertificate:
+            self._give_back(resp.lease.id, resp.lease_token)
+            raise
+        lease = Lease(self, opts, resp, sent, borrowed)
+        if self.auto_heartbeat and not borrowed:
             with self._mu:
                 if not self._closed:
                     lease._keeper = _Keeper(lease)
@@ -208,13 +284,13 @@ class Client(_Connected):
         opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
                     metadata=dict(metadata or {}))
         end = None if timeout is None else self.t.now() + timeout
-        key, ticket, failures = _new_key(), "", 0
+        key, nonce, ticket, failures = _new_key(), new_nonce(), "", 0  # one acquisition, however many streams
         report = on_position or (lambda position, length: None)
         while True:
             left = None if end is None else end - self.t.now()
             if left is not None and left <= 0:
                 raise TimeoutError("no seat within %ss" % timeout)
-            req = seat_service_pb2.WaitForSeatRequest(idempotency_key=key, queue_ticket=ticket, **opts)
+            req = seat_service_pb2.WaitForSeatRequest(idempotency_key=key, queue_ticket=ticket, nonce=nonce, **opts)
             heard, granted, sent = False, None, None
             call = self._seats.WaitForSeat(req, timeout=left)
             try:
@@ -231,12 +307,17 @@ class Client(_Connected):
             finally:
                 call.cancel()
             if granted is not None:
-                lease = self._hold(opts, granted, sent)
+                lease = self._hold(opts, granted, sent, nonce)
                 try:
                     # The server holds a waiter's grant only until its first
                     # heartbeat (--wait-hold): confirm it now.
                     lease.heartbeat()
                     return lease
+                except errors.BadCertificate:
+                    if lease._keeper is not None:
+                        lease._keeper.stop()
+                    self._give_back(lease.id, lease.token)
+                    raise  # not seatd's answer: no use waiting again
                 except errors.LeaseLost:
                     lease.release()
                     ticket = ""  # the grant used up the place: queue again
@@ -253,8 +334,8 @@ class Client(_Connected):
     def _poll_for_seat(self, opts, report, end):
         for n in range(1, 1 << 30):
             try:
-                req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), **opts)
-                return self._hold(opts, self._acquire(req, None, end), self.t.now())
+                req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), nonce=new_nonce(), **opts)
+                return self._hold(opts, self._acquire(req, None, end), self.t.now(), req.nonce)
             except errors.SeatsExhausted:
                 report(0, 0)
             wait = self.t.backoff(n, self.t.backoff_max)
@@ -275,8 +356,9 @@ class Lease:
     release does not set it.
     """
 
-    def __init__(self, client, opts, resp, sent):
+    def __init__(self, client, opts, resp, sent, borrowed=False):
         self._c, self._opts, self._keeper = client, opts, None
+        self.borrowed = borrowed
         self._mu = threading.Lock()
         self._release_mu = threading.Lock()
         self.lost = threading.Event()
@@ -290,6 +372,8 @@ class Lease:
         self.heartbeat_interval = _seconds(resp.heartbeat_interval)
         self.seats_in_use, self.seat_limit = resp.seats_in_use, resp.seat_limit
         self.expires_at = pl.expires_at.ToDatetime() if pl.HasField("expires_at") else None
+        self.certificate = resp.lease_certificate  # the latest; "" from a server that sends none
+        self.fingerprint = pl.fingerprint or self._opts["fingerprint"]
         self.ttl = _ttl(pl)
         self._deadline = self._local_deadline(sent, pl.expires_at)
 
@@ -312,15 +396,27 @@ class Lease:
 
     def heartbeat(self, timeout=None):
         """One unary heartbeat now; raises LeaseExpired etc. when the lease is gone."""
-        lease_id, token, sent = self.id, self.token, self._c.t.now()
+        lease_id, token, sent, nonce = self.id, self.token, self._c.t.now(), new_nonce()
         try:
             resp = _call(self._c._hb.Heartbeat, heartbeat_service_pb2.HeartbeatRequest(
-                lease_id=lease_id, lease_token=token), timeout=timeout)
+                lease_id=lease_id, lease_token=token, nonce=nonce), timeout=timeout)
+            self._check(nonce, resp.lease_certificate, resp.expires_at)
         except errors.LeaseLost as e:
             if self._keeper is None:
                 self._mark_lost(e)  # nobody else will find out
             raise
-        self._extend(lease_id, sent, resp.expires_at, _seconds(resp.heartbeat_interval), _ttl(resp.lease))
+        self._extend(lease_id, sent, resp.expires_at, _seconds(resp.heartbeat_interval), _ttl(resp.lease),
+                     resp.lease_certificate)
+
+    def _check(self, nonce, cert, expires_at):
+        """With signing keys, verifies the certificate of an answer that
+        extended this lease to expires_at; raises BadCertificate."""
+        keys = self._c.signing_keys
+        if keys is None:
+            return
+        keys.check(cert, nonce=nonce, lease_id=self.id, license_id=self.license_id, fingerprint=self.fingerprint,
+                   deadline=expires_at.ToNanoseconds() / 1e9 if expires_at.ByteSize() else None,
+                   borrowed=self.borrowed, now=self._c.t.now())
 
     def release(self, timeout=None):
         """Stops the heartbeats and gives the seat back. Idempotent; a lease
@@ -337,10 +433,12 @@ class Lease:
                 pass
             self._released = True
 
-    def _extend(self, lease_id, sent, expires_at, interval, ttl):
+    def _extend(self, lease_id, sent, expires_at, interval, ttl, cert=""):
         with self._mu:
             if lease_id != self.id:
                 return
+            if cert:
+                self.certificate = cert
             if ttl > 0:
                 self.ttl = ttl
             if interval > 0:
@@ -507,10 +605,14 @@ class _Keeper:
         """Acquires again after an expiry if allowed; else reports the loss."""
         if not self.l._c.reacquire_on_expiry or cause.reason not in ("LEASE_EXPIRED", "LEASE_NOT_FOUND"):
             self.l._mark_lost(cause)
+            if isinstance(cause, errors.BadCertificate):
+                # We stop heartbeating a lease we do not trust; if seatd is
+                # real (a key newer than our JWKS, say), free the seat now.
+                self.l._c._give_back(self.l.id, self.l.token)
             return False
         log.info("seatd lease %s expired; acquiring a seat again", self.l.id)
         give_up = self.t.now() + max(self.l.ttl, self.t.call_timeout)
-        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), **self.l._opts)
+        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), nonce=new_nonce(), **self.l._opts)
         for n in range(1, 1 << 30):
             sent = self.t.now()
             try:
@@ -525,6 +627,12 @@ class _Keeper:
                     return False
                 continue
             if self._stop.is_set():
+                return False
+            try:
+                self.l._c._check(resp, req.nonce, self.l._opts["fingerprint"], False)
+            except errors.BadCertificate as e:
+                self.l._c._give_back(resp.lease.id, resp.lease_token)
+                self.l._mark_lost(e)
                 return False
             old = self.l.id
             self.l._swap(resp, sent)
@@ -568,7 +676,8 @@ class _Keeper:
             except grpc.RpcError as e:
                 results.put((None, errors.from_rpc_error(e)))
 
-        outbox.put(heartbeat_service_pb2.HeartbeatStreamRequest(lease_id=lease_id, lease_token=token))
+        nonce = new_nonce()
+        outbox.put(heartbeat_service_pb2.HeartbeatStreamRequest(lease_id=lease_id, lease_token=token, nonce=nonce))
         try:
             call = self.l._c._hb.HeartbeatStream(requests())
         except grpc.RpcError as e:
@@ -595,8 +704,8 @@ class _Keeper:
                     if waiting:
                         return answered, errors.SeatdError(grpc.StatusCode.DEADLINE_EXCEEDED,
                                                            "heartbeat stream: no answer in time")
-                    sent, waiting = self.t.now(), True
-                    outbox.put(heartbeat_service_pb2.HeartbeatStreamRequest())
+                    sent, waiting, nonce = self.t.now(), True, new_nonce()
+                    outbox.put(heartbeat_service_pb2.HeartbeatStreamRequest(nonce=nonce))
                     due = time.monotonic() + self.l._ping_every()  # now the answer timeout
                     continue
                 if err is not None:
@@ -606,7 +715,13 @@ class _Keeper:
                 if resp.signal in (_SIG.HEARTBEAT_SIGNAL_REVOKED, _SIG.HEARTBEAT_SIGNAL_EXPIRED):
                     signal = resp.signal  # the status that ends the stream follows
                     continue
-                self.l._extend(lease_id, sent, resp.expires_at, _seconds(resp.heartbeat_interval), 0)
+                try:
+                    # One ping at a time: an answer to none repeats no nonce of ours.
+                    self.l._check(nonce if waiting else "", resp.lease_certificate, resp.expires_at)
+                except errors.BadCertificate as e:
+                    return answered, e
+                self.l._extend(lease_id, sent, resp.expires_at, _seconds(resp.heartbeat_interval), 0,
+                               resp.lease_certificate)
                 answered, waiting = True, False
                 due = time.monotonic() + self.l._ping_every()
         finally:

@@ -61,6 +61,27 @@ class LeaseTokenInvalid(LeaseLost):
     """Another acquisition (same fingerprint) took the lease over."""
 
 
+class BadCertificate(LeaseLost):
+    """A lease certificate failed verification (Client(signing_keys=...),
+    verify_offline): missing, signed by a key not in the JWKS, another
+    nonce, another lease or deadline. The client concludes it (reason
+    LEASE_CERTIFICATE_INVALID, never sent by seatd); in a kept lease it is a
+    loss like an expiry. .problem says what failed."""
+
+    expired = False
+
+    def __init__(self, problem):
+        super().__init__(grpc.StatusCode.UNAUTHENTICATED, "lease certificate not valid: " + problem,
+                         "LEASE_CERTIFICATE_INVALID")
+        self.problem = problem
+
+
+class CertificateExpired(BadCertificate):
+    """The certificate's exp has passed."""
+
+    expired = True
+
+
 class LicenseNotFound(SeatdError):
     pass
 

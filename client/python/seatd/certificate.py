@@ -1,0 +1,194 @@
+"""Lease certificates: seatd's signed proof that it granted a lease.
+
+A certificate is a JWS compact token (three base64url parts, header.claims.
+signature), alg EdDSA, signed with the tenant's Ed25519 key that its kid
+names. The tenant's public keys are a JWKS (GetSigningKeys, or
+GET /v1/tenants/{tenant_id}/jwks.json). Verified here with Debian's
+python3-cryptography; no JWT library is needed.
+"""
+
+import base64
+import binascii
+import collections
+import json
+import secrets
+import time
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from seatd import errors
+
+ISSUER = "seatd"
+
+Claims = collections.namedtuple("Claims", [
+    "issuer",       # always "seatd"
+    "lease_id",     # the sub and lease_id claims
+    "tenant_id",    # the tenant whose key signed it
+    "license_id",
+    "fingerprint",  # the machine the lease was granted to
+    "issued_at",    # iat, Unix seconds
+    "expiry",       # exp, Unix seconds: the lease's deadline rounded down
+    "borrowed",     # a seat borrowed for offline use
+    "nonce",        # the nonce of the request it answers
+    "key_id",       # the kid of the key that signed it
+])
+Claims.__doc__ = "What a lease certificate says (times in whole Unix seconds)."
+
+
+def new_nonce():
+    """16 random bytes, base64url: sent with every request, repeated by the
+    certificate of its answer so that a recorded answer cannot be replayed."""
+    return base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()
+
+
+def _b64url(part, what):
+    if not isinstance(part, str) or "=" in part:
+        raise errors.BadCertificate("%s is not base64url" % what)
+    try:
+        std = part.translate(str.maketrans("-_", "+/"))
+        return base64.b64decode(std + "=" * (-len(std) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise errors.BadCertificate("%s is not base64url" % what) from None
+
+
+class SigningKeys:
+    """A tenant's public keys (a JWKS: bytes, str or the parsed dict).
+
+    Only Ed25519 keys (kty OKP, crv Ed25519) with a kid are kept; keys of
+    other types are skipped. ValueError when no key is left, a kid appears
+    twice, or the set holds a private key.
+    """
+
+    def __init__(self, jwks):
+        if isinstance(jwks, (bytes, str)):
+            try:
+                jwks = json.loads(jwks)
+            except ValueError as e:
+                raise ValueError("JWKS is not JSON: %s" % e) from None
+        if not isinstance(jwks, dict) or not isinstance(jwks.get("keys"), list):
+            raise ValueError('JWKS must be {"keys": [...]}')
+        self._keys = {}
+        for jwk in jwks["keys"]:
+            if not isinstance(jwk, dict) or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+                continue
+            kid = jwk.get("kid") or ""
+            if "d" in jwk:
+                raise ValueError("JWKS key %r holds a private key; publish only public keys" % kid)
+            if not kid or jwk.get("alg", "EdDSA") not in ("", "EdDSA") or jwk.get("use", "sig") not in ("", "sig"):
+                continue
+            try:
+                raw = _b64url(jwk.get("x", ""), "x")
+                key = Ed25519PublicKey.from_public_bytes(raw)
+            except (errors.BadCertificate, ValueError):
+                raise ValueError("JWKS key %r: x is not an Ed25519 public key" % kid) from None
+            if kid in self._keys:
+                raise ValueError("JWKS kid %r appears twice" % kid)
+            self._keys[kid] = key
+        if not self._keys:
+            raise ValueError("JWKS holds no Ed25519 signing key (kty OKP, crv Ed25519, with a kid)")
+
+    @property
+    def key_ids(self):
+        return sorted(self._keys)
+
+    def verify(self, cert, now=None):
+        """Checks a stored certificate without a network: signed (EdDSA) by
+        the key its kid names, issued by seatd, not expired at now (Unix
+        seconds, default time.time(): now must be before exp). Returns its
+        Claims; the caller checks what they must say (its own fingerprint,
+        the license, borrowed). Raises BadCertificate (CertificateExpired
+        when only the time is wrong)."""
+        c = self._verify(cert)
+        now = time.time() if now is None else _unix(now)
+        if now >= c.expiry:
+            raise errors.CertificateExpired("expired at %s (now %s)" % (_iso(c.expiry), _iso(now)))
+        return c
+
+    def _verify(self, cert):
+        if not cert:
+            raise errors.BadCertificate("none in seatd's answer")
+        parts = cert.split(".") if isinstance(cert, str) else []
+        if len(parts) != 3:
+            raise errors.BadCertificate("not a JWS compact token (three base64url parts)")
+        try:
+            header = json.loads(_b64url(parts[0], "header"))
+        except ValueError:
+            raise errors.BadCertificate("header is not JSON") from None
+        if not isinstance(header, dict) or header.get("alg") != "EdDSA":
+            raise errors.BadCertificate("alg %r, want EdDSA" % (header.get("alg") if isinstance(header, dict) else None))
+        if "crit" in header:
+            raise errors.BadCertificate("critical header parameters %r are not understood" % (header["crit"],))
+        kid = header.get("kid")
+        if not kid or not isinstance(kid, str):
+            raise errors.BadCertificate("no kid in its header")
+        key = self._keys.get(kid)
+        if key is None:
+            raise errors.BadCertificate("signed by key %r, which the JWKS does not hold (another tenant's key, or "
+                                        "a key newer than the JWKS: fetch it again after a rotation)" % kid)
+        sig = _b64url(parts[2], "signature")
+        try:
+            key.verify(sig, (parts[0] + "." + parts[1]).encode("ascii"))
+        except (InvalidSignature, UnicodeEncodeError):
+            raise errors.BadCertificate("signature does not verify with key %r" % kid) from None
+        try:
+            raw = json.loads(_b64url(parts[1], "claims"))
+        except ValueError:
+            raise errors.BadCertificate("claims are not JSON") from None
+        if not isinstance(raw, dict):
+            raise errors.BadCertificate("claims are not a JSON object")
+        if raw.get("iss") != ISSUER:
+            raise errors.BadCertificate("issuer %r, want %r" % (raw.get("iss"), ISSUER))
+        if not raw.get("sub") or raw.get("sub") != raw.get("lease_id"):
+            raise errors.BadCertificate("sub %r and lease_id %r must name the same lease"
+                                        % (raw.get("sub"), raw.get("lease_id")))
+        exp, iat = raw.get("exp"), raw.get("iat", 0)
+        if not _number(exp) or not _number(iat):
+            raise errors.BadCertificate("exp and iat must be numbers")
+        return Claims(issuer=raw["iss"], lease_id=raw["lease_id"], tenant_id=raw.get("tenant_id", ""),
+                      license_id=raw.get("license_id", ""), fingerprint=raw.get("fingerprint", ""),
+                      issued_at=int(iat), expiry=int(exp), borrowed=raw.get("borrowed") is True,
+                      nonce=raw.get("nonce", ""), key_id=kid)
+
+    def check(self, cert, *, nonce, lease_id, fingerprint, deadline, license_id="", borrowed=False, now=None):
+        """Verifies the certificate of an answer (deadline: the one it told,
+        Unix seconds): as verify, and it repeats our nonce, names this lease,
+        license and fingerprint, and its exp is that deadline rounded down
+        (less than a second apart), not passed. Raises BadCertificate."""
+        c = self._verify(cert)
+        now = time.time() if now is None else _unix(now)
+        if not nonce or c.nonce != nonce:
+            raise errors.BadCertificate("nonce %r is not the one sent (a recorded answer replayed?)" % c.nonce)
+        if c.lease_id != lease_id:
+            raise errors.BadCertificate("for lease %r, not %r" % (c.lease_id, lease_id))
+        if license_id and c.license_id != license_id:
+            raise errors.BadCertificate("for license %r, not %r" % (c.license_id, license_id))
+        if c.fingerprint != fingerprint:
+            raise errors.BadCertificate("for fingerprint %r, not %r" % (c.fingerprint, fingerprint))
+        if c.borrowed != borrowed:
+            raise errors.BadCertificate("borrowed is %s, want %s" % (c.borrowed, borrowed))
+        if deadline is None or abs(deadline - c.expiry) >= 1:
+            raise errors.BadCertificate("exp %s is not the deadline seatd told (%s)"
+                                        % (_iso(c.expiry), _iso(deadline) if deadline else None))
+        if now >= c.expiry + 1:
+            raise errors.CertificateExpired("expired at %s (now %s; is this machine's clock right?)"
+                                            % (_iso(c.expiry), _iso(now)))
+        return c
+
+
+def verify_offline(cert, jwks, now=None):
+    """SigningKeys(jwks).verify(cert, now): the product's start-up check of a
+    stored certificate (a borrowed seat, say) with the JWKS it embeds."""
+    return SigningKeys(jwks).verify(cert, now)
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _unix(t):
+    return t.timestamp() if hasattr(t, "timestamp") else float(t)
+
+
+def _iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))

@@ -1,0 +1,186 @@
+"""An in-process fake seatd that signs lease certificates with a key of the
+test's own (python3-cryptography), and can spoil them: the server a
+customer might run to get seats for nothing, or a broken one."""
+
+import base64
+import json
+import threading
+import time
+from concurrent import futures
+
+import grpc
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from google.protobuf import duration_pb2, timestamp_pb2
+
+from seatd.v1 import heartbeat_service_pb2, heartbeat_service_pb2_grpc, resources_pb2, seat_service_pb2, \
+    seat_service_pb2_grpc
+
+
+def b64url(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+class Signer:
+    """An Ed25519 key with a kid, signing as seatd does."""
+
+    def __init__(self, kid):
+        self.kid, self.key = kid, Ed25519PrivateKey.generate()
+
+    def jwk(self):
+        raw = self.key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        return {"kty": "OKP", "crv": "Ed25519", "x": b64url(raw), "kid": self.kid, "use": "sig", "alg": "EdDSA"}
+
+    def sign(self, claims, header=None, signer=None):
+        head = b64url(json.dumps(header or {"alg": "EdDSA", "kid": self.kid}).encode())
+        body = b64url(json.dumps(claims).encode())
+        sig = (signer or self).key.sign((head + "." + body).encode())
+        return head + "." + body + "." + b64url(sig)
+
+
+def jwks(*signers):
+    return json.dumps({"keys": [s.jwk() for s in signers]}).encode()
+
+
+def claims(lease_id, fingerprint, deadline, nonce, borrowed=False):
+    return {"iss": "seatd", "sub": lease_id, "lease_id": lease_id, "tenant_id": "default", "license_id": "lic-1",
+            "fingerprint": fingerprint, "iat": int(time.time()), "exp": int(deadline), "borrowed": borrowed,
+            "nonce": nonce}
+
+
+# How a certificate is spoiled.
+FORGERIES = ["missing", "other key", "unknown kid", "other nonce", "later exp", "other lease", "other fingerprint",
+             "one byte changed", "alg none"]
+
+
+def certificate(signer, c, forge=None):
+    if forge == "missing":
+        return ""
+    if forge == "other key":
+        return signer.sign(c, signer=Signer(signer.kid))
+    if forge == "unknown kid":
+        other = Signer(signer.kid + "-unknown")
+        return other.sign(c)
+    if forge == "other nonce":
+        c["nonce"] = "recorded-earlier"
+    if forge == "later exp":
+        c["exp"] += 3600
+    if forge == "other lease":
+        c["sub"] = c["lease_id"] = "lease-other"
+    if forge == "other fingerprint":
+        c["fingerprint"] = "another-machine"
+    if forge == "alg none":
+        head = b64url(json.dumps({"alg": "none", "kid": signer.kid}).encode())
+        return head + "." + b64url(json.dumps(c).encode()) + "."
+    token = signer.sign(c)
+    if forge == "one byte changed":
+        head, body, sig = token.split(".")
+        raw = bytearray(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        i = raw.index(b'"fingerprint": "') + len('"fingerprint": "')
+        raw[i] ^= 1
+        token = head + "." + b64url(bytes(raw)) + "." + sig
+    return token
+
+
+def _ts(t):
+    ts = timestamp_pb2.Timestamp()
+    ts.FromNanoseconds(int(t * 1e9))
+    return ts
+
+
+def _dur(s):
+    d = duration_pb2.Duration()
+    d.FromNanoseconds(int(s * 1e9))
+    return d
+
+
+class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2_grpc.HeartbeatServiceServicer):
+    """Leases in memory, TTL ttl, heartbeat every interval; certificates
+    signed by signer (None: none sent) and spoiled by forge."""
+
+    def __init__(self, signer, ttl=5.0, interval=0.2):
+        self.signer, self.ttl, self.interval = signer, ttl, interval
+        self.forge = None
+        self.lend = True  # False: ignore borrow_duration, as a server without borrowing
+        self.mu = threading.Lock()
+        self.leases = {}  # id -> dict(token, fingerprint, deadline, borrowed, live)
+        self.beats = 0
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+        seat_service_pb2_grpc.add_SeatServiceServicer_to_server(self, self.server)
+        heartbeat_service_pb2_grpc.add_HeartbeatServiceServicer_to_server(self, self.server)
+        self.address = "127.0.0.1:%d" % self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    def stop(self):
+        self.server.stop(0).wait()
+
+    def live(self):
+        with self.mu:
+            return sum(1 for l in self.leases.values() if l["live"])
+
+    def _cert(self, lease_id, nonce):
+        if self.signer is None:
+            return ""
+        l = self.leases[lease_id]
+        return certificate(self.signer, claims(lease_id, l["fingerprint"], l["deadline"], nonce, l["borrowed"]),
+                           self.forge)
+
+    def _grant(self, req, nonce, borrow=0.0):
+        with self.mu:
+            lease_id = "lease-%d" % (len(self.leases) + 1)
+            borrowed = borrow > 0 and self.lend
+            deadline = time.time() + (borrow if borrowed else self.ttl)
+            self.leases[lease_id] = dict(token="token-" + lease_id, fingerprint=req.fingerprint, deadline=deadline,
+                                         borrowed=borrowed, live=True)
+            now = time.time()
+            return seat_service_pb2.AcquireSeatResponse(
+                lease=resources_pb2.Lease(id=lease_id, license_id="lic-1", fingerprint=req.fingerprint,
+                                          borrowed=borrowed, acquired_at=_ts(now), last_heartbeat_at=_ts(now),
+                                          expires_at=_ts(deadline)),
+                lease_token="token-" + lease_id, heartbeat_interval=_dur(self.interval), seats_in_use=1,
+                seat_limit=10, lease_certificate=self._cert(lease_id, nonce))
+
+    def AcquireSeat(self, req, ctx):
+        borrow = req.borrow_duration.ToNanoseconds() / 1e9 if req.HasField("borrow_duration") else 0.0
+        return self._grant(req, req.nonce, borrow)
+
+    def WaitForSeat(self, req, ctx):
+        yield seat_service_pb2.WaitForSeatResponse(position=seat_service_pb2.QueuePosition(
+            position=1, queue_length=1, ticket="w1"))
+        yield seat_service_pb2.WaitForSeatResponse(granted=self._grant(req, req.nonce))
+
+    def ReleaseSeat(self, req, ctx):
+        with self.mu:
+            l = self.leases.get(req.lease_id)
+            if l is None or l["token"] != req.lease_token:
+                ctx.abort(grpc.StatusCode.NOT_FOUND, "no such lease")
+            l["live"] = False
+        return seat_service_pb2.ReleaseSeatResponse()
+
+    def GetSigningKeys(self, req, ctx):
+        keys = [resources_pb2.JsonWebKey(**self.signer.jwk())] if self.signer else []
+        return seat_service_pb2.GetSigningKeysResponse(keys=keys)
+
+    def _beat(self, lease_id, token, nonce, ctx):
+        with self.mu:
+            l = self.leases.get(lease_id)
+            if l is None or l["token"] != token or not l["live"]:
+                ctx.abort(grpc.StatusCode.NOT_FOUND, "no such lease")
+            l["deadline"] = time.time() + self.ttl
+            self.beats += 1
+            return l["deadline"], self._cert(lease_id, nonce)
+
+    def Heartbeat(self, req, ctx):
+        deadline, cert = self._beat(req.lease_id, req.lease_token, req.nonce, ctx)
+        return heartbeat_service_pb2.HeartbeatResponse(expires_at=_ts(deadline), heartbeat_interval=_dur(self.interval),
+                                                       lease_certificate=cert)
+
+    def HeartbeatStream(self, requests, ctx):
+        lease_id = token = None
+        for req in requests:
+            if lease_id is None:
+                lease_id, token = req.lease_id, req.lease_token
+            deadline, cert = self._beat(lease_id, token, req.nonce, ctx)
+            yield heartbeat_service_pb2.HeartbeatStreamResponse(expires_at=_ts(deadline),
+                                                                heartbeat_interval=_dur(self.interval),
+                                                                lease_certificate=cert)

@@ -1,0 +1,188 @@
+"""Lease certificates against a fake seatd with keys of the test's own.
+
+The real seatd's certificates are checked in test_client.py (Base).
+"""
+
+import json
+import time
+import unittest
+
+import seatd
+from fake import FORGERIES, FakeSeatd, Signer, certificate, claims, jwks
+
+FAST = dict(clock_check=0.05, backoff_base=0.02, backoff_max=0.2, reconnect_jitter=0.05, min_interval=0.05,
+            last_chance=1.0, call_timeout=5.0)
+
+
+def eventually(cond, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError("not within %ss: %s" % (timeout, what))
+
+
+class FakeServerTest(unittest.TestCase):
+    def setUp(self):
+        self.signer = Signer("k1")
+        self.fake = FakeSeatd(self.signer)
+        self.addCleanup(self.fake.stop)
+
+    def client(self, verify=True, **kw):
+        c = seatd.Client(self.fake.address, timing=seatd.Timing(**FAST),
+                         signing_keys=jwks(self.signer) if verify else None, **kw)
+        self.addCleanup(c.close)
+        return c
+
+    def assertBad(self, err):
+        self.assertIsInstance(err, seatd.BadCertificate)
+        self.assertIsInstance(err, seatd.LeaseLost, "a bad certificate is a lost lease")
+        self.assertEqual("LEASE_CERTIFICATE_INVALID", err.reason)
+        self.assertTrue(err.problem)
+
+    def test_verified_lease_is_kept(self):
+        for unary in (False, True):
+            with self.subTest(unary=unary):
+                c = self.client()
+                lease = c.acquire("key", "fp")
+                first = lease.certificate
+                self.assertTrue(first)
+                if unary:
+                    lease._keeper.stop()
+                    for _ in range(3):
+                        lease.heartbeat()
+                else:
+                    beats = self.fake.beats
+                    eventually(lambda: self.fake.beats >= beats + 3, 5, "stream heartbeats")
+                    eventually(lambda: lease.certificate != first, 5, "each answer's certificate is kept")
+                self.assertFalse(lease.lost.is_set(), lease.error)
+                got = seatd.verify_offline(lease.certificate, jwks(self.signer))
+                self.assertEqual((lease.id, "fp", "lic-1", "k1", False),
+                                 (got.lease_id, got.fingerprint, got.license_id, got.key_id, got.borrowed))
+                self.assertEqual(22, len(got.nonce), "16 random bytes, base64url")
+                lease.release()
+
+    def test_acquire_refuses_a_bad_certificate(self):
+        for forge in FORGERIES:
+            with self.subTest(forge=forge):
+                self.fake.forge = forge
+                with self.assertRaises(seatd.BadCertificate) as ctx:
+                    self.client().acquire("key", "fp")
+                self.assertBad(ctx.exception)
+                self.assertEqual(0, self.fake.live(), "the refused seat is given back")
+
+    def test_server_without_certificates(self):
+        self.fake.signer = None
+        with self.assertRaises(seatd.BadCertificate):
+            self.client().acquire("key", "fp")
+        lease = self.client(verify=False).acquire("key", "fp")  # unchecked: fine
+        self.assertEqual("", lease.certificate)
+        lease.release()
+
+    def test_bad_certificate_on_the_stream_loses_the_lease(self):
+        for forge in ("missing", "other key", "other nonce", "later exp", "one byte changed"):
+            with self.subTest(forge=forge):
+                self.fake.forge = None
+                lease = self.client().acquire("key", "fp")
+                beats = self.fake.beats
+                eventually(lambda: self.fake.beats >= beats + 2, 5, "heartbeats")
+                self.fake.forge = forge
+                self.assertTrue(lease.lost.wait(5), "lease not reported lost")
+                self.assertBad(lease.error)
+                eventually(lambda: self.fake.live() == 0, 5, "the seat given back")
+                lease.release()  # nothing left to release
+
+    def test_unary_heartbeat_checks(self):
+        c = self.client(auto_heartbeat=False)
+        lease = c.acquire("key", "fp")
+        lease.heartbeat()
+        self.fake.forge = "other nonce"
+        with self.assertRaises(seatd.BadCertificate):
+            lease.heartbeat()
+        self.assertTrue(lease.lost.is_set())
+
+    def test_not_acquired_again(self):
+        c = self.client(reacquire_on_expiry=True)
+        lease = c.acquire("key", "fp")
+        self.fake.forge = "other key"
+        self.assertTrue(lease.lost.wait(5))
+        self.assertBad(lease.error)
+        self.assertEqual(1, len(self.fake.leases), "an untrusted server gets no second acquisition")
+
+    def test_wait_for_seat_checks_the_grant(self):
+        lease = self.client().wait_for_seat("key", "fp")
+        self.assertTrue(lease.certificate)
+        lease.release()
+        self.fake.forge = "unknown kid"
+        with self.assertRaises(seatd.BadCertificate):
+            self.client().wait_for_seat("key", "fp", timeout=5)
+        self.assertEqual(0, self.fake.live())
+
+    def test_borrow(self):
+        c = self.client()
+        lease = c.borrow("key", "laptop", 72 * 3600)
+        self.assertTrue(lease.borrowed)
+        self.assertIsNone(lease._keeper, "a borrowed lease needs no heartbeats")
+        keys = jwks(self.signer)
+        got = seatd.verify_offline(lease.certificate, keys, time.time() + 71 * 3600)
+        self.assertTrue(got.borrowed)
+        self.assertEqual(("laptop", "lic-1", lease.id), (got.fingerprint, got.license_id, got.lease_id))
+        with self.assertRaises(seatd.CertificateExpired):
+            seatd.verify_offline(lease.certificate, keys, got.expiry)
+        c.release_seat(lease.id, lease.token)  # returned early, after a restart
+        self.assertEqual(0, self.fake.live())
+
+    def test_borrow_refuses_what_it_could_not_store(self):
+        self.fake.lend = False
+        with self.assertRaises(seatd.BadCertificate):
+            self.client(verify=False).borrow("key", "laptop", 3600)
+        self.assertEqual(0, self.fake.live())
+        self.fake.lend, self.fake.signer = True, None
+        with self.assertRaises(seatd.BadCertificate):
+            self.client(verify=False).borrow("key", "laptop", 3600)
+        self.assertEqual(0, self.fake.live())
+
+    def test_fetch_signing_keys(self):
+        got = json.loads(self.client(verify=False).fetch_signing_keys())
+        self.assertEqual({"keys": [self.signer.jwk()]}, got)
+        self.assertEqual(["k1"], seatd.SigningKeys(got).key_ids)
+
+
+class VerifyOfflineTest(unittest.TestCase):
+    def test_verify_offline(self):
+        signer, other = Signer("k1"), Signer("k2")
+        deadline = time.time() + 3600
+        good = certificate(signer, claims("lease-1", "fp", deadline, "n", borrowed=True))
+        got = seatd.verify_offline(good, jwks(signer))
+        self.assertEqual(seatd.Claims(issuer="seatd", lease_id="lease-1", tenant_id="default", license_id="lic-1",
+                                      fingerprint="fp", issued_at=got.issued_at, expiry=int(deadline),
+                                      borrowed=True, nonce="n", key_id="k1"), got)
+        seatd.verify_offline(good, jwks(signer, other))  # after a rotation, more keys
+        with self.assertRaises(seatd.BadCertificate):
+            seatd.verify_offline(good, jwks(other))  # another tenant's keys
+        for forge in ("other key", "unknown kid", "one byte changed", "alg none", "missing"):
+            with self.subTest(forge=forge), self.assertRaises(seatd.BadCertificate):
+                seatd.verify_offline(certificate(signer, claims("lease-1", "fp", deadline, "n"), forge), jwks(signer))
+        for junk in ("x", "a.b.c", good + "x", good[:-2], good.replace(".", ".=", 1)):
+            with self.subTest(junk=junk), self.assertRaises(seatd.BadCertificate):
+                seatd.verify_offline(junk, jwks(signer))
+        with self.assertRaises(seatd.CertificateExpired):
+            seatd.verify_offline(good, jwks(signer), int(deadline))
+        seatd.verify_offline(good, jwks(signer), int(deadline) - 0.001)
+
+    def test_signing_keys(self):
+        signer = Signer("k1")
+        self.assertEqual(["k1"], seatd.SigningKeys(jwks(signer)).key_ids)
+        private = dict(signer.jwk(), d="nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A")
+        for bad in (b"{", b'{"keys": []}', json.dumps({"keys": [{"kty": "RSA", "kid": "r"}]}),
+                    json.dumps({"keys": [private]}), json.dumps({"keys": [signer.jwk(), signer.jwk()]}),
+                    json.dumps({"keys": [dict(signer.jwk(), x="short")]})):
+            with self.subTest(bad=bad), self.assertRaises(ValueError):
+                seatd.SigningKeys(bad)
+        mixed = {"keys": [{"kty": "RSA", "kid": "r", "n": "AQAB", "e": "AQAB"}, signer.jwk()]}
+        self.assertEqual(["k1"], seatd.SigningKeys(mixed).key_ids)
+
+
+if __name__ == "__main__":
+    unittest.main()
