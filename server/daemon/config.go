@@ -17,6 +17,7 @@ import (
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
+	"github.com/seatd/seatd/server/signing"
 )
 
 // Config is everything seatd can be told. Every flag has an environment
@@ -77,6 +78,11 @@ type Config struct {
 	FailedLookupBurst, UnauthenticatedCallBurst int
 	// Per tenant; 0 is no quota.
 	TenantMaxLicenses, TenantMaxSeats, TenantMaxAPIKeys int64
+
+	// At-rest protection of the lease-signing keys (signing.go): base64 of
+	// 32 bytes, given as is or in a file. Never logged or echoed.
+	SigningKeyEncryptionKey     string
+	SigningKeyEncryptionKeyFile string
 }
 
 // Distributed reports whether the config selects PostgreSQL + Redis.
@@ -141,6 +147,8 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.Int64Var(&c.TenantMaxLicenses, "tenant-max-licenses", grpcapi.DefaultQuotas.Licenses, "licenses (not deleted) per tenant; more get RESOURCE_EXHAUSTED QUOTA_EXCEEDED; 0: no quota")
 	fs.Int64Var(&c.TenantMaxSeats, "tenant-max-seats", grpcapi.DefaultQuotas.Seats, "seats plus overdraft summed over a tenant's licenses; 0: no quota")
 	fs.Int64Var(&c.TenantMaxAPIKeys, "tenant-max-api-keys", grpcapi.DefaultQuotas.APIKeys, "API keys (not revoked) per tenant; 0: no quota")
+	fs.StringVar(&c.SigningKeyEncryptionKey, "signing-key-encryption-key", "", "seal the lease-signing keys' private halves at rest with AES-256-GCM under this key: base64 of 32 random bytes (openssl rand -base64 32); prefer its environment variable or --signing-key-encryption-key-file (a flag shows in ps). Every instance needs the same key")
+	fs.StringVar(&c.SigningKeyEncryptionKeyFile, "signing-key-encryption-key-file", "", "read --signing-key-encryption-key from this file (base64, surrounding white space ignored)")
 	fs.BoolVar(&c.AutoMigrate, "auto-migrate", true, "distributed mode: apply pending migrations at start (else run 'seatd migrate up')")
 	return fs
 }
@@ -274,6 +282,14 @@ func (c *Config) validate() error {
 		return errors.New("--unauthenticated-call-rate must be a number, 0 or more, and --unauthenticated-call-burst between 1 and 1000000")
 	case c.TenantMaxLicenses < 0 || c.TenantMaxSeats < 0 || c.TenantMaxAPIKeys < 0:
 		return errors.New("--tenant-max-licenses, --tenant-max-seats and --tenant-max-api-keys must not be negative (0: no quota)")
+	}
+	if c.SigningKeyEncryptionKey != "" && c.SigningKeyEncryptionKeyFile != "" {
+		return errors.New("--signing-key-encryption-key and --signing-key-encryption-key-file: give one of them, not both")
+	}
+	if c.SigningKeyEncryptionKey != "" {
+		if _, err := signing.ParseEncryptionKey(c.SigningKeyEncryptionKey); err != nil {
+			return fmt.Errorf("--signing-key-encryption-key: %v", err)
+		}
 	}
 	if c.OperatorKey != "" {
 		if err := checkOperatorKey(c.OperatorKey); err != nil {

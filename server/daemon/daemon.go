@@ -31,6 +31,7 @@ import (
 	"github.com/seatd/seatd/server/leader"
 	"github.com/seatd/seatd/server/metrics"
 	"github.com/seatd/seatd/server/notify"
+	"github.com/seatd/seatd/server/signing"
 	"github.com/seatd/seatd/server/waitqueue"
 )
 
@@ -124,6 +125,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if err != nil {
 		return nil, err
 	}
+	sealer, err := signingSealer(cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	store, rdb, err := openStore(ctx, cfg, d.log)
 	if err != nil {
@@ -131,6 +136,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	}
 	d.store, d.rdb = store, rdb
 	if err := ensureDefaultTenant(ctx, d.store); err != nil {
+		return nil, err
+	}
+	issuer := signing.NewIssuer(d.store, signing.IssuerOptions{Sealer: sealer, Logger: d.log})
+	if err := ensureSigningKey(ctx, issuer, sealer, d.log); err != nil {
 		return nil, err
 	}
 
@@ -207,6 +216,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		WaitQueue: queue, Hub: hub, Revocations: revocations, WaitHold: cfg.WaitHold, WaitPoll: cfg.WaitPoll,
 		MaxStreams: cfg.MaxStreams, FirstMessageTimeout: cfg.FirstMessageTimeout,
 		FailedLookups: failedLookups, UnauthenticatedCalls: unauthenticatedCalls, Quotas: quotas,
+		Issuer: issuer,
 	})
 	panicked := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)

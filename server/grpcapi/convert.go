@@ -61,20 +61,22 @@ var stateFromProto = map[seatdv1.LeaseState]server.LeaseState{
 func licenseToProto(l server.License) *seatdv1.License {
 	active := l.Active
 	return &seatdv1.License{
-		Id:              l.ID,
-		Key:             l.Key,
-		Seats:           int32(l.Seats),
-		LeaseTtl:        durationpb.New(l.LeaseTTL),
-		Active:          &active,
-		TenantId:        l.TenantID,
-		Name:            l.Name,
-		Overdraft:       int32(l.Overdraft),
-		RevivalWindow:   dur(l.RevivalWindow),
-		LeasingStrategy: strategyToProto[l.LeasingStrategy],
-		ExpiresAt:       ts(l.ExpiresAt),
-		Metadata:        l.Metadata,
-		CreateTime:      ts(l.CreatedAt),
-		UpdateTime:      ts(l.UpdatedAt),
+		Id:                l.ID,
+		Key:               l.Key,
+		Seats:             int32(l.Seats),
+		LeaseTtl:          durationpb.New(l.LeaseTTL),
+		Active:            &active,
+		TenantId:          l.TenantID,
+		Name:              l.Name,
+		Overdraft:         int32(l.Overdraft),
+		RevivalWindow:     dur(l.RevivalWindow),
+		LeasingStrategy:   strategyToProto[l.LeasingStrategy],
+		ExpiresAt:         ts(l.ExpiresAt),
+		Metadata:          l.Metadata,
+		CreateTime:        ts(l.CreatedAt),
+		UpdateTime:        ts(l.UpdatedAt),
+		MaxBorrowDuration: dur(l.MaxBorrowDuration), // unset: 0, no borrowing
+		MaxBorrowedSeats:  int32(l.MaxBorrowedSeats),
 	}
 }
 
@@ -101,6 +103,7 @@ func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
 		Metadata:        l.Metadata,
 		LastHeartbeatAt: ts(l.LastHeartbeatAt),
 		EndedAt:         ts(l.EndedAt),
+		Borrowed:        l.Borrowed,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/service"
 )
 
 type heartbeatService struct {
@@ -22,10 +23,18 @@ type heartbeatService struct {
 var _ seatdv1.HeartbeatServiceServer = (*heartbeatService)(nil)
 
 func (h *heartbeatService) Heartbeat(ctx context.Context, req *seatdv1.HeartbeatRequest) (*seatdv1.HeartbeatResponse, error) {
-	if err := leaseCredentials(req.GetLeaseId(), req.GetLeaseToken()); err != nil {
+	err := leaseCredentials(req.GetLeaseId(), req.GetLeaseToken())
+	if err == nil {
+		err = service.CheckNonce(req.GetNonce())
+	}
+	if err != nil {
 		return nil, err
 	}
 	l, err := h.s.svc.Heartbeat(ctx, req.GetLeaseId(), req.GetLeaseToken())
+	if err != nil {
+		return nil, err
+	}
+	cert, err := h.s.svc.Certificate(ctx, l, req.GetNonce())
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +47,7 @@ func (h *heartbeatService) Heartbeat(ctx context.Context, req *seatdv1.Heartbeat
 		ExpiresAt:         expires,
 		HeartbeatInterval: durationpb.New(l.ExpiresAt.Sub(l.LastHeartbeatAt) / server.HeartbeatDivisor),
 		Lease:             lease,
+		LeaseCertificate:  cert,
 	}, nil
 }
 
@@ -99,6 +109,9 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 		if err := leaseCredentials(id, token); err != nil {
 			return err
 		}
+		if err := service.CheckNonce(req.GetNonce()); err != nil {
+			return err
+		}
 		l, err := lease.Beat(ctx, id, token)
 		if err != nil {
 			if signal, ok := endSignals[server.ErrorReason(err)]; ok {
@@ -106,9 +119,14 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 			}
 			return err
 		}
+		cert, err := h.s.svc.Certificate(ctx, l, req.GetNonce())
+		if err != nil {
+			return err
+		}
 		if err := stream.Send(&seatdv1.HeartbeatStreamResponse{
 			ExpiresAt:         timestamppb.New(l.ExpiresAt),
 			HeartbeatInterval: durationpb.New(l.ExpiresAt.Sub(l.LastHeartbeatAt) / server.HeartbeatDivisor),
+			LeaseCertificate:  cert,
 		}); err != nil {
 			return err
 		}

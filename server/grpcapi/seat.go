@@ -2,10 +2,12 @@ package grpcapi
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/service"
 )
 
@@ -18,7 +20,11 @@ var _ seatdv1.SeatServiceServer = (*seatService)(nil)
 
 func (h *seatService) AcquireSeat(ctx context.Context, req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {
 	in := seatRequest(req)
-	if err := clientFields(in); err != nil {
+	err := clientFields(in)
+	if err == nil {
+		in.BorrowFor, err = borrowDuration(req.GetBorrowDuration())
+	}
+	if err != nil {
 		h.s.svc.AcquisitionRefused(err)
 		return nil, err
 	}
@@ -37,13 +43,32 @@ type seatAsk interface {
 	GetHostname() string
 	GetIdempotencyKey() string
 	GetMetadata() map[string]string
+	GetNonce() string
 }
 
 func seatRequest(r seatAsk) service.SeatRequest {
 	return service.SeatRequest{
 		LicenseKey: r.GetLicenseKey(), Fingerprint: r.GetFingerprint(), User: r.GetUser(),
 		Hostname: r.GetHostname(), IdempotencyKey: r.GetIdempotencyKey(), Metadata: r.GetMetadata(),
+		Nonce: r.GetNonce(),
 	}
+}
+
+// borrowDuration reads AcquireSeatRequest.borrow_duration: unset is a
+// normal lease; set, it must be positive and at most
+// server.MaxBorrowDuration (the license's own bound is the store's to judge).
+func borrowDuration(d *durationpb.Duration) (time.Duration, error) {
+	if d == nil {
+		return 0, nil
+	}
+	if d.CheckValid() != nil {
+		return 0, server.Invalid("borrow_duration", "is not a valid duration")
+	}
+	v := d.AsDuration()
+	if v <= 0 || v > server.MaxBorrowDuration {
+		return 0, server.Invalid("borrow_duration", "must be positive and at most 720h (30 days; and the license's max_borrow_duration)")
+	}
+	return v, nil
 }
 
 func (s *Server) acquireResponse(g service.Grant) *seatdv1.AcquireSeatResponse {
@@ -53,6 +78,7 @@ func (s *Server) acquireResponse(g service.Grant) *seatdv1.AcquireSeatResponse {
 		HeartbeatInterval: durationpb.New(g.License.HeartbeatInterval()),
 		SeatsInUse:        int32(g.SeatsInUse),
 		SeatLimit:         int32(g.License.SeatLimit()),
+		LeaseCertificate:  g.Certificate,
 	}
 }
 

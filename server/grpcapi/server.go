@@ -19,6 +19,7 @@ import (
 	"github.com/seatd/seatd/server/metrics"
 	"github.com/seatd/seatd/server/notify"
 	"github.com/seatd/seatd/server/service"
+	"github.com/seatd/seatd/server/signing"
 	"github.com/seatd/seatd/server/waitqueue"
 )
 
@@ -68,6 +69,10 @@ type Config struct {
 	// value is no limit: the daemon's flags carry the defaults.
 	FailedLookups, UnauthenticatedCalls RateLimit
 	Quotas                              Quotas
+
+	// Issuer signs lease certificates (default: one over Store that keeps
+	// new keys plain).
+	Issuer *signing.Issuer
 }
 
 // Defaults for WaitForSeat (the service's, named here for the daemon's flags).
@@ -93,7 +98,7 @@ func New(cfg Config) *Server {
 		Store: cfg.Store, Cleaner: cfg.Cleaner, Scheduler: cfg.Scheduler, Leadership: cfg.Leadership,
 		Logger: log, Metrics: cfg.Metrics,
 		WaitQueue: cfg.WaitQueue, Hub: cfg.Hub, Revocations: cfg.Revocations,
-		WaitHold: cfg.WaitHold, WaitPoll: cfg.WaitPoll, Quotas: cfg.Quotas,
+		WaitHold: cfg.WaitHold, WaitPoll: cfg.WaitPoll, Quotas: cfg.Quotas, Issuer: cfg.Issuer,
 	})
 	return &Server{
 		svc:          svc,

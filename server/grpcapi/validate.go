@@ -78,7 +78,10 @@ func clientFields(r service.SeatRequest) error {
 			return err
 		}
 	}
-	return validMetadata("metadata", r.Metadata)
+	if err := validMetadata("metadata", r.Metadata); err != nil {
+		return err
+	}
+	return service.CheckNonce(r.Nonce)
 }
 
 func leaseCredentials(id, token string) error {
@@ -138,5 +141,12 @@ func licenseInput(in *seatdv1.License) service.LicenseInput {
 			malformed("expires_at", server.Invalid("license.expires_at", "is not a valid timestamp"))
 		}
 	}
+	if d := in.GetMaxBorrowDuration(); d != nil {
+		l.MaxBorrowDuration = d.AsDuration()
+		if d.CheckValid() != nil {
+			malformed("max_borrow_duration", server.Invalid("license.max_borrow_duration", "is not a valid duration"))
+		}
+	}
+	l.MaxBorrowedSeats = int64(in.GetMaxBorrowedSeats())
 	return l
 }

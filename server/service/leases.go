@@ -49,7 +49,21 @@ func (s *Service) ListLeases(ctx context.Context, tenant, licenseID string, stat
 
 // RevokeLease ends a lease of the tenant, tells its heartbeat stream (on
 // whichever instance), and audits it with the admin's reason.
+//
+// A borrowed lease still live is refused (server.BorrowedNotRevocable) and
+// left as it is: its holder may be offline with a certificate valid until
+// its deadline, which no revocation can reach, so the seat stays counted
+// until then or until the holder returns it. Deleting the license still
+// ends it (the store's DeleteLicense).
 func (s *Service) RevokeLease(ctx context.Context, actor, tenant, leaseID, reason string) (server.Lease, error) {
+	cur, err := s.store.GetLease(ctx, tenant, leaseID)
+	if err != nil {
+		return server.Lease{}, err
+	}
+	// Borrowed is fixed at acquisition: no race with the revocation below.
+	if cur.Borrowed && StateAt(cur, s.now()) == server.LeaseActive {
+		return server.Lease{}, server.BorrowedNotRevocable(cur.ExpiresAt.UTC().Format(time.RFC3339))
+	}
 	l, err := s.store.Revoke(ctx, tenant, leaseID)
 	if err != nil {
 		return server.Lease{}, err

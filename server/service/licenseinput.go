@@ -19,6 +19,10 @@ type LicenseInput struct {
 	Active          *bool      // nil: active
 	ExpiresAt       *time.Time // nil: never
 	Metadata        map[string]string
+	// Borrowing: 0 turns it off, and leaves the seats borrowed at once
+	// unbounded (but for the seat limit).
+	MaxBorrowDuration time.Duration
+	MaxBorrowedSeats  int64
 	// Malformed holds, by field path, what the caller could not read from
 	// the request (text that breaks the text rule, an invalid duration, an
 	// unknown enum value). It is reported when that field's turn comes, so
@@ -30,6 +34,7 @@ type LicenseInput struct {
 // change, by their field paths.
 var LicenseFields = []string{
 	"name", "seats", "overdraft", "lease_ttl", "revival_window", "leasing_strategy", "active", "expires_at", "metadata",
+	"max_borrow_duration", "max_borrowed_seats",
 }
 
 // applyField sets one field (path) of in onto l, refusing values no
@@ -81,10 +86,29 @@ func applyField(l *server.License, in LicenseInput, path string, now time.Time) 
 		l.ExpiresAt = *in.ExpiresAt
 	case "metadata":
 		l.Metadata = in.Metadata
+	case "max_borrow_duration":
+		if in.MaxBorrowDuration < 0 || in.MaxBorrowDuration > server.MaxBorrowDuration {
+			return server.Invalid(field, "must be between 0s (no borrowing) and 720h (30 days)")
+		}
+		l.MaxBorrowDuration = in.MaxBorrowDuration
+	case "max_borrowed_seats":
+		if in.MaxBorrowedSeats < 0 || in.MaxBorrowedSeats > server.MaxSeats {
+			return server.Invalid(field, "must be between 0 (as many as there are seats) and the license's seats")
+		}
+		l.MaxBorrowedSeats = int(in.MaxBorrowedSeats)
 	case "key":
 		return server.Invalid("update_mask", "license key cannot be changed")
 	default:
 		return server.Invalid("update_mask", "unknown or read-only field %q", path)
+	}
+	return nil
+}
+
+// checkLicense judges the fields of a license together, once each has
+// passed applyField: borrowed seats are some of its seats.
+func checkLicense(l *server.License) error {
+	if l.MaxBorrowedSeats > l.Seats {
+		return server.Invalid("license.max_borrowed_seats", "must be between 0 (as many as there are seats) and the license's seats (%d)", l.Seats)
 	}
 	return nil
 }

@@ -32,6 +32,9 @@ func (s *Service) CreateLicense(ctx context.Context, actor, tenant string, in Li
 			return server.License{}, err
 		}
 	}
+	if err := checkLicense(&l); err != nil {
+		return server.License{}, err
+	}
 	defer s.quotaLocks.lock(tenant)()
 	if err := s.checkLicenseQuotas(ctx, l); err != nil {
 		return server.License{}, err
@@ -76,6 +79,9 @@ func (s *Service) UpdateLicense(ctx context.Context, actor, tenant string, in Li
 			if err := applyField(l, in, path, now); err != nil {
 				return err
 			}
+		}
+		if err := checkLicense(l); err != nil {
+			return err
 		}
 		// Lowering seats is always allowed, also above the quota.
 		if others >= 0 && l.SeatLimit() > before && others+int64(l.SeatLimit()) > s.quotas.Seats {

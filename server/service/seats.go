@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"time"
 
 	"github.com/seatd/seatd/server"
 )
@@ -15,12 +16,19 @@ type SeatRequest struct {
 	Hostname       string
 	IdempotencyKey string
 	Metadata       map[string]string
+	// Nonce is repeated in the lease certificate (CheckNonce).
+	Nonce string
+	// BorrowFor > 0 borrows the seat for offline use
+	// (server.AcquireRequest.BorrowFor).
+	BorrowFor time.Duration
 }
 
-// Grant is a seat taken, with the lease token that only the client gets.
+// Grant is a seat taken, with the lease token that only the client gets
+// and the lease's certificate.
 type Grant struct {
 	server.AcquireResult
-	Token string
+	Token       string
+	Certificate string
 }
 
 // Acquire takes a seat, or re-finds the caller's (server.LeaseStore.Acquire).
@@ -37,15 +45,32 @@ func (s *Service) AcquisitionRefused(err error) {
 	s.okAcquisitions.count(s.metrics.Acquisitions, err)
 }
 
-// acquire makes the lease's id and token and asks the store for the seat.
+// acquire makes the lease's id and token, asks the store for the seat and
+// signs the lease's certificate. A certificate that cannot be signed fails
+// the call with the seat taken: a retry (same fingerprint or idempotency
+// key) finds the lease again.
 func (s *Service) acquire(ctx context.Context, req SeatRequest) (Grant, error) {
+	if err := CheckNonce(req.Nonce); err != nil {
+		return Grant{}, err
+	}
+	if req.BorrowFor < 0 {
+		return Grant{}, server.Invalid("borrow_duration", "must be positive")
+	}
 	token := server.NewSecret(server.PrefixLeaseToken)
 	res, err := s.store.Acquire(ctx, server.AcquireRequest{
 		LicenseKey: req.LicenseKey, Fingerprint: req.Fingerprint, User: req.User, Hostname: req.Hostname,
 		Metadata: req.Metadata, IdempotencyKey: req.IdempotencyKey,
 		LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret(token),
+		BorrowFor: req.BorrowFor,
 	})
-	return Grant{AcquireResult: res, Token: token}, err
+	if err != nil {
+		return Grant{AcquireResult: res, Token: token}, err
+	}
+	cert, err := s.issuer.Certificate(ctx, res.Lease, req.Nonce)
+	if err != nil {
+		return Grant{}, err
+	}
+	return Grant{AcquireResult: res, Token: token, Certificate: cert}, nil
 }
 
 // Release ends the lease its token opens (server.LeaseStore.Release).

@@ -15,6 +15,7 @@ import (
 	"github.com/seatd/seatd/server/cleanup"
 	"github.com/seatd/seatd/server/metrics"
 	"github.com/seatd/seatd/server/notify"
+	"github.com/seatd/seatd/server/signing"
 	"github.com/seatd/seatd/server/waitqueue"
 )
 
@@ -38,6 +39,8 @@ type Service struct {
 
 	quotas     Quotas
 	quotaLocks *quotaLocks
+
+	issuer *signing.Issuer // lease certificates and the tenants' keys (signingkeys.go)
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed when the server starts to drain
@@ -74,6 +77,10 @@ type Config struct {
 
 	// Quotas bound each tenant (quotas.go); the zero value is no quota.
 	Quotas Quotas
+
+	// Issuer signs lease certificates and keeps the tenants' signing keys
+	// (default: one over Store that keeps new keys plain).
+	Issuer *signing.Issuer
 }
 
 // Defaults for WaitForSeat.
@@ -106,12 +113,16 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
+	issuer := cfg.Issuer
+	if issuer == nil {
+		issuer = signing.NewIssuer(cfg.Store, signing.IssuerOptions{Now: now, Logger: log})
+	}
 	return &Service{
 		store: cfg.Store, cleaner: cfg.Cleaner, scheduler: cfg.Scheduler, leadership: cfg.Leadership,
 		log: log, metrics: m, now: now,
 		queue: queue, revocations: revocations, hub: hub,
 		waitHold: cmp.Or(cfg.WaitHold, DefaultWaitHold), waitPoll: cmp.Or(cfg.WaitPoll, DefaultWaitPoll),
-		quotas: cfg.Quotas, quotaLocks: newQuotaLocks(),
+		quotas: cfg.Quotas, quotaLocks: newQuotaLocks(), issuer: issuer,
 		shutdown: make(chan struct{}),
 	}
 }

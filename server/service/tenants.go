@@ -18,6 +18,11 @@ func (s *Service) CreateTenant(ctx context.Context, actor string, t server.Tenan
 		return server.Tenant{}, err
 	}
 	s.audit(ctx, actor, t.ID, "tenant.create", "tenant", t.ID, nil)
+	// The tenant's signing key. Should this fail, its first certificate
+	// or JWKS request makes one: the tenant exists either way.
+	if _, err := s.issuer.Ensure(ctx, t.ID); err != nil {
+		s.log.WarnContext(ctx, "signing key of a new tenant not created yet; its first use creates it", "tenant", t.ID, "err", err)
+	}
 	return t, nil
 }
 

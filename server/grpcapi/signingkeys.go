@@ -1,0 +1,96 @@
+package grpcapi
+
+import (
+	"context"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/service"
+	"github.com/seatd/seatd/server/signing"
+)
+
+// GetSigningKeys publishes a tenant's public keys as a JWKS. It needs no
+// credentials: it is a SeatService method, which the Authenticator lets
+// through (REST: GET /v1/tenants/{tenant_id}/jwks.json, whose answer is
+// the JWKS document itself).
+func (h *seatService) GetSigningKeys(ctx context.Context, req *seatdv1.GetSigningKeysRequest) (*seatdv1.GetSigningKeysResponse, error) {
+	tenant := req.GetTenantId()
+	if tenant == "" {
+		tenant = server.DefaultTenantID
+	}
+	if err := validTenantID("tenant_id", tenant); err != nil {
+		return nil, err
+	}
+	keys, err := h.s.svc.GetSigningKeys(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	resp := &seatdv1.GetSigningKeysResponse{Keys: make([]*seatdv1.JsonWebKey, 0, len(keys))}
+	for _, k := range keys {
+		jwk, err := jwkToProto(k)
+		if err != nil {
+			return nil, err
+		}
+		resp.Keys = append(resp.Keys, jwk)
+	}
+	return resp, nil
+}
+
+func (h *adminService) ListSigningKeys(ctx context.Context, req *seatdv1.ListSigningKeysRequest) (*seatdv1.ListSigningKeysResponse, error) {
+	tenant, err := principalFrom(ctx).tenant(req.GetTenantId())
+	if err != nil {
+		return nil, err
+	}
+	keys, err := h.s.svc.ListSigningKeys(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	resp := &seatdv1.ListSigningKeysResponse{SigningKeys: make([]*seatdv1.SigningKey, 0, len(keys))}
+	for _, k := range keys {
+		pk, err := signingKeyToProto(k)
+		if err != nil {
+			return nil, err
+		}
+		resp.SigningKeys = append(resp.SigningKeys, pk)
+	}
+	return resp, nil
+}
+
+func (h *adminService) RotateSigningKey(ctx context.Context, req *seatdv1.RotateSigningKeyRequest) (*seatdv1.RotateSigningKeyResponse, error) {
+	p := principalFrom(ctx)
+	tenant, err := p.tenant(req.GetTenantId())
+	if err != nil {
+		return nil, err
+	}
+	k, err := h.s.svc.RotateSigningKey(ctx, p.Actor(), tenant)
+	if err != nil {
+		return nil, err
+	}
+	pk, err := signingKeyToProto(k)
+	if err != nil {
+		return nil, err
+	}
+	return &seatdv1.RotateSigningKeyResponse{SigningKey: pk}, nil
+}
+
+// jwkToProto is the public half of k as a JWK (signing.PublicJWK).
+func jwkToProto(k server.SigningKey) (*seatdv1.JsonWebKey, error) {
+	jwk, err := signing.PublicJWK(k)
+	if err != nil {
+		return nil, &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
+	}
+	return &seatdv1.JsonWebKey{Kty: jwk.Kty, Crv: jwk.Crv, X: jwk.X, Kid: jwk.Kid, Use: jwk.Use, Alg: jwk.Alg}, nil
+}
+
+// signingKeyToProto shows a key's public half only: the message has no
+// field for the private one.
+func signingKeyToProto(k server.SigningKey) (*seatdv1.SigningKey, error) {
+	jwk, err := jwkToProto(k)
+	if err != nil {
+		return nil, err
+	}
+	return &seatdv1.SigningKey{
+		Kid: k.ID, TenantId: k.TenantID, CreateTime: ts(k.CreatedAt), RetireTime: ts(k.RetiredAt),
+		PublishUntil: ts(service.PublishUntil(k)), PublicKey: jwk,
+	}, nil
+}

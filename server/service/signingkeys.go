@@ -1,0 +1,71 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/signing"
+)
+
+// MaxNonceLength bounds a request's nonce (AcquireSeatRequest.nonce).
+const MaxNonceLength = 128
+
+// CheckNonce refuses a nonce that is too long or not printable ASCII
+// (space to tilde). An empty nonce is allowed: the certificate then
+// carries "".
+func CheckNonce(nonce string) error {
+	if len(nonce) > MaxNonceLength {
+		return server.Invalid("nonce", "must be at most %d characters", MaxNonceLength)
+	}
+	for i := range len(nonce) {
+		if c := nonce[i]; c < 0x20 || c > 0x7e {
+			return server.Invalid("nonce", "must be printable ASCII (e.g. 16 random bytes, base64url)")
+		}
+	}
+	return nil
+}
+
+// Certificate signs l's lease certificate with its tenant's key, for a
+// request that carried nonce (checked: CheckNonce).
+func (s *Service) Certificate(ctx context.Context, l server.Lease, nonce string) (string, error) {
+	if err := CheckNonce(nonce); err != nil {
+		return "", err
+	}
+	return s.issuer.Certificate(ctx, l, nonce)
+}
+
+// GetSigningKeys returns the tenant's public keys a verifier needs now:
+// the key that signs and the retired keys whose certificates may still be
+// valid. A tenant without a key gets one. ErrTenantNotFound for an unknown
+// tenant.
+func (s *Service) GetSigningKeys(ctx context.Context, tenant string) ([]server.SigningKey, error) {
+	return s.issuer.Published(ctx, tenant)
+}
+
+// ListSigningKeys lists all the tenant's keys, newest first, retired ones
+// too.
+func (s *Service) ListSigningKeys(ctx context.Context, tenant string) ([]server.SigningKey, error) {
+	return s.issuer.Keys(ctx, tenant)
+}
+
+// RotateSigningKey makes a new key sign for the tenant and audits it; the
+// key before it stays published until its certificates have expired.
+func (s *Service) RotateSigningKey(ctx context.Context, actor, tenant string) (server.SigningKey, error) {
+	k, err := s.issuer.Rotate(ctx, tenant)
+	if err != nil {
+		return server.SigningKey{}, err
+	}
+	s.audit(ctx, actor, tenant, "signingkey.rotate", "signing_key", k.ID, nil)
+	return k, nil
+}
+
+// EnsureSigningKey gives the tenant its first key if it has none and
+// checks that the key that signs for it opens (the daemon, at start).
+func (s *Service) EnsureSigningKey(ctx context.Context, tenant string) (server.SigningKey, error) {
+	return s.issuer.Ensure(ctx, tenant)
+}
+
+// PublishUntil is when a retired key stops being published (zero while it
+// signs).
+func PublishUntil(k server.SigningKey) time.Time { return k.PublishUntil(signing.PublishSlack) }

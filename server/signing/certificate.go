@@ -1,0 +1,102 @@
+package signing
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/seatd/seatd/server"
+)
+
+// IssuerName is the iss claim of every certificate.
+const IssuerName = "seatd"
+
+// Claims are a lease certificate's claims, exactly as
+// AcquireSeatResponse.lease_certificate lists them, in this order.
+type Claims struct {
+	Issuer      string `json:"iss"`
+	Subject     string `json:"sub"` // the lease id
+	LeaseID     string `json:"lease_id"`
+	TenantID    string `json:"tenant_id"`
+	LicenseID   string `json:"license_id"`
+	Fingerprint string `json:"fingerprint"`
+	IssuedAt    int64  `json:"iat"` // Unix seconds
+	Expiry      int64  `json:"exp"` // the lease's deadline, Unix seconds rounded down
+	Borrowed    bool   `json:"borrowed"`
+	Nonce       string `json:"nonce"` // the request's; "" when it sent none
+}
+
+// LeaseClaims are the claims of l's certificate issued at now for a
+// request that carried nonce.
+func LeaseClaims(l server.Lease, nonce string, now time.Time) Claims {
+	return Claims{
+		Issuer: IssuerName, Subject: l.ID, LeaseID: l.ID,
+		TenantID: l.TenantID, LicenseID: l.LicenseID, Fingerprint: l.Fingerprint,
+		IssuedAt: now.Unix(), Expiry: l.ExpiresAt.Unix(),
+		Borrowed: l.Borrowed, Nonce: nonce,
+	}
+}
+
+// keySigner signs with one opened key.
+type keySigner struct {
+	kid    string
+	signer jose.Signer
+}
+
+func newKeySigner(kid string, priv ed25519.PrivateKey) (*keySigner, error) {
+	signer, err := jose.NewSigner(
+		jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: priv, KeyID: kid}},
+		(&jose.SignerOptions{}).WithType("JWT"),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("signer for key %s: %w", kid, err)
+	}
+	return &keySigner{kid: kid, signer: signer}, nil
+}
+
+// sign returns the claims as a JWS compact token: header {alg EdDSA, kid,
+// typ JWT}.
+func (s *keySigner) sign(c Claims) (string, error) {
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("certificate claims: %w", err)
+	}
+	jws, err := s.signer.Sign(payload)
+	if err != nil {
+		return "", fmt.Errorf("sign certificate with key %s: %w", s.kid, err)
+	}
+	return jws.CompactSerialize()
+}
+
+// ErrBadCertificate is any certificate Verify refuses.
+var ErrBadCertificate = errors.New("lease certificate does not verify")
+
+// Verify checks a certificate's signature with the key its kid names among
+// keys (public keys) and returns its claims. It checks nothing else
+// (expiry, nonce): that is the verifier's business (the clients).
+func Verify(token string, keys []server.SigningKey) (Claims, error) {
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil || len(jws.Signatures) != 1 {
+		return Claims{}, fmt.Errorf("%w: not a JWS compact token with one signature", ErrBadCertificate)
+	}
+	kid := jws.Signatures[0].Header.KeyID
+	for _, k := range keys {
+		if k.ID != kid {
+			continue
+		}
+		payload, err := jws.Verify(ed25519.PublicKey(k.PublicKey))
+		if err != nil {
+			return Claims{}, fmt.Errorf("%w: bad signature for kid %s", ErrBadCertificate, kid)
+		}
+		var c Claims
+		if err := json.Unmarshal(payload, &c); err != nil {
+			return Claims{}, fmt.Errorf("%w: claims do not decode", ErrBadCertificate)
+		}
+		return c, nil
+	}
+	return Claims{}, fmt.Errorf("%w: no key with kid %q", ErrBadCertificate, kid)
+}

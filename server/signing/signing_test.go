@@ -1,0 +1,478 @@
+package signing
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
+)
+
+// memKeys is a KeyStore in memory with the store's promises (one key that
+// signs per tenant, replace retires it).
+type memKeys struct {
+	mu      sync.Mutex
+	tenants map[string]bool
+	keys    []server.SigningKey // newest first
+	reads   int
+}
+
+func newMemKeys(tenants ...string) *memKeys {
+	m := &memKeys{tenants: map[string]bool{}}
+	for _, t := range tenants {
+		m.tenants[t] = true
+	}
+	return m
+}
+
+func (m *memKeys) GetTenant(_ context.Context, id string) (server.Tenant, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.tenants[id] {
+		return server.Tenant{}, server.ErrTenantNotFound
+	}
+	return server.Tenant{ID: id}, nil
+}
+
+func (m *memKeys) AddSigningKey(_ context.Context, k server.SigningKey, replace bool) (server.SigningKey, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.tenants[k.TenantID] {
+		return server.SigningKey{}, server.ErrTenantNotFound
+	}
+	for i, old := range m.keys {
+		if old.TenantID == k.TenantID && old.RetiredAt.IsZero() {
+			if !replace {
+				return old, nil
+			}
+			m.keys[i].RetiredAt = k.CreatedAt
+		}
+	}
+	m.keys = append([]server.SigningKey{k}, m.keys...)
+	return k, nil
+}
+
+func (m *memKeys) SigningKeys(_ context.Context, tenantID string) ([]server.SigningKey, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads++
+	out := []server.SigningKey{}
+	for _, k := range m.keys {
+		if k.TenantID == tenantID {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+
+func randomSealer(t testing.TB) *Sealer {
+	t.Helper()
+	key := make([]byte, EncryptionKeyLen)
+	_, _ = rand.Read(key)
+	s, err := ParseEncryptionKey(base64.StdEncoding.EncodeToString(key))
+	require.NoError(t, err)
+	return s
+}
+
+func testLease(tenant string, expires time.Time) server.Lease {
+	return server.Lease{
+		ID: "lse_0123456789abcdef01234567", LicenseID: "lic_0123456789abcdef01234567", TenantID: tenant,
+		Fingerprint: "laptop-1", State: server.LeaseActive, ExpiresAt: expires,
+	}
+}
+
+func TestSealRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := randomSealer(t)
+	k, err := NewKey("acme", time.Now(), s)
+	require.NoError(t, err)
+	require.True(t, Sealed(k.PrivateKey))
+	require.Equal(t, KeyID(k.PublicKey), k.ID)
+	priv, err := s.Open(k)
+	require.NoError(t, err)
+	require.Equal(t, []byte(k.PublicKey), []byte(priv.Public().(ed25519.PublicKey)))
+	require.False(t, bytes.Contains(k.PrivateKey, priv.Seed()), "the seed is not stored in the clear")
+
+	plain, err := NewKey("acme", time.Now(), nil)
+	require.NoError(t, err)
+	require.False(t, Sealed(plain.PrivateKey))
+	for _, opener := range []*Sealer{nil, s} { // a plain key opens with or without an encryption key
+		_, err := opener.Open(plain)
+		require.NoError(t, err)
+	}
+}
+
+func TestSealedKeyNeedsItsEncryptionKey(t *testing.T) {
+	t.Parallel()
+	s := randomSealer(t)
+	k, err := NewKey("acme", time.Now(), s)
+	require.NoError(t, err)
+	priv, err := s.Open(k)
+	require.NoError(t, err)
+	secrets := []string{
+		base64.StdEncoding.EncodeToString(priv.Seed()), base64.RawURLEncoding.EncodeToString(priv.Seed()),
+		base64.StdEncoding.EncodeToString(k.PrivateKey),
+	}
+	noSecret := func(err error) {
+		t.Helper()
+		for _, s := range secrets {
+			require.NotContains(t, err.Error(), s)
+		}
+		require.Contains(t, err.Error(), k.ID, "the error names the key")
+	}
+
+	_, err = (*Sealer)(nil).Open(k)
+	require.ErrorIs(t, err, ErrNoEncryptionKey)
+	noSecret(err)
+	_, err = (&Sealer{}).Open(k)
+	require.ErrorIs(t, err, ErrNoEncryptionKey)
+
+	_, err = randomSealer(t).Open(k)
+	require.ErrorIs(t, err, ErrWrongEncryptionKey)
+	noSecret(err)
+
+	moved := k
+	moved.TenantID = "other"
+	_, err = s.Open(moved)
+	require.ErrorIs(t, err, ErrDamagedKey, "a sealed key is bound to its tenant and kid")
+
+	damaged := k
+	damaged.PrivateKey = bytes.Clone(k.PrivateKey)
+	damaged.PrivateKey[len(damaged.PrivateKey)-1] ^= 1
+	_, err = s.Open(damaged)
+	require.ErrorIs(t, err, ErrDamagedKey)
+	damaged.PrivateKey = damaged.PrivateKey[:len(damaged.PrivateKey)-3]
+	_, err = s.Open(damaged)
+	require.ErrorIs(t, err, ErrDamagedKey)
+	damaged.PrivateKey = []byte("something else")
+	_, err = s.Open(damaged)
+	require.ErrorIs(t, err, ErrDamagedKey)
+
+	other, err := NewKey("acme", time.Now(), s)
+	require.NoError(t, err)
+	swapped := k
+	swapped.PublicKey = other.PublicKey
+	swapped.PrivateKey = append(bytes.Clone(plainPrefix), priv.Seed()...)
+	_, err = s.Open(swapped)
+	require.ErrorIs(t, err, ErrDamagedKey, "a private half that does not match the public key")
+}
+
+func TestParseEncryptionKey(t *testing.T) {
+	t.Parallel()
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	for _, text := range []string{
+		base64.StdEncoding.EncodeToString(raw), base64.RawURLEncoding.EncodeToString(raw),
+		"  " + base64.StdEncoding.EncodeToString(raw) + "\n",
+	} {
+		s, err := ParseEncryptionKey(text)
+		require.NoError(t, err)
+		require.True(t, s.Encrypts())
+		require.Len(t, s.KeyID(), 16)
+	}
+	short := base64.StdEncoding.EncodeToString(raw[:31])
+	for _, text := range []string{short, "not base64 !!", ""} {
+		_, err := ParseEncryptionKey(text)
+		require.Error(t, err)
+		if text != "" {
+			require.NotContains(t, err.Error(), text, "the error never repeats the key")
+		}
+	}
+	require.False(t, (*Sealer)(nil).Encrypts())
+}
+
+// split returns a compact JWS's three parts, decoded.
+func split(t *testing.T, token string) (header, payload, sig []byte) {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	require.Len(t, parts, 3)
+	var err error
+	header, err = base64.RawURLEncoding.DecodeString(parts[0])
+	require.NoError(t, err)
+	payload, err = base64.RawURLEncoding.DecodeString(parts[1])
+	require.NoError(t, err)
+	sig, err = base64.RawURLEncoding.DecodeString(parts[2])
+	require.NoError(t, err)
+	return header, payload, sig
+}
+
+func join(header, payload, sig []byte) string {
+	e := base64.RawURLEncoding
+	return e.EncodeToString(header) + "." + e.EncodeToString(payload) + "." + e.EncodeToString(sig)
+}
+
+// verifyBoth verifies a certificate against a JWKS document in two ways:
+// go-jose with the JWK parsed from the JSON, and crypto/ed25519 directly
+// over the signing input.
+func verifyBoth(t *testing.T, token string, jwks []byte) (joseErr, edErr error) {
+	t.Helper()
+	var set jose.JSONWebKeySet
+	require.NoError(t, json.Unmarshal(jwks, &set))
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil {
+		return err, err
+	}
+	keys := set.Key(jws.Signatures[0].Header.KeyID)
+	if len(keys) != 1 {
+		err := errors.New("kid not in the JWKS")
+		return err, err
+	}
+	_, joseErr = jws.Verify(keys[0].Key)
+
+	parts := strings.Split(token, ".")
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return joseErr, err
+	}
+	if !ed25519.Verify(keys[0].Key.(ed25519.PublicKey), []byte(parts[0]+"."+parts[1]), sig) {
+		edErr = errors.New("ed25519: bad signature")
+	}
+	return joseErr, edErr
+}
+
+func jwksOf(t *testing.T, keys []server.SigningKey) []byte {
+	t.Helper()
+	var set struct {
+		Keys []JWK `json:"keys"`
+	}
+	for _, k := range keys {
+		jwk, err := PublicJWK(k)
+		require.NoError(t, err)
+		set.Keys = append(set.Keys, jwk)
+	}
+	b, err := json.Marshal(set)
+	require.NoError(t, err)
+	return b
+}
+
+func TestCertificateVerifiesAndOneFlippedByteFails(t *testing.T) {
+	t.Parallel()
+	store := newMemKeys("acme", "other")
+	c := newClock()
+	iss := NewIssuer(store, IssuerOptions{Sealer: randomSealer(t), Now: c.now})
+	ctx := t.Context()
+	deadline := c.now().Add(90*time.Second + 999*time.Millisecond)
+	l := testLease("acme", deadline)
+	l.Borrowed = true
+	token, err := iss.Certificate(ctx, l, "n0nce-ABC_def")
+	require.NoError(t, err)
+
+	header, payload, sig := split(t, token)
+	var h map[string]any
+	require.NoError(t, json.Unmarshal(header, &h))
+	keys, err := iss.Published(ctx, "acme")
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	require.Equal(t, map[string]any{"alg": "EdDSA", "kid": keys[0].ID, "typ": "JWT"}, h)
+	require.JSONEq(t, `{"iss":"seatd","sub":"lse_0123456789abcdef01234567","lease_id":"lse_0123456789abcdef01234567",
+		"tenant_id":"acme","license_id":"lic_0123456789abcdef01234567","fingerprint":"laptop-1",
+		"iat":`+itoa(c.now().Unix())+`,"exp":`+itoa(deadline.Unix())+`,"borrowed":true,"nonce":"n0nce-ABC_def"}`, string(payload),
+		"exp is the deadline in whole seconds, rounded down")
+
+	jwks := jwksOf(t, keys)
+	require.NotContains(t, string(jwks), `"d"`, "no private part in the JWKS")
+	joseErr, edErr := verifyBoth(t, token, jwks)
+	require.NoError(t, joseErr)
+	require.NoError(t, edErr)
+	claims, err := Verify(token, keys)
+	require.NoError(t, err)
+	require.Equal(t, "n0nce-ABC_def", claims.Nonce)
+
+	// One byte changed anywhere fails both verifiers.
+	for i := range payload {
+		p := bytes.Clone(payload)
+		p[i] ^= 0x01
+		joseErr, edErr := verifyBoth(t, join(header, p, sig), jwks)
+		require.Error(t, joseErr, "payload byte %d", i)
+		require.Error(t, edErr, "payload byte %d", i)
+	}
+	for i := range sig {
+		s := bytes.Clone(sig)
+		s[i] ^= 0x80
+		joseErr, edErr := verifyBoth(t, join(header, payload, s), jwks)
+		require.Error(t, joseErr, "signature byte %d", i)
+		require.Error(t, edErr, "signature byte %d", i)
+	}
+	_, err = Verify(join(header, bytes.Replace(payload, []byte("laptop-1"), []byte("laptop-2"), 1), sig), keys)
+	require.ErrorIs(t, err, ErrBadCertificate)
+
+	// Another tenant's key does not verify it, even under this kid.
+	otherKeys, err := iss.Published(ctx, "other")
+	require.NoError(t, err)
+	require.NotEqual(t, keys[0].ID, otherKeys[0].ID)
+	_, err = Verify(token, otherKeys)
+	require.ErrorIs(t, err, ErrBadCertificate)
+	impostor := otherKeys[0]
+	impostor.ID = keys[0].ID
+	_, err = Verify(token, []server.SigningKey{impostor})
+	require.ErrorIs(t, err, ErrBadCertificate)
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestIssuerFirstKeyRotationAndPublishing(t *testing.T) {
+	t.Parallel()
+	store := newMemKeys("acme")
+	c := newClock()
+	a := NewIssuer(store, IssuerOptions{Now: c.now})
+	b := NewIssuer(store, IssuerOptions{Now: c.now}) // another instance
+	ctx := t.Context()
+
+	_, err := a.Certificate(ctx, testLease("ghost", c.now().Add(time.Minute)), "")
+	require.ErrorIs(t, err, server.ErrTenantNotFound)
+	_, err = a.Published(ctx, "ghost")
+	require.Equal(t, server.ENOTFOUND, server.ErrorCode(err))
+	a.mu.Lock()
+	require.NotContains(t, a.tenants, "ghost", "an unknown tenant takes no memory")
+	a.mu.Unlock()
+
+	first, err := a.Ensure(ctx, "acme")
+	require.NoError(t, err)
+	again, err := b.Ensure(ctx, "acme")
+	require.NoError(t, err)
+	require.Equal(t, first.ID, again.ID, "two instances agree on the first key")
+
+	old, err := b.Certificate(ctx, testLease("acme", c.now().Add(server.MaxLeaseTTL)), "x")
+	require.NoError(t, err)
+	rotated, err := a.Rotate(ctx, "acme")
+	require.NoError(t, err)
+	require.NotEqual(t, first.ID, rotated.ID)
+
+	kidOf := func(token string) string {
+		h, _, _ := split(t, token)
+		var v struct{ Kid string }
+		require.NoError(t, json.Unmarshal(h, &v))
+		return v.Kid
+	}
+	cert, err := a.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), "")
+	require.NoError(t, err)
+	require.Equal(t, rotated.ID, kidOf(cert), "the instance that rotated signs with the new key at once")
+	cert, err = b.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), "")
+	require.NoError(t, err)
+	require.Equal(t, first.ID, kidOf(cert), "another instance signs with its cached key within the TTL")
+	c.add(DefaultCacheTTL)
+	cert, err = b.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), "")
+	require.NoError(t, err)
+	require.Equal(t, rotated.ID, kidOf(cert), "and with the new key after the TTL")
+
+	pub, err := b.Published(ctx, "acme")
+	require.NoError(t, err)
+	require.Equal(t, []string{rotated.ID, first.ID}, ids(pub), "the old key stays published")
+	_, err = Verify(old, pub)
+	require.NoError(t, err, "a certificate of the old key still verifies")
+
+	all, err := a.Keys(ctx, "acme")
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	retired := all[1]
+	require.False(t, retired.RetiredAt.IsZero())
+	c.add(retired.PublishUntil(PublishSlack).Sub(c.now()) - time.Second)
+	pub, err = a.Published(ctx, "acme")
+	require.NoError(t, err)
+	require.Len(t, pub, 2, "published until every certificate it signed has expired, and the slack")
+	c.add(time.Second)
+	c.add(DefaultCacheTTL)
+	pub, err = a.Published(ctx, "acme")
+	require.NoError(t, err)
+	require.Equal(t, []string{rotated.ID}, ids(pub), "then no longer")
+	require.Greater(t, PublishSlack, DefaultCacheTTL, "the slack covers the instances that signed with it within their TTL")
+}
+
+func TestIssuerCachesKeys(t *testing.T) {
+	t.Parallel()
+	store := newMemKeys("acme")
+	c := newClock()
+	iss := NewIssuer(store, IssuerOptions{Now: c.now})
+	ctx := t.Context()
+	for range 50 {
+		_, err := iss.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), "")
+		require.NoError(t, err)
+	}
+	store.mu.Lock()
+	reads := store.reads
+	store.mu.Unlock()
+	require.Equal(t, 2, reads, "one read finds no key, one after making it; then the cache")
+}
+
+func TestIssuerSealedKeyWithoutEncryptionKey(t *testing.T) {
+	t.Parallel()
+	store := newMemKeys("acme")
+	sealedBy := NewIssuer(store, IssuerOptions{Sealer: randomSealer(t)})
+	_, err := sealedBy.Ensure(t.Context(), "acme")
+	require.NoError(t, err)
+
+	plain := NewIssuer(store, IssuerOptions{})
+	_, err = plain.Ensure(t.Context(), "acme")
+	require.ErrorIs(t, err, ErrNoEncryptionKey, "a clear error at start")
+	_, err = plain.Certificate(t.Context(), testLease("acme", time.Now().Add(time.Minute)), "")
+	require.Equal(t, server.EINTERNAL, server.ErrorCode(err), "signing fails as an internal error, without detail for the client")
+	require.ErrorIs(t, err, ErrNoEncryptionKey, "the logged cause says why")
+	keys, err := plain.Published(t.Context(), "acme")
+	require.NoError(t, err)
+	require.Len(t, keys, 1, "its public key is still published")
+}
+
+func TestIssuerConcurrentFirstUse(t *testing.T) {
+	t.Parallel()
+	store := newMemKeys("acme")
+	iss := NewIssuer(store, IssuerOptions{})
+	var wg sync.WaitGroup
+	tokens := make([]string, 16)
+	errs := make([]error, len(tokens))
+	for i := range tokens {
+		wg.Go(func() {
+			tokens[i], errs[i] = iss.Certificate(context.Background(), testLease("acme", time.Now().Add(time.Minute)), "")
+		})
+	}
+	wg.Wait()
+	var kids []string
+	for i, token := range tokens {
+		require.NoError(t, errs[i])
+		h, _, _ := split(t, token)
+		var v struct{ Kid string }
+		require.NoError(t, json.Unmarshal(h, &v))
+		kids = append(kids, v.Kid)
+		require.Equal(t, kids[0], v.Kid)
+	}
+	keys, _ := store.SigningKeys(t.Context(), "acme")
+	require.Len(t, keys, 1)
+}
+
+func ids(keys []server.SigningKey) []string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, k.ID)
+	}
+	return out
+}
