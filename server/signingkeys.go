@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -16,6 +17,14 @@ type SigningKey struct {
 	PrivateKey []byte    `json:"private_key"` // sealed ed25519 seed
 	CreatedAt  time.Time `json:"created_at"`
 	RetiredAt  time.Time `json:"retired_at,omitzero"` // zero while it signs
+}
+
+// String, GoString and LogValue name the key without its private half, so
+// that a key printed or logged by mistake shows no secret.
+func (k SigningKey) String() string   { return "signing key " + k.ID + " of tenant " + k.TenantID }
+func (k SigningKey) GoString() string { return k.String() }
+func (k SigningKey) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("kid", k.ID), slog.String("tenant", k.TenantID))
 }
 
 // CertificateLifetime bounds how long a lease certificate is valid: a

@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -475,4 +477,18 @@ func ids(keys []server.SigningKey) []string {
 		out = append(out, k.ID)
 	}
 	return out
+}
+
+func TestKeysPrintWithoutTheirPrivateHalf(t *testing.T) {
+	t.Parallel()
+	k, err := NewKey("acme", time.Now(), nil)
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("key", "key", k)
+	secret := base64.StdEncoding.EncodeToString(k.PrivateKey)
+	for _, out := range []string{fmt.Sprint(k), fmt.Sprintf("%+v", k), fmt.Sprintf("%#v", k), fmt.Sprintf("%v", []server.SigningKey{k}), logs.String()} {
+		require.Contains(t, out, k.ID)
+		require.NotContains(t, out, secret)
+		require.NotContains(t, out, fmt.Sprint(k.PrivateKey[:8]))
+	}
 }
