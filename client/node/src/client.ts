@@ -2,8 +2,11 @@
 // client/client.go and client/wait.go.
 import { randomBytes } from "node:crypto";
 import { hostname, userInfo } from "node:os";
+import { create, toJson } from "@bufbuild/protobuf";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import { BadCertificateError, SigningKeys, newNonce, type Jwks } from "./certificate.js";
 import { Code, SeatsExhaustedError, StreamClosed, codeOf, retryable, seatdError, type SeatdError } from "./errors.js";
-import { SeatService, type AcquireSeatRequest, type AcquireSeatResponse, type WaitForSeatResponse } from "./gen/seatd/v1/seat_service_pb.js";
+import { GetSigningKeysResponseSchema, SeatService, type AcquireSeatRequest, type AcquireSeatResponse, type WaitForSeatResponse } from "./gen/seatd/v1/seat_service_pb.js";
 import { Keeper, Lease, stateOf } from "./lease.js";
 import { Conn, type CallOptions, type ConnectionOptions } from "./rpc.js";
 import { backoff, defaultTiming, sleep, type Timing } from "./timing.js";
@@ -19,6 +22,13 @@ export interface ClientOptions extends ConnectionOptions {
   reacquireOnExpiry?: boolean;
   /** Receives reconnects, fallbacks and losses. Default: discarded. */
   log?: Log;
+  /** The tenant's JWKS, embedded in the product. With it every answer that
+   * grants or extends a seat must carry a valid lease certificate (signed by
+   * a key of the set, our nonce, this lease and fingerprint, exp = the
+   * deadline told); one that does not is a lost lease: lease() throws
+   * BadCertificateError (and gives the seat back), a kept lease aborts its
+   * signal with it. Every request carries a fresh nonce, checked or not. */
+  signingKeys?: Jwks | SigningKeys;
   /** @internal shrunk delays and a movable clock, for tests. */
   timing?: Partial<Timing>;
 }
@@ -59,6 +69,7 @@ export class Client implements AsyncDisposable {
   /** @internal */ readonly timing: Timing;
   /** @internal */ readonly log: Log;
   /** @internal */ readonly options: ClientOptions;
+  /** @internal */ readonly signingKeys?: SigningKeys;
   readonly #leases = new Set<Lease>();
   #closed = false;
 
@@ -68,6 +79,8 @@ export class Client implements AsyncDisposable {
     this.conn = new Conn(address, options);
     this.timing = { ...defaultTiming, ...options.timing };
     this.log = options.log ?? (() => {});
+    const keys = options.signingKeys;
+    this.signingKeys = keys === undefined || keys instanceof SigningKeys ? keys : new SigningKeys(keys);
   }
 
   /** Takes a seat. Throws SeatsExhaustedError when none is free. With
@@ -75,9 +88,52 @@ export class Client implements AsyncDisposable {
    * closed, or lost (lease.signal). */
   async lease(o: AcquireOptions, call: CallOptions = {}): Promise<Lease> {
     o = this.named(o);
+    const req = this.acquireRequest(o);
     const sent = this.timing.now();
-    const resp = await this.conn.unary(SeatService.method.acquireSeat, this.acquireRequest(o), { timeoutMs: this.timing.callTimeoutMs, ...call });
-    return this.hold(o, resp, sent);
+    const resp = await this.conn.unary(SeatService.method.acquireSeat, req, { timeoutMs: this.timing.callTimeoutMs, ...call });
+    return this.#holdOrGiveBack(o, resp, sent, req.nonce, false);
+  }
+
+  /** Borrows a seat for offline use for durationMs (at most the license's
+   * max_borrow_duration). The lease needs no heartbeats and is not kept: it
+   * holds its seat until expiresAt or an early return (release(), or
+   * releaseSeat(id, token) after a restart). Store lease.certificate with the
+   * product: verifyOffline checks it later without a network. An answer
+   * without a certificate, or not borrowed (a server without borrowing),
+   * throws BadCertificateError and the seat is given back; with signingKeys
+   * the certificate is verified as for lease(). */
+  async borrow(o: AcquireOptions, durationMs: number, call: CallOptions = {}): Promise<Lease> {
+    if (!(durationMs > 0)) throw new RangeError("borrow duration must be positive");
+    o = this.named(o);
+    const req = { ...this.acquireRequest(o), borrowDuration: durationFromMs(durationMs) };
+    const sent = this.timing.now();
+    const resp = await this.conn.unary(SeatService.method.acquireSeat, req, { timeoutMs: this.timing.callTimeoutMs, ...call });
+    return this.#holdOrGiveBack(o, resp, sent, req.nonce, true);
+  }
+
+  async #holdOrGiveBack(o: AcquireOptions, resp: AcquireSeatResponse, sent: number, nonce: string, borrowed: boolean): Promise<Lease> {
+    try {
+      return this.hold(o, resp, sent, nonce, borrowed);
+    } catch (err) {
+      await this.giveBack(resp.lease?.id ?? "", resp.leaseToken);
+      throw err;
+    }
+  }
+
+  /** Gives back a seat known by its id and token (a borrowed one returned
+   * early after a restart). Throws LeaseExpiredError etc. when the lease
+   * already ended. */
+  async releaseSeat(leaseId: string, leaseToken: string, call: CallOptions = {}): Promise<void> {
+    await this.conn.unary(SeatService.method.releaseSeat, { leaseId, leaseToken }, { timeoutMs: this.timing.callTimeoutMs, ...call });
+  }
+
+  /** The tenant's JWKS ("" is the default tenant) as JSON text, from
+   * GetSigningKeys: to embed in a product at build time. Fetching it at run
+   * time from the server the product checks proves nothing (a fake server
+   * answers its own keys). */
+  async fetchSigningKeys(tenantId = "", call: CallOptions = {}): Promise<string> {
+    const resp = await this.conn.unary(SeatService.method.getSigningKeys, { tenantId }, { timeoutMs: this.timing.callTimeoutMs, ...call });
+    return JSON.stringify(toJson(GetSigningKeysResponseSchema, create(GetSigningKeysResponseSchema, resp), { useProtoFieldName: true, alwaysEmitImplicit: true }), null, 2);
   }
 
   /** acquire is lease under the Go client's name. */
@@ -89,10 +145,11 @@ export class Client implements AsyncDisposable {
    * holds it. Against a server without the queue it polls with backoff. */
   async waitForSeat(o: AcquireOptions, w: WaitOptions = {}): Promise<Lease> {
     o = this.named(o); // every stream of this wait is one acquisition
+    const nonce = newNonce(); // and its grant answers each of them
     const report = w.onPosition ?? (() => {});
     let ticket = "";
     for (let failures = 0; ;) {
-      const [lease, heard, err] = await this.#waitOnce(o, ticket, (t) => (ticket = t), report, w.signal);
+      const [lease, heard, err] = await this.#waitOnce(o, nonce, ticket, (t) => (ticket = t), report, w.signal);
       if (lease) {
         // The server holds a waiter's grant only until its first heartbeat
         // (--wait-hold): confirm it now.
@@ -100,6 +157,11 @@ export class Client implements AsyncDisposable {
           await lease.beatOnce({ signal: w.signal });
           return lease;
         } catch (e) {
+          if (e instanceof BadCertificateError) {
+            await lease.keeper?.stop();
+            await this.giveBack(lease.id, lease.token);
+            throw e; // not seatd's answer: no use waiting again
+          }
           if (!(e instanceof SeatsExhaustedError) && (e as SeatdError).reason?.startsWith("LEASE_")) {
             await lease.release().catch(() => {});
             ticket = ""; // the grant used up the place: queue again
@@ -118,17 +180,18 @@ export class Client implements AsyncDisposable {
   }
 
   /** One WaitForSeat stream, resuming ticket's place. */
-  #waitOnce(o: AcquireOptions, ticket: string, setTicket: (t: string) => void, report: (p: number, n: number) => void, signal?: AbortSignal): Promise<[Lease | undefined, boolean, unknown]> {
+  #waitOnce(o: AcquireOptions, nonce: string, ticket: string, setTicket: (t: string) => void, report: (p: number, n: number) => void, signal?: AbortSignal): Promise<[Lease | undefined, boolean, unknown]> {
     return new Promise((resolve) => {
       let heard = false;
       let ended = false;
-      const call = this.conn.serverStream(SeatService.method.waitForSeat, { ...this.acquireRequest(o), queueTicket: ticket });
-      const end = (r: [Lease | undefined, boolean, unknown]) => {
+      const call = this.conn.serverStream(SeatService.method.waitForSeat, { ...this.acquireRequest(o), nonce, queueTicket: ticket });
+      const end = (r: [Lease | undefined, boolean, unknown], after?: Promise<void>) => {
         if (ended) return;
         ended = true;
         signal?.removeEventListener("abort", onAbort);
         call.cancel();
-        resolve(r);
+        if (after) void after.then(() => resolve(r));
+        else resolve(r);
       };
       const onAbort = () => end([undefined, heard, signal?.reason]);
       signal?.addEventListener("abort", onAbort, { once: true });
@@ -137,7 +200,14 @@ export class Client implements AsyncDisposable {
         heard = true;
         if (r.event.case === "granted") {
           // The grant was made a one-way trip ago: against a TTL, nothing.
-          end([this.hold(o, r.event.value, this.timing.now()), true, undefined]);
+          const g = r.event.value;
+          let lease: Lease;
+          try {
+            lease = this.hold(o, g, this.timing.now(), nonce, false);
+          } catch (err) {
+            return end([undefined, true, err], this.giveBack(g.lease?.id ?? "", g.leaseToken));
+          }
+          end([lease, true, undefined]);
         } else if (r.event.case === "position") {
           setTicket(r.event.value.ticket);
           report(r.event.value.position, r.event.value.queueLength);
@@ -184,14 +254,40 @@ export class Client implements AsyncDisposable {
   }
 
   /** @internal */
-  acquireRequest(o: AcquireOptions): Omit<AcquireSeatRequest, "$typeName" | "$unknown"> {
-    return { licenseKey: o.licenseKey, fingerprint: o.fingerprint ?? "", user: o.user ?? "", hostname: o.hostname ?? "", metadata: o.metadata ?? {}, idempotencyKey: o.idempotencyKey ?? "" };
+  acquireRequest(o: AcquireOptions): Omit<AcquireSeatRequest, "$typeName" | "$unknown" | "borrowDuration"> {
+    // A nonce of its own, which every retry of this request repeats: the
+    // certificate answers the request.
+    return { licenseKey: o.licenseKey, fingerprint: o.fingerprint ?? "", user: o.user ?? "", hostname: o.hostname ?? "", metadata: o.metadata ?? {}, idempotencyKey: o.idempotencyKey ?? "", nonce: newNonce() };
   }
 
-  /** hold wraps a granted seat in a Lease and starts keeping it alive. */
-  private hold(o: AcquireOptions, resp: AcquireSeatResponse, sent: number): Lease {
-    const l = new Lease(this, o, stateOf(resp, sent));
-    if ((this.options.autoHeartbeat ?? true) && !this.#closed) {
+  /** @internal throws BadCertificateError when a grant's certificate does
+   * not verify (or, for a borrow, is missing or not borrowed). */
+  checkGrant(resp: AcquireSeatResponse, nonce: string, fingerprint: string, borrowed: boolean): void {
+    const pl = resp.lease;
+    if (borrowed && !pl?.borrowed) throw new BadCertificateError("seatd granted a lease that is not borrowed (a server without borrowing?)");
+    if (borrowed && !resp.leaseCertificate) throw new BadCertificateError("none in seatd's answer to a borrow");
+    const st = stateOf(resp, 0);
+    this.signingKeys?.check(resp.leaseCertificate, {
+      nonce, leaseId: st.id, licenseId: st.licenseId, fingerprint: pl?.fingerprint || fingerprint, deadlineMs: st.expiresAtMs, borrowed,
+    }, this.timing.now());
+  }
+
+  /** @internal releases a seat we refuse, as far as the server is real and reachable. */
+  async giveBack(leaseId: string, leaseToken: string): Promise<void> {
+    try {
+      await this.releaseSeat(leaseId, leaseToken);
+    } catch (err) {
+      this.log("debug", "could not give back a refused seat", { leaseId, err });
+    }
+  }
+
+  /** hold checks a granted seat (throwing BadCertificateError; the caller
+   * gives the seat back), wraps it in a Lease and starts keeping it alive (a
+   * borrowed one needs no keeping). */
+  private hold(o: AcquireOptions, resp: AcquireSeatResponse, sent: number, nonce: string, borrowed: boolean): Lease {
+    this.checkGrant(resp, nonce, o.fingerprint ?? "", borrowed);
+    const l = new Lease(this, o, stateOf(resp, sent, o.fingerprint ?? "", borrowed));
+    if ((this.options.autoHeartbeat ?? true) && !this.#closed && !borrowed) {
       l.keeper = new Keeper(this, l);
       this.#leases.add(l);
       void l.keeper.done.then(() => this.#leases.delete(l));

@@ -6,6 +6,7 @@ import { timestampMs, durationMs, type Timestamp, type Duration } from "@bufbuil
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ClientDuplexStream } from "@grpc/grpc-js";
 import { Code, LeaseLostError, SeatdError, StreamClosed, codeOf, localError, retryable, seatdError } from "./errors.js";
+import { BadCertificateError, REASON_BAD_CERTIFICATE, newNonce } from "./certificate.js";
 import type { AcquireSeatResponse } from "./gen/seatd/v1/seat_service_pb.js";
 import { SeatService } from "./gen/seatd/v1/seat_service_pb.js";
 import { HeartbeatService, HeartbeatSignal, HeartbeatStreamRequestSchema, type HeartbeatStreamResponse } from "./gen/seatd/v1/heartbeat_service_pb.js";
@@ -24,6 +25,9 @@ interface LeaseState {
   deadlineMs: number; // the deadline by our clock: sent + TTL
   seatsInUse: number;
   seatLimit: number;
+  certificate: string; // the latest; "" from a server that sends none
+  fingerprint: string; // the lease's, which its certificates name
+  borrowed: boolean;
 }
 
 const ms = (d?: Duration) => (d ? durationMs(d) : 0);
@@ -35,7 +39,9 @@ function ttlOf(l?: LeaseMessage): number {
   return from ? Math.max(timestampMs(l.expiresAt) - timestampMs(from), 0) : 0;
 }
 
-export function stateOf(resp: AcquireSeatResponse, sentMs: number): LeaseState {
+/** stateOf reads a granted seat; fingerprint is the one we sent (the lease's
+ * own when seatd says so: a license that shares leases between them). */
+export function stateOf(resp: AcquireSeatResponse, sentMs: number, fingerprint = "", borrowed = false): LeaseState {
   const ttlMs = ttlOf(resp.lease);
   const expiresAtMs = at(resp.lease?.expiresAt);
   return {
@@ -43,10 +49,11 @@ export function stateOf(resp: AcquireSeatResponse, sentMs: number): LeaseState {
     intervalMs: ms(resp.heartbeatInterval), ttlMs, expiresAtMs,
     deadlineMs: ttlMs > 0 ? sentMs + ttlMs : expiresAtMs,
     seatsInUse: resp.seatsInUse, seatLimit: resp.seatLimit,
+    certificate: resp.leaseCertificate, fingerprint: resp.lease?.fingerprint || fingerprint, borrowed,
   };
 }
 
-const LOST_REASONS = new Set(["LEASE_EXPIRED", "LEASE_REVOKED", "LEASE_RELEASED", "LEASE_NOT_FOUND", "LEASE_TOKEN_INVALID"]);
+const LOST_REASONS = new Set(["LEASE_EXPIRED", "LEASE_REVOKED", "LEASE_RELEASED", "LEASE_NOT_FOUND", "LEASE_TOKEN_INVALID", REASON_BAD_CERTIFICATE]);
 const isLost = (err: unknown): err is LeaseLostError => err instanceof SeatdError && LOST_REASONS.has(err.reason);
 const expired = (err: unknown) => err instanceof SeatdError && (err.reason === "LEASE_EXPIRED" || err.reason === "LEASE_NOT_FOUND");
 
@@ -80,6 +87,12 @@ export class Lease implements AsyncDisposable {
   get seatLimit(): number { return this.#st.seatLimit; }
   /** The current deadline, by the server's clock. */
   get expiresAt(): Date { return new Date(this.#st.expiresAtMs); }
+  /** The latest lease certificate seatd sent (JWS compact), verified when
+   * the client has signingKeys; "" from a server that sends none. For a
+   * borrowed lease it is what to store: verifyOffline checks it later. */
+  get certificate(): string { return this.#st.certificate; }
+  /** Whether the lease was borrowed (client.borrow). */
+  get borrowed(): boolean { return this.#st.borrowed; }
   /** Aborts once the lease is gone for good (expired, revoked, released or
    * taken over elsewhere); its reason is the LeaseLostError. Our own
    * release() does not abort it. */
@@ -105,8 +118,18 @@ export class Lease implements AsyncDisposable {
   async beatOnce(o: { signal?: AbortSignal; timeoutMs?: number }): Promise<void> {
     const st = this.#st;
     const sent = this.#client.timing.now();
-    const resp = await this.#client.conn.unary(HeartbeatService.method.heartbeat, { leaseId: st.id, leaseToken: st.token }, { timeoutMs: this.#client.timing.callTimeoutMs, ...o });
-    this.extend(st.id, sent, at(resp.expiresAt), ms(resp.heartbeatInterval), ttlOf(resp.lease));
+    const nonce = newNonce();
+    const resp = await this.#client.conn.unary(HeartbeatService.method.heartbeat, { leaseId: st.id, leaseToken: st.token, nonce }, { timeoutMs: this.#client.timing.callTimeoutMs, ...o });
+    this.checkCertificate(st, nonce, resp.leaseCertificate, at(resp.expiresAt));
+    this.extend(st.id, sent, at(resp.expiresAt), ms(resp.heartbeatInterval), ttlOf(resp.lease), resp.leaseCertificate);
+  }
+
+  /** @internal with signing keys, verifies the certificate of an answer that
+   * extended lease st to expiresAtMs; throws BadCertificateError. */
+  checkCertificate(st: LeaseState, nonce: string, cert: string, expiresAtMs: number): void {
+    this.#client.signingKeys?.check(cert, {
+      nonce, leaseId: st.id, licenseId: st.licenseId, fingerprint: st.fingerprint, deadlineMs: expiresAtMs, borrowed: st.borrowed,
+    }, this.#client.timing.now());
   }
 
   /** Stops the background heartbeats and gives the seat back. Idempotent; a
@@ -135,9 +158,10 @@ export class Lease implements AsyncDisposable {
   /** @internal */ get opts(): AcquireOptions { return this.#opts; }
 
   /** @internal records a successful heartbeat of lease id sent at sentMs. */
-  extend(id: string, sentMs: number, expiresAtMs: number, intervalMs: number, ttlMs: number): void {
+  extend(id: string, sentMs: number, expiresAtMs: number, intervalMs: number, ttlMs: number, cert = ""): void {
     const st = this.#st;
     if (id !== st.id) return;
+    if (cert) st.certificate = cert;
     if (ttlMs > 0) st.ttlMs = ttlMs;
     if (intervalMs > 0) st.intervalMs = intervalMs;
     st.expiresAtMs = Math.max(st.expiresAtMs, expiresAtMs);
@@ -146,7 +170,7 @@ export class Lease implements AsyncDisposable {
   }
 
   /** @internal takes over a lease acquired again after this one expired. */
-  swap(resp: AcquireSeatResponse, sentMs: number): void { this.#st = stateOf(resp, sentMs); }
+  swap(resp: AcquireSeatResponse, sentMs: number): void { this.#st = stateOf(resp, sentMs, this.#opts.fingerprint ?? ""); }
 
   /** @internal reports the loss, once, unless we released the lease. */
   markLost(err: LeaseLostError): void {
@@ -281,6 +305,9 @@ export class Keeper {
     if (!this.#c.options.reacquireOnExpiry || !expired(cause)) {
       this.#log("warn", "lease lost", { leaseId: l.id, reason: cause.reason });
       l.markLost(cause);
+      // We stop heartbeating a lease we do not trust; if seatd is real (a key
+      // newer than our JWKS, say), free the seat now.
+      if (cause instanceof BadCertificateError) await this.#c.giveBack(l.id, l.token);
       return false;
     }
     this.#log("info", "lease expired; acquiring a seat again", { leaseId: l.id });
@@ -293,6 +320,13 @@ export class Keeper {
       const sent = t.now();
       try {
         const resp = await this.#c.conn.unary(SeatService.method.acquireSeat, req, { timeoutMs: t.callTimeoutMs, signal: this.#stop.signal });
+        try {
+          this.#c.checkGrant(resp, req.nonce, l.opts.fingerprint ?? "", false);
+        } catch (err) {
+          await this.#c.giveBack(resp.lease?.id ?? "", resp.leaseToken);
+          l.markLost(err as BadCertificateError);
+          return false;
+        }
         const old = l.id;
         l.swap(resp, sent);
         this.#log("info", "seat acquired again", { leaseId: l.id, expiredLeaseId: old });
@@ -342,6 +376,7 @@ export class Keeper {
       let waiting = true; // for the answer to the ping sent at `sent`
       let signal = HeartbeatSignal.UNSPECIFIED;
       let sent = t.now();
+      let nonce = newNonce(); // of the ping sent at `sent`
       let ended = false;
       const call: ClientDuplexStream<MessageInitShape<typeof HeartbeatStreamRequestSchema>, HeartbeatStreamResponse> = this.#c.conn.bidi(HeartbeatService.method.heartbeatStream);
       const end = (err: unknown) => {
@@ -364,8 +399,9 @@ export class Keeper {
       const ping = () => {
         if (waiting) return end(new NoAnswer());
         sent = t.now();
+        nonce = newNonce();
         waiting = true;
-        send({});
+        send({ nonce });
         timer = setTimeout(ping, l.pingEvery()); // now the answer timeout
       };
       call.on("data", (r: HeartbeatStreamResponse) => {
@@ -377,7 +413,13 @@ export class Keeper {
             signal = r.signal; // the status that ends the stream follows
             return;
         }
-        l.extend(st.id, sent, at(r.expiresAt), ms(r.heartbeatInterval), 0);
+        try {
+          // One ping at a time: an answer to none repeats no nonce of ours.
+          l.checkCertificate(st, waiting ? nonce : "", r.leaseCertificate, at(r.expiresAt));
+        } catch (err) {
+          return end(err);
+        }
+        l.extend(st.id, sent, at(r.expiresAt), ms(r.heartbeatInterval), 0, r.leaseCertificate);
         answered = true;
         waiting = false;
         clearTimeout(timer);
@@ -392,7 +434,7 @@ export class Keeper {
       const tick = setInterval(() => {
         if (l.pastDeadline()) end(new DeadlinePassed());
       }, t.clockCheckMs);
-      send({ leaseId: st.id, leaseToken: st.token });
+      send({ leaseId: st.id, leaseToken: st.token, nonce });
     });
   }
 }

@@ -1,0 +1,197 @@
+// Lease certificates: seatd's signed proof that it granted a lease, as
+// client/certificate.go. A certificate is a JWS compact token (three
+// base64url parts, header.claims.signature), alg EdDSA, signed with the
+// tenant's Ed25519 key that its kid names; the tenant's public keys are a
+// JWKS (GetSigningKeys, GET /v1/tenants/{tenant_id}/jwks.json). Verified
+// with Node's own crypto: no JWT library.
+import { createPublicKey, randomBytes, verify, type JsonWebKey, type KeyObject } from "node:crypto";
+import { Code, LeaseLostError } from "./errors.js";
+
+/** The reason of a lease given up because a certificate failed
+ * verification; the client concludes it, seatd never sends it. */
+export const REASON_BAD_CERTIFICATE = "LEASE_CERTIFICATE_INVALID";
+
+/** A lease certificate failed verification: missing, signed by a key not in
+ * the JWKS, another nonce, lease, fingerprint or deadline. In a kept lease
+ * it is a loss like an expiry (a LeaseLostError). */
+export class BadCertificateError extends LeaseLostError {
+  override name = "BadCertificateError";
+  /** What failed, e.g. "signature does not verify with key \"k1\"". */
+  readonly problem: string;
+  /** The certificate's exp has passed (CertificateExpiredError). */
+  readonly expired: boolean = false;
+
+  constructor(problem: string) {
+    super(Code.UNAUTHENTICATED, `lease certificate not valid: ${problem}`, REASON_BAD_CERTIFICATE);
+    this.problem = problem;
+  }
+}
+
+/** The certificate's exp has passed. */
+export class CertificateExpiredError extends BadCertificateError {
+  override name = "CertificateExpiredError";
+  override readonly expired = true;
+}
+
+/** What a lease certificate says. */
+export interface Claims {
+  /** Always "seatd". */
+  issuer: string;
+  /** The sub and lease_id claims. */
+  leaseId: string;
+  /** The tenant whose key signed it. */
+  tenantId: string;
+  licenseId: string;
+  /** The machine the lease was granted to. */
+  fingerprint: string;
+  /** iat. */
+  issuedAt: Date;
+  /** exp: the lease's deadline, rounded down to whole seconds. */
+  expiry: Date;
+  /** A seat borrowed for offline use. */
+  borrowed: boolean;
+  /** The nonce of the request it answers. */
+  nonce: string;
+  /** The kid of the key that signed it. */
+  keyId: string;
+}
+
+/** A JWKS as text, bytes or parsed. */
+export type Jwks = string | Uint8Array | { keys: JsonWebKey[] };
+
+/** What a certificate in an answer must say. @internal */
+export interface Expectation {
+  nonce: string;
+  leaseId: string;
+  licenseId?: string;
+  fingerprint: string;
+  /** The deadline the same answer told, in ms. */
+  deadlineMs: number;
+  borrowed: boolean;
+}
+
+const B64URL = /^[A-Za-z0-9_-]*$/;
+
+function b64url(part: string, what: string): Buffer {
+  if (!B64URL.test(part) || part.length % 4 === 1) throw new BadCertificateError(`${what} is not base64url`);
+  return Buffer.from(part, "base64url");
+}
+
+function json(b: Buffer, what: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(b.toString("utf8"));
+  } catch {
+    throw new BadCertificateError(`${what} is not JSON`);
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new BadCertificateError(`${what} is not a JSON object`);
+  return v as Record<string, unknown>;
+}
+
+const num = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const str = (v: unknown): string => (typeof v === "string" ? v : "");
+const iso = (ms: number) => new Date(ms).toISOString();
+const msOf = (t: Date | number) => (t instanceof Date ? t.getTime() : t);
+
+/** A tenant's public keys, to verify lease certificates with. Only Ed25519
+ * keys (kty OKP, crv Ed25519) with a kid are kept; keys of other types are
+ * skipped. Throws when no key is left, a kid appears twice, or the set holds
+ * a private key. */
+export class SigningKeys {
+  readonly #byKid = new Map<string, KeyObject>();
+
+  constructor(jwks: Jwks) {
+    let set: unknown = jwks;
+    if (typeof jwks === "string" || jwks instanceof Uint8Array) {
+      try {
+        set = JSON.parse(typeof jwks === "string" ? jwks : Buffer.from(jwks).toString("utf8"));
+      } catch (e) {
+        throw new Error(`JWKS is not JSON: ${(e as Error).message}`);
+      }
+    }
+    const keys = (set as { keys?: unknown })?.keys;
+    if (!Array.isArray(keys)) throw new Error('JWKS must be {"keys": [...]}');
+    for (const k of keys as JsonWebKey[]) {
+      if (typeof k !== "object" || k === null || k.kty !== "OKP" || k.crv !== "Ed25519") continue;
+      const kid = str(k.kid);
+      if ("d" in k) throw new Error(`JWKS key "${kid}" holds a private key; publish only public keys`);
+      if (!kid || ![undefined, "", "EdDSA"].includes(k.alg as string) || ![undefined, "", "sig"].includes(k.use as string)) continue;
+      if (this.#byKid.has(kid)) throw new Error(`JWKS kid "${kid}" appears twice`);
+      let key: KeyObject;
+      try {
+        if (typeof k.x !== "string" || b64url(k.x, "x").length !== 32) throw new Error("x");
+        key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: k.x }, format: "jwk" });
+      } catch {
+        throw new Error(`JWKS key "${kid}": x is not an Ed25519 public key`);
+      }
+      this.#byKid.set(kid, key);
+    }
+    if (this.#byKid.size === 0) throw new Error("JWKS holds no Ed25519 signing key (kty OKP, crv Ed25519, with a kid)");
+  }
+
+  /** The kids of the keys, sorted. */
+  get keyIds(): string[] { return [...this.#byKid.keys()].sort(); }
+
+  /** Checks a stored certificate without a network: signed (EdDSA) by the
+   * key its kid names, issued by seatd, not expired at now (now before exp).
+   * Returns its claims; the caller checks what they must say (its own
+   * fingerprint, the license, borrowed). Throws BadCertificateError
+   * (CertificateExpiredError when only the time is wrong). */
+  verify(cert: string, now: Date | number = Date.now()): Claims {
+    const c = this.#verify(cert);
+    const t = msOf(now);
+    if (t >= c.expiry.getTime()) throw new CertificateExpiredError(`expired at ${iso(c.expiry.getTime())} (now ${iso(t)})`);
+    return c;
+  }
+
+  /** @internal verifies the certificate of an answer: as verify, and it
+   * repeats our nonce, names this lease, license and fingerprint, and its exp
+   * is the deadline the answer told rounded down (less than a second apart),
+   * not passed. */
+  check(cert: string, want: Expectation, now: number): Claims {
+    const c = this.#verify(cert);
+    const exp = c.expiry.getTime();
+    if (!want.nonce || c.nonce !== want.nonce) throw new BadCertificateError(`nonce "${c.nonce}" is not the one sent (a recorded answer replayed?)`);
+    if (c.leaseId !== want.leaseId) throw new BadCertificateError(`for lease "${c.leaseId}", not "${want.leaseId}"`);
+    if (want.licenseId && c.licenseId !== want.licenseId) throw new BadCertificateError(`for license "${c.licenseId}", not "${want.licenseId}"`);
+    if (c.fingerprint !== want.fingerprint) throw new BadCertificateError(`for fingerprint "${c.fingerprint}", not "${want.fingerprint}"`);
+    if (c.borrowed !== want.borrowed) throw new BadCertificateError(`borrowed is ${c.borrowed}, want ${want.borrowed}`);
+    if (!(Math.abs(want.deadlineMs - exp) < 1000)) throw new BadCertificateError(`exp ${iso(exp)} is not the deadline seatd told (${want.deadlineMs ? iso(want.deadlineMs) : "none"})`);
+    if (now >= exp + 1000) throw new CertificateExpiredError(`expired at ${iso(exp)} (now ${iso(now)}; is this machine's clock right?)`);
+    return c;
+  }
+
+  #verify(cert: string): Claims {
+    if (!cert) throw new BadCertificateError("none in seatd's answer");
+    const parts = typeof cert === "string" ? cert.split(".") : [];
+    if (parts.length !== 3) throw new BadCertificateError("not a JWS compact token (three base64url parts)");
+    const [h, p, s] = parts as [string, string, string];
+    const header = json(b64url(h, "header"), "header");
+    if (header.alg !== "EdDSA") throw new BadCertificateError(`alg ${JSON.stringify(header.alg)}, want EdDSA`);
+    if ("crit" in header) throw new BadCertificateError(`critical header parameters ${JSON.stringify(header.crit)} are not understood`);
+    const kid = str(header.kid);
+    if (!kid) throw new BadCertificateError("no kid in its header");
+    const key = this.#byKid.get(kid);
+    if (!key) throw new BadCertificateError(`signed by key "${kid}", which the JWKS does not hold (another tenant's key, or a key newer than the JWKS: fetch it again after a rotation)`);
+    if (!verify(null, Buffer.from(`${h}.${p}`, "ascii"), key, b64url(s, "signature"))) throw new BadCertificateError(`signature does not verify with key "${kid}"`);
+    const raw = json(b64url(p, "claims"), "claims");
+    if (raw.iss !== "seatd") throw new BadCertificateError(`issuer ${JSON.stringify(raw.iss)}, want "seatd"`);
+    if (!raw.sub || raw.sub !== raw.lease_id) throw new BadCertificateError(`sub ${JSON.stringify(raw.sub)} and lease_id ${JSON.stringify(raw.lease_id)} must name the same lease`);
+    if (!num(raw.exp) || (raw.iat !== undefined && !num(raw.iat))) throw new BadCertificateError("exp and iat must be numbers");
+    return {
+      issuer: "seatd", leaseId: str(raw.lease_id), tenantId: str(raw.tenant_id), licenseId: str(raw.license_id),
+      fingerprint: str(raw.fingerprint), issuedAt: new Date(Math.trunc(num(raw.iat) ? raw.iat : 0) * 1000),
+      expiry: new Date(Math.trunc(raw.exp) * 1000), borrowed: raw.borrowed === true, nonce: str(raw.nonce), keyId: kid,
+    };
+  }
+}
+
+/** new SigningKeys(jwks).verify(cert, now): the product's start-up check of a
+ * stored certificate (a borrowed seat, say) with the JWKS it embeds. */
+export function verifyOffline(cert: string, jwks: Jwks | SigningKeys, now: Date | number = Date.now()): Claims {
+  return (jwks instanceof SigningKeys ? jwks : new SigningKeys(jwks)).verify(cert, now);
+}
+
+/** 16 random bytes, base64url: sent with every request and repeated by the
+ * certificate of its answer, so that a recorded answer cannot be replayed. */
+export function newNonce(): string { return randomBytes(16).toString("base64url"); }

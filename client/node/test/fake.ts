@@ -1,0 +1,166 @@
+// An in-process fake seatd that signs lease certificates with a key of the
+// test's own (Node's crypto), and can spoil them: the server a customer
+// might run to get seats for nothing, or a broken one.
+import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
+import { create, fromBinary, toBinary, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
+import { durationFromMs, timestampFromMs, durationMs } from "@bufbuild/protobuf/wkt";
+import * as grpc from "@grpc/grpc-js";
+import { seatdv1 } from "../src/index.js";
+
+const b64url = (b: Buffer | string) => Buffer.from(b).toString("base64url");
+
+/** Signer is an Ed25519 key with a kid, signing as seatd does. */
+export class Signer {
+  readonly key: KeyObject;
+  readonly pub: KeyObject;
+  constructor(readonly kid: string) {
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    this.key = privateKey;
+    this.pub = publicKey;
+  }
+
+  jwk(): Record<string, string> {
+    const { x } = this.pub.export({ format: "jwk" });
+    return { kty: "OKP", crv: "Ed25519", x: x!, kid: this.kid, use: "sig", alg: "EdDSA" };
+  }
+
+  sign(claims: object, header: object = { alg: "EdDSA", kid: this.kid }, by: Signer = this): string {
+    const h = b64url(JSON.stringify(header));
+    const p = b64url(JSON.stringify(claims));
+    return `${h}.${p}.${b64url(sign(null, Buffer.from(`${h}.${p}`), by.key))}`;
+  }
+}
+
+export const jwks = (...signers: Signer[]) => JSON.stringify({ keys: signers.map((s) => s.jwk()) });
+
+export type Forgery = "missing" | "other key" | "unknown kid" | "other nonce" | "later exp" | "other lease" | "other fingerprint" | "one byte changed" | "alg none";
+export const forgeries: Forgery[] = ["missing", "other key", "unknown kid", "other nonce", "later exp", "other lease", "other fingerprint", "one byte changed", "alg none"];
+
+export function claims(leaseId: string, fingerprint: string, deadlineMs: number, nonce: string, borrowed = false): Record<string, unknown> {
+  return { iss: "seatd", sub: leaseId, lease_id: leaseId, tenant_id: "default", license_id: "lic-1", fingerprint, iat: Math.floor(Date.now() / 1000), exp: Math.floor(deadlineMs / 1000), borrowed, nonce };
+}
+
+/** certificate signs c with signer, spoiled by forge. */
+export function certificate(signer: Signer, c: Record<string, unknown>, forge?: Forgery): string {
+  switch (forge) {
+    case "missing": return "";
+    case "other key": return signer.sign(c, undefined, new Signer(signer.kid));
+    case "unknown kid": return new Signer(signer.kid + "-unknown").sign(c);
+    case "other nonce": c.nonce = "recorded-earlier"; break;
+    case "later exp": c.exp = (c.exp as number) + 3600; break;
+    case "other lease": c.sub = c.lease_id = "lease-other"; break;
+    case "other fingerprint": c.fingerprint = "another-machine"; break;
+    case "alg none": return `${b64url(JSON.stringify({ alg: "none", kid: signer.kid }))}.${b64url(JSON.stringify(c))}.`;
+  }
+  const token = signer.sign(c);
+  if (forge !== "one byte changed") return token;
+  const [h, p, s] = token.split(".") as [string, string, string];
+  const raw = Buffer.from(p, "base64url");
+  const i = raw.indexOf('"fingerprint":"') + '"fingerprint":"'.length;
+  raw[i] = raw[i]! ^ 1;
+  return `${h}.${b64url(raw)}.${s}`;
+}
+
+interface FakeLease { token: string; fingerprint: string; deadlineMs: number; borrowed: boolean; live: boolean }
+
+function handler(m: DescMethod): grpc.MethodDefinition<unknown, unknown> {
+  const ser = (d: DescMessage) => (v: unknown) => Buffer.from(toBinary(d, create(d, v as never)));
+  const de = (d: DescMessage) => (b: Buffer) => fromBinary(d, b);
+  return {
+    path: `/${m.parent.typeName}/${m.name}`, originalName: m.localName,
+    requestStream: m.methodKind === "client_streaming" || m.methodKind === "bidi_streaming",
+    responseStream: m.methodKind === "server_streaming" || m.methodKind === "bidi_streaming",
+    requestSerialize: ser(m.input), requestDeserialize: de(m.input),
+    responseSerialize: ser(m.output), responseDeserialize: de(m.output),
+  };
+}
+
+/** FakeSeatd keeps leases in memory and signs their certificates with
+ * signer (none sent when undefined), spoiled by forge. */
+export class FakeSeatd {
+  readonly server = new grpc.Server();
+  address = "";
+  forge?: Forgery;
+  lend = true; // false: ignore borrow_duration, as a server without borrowing
+  beats = 0;
+  readonly leases = new Map<string, FakeLease>();
+
+  constructor(public signer: Signer | undefined, readonly ttlMs = 5000, readonly intervalMs = 100) {
+    const seat = seatdv1.SeatService.method;
+    const hb = seatdv1.HeartbeatService.method;
+    const def = (methods: DescMethod[]) => Object.fromEntries(methods.map((m) => [m.localName, handler(m)]));
+    this.server.addService(def([seat.acquireSeat, seat.releaseSeat, seat.waitForSeat, seat.getSigningKeys]), {
+      acquireSeat: (call: grpc.ServerUnaryCall<seatdv1.AcquireSeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        const r = call.request;
+        cb(null, this.#grant(r.fingerprint, r.nonce, r.borrowDuration ? durationMs(r.borrowDuration) : 0));
+      },
+      releaseSeat: (call: grpc.ServerUnaryCall<seatdv1.ReleaseSeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        const l = this.leases.get(call.request.leaseId);
+        if (!l || l.token !== call.request.leaseToken) return cb({ code: grpc.status.NOT_FOUND, details: "no such lease" });
+        l.live = false;
+        cb(null, {});
+      },
+      waitForSeat: (call: grpc.ServerWritableStream<seatdv1.WaitForSeatRequest, unknown>) => {
+        call.write({ event: { case: "position", value: { position: 1, queueLength: 1, ticket: "w1" } } });
+        call.write({ event: { case: "granted", value: this.#grant(call.request.fingerprint, call.request.nonce, 0) } });
+        call.end();
+      },
+      getSigningKeys: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { keys: this.signer ? [this.signer.jwk()] : [] }),
+    });
+    this.server.addService(def([hb.heartbeat, hb.heartbeatStream]), {
+      heartbeat: (call: grpc.ServerUnaryCall<seatdv1.HeartbeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        const r = this.#beat(call.request.leaseId, call.request.leaseToken, call.request.nonce);
+        if (!r) return cb({ code: grpc.status.NOT_FOUND, details: "no such lease" });
+        cb(null, { expiresAt: timestampFromMs(r[0]), heartbeatInterval: durationFromMs(this.intervalMs), leaseCertificate: r[1] });
+      },
+      heartbeatStream: (call: grpc.ServerDuplexStream<seatdv1.HeartbeatStreamRequest, unknown>) => {
+        let id = "";
+        let token = "";
+        call.on("data", (req: seatdv1.HeartbeatStreamRequest) => {
+          if (!id) [id, token] = [req.leaseId, req.leaseToken];
+          const r = this.#beat(id, token, req.nonce);
+          if (!r) return call.destroy(Object.assign(new Error("no such lease"), { code: grpc.status.NOT_FOUND }));
+          call.write({ expiresAt: timestampFromMs(r[0]), heartbeatInterval: durationFromMs(this.intervalMs), leaseCertificate: r[1] });
+        });
+        call.on("end", () => call.end());
+        call.on("error", () => {});
+      },
+    });
+  }
+
+  async start(): Promise<this> {
+    const port = await new Promise<number>((resolve, reject) =>
+      this.server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    this.address = `127.0.0.1:${port}`;
+    return this;
+  }
+
+  stop(): void { this.server.forceShutdown(); }
+
+  live(): number { return [...this.leases.values()].filter((l) => l.live).length; }
+
+  #cert(id: string, nonce: string): string {
+    const l = this.leases.get(id)!;
+    return this.signer ? certificate(this.signer, claims(id, l.fingerprint, l.deadlineMs, nonce, l.borrowed), this.forge) : "";
+  }
+
+  #grant(fingerprint: string, nonce: string, borrowMs: number) {
+    const id = `lease-${this.leases.size + 1}`;
+    const borrowed = borrowMs > 0 && this.lend;
+    const now = Date.now();
+    const deadlineMs = now + (borrowed ? borrowMs : this.ttlMs);
+    this.leases.set(id, { token: `token-${id}`, fingerprint, deadlineMs, borrowed, live: true });
+    return {
+      lease: { id, licenseId: "lic-1", fingerprint, borrowed, acquiredAt: timestampFromMs(now), lastHeartbeatAt: timestampFromMs(now), expiresAt: timestampFromMs(deadlineMs) },
+      leaseToken: `token-${id}`, heartbeatInterval: durationFromMs(this.intervalMs), seatsInUse: 1, seatLimit: 10, leaseCertificate: this.#cert(id, nonce),
+    };
+  }
+
+  #beat(id: string, token: string, nonce: string): [number, string] | undefined {
+    const l = this.leases.get(id);
+    if (!l || l.token !== token || !l.live) return undefined;
+    l.deadlineMs = Date.now() + this.ttlMs;
+    this.beats++;
+    return [l.deadlineMs, this.#cert(id, nonce)];
+  }
+}
