@@ -154,7 +154,7 @@ func TestConsoleSignInSeatsRevokeAndUsage(t *testing.T) {
 	// Change the seats from 3 to 4 and the TTL to 10 minutes.
 	b.run("edit the seats", chromedp.SetValue(chromedp.CSS("#edit-seats"), "4"), chromedp.SetValue(chromedp.CSS("#edit-ttl"), "600"),
 		chromedp.Click(chromedp.CSS("#edit-save")))
-	b.waitFor("the save", `(document.querySelector('#edit-status .ok') || {}).textContent === 'Saved: 4 seats, lease TTL 10 min 0 s, active.'`)
+	b.waitFor("the save", `(document.querySelector('#edit-status .ok') || {}).textContent === 'Saved: 4 seats, lease TTL 10 min, active.'`)
 	got := p.do(t, "GET", "/v1/admin/licenses/"+acmeID, p.OperatorKey, nil).requireCode(t, http.StatusOK)
 	require.Equal(t, 4.0, got.num(t, "seats"))
 	require.Equal(t, "600s", got.str(t, "leaseTtl"))

@@ -82,13 +82,15 @@ export function seconds(duration) {
   return Number.parseFloat(String(duration).replace(/s$/, '')) || 0;
 }
 
-// span says a number of seconds the way people read it: "4 min 12 s".
+// span says a number of seconds the way people read it, in its two
+// largest units, a zero second one left out: "4 min 12 s", "5 min", "1 h".
 export function span(sec) {
   sec = Math.round(Math.abs(sec));
+  const two = (n1, u1, n2, u2) => (n2 ? `${n1} ${u1} ${n2} ${u2}` : `${n1} ${u1}`);
   if (sec < 60) return `${sec} s`;
-  if (sec < 3600) return `${Math.floor(sec / 60)} min ${sec % 60} s`;
-  if (sec < 86400) return `${Math.floor(sec / 3600)} h ${Math.floor((sec % 3600) / 60)} min`;
-  return `${Math.floor(sec / 86400)} d ${Math.floor((sec % 86400) / 3600)} h`;
+  if (sec < 3600) return two(Math.floor(sec / 60), 'min', sec % 60, 's');
+  if (sec < 86400) return two(Math.floor(sec / 3600), 'h', Math.floor((sec % 3600) / 60), 'min');
+  return two(Math.floor(sec / 86400), 'd', Math.floor((sec % 86400) / 3600), 'h');
 }
 
 // until says how long from now until ts: "in 4 min 12 s", or "3 s ago".
