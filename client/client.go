@@ -262,8 +262,9 @@ func (c *Client) giveBack(ctx context.Context, leaseID, leaseToken string) {
 
 // ReleaseSeat gives back a seat known only by its id and token: a borrowed
 // lease returned early after the product restarted, say (Lease.Release is
-// the way for a Lease in hand). A lease that already ended is an error
-// (errors.Is(err, ErrLeaseLost): LEASE_EXPIRED, LEASE_RELEASED, ...).
+// the way for a Lease in hand). Releasing again is fine; a lease that
+// expired or was revoked meanwhile is an error (errors.Is(err,
+// ErrLeaseLost), Reason LEASE_EXPIRED or LEASE_REVOKED).
 func (c *Client) ReleaseSeat(ctx context.Context, leaseID, leaseToken string) error {
 	_, err := c.seats.ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: leaseID, LeaseToken: leaseToken})
 	return wrap(err)

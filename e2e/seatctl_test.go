@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"sigs.k8s.io/yaml"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
@@ -276,6 +277,8 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	require.Nil(t, gl.GetLicense().GetExpiresAt())
 	c.fails(ctlUsage, "licenses", "update", lic.GetId())
 	c.fails(ctlUsage, "licenses", "update", lic.GetId(), "--seats", "0")
+	require.Regexp(t, `STRATEGY\s+MAX BORROW\s+EXPIRES`, c.ok("licenses", "ls"))
+	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+.*\sfingerprint\s+off\s`, c.ok("licenses", "ls"), "no borrowing by default")
 	c.fails(ctlUsage, "licenses", "create", "--seats", "1", "--strategy", "nobody")
 	c.fails(ctlNotFound, "licenses", "update", "lic_nosuchlicense", "--seats", "4")
 
@@ -295,6 +298,8 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	for _, want := range []string{"laptop-1", "laptop-2", "host-laptop-1", "ann", "active", "in "} {
 		require.Contains(t, table, want)
 	}
+	require.Regexp(t, `ID\s+STATE\s+BORROWED\s+USER\s+HOST\s+FINGERPRINT\s`, table)
+	require.Regexp(t, leaseIDs[1]+`\s+active\s+no\s+ann\s+host-laptop-2\s`, table)
 	var rl seatdv1.Lease
 	c.json(&rl, "leases", "revoke", leaseIDs[0], "--reason", "seatctl test")
 	require.Equal(t, seatdv1.LeaseState_LEASE_STATE_REVOKED, rl.GetState())
@@ -306,6 +311,56 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	c.fails(ctlNotFound, "leases", "revoke", "lse_nosuchlease")
 	c.ok("leases", "revoke", leaseIDs[0]) // revoking again answers the revoked lease
 	c.fails(ctlNotFound, "leases", "ls", "lic_nosuchlicense")
+
+	// ---- borrowing: shown in licenses and leases; a borrowed lease cannot be revoked ----
+	var blic seatdv1.License
+	c.json(&blic, "licenses", "create", "--name", "Borrowable", "--seats", "2", "--max-borrow", "72h", "--max-borrowed-seats", "1")
+	require.Equal(t, 72*time.Hour, blic.GetMaxBorrowDuration().AsDuration())
+	require.EqualValues(t, 1, blic.GetMaxBorrowedSeats())
+	require.Regexp(t, `max borrow\s+3d \(1 seat\)`, c.ok("licenses", "get", blic.GetId()))
+	require.Regexp(t, blic.GetId()+`\s+Borrowable\s+.*\s3d \(1 seat\)\s`, c.ok("licenses", "ls"))
+	c.json(&blic, "licenses", "update", blic.GetId(), "--max-borrowed-seats", "2")
+	require.EqualValues(t, 2, blic.GetMaxBorrowedSeats())
+	require.Equal(t, 72*time.Hour, blic.GetMaxBorrowDuration().AsDuration(), "fields not named stay")
+	br, err := p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: blic.GetKey(), Fingerprint: "travel-laptop", User: "bob",
+		BorrowDuration: durationpb.New(24 * time.Hour)})
+	require.NoError(t, err)
+	require.True(t, br.GetLease().GetBorrowed())
+	table = c.ok("leases", "ls", blic.GetId())
+	require.Regexp(t, br.GetLease().GetId()+`\s+active\s+yes\s+bob\s`, table)
+	require.Contains(t, c.fails(ctlRefused, "leases", "revoke", br.GetLease().GetId()), "LEASE_BORROWED")
+	c.json(&leases, "leases", "ls", blic.GetId(), "--state", "active")
+	require.Len(t, leases.GetLeases(), 1, "the borrowed lease keeps its seat")
+	require.True(t, leases.GetLeases()[0].GetBorrowed())
+
+	// ---- signing keys and the JWKS (a tenant of its own, so that the rotation disturbs nobody) ----
+	var sks seatdv1.ListSigningKeysResponse
+	c.json(&sks, "--tenant", tenantID, "signing-keys", "ls")
+	wantSks, err := admin.ListSigningKeys(op, &seatdv1.ListSigningKeysRequest{TenantId: tenantID})
+	require.NoError(t, err)
+	requireProtoEqual(t, wantSks.GetSigningKeys(), sks.GetSigningKeys(), "signing-keys ls -o json vs ListSigningKeys")
+	require.Len(t, sks.GetSigningKeys(), 1, "a tenant gets its first key with it")
+	oldKid := sks.GetSigningKeys()[0].GetKid()
+	require.Regexp(t, `KID\s+STATE\s+CREATED\s+RETIRED\s+PUBLISHED UNTIL`, c.ok("--tenant", tenantID, "signing-keys", "ls"))
+	require.Regexp(t, oldKid+`\s+signing\s`, c.ok("--tenant", tenantID, "signing-keys", "ls"))
+	// seatctl jwks needs no key, and prints what the REST route serves.
+	noKeyCtl := ctl{t: t, bin: bin, addr: p.GRPCAddr}
+	jwksOut := noKeyCtl.ok("--tenant", tenantID, "jwks")
+	require.JSONEq(t, string(restJWKS(t, p, tenantID)), jwksOut)
+	require.Contains(t, jwksOut, oldKid)
+	require.NotContains(t, noKeyCtl.ok("jwks"), oldKid, "the default tenant has keys of its own")
+	var rotated seatdv1.SigningKey
+	c.json(&rotated, "--tenant", tenantID, "signing-keys", "rotate")
+	require.NotEqual(t, oldKid, rotated.GetKid())
+	require.Nil(t, rotated.GetRetireTime())
+	table = c.ok("--tenant", tenantID, "signing-keys", "ls")
+	require.Regexp(t, rotated.GetKid()+`\s+signing\s`, table)
+	require.Regexp(t, oldKid+`\s+retired\s`, table)
+	eventually(t, 30*time.Second, "the new key in seatctl jwks", func() bool {
+		out := noKeyCtl.ok("--tenant", tenantID, "jwks")
+		return strings.Contains(out, rotated.GetKid()) && strings.Contains(out, oldKid)
+	})
+	tc.fails(ctlPermission, "--key-file", keyFile, "signing-keys", "rotate") // the revoked API key
 
 	// ---- status ----
 	table = c.ok("status")

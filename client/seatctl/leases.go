@@ -63,13 +63,13 @@ func leaseListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			now := time.Now()
-			t := newTable(g.stdout, "ID", "STATE", "USER", "HOST", "FINGERPRINT", "ACQUIRED", "LAST HEARTBEAT", "EXPIRES")
+			t := newTable(g.stdout, "ID", "STATE", "BORROWED", "USER", "HOST", "FINGERPRINT", "ACQUIRED", "LAST HEARTBEAT", "EXPIRES")
 			for _, l := range all {
 				expires := fmtUntil(l.GetExpiresAt(), now)
 				if l.GetState() != seatdv1.LeaseState_LEASE_STATE_ACTIVE {
 					expires = "ended " + fmtTime(l.GetEndedAt())
 				}
-				t.row(l.GetId(), stateName(l.GetState()), l.GetUser(), l.GetHostname(), l.GetFingerprint(),
+				t.row(l.GetId(), stateName(l.GetState()), yesNo(l.GetBorrowed()), l.GetUser(), l.GetHostname(), l.GetFingerprint(),
 					fmtTime(l.GetAcquiredAt()), fmtTime(l.GetLastHeartbeatAt()), expires)
 			}
 			return t.flush()
@@ -84,7 +84,7 @@ func leaseRevokeCmd(g *globals) *cobra.Command {
 	var reason string
 	c := &cobra.Command{
 		Use:   "revoke LEASE_ID [--reason TEXT]",
-		Short: "End a lease now; its holder's next heartbeat fails",
+		Short: "End a lease now; its holder's next heartbeat fails (a borrowed lease cannot be revoked)",
 		Args:  exactArgs("LEASE_ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			resp, err := call(g, c, seatdv1.AdminServiceClient.RevokeLease, &seatdv1.RevokeLeaseRequest{LeaseId: args[0], TenantId: g.tenant, Reason: reason})

@@ -45,6 +45,8 @@ type licenseFlags struct {
 	expiresAt     string
 	active        bool
 	metadata      map[string]string
+	maxBorrow     time.Duration
+	maxBorrowed   int32
 }
 
 func (lf *licenseFlags) register(c *cobra.Command, forUpdate bool) {
@@ -57,6 +59,8 @@ func (lf *licenseFlags) register(c *cobra.Command, forUpdate bool) {
 	f.StringVar(&lf.strategy, "strategy", "", "which acquisitions share a lease: fingerprint, user, hostname or acquisition")
 	f.StringVar(&lf.expiresAt, "expires-at", "", "no new seats after this instant (RFC 3339 or YYYY-MM-DD; \"never\" on update clears it)")
 	f.StringToStringVar(&lf.metadata, "metadata", nil, "key=value pairs (replaces all metadata on update)")
+	f.DurationVar(&lf.maxBorrow, "max-borrow", 0, "longest a seat may be borrowed for offline use, e.g. 72h (0: no borrowing; at most 720h)")
+	f.Int32Var(&lf.maxBorrowed, "max-borrowed-seats", 0, "seats that may be borrowed at once (0: as many as there are seats)")
 	if forUpdate {
 		f.BoolVar(&lf.active, "active", true, "whether the license grants new seats (--active=false switches it off)")
 	} else {
@@ -103,6 +107,8 @@ func (lf *licenseFlags) build(c *cobra.Command, forUpdate bool) (*seatdv1.Licens
 			return nil
 		}),
 		set("metadata", "metadata", func() error { l.Metadata = lf.metadata; return nil }),
+		set("max-borrow", "max_borrow_duration", func() error { l.MaxBorrowDuration = durationpb.New(lf.maxBorrow); return nil }),
+		set("max-borrowed-seats", "max_borrowed_seats", func() error { l.MaxBorrowedSeats = lf.maxBorrowed; return nil }),
 	}
 	if forUpdate {
 		errs = append(errs, set("active", "active", func() error { l.Active = proto.Bool(lf.active); return nil }))
@@ -159,10 +165,10 @@ func licenseListCmd(g *globals) *cobra.Command {
 			if done, err := g.emit(&seatdv1.ListLicensesResponse{Licenses: all}); done {
 				return err
 			}
-			t := newTable(g.stdout, "ID", "NAME", "IN USE", "SEATS", "OVERDRAFT", "TTL", "STRATEGY", "EXPIRES", "ACTIVE")
+			t := newTable(g.stdout, "ID", "NAME", "IN USE", "SEATS", "OVERDRAFT", "TTL", "STRATEGY", "MAX BORROW", "EXPIRES", "ACTIVE")
 			for _, l := range all {
 				t.row(l.GetId(), l.GetName(), fmt.Sprint(l.GetSeatsInUse()), fmt.Sprint(l.GetSeats()), fmt.Sprint(l.GetOverdraft()),
-					fmtDuration(l.GetLeaseTtl()), strategyName(l.GetLeasingStrategy()), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()))
+					fmtDuration(l.GetLeaseTtl()), strategyName(l.GetLeasingStrategy()), maxBorrow(l), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()))
 			}
 			return t.flush()
 		},
@@ -220,7 +226,7 @@ func licenseUpdateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if len(mask) == 0 {
-				return usageErrorf("nothing to change: give at least one of --name, --seats, --overdraft, --ttl, --revival-window, --strategy, --expires-at, --active, --metadata")
+				return usageErrorf("nothing to change: give at least one of --name, --seats, --overdraft, --ttl, --revival-window, --strategy, --expires-at, --active, --metadata, --max-borrow, --max-borrowed-seats")
 			}
 			l.Id = args[0]
 			resp, err := call(g, c, seatdv1.AdminServiceClient.UpdateLicense, &seatdv1.UpdateLicenseRequest{
@@ -274,6 +280,7 @@ func (g *globals) printLicense(l *seatdv1.License) error {
 	t.row("lease ttl", fmtDuration(l.GetLeaseTtl()))
 	t.row("revival window", fmtDuration(l.GetRevivalWindow()))
 	t.row("strategy", strategyName(l.GetLeasingStrategy()))
+	t.row("max borrow", maxBorrow(l))
 	t.row("active", yesNo(l.GetActive()))
 	t.row("expires", fmtTime(l.GetExpiresAt()))
 	keys := make([]string, 0, len(l.GetMetadata()))
@@ -287,6 +294,21 @@ func (g *globals) printLicense(l *seatdv1.License) error {
 	t.row("created", fmtTime(l.GetCreateTime()))
 	t.row("updated", fmtTime(l.GetUpdateTime()))
 	return t.flush()
+}
+
+// maxBorrow is how long a seat may be borrowed ("off": not at all), with
+// the borrowed-seat limit when there is one: "3d (2 seats)".
+func maxBorrow(l *seatdv1.License) string {
+	d := l.GetMaxBorrowDuration().AsDuration()
+	switch n := l.GetMaxBorrowedSeats(); {
+	case d <= 0:
+		return "off"
+	case n == 1:
+		return fmtDuration(l.GetMaxBorrowDuration()) + " (1 seat)"
+	case n > 1:
+		return fmt.Sprintf("%s (%d seats)", fmtDuration(l.GetMaxBorrowDuration()), n)
+	}
+	return fmtDuration(l.GetMaxBorrowDuration())
 }
 
 // completeLicenses offers license ids (with names) to shell completion.

@@ -70,7 +70,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "seatctl",
-		Short: "Administer a seatd server: licenses, leases, tenants, API keys, cleanup, reports",
+		Short: "Administer a seatd server: licenses, leases, tenants, API keys, signing keys, cleanup, reports",
 		Long: `seatctl administers a seatd server over gRPC (AdminService).
 
 The address, key and TLS settings come from flags or the environment:
@@ -116,6 +116,8 @@ or unavailable, 6 refused (already exists, quota, failed precondition).`,
 		cleanupCmd(g),
 		reportCmd(g),
 		exportCmd(g),
+		signingKeysCmd(g),
+		jwksCmd(g),
 	)
 	return root
 }
@@ -157,20 +159,32 @@ func (g *globals) admin(cmd *cobra.Command) (seatdv1.AdminServiceClient, context
 		return nil, nil, nil, err
 	}
 	if g.adminClient == nil {
-		creds, err := g.transport()
+		conn, err := g.dial()
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		conn, err := grpc.NewClient(g.addr, grpc.WithTransportCredentials(creds))
-		if err != nil {
-			return nil, nil, nil, usageErrorf("--addr %q: %v", g.addr, err)
-		}
-		g.conn = conn
 		g.adminClient = seatdv1.NewAdminServiceClient(conn)
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+key)
 	return g.adminClient, ctx, cancel, nil
+}
+
+// dial connects to seatd once (--addr, TLS flags); the calls share it.
+func (g *globals) dial() (*grpc.ClientConn, error) {
+	if g.conn != nil {
+		return g.conn, nil
+	}
+	creds, err := g.transport()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(g.addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, usageErrorf("--addr %q: %v", g.addr, err)
+	}
+	g.conn = conn
+	return conn, nil
 }
 
 // call makes one AdminService call (a method expression such as

@@ -121,8 +121,8 @@ export class Client implements AsyncDisposable {
   }
 
   /** Gives back a seat known by its id and token (a borrowed one returned
-   * early after a restart). Throws LeaseExpiredError etc. when the lease
-   * already ended. */
+   * early after a restart). Releasing again is fine; throws
+   * LeaseExpiredError or LeaseRevokedError when the lease ended otherwise. */
   async releaseSeat(leaseId: string, leaseToken: string, call: CallOptions = {}): Promise<void> {
     await this.conn.unary(SeatService.method.releaseSeat, { leaseId, leaseToken }, { timeoutMs: this.timing.callTimeoutMs, ...call });
   }

@@ -205,8 +205,8 @@ class Client(_Connected):
 
     def release_seat(self, lease_id, lease_token, timeout=None):
         """Gives back a seat known by its id and token (a borrowed one
-        returned early after a restart). Raises LeaseExpired etc. when the
-        lease already ended."""
+        returned early after a restart). Releasing again is fine; raises
+        LeaseExpired or LeaseRevoked when the lease ended otherwise."""
         _call(self._seats.ReleaseSeat, seat_service_pb2.ReleaseSeatRequest(lease_id=lease_id, lease_token=lease_token),
               timeout=timeout or self.t.call_timeout)
 
