@@ -289,8 +289,3 @@ func (b *browser) screenshot(name string) string {
 	b.t.Logf("screenshot: %s", path)
 	return path
 }
-
-// js quotes s as a JavaScript string literal.
-func js(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`).Replace(s) + "'"
-}
