@@ -83,8 +83,8 @@ func walkSigningKeys(b *bolt.Bucket, tenantID string, f func(key []byte, k serve
 	c := b.Cursor()
 	// The last key of the prefix: seek past it, then step back.
 	end := append(bytes.Clone(pfx), 0xff)
-	k, v := c.Seek(end)
-	if k == nil {
+	var k, v []byte
+	if k, _ = c.Seek(end); k == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()

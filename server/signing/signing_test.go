@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -486,9 +487,14 @@ func TestKeysPrintWithoutTheirPrivateHalf(t *testing.T) {
 	var logs bytes.Buffer
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("key", "key", k)
 	secret := base64.StdEncoding.EncodeToString(k.PrivateKey)
+	var digits []string
+	for _, b := range k.PrivateKey[:8] {
+		digits = append(digits, strconv.Itoa(int(b)))
+	}
+	printed := strings.Join(digits, " ")
 	for _, out := range []string{fmt.Sprint(k), fmt.Sprintf("%+v", k), fmt.Sprintf("%#v", k), fmt.Sprintf("%v", []server.SigningKey{k}), logs.String()} {
 		require.Contains(t, out, k.ID)
 		require.NotContains(t, out, secret)
-		require.NotContains(t, out, fmt.Sprint(k.PrivateKey[:8]))
+		require.NotContains(t, out, printed, "the bytes as fmt prints a []byte")
 	}
 }
