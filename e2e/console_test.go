@@ -199,10 +199,15 @@ func TestConsoleShowsAPIErrorsAsStated(t *testing.T) {
 	p.do(t, "POST", "/v1/admin/tenants", p.OperatorKey, map[string]any{"id": "acme-corp", "name": "ACME Corp"}).requireCode(t, http.StatusOK)
 	apiKey := p.do(t, "POST", "/v1/admin/tenants/acme-corp/api-keys", p.OperatorKey, map[string]any{"name": "console"}).
 		requireCode(t, http.StatusOK).str(t, "secret")
-	lic := p.do(t, "POST", "/v1/admin/licenses", apiKey, map[string]any{"name": "ACME Corp — CAD Pro, floating", "seats": 25}).
-		requireCode(t, http.StatusOK)
+	lic := p.do(t, "POST", "/v1/admin/licenses", apiKey, map[string]any{
+		"name": "ACME Corp — CAD Pro, floating", "seats": 25, "maxBorrowDuration": "86400s", "maxBorrowedSeats": 2,
+	}).requireCode(t, http.StatusOK)
 	licID := lic.str(t, "id")
 	consoleAcquire(t, p, lic.str(t, "key"), "frank.with.a.long.user.name@example.com", "build-agent-0042.eu-west.example.com")
+	// A seat borrowed for offline use cannot be revoked: no Revoke for it.
+	borrowed := p.do(t, "POST", "/v1/leases", "", map[string]any{
+		"licenseKey": lic.str(t, "key"), "fingerprint": "fp-grace", "user": "grace", "hostname": "laptop-grace", "borrowDuration": "7200s",
+	}).requireCode(t, http.StatusOK)
 
 	// What the API says to each, asked directly.
 	wrongKey := p.do(t, "GET", "/v1/admin/licenses?pageSize=1", "not-a-key", nil).requireCode(t, http.StatusUnauthorized)
@@ -226,7 +231,7 @@ func TestConsoleShowsAPIErrorsAsStated(t *testing.T) {
 	// status is the operator's, and the page says so as the API does.
 	b.run("sign in with the API key", chromedp.SetValue(chromedp.CSS("#key"), apiKey),
 		chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)))
-	b.waitFor("the license at 1 / 25", inUse(licID)+` === '1 / 25'`)
+	b.waitFor("the license at 2 / 25", inUse(licID)+` === '2 / 25'`)
 	b.waitFor("the cleanup refusal", `document.querySelector('#cleanup .error-message') !== null`)
 	require.Equal(t, refusedStatus.str(t, "message"), eval[string](b, `document.querySelector('#cleanup .error-message').textContent`))
 	require.True(t, eval[bool](b, noSideScroll), "the overview fits 375 px")
@@ -236,6 +241,11 @@ func TestConsoleShowsAPIErrorsAsStated(t *testing.T) {
 	// A change the API refuses: its message, verbatim.
 	b.run("open the license", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))))
 	b.waitFor("the edit form", `document.getElementById('edit-seats') !== null`)
+	graceRow := fmt.Sprintf(`document.querySelector('tr[data-lease-id="%s"]')`, borrowed.str(t, "lease.id"))
+	b.waitFor("grace's borrowed lease", graceRow+` !== null`)
+	require.True(t, eval[bool](b, graceRow+`.querySelector('button') === null`), "no Revoke for a borrowed seat")
+	require.Contains(t, eval[string](b, graceRow+`.innerText`), "cannot be revoked")
+	require.Contains(t, eval[string](b, `document.getElementById('license-facts').innerText`), "up to 1 d offline, 2 seats at once")
 	b.run("ask for 2,000,000 seats", chromedp.SetValue(chromedp.CSS("#edit-seats"), "2000000"), chromedp.Click(chromedp.CSS("#edit-save")))
 	b.waitFor("the refusal", `document.querySelector('#edit-status .error-message') !== null`)
 	require.Equal(t, tooMany.str(t, "message"), eval[string](b, `document.querySelector('#edit-status .error-message').textContent`))

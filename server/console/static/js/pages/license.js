@@ -101,6 +101,9 @@ function licenseFacts(l) {
       l.overdraft ? ` (+${l.overdraft} overdraft)` : '']],
     ['Waiting', num(l.waiting)],
     ['Lease TTL', span(seconds(l.leaseTtl))],
+    ['Borrowing', seconds(l.maxBorrowDuration) > 0
+      ? `up to ${span(seconds(l.maxBorrowDuration))} offline, ${l.maxBorrowedSeats ? `${l.maxBorrowedSeats} seats at once` : 'any of its seats'}`
+      : 'not allowed'],
     ['State', l.active ? h('span', {class: 'badge ok'}, 'active') : h('span', {class: 'badge off'}, 'inactive')],
     ['Expires', l.expiresAt ? [when(l.expiresAt), ` (${until(l.expiresAt)})`] : 'never'],
     ['Tenant', h('code', {}, l.tenantId)],
@@ -122,12 +125,23 @@ function leaseTable(leases, onRevoke) {
       h('td', {}, when(l.acquiredAt)),
       h('td', {}, when(l.lastHeartbeatAt)),
       h('td', {}, active ? until(l.expiresAt, now) : [STATES[l.state] || l.state, ' ', when(l.endedAt)]),
-      h('td', {}, active ? h('button', {
-        type: 'button', class: 'danger small', 'aria-label': `Revoke the lease of ${who} on ${l.hostname || 'an unknown host'}`,
-        onclick: () => onRevoke(l),
-      }, 'Revoke') : null));
+      h('td', {}, revocable(l, who, onRevoke)));
   });
   return table('Leases', ['User', 'Host', 'Fingerprint', 'Acquired', 'Last heartbeat', 'Expires in', 'Action'], rows, {class: 'leases'});
+}
+
+// revocable is a live lease's action: Revoke, except for a borrowed seat,
+// which holds until its deadline (its certificate stays valid offline).
+function revocable(l, who, onRevoke) {
+  if (l.state !== 'LEASE_STATE_ACTIVE') return null;
+  if (l.borrowed) {
+    return h('span', {class: 'borrowed'}, h('span', {class: 'badge off'}, 'borrowed'),
+      h('span', {class: 'sub'}, ' offline until it expires; cannot be revoked'));
+  }
+  return h('button', {
+    type: 'button', class: 'danger small', 'aria-label': `Revoke the lease of ${who} on ${l.hostname || 'an unknown host'}`,
+    onclick: () => onRevoke(l),
+  }, 'Revoke');
 }
 
 function editForm(license, onSaved, page) {
