@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { Backend, modes, newLicense, operatorKey, sleep, until, type Seatd } from "./harness.js";
-import { AdminClient, Client, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, seatdv1, serviceConfig, type Log } from "../src/index.js";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import { AdminClient, BadCertificateError, CertificateExpiredError, Client, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, SigningKeys, seatdv1, serviceConfig, verifyOffline, type Log, type SeatdError } from "../src/index.js";
 
 /** A log that keeps what it hears, to assert on reconnects and fallbacks. */
 function recorder(): Log & { messages: string[] } {
@@ -225,6 +226,59 @@ for (const mode of modes) {
       await plain.close();
       admin.close();
       await t.stop();
+    });
+
+    test("certificates: verified with the JWKS from /v1/tenants/default/jwks.json; another tenant's JWKS refuses them", async () => {
+      const jwks = await (await fetch(`http://${s.httpAddr}/v1/tenants/default/jwks.json`)).text();
+      assert.deepEqual(new SigningKeys(await client.fetchSigningKeys()).keyIds, new SigningKeys(jwks).keyIds);
+      const lic = await newLicense(s, 2, 2000);
+      const c = mk(s.grpcAddr, { signingKeys: jwks });
+      const lease = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1" });
+      const got = verifyOffline(lease.certificate, jwks);
+      assert.deepEqual([got.leaseId, got.licenseId, got.fingerprint, got.tenantId, got.borrowed], [lease.id, lic.id, "fp-1", "default", false]);
+      const first = lease.certificate;
+      await until(5000, "a verified heartbeat's certificate", () => lease.certificate !== first);
+      const holder = await c.lease({ licenseKey: lic.key, fingerprint: "holder" });
+      const waiting = c.waitForSeat({ licenseKey: lic.key, fingerprint: "waiter" });
+      await holder.release();
+      const waited = await waiting;
+      verifyOffline(waited.certificate, jwks);
+      await waited.release();
+      assert.equal(lease.lost, false, String(lease.error));
+      await lease.release();
+
+      const admin = s.admin();
+      const tenantId = `node-${mode.slice(0, 4)}`;
+      await admin.createTenant({ tenant: { id: tenantId, name: "other" } });
+      admin.close();
+      const otherJwks = await (await fetch(`http://${s.httpAddr}/v1/tenants/${tenantId}/jwks.json`)).text();
+      const wrong = mk(s.grpcAddr, { signingKeys: otherJwks });
+      await assert.rejects(wrong.lease({ licenseKey: lic.key, fingerprint: "fp-2" }), (err) => err instanceof BadCertificateError && err.reason === "LEASE_CERTIFICATE_INVALID");
+      const listing = s.admin();
+      const active = await listing.listLeases({ licenseId: lic.id, state: seatdv1.LeaseState.ACTIVE });
+      listing.close();
+      assert.equal(active.leases.length, 0, "the refused seat was given back");
+    });
+
+    test("borrow: verifyOffline until the deadline, not revocable, releaseSeat returns it", async () => {
+      const jwks = await (await fetch(`http://${s.httpAddr}/v1/tenants/default/jwks.json`)).text();
+      const admin = s.admin();
+      const lic = (await admin.createLicense({ license: { name: "borrowable", seats: 2, maxBorrowDuration: durationFromMs(3600_000), maxBorrowedSeats: 1 } })).license!;
+      const c = mk(s.grpcAddr, { signingKeys: jwks });
+      const lease = await c.borrow({ licenseKey: lic.key, fingerprint: "travel-laptop" }, 1800_000);
+      assert.ok(lease.borrowed);
+      const got = verifyOffline(lease.certificate, jwks, Date.now() + 1700_000);
+      assert.ok(got.borrowed);
+      assert.deepEqual([got.fingerprint, got.licenseId], ["travel-laptop", lic.id]);
+      assert.throws(() => verifyOffline(lease.certificate, jwks, got.expiry), CertificateExpiredError);
+      await assert.rejects(c.borrow({ licenseKey: lic.key, fingerprint: "second" }, 60_000), (err: SeatdError) => err.reason === "BORROW_LIMIT_REACHED");
+      await assert.rejects(admin.revokeLease({ leaseId: lease.id, reason: "test" }), (err: SeatdError) => err.reason === "LEASE_BORROWED");
+      assert.equal((await admin.listLeases({ licenseId: lic.id, state: seatdv1.LeaseState.ACTIVE })).leases.length, 1, "the borrowed lease keeps its seat");
+      await c.releaseSeat(lease.id, lease.token);
+      assert.equal((await admin.listLeases({ licenseId: lic.id, state: seatdv1.LeaseState.ACTIVE })).leases.length, 0);
+      const plain = await newLicense(s, 1, 60_000);
+      await assert.rejects(c.borrow({ licenseKey: plain.key }, 60_000), (err: SeatdError) => err.reason === "BORROW_NOT_ALLOWED");
+      admin.close();
     });
 
     if (mode === "distributed") {

@@ -30,6 +30,7 @@ export class Seatd {
   readonly proc: ChildProcess;
   output = "";
   grpcAddr = "";
+  httpAddr = "";
   readonly exited: Promise<number | null>;
   readonly #dir: string;
 
@@ -45,9 +46,10 @@ export class Seatd {
   async ready(): Promise<this> {
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const m = /seatd serving.*\bgrpc[=":]+([0-9.:]+)/.exec(this.output);
+      const m = /seatd serving.*\bgrpc[=":]+([0-9.:]+).*\bhttp[=":]+([0-9.:]+)/.exec(this.output);
       if (m) {
         this.grpcAddr = m[1]!;
+        this.httpAddr = m[2]!;
         return this;
       }
       if (this.proc.exitCode !== null || Date.now() > deadline) throw new Error(`seatd did not start:\n${this.output}`);

@@ -11,8 +11,10 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.request
 
 import grpc
+from google.protobuf import duration_pb2
 
 import seatd
 from seatd.v1 import resources_pb2
@@ -243,6 +245,73 @@ class Base:
         with c.lease(lic.key, "holder"):
             with self.assertRaises(TimeoutError):
                 c.wait_for_seat(lic.key, "waiter", timeout=1)
+
+    def jwks(self, tenant="default"):
+        """The tenant's JWKS as a vendor fetches it at build time (REST, no key)."""
+        with urllib.request.urlopen("http://%s/v1/tenants/%s/jwks.json" % (self.server.http, tenant)) as r:
+            return r.read()
+
+    def test_certificates_verified(self):
+        """certificates: with the JWKS from /v1/tenants/default/jwks.json every
+        answer is verified (acquire, stream heartbeats, wait grant); another
+        tenant's JWKS refuses seatd's answers (BadCertificate) and the seat
+        is given back."""
+        jwks = self.jwks()
+        self.assertEqual(sorted(k["kid"] for k in json.loads(jwks)["keys"]),
+                         seatd.SigningKeys(self.client().fetch_signing_keys()).key_ids)
+        lic = self.license(seats=2, ttl=2)  # a heartbeat every 1/3 s
+        c = self.client(signing_keys=jwks)
+        with c.lease(lic.key, "fp-1") as lease:
+            got = seatd.verify_offline(lease.certificate, jwks)
+            self.assertEqual((got.lease_id, got.license_id, got.fingerprint, got.tenant_id, got.borrowed),
+                             (lease.id, lic.id, "fp-1", "default", False))
+            first = lease.certificate
+            eventually(lambda: lease.certificate != first, 5, "a verified heartbeat's certificate")
+            time.sleep(1)
+            self.assertFalse(lease.lost.is_set(), lease.error)
+            waiter = {}
+            holder = c.acquire(lic.key, "holder")
+            t = threading.Thread(target=lambda: waiter.update(lease=c.wait_for_seat(lic.key, "waiter", timeout=30)))
+            t.start()
+            holder.release()
+            t.join(15)
+            seatd.verify_offline(waiter["lease"].certificate, jwks)
+            waiter["lease"].release()
+        self.admin.create_tenant(tenant=resources_pb2.Tenant(id="py-other", name="other"))
+        wrong = self.client(signing_keys=self.jwks("py-other"))
+        with self.assertRaises(seatd.BadCertificate) as cm:
+            wrong.acquire(lic.key, "fp-2")
+        self.assertEqual(cm.exception.reason, "LEASE_CERTIFICATE_INVALID")
+        self.assertEqual(self.active(lic), [], "the refused seat was given back")
+
+    def test_borrow(self):
+        """borrowing: borrow returns a lease with a certificate verify_offline
+        accepts until its deadline; it cannot be revoked; release_seat
+        returns it early; a license without borrowing refuses."""
+        jwks = self.jwks()
+        lic = self.license(seats=2, ttl=30, max_borrow_duration=duration_pb2.Duration(seconds=3600),
+                           max_borrowed_seats=1)
+        c = self.client(signing_keys=jwks)
+        lease = c.borrow(lic.key, "travel-laptop", 1800)
+        self.assertTrue(lease.borrowed)
+        got = seatd.verify_offline(lease.certificate, jwks, time.time() + 1700)
+        self.assertTrue(got.borrowed)
+        self.assertEqual((got.fingerprint, got.license_id), ("travel-laptop", lic.id))
+        with self.assertRaises(seatd.CertificateExpired):
+            seatd.verify_offline(lease.certificate, jwks, got.expiry)
+        with self.assertRaises(seatd.SeatdError) as cm:
+            c.borrow(lic.key, "second-laptop", 60)
+        self.assertEqual(cm.exception.reason, "BORROW_LIMIT_REACHED")
+        with self.assertRaises(seatd.SeatdError) as cm:
+            self.admin.revoke_lease(lease_id=lease.id, reason="test")
+        self.assertEqual(cm.exception.reason, "LEASE_BORROWED")
+        self.assertEqual(self.active(lic), [lease.id], "the borrowed lease keeps its seat")
+        c.release_seat(lease.id, lease.token)
+        self.assertEqual(self.active(lic), [])
+        plain = self.license(seats=1, ttl=30)
+        with self.assertRaises(seatd.SeatdError) as cm:
+            c.borrow(plain.key, "x", 60)
+        self.assertEqual(cm.exception.reason, "BORROW_NOT_ALLOWED")
 
 
 class EmbeddedTest(Base, unittest.TestCase):
