@@ -30,11 +30,14 @@ func signingKeysCmd(g *globals) *cobra.Command {
 	rotate := &cobra.Command{
 		Use:   "rotate",
 		Short: "Sign lease certificates with a new key from now on; the old one stays published until its certificates expire",
-		Long: `rotate makes a new key the one that signs lease certificates. The old key
-is retired but stays in the JWKS until every certificate it signed has
-expired. A product that embeds the JWKS must ship the new key (seatctl jwks)
-before it meets certificates signed with it: build and ship first, rotate
-after.`,
+		Long: `rotate makes a new key the one that signs lease certificates (every
+instance within a few seconds). The old key is retired but stays in the JWKS
+until every certificate it signed has expired, so certificates already
+stored keep verifying. A product whose embedded JWKS lacks the new key
+refuses the certificates it signs: its kept leases are lost at their next
+heartbeat and its acquisitions refused until it ships the JWKS printed
+after the rotation (seatctl jwks). Rotate when the key may be exposed, and
+plan the product update with it.`,
 		Args: exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
 			resp, err := call(g, c, seatdv1.AdminServiceClient.RotateSigningKey, &seatdv1.RotateSigningKeyRequest{TenantId: g.tenant})
