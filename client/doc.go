@@ -37,6 +37,18 @@
 // by sending the ticket of its last QueuePosition as queue_ticket. Against a
 // server without the queue it polls AcquireSeat with backoff.
 //
+// # Trusting the server
+//
+// Every answer that grants or extends a seat carries a lease certificate: a
+// JWS (EdDSA) signed by the tenant's key, naming the lease, its fingerprint
+// and license, its deadline (exp) and the nonce of the request it answers
+// (the client sends a fresh one with every request). Options.SigningKeys,
+// from ParseSigningKeys of the tenant's JWKS embedded in the product at
+// build time, makes the client check each one; an answer that fails is a
+// lost lease (ErrBadCertificate, ReasonBadCertificate) and its seat is
+// given back. Borrow takes a seat for offline use; VerifyOffline checks
+// its stored certificate at start-up without a network.
+//
 // # Retries in other languages
 //
 // ServiceConfig is a standard gRPC service config (the same text is in
