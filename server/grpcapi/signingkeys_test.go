@@ -59,7 +59,10 @@ func TestGetSigningKeysNeedsNoCredentials(t *testing.T) {
 	requireInvalid(t, err, "tenant_id")
 }
 
-func TestEveryAnswerCarriesACertificate(t *testing.T) {
+// TestEveryAnswerToANonceCarriesACertificate: every answer to a request
+// with a nonce carries a certificate repeating it; a request without one
+// gets none (a client that verifies always sends one), except a borrow.
+func TestEveryAnswerToANonceCarriesACertificate(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := t.Context()
@@ -92,6 +95,10 @@ func TestEveryAnswerCarriesACertificate(t *testing.T) {
 		require.NoError(t, stream.Send(req))
 		resp, err := stream.Recv()
 		require.NoError(t, err)
+		if nonce == "" {
+			require.Empty(t, resp.GetLeaseCertificate(), "no nonce, no certificate")
+			continue
+		}
 		c = verified(t, resp.GetLeaseCertificate(), keys)
 		require.Equal(t, nonce, c.Nonce, "ping %d", i)
 		require.Equal(t, resp.GetExpiresAt().AsTime().Unix(), c.Expiry)
@@ -117,6 +124,14 @@ func TestEveryAnswerCarriesACertificate(t *testing.T) {
 	}
 	_, err = wait.Recv()
 	require.ErrorIs(t, err, io.EOF)
+
+	other := e.license(t, 2, time.Minute)
+	plain, err := e.seats.AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: other.GetKey(), Fingerprint: "fp"})
+	require.NoError(t, err)
+	require.Empty(t, plain.GetLeaseCertificate(), "no nonce, no certificate")
+	beat, err = e.beats.Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: plain.GetLease().GetId(), LeaseToken: plain.GetLeaseToken()})
+	require.NoError(t, err)
+	require.Empty(t, beat.GetLeaseCertificate(), "no nonce, no certificate")
 }
 
 func TestNonceAndBorrowDurationAreChecked(t *testing.T) {
@@ -245,4 +260,22 @@ func kidsOf(keys []server.SigningKey) []string {
 		out = append(out, k.ID)
 	}
 	return out
+}
+
+// TestABorrowAlwaysCarriesACertificate: the certificate is what a borrowing
+// product keeps, so a borrow gets one with or without a nonce.
+func TestABorrowAlwaysCarriesACertificate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	created, err := e.admin.CreateLicense(operator(t), &seatdv1.CreateLicenseRequest{License: &seatdv1.License{
+		Seats: 2, MaxBorrowDuration: durationpb.New(48 * time.Hour),
+	}})
+	require.NoError(t, err)
+	b, err := e.seats.AcquireSeat(t.Context(), &seatdv1.AcquireSeatRequest{LicenseKey: created.GetLicense().GetKey(),
+		Fingerprint: "laptop", BorrowDuration: durationpb.New(24 * time.Hour)})
+	require.NoError(t, err)
+	c := verified(t, b.GetLeaseCertificate(), e.jwks(t, ""))
+	require.True(t, c.Borrowed)
+	require.Empty(t, c.Nonce)
+	require.Equal(t, b.GetLease().GetExpiresAt().AsTime().Unix(), c.Expiry)
 }

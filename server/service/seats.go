@@ -66,7 +66,7 @@ func (s *Service) acquire(ctx context.Context, req SeatRequest) (Grant, error) {
 	if err != nil {
 		return Grant{AcquireResult: res, Token: token}, err
 	}
-	cert, err := s.issuer.Certificate(ctx, res.Lease, req.Nonce)
+	cert, err := s.certify(ctx, res.Lease, req.Nonce)
 	if err != nil {
 		return Grant{}, err
 	}

@@ -157,8 +157,8 @@ type HeartbeatResponse struct {
 	HeartbeatInterval *durationpb.Duration `protobuf:"bytes,2,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
 	// The lease after the heartbeat; lease.expires_at == expires_at.
 	Lease *Lease `protobuf:"bytes,3,opt,name=lease,proto3" json:"lease,omitempty"`
-	// The lease's certificate until the new deadline (see
-	// AcquireSeatResponse.lease_certificate).
+	// The lease's certificate until the new deadline, when the request
+	// carried a nonce (see AcquireSeatResponse.lease_certificate).
 	LeaseCertificate string `protobuf:"bytes,4,opt,name=lease_certificate,json=leaseCertificate,proto3" json:"lease_certificate,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
@@ -290,7 +290,8 @@ type HeartbeatStreamResponse struct {
 	HeartbeatInterval *durationpb.Duration   `protobuf:"bytes,2,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
 	Signal            HeartbeatSignal        `protobuf:"varint,3,opt,name=signal,proto3,enum=seatd.v1.HeartbeatSignal" json:"signal,omitempty"`
 	// The lease's certificate until expires_at, in every answer to a ping
-	// (not in a signal's message: the lease is over or moving).
+	// that carried a nonce (not in a signal's message: the lease is over or
+	// moving).
 	LeaseCertificate string `protobuf:"bytes,4,opt,name=lease_certificate,json=leaseCertificate,proto3" json:"lease_certificate,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache

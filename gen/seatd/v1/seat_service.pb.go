@@ -35,8 +35,9 @@ type AcquireSeatRequest struct {
 	// Optional: retrying with the same key returns the same lease.
 	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// Optional: up to 128 characters the client chose at random (e.g. 16
-	// random bytes, base64url). The lease certificate repeats it, so an
-	// answer recorded earlier cannot be replayed by a fake server.
+	// random bytes, base64url). Asks for a lease certificate, which repeats
+	// it, so that an answer recorded earlier cannot be replayed by a fake
+	// server.
 	Nonce string `protobuf:"bytes,7,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	// Borrow the seat for offline use, for this long (at most the license's
 	// max_borrow_duration). The lease then needs no heartbeats and holds its
@@ -151,6 +152,11 @@ type AcquireSeatResponse struct {
 	// GetSigningKeys). Claims: iss "seatd", sub and lease_id (the lease id),
 	// tenant_id, license_id, fingerprint, iat, exp (the lease's deadline,
 	// whole seconds, rounded down), borrowed, nonce (the request's).
+	// Set when the request carried a nonce, and for every borrow; empty
+	// otherwise (a signature costs the server a third of its heartbeat
+	// rate, which a client that does not verify should not pay). A client
+	// that verifies always sends a nonce and treats an answer without a
+	// certificate as a lost lease.
 	LeaseCertificate string `protobuf:"bytes,6,opt,name=lease_certificate,json=leaseCertificate,proto3" json:"lease_certificate,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache

@@ -80,8 +80,8 @@ export type HeartbeatResponse = Message<"seatd.v1.HeartbeatResponse"> & {
   lease?: Lease | undefined;
 
   /**
-   * The lease's certificate until the new deadline (see
-   * AcquireSeatResponse.lease_certificate).
+   * The lease's certificate until the new deadline, when the request
+   * carried a nonce (see AcquireSeatResponse.lease_certificate).
    *
    * @generated from field: string lease_certificate = 4;
    */
@@ -147,7 +147,8 @@ export type HeartbeatStreamResponse = Message<"seatd.v1.HeartbeatStreamResponse"
 
   /**
    * The lease's certificate until expires_at, in every answer to a ping
-   * (not in a signal's message: the lease is over or moving).
+   * that carried a nonce (not in a signal's message: the lease is over or
+   * moving).
    *
    * @generated from field: string lease_certificate = 4;
    */

@@ -59,8 +59,9 @@ export type AcquireSeatRequest = Message<"seatd.v1.AcquireSeatRequest"> & {
 
   /**
    * Optional: up to 128 characters the client chose at random (e.g. 16
-   * random bytes, base64url). The lease certificate repeats it, so an
-   * answer recorded earlier cannot be replayed by a fake server.
+   * random bytes, base64url). Asks for a lease certificate, which repeats
+   * it, so that an answer recorded earlier cannot be replayed by a fake
+   * server.
    *
    * @generated from field: string nonce = 7;
    */
@@ -129,6 +130,11 @@ export type AcquireSeatResponse = Message<"seatd.v1.AcquireSeatResponse"> & {
    * GetSigningKeys). Claims: iss "seatd", sub and lease_id (the lease id),
    * tenant_id, license_id, fingerprint, iat, exp (the lease's deadline,
    * whole seconds, rounded down), borrowed, nonce (the request's).
+   * Set when the request carried a nonce, and for every borrow; empty
+   * otherwise (a signature costs the server a third of its heartbeat
+   * rate, which a client that does not verify should not pay). A client
+   * that verifies always sends a nonce and treats an answer without a
+   * certificate as a lost lease.
    *
    * @generated from field: string lease_certificate = 6;
    */
