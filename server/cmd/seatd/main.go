@@ -5,23 +5,16 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/seatd/seatd/server/daemon"
+	"github.com/seatd/seatd/server/internal/gcpace"
 )
 
-// gcPercent is seatd's GOGC unless the environment sets one. Its live heap
-// is small (tens of MB even with 100k leases) while every call allocates,
-// so a collection every 1× growth of that heap (Go's default, 100) cost
-// a fifth of a heartbeat's CPU in `make bench`; 400 trades a few tens of
-// MB for most of it. GOGC (and GOMEMLIMIT) still override it.
-const gcPercent = 400
-
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
+	paceCtx, stopPacing := context.WithCancel(context.Background())
+	defer stopPacing()
+	go gcpace.Run(paceCtx) // GOGC 400 while the heap is small, towards 100 as it grows
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		// After the first signal starts the drain, restore the default
