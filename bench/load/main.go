@@ -25,29 +25,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/seatd/seatd/bench/internal/loadgen"
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
-
-// Result is one operation's measurement.
-type Result struct {
-	Op       string  `json:"op"`
-	Requests int64   `json:"requests"`
-	Errors   int64   `json:"errors"`
-	Seconds  float64 `json:"seconds"`
-	RPS      float64 `json:"rps"`
-	P50ms    float64 `json:"p50_ms"`
-	P99ms    float64 `json:"p99_ms"`
-	// With -slices > 1: the gRPC ceiling measured in the health slices
-	// paired with this operation's, and the median over the pairs of this
-	// operation's throughput over the ceiling's.
-	CeilingRPS float64 `json:"ceiling_rps,omitempty"`
-	Ratio      float64 `json:"ratio,omitempty"`
-}
 
 func main() {
 	target := flag.String("target", "127.0.0.1:7070", "seatd gRPC address")
@@ -131,11 +114,12 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 		}
 		b.key, b.licID = resp.GetLicense().GetKey(), resp.GetLicense().GetId()
 	}
+	health := loadgen.Health(b.conns)
 	for _, op := range ops {
-		var call func(ctx context.Context, worker int, seq int64) func(ctx context.Context) error
+		var call loadgen.Prepare
 		switch op {
 		case "health":
-			call = b.health
+			call = health
 		case "acquire":
 			call = b.acquire
 		case "heartbeat":
@@ -146,15 +130,15 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 		case "release":
 			call = b.release
 		case "redis-ceiling":
-			call = b.redisCeiling
+			call = loadgen.RedisCeiling(b.conns, b.licID)
 		default:
 			return fmt.Errorf("unknown op %q", op)
 		}
-		var r Result
+		var r loadgen.Result
 		if nslices > 1 && op != "health" {
-			r = measurePaired(ctx, op, conc, dur, nslices, call, b.health)
+			r = loadgen.MeasurePaired(ctx, op, conc, dur, nslices, call, health)
 		} else {
-			r = summarize(op, measure(ctx, conc, dur, call))
+			r = loadgen.Summarize(op, loadgen.Measure(ctx, conc, dur, call))
 		}
 		switch format {
 		case "json":
@@ -166,99 +150,6 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 		}
 	}
 	return nil
-}
-
-// sample is what one measured stretch of calls gave.
-type sample struct {
-	lat        []time.Duration
-	reqs, errs int64
-	seconds    float64
-}
-
-func (s sample) rps() float64 { return float64(s.reqs) / s.seconds }
-
-// measure runs conc workers for dur. prepare returns the call to time, or nil
-// when the worker has nothing left to do.
-func measure(ctx context.Context, conc int, dur time.Duration,
-	prepare func(ctx context.Context, worker int, seq int64) func(ctx context.Context) error,
-) sample {
-	var reqs, errs atomic.Int64
-	lat := make([][]time.Duration, conc)
-	deadline := time.Now().Add(dur)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range conc {
-		wg.Go(func() {
-			for seq := int64(0); time.Now().Before(deadline); seq++ {
-				call := prepare(ctx, w, seq)
-				if call == nil {
-					return
-				}
-				t := time.Now()
-				err := call(ctx)
-				lat[w] = append(lat[w], time.Since(t))
-				reqs.Add(1)
-				if err != nil {
-					errs.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return sample{lat: slices.Concat(lat...), reqs: reqs.Load(), errs: errs.Load(), seconds: time.Since(start).Seconds()}
-}
-
-// measurePaired runs op in n slices of dur/n, each right after a slice of
-// health calls as long, and compares each slice with its ceiling.
-func measurePaired(ctx context.Context, op string, conc int, dur time.Duration, n int,
-	prepare, health func(ctx context.Context, worker int, seq int64) func(ctx context.Context) error,
-) Result {
-	var ops, ceilings []sample
-	var ratios []float64
-	for range n {
-		c := measure(ctx, conc, dur/time.Duration(n), health)
-		o := measure(ctx, conc, dur/time.Duration(n), prepare)
-		ceilings, ops = append(ceilings, c), append(ops, o)
-		ratios = append(ratios, o.rps()/c.rps())
-	}
-	r := summarize(op, ops...)
-	r.CeilingRPS = summarize("health", ceilings...).RPS
-	slices.Sort(ratios)
-	r.Ratio = ratios[len(ratios)/2]
-	if len(ratios)%2 == 0 {
-		r.Ratio = (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
-	}
-	return r
-}
-
-// summarize merges samples of one operation into its result.
-func summarize(op string, samples ...sample) Result {
-	var all []time.Duration
-	r := Result{Op: op}
-	for _, s := range samples {
-		all = append(all, s.lat...)
-		r.Requests += s.reqs
-		r.Errors += s.errs
-		r.Seconds += s.seconds
-	}
-	slices.Sort(all)
-	pct := func(p float64) float64 {
-		if len(all) == 0 {
-			return 0
-		}
-		return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000
-	}
-	r.RPS = float64(r.Requests) / r.Seconds
-	r.P50ms, r.P99ms = pct(0.50), pct(0.99)
-	return r
-}
-
-func (b *bench) health(_ context.Context, w int, _ int64) func(context.Context) error {
-	c := healthpb.NewHealthClient(b.conn(w))
-	return func(ctx context.Context) error {
-		_, err := c.Check(ctx, &healthpb.HealthCheckRequest{})
-		return err
-	}
 }
 
 func (b *bench) acquire(_ context.Context, w int, _ int64) func(context.Context) error {
@@ -292,7 +183,7 @@ func (b *bench) release(_ context.Context, w int, _ int64) func(context.Context)
 
 // heartbeat acquires one lease per worker (not measured), then each worker
 // heartbeats its own lease.
-func (b *bench) heartbeat(ctx context.Context, conc int) (func(context.Context, int, int64) func(context.Context) error, error) {
+func (b *bench) heartbeat(ctx context.Context, conc int) (loadgen.Prepare, error) {
 	mine := make([]*seatdv1.AcquireSeatResponse, conc)
 	for w := range conc {
 		resp, err := seatdv1.NewSeatServiceClient(b.conn(w)).AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{
@@ -374,15 +265,4 @@ func queueWaiters(target, opKey string, n, licenses int) (stop func(), err error
 	}
 	fmt.Fprintf(os.Stderr, "load: %d waiters queued on %d licenses\n", n*licenses, licenses)
 	return stop, nil
-}
-
-// redisCeiling calls seatd's make-bench-only method (seatd --bench-ceiling):
-// one no-op script through the hot path's batching, as a heartbeat runs
-// its script: the ceiling of a design with one Redis round trip per call.
-func (b *bench) redisCeiling(_ context.Context, w int, _ int64) func(context.Context) error {
-	conn := b.conn(w)
-	md := metadata.Pairs("license-id", b.licID)
-	return func(ctx context.Context) error {
-		return conn.Invoke(metadata.NewOutgoingContext(ctx, md), "/seatd.bench.Ceiling/Noop", &emptypb.Empty{}, &emptypb.Empty{})
-	}
 }
