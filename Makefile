@@ -12,7 +12,7 @@ LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 SEATD_LDFLAGS = -X github.com/seatd/seatd/server/daemon.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)') \
   -X github.com/seatd/seatd/server/daemon.revision=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
-.PHONY: help build run generate verify-generate lint vet test preflight check/python test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue tools services mutate chaos clean
+.PHONY: help build run generate verify-generate lint vet test preflight check/python test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -83,6 +83,9 @@ bench: ## Load run through gRPC (embedded and distributed) beside the gRPC and s
 
 bench/queue: ## What 3 x 1,000 WaitForSeat callers cost an unrelated license's acquire rate (distributed)
 	bench/queue.sh
+
+bench/scale: ## SCALE_LEASES (default 1,000,000) leases loaded through gRPC, then memory, heartbeats, cleanup, restart/rebuild at that size, one table per mode with issue 15's targets (not in make test)
+	bench/scale.sh
 
 bench/go: ## Go benchmarks of the stores
 	$(GO) test -run '^$$' -bench . -benchmem ./server/...

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+// redisProbe reads what the harness's keys cost Redis, and takes a
+// license's live state away.
+type redisProbe struct {
+	rdb    *redis.Client
+	prefix string
+}
+
+func newRedisProbe(url, prefix string) (*redisProbe, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis url: %w", err)
+	}
+	return &redisProbe{rdb: redis.NewClient(opt), prefix: prefix}, nil
+}
+
+func (r *redisProbe) close() { _ = r.rdb.Close() }
+
+// usedMemory is INFO memory's used_memory: the whole server's, other
+// users' keys included.
+func (r *redisProbe) usedMemory(ctx context.Context) (int64, error) {
+	info, err := r.rdb.InfoMap(ctx, "memory").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis info memory: %w", err)
+	}
+	v, err := strconv.ParseInt(info["Memory"]["used_memory"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("redis used_memory: %w", err)
+	}
+	return v, nil
+}
+
+// keys lists the keys matching pattern.
+func (r *redisProbe) keys(ctx context.Context, pattern string) ([]string, error) {
+	var keys []string
+	iter := r.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	return keys, iter.Err()
+}
+
+// keysMemory sums MEMORY USAGE (every element counted: SAMPLES 0) of the
+// harness's keys (all under its prefix). Exact, and blind to other users
+// of the same Redis; a 500k-element key takes Redis some tens of ms.
+func (r *redisProbe) keysMemory(ctx context.Context) (total int64, n int, err error) {
+	keys, err := r.keys(ctx, r.prefix+"*")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, k := range keys {
+		v, err := r.rdb.MemoryUsage(ctx, k, 0).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, 0, fmt.Errorf("memory usage %s: %w", k, err)
+		}
+		total += v
+	}
+	return total, len(keys), nil
+}
+
+// dropLicense unlinks every key of a license (they share the hash tag
+// {license id}): its live state is lost, as after a Redis restart.
+func (r *redisProbe) dropLicense(ctx context.Context, licenseID string) (int, error) {
+	keys, err := r.keys(ctx, r.prefix+"{"+licenseID+"}:*")
+	if err != nil {
+		return 0, err
+	}
+	if len(keys) == 0 {
+		return 0, fmt.Errorf("no Redis keys match %s{%s}:*", r.prefix, licenseID)
+	}
+	return len(keys), r.rdb.Unlink(ctx, keys...).Err()
+}
+
+// pinger times a PING every millisecond until stopped: how long Redis
+// kept other clients waiting.
+type pinger struct {
+	mu   sync.Mutex
+	at   []time.Time
+	took []time.Duration
+	stop chan struct{}
+	done chan struct{}
+}
+
+func (r *redisProbe) startPinger(ctx context.Context) *pinger {
+	p := &pinger{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for {
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			t := time.Now()
+			_ = r.rdb.Ping(ctx).Err()
+			d := time.Since(t)
+			p.mu.Lock()
+			p.at, p.took = append(p.at, t), append(p.took, d)
+			p.mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return p
+}
+
+func (p *pinger) finish() { close(p.stop); <-p.done }
+
+// maxDuring is the longest PING that overlapped [from, to], and how many did.
+func (p *pinger) maxDuring(from, to time.Time) (longest time.Duration, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, t := range p.at {
+		if t.Add(p.took[i]).Before(from) || t.After(to) {
+			continue
+		}
+		n++
+		longest = max(longest, p.took[i])
+	}
+	return longest, n
+}
+
+// pgSizes is what the record's tables take (bytes).
+type pgSizes struct {
+	sessionsTotal, sessionsTable, sessionsIndexes int64
+	sessionsRows                                  int64
+	schema                                        int64 // every table of the schema, with indexes and TOAST
+}
+
+// readPG reads the sizes through url (whose search_path is seatd's schema).
+func readPG(ctx context.Context, url string) (pgSizes, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return pgSizes{}, fmt.Errorf("postgres: %w", err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var s pgSizes
+	err = conn.QueryRow(ctx, `
+		SELECT pg_total_relation_size('sessions'), pg_table_size('sessions'), pg_indexes_size('sessions'),
+		       (SELECT count(*) FROM sessions),
+		       (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+		         WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'm'))`).
+		Scan(&s.sessionsTotal, &s.sessionsTable, &s.sessionsIndexes, &s.sessionsRows, &s.schema)
+	if err != nil {
+		return pgSizes{}, fmt.Errorf("postgres sizes: %w", err)
+	}
+	return s, nil
+}
