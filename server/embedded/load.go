@@ -115,6 +115,11 @@ func (s *Store) load() error {
 				s.log.Warn("embedded store: active lease of a missing license", "lease", rec.ID, "license", rec.LicenseID)
 				return nil
 			}
+			// The license's own strings, not a million decoded copies.
+			rec.LicenseID, rec.TenantID = l.lic.ID, l.lic.TenantID
+			if rec.State == server.LeaseActive {
+				rec.State = server.LeaseActive
+			}
 			e := &entry{lease: rec.Lease, lic: l, rev: rec.Rev}
 			if crashed {
 				e.lease.ExpiresAt = e.lease.ExpiresAt.Add(server.WriteBehindSlack(s.flushEvery, &l.lic))
