@@ -118,7 +118,7 @@ func (s *Store) load() error {
 			// The license's own strings, not a million decoded copies.
 			rec.LicenseID, rec.TenantID = l.lic.ID, l.lic.TenantID
 			if rec.State == server.LeaseActive {
-				rec.State = server.LeaseActive
+				rec.State = server.LeaseActive // the constant's bytes, not the decoded copy
 			}
 			e := &entry{lease: rec.Lease, lic: l, rev: rec.Rev}
 			if crashed {
