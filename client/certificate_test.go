@@ -270,18 +270,74 @@ func TestFetchSigningKeys(t *testing.T) {
 	require.Equal(t, []string{"k1"}, keys.KeyIDs())
 }
 
-func TestNonceOnEveryRequestEvenUnchecked(t *testing.T) {
-	signer := newTestSigner("k1")
-	b := setup(t, DefaultOptions(), func(f *fakeServer) { f.signer = signer })
-	l1, l2 := acquire(t, b), acquire(t, b)
-	c1, err := VerifyOffline(l1.Certificate(), jwks(signer), time.Now())
-	require.NoError(t, err)
-	c2, err := VerifyOffline(l2.Certificate(), jwks(signer), time.Now())
-	require.NoError(t, err)
-	require.NotEmpty(t, c1.Nonce)
-	require.NotEqual(t, c1.Nonce, c2.Nonce)
-	require.NoError(t, l1.Release(testContext(t)))
-	require.NoError(t, l2.Release(testContext(t)))
+// TestNonceOnlyWhenVerifying: with SigningKeys every request carries a
+// fresh nonce (acquire, acquiring again after an expiry, every heartbeat on
+// the stream and unary, the wait), so every answer brings a certificate to
+// check. Without, requests carry none, and seatd (the fake signs as it does)
+// signs nothing for them; but a borrow always gets a certificate, and its
+// request carries a nonce for the certificate to repeat.
+func TestNonceOnlyWhenVerifying(t *testing.T) {
+	for _, verify := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unchecked", true: "verifying"}[verify], func(t *testing.T) {
+			o := Options{AutoHeartbeat: true, ReacquireOnExpiry: true}
+			signer := newTestSigner("k1")
+			var b *testBundle
+			if verify {
+				b = verifying(t, o, nil)
+				signer = b.fake.signer
+			} else {
+				b = setup(t, o, func(f *fakeServer) { f.signer = signer })
+			}
+			ctx := testContext(t)
+			l := acquire(t, b)
+			old := l.ID()
+			eventually(t, func() bool { return b.fake.beats(old) >= 2 }, "stream heartbeats")
+			b.fake.end(old, ReasonLeaseExpired)
+			eventually(t, func() bool { return l.ID() != old }, "acquired again")
+			eventually(t, func() bool { return b.fake.beats(l.ID()) >= 2 }, "the new lease is heartbeated")
+			require.NoError(t, l.Heartbeat(ctx), "a unary heartbeat")
+			w, err := b.client.WaitForSeat(ctx, AcquireOptions{LicenseKey: "key", Fingerprint: "fp-2"}, nil)
+			require.NoError(t, err)
+			requireNotLost(t, l)
+			if verify {
+				require.NotEmpty(t, l.Certificate())
+				require.NotEmpty(t, w.Certificate())
+			} else {
+				require.Empty(t, l.Certificate(), "no nonce, no certificate")
+				require.Empty(t, w.Certificate(), "no nonce, no certificate")
+			}
+			require.NoError(t, w.Release(ctx))
+			require.NoError(t, l.Release(ctx))
+
+			seen := b.fake.seenNonces()
+			sent := map[string]bool{}
+			for _, rpc := range []string{"acquire", "stream", "heartbeat", "wait"} {
+				require.NotEmpty(t, seen[rpc], "no %s request seen", rpc)
+				for _, n := range seen[rpc] {
+					if !verify {
+						require.Empty(t, n, "a %s request without SigningKeys carries no nonce", rpc)
+						continue
+					}
+					require.Len(t, n, 22, "%s: 16 random bytes, base64url", rpc)
+					require.False(t, sent[n], "%s: nonce %q sent twice", rpc, n)
+					sent[n] = true
+				}
+			}
+			require.GreaterOrEqual(t, len(seen["acquire"]), 2, "the acquisition and the one after the expiry")
+
+			// A borrow sends a nonce, checked or not, and its certificate repeats it.
+			bl, err := b.client.Borrow(ctx, AcquireOptions{LicenseKey: "key", Fingerprint: "laptop"}, time.Hour)
+			require.NoError(t, err)
+			acquires := b.fake.seenNonces()["acquire"]
+			nonce := acquires[len(acquires)-1]
+			require.Len(t, nonce, 22)
+			require.False(t, sent[nonce], "a fresh nonce")
+			claims, err := VerifyOffline(bl.Certificate(), jwks(signer), time.Now())
+			require.NoError(t, err)
+			require.Equal(t, nonce, claims.Nonce)
+			require.NoError(t, bl.Release(ctx))
+		})
+	}
 }
 
 func isClosed(c <-chan struct{}) bool {

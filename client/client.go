@@ -43,7 +43,11 @@ type Options struct {
 	// closes Lost; Reason(err) is ReasonBadCertificate and errors.Is(err,
 	// ErrBadCertificate) holds. Embed the tenant's JWKS in the product
 	// (ParseSigningKeys) rather than fetching it from the server it checks.
-	// Default nil: certificates are kept (Lease.Certificate) but not checked.
+	// With it every request carries a fresh nonce, which asks seatd for a
+	// certificate. Default nil: nothing is checked, and only a borrow sends a
+	// nonce, so seatd signs nothing else for this client (a signature costs
+	// it about a third of its heartbeat rate): Lease.Certificate is "" but
+	// for a borrowed lease.
 	SigningKeys *SigningKeys
 }
 
@@ -150,15 +154,25 @@ func (o AcquireOptions) named() AcquireOptions {
 	return o
 }
 
-// acquireRequest asks for the seat with a nonce of its own, which every
+// acquireRequest asks for the seat with nonce (Client.nonce), which every
 // retry of this request repeats (the certificate answers the request).
-// Every request carries one, checked or not, so that the certificate a
-// caller stores (Lease.Certificate) names the request it answered.
-func (o AcquireOptions) acquireRequest() *seatdv1.AcquireSeatRequest {
+func (o AcquireOptions) acquireRequest(nonce string) *seatdv1.AcquireSeatRequest {
 	return &seatdv1.AcquireSeatRequest{
 		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
-		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey, Nonce: newNonce(),
+		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey, Nonce: nonce,
 	}
+}
+
+// nonce is the nonce of a new request: a fresh one when this client checks
+// certificates (Options.SigningKeys) or the request borrows (a borrow always
+// gets a certificate, which then repeats it), else "". seatd signs a
+// certificate only for a request with a nonce, or a borrow: a client that
+// does not check them should not cost it the signatures.
+func (c *Client) nonce(borrow bool) string {
+	if c.opts.SigningKeys == nil && !borrow {
+		return ""
+	}
+	return newNonce()
 }
 
 func (o AcquireOptions) waitRequest() *seatdv1.WaitForSeatRequest {
@@ -188,8 +202,10 @@ func (c *Client) Acquire(ctx context.Context, o AcquireOptions) (*Lease, error) 
 // at start-up without a network. Nothing keeps or watches a borrowed lease:
 // its Lost channel closes only if a Heartbeat call finds it gone.
 //
-// An answer without a certificate, or not for a borrowed lease (a server
-// without borrowing), is refused and the seat given back; with
+// The request carries a nonce, with Options.SigningKeys or without, so the
+// certificate (seatd signs one for every borrow) repeats it. An answer
+// without a certificate, or not for a borrowed lease (a server without
+// borrowing), is refused and the seat given back; with
 // Options.SigningKeys the certificate is verified as for Acquire (and must
 // say borrowed). A license that does not allow borrowing answers
 // FAILED_PRECONDITION BORROW_NOT_ALLOWED; one whose borrowable seats are
@@ -203,7 +219,7 @@ func (c *Client) Borrow(ctx context.Context, o AcquireOptions, d time.Duration) 
 
 // acquire is one acquisition, borrowed for borrow if positive.
 func (c *Client) acquire(ctx context.Context, o AcquireOptions, borrow time.Duration) (*Lease, error) {
-	req := o.named().acquireRequest()
+	req := o.named().acquireRequest(c.nonce(borrow > 0))
 	if borrow > 0 {
 		req.BorrowDuration = durationpb.New(borrow)
 	}

@@ -39,15 +39,18 @@
 //
 // # Trusting the server
 //
-// Every answer that grants or extends a seat carries a lease certificate: a
-// JWS (EdDSA) signed by the tenant's key, naming the lease, its fingerprint
-// and license, its deadline (exp) and the nonce of the request it answers
-// (the client sends a fresh one with every request). Options.SigningKeys,
+// An answer that grants or extends a seat carries a lease certificate when
+// the request carried a nonce, and always for a borrow: a JWS (EdDSA) signed
+// by the tenant's key, naming the lease, its fingerprint and license, its
+// deadline (exp) and the nonce of the request it answers. Options.SigningKeys,
 // from ParseSigningKeys of the tenant's JWKS embedded in the product at
-// build time, makes the client check each one; an answer that fails is a
-// lost lease (ErrBadCertificate, ReasonBadCertificate) and its seat is
-// given back. Borrow takes a seat for offline use; VerifyOffline checks
-// its stored certificate at start-up without a network.
+// build time, makes the client send a fresh nonce with every request and
+// check each certificate; an answer that fails (a missing certificate
+// included) is a lost lease (ErrBadCertificate, ReasonBadCertificate) and
+// its seat is given back. Without SigningKeys only a borrow sends a nonce,
+// so seatd spends no signatures on a client that would not check them.
+// Borrow takes a seat for offline use; VerifyOffline checks its stored
+// certificate at start-up without a network.
 //
 // # Retries in other languages
 //

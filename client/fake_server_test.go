@@ -47,9 +47,10 @@ type fakeServer struct {
 	waitTickets         []string      // the queue_ticket of each WaitForSeat, in order
 	shutdown            chan struct{} // closed by reconnectStreams
 
-	signer   *testSigner // signs lease certificates; nil: none sent
-	forge    forgery     // how to spoil them
-	noBorrow bool        // ignore borrow_duration, as a server without borrowing
+	signer   *testSigner         // signs lease certificates, as seatd: for a request with a nonce, or a borrow; nil: none sent
+	forge    forgery             // how to spoil them
+	noBorrow bool                // ignore borrow_duration, as a server without borrowing
+	nonces   map[string][]string // the nonce of each request, by RPC ("acquire", "heartbeat", "stream", "wait"), in order
 
 	acquires, releases, streams int
 	unaryBeats, streamBeats     map[string]int // by lease id
@@ -70,8 +71,24 @@ func newFakeServer() *fakeServer {
 	return &fakeServer{
 		ttl: 5 * time.Second, interval: 20 * time.Millisecond,
 		leases: map[string]*fakeLease{}, shutdown: make(chan struct{}),
-		unaryBeats: map[string]int{}, streamBeats: map[string]int{},
+		unaryBeats: map[string]int{}, streamBeats: map[string]int{}, nonces: map[string][]string{},
 	}
+}
+
+// noted records the nonce of a request to rpc and returns it.
+func (f *fakeServer) noted(rpc, nonce string) string {
+	f.set(func(f *fakeServer) { f.nonces[rpc] = append(f.nonces[rpc], nonce) })
+	return nonce
+}
+
+func (f *fakeServer) seenNonces() map[string][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := map[string][]string{}
+	for rpc, n := range f.nonces {
+		seen[rpc] = slices.Clone(n)
+	}
+	return seen
 }
 
 // reasonErr is a status shaped like seatd's: a code and an ErrorInfo reason.
@@ -188,16 +205,17 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest, nonce string) (*seat
 }
 
 // certify is l's certificate for a request with nonce, as the fake's
-// signer and forgery say (call with f.mu held).
+// signer and forgery say (call with f.mu held). Like seatd it signs only
+// when asked: a request with a nonce, or a borrow.
 func (f *fakeServer) certify(l *fakeLease, nonce string) string {
-	if f.signer == nil {
+	if f.signer == nil || (nonce == "" && !l.borrowed) {
 		return ""
 	}
 	return f.signer.certificate(f.forge, certClaims(l.id, l.fp, l.expiresAt, l.borrowed, nonce))
 }
 
 func (f *fakeServer) AcquireSeat(_ context.Context, req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {
-	return f.grant(req, req.GetNonce())
+	return f.grant(req, f.noted("acquire", req.GetNonce()))
 }
 
 func (f *fakeServer) ReleaseSeat(_ context.Context, req *seatdv1.ReleaseSeatRequest) (*seatdv1.ReleaseSeatResponse, error) {
@@ -244,7 +262,7 @@ func (f *fakeServer) heartbeat(id, token, nonce string, counts map[string]int) (
 }
 
 func (f *fakeServer) Heartbeat(_ context.Context, req *seatdv1.HeartbeatRequest) (*seatdv1.HeartbeatResponse, error) {
-	at, cert, err := f.heartbeat(req.GetLeaseId(), req.GetLeaseToken(), req.GetNonce(), f.unaryBeats)
+	at, cert, err := f.heartbeat(req.GetLeaseId(), req.GetLeaseToken(), f.noted("heartbeat", req.GetNonce()), f.unaryBeats)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +325,7 @@ func (f *fakeServer) HeartbeatStream(stream seatdv1.HeartbeatService_HeartbeatSt
 		if id == "" {
 			id, token = req.GetLeaseId(), req.GetLeaseToken()
 		}
-		at, cert, err := f.heartbeat(id, token, req.GetNonce(), f.streamBeats)
+		at, cert, err := f.heartbeat(id, token, f.noted("stream", req.GetNonce()), f.streamBeats)
 		if err != nil {
 			if signal, ok := fakeSignals[Reason(wrap(err))]; ok {
 				_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: signal})
@@ -333,6 +351,7 @@ var fakeSignals = map[string]seatdv1.HeartbeatSignal{
 // WaitForSeat sends the scripted positions, then grants a seat as soon as
 // one is free.
 func (f *fakeServer) WaitForSeat(req *seatdv1.WaitForSeatRequest, stream seatdv1.SeatService_WaitForSeatServer) error {
+	f.noted("wait", req.GetNonce())
 	f.mu.Lock()
 	unimplemented, positions := f.waitUnimplemented, f.positions
 	f.waitTickets = append(f.waitTickets, req.GetQueueTicket())

@@ -188,7 +188,7 @@ func (k *keeper) recover(ctx context.Context, cause error) bool {
 	// Keep trying through an outage for up to one TTL: after a laptop wakes
 	// up, its network often takes a while to come back.
 	giveUp := k.t.wallNow().Add(max(k.l.state().ttl, k.t.callTimeout))
-	req := k.l.opts.named().acquireRequest() // one acquisition, however many tries
+	req := k.l.opts.named().acquireRequest(k.l.c.nonce(false)) // one acquisition, however many tries
 	for n := 1; ; n++ {
 		sent := k.t.wallNow()
 		cctx, cancel := context.WithTimeout(ctx, k.t.callTimeout)

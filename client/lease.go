@@ -103,8 +103,9 @@ func (l *Lease) ExpiresAt() time.Time { return l.state().expiresAt }
 
 // Certificate is the latest lease certificate seatd sent (JWS compact,
 // valid until the deadline it was sent with), verified when
-// Options.SigningKeys is set; "" from a server that sends none. For a
-// borrowed lease it is what to store: VerifyOffline checks it later.
+// Options.SigningKeys is set; "" from a server that sends none, and without
+// SigningKeys (the client then asks for none) but for a borrowed lease.
+// For a borrowed lease it is what to store: VerifyOffline checks it later.
 func (l *Lease) Certificate() string { return l.state().cert }
 
 // Borrowed reports whether the lease was borrowed (Client.Borrow).
@@ -140,7 +141,7 @@ func (l *Lease) Heartbeat(ctx context.Context) error {
 func (l *Lease) heartbeat(ctx context.Context) error {
 	st := l.state()
 	sent := l.c.t.wallNow()
-	nonce := newNonce()
+	nonce := l.c.nonce(false)
 	resp, err := l.c.heartbeat.Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: st.id, LeaseToken: st.token, Nonce: nonce})
 	if err != nil {
 		return wrap(err)

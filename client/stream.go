@@ -57,7 +57,7 @@ func (k *keeper) stream(ctx context.Context) (answered bool, err error) {
 		}
 	})
 
-	sent, nonce := k.t.wallNow(), newNonce()
+	sent, nonce := k.t.wallNow(), k.l.c.nonce(false)
 	if err := s.Send(&seatdv1.HeartbeatStreamRequest{LeaseId: st.id, LeaseToken: st.token, Nonce: nonce}); err != nil && !errors.Is(err, io.EOF) {
 		return false, wrap(err) // io.EOF: the real status comes from Recv
 	}
@@ -79,7 +79,7 @@ func (k *keeper) stream(ctx context.Context) (answered bool, err error) {
 			if waiting {
 				return answered, errNoAnswer
 			}
-			sent, nonce, waiting = k.t.wallNow(), newNonce(), true
+			sent, nonce, waiting = k.t.wallNow(), k.l.c.nonce(false), true
 			if err := s.Send(&seatdv1.HeartbeatStreamRequest{Nonce: nonce}); err != nil && !errors.Is(err, io.EOF) {
 				return answered, wrap(err)
 			}

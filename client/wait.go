@@ -26,7 +26,7 @@ func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition f
 	}
 	ticket := ""
 	key := o.named().IdempotencyKey // every stream of this wait is one acquisition
-	nonce := newNonce()             // and its grant answers each of them
+	nonce := c.nonce(false)         // and its grant answers each of them
 	for failures := 0; ; {
 		lease, heard, err := c.waitOnce(ctx, o, key, nonce, &ticket, report)
 		if lease != nil {

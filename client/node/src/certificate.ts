@@ -192,6 +192,7 @@ export function verifyOffline(cert: string, jwks: Jwks | SigningKeys, now: Date 
   return (jwks instanceof SigningKeys ? jwks : new SigningKeys(jwks)).verify(cert, now);
 }
 
-/** 16 random bytes, base64url: sent with every request and repeated by the
- * certificate of its answer, so that a recorded answer cannot be replayed. */
+/** 16 random bytes, base64url: sent with every request of a client that
+ * verifies certificates, and with every borrow; repeated by the certificate
+ * of its answer, so that a recorded answer cannot be replayed. */
 export function newNonce(): string { return randomBytes(16).toString("base64url"); }

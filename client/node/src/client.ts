@@ -27,7 +27,10 @@ export interface ClientOptions extends ConnectionOptions {
    * a key of the set, our nonce, this lease and fingerprint, exp = the
    * deadline told); one that does not is a lost lease: lease() throws
    * BadCertificateError (and gives the seat back), a kept lease aborts its
-   * signal with it. Every request carries a fresh nonce, checked or not. */
+   * signal with it. With it every request carries a fresh nonce, which asks
+   * seatd for a certificate; without, only a borrow does, so seatd signs
+   * nothing else for this client (a signature costs it about a third of its
+   * heartbeat rate) and lease.certificate is "" but for a borrowed lease. */
   signingKeys?: Jwks | SigningKeys;
   /** @internal shrunk delays and a movable clock, for tests. */
   timing?: Partial<Timing>;
@@ -88,7 +91,7 @@ export class Client implements AsyncDisposable {
    * closed, or lost (lease.signal). */
   async lease(o: AcquireOptions, call: CallOptions = {}): Promise<Lease> {
     o = this.named(o);
-    const req = this.acquireRequest(o);
+    const req = this.acquireRequest(o, this.nonce());
     const sent = this.timing.now();
     const resp = await this.conn.unary(SeatService.method.acquireSeat, req, { timeoutMs: this.timing.callTimeoutMs, ...call });
     return this.#holdOrGiveBack(o, resp, sent, req.nonce, false);
@@ -98,14 +101,16 @@ export class Client implements AsyncDisposable {
    * max_borrow_duration). The lease needs no heartbeats and is not kept: it
    * holds its seat until expiresAt or an early return (release(), or
    * releaseSeat(id, token) after a restart). Store lease.certificate with the
-   * product: verifyOffline checks it later without a network. An answer
-   * without a certificate, or not borrowed (a server without borrowing),
-   * throws BadCertificateError and the seat is given back; with signingKeys
-   * the certificate is verified as for lease(). */
+   * product: verifyOffline checks it later without a network. The request
+   * carries a nonce, with signingKeys or without, so the certificate (seatd
+   * signs one for every borrow) repeats it. An answer without a certificate,
+   * or not borrowed (a server without borrowing), throws BadCertificateError
+   * and the seat is given back; with signingKeys the certificate is verified
+   * as for lease(). */
   async borrow(o: AcquireOptions, durationMs: number, call: CallOptions = {}): Promise<Lease> {
     if (!(durationMs > 0)) throw new RangeError("borrow duration must be positive");
     o = this.named(o);
-    const req = { ...this.acquireRequest(o), borrowDuration: durationFromMs(durationMs) };
+    const req = { ...this.acquireRequest(o, this.nonce(true)), borrowDuration: durationFromMs(durationMs) };
     const sent = this.timing.now();
     const resp = await this.conn.unary(SeatService.method.acquireSeat, req, { timeoutMs: this.timing.callTimeoutMs, ...call });
     return this.#holdOrGiveBack(o, resp, sent, req.nonce, true);
@@ -145,7 +150,7 @@ export class Client implements AsyncDisposable {
    * holds it. Against a server without the queue it polls with backoff. */
   async waitForSeat(o: AcquireOptions, w: WaitOptions = {}): Promise<Lease> {
     o = this.named(o); // every stream of this wait is one acquisition
-    const nonce = newNonce(); // and its grant answers each of them
+    const nonce = this.nonce(); // and its grant answers each of them
     const report = w.onPosition ?? (() => {});
     let ticket = "";
     for (let failures = 0; ;) {
@@ -184,7 +189,7 @@ export class Client implements AsyncDisposable {
     return new Promise((resolve) => {
       let heard = false;
       let ended = false;
-      const call = this.conn.serverStream(SeatService.method.waitForSeat, { ...this.acquireRequest(o), nonce, queueTicket: ticket });
+      const call = this.conn.serverStream(SeatService.method.waitForSeat, { ...this.acquireRequest(o, nonce), queueTicket: ticket });
       const end = (r: [Lease | undefined, boolean, unknown], after?: Promise<void>) => {
         if (ended) return;
         ended = true;
@@ -253,11 +258,19 @@ export class Client implements AsyncDisposable {
     return { ...o, metadata: { ...o.metadata }, fingerprint: o.fingerprint || defaultFingerprint(), idempotencyKey: o.idempotencyKey || `acq_${randomBytes(16).toString("base64url")}` };
   }
 
-  /** @internal */
-  acquireRequest(o: AcquireOptions): Omit<AcquireSeatRequest, "$typeName" | "$unknown" | "borrowDuration"> {
-    // A nonce of its own, which every retry of this request repeats: the
-    // certificate answers the request.
-    return { licenseKey: o.licenseKey, fingerprint: o.fingerprint ?? "", user: o.user ?? "", hostname: o.hostname ?? "", metadata: o.metadata ?? {}, idempotencyKey: o.idempotencyKey ?? "", nonce: newNonce() };
+  /** @internal asks for the seat with nonce (this.nonce()), which every
+   * retry of this request repeats: the certificate answers the request. */
+  acquireRequest(o: AcquireOptions, nonce: string): Omit<AcquireSeatRequest, "$typeName" | "$unknown" | "borrowDuration"> {
+    return { licenseKey: o.licenseKey, fingerprint: o.fingerprint ?? "", user: o.user ?? "", hostname: o.hostname ?? "", metadata: o.metadata ?? {}, idempotencyKey: o.idempotencyKey ?? "", nonce };
+  }
+
+  /** @internal the nonce of a new request: a fresh one when this client
+   * checks certificates (signingKeys) or the request borrows (a borrow always
+   * gets a certificate, which then repeats it), else "". seatd signs a
+   * certificate only for a request with a nonce, or a borrow: a client that
+   * does not check them should not cost it the signatures. */
+  nonce(borrow = false): string {
+    return this.signingKeys || borrow ? newNonce() : "";
   }
 
   /** @internal throws BadCertificateError when a grant's certificate does

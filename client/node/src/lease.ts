@@ -6,7 +6,7 @@ import { timestampMs, durationMs, type Timestamp, type Duration } from "@bufbuil
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ClientDuplexStream } from "@grpc/grpc-js";
 import { Code, LeaseLostError, SeatdError, StreamClosed, codeOf, localError, retryable, seatdError } from "./errors.js";
-import { BadCertificateError, REASON_BAD_CERTIFICATE, newNonce } from "./certificate.js";
+import { BadCertificateError, REASON_BAD_CERTIFICATE } from "./certificate.js";
 import type { AcquireSeatResponse } from "./gen/seatd/v1/seat_service_pb.js";
 import { SeatService } from "./gen/seatd/v1/seat_service_pb.js";
 import { HeartbeatService, HeartbeatSignal, HeartbeatStreamRequestSchema, type HeartbeatStreamResponse } from "./gen/seatd/v1/heartbeat_service_pb.js";
@@ -88,8 +88,10 @@ export class Lease implements AsyncDisposable {
   /** The current deadline, by the server's clock. */
   get expiresAt(): Date { return new Date(this.#st.expiresAtMs); }
   /** The latest lease certificate seatd sent (JWS compact), verified when
-   * the client has signingKeys; "" from a server that sends none. For a
-   * borrowed lease it is what to store: verifyOffline checks it later. */
+   * the client has signingKeys; "" from a server that sends none, and
+   * without signingKeys (the client then asks for none) but for a borrowed
+   * lease. For a borrowed lease it is what to store: verifyOffline checks it
+   * later. */
   get certificate(): string { return this.#st.certificate; }
   /** Whether the lease was borrowed (client.borrow). */
   get borrowed(): boolean { return this.#st.borrowed; }
@@ -118,7 +120,7 @@ export class Lease implements AsyncDisposable {
   async beatOnce(o: { signal?: AbortSignal; timeoutMs?: number }): Promise<void> {
     const st = this.#st;
     const sent = this.#client.timing.now();
-    const nonce = newNonce();
+    const nonce = this.#client.nonce();
     const resp = await this.#client.conn.unary(HeartbeatService.method.heartbeat, { leaseId: st.id, leaseToken: st.token, nonce }, { timeoutMs: this.#client.timing.callTimeoutMs, ...o });
     this.checkCertificate(st, nonce, resp.leaseCertificate, at(resp.expiresAt));
     this.extend(st.id, sent, at(resp.expiresAt), ms(resp.heartbeatInterval), ttlOf(resp.lease), resp.leaseCertificate);
@@ -315,7 +317,7 @@ export class Keeper {
     // Keep trying through an outage for up to one TTL: after a laptop wakes
     // up, its network often takes a while to come back.
     const giveUp = t.now() + Math.max(l.state.ttlMs, t.callTimeoutMs);
-    const req = this.#c.acquireRequest(l.opts); // one acquisition (one key), however many tries
+    const req = this.#c.acquireRequest(l.opts, this.#c.nonce()); // one acquisition (one key), however many tries
     for (let n = 1; ; n++) {
       const sent = t.now();
       try {
@@ -376,7 +378,7 @@ export class Keeper {
       let waiting = true; // for the answer to the ping sent at `sent`
       let signal = HeartbeatSignal.UNSPECIFIED;
       let sent = t.now();
-      let nonce = newNonce(); // of the ping sent at `sent`
+      let nonce = this.#c.nonce(); // of the ping sent at `sent`
       let ended = false;
       const call: ClientDuplexStream<MessageInitShape<typeof HeartbeatStreamRequestSchema>, HeartbeatStreamResponse> = this.#c.conn.bidi(HeartbeatService.method.heartbeatStream);
       const end = (err: unknown) => {
@@ -399,7 +401,7 @@ export class Keeper {
       const ping = () => {
         if (waiting) return end(new NoAnswer());
         sent = t.now();
-        nonce = newNonce();
+        nonce = this.#c.nonce();
         waiting = true;
         send({ nonce });
         timer = setTimeout(ping, l.pingEvery()); // now the answer timeout

@@ -134,6 +134,50 @@ describe("lease certificates (fake seatd)", () => {
     assert.equal(fake.live(), 0);
   });
 
+  // With signingKeys every request carries a fresh nonce (acquire, every
+  // heartbeat on the stream and unary, the wait), so every answer brings a
+  // certificate to check. Without, requests carry none, and the fake (signing
+  // as seatd does) signs nothing for them; but a borrow always gets a
+  // certificate, and its request carries a nonce for the certificate to repeat.
+  for (const verify of [false, true]) {
+    test(`a nonce only when verifying (${verify ? "verifying" : "unchecked"}), and with a borrow`, async () => {
+      const c = mk({ verify });
+      const lease = await c.lease({ licenseKey: "key", fingerprint: "fp" });
+      const beats = fake.beats;
+      await until(5000, "stream heartbeats", () => fake.beats >= beats + 2);
+      await lease.heartbeat(); // unary
+      const waited = await c.waitForSeat({ licenseKey: "key", fingerprint: "fp-2" });
+      assert.equal(lease.lost, false, String(lease.error));
+      assert.equal(Boolean(lease.certificate), verify, "no nonce, no certificate");
+      assert.equal(Boolean(waited.certificate), verify, "no nonce, no certificate");
+      await waited.release();
+      await lease.release();
+
+      const sent = new Set<string>();
+      for (const rpc of ["acquire", "stream", "heartbeat", "wait"]) {
+        const seen = fake.nonces[rpc] ?? [];
+        assert.ok(seen.length > 0, `no ${rpc} request seen`);
+        for (const n of seen) {
+          if (!verify) {
+            assert.equal(n, "", `a ${rpc} request without signingKeys carries no nonce`);
+            continue;
+          }
+          assert.equal(n.length, 22, `${rpc}: 16 random bytes, base64url`);
+          assert.ok(!sent.has(n), `${rpc}: nonce ${n} sent twice`);
+          sent.add(n);
+        }
+      }
+
+      // A borrow sends a nonce, checked or not, and its certificate repeats it.
+      const borrowed = await c.borrow({ licenseKey: "key", fingerprint: "laptop" }, 3600_000);
+      const nonce = fake.nonces.acquire!.at(-1)!;
+      assert.equal(nonce.length, 22);
+      assert.ok(!sent.has(nonce), "a fresh nonce");
+      assert.equal(verifyOffline(borrowed.certificate, jwks(signer)).nonce, nonce);
+      await c.releaseSeat(borrowed.id, borrowed.token);
+    });
+  }
+
   test("fetchSigningKeys", async () => {
     const got = JSON.parse(await mk({ verify: false }).fetchSigningKeys());
     assert.deepEqual(got, { keys: [signer.jwk()] });

@@ -76,13 +76,17 @@ function handler(m: DescMethod): grpc.MethodDefinition<unknown, unknown> {
 }
 
 /** FakeSeatd keeps leases in memory and signs their certificates with
- * signer (none sent when undefined), spoiled by forge. */
+ * signer (none sent when undefined), spoiled by forge. Like seatd it signs
+ * only when asked: a request with a nonce, or a borrow. nonces holds the
+ * nonce of each request, by RPC ("acquire", "heartbeat", "stream", "wait"),
+ * in order. */
 export class FakeSeatd {
   readonly server = new grpc.Server();
   address = "";
   forge?: Forgery;
   lend = true; // false: ignore borrow_duration, as a server without borrowing
   beats = 0;
+  nonces: Record<string, string[]> = {};
   readonly leases = new Map<string, FakeLease>();
 
   constructor(public signer: Signer | undefined, readonly ttlMs = 5000, readonly intervalMs = 100) {
@@ -92,7 +96,7 @@ export class FakeSeatd {
     this.server.addService(def([seat.acquireSeat, seat.releaseSeat, seat.waitForSeat, seat.getSigningKeys]), {
       acquireSeat: (call: grpc.ServerUnaryCall<seatdv1.AcquireSeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         const r = call.request;
-        cb(null, this.#grant(r.fingerprint, r.nonce, r.borrowDuration ? durationMs(r.borrowDuration) : 0));
+        cb(null, this.#grant(r.fingerprint, this.#noted("acquire", r.nonce), r.borrowDuration ? durationMs(r.borrowDuration) : 0));
       },
       releaseSeat: (call: grpc.ServerUnaryCall<seatdv1.ReleaseSeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         const l = this.leases.get(call.request.leaseId);
@@ -101,6 +105,7 @@ export class FakeSeatd {
         cb(null, {});
       },
       waitForSeat: (call: grpc.ServerWritableStream<seatdv1.WaitForSeatRequest, unknown>) => {
+        this.#noted("wait", call.request.nonce);
         call.write({ event: { case: "position", value: { position: 1, queueLength: 1, ticket: "w1" } } });
         call.write({ event: { case: "granted", value: this.#grant(call.request.fingerprint, call.request.nonce, 0) } });
         call.end();
@@ -109,7 +114,7 @@ export class FakeSeatd {
     });
     this.server.addService(def([hb.heartbeat, hb.heartbeatStream]), {
       heartbeat: (call: grpc.ServerUnaryCall<seatdv1.HeartbeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-        const r = this.#beat(call.request.leaseId, call.request.leaseToken, call.request.nonce);
+        const r = this.#beat(call.request.leaseId, call.request.leaseToken, this.#noted("heartbeat", call.request.nonce));
         if (!r) return cb({ code: grpc.status.NOT_FOUND, details: "no such lease" });
         cb(null, { expiresAt: timestampFromMs(r[0]), heartbeatInterval: durationFromMs(this.intervalMs), leaseCertificate: r[1] });
       },
@@ -118,7 +123,7 @@ export class FakeSeatd {
         let token = "";
         call.on("data", (req: seatdv1.HeartbeatStreamRequest) => {
           if (!id) [id, token] = [req.leaseId, req.leaseToken];
-          const r = this.#beat(id, token, req.nonce);
+          const r = this.#beat(id, token, this.#noted("stream", req.nonce));
           if (!r) return call.destroy(Object.assign(new Error("no such lease"), { code: grpc.status.NOT_FOUND }));
           call.write({ expiresAt: timestampFromMs(r[0]), heartbeatInterval: durationFromMs(this.intervalMs), leaseCertificate: r[1] });
         });
@@ -139,9 +144,14 @@ export class FakeSeatd {
 
   live(): number { return [...this.leases.values()].filter((l) => l.live).length; }
 
+  #noted(rpc: string, nonce: string): string {
+    (this.nonces[rpc] ??= []).push(nonce);
+    return nonce;
+  }
+
   #cert(id: string, nonce: string): string {
     const l = this.leases.get(id)!;
-    return this.signer ? certificate(this.signer, claims(id, l.fingerprint, l.deadlineMs, nonce, l.borrowed), this.forge) : "";
+    return this.signer && (nonce || l.borrowed) ? certificate(this.signer, claims(id, l.fingerprint, l.deadlineMs, nonce, l.borrowed), this.forge) : "";
   }
 
   #grant(fingerprint: string, nonce: string, borrowMs: number) {

@@ -37,8 +37,9 @@ Claims.__doc__ = "What a lease certificate says (times in whole Unix seconds)."
 
 
 def new_nonce():
-    """16 random bytes, base64url: sent with every request, repeated by the
-    certificate of its answer so that a recorded answer cannot be replayed."""
+    """16 random bytes, base64url: sent with every request of a client that
+    verifies certificates, and with every borrow; repeated by the certificate
+    of its answer so that a recorded answer cannot be replayed."""
     return base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()
 
 

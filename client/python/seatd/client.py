@@ -140,8 +140,11 @@ class Client(_Connected):
     seat must carry a valid lease certificate (signed by a key of the set,
     our nonce, this lease and fingerprint, exp = the deadline told); one
     that does not is a lost lease: acquire raises BadCertificate (and gives
-    the seat back), a kept lease sets lost with it. Every request carries a
-    fresh nonce, checked or not.
+    the seat back), a kept lease sets lost with it. With signing_keys every
+    request carries a fresh nonce, which asks seatd for a certificate;
+    without, only a borrow does, so seatd signs nothing else for this client
+    (a signature costs it about a third of its heartbeat rate) and
+    lease.certificate is "" but for a borrowed lease.
     """
 
     def __init__(self, address=None, tls=False, *, options=(), channel=None, auto_heartbeat=True,
@@ -176,7 +179,7 @@ class Client(_Connected):
         a lost reply gets the seat the first try took, never a second one."""
         opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
                     metadata=dict(metadata or {}))
-        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(), nonce=new_nonce(),
+        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(), nonce=self._nonce(),
                                                   **opts)
         sent = self.t.now()
         return self._hold(opts, self._acquire(req, timeout), sent, req.nonce)
@@ -190,15 +193,18 @@ class Client(_Connected):
         not kept; it holds its seat until lease.expires_at or an early
         return (lease.release(), or release_seat(id, token) after a
         restart). Store lease.certificate with the product: verify_offline
-        checks it later without a network. An answer without a certificate,
-        or not borrowed (a server without borrowing), raises BadCertificate
-        and the seat is given back; with signing_keys the certificate is
-        verified as for acquire."""
+        checks it later without a network. The request carries a nonce,
+        with signing_keys or without, so the certificate (seatd signs one for
+        every borrow) repeats it. An answer without a certificate, or not
+        borrowed (a server without borrowing), raises BadCertificate and the
+        seat is given back; with signing_keys the certificate is verified as
+        for acquire."""
         if duration <= 0:
             raise ValueError("borrow duration must be positive")
         opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
                     metadata=dict(metadata or {}))
-        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(), nonce=new_nonce(),
+        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(),
+                                                  nonce=self._nonce(borrow=True),
                                                   borrow_duration=_duration(duration), **opts)
         sent = self.t.now()
         return self._hold(opts, self._acquire(req, timeout), sent, req.nonce, borrowed=True)
@@ -218,6 +224,14 @@ class Client(_Connected):
                      timeout=timeout or self.t.call_timeout)
         keys = [json_format.MessageToDict(k, preserving_proto_field_name=True) for k in resp.keys]
         return json.dumps({"keys": keys}, indent=2).encode()
+
+    def _nonce(self, borrow=False):
+        """The nonce of a new request: a fresh one when this client checks
+        certificates (signing_keys) or the request borrows (a borrow always
+        gets a certificate, which then repeats it), else "". seatd signs a
+        certificate only for a request with a nonce, or a borrow: a client
+        that does not check them should not cost it the signatures."""
+        return new_nonce() if self.signing_keys is not None or borrow else ""
 
     def _check(self, resp, nonce, fingerprint, borrowed):
         """Raises BadCertificate if a grant's certificate does not verify
@@ -284,7 +298,7 @@ class Client(_Connected):
         opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
                     metadata=dict(metadata or {}))
         end = None if timeout is None else self.t.now() + timeout
-        key, nonce, ticket, failures = _new_key(), new_nonce(), "", 0  # one acquisition, however many streams
+        key, nonce, ticket, failures = _new_key(), self._nonce(), "", 0  # one acquisition, however many streams
         report = on_position or (lambda position, length: None)
         while True:
             left = None if end is None else end - self.t.now()
@@ -334,7 +348,7 @@ class Client(_Connected):
     def _poll_for_seat(self, opts, report, end):
         for n in range(1, 1 << 30):
             try:
-                req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), nonce=new_nonce(), **opts)
+                req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), nonce=self._nonce(), **opts)
                 return self._hold(opts, self._acquire(req, None, end), self.t.now(), req.nonce)
             except errors.SeatsExhausted:
                 report(0, 0)
@@ -372,7 +386,9 @@ class Lease:
         self.heartbeat_interval = _seconds(resp.heartbeat_interval)
         self.seats_in_use, self.seat_limit = resp.seats_in_use, resp.seat_limit
         self.expires_at = pl.expires_at.ToDatetime() if pl.HasField("expires_at") else None
-        self.certificate = resp.lease_certificate  # the latest; "" from a server that sends none
+        # The latest; "" from a server that sends none, and without signing_keys
+        # (the client then asks for none) but for a borrowed lease.
+        self.certificate = resp.lease_certificate
         self.fingerprint = pl.fingerprint or self._opts["fingerprint"]
         self.ttl = _ttl(pl)
         self._deadline = self._local_deadline(sent, pl.expires_at)
@@ -396,7 +412,7 @@ class Lease:
 
     def heartbeat(self, timeout=None):
         """One unary heartbeat now; raises LeaseExpired etc. when the lease is gone."""
-        lease_id, token, sent, nonce = self.id, self.token, self._c.t.now(), new_nonce()
+        lease_id, token, sent, nonce = self.id, self.token, self._c.t.now(), self._c._nonce()
         try:
             resp = _call(self._c._hb.Heartbeat, heartbeat_service_pb2.HeartbeatRequest(
                 lease_id=lease_id, lease_token=token, nonce=nonce), timeout=timeout)
@@ -612,7 +628,7 @@ class _Keeper:
             return False
         log.info("seatd lease %s expired; acquiring a seat again", self.l.id)
         give_up = self.t.now() + max(self.l.ttl, self.t.call_timeout)
-        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), nonce=new_nonce(), **self.l._opts)
+        req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), nonce=self.l._c._nonce(), **self.l._opts)
         for n in range(1, 1 << 30):
             sent = self.t.now()
             try:
@@ -676,7 +692,7 @@ class _Keeper:
             except grpc.RpcError as e:
                 results.put((None, errors.from_rpc_error(e)))
 
-        nonce = new_nonce()
+        nonce = self.l._c._nonce()
         outbox.put(heartbeat_service_pb2.HeartbeatStreamRequest(lease_id=lease_id, lease_token=token, nonce=nonce))
         try:
             call = self.l._c._hb.HeartbeatStream(requests())
@@ -704,7 +720,7 @@ class _Keeper:
                     if waiting:
                         return answered, errors.SeatdError(grpc.StatusCode.DEADLINE_EXCEEDED,
                                                            "heartbeat stream: no answer in time")
-                    sent, waiting, nonce = self.t.now(), True, new_nonce()
+                    sent, waiting, nonce = self.t.now(), True, self.l._c._nonce()
                     outbox.put(heartbeat_service_pb2.HeartbeatStreamRequest(nonce=nonce))
                     due = time.monotonic() + self.l._ping_every()  # now the answer timeout
                     continue

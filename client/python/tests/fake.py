@@ -96,7 +96,10 @@ def _dur(s):
 
 class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2_grpc.HeartbeatServiceServicer):
     """Leases in memory, TTL ttl, heartbeat every interval; certificates
-    signed by signer (None: none sent) and spoiled by forge."""
+    signed by signer (None: none sent) and spoiled by forge. Like seatd it
+    signs only when asked: a request with a nonce, or a borrow. nonces holds
+    the nonce of each request, by RPC ("acquire", "heartbeat", "stream",
+    "wait"), in order."""
 
     def __init__(self, signer, ttl=5.0, interval=0.2):
         self.signer, self.ttl, self.interval = signer, ttl, interval
@@ -105,6 +108,7 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
         self.mu = threading.Lock()
         self.leases = {}  # id -> dict(token, fingerprint, deadline, borrowed, live)
         self.beats = 0
+        self.nonces = {}
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
         seat_service_pb2_grpc.add_SeatServiceServicer_to_server(self, self.server)
         heartbeat_service_pb2_grpc.add_HeartbeatServiceServicer_to_server(self, self.server)
@@ -118,10 +122,19 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
         with self.mu:
             return sum(1 for l in self.leases.values() if l["live"])
 
+    def seen_nonces(self):
+        with self.mu:
+            return {rpc: list(n) for rpc, n in self.nonces.items()}
+
+    def _noted(self, rpc, nonce):
+        with self.mu:
+            self.nonces.setdefault(rpc, []).append(nonce)
+        return nonce
+
     def _cert(self, lease_id, nonce):
-        if self.signer is None:
-            return ""
         l = self.leases[lease_id]
+        if self.signer is None or not (nonce or l["borrowed"]):
+            return ""
         return certificate(self.signer, claims(lease_id, l["fingerprint"], l["deadline"], nonce, l["borrowed"]),
                            self.forge)
 
@@ -142,9 +155,10 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
 
     def AcquireSeat(self, req, ctx):
         borrow = req.borrow_duration.ToNanoseconds() / 1e9 if req.HasField("borrow_duration") else 0.0
-        return self._grant(req, req.nonce, borrow)
+        return self._grant(req, self._noted("acquire", req.nonce), borrow)
 
     def WaitForSeat(self, req, ctx):
+        self._noted("wait", req.nonce)
         yield seat_service_pb2.WaitForSeatResponse(position=seat_service_pb2.QueuePosition(
             position=1, queue_length=1, ticket="w1"))
         yield seat_service_pb2.WaitForSeatResponse(granted=self._grant(req, req.nonce))
@@ -171,7 +185,7 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
             return l["deadline"], self._cert(lease_id, nonce)
 
     def Heartbeat(self, req, ctx):
-        deadline, cert = self._beat(req.lease_id, req.lease_token, req.nonce, ctx)
+        deadline, cert = self._beat(req.lease_id, req.lease_token, self._noted("heartbeat", req.nonce), ctx)
         return heartbeat_service_pb2.HeartbeatResponse(expires_at=_ts(deadline), heartbeat_interval=_dur(self.interval),
                                                        lease_certificate=cert)
 
@@ -180,7 +194,7 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
         for req in requests:
             if lease_id is None:
                 lease_id, token = req.lease_id, req.lease_token
-            deadline, cert = self._beat(lease_id, token, req.nonce, ctx)
+            deadline, cert = self._beat(lease_id, token, self._noted("stream", req.nonce), ctx)
             yield heartbeat_service_pb2.HeartbeatStreamResponse(expires_at=_ts(deadline),
                                                                 heartbeat_interval=_dur(self.interval),
                                                                 lease_certificate=cert)

@@ -143,6 +143,47 @@ class FakeServerTest(unittest.TestCase):
             self.client(verify=False).borrow("key", "laptop", 3600)
         self.assertEqual(0, self.fake.live())
 
+    def test_nonce_only_when_verifying(self):
+        """With signing_keys every request carries a fresh nonce (acquire,
+        every heartbeat on the stream and unary, the wait), so every answer
+        brings a certificate to check. Without, requests carry none, and the
+        fake (signing as seatd does) signs nothing for them; but a borrow
+        always gets a certificate, and its request carries a nonce for the
+        certificate to repeat."""
+        for verify in (False, True):
+            with self.subTest(verify=verify):
+                self.fake.nonces = {}
+                c = self.client(verify=verify)
+                lease = c.acquire("key", "fp")
+                beats = self.fake.beats
+                eventually(lambda: self.fake.beats >= beats + 2, 5, "stream heartbeats")
+                lease.heartbeat()  # unary
+                waited = c.wait_for_seat("key", "fp-2", timeout=5)
+                self.assertFalse(lease.lost.is_set(), lease.error)
+                self.assertEqual(verify, bool(lease.certificate), "no nonce, no certificate")
+                self.assertEqual(verify, bool(waited.certificate), "no nonce, no certificate")
+                waited.release()
+                lease.release()
+
+                seen, sent = self.fake.seen_nonces(), set()
+                for rpc in ("acquire", "stream", "heartbeat", "wait"):
+                    self.assertTrue(seen.get(rpc), "no %s request seen" % rpc)
+                    for n in seen[rpc]:
+                        if not verify:
+                            self.assertEqual("", n, "a %s request without signing_keys carries no nonce" % rpc)
+                            continue
+                        self.assertEqual(22, len(n), "%s: 16 random bytes, base64url" % rpc)
+                        self.assertNotIn(n, sent, "%s: a nonce sent twice" % rpc)
+                        sent.add(n)
+
+                # A borrow sends a nonce, checked or not, and its certificate repeats it.
+                borrowed = c.borrow("key", "laptop", 3600)
+                nonce = self.fake.seen_nonces()["acquire"][-1]
+                self.assertEqual(22, len(nonce))
+                self.assertNotIn(nonce, sent, "a fresh nonce")
+                self.assertEqual(nonce, seatd.verify_offline(borrowed.certificate, jwks(self.signer)).nonce)
+                c.release_seat(borrowed.id, borrowed.token)
+
     def test_fetch_signing_keys(self):
         got = json.loads(self.client(verify=False).fetch_signing_keys())
         self.assertEqual({"keys": [self.signer.jwk()]}, got)
