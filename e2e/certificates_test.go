@@ -6,7 +6,9 @@ package e2e
 // seatd's: Node's built-in crypto (createPublicKey from the JWK, verify
 // with the Ed25519 key). It fails with another tenant's keys, with one
 // byte changed, with another nonce; a rotation keeps old certificates
-// verifying until they expire. Sealed signing keys need their encryption
+// verifying until they expire, and a JWKS fetched before the rotation
+// verifies the certificates signed after it (the next key was in it), but
+// not after a second rotation. Sealed signing keys need their encryption
 // key at start.
 
 import (
@@ -237,12 +239,16 @@ func testCertificates(t *testing.T, p, other *proc) {
 		require.Equal(t, want, verdicts[i].Reason, cases[i].Name)
 	}
 
-	// A rotation: new certificates carry the new kid; the old certificate
-	// keeps verifying with the published JWKS until its deadline.
+	// A rotation: new certificates carry the kid of the next key, which
+	// the JWKS fetched before held already; the old certificate keeps
+	// verifying with the published JWKS until its deadline.
 	oldKid := certKid(t, cert)
+	require.Len(t, jwksKids(t, jwks), 2, "the key that signs and the next key")
+	require.Equal(t, oldKid, jwksKids(t, jwks)[1])
 	rotated := p.do(t, http.MethodPost, "/v1/admin/tenants/default/signing-keys:rotate", p.OperatorKey, map[string]any{}).requireCode(t, http.StatusOK)
 	newKid := rotated.str(t, "signingKey.kid")
-	require.NotEqual(t, oldKid, newKid)
+	require.Equal(t, jwksKids(t, jwks)[0], newKid, "the next key, published before the rotation, signs")
+	require.Equal(t, "SIGNING_KEY_STATE_SIGNING", rotated.str(t, "signingKey.state"))
 	nonce2 := randomNonce()
 	acq2, err := p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: key, Fingerprint: "laptop-2", Nonce: nonce2})
 	require.NoError(t, err)
@@ -252,7 +258,9 @@ func testCertificates(t *testing.T, p, other *proc) {
 	require.Equal(t, newKid, certKid(t, beat.GetLeaseCertificate()), "a heartbeat's certificate too")
 
 	after := fetchJWKS(t, p, "default")
-	require.Equal(t, []string{newKid, oldKid}, jwksKids(t, after), "the old key stays published")
+	require.Len(t, jwksKids(t, after), 3)
+	newNextKid := jwksKids(t, after)[0]
+	require.Equal(t, []string{newKid, oldKid}, jwksKids(t, after)[1:], "a new next key; the old key stays published")
 	exp := acq.GetLease().GetExpiresAt().AsTime().Unix()
 	verdicts = nodeVerify(t, []certCase{
 		{Token: cert, JWKS: after, Nonce: nonce, Now: time.Now().Unix()},
@@ -267,21 +275,37 @@ func testCertificates(t *testing.T, p, other *proc) {
 	require.Equal(t, "expired", verdicts[2].Reason, "old certificate at its deadline")
 	require.True(t, verdicts[3].OK, "new certificate: %s", verdicts[3].Reason)
 	require.True(t, verdicts[4].OK, "heartbeat certificate: %s", verdicts[4].Reason)
-	require.Equal(t, "kid not in the JWKS", verdicts[5].Reason, "a JWKS fetched before the rotation lacks the new key")
+	require.True(t, verdicts[5].OK, "a JWKS fetched before the rotation verifies the certificates signed after it: %s", verdicts[5].Reason)
 
-	if other == nil {
-		return
+	if other != nil {
+		// Another instance learns of the rotation within its cache TTL
+		// (5 s): it publishes the new next key, and signs with the
+		// promoted one.
+		eventually(t, 15*time.Second, "the other instance to publish the new next key", func() bool {
+			return slices.Equal(jwksKids(t, after), jwksKids(t, fetchJWKS(t, other, "default")))
+		})
+		eventually(t, 15*time.Second, "the other instance to sign with the rotated key", func() bool {
+			r, err := other.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: key, Fingerprint: "laptop-3", Nonce: nonce})
+			require.NoError(t, err)
+			return certKid(t, r.GetLeaseCertificate()) == newKid
+		})
 	}
-	// Another instance learns of the rotation within its cache TTL (5 s):
-	// it publishes the new key, and signs with it.
-	eventually(t, 15*time.Second, "the other instance to publish the rotated key", func() bool {
-		return slices.Equal([]string{newKid, oldKid}, jwksKids(t, fetchJWKS(t, other, "default")))
+
+	// A second rotation makes the key sign that was made by the first: a
+	// JWKS fetched before the first rotation lacks it, one fetched after
+	// has it.
+	rotated = p.do(t, http.MethodPost, "/v1/admin/tenants/default/signing-keys:rotate", p.OperatorKey, map[string]any{}).requireCode(t, http.StatusOK)
+	require.Equal(t, newNextKid, rotated.str(t, "signingKey.kid"))
+	nonce3 := randomNonce()
+	acq3, err := p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: key, Fingerprint: "laptop-4", Nonce: nonce3})
+	require.NoError(t, err)
+	require.Equal(t, newNextKid, certKid(t, acq3.GetLeaseCertificate()))
+	verdicts = nodeVerify(t, []certCase{
+		{Token: acq3.GetLeaseCertificate(), JWKS: after, Nonce: nonce3, Now: time.Now().Unix()},
+		{Token: acq3.GetLeaseCertificate(), JWKS: jwks, Nonce: nonce3, Now: time.Now().Unix()},
 	})
-	eventually(t, 15*time.Second, "the other instance to sign with the rotated key", func() bool {
-		r, err := other.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: key, Fingerprint: "laptop-3", Nonce: nonce})
-		require.NoError(t, err)
-		return certKid(t, r.GetLeaseCertificate()) == newKid
-	})
+	require.True(t, verdicts[0].OK, "the JWKS fetched between the two rotations: %s", verdicts[0].Reason)
+	require.Equal(t, "kid not in the JWKS", verdicts[1].Reason, "a JWKS fetched before the previous rotation lacks the key that signs")
 }
 
 // TestSigningKeySealedAtRest: with an encryption key, the signing key is

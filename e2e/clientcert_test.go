@@ -5,15 +5,15 @@ package e2e
 // verifies acquisitions, stream heartbeats and wait grants; another
 // tenant's JWKS refuses them; Borrow returns a certificate VerifyOffline
 // accepts until its deadline; a borrowed lease cannot be revoked and is
-// returned with ReleaseSeat; after a rotation an old JWKS stops trusting
-// new certificates while a new one still verifies the old. (A fake server
+// returned with ReleaseSeat; a JWKS fetched before a rotation holds the
+// next key and keeps verifying after it (a kept lease carries on), but not
+// after a second rotation, while a new one still verifies the old. (A fake server
 // answering without a valid certificate is client/certificate_test.go.)
 
 import (
 	"errors"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -189,42 +189,56 @@ func testClientCert(t *testing.T, p *proc) {
 	require.NoError(t, c2.ReleaseSeat(ctx, borrowed.ID(), token), "returning again is fine (seatd releases idempotently)")
 
 	// ---- rotation ----
-	// A product that embedded the JWKS before the rotation keeps trusting
-	// what it stored; the next certificates are signed by a key it lacks:
-	// its kept lease is lost. A JWKS fetched after the rotation holds both
-	// keys and verifies old and new certificates.
+	// A product that embedded the JWKS before the rotation has the next
+	// key in it: the certificates the promoted key signs verify, its kept
+	// lease carries on. A JWKS fetched after the rotation holds the new
+	// next key, the one that signs and the retired one.
 	storedBefore := lease.Certificate()
 	rot, err := admin.RotateSigningKey(op, &seatdv1.RotateSigningKeyRequest{})
 	require.NoError(t, err)
 	newKid := rot.GetSigningKey().GetKid()
-	require.NotContains(t, b.KeyIDs(), newKid)
-	var after []byte
-	eventually(t, 30*time.Second, "the new key in the JWKS", func() bool {
-		after = restJWKS(t, p, "default")
-		ak, err := client.ParseSigningKeys(after)
-		return err == nil && slices.Contains(ak.KeyIDs(), newKid)
+	require.Contains(t, b.KeyIDs(), newKid, "the key that signs now was published before the rotation")
+	eventually(t, 30*time.Second, "a heartbeat's certificate signed by the promoted key", func() bool {
+		claims, err := client.VerifyOffline(lease.Certificate(), jwks, time.Now())
+		require.NoError(t, err)
+		return claims.KeyID == newKid
 	})
-	ak, err := client.ParseSigningKeys(after)
-	require.NoError(t, err)
-	require.Subset(t, ak.KeyIDs(), b.KeyIDs(), "the retired key stays published")
-
 	select {
 	case <-lease.Lost():
-	case <-time.After(30 * time.Second):
-		t.Fatal("a lease verified with the JWKS from before the rotation was not lost")
+		t.Fatalf("a lease verified with the JWKS from before the rotation was lost: %v", lease.Err())
+	default:
 	}
-	require.ErrorIs(t, lease.Err(), client.ErrBadCertificate)
+	after := restJWKS(t, p, "default")
+	ak, err := client.ParseSigningKeys(after)
+	require.NoError(t, err)
+	require.Len(t, ak.KeyIDs(), 3, "a new next key, the key that signs, the retired one")
+	require.Subset(t, ak.KeyIDs(), b.KeyIDs(), "the retired key stays published")
 	_, err = client.VerifyOffline(storedBefore, after, time.Now())
 	require.NoError(t, err, "the new JWKS verifies certificates of the retired key")
 
+	// A second rotation makes the key sign that the first one made: the
+	// JWKS from before the first rotation lacks it, and its lease is lost;
+	// the one fetched between the rotations verifies.
+	rot, err = admin.RotateSigningKey(op, &seatdv1.RotateSigningKeyRequest{})
+	require.NoError(t, err)
+	secondKid := rot.GetSigningKey().GetKid()
+	require.NotContains(t, b.KeyIDs(), secondKid)
+	require.Contains(t, ak.KeyIDs(), secondKid)
+	select {
+	case <-lease.Lost():
+	case <-time.After(30 * time.Second):
+		t.Fatal("a lease verified with the JWKS from before the previous rotation was not lost")
+	}
+	require.ErrorIs(t, lease.Err(), client.ErrBadCertificate)
+
 	renewed := dialVerifying(t, p, after)
-	eventually(t, 30*time.Second, "a certificate signed by the new key", func() bool {
+	eventually(t, 30*time.Second, "a certificate signed by the key of the second rotation", func() bool {
 		l2, err := renewed.Acquire(ctx, client.AcquireOptions{LicenseKey: lic.GetKey(), Fingerprint: "laptop-5"})
-		require.NoError(t, err, "the JWKS after the rotation verifies either key")
+		require.NoError(t, err, "the JWKS fetched between the rotations verifies")
 		claims, err := client.VerifyOffline(l2.Certificate(), after, time.Now())
 		require.NoError(t, err)
 		require.NoError(t, l2.Release(ctx))
-		return claims.KeyID == newKid
+		return claims.KeyID == secondKid
 	})
 }
 

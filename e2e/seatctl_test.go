@@ -339,26 +339,34 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	wantSks, err := admin.ListSigningKeys(op, &seatdv1.ListSigningKeysRequest{TenantId: tenantID})
 	require.NoError(t, err)
 	requireProtoEqual(t, wantSks.GetSigningKeys(), sks.GetSigningKeys(), "signing-keys ls -o json vs ListSigningKeys")
-	require.Len(t, sks.GetSigningKeys(), 1, "a tenant gets its first key with it")
-	oldKid := sks.GetSigningKeys()[0].GetKid()
-	require.Regexp(t, `KID\s+STATE\s+CREATED\s+RETIRED\s+PUBLISHED UNTIL`, c.ok("--tenant", tenantID, "signing-keys", "ls"))
-	require.Regexp(t, oldKid+`\s+signing\s`, c.ok("--tenant", tenantID, "signing-keys", "ls"))
+	require.Len(t, sks.GetSigningKeys(), 2, "a tenant gets its first key and its next key with it")
+	nextKid, oldKid := sks.GetSigningKeys()[0].GetKid(), sks.GetSigningKeys()[1].GetKid()
+	table = c.ok("--tenant", tenantID, "signing-keys", "ls")
+	require.Regexp(t, `KID\s+STATE\s+CREATED\s+RETIRED\s+PUBLISHED UNTIL`, table)
+	require.Regexp(t, nextKid+`\s+next\s`, table)
+	require.Regexp(t, oldKid+`\s+signing\s`, table)
 	// seatctl jwks needs no key, and prints what the REST route serves.
 	noKeyCtl := ctl{t: t, bin: bin, addr: p.GRPCAddr}
 	jwksOut := noKeyCtl.ok("--tenant", tenantID, "jwks")
 	require.JSONEq(t, string(restJWKS(t, p, tenantID)), jwksOut)
 	require.Contains(t, jwksOut, oldKid)
+	require.Contains(t, jwksOut, nextKid, "the next key is published ahead of use")
 	require.NotContains(t, noKeyCtl.ok("jwks"), oldKid, "the default tenant has keys of its own")
 	var rotated seatdv1.SigningKey
 	c.json(&rotated, "--tenant", tenantID, "signing-keys", "rotate")
-	require.NotEqual(t, oldKid, rotated.GetKid())
+	require.Equal(t, nextKid, rotated.GetKid(), "the next key signs now")
 	require.Nil(t, rotated.GetRetireTime())
+	require.Equal(t, seatdv1.SigningKeyState_SIGNING_KEY_STATE_SIGNING, rotated.GetState())
+	c.json(&sks, "--tenant", tenantID, "signing-keys", "ls")
+	require.Len(t, sks.GetSigningKeys(), 3)
+	newNextKid := sks.GetSigningKeys()[0].GetKid()
 	table = c.ok("--tenant", tenantID, "signing-keys", "ls")
+	require.Regexp(t, newNextKid+`\s+next\s`, table)
 	require.Regexp(t, rotated.GetKid()+`\s+signing\s`, table)
 	require.Regexp(t, oldKid+`\s+retired\s`, table)
-	eventually(t, 30*time.Second, "the new key in seatctl jwks", func() bool {
+	eventually(t, 30*time.Second, "the new next key in seatctl jwks", func() bool {
 		out := noKeyCtl.ok("--tenant", tenantID, "jwks")
-		return strings.Contains(out, rotated.GetKid()) && strings.Contains(out, oldKid)
+		return strings.Contains(out, newNextKid) && strings.Contains(out, rotated.GetKid()) && strings.Contains(out, oldKid)
 	})
 	tc.fails(ctlPermission, "--key-file", keyFile, "signing-keys", "rotate") // the revoked API key
 

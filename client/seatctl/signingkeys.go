@@ -14,7 +14,7 @@ func signingKeysCmd(g *globals) *cobra.Command {
 	list := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List the tenant's lease-signing keys (public halves), newest first, retired ones too",
+		Short:   "List the tenant's lease-signing keys (public halves): the next key, the one that signs, retired ones",
 		Args:    exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
 			resp, err := call(g, c, seatdv1.AdminServiceClient.ListSigningKeys, &seatdv1.ListSigningKeysRequest{TenantId: g.tenant})
@@ -29,15 +29,15 @@ func signingKeysCmd(g *globals) *cobra.Command {
 	}
 	rotate := &cobra.Command{
 		Use:   "rotate",
-		Short: "Sign lease certificates with a new key from now on; the old one stays published until its certificates expire",
-		Long: `rotate makes a new key the one that signs lease certificates (every
-instance within a few seconds). The old key is retired but stays in the JWKS
-until every certificate it signed has expired, so certificates already
-stored keep verifying. A product whose embedded JWKS lacks the new key
-refuses the certificates it signs: its kept leases are lost at their next
-heartbeat and its acquisitions refused until it ships the JWKS printed
-after the rotation (seatctl jwks). Rotate when the key may be exposed, and
-plan the product update with it.`,
+		Short: "Sign lease certificates with the next key from now on, and make a new next key",
+		Long: `rotate retires the key that signs lease certificates, makes the tenant's
+next key the one that signs (every instance within a few seconds) and makes
+a new next key. The next key has been in the JWKS since the rotation before,
+so every product built with a JWKS fetched since then keeps verifying; a
+product whose JWKS is older than that refuses the certificates it signs
+(its kept leases are lost at their next heartbeat) until it ships a JWKS
+printed later (seatctl jwks). The retired key stays in the JWKS until every
+certificate it signed has expired.`,
 		Args: exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
 			resp, err := call(g, c, seatdv1.AdminServiceClient.RotateSigningKey, &seatdv1.RotateSigningKeyRequest{TenantId: g.tenant})
@@ -57,8 +57,13 @@ plan the product update with it.`,
 func (g *globals) printSigningKeys(keys ...*seatdv1.SigningKey) error {
 	t := newTable(g.stdout, "KID", "STATE", "CREATED", "RETIRED", "PUBLISHED UNTIL")
 	for _, k := range keys {
-		state := "signing"
-		if k.GetRetireTime() != nil {
+		state := "?"
+		switch k.GetState() {
+		case seatdv1.SigningKeyState_SIGNING_KEY_STATE_SIGNING:
+			state = "signing"
+		case seatdv1.SigningKeyState_SIGNING_KEY_STATE_NEXT:
+			state = "next"
+		case seatdv1.SigningKeyState_SIGNING_KEY_STATE_RETIRED:
 			state = "retired"
 		}
 		t.row(k.GetKid(), state, fmtTime(k.GetCreateTime()), fmtTime(k.GetRetireTime()), fmtTime(k.GetPublishUntil()))

@@ -35,9 +35,9 @@ func signingSealer(cfg Config) (*signing.Sealer, error) {
 	return s, nil
 }
 
-// ensureSigningKey gives the default tenant its first signing key (after
-// migration, so that the table exists) and checks that the key that signs
-// for it opens: a key sealed under an encryption key seatd does not have
+// ensureSigningKey gives the default tenant its first signing key and its
+// next key if it lacks them (after migration, so that the table exists) and
+// checks that the key that signs for it opens: a key sealed under an encryption key seatd does not have
 // stops the start here, with the reason, rather than failing every call.
 func ensureSigningKey(ctx context.Context, issuer *signing.Issuer, sealer *signing.Sealer, log *slog.Logger) error {
 	k, err := issuer.Ensure(ctx, server.DefaultTenantID)
@@ -47,7 +47,7 @@ func ensureSigningKey(ctx context.Context, issuer *signing.Issuer, sealer *signi
 	sealed := signing.Sealed(k.PrivateKey)
 	log.Info("lease certificates signed", "tenant", server.DefaultTenantID, "kid", k.ID, "sealed", sealed, "encryption_key_id", sealer.KeyID())
 	if sealer.Encrypts() && !sealed {
-		log.Warn("the default tenant's signing key is kept plain (it was made before an encryption key was configured); RotateSigningKey makes a sealed one", "kid", k.ID)
+		log.Warn("the default tenant's signing key is kept plain (it was made before an encryption key was configured); RotateSigningKey (twice if the next key is plain too: signing-keys ls) makes a sealed one sign", "kid", k.ID)
 	}
 	return nil
 }

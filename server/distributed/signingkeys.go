@@ -8,8 +8,12 @@ import (
 
 // Signing keys live in the record only.
 
-func (s *Store) AddSigningKey(ctx context.Context, k server.SigningKey, replace bool) (server.SigningKey, error) {
-	return s.rec.AddSigningKey(ctx, k, replace)
+func (s *Store) EnsureSigningKeys(ctx context.Context, tenantID string, signing, next server.SigningKey) ([]server.SigningKey, error) {
+	return s.rec.EnsureSigningKeys(ctx, tenantID, signing, next)
+}
+
+func (s *Store) RotateSigningKey(ctx context.Context, next server.SigningKey) (server.SigningKey, error) {
+	return s.rec.RotateSigningKey(ctx, next)
 }
 
 func (s *Store) SigningKeys(ctx context.Context, tenantID string) ([]server.SigningKey, error) {

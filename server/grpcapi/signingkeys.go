@@ -91,6 +91,18 @@ func signingKeyToProto(k server.SigningKey) (*seatdv1.SigningKey, error) {
 	}
 	return &seatdv1.SigningKey{
 		Kid: k.ID, TenantId: k.TenantID, CreateTime: ts(k.CreatedAt), RetireTime: ts(k.RetiredAt),
-		PublishUntil: ts(service.PublishUntil(k)), PublicKey: jwk,
+		PublishUntil: ts(service.PublishUntil(k)), PublicKey: jwk, State: signingKeyStateToProto(k.State()),
 	}, nil
+}
+
+func signingKeyStateToProto(s server.SigningKeyState) seatdv1.SigningKeyState {
+	switch s {
+	case server.KeySigning:
+		return seatdv1.SigningKeyState_SIGNING_KEY_STATE_SIGNING
+	case server.KeyNext:
+		return seatdv1.SigningKeyState_SIGNING_KEY_STATE_NEXT
+	case server.KeyRetired:
+		return seatdv1.SigningKeyState_SIGNING_KEY_STATE_RETIRED
+	}
+	return seatdv1.SigningKeyState_SIGNING_KEY_STATE_UNSPECIFIED
 }

@@ -50,7 +50,7 @@ func TestGetSigningKeysNeedsNoCredentials(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	def := e.jwks(t, "")
-	require.Len(t, def, 1, "empty: the default tenant")
+	require.Len(t, def, 2, "empty: the default tenant; its key that signs and its next key")
 	require.Equal(t, def, e.jwks(t, server.DefaultTenantID))
 
 	_, err := e.seats.GetSigningKeys(t.Context(), &seatdv1.GetSigningKeysRequest{TenantId: "nobody"})
@@ -169,12 +169,18 @@ func TestSigningKeyAdmin(t *testing.T) {
 
 	own, err := e.admin.ListSigningKeys(as(t, acme), &seatdv1.ListSigningKeysRequest{})
 	require.NoError(t, err)
-	require.Len(t, own.GetSigningKeys(), 1, "a new tenant has its key")
-	first := own.GetSigningKeys()[0]
-	require.Equal(t, "acme", first.GetTenantId())
-	require.Nil(t, first.GetRetireTime())
-	require.Nil(t, first.GetPublishUntil())
-	require.Equal(t, first.GetKid(), first.GetPublicKey().GetKid())
+	require.Len(t, own.GetSigningKeys(), 2, "a new tenant has its key and its next key")
+	next, first := own.GetSigningKeys()[0], own.GetSigningKeys()[1]
+	require.Equal(t, seatdv1.SigningKeyState_SIGNING_KEY_STATE_NEXT, next.GetState())
+	require.Equal(t, seatdv1.SigningKeyState_SIGNING_KEY_STATE_SIGNING, first.GetState())
+	for _, k := range own.GetSigningKeys() {
+		require.Equal(t, "acme", k.GetTenantId())
+		require.Nil(t, k.GetRetireTime())
+		require.Nil(t, k.GetPublishUntil())
+		require.Equal(t, k.GetKid(), k.GetPublicKey().GetKid())
+	}
+	embedded := e.jwks(t, "acme")
+	require.Equal(t, []string{next.GetKid(), first.GetKid()}, kidsOf(embedded), "the next key is published")
 
 	_, err = e.admin.ListSigningKeys(as(t, acme), &seatdv1.ListSigningKeysRequest{TenantId: server.DefaultTenantID})
 	requireStatus(t, err, codes.PermissionDenied, server.ReasonPermissionDenied)
@@ -185,15 +191,19 @@ func TestSigningKeyAdmin(t *testing.T) {
 
 	rotated, err := e.admin.RotateSigningKey(as(t, acme), &seatdv1.RotateSigningKeyRequest{})
 	require.NoError(t, err)
-	require.NotEqual(t, first.GetKid(), rotated.GetSigningKey().GetKid())
+	require.Equal(t, next.GetKid(), rotated.GetSigningKey().GetKid(), "the next key signs now")
+	require.Equal(t, seatdv1.SigningKeyState_SIGNING_KEY_STATE_SIGNING, rotated.GetSigningKey().GetState())
 	listed, err := e.admin.ListSigningKeys(operator(t), &seatdv1.ListSigningKeysRequest{TenantId: "acme"})
 	require.NoError(t, err)
-	require.Len(t, listed.GetSigningKeys(), 2)
-	old := listed.GetSigningKeys()[1]
+	require.Len(t, listed.GetSigningKeys(), 3)
+	newNext, old := listed.GetSigningKeys()[0], listed.GetSigningKeys()[2]
+	require.Equal(t, seatdv1.SigningKeyState_SIGNING_KEY_STATE_NEXT, newNext.GetState())
+	require.Equal(t, rotated.GetSigningKey().GetKid(), listed.GetSigningKeys()[1].GetKid())
 	require.Equal(t, first.GetKid(), old.GetKid())
-	require.Equal(t, rotated.GetSigningKey().GetCreateTime().AsTime(), old.GetRetireTime().AsTime())
+	require.Equal(t, seatdv1.SigningKeyState_SIGNING_KEY_STATE_RETIRED, old.GetState())
+	require.Equal(t, newNext.GetCreateTime().AsTime(), old.GetRetireTime().AsTime())
 	require.Equal(t, old.GetRetireTime().AsTime().Add(server.CertificateLifetime+signing.PublishSlack), old.GetPublishUntil().AsTime())
-	require.Equal(t, []string{rotated.GetSigningKey().GetKid(), first.GetKid()}, kidsOf(e.jwks(t, "acme")))
+	require.Equal(t, []string{newNext.GetKid(), rotated.GetSigningKey().GetKid(), first.GetKid()}, kidsOf(e.jwks(t, "acme")))
 
 	_, err = e.admin.RotateSigningKey(operator(t), &seatdv1.RotateSigningKeyRequest{})
 	require.NoError(t, err, "the operator rotates any tenant's key (empty: default)")

@@ -52,21 +52,24 @@ func (s *Service) certify(ctx context.Context, l server.Lease, nonce string) (st
 }
 
 // GetSigningKeys returns the tenant's public keys a verifier needs now:
-// the key that signs and the retired keys whose certificates may still be
-// valid. A tenant without a key gets one. ErrTenantNotFound for an unknown
+// the next key (published ahead of use), the key that signs and the
+// retired keys whose certificates may still be valid. A tenant without a
+// key that signs or a next key gets it. ErrTenantNotFound for an unknown
 // tenant.
 func (s *Service) GetSigningKeys(ctx context.Context, tenant string) ([]server.SigningKey, error) {
 	return s.issuer.Published(ctx, tenant)
 }
 
-// ListSigningKeys lists all the tenant's keys, newest first, retired ones
-// too.
+// ListSigningKeys lists all the tenant's keys: the next key, the one that
+// signs, the retired ones (SigningKey.State).
 func (s *Service) ListSigningKeys(ctx context.Context, tenant string) ([]server.SigningKey, error) {
 	return s.issuer.Keys(ctx, tenant)
 }
 
-// RotateSigningKey makes a new key sign for the tenant and audits it; the
-// key before it stays published until its certificates have expired.
+// RotateSigningKey retires the key that signs for the tenant, makes its
+// next key (published since the rotation before) sign and makes a new next
+// key, in one step; it returns the key that signs now and audits it. The
+// retired key stays published until its certificates have expired.
 func (s *Service) RotateSigningKey(ctx context.Context, actor, tenant string) (server.SigningKey, error) {
 	k, err := s.issuer.Rotate(ctx, tenant)
 	if err != nil {
@@ -76,12 +79,13 @@ func (s *Service) RotateSigningKey(ctx context.Context, actor, tenant string) (s
 	return k, nil
 }
 
-// EnsureSigningKey gives the tenant its first key if it has none and
+// EnsureSigningKey gives the tenant its first key and its next key if it
+// lacks them (a tenant from before next keys keeps the key that signs) and
 // checks that the key that signs for it opens (the daemon, at start).
 func (s *Service) EnsureSigningKey(ctx context.Context, tenant string) (server.SigningKey, error) {
 	return s.issuer.Ensure(ctx, tenant)
 }
 
 // PublishUntil is when a retired key stops being published (zero while it
-// signs).
+// signs or is next).
 func PublishUntil(k server.SigningKey) time.Time { return k.PublishUntil(signing.PublishSlack) }

@@ -22,7 +22,8 @@ func TestCertificatesFollowRotation(t *testing.T) {
 	require.NoError(t, err)
 	keys, err := e.svc.GetSigningKeys(ctx, server.DefaultTenantID)
 	require.NoError(t, err)
-	require.Len(t, keys, 1)
+	require.Len(t, keys, 2, "the key that signs and the next key")
+	require.Equal(t, []server.SigningKeyState{server.KeyNext, server.KeySigning}, states(keys))
 	c, err := signing.Verify(g1.Certificate, keys)
 	require.NoError(t, err)
 	require.Equal(t, signing.Claims{
@@ -33,19 +34,21 @@ func TestCertificatesFollowRotation(t *testing.T) {
 
 	k2, err := e.svc.RotateSigningKey(ctx, "operator", server.DefaultTenantID)
 	require.NoError(t, err)
-	require.NotEqual(t, keys[0].ID, k2.ID)
+	require.Equal(t, keys[0].ID, k2.ID, "the next key, published before, signs now")
 	e.auditOf(t, server.DefaultTenantID, "signingkey.rotate", k2.ID)
 
 	g2, err := e.svc.AcquireSeat(ctx, SeatRequest{LicenseKey: lic.Key, Fingerprint: "b", Nonce: "nonce-2"})
 	require.NoError(t, err)
 	published, err := e.svc.GetSigningKeys(ctx, server.DefaultTenantID)
 	require.NoError(t, err)
-	require.Equal(t, []string{k2.ID, keys[0].ID}, kids(published), "the new key and the old one, still published")
+	require.Len(t, published, 3)
+	require.Equal(t, []string{k2.ID, keys[1].ID}, kids(published[1:]), "a new next key, the key that signs and the old one, still published")
+	require.Equal(t, []server.SigningKeyState{server.KeyNext, server.KeySigning, server.KeyRetired}, states(published))
 	c2, err := signing.Verify(g2.Certificate, published)
 	require.NoError(t, err)
 	require.Equal(t, "nonce-2", c2.Nonce)
 	_, err = signing.Verify(g2.Certificate, keys)
-	require.ErrorIs(t, err, signing.ErrBadCertificate, "the new kid signs")
+	require.NoError(t, err, "the keys published before the rotation verify the certificates signed after it")
 	_, err = signing.Verify(g1.Certificate, published)
 	require.NoError(t, err, "the old certificate verifies with the published keys")
 
@@ -62,10 +65,11 @@ func TestCertificatesFollowRotation(t *testing.T) {
 
 	listed, err := e.svc.ListSigningKeys(ctx, server.DefaultTenantID)
 	require.NoError(t, err)
-	require.Equal(t, []string{k2.ID, keys[0].ID}, kids(listed))
-	require.Equal(t, k2.CreatedAt, listed[1].RetiredAt)
-	require.Equal(t, listed[1].RetiredAt.Add(server.CertificateLifetime+signing.PublishSlack), PublishUntil(listed[1]))
+	require.Equal(t, kids(published), kids(listed))
+	require.Equal(t, listed[0].CreatedAt, listed[2].RetiredAt, "retired when the new next key was made")
+	require.Equal(t, listed[2].RetiredAt.Add(server.CertificateLifetime+signing.PublishSlack), PublishUntil(listed[2]))
 	require.True(t, PublishUntil(listed[0]).IsZero())
+	require.True(t, PublishUntil(listed[1]).IsZero())
 }
 
 func TestSigningKeysOfTenants(t *testing.T) {
@@ -83,12 +87,12 @@ func TestSigningKeysOfTenants(t *testing.T) {
 	require.NoError(t, err)
 	stored, err := e.store.SigningKeys(ctx, tn.ID)
 	require.NoError(t, err)
-	require.Len(t, stored, 1, "a new tenant gets its key")
+	require.Len(t, stored, 2, "a new tenant gets its key and its next key")
 	def, err := e.svc.GetSigningKeys(ctx, server.DefaultTenantID)
 	require.NoError(t, err)
 	acme, err := e.svc.GetSigningKeys(ctx, tn.ID)
 	require.NoError(t, err)
-	require.Equal(t, []string{stored[0].ID}, kids(acme))
+	require.Equal(t, kids(stored), kids(acme))
 	require.NotEqual(t, kids(def), kids(acme), "each tenant signs with its own key")
 }
 
@@ -185,6 +189,14 @@ func TestLicenseBorrowingFields(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, got.MaxBorrowDuration, "0 turns borrowing off")
 	require.Equal(t, 3, got.MaxBorrowedSeats)
+}
+
+func states(keys []server.SigningKey) []server.SigningKeyState {
+	var out []server.SigningKeyState
+	for _, k := range keys {
+		out = append(out, k.State())
+	}
+	return out
 }
 
 func kids(keys []server.SigningKey) []string {

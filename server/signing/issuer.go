@@ -45,8 +45,10 @@ type IssuerOptions struct {
 }
 
 // Issuer signs lease certificates with each tenant's current key, and
-// publishes the tenants' public keys. It keeps every tenant's keys in
-// memory for a cache TTL; a tenant without a key gets one on first need.
+// publishes the tenants' public keys: that key's, the next key's (which
+// signs after the next rotation) and the retired keys' still needed. It
+// keeps every tenant's keys in memory for a cache TTL; a tenant without a
+// key that signs or a next key gets it on first need.
 // It is safe for concurrent use.
 type Issuer struct {
 	store  KeyStore
@@ -67,7 +69,7 @@ type tenantEntry struct {
 }
 
 type tenantState struct {
-	keys    []server.SigningKey // newest first, retired ones too
+	keys    []server.SigningKey // the next key, the one that signs, retired ones (server.SortSigningKeys)
 	signer  *keySigner          // nil when openErr is set
 	openErr error               // why the current key cannot be opened (configuration); no key material
 	expires time.Time           // read the keys again from then on
@@ -117,7 +119,7 @@ func (i *Issuer) Published(ctx context.Context, tenantID string) ([]server.Signi
 }
 
 // Keys returns all the tenant's keys as the store has them now (not the
-// cache), giving it its first key if it has none.
+// cache), giving it its first key and its next key if it lacks them.
 func (i *Issuer) Keys(ctx context.Context, tenantID string) ([]server.SigningKey, error) {
 	if _, err := i.state(ctx, tenantID); err != nil {
 		return nil, err
@@ -125,9 +127,10 @@ func (i *Issuer) Keys(ctx context.Context, tenantID string) ([]server.SigningKey
 	return i.store.SigningKeys(ctx, tenantID)
 }
 
-// Ensure gives the tenant its first key if it has none, and checks that
-// the key that signs for it can be opened (an error says why not: e.g. it
-// is sealed and no encryption key is configured). It returns that key.
+// Ensure gives the tenant its first key and its next key if it lacks
+// them, and checks that the key that signs for it can be opened (an error
+// says why not: e.g. it is sealed and no encryption key is configured). It
+// returns that key.
 func (i *Issuer) Ensure(ctx context.Context, tenantID string) (server.SigningKey, error) {
 	st, err := i.state(ctx, tenantID)
 	if err != nil {
@@ -139,15 +142,23 @@ func (i *Issuer) Ensure(ctx context.Context, tenantID string) (server.SigningKey
 	return current(st.keys), nil
 }
 
-// Rotate makes a new key the one that signs for the tenant and retires the
-// one before it; this instance signs with the new key at once, others
-// within their cache TTL.
+// Rotate retires the key that signs for the tenant, makes its next key
+// (published since it was made) the one that signs, and makes a new next
+// key, in one step of the store; it returns the key that signs now. This
+// instance signs with it at once, others within their cache TTL.
 func (i *Issuer) Rotate(ctx context.Context, tenantID string) (server.SigningKey, error) {
-	k, err := NewKey(tenantID, i.now(), i.sealer)
+	// The tenant exists and has its next key. (A tenant from before next
+	// keys that gets its next key only here has it signing at once, before
+	// any product could embed it: README, "Rotation".)
+	if _, err := i.state(ctx, tenantID); err != nil {
+		return server.SigningKey{}, err
+	}
+	next, err := NewKey(tenantID, i.now(), i.sealer)
 	if err != nil {
 		return server.SigningKey{}, &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
 	}
-	k, err = i.store.AddSigningKey(ctx, k, true)
+	next.Next = true
+	k, err := i.store.RotateSigningKey(ctx, next)
 	if err != nil {
 		return server.SigningKey{}, err
 	}
@@ -237,33 +248,40 @@ func (i *Issuer) dropIfEmpty(tenantID string, e *tenantEntry) {
 	}
 }
 
-// load reads the tenant's keys, giving it a first key if it has none, and
-// opens the one that signs.
+// load reads the tenant's keys, giving it the key that signs and the next
+// key if it lacks either (a new tenant both, a tenant from before next keys
+// its next key), and opens the one that signs.
 func (i *Issuer) load(ctx context.Context, tenantID string) (*tenantState, error) {
 	keys, err := i.store.SigningKeys(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	if current(keys).ID == "" {
+	if current(keys).ID == "" || nextKey(keys).ID == "" {
 		if len(keys) == 0 { // an unknown tenant costs no key generation
 			if _, err := i.store.GetTenant(ctx, tenantID); err != nil {
 				return nil, err
 			}
 		}
-		k, err := NewKey(tenantID, i.now(), i.sealer)
-		if err != nil {
-			return nil, &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
-		}
-		if _, err := i.store.AddSigningKey(ctx, k, false); err != nil {
-			return nil, err
-		}
-		// Another instance may have added one first: read what won.
-		if keys, err = i.store.SigningKeys(ctx, tenantID); err != nil {
-			return nil, err
-		}
+		var signing, next server.SigningKey
 		if current(keys).ID == "" {
+			if signing, err = NewKey(tenantID, i.now(), i.sealer); err != nil {
+				return nil, &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
+			}
+		}
+		if nextKey(keys).ID == "" {
+			if next, err = NewKey(tenantID, i.now(), i.sealer); err != nil {
+				return nil, &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
+			}
+			next.Next = true
+		}
+		// Another instance may have added them first: the store keeps
+		// what won and returns it.
+		if keys, err = i.store.EnsureSigningKeys(ctx, tenantID, signing, next); err != nil {
+			return nil, err
+		}
+		if current(keys).ID == "" || nextKey(keys).ID == "" {
 			return nil, &server.Error{Code: server.EINTERNAL, Message: "internal error",
-				Err: errors.New("signing key added but not listed by the store")}
+				Err: errors.New("signing keys ensured but not listed by the store")}
 		}
 	}
 	st := &tenantState{keys: keys, expires: i.now().Add(i.ttl)}
@@ -276,10 +294,20 @@ func (i *Issuer) load(ctx context.Context, tenantID string) (*tenantState, error
 	return st, nil
 }
 
-// current is the key that signs (zero if none): the newest not retired.
+// current is the key that signs (zero if none).
 func current(keys []server.SigningKey) server.SigningKey {
+	return withState(keys, server.KeySigning)
+}
+
+// nextKey is the key that signs after the next rotation (zero if none).
+func nextKey(keys []server.SigningKey) server.SigningKey {
+	return withState(keys, server.KeyNext)
+}
+
+// withState is the newest key in state (zero if none).
+func withState(keys []server.SigningKey, state server.SigningKeyState) server.SigningKey {
 	for _, k := range keys {
-		if k.RetiredAt.IsZero() {
+		if k.State() == state {
 			return k
 		}
 	}

@@ -78,9 +78,11 @@ func PublicJWK(k server.SigningKey) (JWK, error) {
 	return jwk, nil
 }
 
-// Published returns, of a tenant's keys (newest first), those a verifier
-// needs at now: the one that signs and the retired ones some certificate
-// may still be valid under (PublishUntil with slack after now).
+// Published returns, of a tenant's keys (in server.SortSigningKeys's
+// order), those a verifier needs at now: the next key (so that a JWKS
+// embedded before a rotation trusts the key that signs after it), the one
+// that signs, and the retired ones some certificate may still be valid
+// under (PublishUntil with slack after now).
 func Published(keys []server.SigningKey, now time.Time, slack time.Duration) []server.SigningKey {
 	var out []server.SigningKey
 	for _, k := range keys {

@@ -23,7 +23,7 @@ import (
 )
 
 // memKeys is a KeyStore in memory with the store's promises (one key that
-// signs per tenant, replace retires it).
+// signs and one next key per tenant, a rotation promotes the next key).
 type memKeys struct {
 	mu      sync.Mutex
 	tenants map[string]bool
@@ -48,35 +48,71 @@ func (m *memKeys) GetTenant(_ context.Context, id string) (server.Tenant, error)
 	return server.Tenant{ID: id}, nil
 }
 
-func (m *memKeys) AddSigningKey(_ context.Context, k server.SigningKey, replace bool) (server.SigningKey, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.tenants[k.TenantID] {
-		return server.SigningKey{}, server.ErrTenantNotFound
-	}
-	for i, old := range m.keys {
-		if old.TenantID == k.TenantID && old.RetiredAt.IsZero() {
-			if !replace {
-				return old, nil
-			}
-			m.keys[i].RetiredAt = k.CreatedAt
+// find returns the index of the tenant's key in state (-1: none).
+func (m *memKeys) find(tenantID string, state server.SigningKeyState) int {
+	for i, k := range m.keys {
+		if k.TenantID == tenantID && k.State() == state {
+			return i
 		}
 	}
-	m.keys = append([]server.SigningKey{k}, m.keys...)
-	return k, nil
+	return -1
+}
+
+func (m *memKeys) EnsureSigningKeys(_ context.Context, tenantID string, signing, next server.SigningKey) ([]server.SigningKey, error) {
+	m.mu.Lock()
+	if !m.tenants[tenantID] {
+		m.mu.Unlock()
+		return nil, server.ErrTenantNotFound
+	}
+	hasSigning, hasNext := m.find(tenantID, server.KeySigning) >= 0, m.find(tenantID, server.KeyNext) >= 0
+	if signing.ID != "" && !hasSigning {
+		signing.Next = false
+		m.keys = append([]server.SigningKey{signing}, m.keys...)
+	}
+	if next.ID != "" && !hasNext {
+		next.Next = true
+		m.keys = append([]server.SigningKey{next}, m.keys...)
+	}
+	m.mu.Unlock()
+	return m.list(tenantID), nil
+}
+
+func (m *memKeys) RotateSigningKey(_ context.Context, next server.SigningKey) (server.SigningKey, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.tenants[next.TenantID] {
+		return server.SigningKey{}, server.ErrTenantNotFound
+	}
+	cur, nxt := m.find(next.TenantID, server.KeySigning), m.find(next.TenantID, server.KeyNext)
+	if cur < 0 || nxt < 0 {
+		return server.SigningKey{}, server.ErrSigningKeysMissing
+	}
+	m.keys[cur].RetiredAt = next.CreatedAt
+	m.keys[nxt].Next = false
+	promoted := m.keys[nxt]
+	next.Next = true
+	m.keys = append([]server.SigningKey{next}, m.keys...)
+	return promoted, nil
 }
 
 func (m *memKeys) SigningKeys(_ context.Context, tenantID string) ([]server.SigningKey, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.reads++
+	m.mu.Unlock()
+	return m.list(tenantID), nil
+}
+
+func (m *memKeys) list(tenantID string) []server.SigningKey {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	out := []server.SigningKey{}
 	for _, k := range m.keys {
 		if k.TenantID == tenantID {
 			out = append(out, k)
 		}
 	}
-	return out, nil
+	server.SortSigningKeys(out)
+	return out
 }
 
 // clock is a settable test clock.
@@ -296,8 +332,11 @@ func TestCertificateVerifiesAndOneFlippedByteFails(t *testing.T) {
 	require.NoError(t, json.Unmarshal(header, &h))
 	keys, err := iss.Published(ctx, "acme")
 	require.NoError(t, err)
-	require.Len(t, keys, 1)
-	require.Equal(t, map[string]any{"alg": "EdDSA", "kid": keys[0].ID, "typ": "JWT"}, h)
+	require.Len(t, keys, 2, "the key that signs and the next key")
+	signer := keys[1]
+	require.Equal(t, server.KeySigning, signer.State())
+	require.Equal(t, server.KeyNext, keys[0].State())
+	require.Equal(t, map[string]any{"alg": "EdDSA", "kid": signer.ID, "typ": "JWT"}, h)
 	require.JSONEq(t, `{"iss":"seatd","sub":"lse_0123456789abcdef01234567","lease_id":"lse_0123456789abcdef01234567",
 		"tenant_id":"acme","license_id":"lic_0123456789abcdef01234567","fingerprint":"laptop-1",
 		"iat":`+itoa(c.now().Unix())+`,"exp":`+itoa(deadline.Unix())+`,"borrowed":true,"nonce":"n0nce-ABC_def"}`, string(payload),
@@ -333,11 +372,11 @@ func TestCertificateVerifiesAndOneFlippedByteFails(t *testing.T) {
 	// Another tenant's key does not verify it, even under this kid.
 	otherKeys, err := iss.Published(ctx, "other")
 	require.NoError(t, err)
-	require.NotEqual(t, keys[0].ID, otherKeys[0].ID)
+	require.NotEqual(t, signer.ID, otherKeys[1].ID)
 	_, err = Verify(token, otherKeys)
 	require.ErrorIs(t, err, ErrBadCertificate)
-	impostor := otherKeys[0]
-	impostor.ID = keys[0].ID
+	impostor := otherKeys[1]
+	impostor.ID = signer.ID
 	_, err = Verify(token, []server.SigningKey{impostor})
 	require.ErrorIs(t, err, ErrBadCertificate)
 }
@@ -365,12 +404,19 @@ func TestIssuerFirstKeyRotationAndPublishing(t *testing.T) {
 	again, err := b.Ensure(ctx, "acme")
 	require.NoError(t, err)
 	require.Equal(t, first.ID, again.ID, "two instances agree on the first key")
+	embedded, err := b.Published(ctx, "acme") // the JWKS a product ships with
+	require.NoError(t, err)
+	require.Len(t, embedded, 2)
+	next := embedded[0]
+	require.Equal(t, []string{next.ID, first.ID}, ids(embedded), "the next key is published with the one that signs")
+	require.Equal(t, server.KeyNext, next.State())
 
 	old, err := b.Certificate(ctx, testLease("acme", c.now().Add(server.MaxLeaseTTL)), "x")
 	require.NoError(t, err)
 	rotated, err := a.Rotate(ctx, "acme")
 	require.NoError(t, err)
-	require.NotEqual(t, first.ID, rotated.ID)
+	require.Equal(t, next.ID, rotated.ID, "the rotation makes the published next key sign")
+	require.Equal(t, server.KeySigning, rotated.State())
 
 	kidOf := func(token string) string {
 		h, _, _ := split(t, token)
@@ -381,6 +427,8 @@ func TestIssuerFirstKeyRotationAndPublishing(t *testing.T) {
 	cert, err := a.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), "")
 	require.NoError(t, err)
 	require.Equal(t, rotated.ID, kidOf(cert), "the instance that rotated signs with the new key at once")
+	_, err = Verify(cert, embedded)
+	require.NoError(t, err, "the keys published before the rotation verify what the promoted key signs")
 	cert, err = b.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), "")
 	require.NoError(t, err)
 	require.Equal(t, first.ID, kidOf(cert), "another instance signs with its cached key within the TTL")
@@ -391,25 +439,62 @@ func TestIssuerFirstKeyRotationAndPublishing(t *testing.T) {
 
 	pub, err := b.Published(ctx, "acme")
 	require.NoError(t, err)
-	require.Equal(t, []string{rotated.ID, first.ID}, ids(pub), "the old key stays published")
+	require.Len(t, pub, 3)
+	require.Equal(t, []string{rotated.ID, first.ID}, ids(pub[1:]), "a new next key first; the old key stays published")
+	require.Equal(t, server.KeyNext, pub[0].State())
 	_, err = Verify(old, pub)
 	require.NoError(t, err, "a certificate of the old key still verifies")
 
 	all, err := a.Keys(ctx, "acme")
 	require.NoError(t, err)
-	require.Len(t, all, 2)
-	retired := all[1]
-	require.False(t, retired.RetiredAt.IsZero())
+	require.Len(t, all, 3)
+	retired := all[2]
+	require.Equal(t, server.KeyRetired, retired.State())
 	c.add(retired.PublishUntil(PublishSlack).Sub(c.now()) - time.Second)
 	pub, err = a.Published(ctx, "acme")
 	require.NoError(t, err)
-	require.Len(t, pub, 2, "published until every certificate it signed has expired, and the slack")
+	require.Len(t, pub, 3, "published until every certificate it signed has expired, and the slack")
 	c.add(time.Second)
 	c.add(DefaultCacheTTL)
 	pub, err = a.Published(ctx, "acme")
 	require.NoError(t, err)
-	require.Equal(t, []string{rotated.ID}, ids(pub), "then no longer")
+	require.Equal(t, []string{all[0].ID, rotated.ID}, ids(pub), "then no longer")
 	require.Greater(t, PublishSlack, DefaultCacheTTL, "the slack covers the instances that signed with it within their TTL")
+
+	// A second rotation makes a key sign that the first JWKS never held.
+	second, err := a.Rotate(ctx, "acme")
+	require.NoError(t, err)
+	require.Equal(t, all[0].ID, second.ID)
+	cert, err = a.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), "")
+	require.NoError(t, err)
+	_, err = Verify(cert, embedded)
+	require.ErrorIs(t, err, ErrBadCertificate, "a JWKS from before the previous rotation is too old")
+	_, err = Verify(cert, pub)
+	require.NoError(t, err, "the one fetched after the first rotation verifies")
+}
+
+func TestIssuerGivesATenantWithoutNextKeyOne(t *testing.T) {
+	t.Parallel()
+	store := newMemKeys("acme")
+	c := newClock()
+	legacy, err := NewKey("acme", c.now(), nil)
+	require.NoError(t, err)
+	_, err = store.EnsureSigningKeys(t.Context(), "acme", legacy, server.SigningKey{}) // a tenant from before next keys
+	require.NoError(t, err)
+
+	iss := NewIssuer(store, IssuerOptions{Now: c.now})
+	k, err := iss.Ensure(t.Context(), "acme")
+	require.NoError(t, err)
+	require.Equal(t, legacy.ID, k.ID, "the key that signs is kept")
+	pub, err := iss.Published(t.Context(), "acme")
+	require.NoError(t, err)
+	require.Len(t, pub, 2)
+	require.Equal(t, legacy.ID, pub[1].ID)
+	require.Equal(t, server.KeyNext, pub[0].State(), "and a next key published with it")
+	cert, err := iss.Certificate(t.Context(), testLease("acme", c.now().Add(time.Minute)), "")
+	require.NoError(t, err)
+	_, err = Verify(cert, []server.SigningKey{legacy})
+	require.NoError(t, err, "still signed by the key that signed")
 }
 
 func TestIssuerCachesKeys(t *testing.T) {
@@ -425,7 +510,7 @@ func TestIssuerCachesKeys(t *testing.T) {
 	store.mu.Lock()
 	reads := store.reads
 	store.mu.Unlock()
-	require.Equal(t, 2, reads, "one read finds no key, one after making it; then the cache")
+	require.Equal(t, 1, reads, "one read finds no key, making them returns them; then the cache")
 }
 
 func TestIssuerSealedKeyWithoutEncryptionKey(t *testing.T) {
@@ -443,7 +528,7 @@ func TestIssuerSealedKeyWithoutEncryptionKey(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoEncryptionKey, "the logged cause says why")
 	keys, err := plain.Published(t.Context(), "acme")
 	require.NoError(t, err)
-	require.Len(t, keys, 1, "its public key is still published")
+	require.Len(t, keys, 2, "its public keys are still published")
 }
 
 func TestIssuerConcurrentFirstUse(t *testing.T) {
@@ -469,7 +554,7 @@ func TestIssuerConcurrentFirstUse(t *testing.T) {
 		require.Equal(t, kids[0], v.Kid)
 	}
 	keys, _ := store.SigningKeys(t.Context(), "acme")
-	require.Len(t, keys, 1)
+	require.Len(t, keys, 2, "one key that signs, one next key")
 }
 
 func ids(keys []server.SigningKey) []string {

@@ -93,13 +93,16 @@ type AdminServiceClient interface {
 	// held at once, seat-hours, acquisitions, denials and queue waits, with a
 	// per-user table.
 	GetUsageReport(ctx context.Context, in *GetUsageReportRequest, opts ...grpc.CallOption) (*GetUsageReportResponse, error)
-	// ListSigningKeys lists the tenant's lease-signing keys (public halves),
-	// newest first, retired ones too.
+	// ListSigningKeys lists the tenant's lease-signing keys (public halves):
+	// the next key, the key that signs, the retired ones (SigningKey.state).
 	ListSigningKeys(ctx context.Context, in *ListSigningKeysRequest, opts ...grpc.CallOption) (*ListSigningKeysResponse, error)
-	// RotateSigningKey makes a new key the one that signs lease
-	// certificates; the old one is retired but stays published until every
-	// certificate it signed has expired. A product that embeds the JWKS must
-	// ship the new key before it sees certificates signed with it.
+	// RotateSigningKey retires the key that signs lease certificates, makes
+	// the tenant's next key (published since the rotation before) the one
+	// that signs and makes a new next key, in one step; it returns the key
+	// that signs now. A product whose JWKS was fetched since the last
+	// rotation keeps verifying; an older JWKS lacks the key that signs now.
+	// The retired key stays published until every certificate it signed has
+	// expired.
 	RotateSigningKey(ctx context.Context, in *RotateSigningKeyRequest, opts ...grpc.CallOption) (*RotateSigningKeyResponse, error)
 }
 
@@ -372,13 +375,16 @@ type AdminServiceServer interface {
 	// held at once, seat-hours, acquisitions, denials and queue waits, with a
 	// per-user table.
 	GetUsageReport(context.Context, *GetUsageReportRequest) (*GetUsageReportResponse, error)
-	// ListSigningKeys lists the tenant's lease-signing keys (public halves),
-	// newest first, retired ones too.
+	// ListSigningKeys lists the tenant's lease-signing keys (public halves):
+	// the next key, the key that signs, the retired ones (SigningKey.state).
 	ListSigningKeys(context.Context, *ListSigningKeysRequest) (*ListSigningKeysResponse, error)
-	// RotateSigningKey makes a new key the one that signs lease
-	// certificates; the old one is retired but stays published until every
-	// certificate it signed has expired. A product that embeds the JWKS must
-	// ship the new key before it sees certificates signed with it.
+	// RotateSigningKey retires the key that signs lease certificates, makes
+	// the tenant's next key (published since the rotation before) the one
+	// that signs and makes a new next key, in one step; it returns the key
+	// that signs now. A product whose JWKS was fetched since the last
+	// rotation keeps verifying; an older JWKS lacks the key that signs now.
+	// The retired key stays published until every certificate it signed has
+	// expired.
 	RotateSigningKey(context.Context, *RotateSigningKeyRequest) (*RotateSigningKeyResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }

@@ -145,6 +145,64 @@ func (LeaseState) EnumDescriptor() ([]byte, []int) {
 	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{1}
 }
 
+// SigningKeyState says what a signing key does. RotateSigningKey retires
+// the key that signs, makes the next key sign and makes a new next key.
+type SigningKeyState int32
+
+const (
+	SigningKeyState_SIGNING_KEY_STATE_UNSPECIFIED SigningKeyState = 0
+	// Signs the tenant's lease certificates.
+	SigningKeyState_SIGNING_KEY_STATE_SIGNING SigningKeyState = 1
+	// Published (GetSigningKeys) but signs nothing until the next rotation:
+	// a product that embeds the JWKS already trusts it.
+	SigningKeyState_SIGNING_KEY_STATE_NEXT SigningKeyState = 2
+	// Signs nothing; published until publish_until.
+	SigningKeyState_SIGNING_KEY_STATE_RETIRED SigningKeyState = 3
+)
+
+// Enum value maps for SigningKeyState.
+var (
+	SigningKeyState_name = map[int32]string{
+		0: "SIGNING_KEY_STATE_UNSPECIFIED",
+		1: "SIGNING_KEY_STATE_SIGNING",
+		2: "SIGNING_KEY_STATE_NEXT",
+		3: "SIGNING_KEY_STATE_RETIRED",
+	}
+	SigningKeyState_value = map[string]int32{
+		"SIGNING_KEY_STATE_UNSPECIFIED": 0,
+		"SIGNING_KEY_STATE_SIGNING":     1,
+		"SIGNING_KEY_STATE_NEXT":        2,
+		"SIGNING_KEY_STATE_RETIRED":     3,
+	}
+)
+
+func (x SigningKeyState) Enum() *SigningKeyState {
+	p := new(SigningKeyState)
+	*p = x
+	return p
+}
+
+func (x SigningKeyState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SigningKeyState) Descriptor() protoreflect.EnumDescriptor {
+	return file_seatd_v1_resources_proto_enumTypes[2].Descriptor()
+}
+
+func (SigningKeyState) Type() protoreflect.EnumType {
+	return &file_seatd_v1_resources_proto_enumTypes[2]
+}
+
+func (x SigningKeyState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SigningKeyState.Descriptor instead.
+func (SigningKeyState) EnumDescriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{2}
+}
+
 // A License grants a fixed number of concurrent seats to the running copies of
 // one customer's product.
 type License struct {
@@ -643,13 +701,16 @@ type SigningKey struct {
 	Kid        string                 `protobuf:"bytes,1,opt,name=kid,proto3" json:"kid,omitempty"`
 	TenantId   string                 `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
-	// Set once RotateSigningKey replaced it; it signs nothing after that.
+	// Set once RotateSigningKey retired it; it signs nothing after that.
 	RetireTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=retire_time,json=retireTime,proto3" json:"retire_time,omitempty"`
 	// A retired key stays published (GetSigningKeys) until every certificate
 	// it signed has expired: retire_time + the longest a certificate lives.
 	PublishUntil *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=publish_until,json=publishUntil,proto3" json:"publish_until,omitempty"`
 	// The public key as a JWK (OKP, Ed25519).
-	PublicKey     *JsonWebKey `protobuf:"bytes,6,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	PublicKey *JsonWebKey `protobuf:"bytes,6,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	// What the key does now: a tenant always has one key that signs and one
+	// next key, published ahead of use.
+	State         SigningKeyState `protobuf:"varint,7,opt,name=state,proto3,enum=seatd.v1.SigningKeyState" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -724,6 +785,13 @@ func (x *SigningKey) GetPublicKey() *JsonWebKey {
 		return x.PublicKey
 	}
 	return nil
+}
+
+func (x *SigningKey) GetState() SigningKeyState {
+	if x != nil {
+		return x.State
+	}
+	return SigningKeyState_SIGNING_KEY_STATE_UNSPECIFIED
 }
 
 // JsonWebKey is a public key in RFC 7517 / RFC 8037 form; over REST it is
@@ -958,7 +1026,7 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\fmax_licenses\x18\x01 \x01(\x03R\vmaxLicenses\x12\x1b\n" +
 	"\tmax_seats\x18\x02 \x01(\x03R\bmaxSeats\x12 \n" +
 	"\fmax_api_keys\x18\x03 \x01(\x03R\n" +
-	"maxApiKeys\"\xab\x02\n" +
+	"maxApiKeys\"\xdc\x02\n" +
 	"\n" +
 	"SigningKey\x12\x10\n" +
 	"\x03kid\x18\x01 \x01(\tR\x03kid\x12\x1b\n" +
@@ -969,7 +1037,8 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"retireTime\x12?\n" +
 	"\rpublish_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fpublishUntil\x123\n" +
 	"\n" +
-	"public_key\x18\x06 \x01(\v2\x14.seatd.v1.JsonWebKeyR\tpublicKey\"t\n" +
+	"public_key\x18\x06 \x01(\v2\x14.seatd.v1.JsonWebKeyR\tpublicKey\x12/\n" +
+	"\x05state\x18\a \x01(\x0e2\x19.seatd.v1.SigningKeyStateR\x05state\"t\n" +
 	"\n" +
 	"JsonWebKey\x12\x10\n" +
 	"\x03kty\x18\x01 \x01(\tR\x03kty\x12\x10\n" +
@@ -998,7 +1067,12 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\x12LEASE_STATE_ACTIVE\x10\x01\x12\x18\n" +
 	"\x14LEASE_STATE_RELEASED\x10\x02\x12\x17\n" +
 	"\x13LEASE_STATE_EXPIRED\x10\x03\x12\x17\n" +
-	"\x13LEASE_STATE_REVOKED\x10\x04B-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\x13LEASE_STATE_REVOKED\x10\x04*\x8e\x01\n" +
+	"\x0fSigningKeyState\x12!\n" +
+	"\x1dSIGNING_KEY_STATE_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19SIGNING_KEY_STATE_SIGNING\x10\x01\x12\x1a\n" +
+	"\x16SIGNING_KEY_STATE_NEXT\x10\x02\x12\x1d\n" +
+	"\x19SIGNING_KEY_STATE_RETIRED\x10\x03B-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_resources_proto_rawDescOnce sync.Once
@@ -1012,51 +1086,53 @@ func file_seatd_v1_resources_proto_rawDescGZIP() []byte {
 	return file_seatd_v1_resources_proto_rawDescData
 }
 
-var file_seatd_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_seatd_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_seatd_v1_resources_proto_goTypes = []any{
 	(LeasingStrategy)(0),          // 0: seatd.v1.LeasingStrategy
 	(LeaseState)(0),               // 1: seatd.v1.LeaseState
-	(*License)(nil),               // 2: seatd.v1.License
-	(*Lease)(nil),                 // 3: seatd.v1.Lease
-	(*Tenant)(nil),                // 4: seatd.v1.Tenant
-	(*TenantQuotas)(nil),          // 5: seatd.v1.TenantQuotas
-	(*SigningKey)(nil),            // 6: seatd.v1.SigningKey
-	(*JsonWebKey)(nil),            // 7: seatd.v1.JsonWebKey
-	(*ApiKey)(nil),                // 8: seatd.v1.ApiKey
-	nil,                           // 9: seatd.v1.License.MetadataEntry
-	nil,                           // 10: seatd.v1.Lease.MetadataEntry
-	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(SigningKeyState)(0),          // 2: seatd.v1.SigningKeyState
+	(*License)(nil),               // 3: seatd.v1.License
+	(*Lease)(nil),                 // 4: seatd.v1.Lease
+	(*Tenant)(nil),                // 5: seatd.v1.Tenant
+	(*TenantQuotas)(nil),          // 6: seatd.v1.TenantQuotas
+	(*SigningKey)(nil),            // 7: seatd.v1.SigningKey
+	(*JsonWebKey)(nil),            // 8: seatd.v1.JsonWebKey
+	(*ApiKey)(nil),                // 9: seatd.v1.ApiKey
+	nil,                           // 10: seatd.v1.License.MetadataEntry
+	nil,                           // 11: seatd.v1.Lease.MetadataEntry
+	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 }
 var file_seatd_v1_resources_proto_depIdxs = []int32{
-	11, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
-	11, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
+	12, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
+	12, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
 	0,  // 2: seatd.v1.License.leasing_strategy:type_name -> seatd.v1.LeasingStrategy
-	12, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
-	9,  // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
-	12, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
-	12, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
-	11, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
+	13, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
+	10, // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
+	13, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
+	13, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
+	12, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
 	1,  // 8: seatd.v1.Lease.state:type_name -> seatd.v1.LeaseState
-	12, // 9: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
-	12, // 10: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
-	10, // 11: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
-	12, // 12: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	12, // 13: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
-	12, // 14: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	5,  // 15: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
-	12, // 16: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	12, // 17: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	12, // 18: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
-	7,  // 19: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
-	12, // 20: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
-	12, // 21: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	13, // 9: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
+	13, // 10: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 11: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
+	13, // 12: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	13, // 13: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
+	13, // 14: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	6,  // 15: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
+	13, // 16: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	13, // 17: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	13, // 18: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
+	8,  // 19: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
+	2,  // 20: seatd.v1.SigningKey.state:type_name -> seatd.v1.SigningKeyState
+	13, // 21: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
+	13, // 22: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_resources_proto_init() }
@@ -1070,7 +1146,7 @@ func file_seatd_v1_resources_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_resources_proto_rawDesc), len(file_seatd_v1_resources_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,

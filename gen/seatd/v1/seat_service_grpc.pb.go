@@ -42,7 +42,9 @@ type SeatServiceClient interface {
 	// granted lease.
 	WaitForSeat(ctx context.Context, in *WaitForSeatRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WaitForSeatResponse], error)
 	// GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
-	// lease certificates with. No authentication: the keys are public
+	// lease certificates with: its next key (which signs after the next
+	// rotation), the key that signs, and the retired keys whose certificates
+	// may still be valid. No authentication: the keys are public
 	// (REST: GET /v1/tenants/{tenant_id}/jwks.json).
 	GetSigningKeys(ctx context.Context, in *GetSigningKeysRequest, opts ...grpc.CallOption) (*GetSigningKeysResponse, error)
 }
@@ -121,7 +123,9 @@ type SeatServiceServer interface {
 	// granted lease.
 	WaitForSeat(*WaitForSeatRequest, grpc.ServerStreamingServer[WaitForSeatResponse]) error
 	// GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
-	// lease certificates with. No authentication: the keys are public
+	// lease certificates with: its next key (which signs after the next
+	// rotation), the key that signs, and the retired keys whose certificates
+	// may still be valid. No authentication: the keys are public
 	// (REST: GET /v1/tenants/{tenant_id}/jwks.json).
 	GetSigningKeys(context.Context, *GetSigningKeysRequest) (*GetSigningKeysResponse, error)
 	mustEmbedUnimplementedSeatServiceServer()

@@ -273,18 +273,21 @@ class AdminServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListSigningKeys(self, request, context):
-        """ListSigningKeys lists the tenant's lease-signing keys (public halves),
-        newest first, retired ones too.
+        """ListSigningKeys lists the tenant's lease-signing keys (public halves):
+        the next key, the key that signs, the retired ones (SigningKey.state).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RotateSigningKey(self, request, context):
-        """RotateSigningKey makes a new key the one that signs lease
-        certificates; the old one is retired but stays published until every
-        certificate it signed has expired. A product that embeds the JWKS must
-        ship the new key before it sees certificates signed with it.
+        """RotateSigningKey retires the key that signs lease certificates, makes
+        the tenant's next key (published since the rotation before) the one
+        that signs and makes a new next key, in one step; it returns the key
+        that signs now. A product whose JWKS was fetched since the last
+        rotation keeps verifying; an older JWKS lacks the key that signs now.
+        The retired key stays published until every certificate it signed has
+        expired.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -17,6 +17,10 @@ LEASING_STRATEGY_PER_FINGERPRINT: LeasingStrategy
 LEASING_STRATEGY_PER_HOSTNAME: LeasingStrategy
 LEASING_STRATEGY_PER_USER: LeasingStrategy
 LEASING_STRATEGY_UNSPECIFIED: LeasingStrategy
+SIGNING_KEY_STATE_NEXT: SigningKeyState
+SIGNING_KEY_STATE_RETIRED: SigningKeyState
+SIGNING_KEY_STATE_SIGNING: SigningKeyState
+SIGNING_KEY_STATE_UNSPECIFIED: SigningKeyState
 
 class ApiKey(_message.Message):
     __slots__ = ["create_time", "id", "name", "revoke_time", "tenant_id"]
@@ -131,20 +135,22 @@ class License(_message.Message):
     def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., waiting: _Optional[int] = ..., max_borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_borrowed_seats: _Optional[int] = ...) -> None: ...
 
 class SigningKey(_message.Message):
-    __slots__ = ["create_time", "kid", "public_key", "publish_until", "retire_time", "tenant_id"]
+    __slots__ = ["create_time", "kid", "public_key", "publish_until", "retire_time", "state", "tenant_id"]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     KID_FIELD_NUMBER: _ClassVar[int]
     PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     PUBLISH_UNTIL_FIELD_NUMBER: _ClassVar[int]
     RETIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     create_time: _timestamp_pb2.Timestamp
     kid: str
     public_key: JsonWebKey
     publish_until: _timestamp_pb2.Timestamp
     retire_time: _timestamp_pb2.Timestamp
+    state: SigningKeyState
     tenant_id: str
-    def __init__(self, kid: _Optional[str] = ..., tenant_id: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., publish_until: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., public_key: _Optional[_Union[JsonWebKey, _Mapping]] = ...) -> None: ...
+    def __init__(self, kid: _Optional[str] = ..., tenant_id: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., publish_until: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., public_key: _Optional[_Union[JsonWebKey, _Mapping]] = ..., state: _Optional[_Union[SigningKeyState, str]] = ...) -> None: ...
 
 class Tenant(_message.Message):
     __slots__ = ["create_time", "id", "name", "quotas"]
@@ -172,4 +178,7 @@ class LeasingStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class LeaseState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class SigningKeyState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

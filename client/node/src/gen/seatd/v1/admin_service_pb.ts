@@ -1720,8 +1720,8 @@ export const AdminService: GenService<{
     output: typeof GetUsageReportResponseSchema;
   },
   /**
-   * ListSigningKeys lists the tenant's lease-signing keys (public halves),
-   * newest first, retired ones too.
+   * ListSigningKeys lists the tenant's lease-signing keys (public halves):
+   * the next key, the key that signs, the retired ones (SigningKey.state).
    *
    * @generated from rpc seatd.v1.AdminService.ListSigningKeys
    */
@@ -1731,10 +1731,13 @@ export const AdminService: GenService<{
     output: typeof ListSigningKeysResponseSchema;
   },
   /**
-   * RotateSigningKey makes a new key the one that signs lease
-   * certificates; the old one is retired but stays published until every
-   * certificate it signed has expired. A product that embeds the JWKS must
-   * ship the new key before it sees certificates signed with it.
+   * RotateSigningKey retires the key that signs lease certificates, makes
+   * the tenant's next key (published since the rotation before) the one
+   * that signs and makes a new next key, in one step; it returns the key
+   * that signs now. A product whose JWKS was fetched since the last
+   * rotation keeps verifying; an older JWKS lacks the key that signs now.
+   * The retired key stays published until every certificate it signed has
+   * expired.
    *
    * @generated from rpc seatd.v1.AdminService.RotateSigningKey
    */

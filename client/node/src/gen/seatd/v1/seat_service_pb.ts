@@ -394,7 +394,9 @@ export const SeatService: GenService<{
   },
   /**
    * GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
-   * lease certificates with. No authentication: the keys are public
+   * lease certificates with: its next key (which signs after the next
+   * rotation), the key that signs, and the retired keys whose certificates
+   * may still be valid. No authentication: the keys are public
    * (REST: GET /v1/tenants/{tenant_id}/jwks.json).
    *
    * @generated from rpc seatd.v1.SeatService.GetSigningKeys
