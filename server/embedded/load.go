@@ -121,7 +121,7 @@ func (s *Store) load() error {
 				rec.State = server.LeaseActive // the constant's bytes, not the decoded copy
 			}
 			e := &entry{lease: rec.Lease, lic: l, rev: rec.Rev}
-			if crashed {
+			if crashed && !e.lease.Borrowed { // a borrowed lease has no heartbeats to lose
 				e.lease.ExpiresAt = e.lease.ExpiresAt.Add(server.WriteBehindSlack(s.flushEvery, &l.lic))
 				e.rev++
 				s.idx.dirty[e] = struct{}{} // the flusher stores the new deadline

@@ -55,8 +55,9 @@ func seatRequest(r seatAsk) service.SeatRequest {
 }
 
 // borrowDuration reads AcquireSeatRequest.borrow_duration: unset is a
-// normal lease; set, it must be positive and at most
-// server.MaxBorrowDuration (the license's own bound is the store's to judge).
+// normal lease; set, it must be at least a second (the shortest lease
+// TTL) and at most server.MaxBorrowDuration (the license's own bound is
+// the store's to judge).
 func borrowDuration(d *durationpb.Duration) (time.Duration, error) {
 	if d == nil {
 		return 0, nil
@@ -65,8 +66,8 @@ func borrowDuration(d *durationpb.Duration) (time.Duration, error) {
 		return 0, server.Invalid("borrow_duration", "is not a valid duration")
 	}
 	v := d.AsDuration()
-	if v <= 0 || v > server.MaxBorrowDuration {
-		return 0, server.Invalid("borrow_duration", "must be positive and at most 720h (30 days; and the license's max_borrow_duration)")
+	if v < server.MinLeaseTTL || v > server.MaxBorrowDuration {
+		return 0, server.Invalid("borrow_duration", "must be at least 1s and at most 720h (30 days; and the license's max_borrow_duration)")
 	}
 	return v, nil
 }

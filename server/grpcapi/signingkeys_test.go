@@ -149,7 +149,7 @@ func TestNonceAndBorrowDurationAreChecked(t *testing.T) {
 	_, err = stream.Recv()
 	requireInvalid(t, err, "nonce")
 	for _, d := range []*durationpb.Duration{
-		durationpb.New(0), durationpb.New(-time.Second), durationpb.New(server.MaxBorrowDuration + time.Second),
+		durationpb.New(0), durationpb.New(-time.Second), durationpb.New(500 * time.Nanosecond), durationpb.New(999 * time.Millisecond), durationpb.New(server.MaxBorrowDuration + time.Second),
 		{Seconds: 1, Nanos: -1},
 	} {
 		_, err = e.seats.AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "fp", BorrowDuration: d})

@@ -39,8 +39,8 @@ type AcquireSeatRequest struct {
 	// it, so that an answer recorded earlier cannot be replayed by a fake
 	// server.
 	Nonce string `protobuf:"bytes,7,opt,name=nonce,proto3" json:"nonce,omitempty"`
-	// Borrow the seat for offline use, for this long (at most the license's
-	// max_borrow_duration). The lease then needs no heartbeats and holds its
+	// Borrow the seat for offline use, for this long (at least 1s, at most
+	// the license's max_borrow_duration). The lease then needs no heartbeats and holds its
 	// seat until it lapses or is returned with ReleaseSeat. Unset: a normal
 	// lease, kept alive by heartbeats.
 	BorrowDuration *durationpb.Duration `protobuf:"bytes,8,opt,name=borrow_duration,json=borrowDuration,proto3" json:"borrow_duration,omitempty"`

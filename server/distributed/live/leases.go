@@ -72,7 +72,7 @@ type Acquisition struct {
 // live lease of req's idempotency or dedupe key (acquire.lua).
 func (rs *Redis) Acquire(ctx context.Context, licenseID string, req *server.AcquireRequest, out *Acquisition) error {
 	args := make([]any, 0, 4+2*len(strategies))
-	args = append(args, req.LeaseID, req.TokenHash, req.IdempotencyKey, req.BorrowFor.Microseconds())
+	args = append(args, req.LeaseID, req.TokenHash, req.IdempotencyKey, borrowUS(req.BorrowFor))
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
 	}
@@ -298,6 +298,13 @@ type Lease struct {
 func (l Lease) args(to []any) []any {
 	return append(to, l.ID, l.TokenHash, timeUS(l.Acquired), timeUS(l.Heartbeat), timeUS(l.Deadline),
 		l.DedupeKey, l.IdempotencyKey, l.TokenSeq, boolArg(l.Borrowed))
+}
+
+// borrowUS is a borrow's duration as acquire.lua takes it, in whole
+// microseconds rounded up: a borrow of less than 1 µs is still a borrow
+// (0 would say "not a borrow").
+func borrowUS(d time.Duration) int64 {
+	return (d + time.Microsecond - 1).Microseconds()
 }
 
 func boolArg(b bool) int {

@@ -98,17 +98,21 @@ local function acquire(b)
     dk = ''
   end
 
+  -- A borrow never hands back a normal lease, nor the reverse.
+  local function mine(r)
+    if r and (r[BOR] ~= nil) == borrowing then
+      return r
+    end
+    return nil
+  end
   local eid, rec = nil, nil
   if idem ~= '' then
     eid = redis.call('HGET', K_IDEM, idem)
-    rec = live(eid)
+    rec = mine(live(eid))
   end
   if not rec and dk ~= '' then
     eid = redis.call('HGET', K_DEDUPE, dk)
-    rec = live(eid)
-  end
-  if rec and (rec[BOR] ~= nil) ~= borrowing then
-    rec = nil -- a borrow never hands back a normal lease, nor the reverse
+    rec = mine(live(eid))
   end
   if rec then
     local was = prev

@@ -144,10 +144,12 @@ end
 
 -- idem_key is the idempotency hash's key of a lease: a borrowed lease's
 -- is kept apart, so that a retried acquisition never finds a borrowed
--- lease (nor a retried borrow a normal one).
+-- lease (nor a retried borrow a normal one). Its prefix is the byte 0xFF,
+-- which no client's key can hold: proto3 strings are valid UTF-8, and
+-- UTF-8 never uses that byte.
 local function idem_key(idem, borrowed)
   if borrowed and idem ~= '' then
-    return 'borrow:' .. idem
+    return '\255' .. idem
   end
   return idem
 end

@@ -68,8 +68,8 @@ export type AcquireSeatRequest = Message<"seatd.v1.AcquireSeatRequest"> & {
   nonce: string;
 
   /**
-   * Borrow the seat for offline use, for this long (at most the license's
-   * max_borrow_duration). The lease then needs no heartbeats and holds its
+   * Borrow the seat for offline use, for this long (at least 1s, at most
+   * the license's max_borrow_duration). The lease then needs no heartbeats and holds its
    * seat until it lapses or is returned with ReleaseSeat. Unset: a normal
    * lease, kept alive by heartbeats.
    *
