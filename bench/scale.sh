@@ -35,7 +35,10 @@ SEATD=${SCALE_SEATD:-bin/seatd}
 [[ -n "${SCALE_SEATD:-}" ]] || go build -o bin/seatd ./server/cmd/seatd
 go build -o bin/scale ./bench/scale
 
-echo "bench/scale: $N leases, $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- server gen migrations 2>/dev/null || echo ' (server/ has uncommitted changes)')" >&2
+built="seatd of commit $(git rev-parse --short HEAD)"
+git diff --quiet HEAD -- server gen migrations 2>/dev/null || built+=" with uncommitted changes"
+[[ -z "${SCALE_SEATD:-}" ]] || built=$SCALE_SEATD
+echo "bench/scale: $N leases, $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), $built" >&2
 status=0
 for mode in $MODES; do
   args=(-mode "$mode" -leases "$N" -c "$C" -d "$D" -slices "$SLICES" -seatd "$SEATD" -log "$work/seatd-$mode.log")
