@@ -33,7 +33,7 @@
 //	P{lic}:idem       hash  idempotency key -> lease id
 //	P{lic}:expiring   hash  lease id -> record, for leases taken out of the
 //	                        live state whose expiry is not yet recorded
-//	P{lic}:ended      zset  lease id -> when end.lua removed it (kept 10 s,
+//	P{lic}:ended      zset  lease id -> when end.lua removed it (kept 60 s,
 //	                        so that a racing rebuild cannot bring it back)
 //	P{lic}:borrowed   zset  lease id -> deadline, of the borrowed leases
 //	                        (counted against max_borrowed_seats)
@@ -161,7 +161,7 @@
 // that its lease expired is told only once end.lua ran — and only when
 // Redis lost the license's state do leases get server.WriteBehindSlack
 // over their recorded deadline (recorded deadlines trail heartbeats not
-// yet written behind). A snapshot older than 5 s is refused, and so is one
+// yet written behind). A snapshot older than 30 s is refused, and so is one
 // read while the license's keys had another incarnation
 // (P{lic}:incarnation, a random value state.lua sets once): Redis
 // restarted empty or lost the keys since, and with them the ends

@@ -69,7 +69,7 @@ type Build struct {
 	Epoch int64 // the new epoch
 	Conf  Conf
 	// Snapshot and Incarnation are State's Now and Incarnation, read
-	// before the record: a snapshot older than 5 s, or read while the
+	// before the record: a snapshot older than 30 s, or read while the
 	// keys had another incarnation, is refused.
 	Snapshot    time.Time
 	Incarnation string
