@@ -25,15 +25,11 @@ func (h *seatService) GetSigningKeys(ctx context.Context, req *seatdv1.GetSignin
 	if err != nil {
 		return nil, err
 	}
-	resp := &seatdv1.GetSigningKeysResponse{Keys: make([]*seatdv1.JsonWebKey, 0, len(keys))}
-	for _, k := range keys {
-		jwk, err := jwkToProto(k)
-		if err != nil {
-			return nil, err
-		}
-		resp.Keys = append(resp.Keys, jwk)
+	jwks, err := convertAll(keys, jwkToProto)
+	if err != nil {
+		return nil, err
 	}
-	return resp, nil
+	return &seatdv1.GetSigningKeysResponse{Keys: jwks}, nil
 }
 
 func (h *adminService) ListSigningKeys(ctx context.Context, req *seatdv1.ListSigningKeysRequest) (*seatdv1.ListSigningKeysResponse, error) {
@@ -45,15 +41,11 @@ func (h *adminService) ListSigningKeys(ctx context.Context, req *seatdv1.ListSig
 	if err != nil {
 		return nil, err
 	}
-	resp := &seatdv1.ListSigningKeysResponse{SigningKeys: make([]*seatdv1.SigningKey, 0, len(keys))}
-	for _, k := range keys {
-		pk, err := signingKeyToProto(k)
-		if err != nil {
-			return nil, err
-		}
-		resp.SigningKeys = append(resp.SigningKeys, pk)
+	pks, err := convertAll(keys, signingKeyToProto)
+	if err != nil {
+		return nil, err
 	}
-	return resp, nil
+	return &seatdv1.ListSigningKeysResponse{SigningKeys: pks}, nil
 }
 
 func (h *adminService) RotateSigningKey(ctx context.Context, req *seatdv1.RotateSigningKeyRequest) (*seatdv1.RotateSigningKeyResponse, error) {
@@ -74,6 +66,19 @@ func (h *adminService) RotateSigningKey(ctx context.Context, req *seatdv1.Rotate
 }
 
 // jwkToProto is the public half of k as a JWK (signing.PublicJWK).
+// convertAll converts every key, or fails with the first error.
+func convertAll[P any](keys []server.SigningKey, to func(server.SigningKey) (P, error)) ([]P, error) {
+	out := make([]P, 0, len(keys))
+	for _, k := range keys {
+		p, err := to(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func jwkToProto(k server.SigningKey) (*seatdv1.JsonWebKey, error) {
 	jwk, err := signing.PublicJWK(k)
 	if err != nil {
