@@ -158,7 +158,7 @@ func TestHeartbeatsOfOneLeaseTogether(t *testing.T) {
 	}
 	wg.Wait()
 	_, rdb := testServers(t)
-	score, err := rdb.ZScore(t.Context(), live.Keyspace{Prefix: loc.prefix}.License(lic.ID)[2], r.Lease.ID).Result()
+	score, err := rdb.ZScore(t.Context(), live.Keyspace{Prefix: loc.prefix}.License(lic.ID)[2], live.LeaseKey(r.Lease.ID)).Result()
 	require.NoError(t, err)
 	require.Equal(t, latest.UnixMicro(), int64(score), "live deadline, latest renewal answered %s", latest)
 }

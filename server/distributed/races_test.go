@@ -198,7 +198,7 @@ func TestGrantAfterUnrecordedExpiry(t *testing.T) {
 	require.Eventually(t, func() bool { return time.Now().After(a.Lease.ExpiresAt.Add(50 * time.Millisecond)) },
 		5*time.Second, 10*time.Millisecond)
 	// The first step of ExpireLeases, and then nothing (crash or failed record).
-	res, err := live.Script("expire").Run(t.Context(), s.rdb, s.live.Keys().License(lic.ID), a.Lease.ID).Slice()
+	res, err := live.Script("expire").Run(t.Context(), s.rdb, s.live.Keys().License(lic.ID), live.LeaseKey(a.Lease.ID)).Slice()
 	require.NoError(t, err)
 	require.Len(t, res, 6, "a moved to the expiring hash: %v", res)
 

@@ -56,21 +56,96 @@ func (s *Store) runRebuild(ctx context.Context, licenseID string, forceAt int64)
 	}
 }
 
+// defaultRebuildStale is how long a rebuild under way may make no progress
+// before another instance takes it for dead and rebuilds itself. A live
+// one writes a chunk every few milliseconds (live.Redis.Rebuild).
+const defaultRebuildStale = 5 * time.Second
+
+// rebuildPoll is how often a caller waiting for another instance's
+// rebuild looks at its progress.
+const rebuildPoll = 20 * time.Millisecond
+
+// errRebuildUnderWay: another rebuild of the license is under way (maybe
+// in another instance); wait for it instead of reading a snapshot too.
+var errRebuildUnderWay = errors.New("a rebuild of the license is under way")
+
 // rebuild builds the live state of a license from PostgreSQL if it is
-// missing or from another epoch, or if it is at epoch forceAt (>= 0).
+// missing or from another epoch, or if it is at epoch forceAt (>= 0). A
+// rebuild under way elsewhere is waited for; a snapshot Redis refused as
+// too old, or a rebuild a newer one took over, is tried again, until ctx
+// ends.
 func (s *Store) rebuild(ctx context.Context, licenseID string, forceAt int64) error {
 	// Newer heartbeats of this process into the record first (best effort:
 	// the deadline slack below covers what is not there).
 	if err := s.flush(ctx); err != nil {
 		s.log.Warn("distributed store: flush before rebuild", "err", err)
 	}
+	for {
+		err := s.rebuildOnce(ctx, licenseID, forceAt)
+		switch {
+		case errors.Is(err, errRebuildUnderWay), errors.Is(err, live.ErrSuperseded):
+			err = s.awaitRebuild(ctx, licenseID)
+		case errors.Is(err, live.ErrStale):
+			s.log.Warn("distributed store: Redis refused a rebuild's snapshot (too old, or Redis lost the keys meanwhile); reading a new one",
+				"license", licenseID)
+			err = sleep(ctx, rebuildPoll)
+		default:
+			return err
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// awaitRebuild waits until no rebuild of the license is under way, or
+// the one under way has stopped making progress.
+func (s *Store) awaitRebuild(ctx context.Context, licenseID string) error {
+	for {
+		st, err := s.live.State(ctx, licenseID)
+		if err != nil {
+			return err
+		}
+		if st.Rebuilding < 0 || st.Progress >= s.rebuildStale {
+			return nil
+		}
+		if err := sleep(ctx, rebuildPoll); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return server.Unavailable(ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// rebuildOnce reads a snapshot of the record and writes it into Redis
+// (live.Redis.Rebuild), unless the live state is current or another
+// rebuild is under way (errRebuildUnderWay).
+func (s *Store) rebuildOnce(ctx context.Context, licenseID string, forceAt int64) error {
 	var st live.State // read under the license's row lock, before the snapshot
 	snap, err := s.rec.RebuildSnapshot(ctx, licenseID, func(lic record.LicenseRow) (current bool, err error) {
 		if st, err = s.live.State(ctx, licenseID); err != nil {
 			return false, err
 		}
 		// Another rebuild finished first, unless told to replace this one.
-		return !st.Deleted && st.Epoch == lic.Epoch && st.Epoch != forceAt, nil
+		if !st.Deleted && st.Epoch == lic.Epoch && st.Epoch != forceAt {
+			return true, nil
+		}
+		// Another is under way at the record's epoch: the row lock
+		// ordered it before this call, and it is alive.
+		if st.Rebuilding == lic.Epoch && st.Progress < s.rebuildStale {
+			return false, errRebuildUnderWay
+		}
+		// This one reads the snapshot of epoch + 1: the others wait for it.
+		return false, s.live.Claim(ctx, licenseID, lic.Epoch+1)
 	})
 	lic := snap.License
 	if errors.Is(err, record.ErrDeleted) {
@@ -186,7 +261,6 @@ func overlay(l server.Lease, v live.Values) server.Lease {
 	if l.State != server.LeaseActive {
 		return l
 	}
-	l.TokenHash = v.TokenHash
 	if v.Heartbeat.After(l.LastHeartbeatAt) {
 		l.LastHeartbeatAt = v.Heartbeat
 	}

@@ -101,6 +101,9 @@ type Store struct {
 	recordWait time.Duration
 	// reconcileEvery spaces the reconciliation passes (a field for tests).
 	reconcileEvery time.Duration
+	// rebuildStale is how long another instance's rebuild may make no
+	// progress before this one takes it for dead (a field for tests).
+	rebuildStale time.Duration
 	// insertHook, when set (tests only), runs every session insert: it may
 	// make the insert fail before or after it commits.
 	insertHook func(insert func() (bool, error)) (bool, error)
@@ -194,6 +197,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		confBehind:     map[string]bool{},
 		recordWait:     defaultRecordWait,
 		reconcileEvery: defaultReconcileEvery,
+		rebuildStale:   defaultRebuildStale,
 		stop:           make(chan struct{}),
 		stopped:        make(chan struct{}),
 	}

@@ -241,14 +241,14 @@ func dueCursor(after *server.LeaseRef) (deadline, id string) {
 	if after == nil {
 		return "", ""
 	}
-	return strconv.FormatInt(timeUS(after.ExpiresAt), 10), after.LeaseID
+	return strconv.FormatInt(timeUS(after.ExpiresAt), 10), leaseKey(after.LeaseID)
 }
 
 // parseDue reads an OK reply of due.lua.
 func parseDue(licenseID string, res []any) ([]server.LeaseRef, int64) {
 	refs := make([]server.LeaseRef, 0, (len(res)-2)/2)
 	for i := 2; i+1 < len(res); i += 2 {
-		refs = append(refs, server.LeaseRef{LeaseID: replyString(res[i]), LicenseID: licenseID, ExpiresAt: usTime(replyInt(res[i+1]))})
+		refs = append(refs, server.LeaseRef{LeaseID: leaseIDOf(replyString(res[i])), LicenseID: licenseID, ExpiresAt: usTime(replyInt(res[i+1]))})
 	}
 	return refs, replyInt(res[1])
 }
@@ -269,9 +269,11 @@ func (rs *Redis) Due(ctx context.Context, licenseID string, now time.Time, after
 	return refs, first, nil
 }
 
-// CompareRefs orders leases by deadline, then id: the order of DueLeases.
+// CompareRefs orders leases by deadline, then id as the live state keeps
+// it (leaseKey: for canonical ids the same order as their text): the
+// order of DueLeases, and of due.lua's cursor.
 func CompareRefs(a, b server.LeaseRef) int {
-	return cmp.Or(a.ExpiresAt.Compare(b.ExpiresAt), strings.Compare(a.LeaseID, b.LeaseID))
+	return cmp.Or(a.ExpiresAt.Compare(b.ExpiresAt), strings.Compare(leaseKey(a.LeaseID), leaseKey(b.LeaseID)))
 }
 
 // Deadline is a license's earliest deadline (unix µs), for the hint.

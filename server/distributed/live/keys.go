@@ -10,10 +10,19 @@ import (
 // only the keys of one license, stay within one cluster slot.
 type Keyspace struct{ Prefix string }
 
+// layout names the version of the live state's keys and values: the
+// lease records, ids and token hashes of layout 2 are compact binary
+// (ids.go, lua/common.lua), and live under new names so that no script
+// ever reads a record of another layout. A license whose live state is
+// still in an older layout has none in this one: it is rebuilt from the
+// record on first use, as after a Redis loss, and the rebuild drops the
+// old keys (legacyKeys).
+const layout = "v2:"
+
 // License returns the keys of a license in the order the scripts expect
 // them (lua/common.lua).
 func (k Keyspace) License(licenseID string) []string {
-	base := k.Prefix + "{" + licenseID + "}:"
+	base := k.base(licenseID) + layout
 	return []string{
 		base + "conf",
 		base + "leases",
@@ -26,13 +35,30 @@ func (k Keyspace) License(licenseID string) []string {
 	}
 }
 
+func (k Keyspace) base(licenseID string) string { return k.Prefix + "{" + licenseID + "}:" }
+
 // LiveKeys returns the keys of a license with, last, its incarnation key:
 // a random value that state.lua sets once and rebuild.lua requires
 // unchanged, so that a rebuild never writes a snapshot read against a
 // Redis that has since lost its data (the ends remembered in the ended
-// zset went with it). Only those two scripts take it.
+// zset went with it).
 func (k Keyspace) LiveKeys(licenseID string) []string {
-	return append(k.License(licenseID), k.Prefix+"{"+licenseID+"}:incarnation")
+	return append(k.License(licenseID), k.base(licenseID)+layout+"incarnation")
+}
+
+// RebuildKeys returns LiveKeys followed by the keys a rebuild writes
+// before it switches them in (the staging: its progress hash, then
+// leases, deadlines, dedupe, idem and borrowed as License names them),
+// then the keys of the previous layout, which the first rebuild drops.
+// state.lua, rebuild.lua and tombstone.lua take them.
+func (k Keyspace) RebuildKeys(licenseID string) []string {
+	stage := k.base(licenseID) + layout + "stage:"
+	return append(k.LiveKeys(licenseID),
+		stage+"progress", stage+"leases", stage+"deadlines", stage+"dedupe", stage+"idem", stage+"borrowed",
+		// Layout 1 (seatd before the compact records).
+		k.base(licenseID)+"conf", k.base(licenseID)+"leases", k.base(licenseID)+"deadlines",
+		k.base(licenseID)+"dedupe", k.base(licenseID)+"idem", k.base(licenseID)+"expiring",
+		k.base(licenseID)+"ended", k.base(licenseID)+"borrowed", k.base(licenseID)+"incarnation")
 }
 
 // HintShards is how many pieces the expiry hint is split into. Each piece

@@ -2,7 +2,6 @@ package live
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -72,7 +71,7 @@ type Acquisition struct {
 // live lease of req's idempotency or dedupe key (acquire.lua).
 func (rs *Redis) Acquire(ctx context.Context, licenseID string, req *server.AcquireRequest, out *Acquisition) error {
 	args := make([]any, 0, 4+2*len(strategies))
-	args = append(args, req.LeaseID, req.TokenHash, req.IdempotencyKey, borrowUS(req.BorrowFor))
+	args = append(args, leaseKey(req.LeaseID), tokenKey(req.TokenHash), req.IdempotencyKey, borrowUS(req.BorrowFor))
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
 	}
@@ -84,13 +83,16 @@ func (rs *Redis) Acquire(ctx context.Context, licenseID string, req *server.Acqu
 	mine := res.mine
 	switch out.Status {
 	case StatusGranted, StatusHandedBack:
-		out.LeaseID = replyString(mine[1])
+		out.LeaseID = leaseIDOf(replyString(mine[1]))
 		out.Acquired, out.Heartbeat, out.Deadline = usTime(replyInt(mine[2])), usTime(replyInt(mine[3])), usTime(replyInt(mine[4]))
 		out.TokenSeq, out.InUse = replyInt(mine[5]), int(replyInt(mine[6]))
 		out.PrevFirst, out.DedupeKey = replyInt(mine[7]), replyString(mine[8])
 		out.Epoch, out.Version = replyInt(res.shared(2)), replyInt(res.shared(3))
-		if d := replyString(mine[10]); d != "" {
-			out.Displaced = strings.Split(d, ",")
+		if d, _ := mine[10].([]any); len(d) > 0 {
+			out.Displaced = make([]string, len(d))
+			for i, k := range d {
+				out.Displaced[i] = leaseIDOf(replyString(k))
+			}
 		}
 		return rs.licenseOf(replyString(res.shared(1)), &out.License)
 	case StatusExhausted:
@@ -114,7 +116,7 @@ type Beat struct {
 
 // Heartbeat renews a lease still in the live state (heartbeat.lua).
 func (rs *Redis) Heartbeat(ctx context.Context, licenseID, leaseID, tokenHash string) (Beat, error) {
-	r, err := rs.evalLicense(ctx, scriptHeartbeat, licenseID, leaseID, tokenHash)
+	r, err := rs.evalLicense(ctx, scriptHeartbeat, licenseID, leaseKey(leaseID), tokenKey(tokenHash))
 	if err != nil {
 		return Beat{}, err
 	}
@@ -143,7 +145,7 @@ type Check struct {
 // Check judges a release: the token, then whether the lease is still live.
 // It changes nothing.
 func (rs *Redis) Check(ctx context.Context, licenseID, leaseID, tokenHash string) (Check, error) {
-	res, err := rs.evalLicense(ctx, scriptCheck, licenseID, leaseID, tokenHash)
+	res, err := rs.evalLicense(ctx, scriptCheck, licenseID, leaseKey(leaseID), tokenKey(tokenHash))
 	if err != nil {
 		return Check{}, err
 	}
@@ -160,7 +162,7 @@ func (rs *Redis) End(ctx context.Context, licenseID string, ids []string) error 
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := rs.evalLicense(ctx, scriptEnd, licenseID, anys(ids)...)
+	_, err := rs.evalLicense(ctx, scriptEnd, licenseID, leaseKeys(ids)...)
 	return err
 }
 
@@ -169,7 +171,7 @@ func (rs *Redis) End(ctx context.Context, licenseID string, ids []string) error 
 func (rs *Redis) EndMany(ctx context.Context, leases []LicenseLeases) (errs []error) {
 	calls := make([]scriptCall, len(leases))
 	for i, l := range leases {
-		calls[i] = scriptCall{scriptEnd, rs.keysOf(l.LicenseID), anys(l.IDs)}
+		calls[i] = scriptCall{scriptEnd, rs.keysOf(l.LicenseID), leaseKeys(l.IDs)}
 	}
 	errs = make([]error, len(leases))
 	for i, r := range rs.pipelineScripts(ctx, calls) {
@@ -215,7 +217,6 @@ func (rs *Redis) Count(ctx context.Context, licenseID string) (Count, error) {
 // Values are the values of a lease the live state holds, newer than the
 // record's.
 type Values struct {
-	TokenHash           string
 	Heartbeat, Deadline time.Time
 	Expiring            bool // taken out of the live state, expiry not yet recorded
 }
@@ -225,7 +226,7 @@ type Values struct {
 // live state is missing it says so with ErrNoState (and the time): what it
 // read is not what Redis will enforce once the state is rebuilt.
 func (rs *Redis) Peek(ctx context.Context, licenseID string, ids ...string) (map[string]Values, time.Time, error) {
-	res, err := scriptPeek.Run(ctx, rs.rdb, rs.keysOf(licenseID), anys(ids)...).Slice()
+	res, err := scriptPeek.Run(ctx, rs.rdb, rs.keysOf(licenseID), leaseKeys(ids)...).Slice()
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -233,12 +234,11 @@ func (rs *Redis) Peek(ctx context.Context, licenseID string, ids ...string) (map
 	if replyInt(res[1]) != 1 {
 		return nil, now, ErrNoState
 	}
-	out := make(map[string]Values, (len(res)-2)/5)
-	for i := 2; i+4 < len(res); i += 5 {
-		out[replyString(res[i])] = Values{
-			TokenHash: replyString(res[i+2]),
-			Heartbeat: usTime(replyInt(res[i+3])),
-			Deadline:  usTime(replyInt(res[i+4])),
+	out := make(map[string]Values, (len(res)-2)/4)
+	for i := 2; i+3 < len(res); i += 4 {
+		out[leaseIDOf(replyString(res[i]))] = Values{
+			Heartbeat: usTime(replyInt(res[i+2])),
+			Deadline:  usTime(replyInt(res[i+3])),
 			Expiring:  replyString(res[i+1]) == "X",
 		}
 	}
@@ -265,7 +265,7 @@ type TakenLease struct {
 func (rs *Redis) Expire(ctx context.Context, leases []LicenseLeases) ([]Taken, []error) {
 	calls := make([]scriptCall, len(leases))
 	for i, l := range leases {
-		calls[i] = scriptCall{scriptExpire, rs.keysOf(l.LicenseID), anys(l.IDs)}
+		calls[i] = scriptCall{scriptExpire, rs.keysOf(l.LicenseID), leaseKeys(l.IDs)}
 	}
 	out, errs := make([]Taken, len(leases)), make([]error, len(leases))
 	for i, r := range rs.pipelineScripts(ctx, calls) {
@@ -278,7 +278,7 @@ func (rs *Redis) Expire(ctx context.Context, leases []LicenseLeases) ([]Taken, [
 		}
 		out[i].Now = usTime(replyInt(res[1]))
 		for j := 2; j+3 < len(res); j += 4 {
-			out[i].Leases = append(out[i].Leases, TakenLease{ID: replyString(res[j]),
+			out[i].Leases = append(out[i].Leases, TakenLease{ID: leaseIDOf(replyString(res[j])),
 				Heartbeat: usTime(replyInt(res[j+2])), Deadline: usTime(replyInt(res[j+3]))})
 		}
 	}
@@ -296,7 +296,7 @@ type Lease struct {
 
 // args appends the lease as the scripts take it: 9 values.
 func (l Lease) args(to []any) []any {
-	return append(to, l.ID, l.TokenHash, timeUS(l.Acquired), timeUS(l.Heartbeat), timeUS(l.Deadline),
+	return append(to, leaseKey(l.ID), tokenKey(l.TokenHash), timeUS(l.Acquired), timeUS(l.Heartbeat), timeUS(l.Deadline),
 		l.DedupeKey, l.IdempotencyKey, l.TokenSeq, boolArg(l.Borrowed))
 }
 

@@ -41,6 +41,12 @@ type Redis struct {
 	// settings by their JSON text (which changes with every change).
 	licKeys *cache.Bounded[string, []string]
 	licJSON *cache.Bounded[string, server.License]
+
+	// chunk is how many leases a call of rebuild.lua writes
+	// (DefaultRebuildChunk; SetRebuildChunk); beforeChunk, if set, runs
+	// before each call with the index of its first lease (tests).
+	chunk       int
+	beforeChunk func(licenseID string, start int)
 }
 
 // New serves the live state under prefix on rdb; Stop ends its batches.
@@ -52,9 +58,17 @@ func New(rdb redis.UniversalClient, prefix string, log *slog.Logger) *Redis {
 		log:     log,
 		licKeys: cache.New[string, []string](100_000),
 		licJSON: cache.New[string, server.License](10_000),
+		chunk:   DefaultRebuildChunk,
 	}
 	rs.batches = groupcommit.New(redisSlots, redisMin, maxPipeline, rs.runLicenseScripts)
 	return rs
+}
+
+// SetRebuildChunk sets how many leases a call of rebuild.lua writes (at
+// least 1), and a hook run before each call with the index of its first
+// lease (nil: none). For tests and benchmarks; call it before any use.
+func (rs *Redis) SetRebuildChunk(n int, before func(licenseID string, start int)) {
+	rs.chunk, rs.beforeChunk = max(n, 1), before
 }
 
 // Stop makes later hot-path calls fail and waits for those made already.
@@ -131,15 +145,6 @@ func usTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // timeUS converts a time to unix microseconds.
 func timeUS(t time.Time) int64 { return t.UnixMicro() }
-
-// anys converts ids to script arguments.
-func anys(ids []string) []any {
-	out := make([]any, len(ids))
-	for i, id := range ids {
-		out[i] = id
-	}
-	return out
-}
 
 func cloneMap(m map[string]string) map[string]string {
 	if len(m) == 0 {

@@ -28,6 +28,7 @@ var (
 	scriptTombstone = loadScript("tombstone")
 	scriptAdopt     = loadScript("adopt")
 	scriptState     = loadScript("state")
+	scriptProgress  = loadScript("progress")
 	scriptNoop      = loadScript("noop") // make bench's ceiling only
 
 	// These two work on the global expiry hint, not on a license.
@@ -59,7 +60,7 @@ var scriptsByName = map[string]*redis.Script{
 	"acquire": scriptAcquire, "heartbeat": scriptHeartbeat, "check": scriptCheck, "end": scriptEnd,
 	"expire": scriptExpire, "due": scriptDue, "peek": scriptPeek, "count": scriptCount,
 	"rebuild": scriptRebuild, "setconf": scriptSetConf, "tombstone": scriptTombstone, "adopt": scriptAdopt,
-	"state": scriptState, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,
+	"state": scriptState, "progress": scriptProgress, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,
 }
 
 // Script returns lua/<name>.lua as the store runs it, for tests that

@@ -47,21 +47,46 @@ type State struct {
 	Version     int64 // of its settings
 	Now         time.Time
 	Incarnation string // of the license's keys (a rebuild writes only into the same)
+	// Rebuilding is the epoch of the rebuild under way (-1: none), and
+	// Progress how long ago it last made progress (rebuild.lua): a rebuild
+	// that has made none for a while has died.
+	Rebuilding int64
+	Progress   time.Duration
 }
 
 // State reads the epoch, settings version and incarnation of a license's
-// live state, and the time; it gives the license's keys an incarnation if
-// they have none (state.lua).
+// live state, the rebuild under way, and the time; it gives the license's
+// keys an incarnation if they have none (state.lua).
 func (rs *Redis) State(ctx context.Context, licenseID string) (State, error) {
-	st, err := scriptState.Run(ctx, rs.rdb, rs.keys.LiveKeys(licenseID), server.NewID("inc")).Slice()
+	st, err := scriptState.Run(ctx, rs.rdb, rs.keys.RebuildKeys(licenseID), server.NewID("inc")).Slice()
 	if err != nil {
 		return State{}, err
 	}
-	s := State{Epoch: -1, Deleted: replyString(st[1]) == "1", Version: replyInt(st[2]), Now: usTime(replyInt(st[3])), Incarnation: replyString(st[4])}
+	s := State{Epoch: -1, Deleted: replyString(st[1]) == "1", Version: replyInt(st[2]), Now: usTime(replyInt(st[3])),
+		Incarnation: replyString(st[4]), Rebuilding: -1, Progress: time.Duration(replyInt(st[6])) * time.Microsecond}
 	if e := replyString(st[0]); e != "" {
 		s.Epoch, _ = strconv.ParseInt(e, 10, 64)
 	}
+	if e := replyString(st[5]); e != "" {
+		s.Rebuilding, _ = strconv.ParseInt(e, 10, 64)
+	}
 	return s, nil
+}
+
+// Claim notes that a rebuild of the license at epoch is about to read its
+// snapshot, so that other instances wait for it rather than read their
+// own (progress.lua). Call it under the license's row lock.
+func (rs *Redis) Claim(ctx context.Context, licenseID string, epoch int64) error {
+	return scriptProgress.Run(ctx, rs.rdb, rs.keys.RebuildKeys(licenseID), "claim", epoch).Err()
+}
+
+// Abandon says that the rebuild of the license at epoch gave up, so that
+// the next one need not wait for it to look dead (progress.lua). Best
+// effort: a rebuild that makes no progress looks dead after a while anyway.
+func (rs *Redis) Abandon(ctx context.Context, licenseID string, epoch int64) {
+	if err := scriptProgress.Run(ctx, rs.rdb, rs.keys.RebuildKeys(licenseID), "abandon", epoch).Err(); err != nil {
+		rs.log.Warn("distributed store: mark an abandoned rebuild", "license", licenseID, "err", err)
+	}
 }
 
 // Build is a snapshot of the record to build a license's live state from.
@@ -84,27 +109,67 @@ type Build struct {
 // against keys Redis has lost since. Read a new one.
 var ErrStale = errors.New("write live state: the snapshot of the record took too long to reach Redis, or Redis lost the license's keys meanwhile")
 
+// ErrSuperseded is Rebuild's answer when a rebuild of a newer epoch began
+// while this one was writing: that one builds the state.
+var ErrSuperseded = errors.New("write live state: a newer rebuild of the license took over")
+
+// DefaultRebuildChunk is how many leases one call of rebuild.lua writes:
+// at about 10 µs a lease, a few milliseconds during which Redis serves
+// nobody else.
+const DefaultRebuildChunk = 500
+
 // Rebuild writes a license's live state from a snapshot of the record,
-// merged with what Redis still holds (rebuild.lua). built is false when a
-// state of the same or a newer epoch is there (another rebuild won) or the
-// license is marked deleted; first is the earliest deadline now (unix µs,
-// -1 if none).
+// merged with what Redis still holds, in calls of rs.chunk leases
+// (rebuild.lua): from the first call on, the license answers NOCONF
+// (callers wait for the rebuild), and nothing counts until the last call
+// switches the new state in. built is false when a state of the same or a
+// newer epoch is there (another rebuild won) or the license is marked
+// deleted; first is the earliest deadline now (unix µs, -1 if none). On
+// ErrStale, ErrSuperseded or a failure the rebuild is abandoned: the
+// license stays without a state until the next rebuild.
 func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built bool, first int64, err error) {
-	args := append(make([]any, 0, 16+9*len(b.Leases)), b.Epoch, b.Conf.Version)
-	args = b.Conf.args(args)
-	args = append(args, timeUS(b.Snapshot), b.Slack.Microseconds(), b.Incarnation)
-	for _, l := range b.Leases {
-		args = l.args(args)
-	}
-	res, err := scriptRebuild.Run(ctx, rs.rdb, rs.keys.LiveKeys(licenseID), args...).Slice()
-	if err != nil {
-		return false, 0, err
-	}
-	switch replyString(res[0]) {
-	case "STALE":
-		return false, 0, ErrStale
-	case "OK":
-		return true, replyInt(res[1]), nil
+	keys := rs.keys.RebuildKeys(licenseID)
+	n := len(b.Leases)
+	for start := 0; start == 0 || start < n; start += rs.chunk {
+		end := min(start+rs.chunk, n)
+		flags := ""
+		if start == 0 {
+			flags += "F"
+		}
+		last := end == n
+		args := make([]any, 0, 16+9*(end-start))
+		args = append(args, flags, b.Epoch, timeUS(b.Snapshot), b.Incarnation, b.Slack.Microseconds())
+		if last {
+			args[0] = flags + "L"
+			args = append(args, 12, b.Conf.Version)
+			args = b.Conf.args(args)
+		} else {
+			args = append(args, 0)
+		}
+		for _, l := range b.Leases[start:end] {
+			args = l.args(args)
+		}
+		if rs.beforeChunk != nil {
+			rs.beforeChunk(licenseID, start)
+		}
+		res, err := scriptRebuild.Run(ctx, rs.rdb, keys, args...).Slice()
+		if err != nil {
+			rs.Abandon(context.WithoutCancel(ctx), licenseID, b.Epoch)
+			return false, 0, err
+		}
+		switch replyString(res[0]) {
+		case "STAGED":
+			continue
+		case "OK":
+			return true, replyInt(res[1]), nil
+		case "STALE":
+			rs.Abandon(ctx, licenseID, b.Epoch)
+			return false, 0, ErrStale
+		case "SUPERSEDED":
+			return false, 0, ErrSuperseded
+		}
+		rs.Abandon(ctx, licenseID, b.Epoch) // SKIP: a state is there already, or a tombstone
+		return false, -1, nil
 	}
 	return false, -1, nil
 }
@@ -119,7 +184,7 @@ func (rs *Redis) SetConf(ctx context.Context, c Conf) error {
 // Tombstone drops a deleted license's live state and marks its settings
 // deleted with an epoch no rebuild can beat (tombstone.lua).
 func (rs *Redis) Tombstone(ctx context.Context, licenseID string, version int64, tenantID string) error {
-	return scriptTombstone.Run(ctx, rs.rdb, rs.keysOf(licenseID), version, tenantID).Err()
+	return scriptTombstone.Run(ctx, rs.rdb, rs.keys.RebuildKeys(licenseID), version, tenantID).Err()
 }
 
 // ConfVersion is the settings version a license's live state holds.

@@ -13,13 +13,13 @@
 -- else {'OK', license json, epoch, settings version, then for each
 --   acquisition 11 values: status, lease id, acquired, last_hb, deadline,
 --   token_seq, seats in use, previous first deadline, dedupe key, limit,
---   displaced}
+--   displaced (an array of lease ids, empty but for a grant)}
 -- with status 'NEW' | 'EXISTING' (all values set), 'EXHAUSTED' (seats in
 -- use and limit set), 'NOBORROW' | 'BORROWLONG' | 'BORROWLIMIT' (a borrow
 -- the license refuses; for the last, borrowed seats in use and their
 -- limit in place of seats in use and limit), 'DUP', or 'ERR' (this
 -- acquisition failed, the message in place of the lease id, nothing of it
--- written); unset values are 0 or ''.
+-- written); unset values are 0 or ''. Lease ids are binary (common.lua).
 --
 -- A borrow (borrow duration > 0) makes a lease that lives until now +
 -- that duration with no heartbeats: it has no dedupe key, its
@@ -34,7 +34,7 @@
 -- set until the cleaner records it. A grant that needs such a lease's seat
 -- (live count < limit <= live + lapsed) takes it out of the live state into
 -- the expiring hash (no revival, no rebuild brings it back) and names it
--- in `displaced` (ids joined by ','): the caller records its expiry in
+-- in `displaced` (an array of ids): the caller records its expiry in
 -- PostgreSQL before it answers, so that the count of the record's active
 -- leases never exceeds the limit either.
 local ARGS_PER, OUT_PER = 12, 11
@@ -133,28 +133,28 @@ local function acquire(b)
     if rec[DL] <= now then
       n = n - 1 -- was live, is no longer (a zero TTL)
     end
-    return {'EXISTING', eid, rec[ACQ], rec[HB], rec[DL], rec[SEQ], n, was, rec[DEDUPE], limit, ''}
+    return {'EXISTING', eid, rec[ACQ], rec[HB], rec[DL], rec[SEQ], n, was, rec[DEDUPE], limit, {}}
   end
 
   if borrowing then
     if conf.maxborrow <= 0 then
-      return {'NOBORROW', '', 0, 0, 0, 0, 0, prev, '', 0, ''}
+      return {'NOBORROW', '', 0, 0, 0, 0, 0, prev, '', 0, {}}
     end
     if borrow > conf.maxborrow then
-      return {'BORROWLONG', '', 0, 0, 0, 0, 0, prev, '', 0, ''}
+      return {'BORROWLONG', '', 0, 0, 0, 0, 0, prev, '', 0, {}}
     end
     if conf.maxborrowed > 0 then
       nb = nb or borrowed_count(now)
       if nb >= conf.maxborrowed then
-        return {'BORROWLIMIT', '', 0, 0, 0, 0, nb, prev, '', conf.maxborrowed, ''}
+        return {'BORROWLIMIT', '', 0, 0, 0, 0, nb, prev, '', conf.maxborrowed, {}}
       end
     end
   end
   if n >= limit then
-    return {'EXHAUSTED', '', 0, 0, 0, 0, n, prev, '', limit, ''}
+    return {'EXHAUSTED', '', 0, 0, 0, 0, n, prev, '', limit, {}}
   end
   if redis.call('HEXISTS', K_LEASES, id) == 1 or redis.call('HEXISTS', K_EXP, id) == 1 then
-    return {'DUP', '', 0, 0, 0, 0, 0, prev, '', limit, ''}
+    return {'DUP', '', 0, 0, 0, 0, 0, prev, '', limit, {}}
   end
   -- Take the seats of the earliest lapsed leases this grant needs. The
   -- leases already waiting in the expiring hash are named too: they no
@@ -166,7 +166,7 @@ local function acquire(b)
     for _, lid in ipairs(redis.call('ZRANGE', K_DL, 0, total - limit)) do
       local raw = redis.call('HGET', K_LEASES, lid)
       if raw then
-        unlink(lid, cmsgpack.unpack(raw))
+        unlink(lid, unpack_rec(raw))
         redis.call('HSET', K_EXP, lid, raw)
         displaced[#displaced + 1] = lid
       else
@@ -198,7 +198,7 @@ local function acquire(b)
   if rec[DL] > now then
     n = n + 1
   end
-  return {'NEW', id, now, now, rec[DL], 0, n, was, dk, limit, table.concat(displaced, ',')}
+  return {'NEW', id, now, now, rec[DL], 0, n, was, dk, limit, displaced}
 end
 
 -- replayed answers a replay of an acquisition that was granted already.
@@ -208,7 +208,7 @@ local function replayed(b)
   local r = get_rec(K_LEASES, ARGV[b])
   if r and r[TOK] == ARGV[b + 1] and r[SEQ] == 0 then
     local waiting = redis.call('HKEYS', K_EXP)
-    return {'NEW', ARGV[b], r[ACQ], r[HB], r[DL], 0, n, prev, r[DEDUPE], limit, table.concat(waiting, ',')}
+    return {'NEW', ARGV[b], r[ACQ], r[HB], r[DL], 0, n, prev, r[DEDUPE], limit, waiting}
   end
   return nil
 end
@@ -221,7 +221,7 @@ for b = 1, #ARGV, ARGS_PER do
     return replayed(b) or acquire(b)
   end)
   if not ok then
-    r = {'ERR', tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, 0, '', 0, ''}
+    r = {'ERR', tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, 0, '', 0, {}}
   end
   for i = 1, OUT_PER do
     out[#out + 1] = r[i]

@@ -1,7 +1,7 @@
 -- common.lua is prepended to every script (see scripts.go).
 --
 -- Every script works on the keys of ONE license, hash-tagged by its id so
--- that they share a slot:
+-- that they share a slot (layout 2, ../keys.go):
 --   KEYS[1] conf      hash: the license's settings (see setconf.lua)
 --   KEYS[2] leases    hash: lease id -> packed lease record
 --   KEYS[3] deadlines zset: lease id -> deadline (unix microseconds)
@@ -17,12 +17,17 @@
 --   KEYS[8] borrowed  zset: lease id -> deadline, of the borrowed leases;
 --                     it may still name one that ended before its
 --                     deadline: borrowed_count counts only those in K_LEASES
--- A lease record is cmsgpack({token_hash, acquired, last_heartbeat,
--- deadline, dedupe_key, idempotency_key, token_seq, borrowed}) (borrowed:
--- 1, or absent); times are unix microseconds (exact in a double up to
--- 2^53, i.e. well past year 2200). A borrowed lease has no dedupe key and
--- its idempotency key is kept apart (idem_key), so that only a retried
--- borrow finds it.
+-- Lease ids are binary (12 bytes for a canonical id, ../ids.go), and so is
+-- a lease's token hash (the first 16 bytes of its SHA-256): the scripts
+-- only compare them.
+-- A lease record is cmsgpack({token hash, acquired, deadline - last
+-- heartbeat, deadline, dedupe_key, idempotency_key, token_seq, borrowed})
+-- (borrowed: 1, or absent): unpack_rec and pack_rec turn the third into
+-- the last heartbeat and back, so that scripts see {.., last_heartbeat,
+-- ..} (a difference of two times packs in 5 bytes, a time in 9). Times
+-- are unix microseconds (exact in a double up to 2^53, i.e. well past year
+-- 2200). A borrowed lease has no dedupe key and its idempotency key is
+-- kept apart (idem_key), so that only a retried borrow finds it.
 -- Time is Redis TIME: the store's one clock.
 local K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_EXP, K_ENDED = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local K_BOR = KEYS[8]
@@ -46,16 +51,32 @@ local function fmt(n)
   return string.format('%d', n)
 end
 
+-- unpack_rec and pack_rec turn a stored record into the one scripts use
+-- and back (the last heartbeat is stored as its distance to the deadline).
+local function unpack_rec(raw)
+  local r = cmsgpack.unpack(raw)
+  r[HB] = r[DL] - r[HB]
+  return r
+end
+
+local function pack_rec(r)
+  local hb = r[HB]
+  r[HB] = r[DL] - hb
+  local raw = cmsgpack.pack(r)
+  r[HB] = hb
+  return raw
+end
+
 local function get_rec(key, id)
   local raw = redis.call('HGET', key, id)
   if not raw then
     return nil
   end
-  return cmsgpack.unpack(raw)
+  return unpack_rec(raw)
 end
 
 local function put_rec(key, id, r)
-  redis.call('HSET', key, id, cmsgpack.pack(r))
+  redis.call('HSET', key, id, pack_rec(r))
 end
 
 -- CONF_FIELDS are the fields of the settings hash; a heartbeat reads only
@@ -137,7 +158,7 @@ local function min_deadline()
   local best = first_deadline()
   local vals = redis.call('HVALS', K_EXP)
   for _, raw in ipairs(vals) do
-    local r = cmsgpack.unpack(raw)
+    local r = unpack_rec(raw)
     if best < 0 or r[DL] < best then
       best = r[DL]
     end

@@ -44,7 +44,7 @@ while found < limit do
 end
 local xs = redis.call('HGETALL', K_EXP)
 for i = 1, #xs, 2 do
-  local r = cmsgpack.unpack(xs[i + 1])
+  local r = unpack_rec(xs[i + 1])
   if out[2] < 0 or r[DL] < out[2] then
     out[2] = r[DL]
   end

@@ -16,7 +16,7 @@ for i = 1, #ARGV do
   local raw = redis.call('HGET', K_LEASES, id)
   local r = nil
   if raw then
-    r = cmsgpack.unpack(raw)
+    r = unpack_rec(raw)
     if r[DL] <= now then
       unlink(id, r)
       redis.call('HSET', K_EXP, id, raw)

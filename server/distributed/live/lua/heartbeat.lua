@@ -40,7 +40,7 @@ local function flush()
   for _, id in ipairs(order) do
     local r = renewed[id]
     recs[#recs + 1] = id
-    recs[#recs + 1] = cmsgpack.pack(r)
+    recs[#recs + 1] = pack_rec(r)
     dls[#dls + 1] = fmt(r[DL])
     dls[#dls + 1] = id
   end

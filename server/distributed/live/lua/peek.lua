@@ -4,23 +4,22 @@
 -- it reads is not what Redis will enforce once it is rebuilt).
 -- ARGV: lease ids; none means every lease of the license.
 -- Returns {now, 1 | 0 (state exists), id, 'L' (live) | 'X' (expiring),
--- token hash, last_hb, deadline, ...}.
+-- last_hb, deadline, ...}.
 local out = {now_us(), redis.call('EXISTS', K_CONF)}
 local function emit(id, where, r)
   out[#out + 1] = id
   out[#out + 1] = where
-  out[#out + 1] = r[TOK]
   out[#out + 1] = r[HB]
   out[#out + 1] = r[DL]
 end
 if #ARGV == 0 then
   local all = redis.call('HGETALL', K_LEASES)
   for i = 1, #all, 2 do
-    emit(all[i], 'L', cmsgpack.unpack(all[i + 1]))
+    emit(all[i], 'L', unpack_rec(all[i + 1]))
   end
   all = redis.call('HGETALL', K_EXP)
   for i = 1, #all, 2 do
-    emit(all[i], 'X', cmsgpack.unpack(all[i + 1]))
+    emit(all[i], 'X', unpack_rec(all[i + 1]))
   end
   return out
 end

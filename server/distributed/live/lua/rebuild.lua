@@ -1,56 +1,100 @@
 -- rebuild.lua builds the live state of the license at a new epoch from
 -- the active sessions read from PostgreSQL, merged with what Redis still
--- holds, unless a state of the same or a newer epoch is there already
--- (another rebuild won) or the license is deleted.
+-- holds, a chunk of leases per call, so that a license of hundreds of
+-- thousands of leases never holds Redis (every other license's calls) for
+-- longer than one chunk. Nothing it writes counts before the last call:
+--   - the first call (flag F) takes the license's settings away, so that
+--     every call on the license answers NOCONF (and waits for this
+--     rebuild) instead of counting a partial lease set (invariant 1), and
+--     notes the rebuild in the progress hash (KEYS[10]: epoch, whether
+--     Redis had lost the state, when it began, when a call last came);
+--   - every call writes its leases into the staging keys (KEYS[11..15]);
+--   - the last call (flag L) switches the staging keys in for the live
+--     ones and writes the settings. A small license is one call (FL).
+-- It refuses (SKIP) if a state of the same or a newer epoch is there or
+-- the license is deleted, and SUPERSEDED if a rebuild of a newer epoch
+-- has begun since: the caller gives up (a newer rebuild is under way).
 --
 -- The merge keeps every observed end final (a rebuild never brings back a
 -- lease that ended or lapsed) and every acknowledged deadline:
 --   - a lease end.lua removed after the snapshot was read (K_ENDED), or that
---     waits in the expiring hash, is not made live again;
+--     waits in the expiring hash, is not staged; one that ends after it
+--     was staged (end.lua still runs on a state without settings) is
+--     taken out of the staging by the last call (ends since the first);
 --   - a lease Redis still holds keeps its values there (they are newer
---     than the record's: heartbeats are written behind), with the newer
---     token of the two;
+--     than the record's: heartbeats are written behind; and no heartbeat
+--     renews it while the settings are away), with the newer token of the
+--     two;
 --   - a lease Redis does not hold gets its recorded values, and, only when
---     Redis lost the license's state (no settings), its recorded deadline
---     plus the slack that covers heartbeats not yet written behind;
---   - a lease Redis holds that the snapshot lacks is dropped: it was never
---     recorded, and the new epoch makes sure it never will be.
--- A snapshot older than REBUILD_MAX_AGE is refused (K_ENDED may have
--- forgotten ends that happened after it), and so is one read while the
+--     Redis lost the license's state (no settings when the first call
+--     came, and none taken away by an earlier rebuild), its recorded
+--     deadline plus the slack that covers heartbeats not yet written
+--     behind;
+--   - a lease Redis holds that the snapshot lacks is not staged: it was
+--     never recorded, and the new epoch makes sure it never will be.
+-- Every call refuses a snapshot older than REBUILD_MAX_AGE (K_ENDED may
+-- have forgotten ends that happened after it), or read while the
 -- license's keys had another incarnation (KEYS[9], see state.lua): Redis
 -- lost them since, and with them the ends K_ENDED remembered. The caller
 -- reads a new one.
--- ARGV: 1 epoch, 2 version, 3 seats, 4 overdraft, 5 ttl, 6 revival,
---       7 active (0/1), 8 expires (0 = never), 9 strategy, 10 tenant,
---       11 license json, 12 max borrow duration, 13 max borrowed seats,
---       14 snapshot time (Redis time read before the snapshot), 15 slack,
---       16 incarnation, then per lease 9 values: id, token hash,
---       acquired, last_hb, deadline, dedupe key, idempotency key, token
---       seq, borrowed (0/1) (ordered by acquisition, so that the newest
---       lease wins a key). A borrowed lease gets no slack: no heartbeat of
---       it can be lost.
--- Returns {'SKIP'} | {'STALE'} | {'OK', min deadline (-1 = none)}.
+-- KEYS: ../keys.go RebuildKeys.
+-- ARGV: 1 flags ('F' first, 'L' last, both, or ''), 2 epoch, 3 snapshot
+--       time (Redis time read before the snapshot), 4 incarnation, 5
+--       slack, 6 the number of settings values that follow (12 in the
+--       last call, else 0): version, seats, overdraft, ttl, revival, active
+--       (0/1), expires (0 = never), strategy, tenant, license json, max
+--       borrow duration, max borrowed seats; then per lease 9 values: id,
+--       token hash, acquired, last_hb, deadline, dedupe key, idempotency
+--       key, token seq, borrowed (0/1) (ordered by acquisition, so that
+--       the newest lease wins a key). A borrowed lease gets no slack: no
+--       heartbeat of it can be lost.
+-- Returns {'SKIP'} | {'STALE'} | {'SUPERSEDED'} | {'STAGED'} |
+--   {'OK', min deadline (-1 = none)} (the last call).
+local K_INC, K_PROG = KEYS[9], KEYS[10]
+local S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local flags, epoch, snap, inc, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local nconf = tonumber(ARGV[6])
+local first, last = string.find(flags, 'F', 1, true) ~= nil, string.find(flags, 'L', 1, true) ~= nil
+
 local cur = redis.call('HMGET', K_CONF, 'epoch', 'deleted')
-if cur[2] == '1' or (cur[1] and tonumber(cur[1]) >= tonumber(ARGV[1])) then
+if cur[2] == '1' or (cur[1] and tonumber(cur[1]) >= epoch) then
   return {'SKIP'}
 end
 local now = now_us()
-if now - tonumber(ARGV[14]) > REBUILD_MAX_AGE or redis.call('GET', KEYS[9]) ~= ARGV[16] then
+if now - snap > REBUILD_MAX_AGE or redis.call('GET', K_INC) ~= inc then
   return {'STALE'}
 end
-local lost = not cur[1]
-local slack = tonumber(ARGV[15])
-local held = {}
-local all = redis.call('HGETALL', K_LEASES)
-for i = 1, #all, 2 do
-  held[all[i]] = cmsgpack.unpack(all[i + 1])
+local prog = redis.call('HMGET', K_PROG, 'epoch', 'lost', 'began')
+local progEpoch = tonumber(prog[1] or '-1')
+local lost
+if first then
+  if progEpoch > epoch then
+    return {'SUPERSEDED'}
+  end
+  -- What a rebuild that died or was superseded staged is dropped.
+  redis.call('UNLINK', S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR)
+  -- An earlier rebuild that took the settings away knew whether Redis had
+  -- lost the state; otherwise their absence says so.
+  lost = not cur[1]
+  if lost and prog[2] == '0' then
+    lost = false
+  end
+  redis.call('HSET', K_PROG, 'epoch', fmt(epoch), 'lost', lost and '1' or '0', 'began', fmt(now), 'touched', fmt(now))
+  if cur[1] then
+    redis.call('DEL', K_CONF)
+  end
+  -- The keys of layout 1 (seatd before the compact records), if any.
+  redis.call('UNLINK', unpack(KEYS, 16, 24))
+else
+  -- Settings back (someone else's rebuild won), or the staging is another's.
+  if cur[1] or progEpoch ~= epoch then
+    return {'SUPERSEDED'}
+  end
+  lost = prog[2] == '1'
+  redis.call('HSET', K_PROG, 'touched', fmt(now))
 end
-redis.call('DEL', K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_BOR)
-redis.call('HSET', K_CONF, 'epoch', ARGV[1], 'version', ARGV[2], 'seats', ARGV[3],
-  'overdraft', ARGV[4], 'ttl', ARGV[5], 'revival', ARGV[6], 'active', ARGV[7],
-  'exp', ARGV[8], 'strategy', ARGV[9], 'tenant', ARGV[10], 'json', ARGV[11], 'deleted', '0',
-  'maxborrow', ARGV[12], 'maxborrowed', ARGV[13])
-for i = 17, #ARGV, 9 do
+
+for i = 7 + nconf, #ARGV, 9 do
   local id = ARGV[i]
   if not redis.call('ZSCORE', K_ENDED, id) and redis.call('HEXISTS', K_EXP, id) == 0 then
     local r = {ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]),
@@ -59,7 +103,7 @@ for i = 17, #ARGV, 9 do
       r[BOR] = 1
       r[IDEM] = idem_key(r[IDEM], true)
     end
-    local h = held[id]
+    local h = get_rec(K_LEASES, id)
     if h then
       if r[SEQ] > h[SEQ] then
         h[TOK], h[SEQ] = r[TOK], r[SEQ]
@@ -70,17 +114,55 @@ for i = 17, #ARGV, 9 do
     elseif lost and not r[BOR] then
       r[DL] = r[DL] + slack
     end
-    put_rec(K_LEASES, id, r)
-    redis.call('ZADD', K_DL, fmt(r[DL]), id)
+    redis.call('HSET', S_LEASES, id, pack_rec(r))
+    redis.call('ZADD', S_DL, fmt(r[DL]), id)
     if r[DEDUPE] ~= '' then
-      redis.call('HSET', K_DEDUPE, r[DEDUPE], id)
+      redis.call('HSET', S_DEDUPE, r[DEDUPE], id)
     end
     if r[IDEM] ~= '' then
-      redis.call('HSET', K_IDEM, r[IDEM], id)
+      redis.call('HSET', S_IDEM, r[IDEM], id)
     end
     if r[BOR] then
-      redis.call('ZADD', K_BOR, fmt(r[DL]), id)
+      redis.call('ZADD', S_BOR, fmt(r[DL]), id)
     end
   end
 end
+if not last then
+  return {'STAGED'}
+end
+
+-- Leases that ended after they were staged: out of the staging, with the
+-- dedupe and idempotency entries that still point at them.
+local began = redis.call('HGET', K_PROG, 'began')
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_ENDED, began, '+inf')) do
+  local raw = redis.call('HGET', S_LEASES, id)
+  if raw then
+    local r = unpack_rec(raw)
+    redis.call('HDEL', S_LEASES, id)
+    redis.call('ZREM', S_DL, id)
+    redis.call('ZREM', S_BOR, id)
+    if r[DEDUPE] ~= '' and redis.call('HGET', S_DEDUPE, r[DEDUPE]) == id then
+      redis.call('HDEL', S_DEDUPE, r[DEDUPE])
+    end
+    if r[IDEM] ~= '' and redis.call('HGET', S_IDEM, r[IDEM]) == id then
+      redis.call('HDEL', S_IDEM, r[IDEM])
+    end
+  end
+end
+-- The switch: the old live keys are freed in the background (UNLINK),
+-- the staging keys renamed in (each O(1)), then the settings.
+local live = {K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_BOR}
+local staged = {S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR}
+redis.call('UNLINK', unpack(live))
+for j = 1, #live do
+  if redis.call('EXISTS', staged[j]) == 1 then
+    redis.call('RENAME', staged[j], live[j])
+  end
+end
+redis.call('DEL', K_PROG)
+local c = 7
+redis.call('HSET', K_CONF, 'epoch', fmt(epoch), 'version', ARGV[c], 'seats', ARGV[c + 1],
+  'overdraft', ARGV[c + 2], 'ttl', ARGV[c + 3], 'revival', ARGV[c + 4], 'active', ARGV[c + 5],
+  'exp', ARGV[c + 6], 'strategy', ARGV[c + 7], 'tenant', ARGV[c + 8], 'json', ARGV[c + 9], 'deleted', '0',
+  'maxborrow', ARGV[c + 10], 'maxborrowed', ARGV[c + 11])
 return {'OK', min_deadline()}
