@@ -9,33 +9,28 @@ import (
 )
 
 // DueLeases walks the in-memory expiry index from the cursor: the cost is
-// the leases returned, whatever the number of live ones.
+// the leases returned (and the renewals it re-files, deadlines.go),
+// whatever the number of live ones.
 func (s *Store) DueLeases(_ context.Context, after *server.LeaseRef, limit int) ([]server.LeaseRef, error) {
 	if limit <= 0 {
 		limit = server.DefaultPageSize
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var rs []ref
 	now := s.now().UnixNano()
-	var from deadlineItem
-	if after != nil {
-		from = deadlineItem{at: after.ExpiresAt.UnixNano(), id: after.LeaseID}
-	}
-	var out []server.LeaseRef
-	walk := func(it deadlineItem) bool {
-		if it.at > now || len(out) == limit {
-			return false
-		}
-		if after != nil && !lessDeadline(from, it) {
-			return true // the cursor itself
-		}
-		out = append(out, server.LeaseRef{LeaseID: it.id, LicenseID: it.e.lease.LicenseID, ExpiresAt: it.e.lease.ExpiresAt})
-		return true
-	}
 	if after == nil {
-		s.idx.expiry.Ascend(walk)
+		rs = s.idx.due(now, false, 0, "", limit)
 	} else {
-		s.idx.expiry.AscendGreaterOrEqual(from, walk)
+		rs = s.idx.due(now, true, unixNano(after.ExpiresAt), after.LeaseID, limit)
+	}
+	out := make([]server.LeaseRef, len(rs))
+	for i, r := range rs {
+		out[i] = server.LeaseRef{
+			LeaseID:   textID(s.idx.slots.text(r)),
+			LicenseID: s.idx.licenseOf(r).lic.ID,
+			ExpiresAt: timeOf(s.idx.slots.at(r).deadline),
+		}
 	}
 	return out, nil
 }
@@ -49,27 +44,31 @@ func (s *Store) ExpireLeases(_ context.Context, refs []server.LeaseRef) ([]serve
 	defer s.mu.Unlock()
 	now := s.now()
 	var (
-		es   []*entry
+		rs   []ref
 		ends []ending
 	)
-	for _, ref := range refs {
-		e := s.idx.leases[ref.LeaseID]
-		if e == nil || e.busy || (ref.LicenseID != "" && ref.LicenseID != e.lease.LicenseID) {
+	for _, lr := range refs {
+		r, ok := s.idx.lookup(lr.LeaseID)
+		if !ok {
 			continue
 		}
-		if now.Before(e.lease.ExpiresAt) {
+		sl := s.idx.slots.at(r)
+		if sl.busy() || (lr.LicenseID != "" && lr.LicenseID != s.idx.licenseOf(r).lic.ID) {
+			continue
+		}
+		if sl.live(now.UnixNano()) {
 			continue // a heartbeat won the race
 		}
-		e.busy = true // already here: a lease named twice is taken once
-		es = append(es, e)
-		ends = append(ends, expiring(e, now))
+		sl.flags |= flagBusy // already here: a lease named twice is taken once
+		rs = append(rs, r)
+		ends = append(ends, s.expiring(r, now))
 	}
-	if len(es) == 0 {
+	if len(rs) == 0 {
 		return nil, nil
 	}
 
 	var expired []server.Lease
-	err := s.writeBusy(es, func(tx *bolt.Tx) error {
+	err := s.writeBusy(rs, func(tx *bolt.Tx) error {
 		expired = expired[:0]
 		for _, end := range ends {
 			ok, err := endLease(tx, end)
@@ -77,7 +76,7 @@ func (s *Store) ExpireLeases(_ context.Context, refs []server.LeaseRef) ([]serve
 				return err
 			}
 			if ok {
-				expired = append(expired, cloneLease(end.rec.Lease))
+				expired = append(expired, end.lease)
 			}
 		}
 		return nil
@@ -86,8 +85,8 @@ func (s *Store) ExpireLeases(_ context.Context, refs []server.LeaseRef) ([]serve
 		return nil, s.fail("expire leases", err) // nothing removed (invariant 6)
 	}
 	// Stored as ended (now, or already before): the seats are gone.
-	for _, e := range es {
-		s.idx.removeLease(e)
+	for _, r := range rs {
+		s.idx.remove(r)
 	}
 	return expired, nil
 }

@@ -14,9 +14,10 @@ type licenseRecord struct {
 	Deleted bool `json:"deleted,omitempty"`
 }
 
-// leaseRecord is a lease as stored. Rev orders the writes of one lease: a
-// write-behind flush of an older in-memory version never overwrites a newer
-// one that a synchronous write already stored.
+// leaseRecord is a lease with its rev, as a record holds it (record.go;
+// schema 1 wrote it as JSON). Rev orders the writes of one lease: a
+// write-behind flush of an older in-memory version never overwrites a
+// newer one that a synchronous write already stored.
 type leaseRecord struct {
 	server.Lease
 	Rev uint64 `json:"rev"`
@@ -37,12 +38,6 @@ func decode[T any](b []byte) (T, error) {
 	return v, err
 }
 
-// cloneLease copies l so that callers never share the map in memory.
-func cloneLease(l server.Lease) server.Lease {
-	l.Metadata = maps.Clone(l.Metadata)
-	return l
-}
-
 func cloneLicense(l server.License) server.License {
 	l.Metadata = maps.Clone(l.Metadata)
 	return l
@@ -56,12 +51,4 @@ func normalize(l server.License) server.License {
 		panic("embedded: normalize: " + err.Error())
 	}
 	return n
-}
-
-// nilIfEmpty stores an empty map as nil, as a round trip through JSON would.
-func nilIfEmpty(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	return maps.Clone(m)
 }

@@ -9,21 +9,22 @@ import (
 // The three ways a lease ends. Each builds the lease's final record and
 // the events that go with it, written together in one transaction.
 
-func releasing(e *entry, now time.Time) ending {
-	return finish(e, server.LeaseReleased, now, now)
+func (s *Store) releasing(r ref, now time.Time) ending {
+	return s.finish(r, server.LeaseReleased, now, now)
 }
 
 // revoking ends a lease as revoked; its usage ends now, even for a lease
 // already past its deadline (as the lease's own EndedAt does).
-func revoking(e *entry, now time.Time) ending {
-	return finish(e, server.LeaseRevoked, now, now)
+func (s *Store) revoking(r ref, now time.Time) ending {
+	return s.finish(r, server.LeaseRevoked, now, now)
 }
 
 // expiring ends a zombie: its usage ran until its last heartbeat, and the
 // cleanup is recorded and audited.
-func expiring(e *entry, now time.Time) ending {
-	end := finish(e, server.LeaseExpired, now, e.lease.LastHeartbeatAt)
-	l := end.rec.Lease
+func (s *Store) expiring(r ref, now time.Time) ending {
+	sl := s.idx.slots.at(r)
+	end := s.finish(r, server.LeaseExpired, now, timeOf(sl.beat))
+	l := end.lease
 	end.cleanup = &server.CleanupEvent{
 		LeaseID:         l.ID,
 		LicenseID:       l.LicenseID,
@@ -37,22 +38,24 @@ func expiring(e *entry, now time.Time) ending {
 	return end
 }
 
-func finish(e *entry, st server.LeaseState, now, usedUntil time.Time) ending {
-	rec := e.record()
-	rec.Rev++
-	rec.Metadata = cloneLease(rec.Lease).Metadata
-	rec.State = st
-	rec.EndedAt = now
+func (s *Store) finish(r ref, st server.LeaseState, now, usedUntil time.Time) ending {
+	sl, text, lic := *s.idx.slots.at(r), s.idx.slots.text(r), &s.idx.licenseOf(r).lic
+	sl.rev++
+	l := expand(&sl, text, lic.ID, lic.TenantID)
+	l.State, l.EndedAt = st, now
 	return ending{
-		rec: rec,
+		lease:  l,
+		key:    activeKey(lic.ID, sl.acquired, l.ID),
+		rev:    sl.rev,
+		record: appendHistory(nil, &sl, text, st, now.UnixNano(), lic.ID, lic.TenantID),
 		usage: server.UsageEvent{
-			LeaseID:   rec.ID,
-			LicenseID: rec.LicenseID,
-			TenantID:  rec.TenantID,
+			LeaseID:   l.ID,
+			LicenseID: l.LicenseID,
+			TenantID:  l.TenantID,
 			EndState:  st,
-			StartedAt: rec.AcquiredAt,
+			StartedAt: l.AcquiredAt,
 			EndedAt:   usedUntil,
-			Duration:  usedUntil.Sub(rec.AcquiredAt),
+			Duration:  usedUntil.Sub(l.AcquiredAt),
 		},
 	}
 }

@@ -1,7 +1,9 @@
 package embedded
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -21,46 +23,73 @@ func (s *Store) flushLoop() {
 	})
 }
 
+// flushChunk is how many dirty leases flush snapshots per hold of the
+// lock, so that a large flush does not stall the hot path.
+const flushChunk = 4096
+
+// flushed is one lease a flush wrote, to mark dirty again if it fails.
+type flushedLease struct {
+	r   ref
+	gen uint32
+}
+
 // flush writes every lease changed by a heartbeat since the last flush in
-// one transaction. It writes the latest in-memory versions; a version that
-// a synchronous write has overtaken meanwhile is skipped by its Rev.
+// one transaction, in key order. It writes the latest in-memory versions;
+// a version that a synchronous write has overtaken meanwhile is skipped by
+// its rev, and a lease being written right now is left for the next one
+// (its write may yet fail and be undone).
 func (s *Store) flush() error {
 	s.mu.Lock()
-	if len(s.idx.dirty) == 0 {
+	queued := s.idx.dirty
+	s.idx.dirty = nil
+	s.mu.Unlock()
+	var (
+		ws   []activeWrite
+		done []flushedLease
+	)
+	for chunk := range slices.Chunk(queued, flushChunk) {
+		s.mu.Lock()
+		for _, r := range chunk {
+			sl := s.idx.slots.at(r)
+			switch {
+			case sl.flags&flagDirty == 0: // flushed, renewed or ended since
+			case sl.busy():
+				s.idx.dirty = append(s.idx.dirty, r) // still flagged: the next flush
+			default:
+				sl.flags &^= flagDirty
+				done = append(done, flushedLease{r, sl.gen})
+				ws = append(ws, s.idx.activeWrite(r))
+			}
+		}
 		s.mu.Unlock()
+	}
+	if len(ws) == 0 {
 		return nil
 	}
-	es := make([]*entry, 0, len(s.idx.dirty))
-	recs := make([]leaseRecord, 0, len(s.idx.dirty))
-	for e := range s.idx.dirty {
-		es = append(es, e)
-		recs = append(recs, e.record())
-	}
-	clear(s.idx.dirty)
-	s.mu.Unlock()
+	slices.SortFunc(ws, func(a, b activeWrite) int { return bytes.Compare(a.key, b.key) })
 
 	err := s.commit.write(func(tx *bolt.Tx) error {
-		for _, rec := range recs {
-			if _, err := updateLease(tx, rec); err != nil {
+		for _, w := range ws {
+			if _, err := updateLease(tx, w); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err == nil {
-		s.flushed.Add(int64(len(recs)))
+		s.flushed.Add(int64(len(ws)))
 		return nil
 	}
 	s.flushFailures.Add(1)
 	// Keep them dirty (those still active) for the next attempt.
 	s.mu.Lock()
-	for _, e := range es {
-		if s.idx.leases[e.lease.ID] == e {
-			s.idx.dirty[e] = struct{}{}
+	for _, f := range done {
+		if sl := s.idx.slots.at(f.r); sl.flags&flagUsed != 0 && sl.gen == f.gen {
+			s.idx.markDirty(f.r)
 		}
 	}
 	s.mu.Unlock()
-	return fmt.Errorf("flush %d heartbeats: %w", len(recs), err)
+	return fmt.Errorf("flush %d heartbeats: %w", len(ws), err)
 }
 
 // BackgroundStats reports the write-behind work.

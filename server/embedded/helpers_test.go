@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/seatd/seatd/server"
 )
@@ -108,11 +109,29 @@ func (b *bundle) mustAcquire(t testing.TB, l server.License, fingerprint string)
 	return res.Lease, hash
 }
 
-// stored reads a lease as it is on disk, skipping memory.
+// stored reads a lease as it is on disk, skipping memory: the record of
+// an active lease (memory knows its key), or of an ended one.
 func (b *bundle) stored(t testing.TB, id string) server.Lease {
 	t.Helper()
-	l, err := b.s.storedLease(id)
-	require.NoError(t, err)
+	b.s.mu.Lock()
+	var w activeWrite
+	if r, ok := b.s.idx.lookup(id); ok {
+		w = b.s.idx.activeWrite(r)
+	}
+	b.s.mu.Unlock()
+	if w.key == nil {
+		l, err := b.s.storedLease(id)
+		require.NoError(t, err)
+		return l
+	}
+	var l server.Lease
+	require.NoError(t, b.s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketActiveLeases).Get(w.key)
+		require.NotNil(t, v, "active lease %s has no record", id)
+		var err error
+		l, err = activeLease(w.key, v, b.tenant)
+		return err
+	}))
 	return l
 }
 

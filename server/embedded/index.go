@@ -1,7 +1,9 @@
 package embedded
 
 import (
-	"slices"
+	"crypto/subtle"
+	"encoding/binary"
+	"hash/maphash"
 	"time"
 
 	"github.com/google/btree"
@@ -9,236 +11,273 @@ import (
 	"github.com/seatd/seatd/server"
 )
 
-// entry is an active lease in memory. Memory is authoritative for active
-// leases: heartbeats reach the database later (write-behind).
-type entry struct {
-	lease server.Lease
-	lic   *license
-	rev   uint64 // bumped on every change; see leaseRecord.Rev
-	busy  bool   // a write of this lease is in flight: others wait on Store.idle
-}
-
-func (e *entry) record() leaseRecord { return leaseRecord{Lease: e.lease, Rev: e.rev} }
-
-// license is a license in memory with its active leases, split by deadline
-// so that counting live seats costs O(log n), not a scan.
+// license is a license in memory with its active leases, split by
+// deadline so that counting live seats costs O(log n), not a scan.
 type license struct {
 	lic      server.License
+	num      uint32 // its number: index.lics[num], slot.lic
 	deleted  bool
 	creating bool // CreateLicense's write is in flight: invisible
 	busy     bool // an update or delete is in flight: acquisitions wait
 
-	live     *btree.BTreeG[deadlineItem] // deadline after the last partition time
-	stale    *btree.BTreeG[deadlineItem] // at or past deadline, not cleaned up yet
-	byIdem   map[string][]*entry
-	byDedupe map[string][]*entry
-	borrowed map[*entry]struct{} // the active borrowed leases
+	live     *btree.BTreeG[item] // deadline after the last partition time (deadlines.go)
+	stale    *btree.BTreeG[item] // at or past deadline, not cleaned up yet
+	borrowed map[ref]struct{}    // the active borrowed leases
 }
 
-func newLicense(l server.License) *license {
-	return &license{
-		lic:      l,
-		live:     newDeadlineTree(),
-		stale:    newDeadlineTree(),
-		byIdem:   map[string][]*entry{},
-		byDedupe: map[string][]*entry{},
-		borrowed: map[*entry]struct{}{},
-	}
-}
-
-// partition moves leases between live and stale so that live holds exactly
-// those with a deadline after now. Both directions are checked, so a clock
-// stepping back cannot make a lease that is live again go uncounted.
-func (l *license) partition(now time.Time) {
-	n := now.UnixNano()
-	for {
-		it, ok := l.live.Min()
-		if !ok || it.at > n {
-			break
-		}
-		l.live.DeleteMin()
-		l.stale.ReplaceOrInsert(it)
-	}
-	for {
-		it, ok := l.stale.Max()
-		if !ok || it.at <= n {
-			break
-		}
-		l.stale.DeleteMax()
-		l.live.ReplaceOrInsert(it)
-	}
-}
-
-// liveCount is the number of seats in use at now (invariant 2).
-func (l *license) liveCount(now time.Time) int {
-	l.partition(now)
-	return l.live.Len()
-}
-
-// borrowedCount is the number of borrowed leases live at now.
-func (l *license) borrowedCount(now time.Time) int {
-	n := 0
-	for e := range l.borrowed {
-		if e.lease.Live(now) {
-			n++
-		}
-	}
-	return n
-}
-
-// match returns a live lease sharing the idempotency key or the dedupe key
-// (invariant 4), or nil. A borrow finds only borrowed leases, and any
-// other acquisition only leases that are not.
-func (l *license) match(idem, dedupe string, borrowing bool, now time.Time) *entry {
-	find := func(es []*entry) *entry {
-		for _, e := range es {
-			if e.lease.Live(now) && e.lease.Borrowed == borrowing {
-				return e
-			}
-		}
-		return nil
-	}
-	if idem != "" {
-		if e := find(l.byIdem[idem]); e != nil {
-			return e
-		}
-	}
-	if dedupe != "" {
-		return find(l.byDedupe[dedupe])
-	}
-	return nil
-}
-
-// toDisplace returns the earliest lapsed leases whose seats a new grant
-// needs: as many as the grant would put the active leases (live or lapsed)
-// over the limit. ok is false if one of them is being written: wait.
-func (l *license) toDisplace(now time.Time) (es []*entry, ok bool) {
-	l.partition(now)
-	need := l.live.Len() + l.stale.Len() + 1 - l.lic.SeatLimit()
-	if need <= 0 {
-		return nil, true
-	}
-	ok = true
-	l.stale.Ascend(func(it deadlineItem) bool {
-		if it.e.busy {
-			ok = false
-			return false
-		}
-		es = append(es, it.e)
-		return len(es) < need
-	})
-	return es, ok
-}
-
-// entries returns every active lease of the license.
-func (l *license) entries() []*entry {
-	es := make([]*entry, 0, l.live.Len()+l.stale.Len())
-	collect := func(it deadlineItem) bool { es = append(es, it.e); return true }
-	l.live.Ascend(collect)
-	l.stale.Ascend(collect)
-	return es
-}
-
-// deadlineItem orders leases by (deadline, id).
-type deadlineItem struct {
-	at int64 // deadline, Unix nanoseconds
-	id string
-	e  *entry
-}
-
-func itemOf(e *entry) deadlineItem {
-	return deadlineItem{at: e.lease.ExpiresAt.UnixNano(), id: e.lease.ID, e: e}
-}
-
-func lessDeadline(a, b deadlineItem) bool {
-	if a.at != b.at {
-		return a.at < b.at
-	}
-	return a.id < b.id
-}
-
-func newDeadlineTree() *btree.BTreeG[deadlineItem] { return btree.NewG(32, lessDeadline) }
-
-// index is all in-memory state, guarded by Store.mu.
+// index is all in-memory state, guarded by Store.mu. Memory is
+// authoritative for active leases: heartbeats reach the database later
+// (write-behind). A lease is a ref to a slot; nothing per lease holds a
+// pointer but its text, so the collector's work does not grow with the
+// leases' fields.
 type index struct {
-	licenses map[string]*license         // by id, deleted ones too
-	keys     map[string]*license         // by key, undeleted only
-	leases   map[string]*entry           // active leases by id
-	expiry   *btree.BTreeG[deadlineItem] // active leases of all licenses, for DueLeases
-	dirty    map[*entry]struct{}         // heartbeats waiting for the flusher
+	licenses map[string]*license // by id, deleted ones too
+	keys     map[string]*license // by key, undeleted only
+	lics     []*license          // by number
+
+	slots  slots
+	ids    table // lease id → ref
+	dedupe table // (license, dedupe key) → refs
+	idem   table // (license, idempotency key) → refs
+	seed   maphash.Seed
+	active int
+
+	expiry   *btree.BTreeG[item] // every active lease, for DueLeases (deadlines.go)
+	exactDue int64               // expiry items filed at or before it are filed at their deadline
+	pivot    string              // the id of pivotRef during a search
+
+	dirty []ref // heartbeats waiting for the flusher (flagDirty; a ref may repeat)
 }
 
-func newIndex() index {
-	return index{
+func newIndex() *index {
+	x := &index{
 		licenses: map[string]*license{},
 		keys:     map[string]*license{},
-		leases:   map[string]*entry{},
-		expiry:   newDeadlineTree(),
-		dirty:    map[*entry]struct{}{},
+		seed:     maphash.MakeSeed(),
+		exactDue: zeroTime,
+	}
+	x.expiry = x.newTree()
+	return x
+}
+
+func (x *index) newLicense(l server.License) *license {
+	return &license{
+		lic:      l,
+		num:      uint32(len(x.lics)),
+		live:     x.newTree(),
+		stale:    x.newTree(),
+		borrowed: map[ref]struct{}{},
 	}
 }
 
+// addLicense indexes l; a new license takes the next number.
 func (x *index) addLicense(l *license) {
+	if int(l.num) == len(x.lics) {
+		x.lics = append(x.lics, l)
+	}
 	x.licenses[l.lic.ID] = l
 	if !l.deleted {
 		x.keys[l.lic.Key] = l
 	}
 }
 
+// removeLicense forgets a license whose creation failed. Its number stays
+// taken (nil), so that no slot can name another license by it.
 func (x *index) removeLicense(l *license) {
 	delete(x.licenses, l.lic.ID)
 	if x.keys[l.lic.Key] == l {
 		delete(x.keys, l.lic.Key)
 	}
+	x.lics[l.num] = nil
 }
 
-func (x *index) addLease(e *entry) {
-	x.leases[e.lease.ID] = e
-	x.expiry.ReplaceOrInsert(itemOf(e))
-	e.lic.live.ReplaceOrInsert(itemOf(e)) // the next partition files it right
-	if k := e.lease.IdempotencyKey; k != "" {
-		e.lic.byIdem[k] = append(e.lic.byIdem[k], e)
+func (x *index) licenseOf(r ref) *license { return x.lics[x.slots.at(r).lic] }
+
+// lookup finds an active lease by id.
+func (x *index) lookup(id string) (ref, bool) {
+	var found ref
+	ok := false
+	x.ids.find(maphash.String(x.seed, id), func(r ref) bool {
+		if textID(x.slots.text(r)) == id {
+			found, ok = r, true
+			return false
+		}
+		return true
+	})
+	return found, ok
+}
+
+// keyHash hashes a (license, key) pair of the dedupe and idempotency
+// tables; the key may come in two parts (prefix, rest).
+func (x *index) keyHash(lic uint32, prefix, rest string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(x.seed)
+	var n [4]byte
+	binary.LittleEndian.PutUint32(n[:], lic)
+	_, _ = h.Write(n[:])
+	_, _ = h.WriteString(prefix)
+	_, _ = h.WriteString(rest)
+	return h.Sum64()
+}
+
+// add indexes a new active lease of l and returns its ref.
+func (x *index) add(l *license, s slot, text string) ref {
+	s.lic = l.num
+	r := x.slots.alloc(s, text)
+	t := mustParseText(text, s.flags)
+	x.ids.insert(maphash.String(x.seed, t.id), r)
+	if t.idem != "" {
+		x.idem.insert(x.keyHash(l.num, "", t.idem), r)
 	}
-	if k := e.lease.DedupeKey; k != "" {
-		e.lic.byDedupe[k] = append(e.lic.byDedupe[k], e)
+	if p, rest := t.dedupeParts(s.flags.dedupeKind()); p+rest != "" {
+		x.dedupe.insert(x.keyHash(l.num, p, rest), r)
 	}
-	if e.lease.Borrowed {
-		e.lic.borrowed[e] = struct{}{}
+	if s.flags&flagBorrowed != 0 {
+		l.borrowed[r] = struct{}{}
+	}
+	x.file(l, r)
+	x.active++
+	return r
+}
+
+// remove forgets an active lease (it ended, or its grant failed).
+func (x *index) remove(r ref) {
+	s := x.slots.at(r)
+	l := x.lics[s.lic]
+	t := mustParseText(x.slots.text(r), s.flags)
+	x.unfile(l, r)
+	x.ids.remove(maphash.String(x.seed, t.id), r)
+	if t.idem != "" {
+		x.idem.remove(x.keyHash(l.num, "", t.idem), r)
+	}
+	if p, rest := t.dedupeParts(s.flags.dedupeKind()); p+rest != "" {
+		x.dedupe.remove(x.keyHash(l.num, p, rest), r)
+	}
+	delete(l.borrowed, r)
+	x.slots.release(r)
+	x.active--
+}
+
+// lease is the answer for an active lease: built on demand; its strings
+// share the lease's text.
+func (x *index) lease(r ref) server.Lease {
+	l := x.licenseOf(r)
+	return expand(x.slots.at(r), x.slots.text(r), l.lic.ID, l.lic.TenantID)
+}
+
+// text is an active lease's strings.
+func (x *index) text(r ref) leaseText {
+	return mustParseText(x.slots.text(r), x.slots.at(r).flags)
+}
+
+// tokenMatches compares a token hash with the lease's in constant time.
+func (x *index) tokenMatches(r ref, tokenHash string) bool {
+	s := x.slots.at(r)
+	if s.flags&flagTokenText != 0 {
+		t := x.text(r)
+		return subtle.ConstantTimeCompare([]byte(t.token), []byte(tokenHash)) == 1
+	}
+	b, ok := tokenBytes(tokenHash)
+	return ok && subtle.ConstantTimeCompare(s.token[:], b[:]) == 1
+}
+
+// match returns a live lease of l sharing the idempotency key or the
+// dedupe key (invariant 4): a borrow finds only borrowed leases, and any
+// other acquisition only leases that are not.
+func (x *index) match(l *license, idem, dedupe string, borrowing bool, now int64) (ref, bool) {
+	if idem != "" {
+		idemOf := func(t *leaseText, _ flags) (string, string) { return "", t.idem }
+		if r, ok := x.earliest(&x.idem, l, idem, borrowing, now, idemOf); ok {
+			return r, true
+		}
+	}
+	if dedupe != "" {
+		dedupeOf := func(t *leaseText, f flags) (string, string) { return t.dedupeParts(f.dedupeKind()) }
+		return x.earliest(&x.dedupe, l, dedupe, borrowing, now, dedupeOf)
+	}
+	return 0, false
+}
+
+// earliest finds, in tbl, the earliest acquired live lease of l whose key
+// (keyOf: a prefix and a rest) is key.
+func (x *index) earliest(tbl *table, l *license, key string, borrowing bool, now int64, keyOf func(*leaseText, flags) (string, string)) (ref, bool) {
+	var (
+		best   ref
+		bestID string
+		found  bool
+	)
+	tbl.find(x.keyHash(l.num, "", key), func(r ref) bool {
+		s := x.slots.at(r)
+		if s.lic != l.num || !s.live(now) || s.borrowed() != borrowing {
+			return true
+		}
+		t := x.text(r)
+		if p, rest := keyOf(&t, s.flags); !joinedEqual(key, p, rest) {
+			return true
+		}
+		if !found || cmpAcquired(s, x.slots.at(best), t.id, bestID) < 0 {
+			best, bestID, found = r, t.id, true
+		}
+		return true
+	})
+	return best, found
+}
+
+// joinedEqual reports whether s == prefix+rest, without building it.
+func joinedEqual(s, prefix, rest string) bool {
+	return len(s) == len(prefix)+len(rest) && s[:len(prefix)] == prefix && s[len(prefix):] == rest
+}
+
+// borrowedCount is the number of borrowed leases of l live at now.
+func (x *index) borrowedCount(l *license, now int64) int {
+	n := 0
+	for r := range l.borrowed {
+		if x.slots.at(r).live(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// entries returns every active lease of l.
+func (x *index) entries(l *license) []ref {
+	rs := make([]ref, 0, l.live.Len()+l.stale.Len())
+	collect := func(it item) bool { rs = append(rs, it.r); return true }
+	l.live.Ascend(collect)
+	l.stale.Ascend(collect)
+	return rs
+}
+
+// setDeadline moves an active lease to a new deadline (deadlines.go).
+func (x *index) setDeadline(r ref, t time.Time) {
+	x.moveDeadline(x.licenseOf(r), r, t.UnixNano())
+}
+
+// markDirty queues a lease's heartbeat for the flusher.
+func (x *index) markDirty(r ref) {
+	s := x.slots.at(r)
+	if s.flags&flagDirty == 0 {
+		s.flags |= flagDirty
+		x.dirty = append(x.dirty, r)
 	}
 }
 
-func (x *index) removeLease(e *entry) {
-	delete(x.leases, e.lease.ID)
-	delete(x.dirty, e)
-	x.unfile(e)
-	removeFrom(e.lic.byIdem, e.lease.IdempotencyKey, e)
-	removeFrom(e.lic.byDedupe, e.lease.DedupeKey, e)
-	delete(e.lic.borrowed, e)
-}
-
-// setDeadline moves e to a new deadline in every ordered index.
-func (x *index) setDeadline(e *entry, t time.Time) {
-	x.unfile(e)
-	e.lease.ExpiresAt = t
-	x.expiry.ReplaceOrInsert(itemOf(e))
-	e.lic.live.ReplaceOrInsert(itemOf(e))
-}
-
-func (x *index) unfile(e *entry) {
-	it := itemOf(e)
-	x.expiry.Delete(it)
-	e.lic.live.Delete(it)
-	e.lic.stale.Delete(it)
-}
-
-func removeFrom(m map[string][]*entry, k string, e *entry) {
-	if k == "" {
+// setToken gives an active lease a new token hash. The text changes only
+// when the hash moves between the slot and the text (flagTokenText).
+func (x *index) setToken(r ref, tokenHash string) {
+	s := x.slots.at(r)
+	b, ok := tokenBytes(tokenHash)
+	if ok && s.flags&flagTokenText == 0 {
+		s.token = b
 		return
 	}
-	es := slices.DeleteFunc(m[k], func(x *entry) bool { return x == e })
-	if len(es) == 0 {
-		delete(m, k)
-	} else {
-		m[k] = es
+	t := x.text(r)
+	meta := t.metadata()
+	s.token, t.token = b, ""
+	s.flags &^= flagTokenText
+	if !ok {
+		s.flags |= flagTokenText
+		t.token = tokenHash
 	}
+	x.slots.setText(r, string(appendText(nil, &t, s.flags, meta)))
 }

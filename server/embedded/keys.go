@@ -6,11 +6,14 @@ import (
 	"encoding/binary"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/seatd/seatd/server"
 )
 
-// Buckets. Records are JSON values; index buckets have empty values and
-// keys built so that a cursor walks them in the order the API lists them.
+// Buckets. Records are JSON values, but for leases (record.go); index
+// buckets have empty values and keys built so that a cursor walks them in
+// the order the API lists them.
 var (
 	bucketMeta           = []byte("meta")
 	bucketTenants        = []byte("tenants")         // tenantID -> Tenant
@@ -19,9 +22,9 @@ var (
 	bucketAPIKeysHash    = []byte("apikeys_hash")    // secretHash -> keyID
 	bucketLicenses       = []byte("licenses")        // licenseID -> licenseRecord
 	bucketLicensesTenant = []byte("licenses_tenant") // tenantID 0 created id -> "" (undeleted only)
-	bucketLeases         = []byte("leases")          // leaseID -> leaseRecord
-	bucketLeasesLicense  = []byte("leases_license")  // licenseID 0 acquired id -> ""
-	bucketActive         = []byte("leases_active")   // leaseID -> "" (rebuilds memory on Open)
+	bucketLeases         = []byte("leases")          // leaseID -> ended lease's record (schema 1: every lease, JSON)
+	bucketLeasesLicense  = []byte("leases_license")  // licenseID 0 acquired id -> "" (ended leases; schema 1: every lease)
+	bucketActiveLeases   = []byte("active_leases")   // licenseID 0 acquired id -> active lease's record (Open reads only these)
 	bucketLeaseCounts    = []byte("lease_counts")    // licenseID -> uint64 leases ever acquired
 	bucketUsage          = []byte("usage_events")    // licenseID 0 ended id -> UsageEvent
 	bucketCleanupLicense = []byte("cleanup_license") // licenseID 0 cleaned id -> CleanupEvent
@@ -34,12 +37,51 @@ var (
 	bucketSigningKeys = []byte("signing_keys") // tenantID 0 created kid -> SigningKey (signingkeys.go)
 	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}, {bucketSigningKeys, nil}}
 
-	allBuckets = [][]byte{
-		bucketMeta, bucketTenants, bucketAPIKeys, bucketAPIKeysTenant, bucketAPIKeysHash,
-		bucketLicenses, bucketLicensesTenant, bucketLeases, bucketLeasesLicense, bucketActive,
-		bucketLeaseCounts, bucketUsage, bucketCleanupLicense, bucketCleanupTenant, bucketAudit,
+	// Schema 1 kept the ids of the active leases here (leaseID -> ""),
+	// their records in bucketLeases; schema 2 moved them (migrate.go).
+	bucketActiveIDs = []byte("leases_active")
+
+	// The buckets a database of each schema has (and a backup must).
+	schemaBuckets = map[uint64][][]byte{
+		1: {
+			bucketMeta, bucketTenants, bucketAPIKeys, bucketAPIKeysTenant, bucketAPIKeysHash,
+			bucketLicenses, bucketLicensesTenant, bucketLeases, bucketLeasesLicense, bucketActiveIDs,
+			bucketLeaseCounts, bucketUsage, bucketCleanupLicense, bucketCleanupTenant, bucketAudit,
+		},
+		2: {
+			bucketMeta, bucketTenants, bucketAPIKeys, bucketAPIKeysTenant, bucketAPIKeysHash,
+			bucketLicenses, bucketLicensesTenant, bucketLeases, bucketLeasesLicense, bucketActiveLeases,
+			bucketLeaseCounts, bucketUsage, bucketCleanupLicense, bucketCleanupTenant, bucketAudit,
+			bucketUsageTenant, bucketSeatEvents, bucketSigningKeys,
+		},
+	}
+	allBuckets = schemaBuckets[schemaVersion]
+
+	// appended: buckets whose keys arrive in order (a scope, then the
+	// time of the write): bbolt fills their pages before splitting them,
+	// instead of leaving them half full (its default suits random keys).
+	appended = map[string]bool{
+		string(bucketActiveLeases): true, string(bucketUsage): true, string(bucketUsageTenant): true,
+		string(bucketCleanupLicense): true, string(bucketCleanupTenant): true, string(bucketAudit): true,
+		string(bucketSeatEvents): true, string(bucketLicensesTenant): true, string(bucketAPIKeysTenant): true,
+		string(bucketSigningKeys): true,
 	}
 )
+
+// appendedFill is the fill percent of appended buckets: a little room
+// for keys that arrive slightly out of order (writers whose times
+// interleave across one group commit).
+const appendedFill = 0.9
+
+// writable returns a bucket of a write transaction, set to fill its pages
+// as its keys arrive (appended).
+func writable(tx *bolt.Tx, name []byte) *bolt.Bucket {
+	b := tx.Bucket(name)
+	if appended[string(name)] {
+		b.FillPercent = appendedFill
+	}
+	return b
+}
 
 // prefix is scope followed by a NUL, which no id contains, so that one
 // scope's keys never run into another's ("a" vs "ab").

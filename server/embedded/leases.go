@@ -23,6 +23,7 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 			continue
 		}
 		now := s.now()
+		ns := now.UnixNano()
 		if err := lic.lic.CheckUsable(now); err != nil {
 			return server.AcquireResult{}, err
 		}
@@ -31,25 +32,25 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 		if borrowing {
 			dedupe = "" // a borrowed lease is never shared
 		}
-		if e := lic.match(req.IdempotencyKey, dedupe, borrowing, now); e != nil {
-			if e.busy {
+		if r, ok := s.idx.match(lic, req.IdempotencyKey, dedupe, borrowing, ns); ok {
+			if s.idx.slots.at(r).busy() {
 				s.wait()
 				continue
 			}
-			return s.renew(e, req.TokenHash, now)
+			return s.renew(r, req.TokenHash, now)
 		}
 		if borrowing {
-			if err := lic.lic.CheckBorrow(req.BorrowFor, lic.borrowedCount(now)); err != nil {
+			if err := lic.lic.CheckBorrow(req.BorrowFor, s.idx.borrowedCount(lic, ns)); err != nil {
 				return server.AcquireResult{}, err
 			}
 		}
-		if n, limit := lic.liveCount(now), lic.lic.SeatLimit(); n >= limit {
+		if n, limit := s.idx.liveCount(lic, ns), lic.lic.SeatLimit(); n >= limit {
 			return server.AcquireResult{}, server.SeatsExhausted(n, limit)
 		}
-		if _, dup := s.idx.leases[req.LeaseID]; dup {
+		if _, dup := s.idx.lookup(req.LeaseID); dup {
 			return server.AcquireResult{}, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "lease id already exists")
 		}
-		displaced, ok := lic.toDisplace(now)
+		displaced, ok := s.idx.toDisplace(lic, ns)
 		if !ok {
 			s.wait()
 			continue
@@ -63,81 +64,83 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 // lapsed leases whose seats it takes (displaced) are recorded expired in
 // the same transaction: an observed end is final, so none of them can
 // revive or count again once another client holds its seat.
-func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, now time.Time, displaced []*entry) (server.AcquireResult, error) {
-	e := &entry{lic: lic, rev: 1, lease: server.Lease{
+func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, now time.Time, displaced []ref) (server.AcquireResult, error) {
+	l := server.Lease{
 		ID:              req.LeaseID,
-		LicenseID:       lic.lic.ID,
-		TenantID:        lic.lic.TenantID,
 		TokenHash:       req.TokenHash,
 		Fingerprint:     req.Fingerprint,
 		User:            req.User,
 		Hostname:        req.Hostname,
-		Metadata:        nilIfEmpty(req.Metadata),
+		Metadata:        req.Metadata,
 		IdempotencyKey:  req.IdempotencyKey,
 		DedupeKey:       dedupe,
-		State:           server.LeaseActive,
 		AcquiredAt:      now,
 		LastHeartbeatAt: now,
 		ExpiresAt:       now.Add(lic.lic.LeaseTTL),
-	}}
+	}
 	if req.BorrowFor > 0 {
-		e.lease.Borrowed, e.lease.ExpiresAt = true, now.Add(req.BorrowFor)
+		l.Borrowed, l.ExpiresAt = true, now.Add(req.BorrowFor)
 	}
 	ends := make([]ending, len(displaced))
 	for i, d := range displaced {
-		ends[i] = expiring(d, now)
+		ends[i] = s.expiring(d, now)
 	}
-	s.idx.addLease(e)
-	rec := e.record()
-	err := s.writeBusy(append(displaced, e), func(tx *bolt.Tx) error {
+	sl, text := compact(&l, 1)
+	r := s.idx.add(lic, sl, text)
+	w := s.idx.activeWrite(r)
+	err := s.writeBusy(append(displaced, r), func(tx *bolt.Tx) error {
 		for _, end := range ends {
 			if _, err := endLease(tx, end); err != nil {
 				return err
 			}
 		}
-		return insertLease(tx, rec)
+		return insertLease(tx, w)
 	})
 	if err != nil {
-		s.idx.removeLease(e)
+		s.idx.remove(r)
 		return server.AcquireResult{}, s.fail("acquire", err)
 	}
 	for _, d := range displaced {
-		s.idx.removeLease(d)
+		s.idx.remove(d)
 	}
-	return s.result(e, now, false), nil
+	return s.result(r, now, false), nil
 }
 
 // renew hands an existing lease back with a new token and deadline (a
 // borrowed lease keeps its deadline). Like grant, it applies in memory
 // first (the lease keeps its seat throughout) and undoes the change if the
 // write fails.
-func (s *Store) renew(e *entry, tokenHash string, now time.Time) (server.AcquireResult, error) {
-	prev := e.lease
-	e.lease.TokenHash = tokenHash
-	e.lease.LastHeartbeatAt = now
-	if !e.lease.Borrowed {
-		s.idx.setDeadline(e, now.Add(e.lic.lic.LeaseTTL))
+func (s *Store) renew(r ref, tokenHash string, now time.Time) (server.AcquireResult, error) {
+	sl := s.idx.slots.at(r)
+	prev, prevText := *sl, s.idx.slots.text(r)
+	s.idx.setToken(r, tokenHash)
+	sl.beat = now.UnixNano()
+	if !sl.borrowed() {
+		s.idx.setDeadline(r, now.Add(s.idx.licenseOf(r).lic.LeaseTTL))
 	}
-	e.rev++
-	rec := e.record()
-	err := s.writeBusy([]*entry{e}, func(tx *bolt.Tx) error {
-		_, err := updateLease(tx, rec)
+	sl.rev++
+	w := s.idx.activeWrite(r)
+	err := s.writeBusy([]ref{r}, func(tx *bolt.Tx) error {
+		_, err := updateLease(tx, w)
 		return err
 	})
 	if err != nil {
-		s.idx.setDeadline(e, prev.ExpiresAt)
-		e.lease = prev
+		s.idx.moveDeadline(s.idx.licenseOf(r), r, prev.deadline)
+		sl.token, sl.beat, sl.rev = prev.token, prev.beat, prev.rev
+		sl.flags = sl.flags&^flagTokenText | prev.flags&flagTokenText
+		s.idx.slots.setText(r, prevText)
 		return server.AcquireResult{}, s.fail("acquire", err)
 	}
-	delete(s.idx.dirty, e) // the write carried every heartbeat so far
-	return s.result(e, now, true), nil
+	sl.flags &^= flagDirty // the write carried every heartbeat so far
+	return s.result(r, now, true), nil
 }
 
-func (s *Store) result(e *entry, now time.Time, existing bool) server.AcquireResult {
+func (s *Store) result(r ref, now time.Time, existing bool) server.AcquireResult {
+	lic := s.idx.licenseOf(r)
 	return server.AcquireResult{
-		Lease:      cloneLease(e.lease),
-		License:    cloneLicense(e.lic.lic),
-		SeatsInUse: e.lic.liveCount(now),
+		Lease:      s.idx.lease(r),
+		License:    cloneLicense(lic.lic),
+		SeatsInUse: s.idx.liveCount(lic, now.UnixNano()),
 		Existing:   existing,
 	}
 }
@@ -145,48 +148,50 @@ func (s *Store) result(e *entry, now time.Time, existing bool) server.AcquireRes
 func (s *Store) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.Lease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, err := s.ownLease(leaseID, tokenHash)
+	r, found, err := s.ownLease(leaseID, tokenHash)
 	if err != nil {
 		return server.Lease{}, err
 	}
-	if e == nil {
+	if !found {
 		return server.Lease{}, s.endedError(leaseID, tokenHash)
 	}
 	now := s.now()
-	lic := e.lic
-	if !now.Before(e.lease.ExpiresAt) && !s.revivable(e, now) {
-		return server.Lease{}, s.observeExpiry(e, now)
+	sl := s.idx.slots.at(r)
+	lic := s.idx.licenseOf(r)
+	if !sl.live(now.UnixNano()) && !s.revivable(r, now) {
+		return server.Lease{}, s.observeExpiry(r, now)
 	}
-	if e.lease.Borrowed {
+	if sl.borrowed() {
 		return server.Lease{}, server.ErrLeaseBorrowed
 	}
 	if err := lic.lic.CheckUsable(now); err != nil {
 		return server.Lease{}, err
 	}
-	e.lease.LastHeartbeatAt = now
-	s.idx.setDeadline(e, now.Add(lic.lic.LeaseTTL))
-	e.rev++
-	s.idx.dirty[e] = struct{}{} // write-behind: the flusher stores it
-	return cloneLease(e.lease), nil
+	sl.beat = now.UnixNano()
+	s.idx.setDeadline(r, now.Add(lic.lic.LeaseTTL))
+	sl.rev++
+	s.idx.markDirty(r) // write-behind: the flusher stores it
+	return s.idx.lease(r), nil
 }
 
 // revivable reports whether a lease past its deadline may come back: within
 // the license's revival window and only if a seat is free (invariant 3).
-func (s *Store) revivable(e *entry, now time.Time) bool {
-	l := &e.lic.lic
-	return !e.lease.Borrowed && l.RevivalWindow > 0 &&
-		now.Before(e.lease.ExpiresAt.Add(l.RevivalWindow)) &&
-		e.lic.liveCount(now) < l.SeatLimit()
+func (s *Store) revivable(r ref, now time.Time) bool {
+	sl, lic := s.idx.slots.at(r), s.idx.licenseOf(r)
+	l := &lic.lic
+	return !sl.borrowed() && l.RevivalWindow > 0 &&
+		now.UnixNano() < sl.deadline+int64(l.RevivalWindow) &&
+		s.idx.liveCount(lic, now.UnixNano()) < l.SeatLimit()
 }
 
 func (s *Store) Release(_ context.Context, leaseID, tokenHash string) (server.Lease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, err := s.ownLease(leaseID, tokenHash)
+	r, found, err := s.ownLease(leaseID, tokenHash)
 	if err != nil {
 		return server.Lease{}, err
 	}
-	if e == nil {
+	if !found {
 		// Ended already: releasing a released lease is a no-op.
 		if err := s.endedError(leaseID, tokenHash); server.ErrorReason(err) != server.ReasonLeaseReleased {
 			return server.Lease{}, err
@@ -194,17 +199,17 @@ func (s *Store) Release(_ context.Context, leaseID, tokenHash string) (server.Le
 		return s.storedLease(leaseID)
 	}
 	now := s.now()
-	if !e.lease.Live(now) {
-		return server.Lease{}, s.observeExpiry(e, now)
+	if !s.idx.slots.at(r).live(now.UnixNano()) {
+		return server.Lease{}, s.observeExpiry(r, now)
 	}
-	return s.end(e, releasing(e, now))
+	return s.end(r, s.releasing(r, now))
 }
 
 // observeExpiry answers a call that found the lease past its deadline
 // (and not revived): the expiry is recorded before the caller is told, so
 // that the lease never revives (observed ends are final).
-func (s *Store) observeExpiry(e *entry, now time.Time) error {
-	if _, err := s.end(e, expiring(e, now)); err != nil {
+func (s *Store) observeExpiry(r ref, now time.Time) error {
+	if _, err := s.end(r, s.expiring(r, now)); err != nil {
 		return err
 	}
 	return server.ErrLeaseExpired
@@ -214,48 +219,48 @@ func (s *Store) Revoke(_ context.Context, tenantID, leaseID string) (server.Leas
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
-		e := s.idx.leases[leaseID]
-		if e == nil {
+		r, ok := s.idx.lookup(leaseID)
+		if !ok {
 			l, err := s.storedLease(leaseID)
 			if err == nil && l.TenantID != tenantID {
 				return server.Lease{}, server.ErrLeaseNotFound
 			}
 			return l, err // already ended: unchanged
 		}
-		if e.lease.TenantID != tenantID {
+		if s.idx.licenseOf(r).lic.TenantID != tenantID {
 			return server.Lease{}, server.ErrLeaseNotFound
 		}
-		if e.busy {
+		if s.idx.slots.at(r).busy() {
 			s.wait()
 			continue
 		}
-		return s.end(e, revoking(e, s.now()))
+		return s.end(r, s.revoking(r, s.now()))
 	}
 }
 
 // end stores the end of a lease, then frees its seat in memory: a failed
 // write frees nothing.
-func (s *Store) end(e *entry, end ending) (server.Lease, error) {
-	err := s.writeBusy([]*entry{e}, func(tx *bolt.Tx) error {
+func (s *Store) end(r ref, end ending) (server.Lease, error) {
+	err := s.writeBusy([]ref{r}, func(tx *bolt.Tx) error {
 		_, err := endLease(tx, end)
 		return err
 	})
 	if err != nil {
 		return server.Lease{}, s.fail("end lease", err)
 	}
-	s.idx.removeLease(e)
-	return cloneLease(end.rec.Lease), nil
+	s.idx.remove(r)
+	return end.lease, nil
 }
 
 func (s *Store) GetLease(_ context.Context, tenantID, leaseID string) (server.Lease, error) {
 	s.mu.Lock()
-	e := s.idx.leases[leaseID]
+	r, ok := s.idx.lookup(leaseID)
 	var l server.Lease
-	if e != nil {
-		l = cloneLease(e.lease)
+	if ok {
+		l = s.idx.lease(r)
 	}
 	s.mu.Unlock()
-	if e == nil {
+	if !ok {
 		var err error
 		if l, err = s.storedLease(leaseID); err != nil {
 			return server.Lease{}, err
@@ -274,37 +279,37 @@ func (s *Store) SeatsInUse(_ context.Context, tenantID, licenseID string) (int, 
 	if err != nil {
 		return 0, err
 	}
-	return lic.liveCount(s.now()), nil
+	return s.idx.liveCount(lic, s.now().UnixNano()), nil
 }
 
 func (s *Store) SeatsInUseOf(_ context.Context, tenantID string, licenseIDs []string) (map[string]int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.now().UnixNano()
 	out := make(map[string]int, len(licenseIDs))
 	for _, id := range licenseIDs {
 		if lic, err := s.license(tenantID, id); err == nil {
-			out[id] = lic.liveCount(now)
+			out[id] = s.idx.liveCount(lic, now)
 		}
 	}
 	return out, nil
 }
 
 // ownLease finds an active lease by id and checks the token before
-// anything else about it is revealed. It waits out writes in flight. A nil
-// entry with no error means the lease exists but has ended (or never held
-// a seat); the caller asks the disk. Call with s.mu held.
-func (s *Store) ownLease(leaseID, tokenHash string) (*entry, error) {
+// anything else about it is revealed. It waits out writes in flight.
+// found is false, with no error, when the lease exists but has ended (or
+// never held a seat); the caller asks the disk. Call with s.mu held.
+func (s *Store) ownLease(leaseID, tokenHash string) (r ref, found bool, err error) {
 	for {
-		e := s.idx.leases[leaseID]
-		if e == nil {
-			return nil, nil
+		r, ok := s.idx.lookup(leaseID)
+		if !ok {
+			return 0, false, nil
 		}
-		if !tokenMatches(e.lease, tokenHash) {
-			return nil, server.ErrLeaseToken
+		if !s.idx.tokenMatches(r, tokenHash) {
+			return 0, false, server.ErrLeaseToken
 		}
-		if !e.busy {
-			return e, nil
+		if !s.idx.slots.at(r).busy() {
+			return r, true, nil
 		}
 		s.wait()
 	}
@@ -323,11 +328,24 @@ func (s *Store) endedError(leaseID, tokenHash string) error {
 	return l.State.EndError()
 }
 
-// storedLease reads a lease from disk. Safe with or without s.mu held:
-// database reads never wait for the lock.
+// storedLease reads an ended lease from disk (an active one is in
+// memory). Safe with or without s.mu held: database reads never wait for
+// the lock.
 func (s *Store) storedLease(id string) (server.Lease, error) {
-	rec, err := readOne[leaseRecord](s, "get lease", bucketLeases, id, server.ErrLeaseNotFound)
-	return rec.Lease, err
+	var rec leaseRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketLeases).Get([]byte(id))
+		if v == nil {
+			return server.ErrLeaseNotFound
+		}
+		var err error
+		rec, err = decodeHistory([]byte(id), v)
+		return err
+	})
+	if err != nil {
+		return server.Lease{}, s.fail("get lease", err)
+	}
+	return rec.Lease, nil
 }
 
 func tokenMatches(l server.Lease, tokenHash string) bool {

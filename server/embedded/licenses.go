@@ -23,7 +23,7 @@ func (s *Store) CreateLicense(_ context.Context, l server.License) (server.Licen
 	}
 	// Reserve id and key in memory so that a concurrent create of the same
 	// key fails at once; acquisitions wait until the write settles.
-	lic := newLicense(l)
+	lic := s.idx.newLicense(l)
 	lic.creating = true
 	s.idx.addLicense(lic)
 
@@ -35,7 +35,7 @@ func (s *Store) CreateLicense(_ context.Context, l server.License) (server.Licen
 			}
 			return putAll(
 				put{tx.Bucket(bucketLicenses), []byte(l.ID), encode(licenseRecord{License: l})},
-				put{tx.Bucket(bucketLicensesTenant), timeKey(l.TenantID, l.CreatedAt, l.ID), nil},
+				put{writable(tx, bucketLicensesTenant), timeKey(l.TenantID, l.CreatedAt, l.ID), nil},
 			)
 		})
 	})
@@ -75,7 +75,7 @@ func (s *Store) ListLicenses(_ context.Context, tenantID string, p server.Page) 
 	err := s.db.View(func(tx *bolt.Tx) error {
 		licenses := tx.Bucket(bucketLicenses)
 		var err error
-		out, next, err = scanPage(tx.Bucket(bucketLicensesTenant), pfx, p, false, func(k, _ []byte) (server.License, bool, error) {
+		out, next, err = scanPage(tx.Bucket(bucketLicensesTenant).Cursor(), pfx, p, false, func(k, _ []byte) (server.License, bool, error) {
 			rec, err := decode[licenseRecord](licenses.Get([]byte(idFromTimeKey(k, len(pfx)))))
 			return rec.License, err == nil && !rec.Deleted, err
 		})
@@ -138,20 +138,20 @@ func (s *Store) DeleteLicense(_ context.Context, tenantID, id string) (int, erro
 		s.idle.Broadcast()
 	}()
 	// Let writes already in flight on its leases settle first.
-	for s.anyBusy(lic.entries()) {
+	for s.anyBusy(s.idx.entries(lic)) {
 		s.wait()
 	}
 
 	now := s.now()
-	es := lic.entries()
-	ends := make([]ending, len(es))
-	for i, e := range es {
-		ends[i] = revoking(e, now)
-		ends[i].audit = systemAudit(e.lease, "lease.revoke", now, map[string]string{"reason": "license deleted"})
+	rs := s.idx.entries(lic)
+	ends := make([]ending, len(rs))
+	for i, r := range rs {
+		ends[i] = s.revoking(r, now)
+		ends[i].audit = systemAudit(ends[i].lease, "lease.revoke", now, map[string]string{"reason": "license deleted"})
 	}
 	rec := licenseRecord{License: lic.lic, Deleted: true}
 	revoked := 0
-	err = s.writeBusy(es, func(tx *bolt.Tx) error {
+	err = s.writeBusy(rs, func(tx *bolt.Tx) error {
 		revoked = 0
 		for _, end := range ends {
 			ok, err := endLease(tx, end)
@@ -171,8 +171,8 @@ func (s *Store) DeleteLicense(_ context.Context, tenantID, id string) (int, erro
 	if err != nil {
 		return 0, s.fail("delete license", err)
 	}
-	for _, e := range es {
-		s.idx.removeLease(e)
+	for _, r := range rs {
+		s.idx.remove(r)
 	}
 	lic.deleted = true
 	delete(s.idx.keys, lic.lic.Key)
@@ -199,9 +199,9 @@ func (s *Store) idleLicense(tenantID, id string) (*license, error) {
 	}
 }
 
-func (s *Store) anyBusy(es []*entry) bool {
-	for _, e := range es {
-		if e.busy {
+func (s *Store) anyBusy(rs []ref) bool {
+	for _, r := range rs {
+		if s.idx.slots.at(r).busy() {
 			return true
 		}
 	}

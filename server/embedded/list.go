@@ -1,9 +1,11 @@
 package embedded
 
 import (
-	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -11,8 +13,10 @@ import (
 )
 
 // ListLeases lists newest first. Active leases come from memory (their
-// deadlines may not be flushed yet, and history may be long); any other
-// filter walks the license's lease index on disk backwards.
+// deadlines may not be flushed yet, and history may be long); an end
+// state walks the license's index of ended leases on disk backwards, and
+// no filter walks it together with the active records (their keys are
+// alike and never the same).
 func (s *Store) ListLeases(_ context.Context, tenantID, licenseID string, state server.LeaseState, p server.Page) ([]server.Lease, string, error) {
 	switch state {
 	case "", server.LeaseActive, server.LeaseReleased, server.LeaseExpired, server.LeaseRevoked:
@@ -27,7 +31,7 @@ func (s *Store) ListLeases(_ context.Context, tenantID, licenseID string, state 
 	}
 	if state == server.LeaseActive {
 		defer s.mu.Unlock()
-		return activePage(lic, p)
+		return s.activePage(lic, p)
 	}
 	s.mu.Unlock()
 
@@ -36,9 +40,18 @@ func (s *Store) ListLeases(_ context.Context, tenantID, licenseID string, state 
 	pfx := prefix(licenseID)
 	err = s.db.View(func(tx *bolt.Tx) error {
 		leases := tx.Bucket(bucketLeases)
+		var c cursor = tx.Bucket(bucketLeasesLicense).Cursor()
+		if state == "" {
+			c = &unionCursor{a: c, b: tx.Bucket(bucketActiveLeases).Cursor()}
+		}
 		var err error
-		out, next, err = scanPage(tx.Bucket(bucketLeasesLicense), pfx, p, true, func(k, _ []byte) (server.Lease, bool, error) {
-			rec, err := decode[leaseRecord](leases.Get([]byte(idFromTimeKey(k, len(pfx)))))
+		out, next, err = scanPage(c, pfx, p, true, func(k, v []byte) (server.Lease, bool, error) {
+			if len(v) > 0 { // an active lease's record
+				l, err := activeLease(k, v, tenantID)
+				return l, err == nil, err
+			}
+			id := []byte(idFromTimeKey(k, len(pfx)))
+			rec, err := decodeHistory(id, leases.Get(id))
 			return rec.Lease, err == nil && (state == "" || rec.State == state), err
 		})
 		return err
@@ -50,42 +63,54 @@ func (s *Store) ListLeases(_ context.Context, tenantID, licenseID string, state 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, l := range out {
-		if e := s.idx.leases[l.ID]; e != nil {
-			out[i] = cloneLease(e.lease)
+		if r, ok := s.idx.lookup(l.ID); ok {
+			out[i] = s.idx.lease(r)
 		}
 	}
 	return out, next, nil
 }
 
-// activePage pages through a license's active leases in memory, with the
-// same keys and tokens as the disk index. Call with s.mu held.
-func activePage(lic *license, p server.Page) ([]server.Lease, string, error) {
+// activePage pages through a license's active leases in memory, in the
+// order and with the tokens of the disk index (keys.go timeKey: acquired,
+// then id). Call with s.mu held.
+func (s *Store) activePage(lic *license, p server.Page) ([]server.Lease, string, error) {
 	pfx := prefix(lic.lic.ID)
 	after, err := decodeToken(p.Token, pfx)
 	if err != nil {
 		return nil, "", err
 	}
+	if after != nil && len(after) < len(pfx)+8 {
+		return nil, "", errBadToken
+	}
 	type keyed struct {
-		k []byte
-		e *entry
+		at uint64 // the key's time: nanos(acquired)
+		id string
+		r  ref
+	}
+	// Keys of one license compare as (time, id): no key is built.
+	desc := func(a, b keyed) int { return cmp.Or(cmp.Compare(b.at, a.at), strings.Compare(b.id, a.id)) }
+	var bound keyed
+	if after != nil {
+		bound = keyed{at: binary.BigEndian.Uint64(after[len(pfx):]), id: string(after[len(pfx)+8:])}
 	}
 	var all []keyed
-	for _, e := range lic.entries() {
-		k := timeKey(lic.lic.ID, e.lease.AcquiredAt, e.lease.ID)
-		if after == nil || bytes.Compare(k, after) < 0 {
-			all = append(all, keyed{k, e})
+	for _, r := range s.idx.entries(lic) {
+		k := keyed{nanos(timeOf(s.idx.slots.at(r).acquired)), textID(s.idx.slots.text(r)), r}
+		if after == nil || desc(k, bound) > 0 {
+			all = append(all, k)
 		}
 	}
-	slices.SortFunc(all, func(a, b keyed) int { return bytes.Compare(b.k, a.k) })
+	slices.SortFunc(all, desc)
 	size := p.PageSize()
 	next := ""
 	if len(all) > size {
 		all = all[:size]
-		next = encodeToken(all[size-1].k)
+		last := all[size-1]
+		next = encodeToken(timeKey(lic.lic.ID, timeOf(int64(last.at)), last.id))
 	}
 	out := make([]server.Lease, len(all))
 	for i, x := range all {
-		out[i] = cloneLease(x.e.lease)
+		out[i] = s.idx.lease(x.r)
 	}
 	return out, next, nil
 }

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -8,7 +9,11 @@ import (
 	"github.com/seatd/seatd/server"
 )
 
-const schemaVersion = 1
+// schemaVersion 2 keeps each active lease whole in bucketActiveLeases, in
+// a binary record (record.go), so that Open reads one bucket in order;
+// schema 1 kept JSON records of every lease in bucketLeases and the ids
+// of the active ones apart (migrate.go).
+const schemaVersion = 2
 
 // addedBucket is a bucket newer than schema 1, and how to fill it from the
 // buckets an older data dir already has (nil: it starts empty).
@@ -28,15 +33,31 @@ func fillUsageTenant(tx *bolt.Tx, b *bolt.Bucket) error {
 	})
 }
 
+func isAdded(name []byte) bool {
+	for _, a := range addedBuckets {
+		if bytes.Equal(a.name, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // keyOpen marks the data dir as open by a process (meta bucket).
 var keyOpen = []byte("open")
 
-// load creates missing buckets and rebuilds the in-memory index from the
-// licenses and the active leases. Ended leases stay on disk only, so Open
-// costs O(licenses + active leases), not O(history).
+// load migrates an older data dir, creates missing buckets and rebuilds
+// the in-memory index from the licenses and the active leases. Ended
+// leases stay on disk only, so Open costs O(licenses + active leases), not
+// O(history).
 func (s *Store) load() error {
+	if err := s.migrate(); err != nil {
+		return err
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
+			if isAdded(name) {
+				continue
+			}
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -57,9 +78,9 @@ func (s *Store) load() error {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		switch v := bytesUint64(meta.Get([]byte("schema"))); v {
+		switch v := bytesUint64(meta.Get(keySchema)); v {
 		case 0:
-			if err := meta.Put([]byte("schema"), uint64Bytes(schemaVersion)); err != nil {
+			if err := meta.Put(keySchema, uint64Bytes(schemaVersion)); err != nil {
 				return err
 			}
 		case schemaVersion:
@@ -72,7 +93,7 @@ func (s *Store) load() error {
 			if err != nil {
 				return fmt.Errorf("decode license: %w", err)
 			}
-			l := newLicense(rec.License)
+			l := s.idx.newLicense(rec.License)
 			l.deleted = rec.Deleted
 			s.idx.addLicense(l)
 			return nil
@@ -88,47 +109,53 @@ func (s *Store) load() error {
 		if err := meta.Put(keyOpen, []byte{1}); err != nil {
 			return err
 		}
-		// Heartbeats acknowledged in the last flush interval before a
-		// crash are not on disk: give every lease its license's
-		// server.WriteBehindSlack, so that no client that heartbeat on
-		// time loses its lease, or more than a flush interval of its
-		// deadline, to the crash. Leases anyone was told had ended are
-		// recorded ended, so they are not among these.
-		extended := 0
-		defer func() {
-			if extended > 0 {
-				s.log.Warn("embedded store: the last process did not shut down cleanly; active leases got the write-behind interval back",
-					"leases", extended)
-			}
-		}()
-
-		leases := tx.Bucket(bucketLeases)
-		return tx.Bucket(bucketActive).ForEach(func(id, _ []byte) error {
-			rec, err := decode[leaseRecord](leases.Get(id))
-			if err != nil {
-				return fmt.Errorf("decode lease %s: %w", id, err)
-			}
-			l := s.idx.licenses[rec.LicenseID]
-			if l == nil || l.deleted {
-				// Cannot happen: deletion ends the leases in the same
-				// transaction. Keep the record, skip the seat.
-				s.log.Warn("embedded store: active lease of a missing license", "lease", rec.ID, "license", rec.LicenseID)
-				return nil
-			}
-			// The license's own strings, not a million decoded copies.
-			rec.LicenseID, rec.TenantID = l.lic.ID, l.lic.TenantID
-			if rec.State == server.LeaseActive {
-				rec.State = server.LeaseActive // the constant's bytes, not the decoded copy
-			}
-			e := &entry{lease: rec.Lease, lic: l, rev: rec.Rev}
-			if crashed && !e.lease.Borrowed { // a borrowed lease has no heartbeats to lose
-				e.lease.ExpiresAt = e.lease.ExpiresAt.Add(server.WriteBehindSlack(s.flushEvery, &l.lic))
-				e.rev++
-				s.idx.dirty[e] = struct{}{} // the flusher stores the new deadline
-				extended++
-			}
-			s.idx.addLease(e)
-			return nil
-		})
+		extended, err := s.loadActive(tx, crashed)
+		if extended > 0 {
+			s.log.Warn("embedded store: the last process did not shut down cleanly; active leases got the write-behind interval back",
+				"leases", extended)
+		}
+		return err
 	})
+}
+
+// loadActive indexes the active leases, in one pass over their bucket
+// (by license, then acquisition). After a crash, heartbeats acknowledged
+// in the last flush interval are not on disk: every lease gets its
+// license's server.WriteBehindSlack, so that no client that heartbeat on
+// time loses its lease, or more than a flush interval of its deadline, to
+// the crash. Leases anyone was told had ended are recorded ended, so they
+// are not among these. It returns how many leases it extended.
+func (s *Store) loadActive(tx *bolt.Tx, crashed bool) (extended int, err error) {
+	var (
+		lic   *license
+		licID []byte
+	)
+	c := tx.Bucket(bucketActiveLeases).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		l, id, sl, text, err := decodeActive(k, v)
+		if err != nil {
+			return extended, err
+		}
+		if lic == nil || !bytes.Equal(l, licID) {
+			lic, licID = s.idx.licenses[string(l)], l
+		}
+		if lic == nil || lic.deleted {
+			// Cannot happen: deletion ends the leases in the same
+			// transaction. Keep the record, skip the seat.
+			s.log.Warn("embedded store: active lease of a missing license", "lease", string(id), "license", string(licID))
+			continue
+		}
+		if _, dup := s.idx.lookup(string(id)); dup {
+			return extended, fmt.Errorf("active lease %s: recorded twice", id)
+		}
+		if crashed && sl.flags&flagBorrowed == 0 { // a borrowed lease has no heartbeats to lose
+			sl.deadline += int64(server.WriteBehindSlack(s.flushEvery, &lic.lic))
+			sl.rev++
+			extended++
+			s.idx.markDirty(s.idx.add(lic, sl, text)) // the flusher stores the new deadline
+			continue
+		}
+		s.idx.add(lic, sl, text)
+	}
+	return extended, nil
 }

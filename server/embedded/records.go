@@ -42,7 +42,7 @@ func (s *Store) AuditLog(_ context.Context, tenantID string, p server.Page) ([]s
 	var next string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		out, next, err = scanPage(tx.Bucket(bucketAudit), prefix(tenantID), p, false, func(_, v []byte) (server.AuditEntry, bool, error) {
+		out, next, err = scanPage(tx.Bucket(bucketAudit).Cursor(), prefix(tenantID), p, false, func(_, v []byte) (server.AuditEntry, bool, error) {
 			e, err := decode[server.AuditEntry](v)
 			return e, true, err
 		})

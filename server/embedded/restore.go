@@ -13,9 +13,10 @@ import (
 )
 
 // CheckBackup returns nil if file is a sound seatd database: a sound
-// header, every bucket seatd keeps, a schema this seatd reads, every
-// key and value readable, and bbolt's full consistency check (restore is
-// offline and rare, so its cost, a walk of every page, is fine here).
+// header, a schema this seatd reads (1, which Open migrates, or 2), every
+// bucket of that schema, every key and value readable, and bbolt's full
+// consistency check (restore is offline and rare, so its cost, a walk of
+// every page, is fine here).
 // The walk runs first, under guard: tx.Check reads pages in a goroutine
 // of its own, where a fault on a corrupt page id could not be recovered.
 func CheckBackup(file string) error {
@@ -36,13 +37,18 @@ func CheckBackup(file string) error {
 	defer func() { _ = guard(file, db.Close) }()
 	return guard(file, func() error {
 		return db.View(func(tx *bolt.Tx) error {
-			for _, name := range allBuckets {
+			if tx.Bucket(bucketMeta) == nil {
+				return notABackup(file, fmt.Errorf("it has no %q bucket", bucketMeta))
+			}
+			v := bytesUint64(tx.Bucket(bucketMeta).Get(keySchema))
+			required, ok := schemaBuckets[v]
+			if !ok {
+				return notABackup(file, fmt.Errorf("schema version %d; this seatd reads 1 to %d", v, schemaVersion))
+			}
+			for _, name := range required {
 				if tx.Bucket(name) == nil {
 					return notABackup(file, fmt.Errorf("it has no %q bucket", name))
 				}
-			}
-			if v := bytesUint64(tx.Bucket(bucketMeta).Get([]byte("schema"))); v != schemaVersion {
-				return notABackup(file, fmt.Errorf("schema version %d; this seatd reads %d", v, schemaVersion))
 			}
 			if err := tx.ForEach(func(_ []byte, b *bolt.Bucket) error { return walk(b) }); err != nil {
 				return notABackup(file, err)

@@ -26,7 +26,7 @@ func (s *Store) EnsureSigningKeys(_ context.Context, tenantID string, signing, n
 		if tx.Bucket(bucketTenants).Get([]byte(tenantID)) == nil {
 			return server.ErrTenantNotFound
 		}
-		b := tx.Bucket(bucketSigningKeys)
+		b := writable(tx, bucketSigningKeys)
 		cur, err := currentSigningKeys(b, tenantID)
 		if err != nil {
 			return err
@@ -64,7 +64,7 @@ func (s *Store) RotateSigningKey(_ context.Context, next server.SigningKey) (ser
 		if tx.Bucket(bucketTenants).Get([]byte(next.TenantID)) == nil {
 			return server.ErrTenantNotFound
 		}
-		b := tx.Bucket(bucketSigningKeys)
+		b := writable(tx, bucketSigningKeys)
 		cur, err := currentSigningKeys(b, next.TenantID)
 		if err != nil {
 			return err

@@ -6,5 +6,5 @@ import "context"
 func (s *Store) ActiveLeases(context.Context) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int64(len(s.idx.leases)), nil
+	return int64(s.idx.active), nil
 }

@@ -57,7 +57,7 @@ type Store struct {
 
 	mu   sync.Mutex
 	idle *sync.Cond // broadcast whenever a busy mark is cleared
-	idx  index
+	idx  *index
 
 	// For BackgroundStats.
 	flushed, flushFailures atomic.Int64
@@ -152,23 +152,23 @@ func (s *Store) fail(op string, err error) error {
 // their state afterwards: anything may have changed.
 func (s *Store) wait() { s.idle.Wait() }
 
-// writeBusy commits f with the leases es marked busy and s.mu released:
+// writeBusy commits f with the leases rs marked busy and s.mu released:
 // calls on those leases wait (wait) until the write settles, the rest of
 // the store carries on meanwhile. Called with s.mu held.
-func (s *Store) writeBusy(es []*entry, f func(tx *bolt.Tx) error) error {
-	for _, e := range es {
-		e.busy = true
+func (s *Store) writeBusy(rs []ref, f func(tx *bolt.Tx) error) error {
+	for _, r := range rs {
+		s.idx.slots.at(r).flags |= flagBusy
 	}
 	var err error
 	s.unlocked(func() { err = s.commit.write(f) })
-	s.done(es...)
+	s.done(rs...)
 	return err
 }
 
-// done clears a busy mark of a lease and wakes the waiters.
-func (s *Store) done(es ...*entry) {
-	for _, e := range es {
-		e.busy = false
+// done clears the busy marks of leases and wakes the waiters.
+func (s *Store) done(rs ...ref) {
+	for _, r := range rs {
+		s.idx.slots.at(r).flags &^= flagBusy
 	}
 	s.idle.Broadcast()
 }

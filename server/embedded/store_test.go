@@ -129,7 +129,9 @@ func TestFlushNeverOverwritesNewer(t *testing.T) {
 			// Take the flusher's snapshot before the synchronous write,
 			// store it after, as a slow flush would.
 			b.s.mu.Lock()
-			stale := b.s.idx.leases[ls.ID].record()
+			r, ok := b.s.idx.lookup(ls.ID)
+			require.True(t, ok)
+			stale := b.s.idx.activeWrite(r)
 			b.s.mu.Unlock()
 			want := tc.after(t, b, l, ls, hash)
 			require.NoError(t, b.s.db.Update(func(tx *bolt.Tx) error {

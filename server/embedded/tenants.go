@@ -34,7 +34,7 @@ func (s *Store) ListTenants(_ context.Context, p server.Page) ([]server.Tenant, 
 	var next string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		out, next, err = scanPage(tx.Bucket(bucketTenants), nil, p, false, func(_, v []byte) (server.Tenant, bool, error) {
+		out, next, err = scanPage(tx.Bucket(bucketTenants).Cursor(), nil, p, false, func(_, v []byte) (server.Tenant, bool, error) {
 			t, err := decode[server.Tenant](v)
 			return t, true, err
 		})
@@ -58,7 +58,7 @@ func (s *Store) CreateAPIKey(_ context.Context, k server.APIKey) (server.APIKey,
 		return putAll(
 			put{keys, []byte(k.ID), encode(k)},
 			put{byHash, []byte(k.SecretHash), []byte(k.ID)},
-			put{tx.Bucket(bucketAPIKeysTenant), timeKey(k.TenantID, k.CreatedAt, k.ID), nil},
+			put{writable(tx, bucketAPIKeysTenant), timeKey(k.TenantID, k.CreatedAt, k.ID), nil},
 		)
 	})
 	if err != nil {
@@ -74,7 +74,7 @@ func (s *Store) ListAPIKeys(_ context.Context, tenantID string, p server.Page) (
 	err := s.db.View(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(bucketAPIKeys)
 		var err error
-		out, next, err = scanPage(tx.Bucket(bucketAPIKeysTenant), pfx, p, false, func(k, _ []byte) (server.APIKey, bool, error) {
+		out, next, err = scanPage(tx.Bucket(bucketAPIKeysTenant).Cursor(), pfx, p, false, func(k, _ []byte) (server.APIKey, bool, error) {
 			key, err := decode[server.APIKey](keys.Get([]byte(idFromTimeKey(k, len(pfx)))))
 			return key, true, err
 		})

@@ -10,68 +10,97 @@ import (
 
 // Writes shared by the methods. Each runs inside a caller's transaction.
 
-// insertLease stores a new lease with its indexes and counts it for the
-// license's lifetime lease count.
-func insertLease(tx *bolt.Tx, rec leaseRecord) error {
-	leases := tx.Bucket(bucketLeases)
-	if leases.Get([]byte(rec.ID)) != nil {
+// activeWrite is an active lease's record as a write stores it, taken
+// from memory under the lock and written outside it.
+type activeWrite struct {
+	id, licenseID string
+	key, value    []byte // activeKey, appendActive
+	rev           uint64
+}
+
+// activeWrite snapshots an active lease's record.
+func (x *index) activeWrite(r ref) activeWrite {
+	s, text := x.slots.at(r), x.slots.text(r)
+	l := x.licenseOf(r)
+	id := textID(text)
+	return activeWrite{
+		id: id, licenseID: l.lic.ID, rev: s.rev,
+		key:   activeKey(l.lic.ID, s.acquired, id),
+		value: appendActive(nil, s, text),
+	}
+}
+
+// insertLease stores a new active lease and counts it for the license's
+// lifetime lease count.
+func insertLease(tx *bolt.Tx, w activeWrite) error {
+	active := writable(tx, bucketActiveLeases)
+	if tx.Bucket(bucketLeases).Get([]byte(w.id)) != nil || active.Get(w.key) != nil {
 		return server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "lease id already exists")
 	}
 	counts := tx.Bucket(bucketLeaseCounts)
-	n := bytesUint64(counts.Get([]byte(rec.LicenseID))) + 1
+	n := bytesUint64(counts.Get([]byte(w.licenseID))) + 1
 	return putAll(
-		put{leases, []byte(rec.ID), encode(rec)},
-		put{tx.Bucket(bucketLeasesLicense), timeKey(rec.LicenseID, rec.AcquiredAt, rec.ID), nil},
-		put{tx.Bucket(bucketActive), []byte(rec.ID), nil},
-		put{counts, []byte(rec.LicenseID), uint64Bytes(n)},
+		put{active, w.key, w.value},
+		put{counts, []byte(w.licenseID), uint64Bytes(n)},
 	)
 }
 
-// updateLease stores rec unless the stored version is newer or already
-// ended. It reports whether it wrote.
-func updateLease(tx *bolt.Tx, rec leaseRecord) (bool, error) {
-	leases := tx.Bucket(bucketLeases)
-	old := leases.Get([]byte(rec.ID))
-	if old == nil {
-		return false, nil // not stored yet: its insert carries the latest version
-	}
-	cur, err := decode[leaseRecord](old)
-	if err != nil {
-		return false, fmt.Errorf("decode lease %s: %w", rec.ID, err)
-	}
-	if cur.State.Terminal() || cur.Rev >= rec.Rev {
+// updateLease stores w unless the stored version is as new or newer, or
+// the lease is no longer active on disk (ended, or its insert is still to
+// come and carries the latest version). It reports whether it wrote.
+func updateLease(tx *bolt.Tx, w activeWrite) (bool, error) {
+	active := writable(tx, bucketActiveLeases)
+	cur := active.Get(w.key)
+	if cur == nil {
 		return false, nil
 	}
-	return true, leases.Put([]byte(rec.ID), encode(rec))
+	rev, err := recordRev(cur)
+	if err != nil {
+		return false, fmt.Errorf("lease %s: %w", w.id, err)
+	}
+	if rev >= w.rev {
+		return false, nil
+	}
+	return true, active.Put(w.key, w.value)
 }
 
 // ending is everything one lease's end writes.
 type ending struct {
-	rec     leaseRecord
+	lease   server.Lease // as it ended: the answer
+	key     []byte       // its activeKey
+	rev     uint64
+	record  []byte // its record in bucketLeases
 	usage   server.UsageEvent
 	cleanup *server.CleanupEvent // expiries only
 	audit   *server.AuditEntry
 }
 
-// endLease stores the end of a lease with its records, once: a lease that
-// is already ended on disk is left alone and false is returned, so two
-// cleaners racing record it once (invariant 5).
+// endLease moves a lease from the active records to the history with its
+// events, once: a lease no longer active on disk is left alone and false
+// is returned, so two cleaners racing record it once (invariant 5).
 func endLease(tx *bolt.Tx, end ending) (bool, error) {
-	ok, err := updateLease(tx, end.rec)
-	if err != nil || !ok {
+	active := writable(tx, bucketActiveLeases)
+	cur := active.Get(end.key)
+	if cur == nil {
+		return false, nil
+	}
+	rev, err := recordRev(cur)
+	if err != nil || rev >= end.rev {
 		return false, err
 	}
 	u := end.usage
 	uv := encode(u)
 	puts := []put{
-		{tx.Bucket(bucketUsage), timeKey(u.LicenseID, u.EndedAt, u.LeaseID), uv},
-		{tx.Bucket(bucketUsageTenant), timeKey(u.TenantID, u.EndedAt, u.LeaseID), uv},
+		{tx.Bucket(bucketLeases), []byte(end.lease.ID), end.record},
+		{tx.Bucket(bucketLeasesLicense), end.key, nil},
+		{writable(tx, bucketUsage), timeKey(u.LicenseID, u.EndedAt, u.LeaseID), uv},
+		{writable(tx, bucketUsageTenant), timeKey(u.TenantID, u.EndedAt, u.LeaseID), uv},
 	}
 	if c := end.cleanup; c != nil {
 		v := encode(c)
 		puts = append(puts,
-			put{tx.Bucket(bucketCleanupLicense), timeKey(c.LicenseID, c.CleanedAt, c.LeaseID), v},
-			put{tx.Bucket(bucketCleanupTenant), timeKey(c.TenantID, c.CleanedAt, c.LeaseID), v},
+			put{writable(tx, bucketCleanupLicense), timeKey(c.LicenseID, c.CleanedAt, c.LeaseID), v},
+			put{writable(tx, bucketCleanupTenant), timeKey(c.TenantID, c.CleanedAt, c.LeaseID), v},
 		)
 	}
 	if a := end.audit; a != nil {
@@ -80,11 +109,11 @@ func endLease(tx *bolt.Tx, end ending) (bool, error) {
 	if err := putAll(puts...); err != nil {
 		return false, err
 	}
-	return true, tx.Bucket(bucketActive).Delete([]byte(end.rec.ID))
+	return true, active.Delete(end.key)
 }
 
 func auditPut(tx *bolt.Tx, e server.AuditEntry) put {
-	return put{tx.Bucket(bucketAudit), timeKey(e.TenantID, e.At, e.ID), encode(e)}
+	return put{writable(tx, bucketAudit), timeKey(e.TenantID, e.At, e.ID), encode(e)}
 }
 
 type put struct {

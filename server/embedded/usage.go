@@ -13,7 +13,7 @@ import (
 // other write: durable when it returns.
 func (s *Store) RecordSeatEvent(_ context.Context, e server.SeatEvent) error {
 	err := s.commit.write(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketSeatEvents).Put(timeKey(e.LicenseID, e.At, e.ID), encode(e))
+		return writable(tx, bucketSeatEvents).Put(timeKey(e.LicenseID, e.At, e.ID), encode(e))
 	})
 	if err != nil {
 		return s.fail("record seat event", err)
@@ -53,19 +53,28 @@ func (s *Store) UsageReport(_ context.Context, q server.UsageQuery) (server.Usag
 		for _, id := range ids {
 			pfx := prefix(id)
 			end := timeKey(id, q.End, "")
-			c := tx.Bucket(bucketLeasesLicense).Cursor()
-			for k, _ := c.Seek(pfx); k != nil && bytes.Compare(k, end) < 0; k, _ = c.Next() {
-				v := records.Get([]byte(idFromTimeKey(k, len(pfx))))
+			leasesOf := &unionCursor{a: tx.Bucket(bucketLeasesLicense).Cursor(), b: tx.Bucket(bucketActiveLeases).Cursor()}
+			for k, v := leasesOf.Seek(pfx); k != nil && bytes.Compare(k, end) < 0; k, v = leasesOf.Next() {
+				if len(v) > 0 { // an active lease's record
+					l, err := activeLease(k, v, q.TenantID)
+					if err != nil {
+						return err
+					}
+					leases = append(leases, l)
+					continue
+				}
+				id := []byte(idFromTimeKey(k, len(pfx)))
+				v := records.Get(id)
 				if v == nil {
 					continue
 				}
-				rec, err := decode[leaseRecord](v)
+				rec, err := decodeHistory(id, v)
 				if err != nil {
 					return err
 				}
 				leases = append(leases, rec.Lease)
 			}
-			c = tx.Bucket(bucketSeatEvents).Cursor()
+			c := tx.Bucket(bucketSeatEvents).Cursor()
 			end = timeKey(id, q.End, "")
 			for k, v := c.Seek(timeKey(id, q.Start, "")); k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
 				e, err := decode[server.SeatEvent](v)
@@ -83,8 +92,8 @@ func (s *Store) UsageReport(_ context.Context, q server.UsageQuery) (server.Usag
 	s.mu.Lock()
 	now := s.now()
 	for i, l := range leases {
-		if e := s.idx.leases[l.ID]; e != nil {
-			leases[i] = e.lease
+		if r, ok := s.idx.lookup(l.ID); ok {
+			leases[i] = s.idx.lease(r)
 		}
 	}
 	s.mu.Unlock()
