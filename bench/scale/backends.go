@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +70,72 @@ func (r *redisProbe) keysMemory(ctx context.Context) (total int64, n int, err er
 		total += v
 	}
 	return total, len(keys), nil
+}
+
+// keysMemoryByKind is keysMemory per kind of key: the name after the
+// license's hash tag ("v2:leases", "v2:deadlines" ...), "hint" for the
+// expiry hint's pieces.
+func (r *redisProbe) keysMemoryByKind(ctx context.Context) (map[string]int64, error) {
+	keys, err := r.keys(ctx, r.prefix+"*")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, k := range keys {
+		v, err := r.rdb.MemoryUsage(ctx, k, 0).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("memory usage %s: %w", k, err)
+		}
+		kind := "other"
+		if i := strings.Index(k, "}:"); i >= 0 {
+			kind = k[i+2:]
+			if strings.HasPrefix(k[len(r.prefix):], "{expiry") {
+				kind = "hint"
+			}
+		}
+		out[kind] += v
+	}
+	return out, nil
+}
+
+// slowlog records every Redis command slower than 1 ms from start until
+// longest reads it back: Redis's own time for a call, during which it
+// served nobody else. The server's settings are put back.
+type slowlog struct {
+	r              *redisProbe
+	slower, maxLen string
+}
+
+func (r *redisProbe) startSlowlog(ctx context.Context) (*slowlog, error) {
+	cfg, err := r.rdb.ConfigGet(ctx, "slowlog-*").Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis config get slowlog-*: %w", err)
+	}
+	s := &slowlog{r: r, slower: cfg["slowlog-log-slower-than"], maxLen: cfg["slowlog-max-len"]}
+	if err := r.rdb.ConfigSet(ctx, "slowlog-log-slower-than", "1000").Err(); err != nil {
+		return nil, err
+	}
+	if err := r.rdb.ConfigSet(ctx, "slowlog-max-len", "100000").Err(); err != nil {
+		return nil, err
+	}
+	return s, r.rdb.Do(ctx, "slowlog", "reset").Err()
+}
+
+// longest is the slowest command logged since start (0 if none took over
+// 1 ms), its name, and how many took over 1 ms.
+func (s *slowlog) longest(ctx context.Context) (took time.Duration, cmd string, n int, err error) {
+	logs, err := s.r.rdb.SlowLogGet(ctx, -1).Result()
+	if err != nil {
+		return 0, "", 0, err
+	}
+	for _, l := range logs {
+		if l.Duration > took {
+			took, cmd = l.Duration, strings.ToLower(fmt.Sprint(l.Args[0]))
+		}
+	}
+	_ = s.r.rdb.ConfigSet(ctx, "slowlog-log-slower-than", s.slower).Err()
+	_ = s.r.rdb.ConfigSet(ctx, "slowlog-max-len", s.maxLen).Err()
+	return took, cmd, len(logs), nil
 }
 
 // dropLicense unlinks every key of a license (they share the hash tag
