@@ -301,6 +301,11 @@ type BackgroundStats struct {
 	LiveStateRebuilds    int64 // live states rebuilt from the record after the live copy was lost
 	OrphansAdopted       int64 // leases active in the record that the live state had lost, handed to cleanup
 	SettingsCopiesBehind int64 // now: license settings not yet copied into the live state (retried)
+	HintsRederived       int64 // expiry hints found lost (later than the deadlines they point at) and lowered
+	// The cache of leases' fixed fields, when the store keeps one apart
+	// from its record (distributed mode): leases it holds now, its bound,
+	// and the lookups it could not answer (each a read of the record).
+	LeaseCacheEntries, LeaseCacheSize, LeaseCacheMisses int64
 }
 
 // BackgroundReporter is implemented by stores that report BackgroundStats.

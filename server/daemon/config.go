@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seatd/seatd/server/cleanup"
+	"github.com/seatd/seatd/server/distributed"
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
@@ -51,6 +52,7 @@ type Config struct {
 	PGMaxConns             int
 	PGMinConns             int
 	HeartbeatFlushInterval time.Duration
+	LeaseCacheSize         int
 	ConnectTimeout         time.Duration
 	AutoMigrate            bool
 	LeaderPingInterval     time.Duration
@@ -124,6 +126,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.IntVar(&c.PGMaxConns, "pg-max-conns", 0, "distributed mode: PostgreSQL pool size (0: max(16, 4×CPUs))")
 	fs.IntVar(&c.PGMinConns, "pg-min-conns", 0, "distributed mode: PostgreSQL connections kept open")
 	fs.DurationVar(&c.HeartbeatFlushInterval, "heartbeat-flush-interval", 10*time.Second, "how often heartbeat times are written to durable storage (PostgreSQL, or the data dir); a crash loses at most this much, which a restart gives back")
+	fs.IntVar(&c.LeaseCacheSize, "lease-cache-size", distributed.DefaultLeaseCacheSize, "distributed mode: leases whose fixed fields this instance caches (about 100 bytes each), so that their heartbeats read only Redis; heartbeats of leases beyond it read PostgreSQL")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 30*time.Second, "distributed mode: how long to retry PostgreSQL/Redis at start")
 	fs.DurationVar(&c.LeaderPingInterval, "leader-ping-interval", leader.DefaultPingInterval, "distributed mode: how often the cleanup leader checks its lock connection")
 	fs.DurationVar(&c.LeaderRetryInterval, "leader-retry-interval", leader.DefaultRetryInterval, "distributed mode: how often followers try for the leader lock (±25% jitter)")
@@ -243,6 +246,8 @@ func (c *Config) validate() error {
 		return errors.New("distributed mode needs --operator-key (SEATD_OPERATOR_KEY): every instance must share one")
 	case c.PGMaxConns < 0 || c.PGMinConns < 0 || (c.PGMaxConns > 0 && c.PGMinConns > c.PGMaxConns):
 		return errors.New("--pg-min-conns and --pg-max-conns must be non-negative, min at most max")
+	case c.LeaseCacheSize < 1:
+		return errors.New("--lease-cache-size must be at least 1")
 	case c.HeartbeatFlushInterval < 100*time.Millisecond:
 		return errors.New("--heartbeat-flush-interval must be at least 100ms")
 	case c.LeaderPingInterval < 10*time.Millisecond || c.LeaderRetryInterval < 10*time.Millisecond:

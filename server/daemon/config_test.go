@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seatd/seatd/server/distributed"
 	"github.com/seatd/seatd/server/grpcapi"
 )
 
@@ -86,6 +87,11 @@ func TestParseConfig(t *testing.T) {
 		{name: "NaN rate", args: []string{"--unauthenticated-call-rate=NaN"}, wantErr: "--unauthenticated-call-rate"},
 		{name: "zero burst", args: []string{"--failed-lookup-burst=0"}, wantErr: "--failed-lookup-burst"},
 		{name: "negative quota", args: []string{"--tenant-max-api-keys=-1"}, wantErr: "--tenant-max-api-keys"},
+		{name: "lease cache size", args: []string{"--lease-cache-size=5000"}, check: func(t *testing.T, c Config) { require.Equal(t, 5000, c.LeaseCacheSize) }},
+		{name: "lease cache size by default", check: func(t *testing.T, c Config) {
+			require.Equal(t, distributed.DefaultLeaseCacheSize, c.LeaseCacheSize)
+		}},
+		{name: "no lease cache", args: []string{"--lease-cache-size=0"}, wantErr: "--lease-cache-size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,12 +14,22 @@ import (
 // Cleanup: DueLeases finds the leases past their deadline in the live
 // state (the expiry hint, package live), ExpireLeases takes them out of the
 // live state, records their expiry, then forgets them in the live state.
-// The leader's reconciliation re-derives what the hint can lose from the
-// record, and hands the cleaner orphans: active in the record, unknown to
-// the live state.
+// The leader's reconciliation repairs what the hint can lose, and hands
+// the cleaner orphans: active in the record, unknown to the live state.
 
-// reconcileLimit bounds the leases one reconciliation reads.
-const reconcileLimit = 10_000
+const (
+	// defaultSweepPage is how many active sessions one reconciliation
+	// reads of its sweep for orphans (record.ActivePage): a million active
+	// leases are swept in 20 passes.
+	defaultSweepPage = 50_000
+	// reconcileLimit bounds the overdue leases one reconciliation hands to
+	// adopt.lua.
+	reconcileLimit = 10_000
+	// maxReconcileRebuilds bounds the licenses one reconciliation builds
+	// the live state of (licenses with active leases that Redis lost and
+	// that nothing used since); the next pass takes the next ones.
+	maxReconcileRebuilds = 64
+)
 
 // DueLeases lists the leases due now (live.Redis.DueLeases); the first
 // page of a pass (after == nil) reconciles the hint with the record first,
@@ -56,11 +66,9 @@ func (s *Store) dueOfLicense(ctx context.Context, licenseID string, now time.Tim
 	return refs, first, err
 }
 
-// maybeReconcile re-derives expiry hints from PostgreSQL, at most every
-// s.reconcileEvery: the active leases whose recorded deadline has passed. It
-// repairs what the hint can lose (a crash between a grant and its hint, a
-// Redis restart) and hands the cleaner orphans (adopt.lua). Failures are
-// logged; the next pass tries again.
+// maybeReconcile repairs, at most every s.reconcileEvery, what the expiry
+// hint and the live state can lose (reconcile). Failures are logged; the
+// next pass tries again.
 func (s *Store) maybeReconcile(ctx context.Context, now time.Time) {
 	s.reconcileMu.Lock()
 	if !s.lastReconcile.IsZero() && time.Since(s.lastReconcile) < s.reconcileEvery {
@@ -70,18 +78,95 @@ func (s *Store) maybeReconcile(ctx context.Context, now time.Time) {
 	s.lastReconcile = time.Now()
 	s.reconcileMu.Unlock()
 	if err := s.reconcile(ctx, now); err != nil {
-		s.log.Warn("distributed store: reconcile expiry hints from PostgreSQL", "err", err)
+		s.log.Warn("distributed store: reconcile the live state with the record", "err", err)
 	}
 	if err := s.syncConf(ctx); err != nil {
 		s.log.Warn("distributed store: compare license settings in Redis with the record", "err", err)
 	}
 }
 
+// reconcile runs both repairs. Neither reads an index that heartbeats
+// change (they are written behind as HOT updates, record.WriteBeats).
 func (s *Store) reconcile(ctx context.Context, now time.Time) error {
-	overdue, err := s.rec.Overdue(ctx, now, reconcileLimit)
+	return errors.Join(s.rederiveHints(ctx), s.sweepOrphans(ctx, now))
+}
+
+// rederiveHints compares every license's expiry hint with the earliest
+// deadline its live state holds (live.Redis.Firsts) and lowers the hints
+// that were lost or are later (a crash between a grant and its hint, a
+// failed hint.lua, hint keys lost with a Redis server). A license whose
+// live state is missing although the record holds active leases of it
+// (Redis lost it, and nothing used the license since) is built from the
+// record, which sets its hint: its leases then expire as any others.
+func (s *Store) rederiveHints(ctx context.Context) error {
+	lics, err := s.rec.LicenseVersions(ctx)
 	if err != nil {
 		return err
 	}
+	ids := make([]string, 0, len(lics))
+	for _, l := range lics {
+		if !l.Deleted {
+			ids = append(ids, l.ID)
+		}
+	}
+	firsts, errs := s.live.Firsts(ctx, ids)
+	var (
+		dls      []live.Deadline
+		missing  []string
+		firstErr error
+	)
+	for i, id := range ids {
+		switch err := errs[i]; {
+		case errors.Is(err, live.ErrNoState):
+			missing = append(missing, id)
+		case err != nil:
+			firstErr = cmp.Or(firstErr, err)
+		case firsts[i] >= 0:
+			dls = append(dls, live.Deadline{LicenseID: id, At: firsts[i]})
+		}
+	}
+	n, err := s.live.LowerLateHints(ctx, dls)
+	if err != nil {
+		firstErr = cmp.Or(firstErr, err)
+	}
+	if n > 0 {
+		s.hintsRederived.Add(int64(n))
+		s.log.Warn("distributed store: expiry hints were lost; re-derived them from the live state", "licenses", n)
+	}
+	if len(missing) == 0 {
+		return firstErr
+	}
+	lost, err := s.rec.WithActiveSessions(ctx, missing)
+	if err != nil {
+		return cmp.Or(firstErr, err)
+	}
+	for _, id := range lost[:min(len(lost), maxReconcileRebuilds)] {
+		err := s.ensureLive(ctx, id)
+		if server.ErrorReason(err) != server.ReasonLicenseNotFound {
+			firstErr = cmp.Or(firstErr, err)
+		}
+	}
+	return firstErr
+}
+
+// sweepOrphans reads the next page of the sweep over the active sessions
+// (record.ActivePage) and hands those past their recorded deadline to
+// adopt.lua, which gives the ones Redis holds nowhere (orphans) to the
+// cleaner; the leases it holds are left alone. An orphan is found within
+// one sweep of its recorded deadline: (active sessions / s.sweepPage)
+// passes of s.reconcileEvery.
+func (s *Store) sweepOrphans(ctx context.Context, now time.Time) error {
+	s.reconcileMu.Lock()
+	after := s.sweepAfter
+	s.reconcileMu.Unlock()
+	overdue, next, err := s.rec.ActivePage(ctx, after, s.sweepPage, reconcileLimit, now)
+	if err != nil {
+		return err
+	}
+	s.reconcileMu.Lock()
+	s.sweepAfter = next
+	s.reconcileMu.Unlock()
+
 	var order []string
 	byLicense := map[string][]live.Lease{}
 	for _, r := range overdue {

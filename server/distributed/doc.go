@@ -86,6 +86,13 @@
 // The statement also returns the leases of the batch that the record says
 // ended; the flusher drops them from Redis (the record is the truth: an
 // ended lease stops heartbeating within a flush interval). Close flushes.
+// It changes no indexed column of sessions, and the table's pages keep
+// room (fillfactor 80): every heartbeat written is a HOT update, one new
+// row version on the row's own page and no index entry
+// (migrations/00006_hot_heartbeats.sql). No index may cover
+// last_heartbeat_at or expires_at: a million leases heartbeat tens of
+// thousands of times a second, and each such index would cost every one
+// of those writes an entry in every index of the table.
 //
 // Release / Revoke: check.lua judges (token, still live; Revoke reads the
 // live values with peek.lua) -> one statement ends the session (UPDATE ...
@@ -174,6 +181,28 @@
 // epoch key of the first design, which could not tell a license that was
 // rebuilt from one whose settings were written into an empty Redis.
 //
+// # Reconciliation (cleanup.go)
+//
+// The leader repairs what the expiry hint and the live state can lose, at
+// most every 10 s (defaultReconcileEvery), before the first page of a
+// cleanup pass, in two steps that read no index a heartbeat changes:
+//
+//   - Hints: every license's earliest deadline in Redis, live or expiring
+//     (firsts.lua), against its hint; a hint missing or later than it was
+//     lost (a hint is otherwise always at or before it) and is lowered. A
+//     license with no live state whose record holds active leases (Redis
+//     lost it and nothing used the license since) is built from the
+//     record, at most 64 a pass, which sets its hint.
+//   - Orphans: the next page of a sweep over the active sessions in id
+//     order (50,000 a pass, record.ActivePage: the index
+//     sessions_active_id_idx, which no heartbeat touches); of them, those
+//     past their recorded deadline (at most 10,000) go to adopt.lua, which
+//     hands the ones Redis holds nowhere to the cleaner. The sweep starts
+//     over at the end, and on a new leader; an orphan is found within
+//     (active leases / 50,000) passes of its recorded deadline.
+//
+// Then the settings versions (syncConf, licenses.go).
+//
 // # Crash cases
 //
 //   - Between grant and INSERT (instance dies): the lease is in Redis only.
@@ -196,8 +225,9 @@
 //     nothing (never sent, or refused by PostgreSQL) takes the grant back.
 //   - An active session Redis does not hold all the same (a Redis that
 //     failed over and lost writes): it holds no seat (heartbeats answer
-//     LEASE_EXPIRED); the reconciliation in DueLeases finds it past its
-//     recorded deadline and adopt.lua hands it to the cleaner, which
+//     LEASE_EXPIRED); the reconciliation's sweep finds it past its
+//     recorded deadline, within one sweep of that deadline (see
+//     Reconciliation), and adopt.lua hands it to the cleaner, which
 //     records it as expired.
 //   - Between the end of a session in PostgreSQL and end.lua (a crash, or
 //     end.lua failed): the record is final, but nobody has been told: the
@@ -219,9 +249,9 @@
 //     that lease's expiry: the lapsed lease waits in the expiring hash (no
 //     revival); if the record fails, the grant is taken back and the
 //     caller gets UNAVAILABLE; the cleaner records the expiry later.
-//   - Between a grant and its hint (hint.lua): the hint is lost; the
-//     reconciliation re-derives it from PostgreSQL within 10 s
-//     (defaultReconcileEvery).
+//   - Between a grant and its hint (hint.lua), or hint.lua failed: the
+//     hint is lost; the reconciliation re-derives it from the license's
+//     earliest deadline in Redis within 10 s (defaultReconcileEvery).
 //   - Rebuild between its commit and rebuild.lua: the conf hash is still
 //     missing, so the next call rebuilds again (the epoch only grows).
 //   - Redis fails over to a replica that lost recent writes: leases granted
@@ -235,10 +265,13 @@
 //   - rebuild.lua writes a license's whole state in one script call; a
 //     license with hundreds of thousands of active leases should be written
 //     in chunks.
-//   - The reconciliation reads at most 10,000 leases per pass.
+//   - An orphan is found within one sweep of its recorded deadline:
+//     (active leases / 50,000) × 10 s, 200 s at a million.
 //   - The lease -> license mapping is a per-process cache backed by
-//     PostgreSQL (no P lease:<id> keys); a cold instance reads PostgreSQL once
-//     per lease it serves.
+//     PostgreSQL (no P lease:<id> keys, Options.LeaseCacheSize); a cold
+//     instance reads PostgreSQL once per lease it serves, and so does one
+//     serving more leases than its cache holds, per heartbeat of a lease
+//     it forgot.
 //   - Redis keeps a small tombstone hash per deleted license, an
 //     incarnation key per license and one field per license in the expiry
 //     hint's gen hashes; none is ever removed.

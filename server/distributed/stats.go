@@ -11,12 +11,17 @@ func (s *Store) BackgroundStats() server.BackgroundStats {
 	s.confBehindMu.Lock()
 	behind := len(s.confBehind)
 	s.confBehindMu.Unlock()
+	cached := s.leaseInfo.c.Stats()
 	return server.BackgroundStats{
 		HeartbeatsFlushed:    s.hb.written.Load(),
 		FlushFailures:        s.flushFailures.Load(),
 		LiveStateRebuilds:    s.liveRebuilds.Load(),
 		OrphansAdopted:       s.adopted.Load(),
 		SettingsCopiesBehind: int64(behind),
+		HintsRederived:       s.hintsRederived.Load(),
+		LeaseCacheEntries:    int64(cached.Entries),
+		LeaseCacheSize:       int64(cached.Max),
+		LeaseCacheMisses:     cached.Misses,
 	}
 }
 

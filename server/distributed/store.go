@@ -50,6 +50,15 @@ type Options struct {
 	// PostgreSQL (default 10s). A Redis loss costs at most this much
 	// heartbeat progress, which the rebuild makes up for (doc.go).
 	HeartbeatFlushInterval time.Duration
+	// LeaseCacheSize bounds the leases whose fixed fields (license,
+	// tenant, fingerprint ...) this process caches, so that their
+	// heartbeats read only Redis (default DefaultLeaseCacheSize; about
+	// 100 bytes each, more with long fields or metadata, none of them
+	// scanned by the garbage collector).
+	// With more active leases than that, heartbeats of the ones beyond it
+	// read their row from PostgreSQL; the oldest cached leases are
+	// forgotten first, about 1/64 of the cache at a time.
+	LeaseCacheSize int
 	// ConnectTimeout bounds how long Open retries unreachable servers
 	// (default 30s).
 	ConnectTimeout time.Duration
@@ -91,8 +100,8 @@ type Store struct {
 	// rebuilds runs one rebuild per license at a time in this process.
 	rebuilds singleflight.Group
 
-	licenseKeys *cache.Bounded[string, string]     // license key -> license id
-	leaseInfo   *cache.Bounded[string, *leaseInfo] // lease id -> immutable fields
+	licenseKeys *cache.Bounded[string, string] // license key -> license id
+	leaseInfo   leaseInfoCache                 // lease id -> immutable fields
 
 	hb heartbeatBuffer
 
@@ -101,6 +110,9 @@ type Store struct {
 	recordWait time.Duration
 	// reconcileEvery spaces the reconciliation passes (a field for tests).
 	reconcileEvery time.Duration
+	// sweepPage is how many active sessions a reconciliation sweeps for
+	// orphans (a field for tests).
+	sweepPage int
 	// rebuildStale is how long another instance's rebuild may make no
 	// progress before this one takes it for dead (a field for tests).
 	rebuildStale time.Duration
@@ -110,6 +122,7 @@ type Store struct {
 
 	reconcileMu   sync.Mutex
 	lastReconcile time.Time
+	sweepAfter    string // the reconciliation's sweep continues after this lease id
 
 	// confBehind holds the licenses whose settings this process failed to
 	// copy into the live state (pushConf); the flush loop retries them,
@@ -118,7 +131,7 @@ type Store struct {
 	confBehind   map[string]bool
 
 	// For BackgroundStats.
-	flushFailures, liveRebuilds, adopted atomic.Int64
+	flushFailures, liveRebuilds, adopted, hintsRederived atomic.Int64
 
 	// bg tracks the work started by background, which Close waits for;
 	// none starts once closing is set.
@@ -192,11 +205,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log:            log,
 		flushEvery:     cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
 		licenseKeys:    cache.New[string, string](100_000),
-		leaseInfo:      cache.New[string, *leaseInfo](1_000_000),
+		leaseInfo:      newLeaseInfoCache(cmp.Or(opts.LeaseCacheSize, DefaultLeaseCacheSize)),
 		hb:             heartbeatBuffer{pending: map[string]pendingBeat{}},
 		confBehind:     map[string]bool{},
 		recordWait:     defaultRecordWait,
 		reconcileEvery: defaultReconcileEvery,
+		sweepPage:      defaultSweepPage,
 		rebuildStale:   defaultRebuildStale,
 		stop:           make(chan struct{}),
 		stopped:        make(chan struct{}),

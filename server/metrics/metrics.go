@@ -124,6 +124,10 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return float64(get(r.BackgroundStats())) })
 	}
+	gauge := func(name, help string, get func(server.BackgroundStats) int64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return float64(get(r.BackgroundStats())) })
+	}
 	reg.MustRegister(
 		counter("seatd_heartbeats_flushed_total", "Heartbeat timestamps written behind to durable storage.",
 			func(s server.BackgroundStats) int64 { return s.HeartbeatsFlushed }),
@@ -136,6 +140,14 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "seatd_redis_writes_behind", Help: "Licenses whose settings copy into the live state (Redis) was refused, waiting to be retried (distributed).",
 		}, func() float64 { return float64(r.BackgroundStats().SettingsCopiesBehind) }),
+		counter("seatd_expiry_hints_rederived_total", "Expiry hints found lost by the cleanup leader's reconciliation and re-derived from the live state (distributed).",
+			func(s server.BackgroundStats) int64 { return s.HintsRederived }),
+		gauge("seatd_lease_cache_entries", "Leases whose fixed fields this instance caches, so that their heartbeats read only Redis (distributed).",
+			func(s server.BackgroundStats) int64 { return s.LeaseCacheEntries }),
+		gauge("seatd_lease_cache_size", "The most leases this instance caches, --lease-cache-size (distributed).",
+			func(s server.BackgroundStats) int64 { return s.LeaseCacheSize }),
+		counter("seatd_lease_cache_misses_total", "Lease lookups the lease cache could not answer, each a read of PostgreSQL (distributed).",
+			func(s server.BackgroundStats) int64 { return s.LeaseCacheMisses }),
 	)
 }
 

@@ -102,6 +102,7 @@ type fakeReporter struct{ flushed atomic.Int64 }
 func (f *fakeReporter) BackgroundStats() server.BackgroundStats {
 	return server.BackgroundStats{
 		HeartbeatsFlushed: f.flushed.Load(), FlushFailures: 2, LiveStateRebuilds: 3, OrphansAdopted: 4, SettingsCopiesBehind: 5,
+		HintsRederived: 6, LeaseCacheEntries: 7, LeaseCacheSize: 8, LeaseCacheMisses: 9,
 	}
 }
 
@@ -124,8 +125,16 @@ func TestBackgroundIsReadAtScrapeTime(t *testing.T) {
 	require.Equal(t, 3.0, value("seatd_live_state_rebuilds_total"))
 	require.Equal(t, 4.0, value("seatd_orphans_adopted_total"))
 	require.Equal(t, 5.0, value("seatd_redis_writes_behind"))
-	require.Equal(t, "GAUGE", gather(t, reg)["seatd_redis_writes_behind"].typ, "a level, not a count")
-	require.Equal(t, "COUNTER", gather(t, reg)["seatd_heartbeats_flushed_total"].typ)
+	require.Equal(t, 6.0, value("seatd_expiry_hints_rederived_total"))
+	require.Equal(t, 7.0, value("seatd_lease_cache_entries"))
+	require.Equal(t, 8.0, value("seatd_lease_cache_size"))
+	require.Equal(t, 9.0, value("seatd_lease_cache_misses_total"))
+	for _, name := range []string{"seatd_redis_writes_behind", "seatd_lease_cache_entries", "seatd_lease_cache_size"} {
+		require.Equal(t, "GAUGE", gather(t, reg)[name].typ, "%s: a level, not a count", name)
+	}
+	for _, name := range []string{"seatd_heartbeats_flushed_total", "seatd_expiry_hints_rederived_total", "seatd_lease_cache_misses_total"} {
+		require.Equal(t, "COUNTER", gather(t, reg)[name].typ, name)
+	}
 }
 
 func TestDiscardIsIndependent(t *testing.T) {

@@ -171,18 +171,71 @@ func (pg *Postgres) ExpireSessions(ctx context.Context, exps []Expiry) ([]server
 	})
 }
 
-// Overdue lists up to limit active sessions whose recorded deadline is at
-// or before now, earliest first.
-func (pg *Postgres) Overdue(ctx context.Context, now time.Time, limit int) ([]Session, error) {
-	rows, _ := pg.pool.Query(ctx, `SELECT `+sessionCols("")+`
-		FROM sessions WHERE state = 'active' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, now, limit)
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Session, error) { return scanSession(r) })
+// ActivePage is one page of the reconciliation's sweep over the active
+// sessions, in id order: the first limit active sessions after the id
+// after ("" from the start). It returns those of them whose recorded
+// deadline is at or before now (at most maxOverdue: the page then ends at
+// the last of them) and the id to continue after, "" when the sweep has
+// reached the end. The sweep reads an index that no heartbeat changes
+// (sessions_active_id_idx), so that heartbeats written behind stay HOT
+// updates (migrations/00006_hot_heartbeats.sql).
+func (pg *Postgres) ActivePage(ctx context.Context, after string, limit, maxOverdue int, now time.Time) (overdue []Session, next string, err error) {
+	rows, _ := pg.pool.Query(ctx, `SELECT id, expires_at <= $3 FROM sessions
+		WHERE state = 'active' AND id > $1 ORDER BY id LIMIT $2`, after, limit, now)
+	var (
+		id      string
+		due     bool
+		n       int
+		dueIDs  []string
+		stopped bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &due}, func() error {
+		if stopped {
+			return nil
+		}
+		n++
+		next = id
+		if due {
+			dueIDs = append(dueIDs, id)
+			stopped = len(dueIDs) == maxOverdue
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if n < limit && !stopped {
+		next = "" // the end: start over
+	}
+	if len(dueIDs) == 0 {
+		return nil, next, nil
+	}
+	rows, _ = pg.pool.Query(ctx, `SELECT `+sessionCols("")+` FROM sessions
+		WHERE id = ANY($1) AND state = 'active' ORDER BY id`, dueIDs)
+	overdue, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Session, error) { return scanSession(r) })
+	if err != nil {
+		return nil, "", err
+	}
+	return overdue, next, nil
+}
+
+// WithActiveSessions returns those of the licenses that have active
+// sessions (one probe of sessions_active_license_idx each).
+func (pg *Postgres) WithActiveSessions(ctx context.Context, licenseIDs []string) ([]string, error) {
+	rows, _ := pg.pool.Query(ctx, `SELECT u.id FROM unnest($1::text[]) AS u(id)
+		WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.license_id = u.id AND s.state = 'active')`, licenseIDs)
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // WriteBeats writes heartbeats behind, moving a lease's last heartbeat
 // only forward and touching only active leases (a late or repeated write
 // is harmless). It returns the rows written and, per license, the leases
 // of the batch the record says ended.
+//
+// The update changes no indexed column, so that PostgreSQL can write it
+// as a HOT update (no index entries) on the row's own page: keep it so
+// (migrations/00006_hot_heartbeats.sql). Only the rows it did not write
+// are read again to find the ended ones.
 func (pg *Postgres) WriteBeats(ctx context.Context, ids []string, hbs, dls []time.Time) (n int64, ended map[string][]string, err error) {
 	rows, _ := pg.pool.Query(ctx, `WITH v AS (
 			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS v(id, hb, dl)
@@ -193,7 +246,9 @@ func (pg *Postgres) WriteBeats(ctx context.Context, ids []string, hbs, dls []tim
 		)
 		SELECT '', '', (SELECT count(*) FROM written)
 		UNION ALL
-		SELECT s.id, s.license_id, 0 FROM sessions s JOIN v ON s.id = v.id WHERE s.state <> 'active'`, ids, hbs, dls)
+		SELECT s.id, s.license_id, 0 FROM sessions s
+		JOIN (SELECT v.id FROM v WHERE NOT EXISTS (SELECT 1 FROM written w WHERE w.id = v.id)) u ON s.id = u.id
+		WHERE s.state <> 'active'`, ids, hbs, dls)
 	var (
 		id, licenseID string
 		count         int64
