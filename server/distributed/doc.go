@@ -20,25 +20,45 @@
 // # Redis layout
 //
 // Keys start with Options.RedisKeyPrefix (P). Each license has its own keys,
-// hash-tagged by its id so that every script touches one slot:
+// hash-tagged by its id so that every script touches one slot; their names
+// carry the layout (v2: live/keys.go):
 //
-//	P{lic}:conf       hash  settings: seats, overdraft, ttl, revival, active,
-//	                        exp, strategy, tenant, json (the whole license),
-//	                        version, epoch, deleted, maxborrow, maxborrowed
-//	P{lic}:leases     hash  lease id -> cmsgpack {token hash, acquired,
-//	                        last heartbeat, deadline, dedupe key, idem key,
-//	                        token seq, borrowed}
-//	P{lic}:deadlines  zset  lease id -> deadline
-//	P{lic}:dedupe     hash  dedupe key -> lease id
-//	P{lic}:idem       hash  idempotency key -> lease id
-//	P{lic}:expiring   hash  lease id -> record, for leases taken out of the
-//	                        live state whose expiry is not yet recorded
-//	P{lic}:ended      zset  lease id -> when end.lua removed it (kept 60 s,
-//	                        so that a racing rebuild cannot bring it back)
-//	P{lic}:borrowed   zset  lease id -> deadline, of the borrowed leases
-//	                        (counted against max_borrowed_seats)
-//	P{lic}:incarnation string  random, set once (state.lua): a rebuild
-//	                        writes only into the keys it read them from
+//	P{lic}:v2:conf       hash  settings: seats, overdraft, ttl, revival,
+//	                           active, exp, strategy, tenant, json (the
+//	                           whole license), version, epoch, deleted,
+//	                           maxborrow, maxborrowed
+//	P{lic}:v2:leases     hash  lease id -> cmsgpack {token hash, acquired,
+//	                           deadline - last heartbeat, deadline, dedupe
+//	                           key, idem key, token seq, borrowed}
+//	P{lic}:v2:deadlines  zset  lease id -> deadline
+//	P{lic}:v2:dedupe     hash  dedupe key -> lease id
+//	P{lic}:v2:idem       hash  idempotency key -> lease id
+//	P{lic}:v2:expiring   hash  lease id -> record, for leases taken out of
+//	                           the live state whose expiry is not yet
+//	                           recorded
+//	P{lic}:v2:ended      zset  lease id -> when end.lua removed it (kept
+//	                           60 s, so that a racing rebuild cannot bring
+//	                           it back)
+//	P{lic}:v2:borrowed   zset  lease id -> deadline, of the borrowed leases
+//	                           (counted against max_borrowed_seats)
+//	P{lic}:v2:incarnation string  random, set once (state.lua): a rebuild
+//	                           writes only into the keys it read them from
+//	P{lic}:v2:stage:progress hash  the rebuild under way: epoch, whether
+//	                           Redis lost the state, began, last progress
+//	P{lic}:v2:stage:leases, :deadlines, :dedupe, :idem, :borrowed  what it
+//	                           has written so far, switched in at its end
+//
+// A lease id is kept as its 12 bytes (a canonical id, live/ids.go) and a
+// token hash as the first 16 bytes of the SHA-256 (128 bits; the record
+// keeps all 32): at a million leases the text forms were a quarter of the
+// live state's memory. A license's first rebuild fences off the keys of
+// layout 1 (P{lic}:conf ..., an older seatd's): the old settings hash
+// becomes a string, on which every script of an older seatd fails
+// (WRONGTYPE: it answers UNAVAILABLE, its clients retry elsewhere), its
+// leases are dropped and the ends it remembered since the snapshot are
+// carried over; ends it records during the rebuild are taken out of the
+// staging too. So during a rolling upgrade a license is served by one
+// layout at a time (README, "Upgrading").
 //
 // and the expiry hint, split in 16 pieces i (each its own slot, live/keys.go):
 // P{expiry:i}:due (zset license id -> a time at or before its earliest
@@ -154,9 +174,29 @@
 // PostgreSQL, never by writing settings alone: on its first use, and
 // whenever a script finds the conf hash missing (NOCONF) because Redis
 // restarted empty or lost the keys. A rebuild locks the license row FOR
-// UPDATE, bumps licenses.live_epoch, reads the active sessions and commits;
-// rebuild.lua then writes settings and leases in one step, unless a state of
-// the same or a newer epoch is there already. Because the lock waits for
+// UPDATE, claims the new epoch in Redis (progress.lua: other instances wait
+// for a rebuild under way instead of reading a snapshot of their own),
+// bumps licenses.live_epoch, reads the active sessions and commits;
+// rebuild.lua then writes the leases, unless a state of the same or a
+// newer epoch is there already, a chunk of 250 per call so that a license
+// of hundreds of thousands of leases holds Redis for a few milliseconds at
+// a time, never for seconds. Its first call takes the settings away: every
+// call on the license finds no state (NOCONF) and waits for the rebuild,
+// so that no acquisition ever counts a partial lease set and no heartbeat
+// renews a lease the rebuild has copied already. Each call stages its
+// leases apart (P{lic}:v2:stage:*); the last one takes out of the staging
+// the leases that ended meanwhile (end.lua needs no settings: a release
+// that passed its check before the first call ends its lease during the
+// rebuild), switches the staging keys in (UNLINK, then RENAME) and writes
+// the settings. Leases whose deadline came while the settings were away
+// (their heartbeats waited) get that time back, a chunk at a time, before
+// the switch. A rebuild that has begun writing and makes no progress for
+// 5 s is taken for dead, and one still reading its snapshot after 30 s
+// (the age a snapshot may have): another instance rebuilds at a newer
+// epoch; the old one, if it wakes, finds itself superseded and writes
+// nothing. A claim keeps what an earlier rebuild knew of the loss: one
+// that took the settings away and died leaves no absence that the next
+// takes for a Redis loss. Because the lock waits for
 // acquisitions in the middle of recording a lease, and their INSERT
 // requires the epoch they were granted in, a lease granted by a state that
 // is gone can never be recorded, and every recorded active lease is in the
@@ -174,10 +214,11 @@
 // restarted empty or lost the keys since, and with them the ends
 // P{lic}:ended remembered. (A Redis that comes back with older data, from
 // a snapshot or a replica that missed writes, keeps the incarnation: see
-// the last crash case.) Rebuilds happen per
-// license and on demand: an acquisition on a license whose state is
-// missing waits for its rebuild (a few milliseconds) instead of failing,
-// and other licenses are not held up. This replaces the single global
+// the last crash case.) Every call of a rebuild checks both. Rebuilds
+// happen per license and on demand: an acquisition on a license whose
+// state is missing waits for its rebuild (a few milliseconds; seconds
+// for hundreds of thousands of leases) instead of failing, and other
+// licenses are not held up. This replaces the single global
 // epoch key of the first design, which could not tell a license that was
 // rebuilt from one whose settings were written into an empty Redis.
 //
@@ -252,8 +293,12 @@
 //   - Between a grant and its hint (hint.lua), or hint.lua failed: the
 //     hint is lost; the reconciliation re-derives it from the license's
 //     earliest deadline in Redis within 10 s (defaultReconcileEvery).
-//   - Rebuild between its commit and rebuild.lua: the conf hash is still
-//     missing, so the next call rebuilds again (the epoch only grows).
+//   - Rebuild between its commit and rebuild.lua, or between two calls of
+//     rebuild.lua: the settings are missing, so the next call waits for
+//     the rebuild to look dead (5 s without progress once it writes, 30 s
+//     from its claim before), then rebuilds again (the epoch only grows);
+//     what the dead one staged is dropped. The license's calls wait
+//     meanwhile, and its leases get that time back at the switch.
 //   - Redis fails over to a replica that lost recent writes: leases granted
 //     just before are recorded but unknown to Redis (no seat: heartbeats
 //     answer LEASE_EXPIRED, the cleaner adopts them), ended leases may
@@ -262,9 +307,17 @@
 //
 // # Left to do
 //
-//   - rebuild.lua writes a license's whole state in one script call; a
-//     license with hundreds of thousands of active leases should be written
-//     in chunks.
+//   - A rebuild must finish within 30 s of its snapshot (the ends
+//     P{lic}:v2:ended remembers cover 60 s). A license of millions of
+//     leases would need its snapshot read in pages too.
+//   - While a license is rebuilt its calls wait; a forced rebuild
+//     (rebuildFrom, after an acquisition whose record is in doubt) stops
+//     the license's calls for as long, and holds its leases twice in Redis
+//     (live and staged) until the switch.
+//   - During a rolling upgrade from layout 1, a release that an older
+//     seatd checked before a license's rebuild and drops (its end.lua)
+//     after the switch was recorded after the snapshot: the lease stays
+//     in the new state, holding its seat until its deadline.
 //   - An orphan is found within one sweep of its recorded deadline:
 //     (active leases / 50,000) × 10 s, 200 s at a million.
 //   - The lease -> license mapping is a per-process cache backed by

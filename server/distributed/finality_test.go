@@ -176,8 +176,8 @@ func TestForcedRebuildGivesNoSlackToOrphans(t *testing.T) {
 	lic := mkLicense(t, s, tn.ID, 2, time.Second)
 	res, _ := acq(t, s, lic.Key, "a")
 	keys := s.live.Keys().License(lic.ID)
-	require.NoError(t, s.rdb.HDel(t.Context(), keys[1], res.Lease.ID).Err())
-	require.NoError(t, s.rdb.ZRem(t.Context(), keys[2], res.Lease.ID).Err())
+	require.EqualValues(t, 1, s.rdb.HDel(t.Context(), keys[1], live.LeaseKey(res.Lease.ID)).Val(), "the lease taken out of the live state")
+	require.EqualValues(t, 1, s.rdb.ZRem(t.Context(), keys[2], live.LeaseKey(res.Lease.ID)).Val())
 	require.Eventually(t, func() bool { return time.Now().After(res.Lease.ExpiresAt.Add(50 * time.Millisecond)) },
 		5*time.Second, 10*time.Millisecond)
 	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))

@@ -56,10 +56,30 @@ func (s *Store) runRebuild(ctx context.Context, licenseID string, forceAt int64)
 	}
 }
 
-// defaultRebuildStale is how long a rebuild under way may make no progress
-// before another instance takes it for dead and rebuilds itself. A live
-// one writes a chunk every few milliseconds (live.Redis.Rebuild).
+// defaultRebuildStale is how long a rebuild that has begun writing may
+// make no progress before another instance takes it for dead and rebuilds
+// itself. A live one writes a chunk every few milliseconds
+// (live.Redis.Rebuild).
 const defaultRebuildStale = 5 * time.Second
+
+// snapshotLimit is how long a rebuild may take from its claim to its first
+// write (reading its snapshot: seconds for hundreds of thousands of
+// leases) before it is taken for dead: the age rebuild.lua allows a
+// snapshot (REBUILD_MAX_AGE), past which it could not write anyway.
+const snapshotLimit = 30 * time.Second
+
+// underWay reports whether a rebuild of the license is under way and
+// alive: one reading its snapshot, for up to snapshotLimit; one writing,
+// as long as it makes progress at least every s.rebuildStale.
+func (s *Store) underWay(st live.State) bool {
+	if st.Rebuilding < 0 {
+		return false
+	}
+	if st.Writing {
+		return st.Progress < s.rebuildStale
+	}
+	return st.Progress < snapshotLimit
+}
 
 // rebuildPoll is how often a caller waiting for another instance's
 // rebuild looks at its progress.
@@ -106,7 +126,7 @@ func (s *Store) awaitRebuild(ctx context.Context, licenseID string) error {
 		if err != nil {
 			return err
 		}
-		if st.Rebuilding < 0 || st.Progress >= s.rebuildStale {
+		if !s.underWay(st) {
 			return nil
 		}
 		if err := sleep(ctx, rebuildPoll); err != nil {
@@ -141,7 +161,7 @@ func (s *Store) rebuildOnce(ctx context.Context, licenseID string, forceAt int64
 		}
 		// Another is under way at the record's epoch: the row lock
 		// ordered it before this call, and it is alive.
-		if st.Rebuilding == lic.Epoch && st.Progress < s.rebuildStale {
+		if st.Rebuilding == lic.Epoch && s.underWay(st) {
 			return false, errRebuildUnderWay
 		}
 		// This one reads the snapshot of epoch + 1: the others wait for it.
@@ -178,6 +198,11 @@ func (s *Store) rebuildOnce(ctx context.Context, licenseID string, forceAt int64
 	}
 	built, first, err := s.live.Rebuild(ctx, licenseID, b)
 	if err != nil {
+		// The last call may have run although its answer was lost: the
+		// settings are brought up to date all the same.
+		if rerr := s.afterRebuild(ctx, licenseID, lic); rerr != nil {
+			s.log.Warn("distributed store: after a failed rebuild", "license", licenseID, "err", rerr)
+		}
 		return err
 	}
 	if built {
@@ -190,9 +215,14 @@ func (s *Store) rebuildOnce(ctx context.Context, licenseID string, forceAt int64
 		s.log.Log(ctx, level, "distributed store: built live state of license from PostgreSQL",
 			"license", licenseID, "epoch", snap.Epoch, "leases", len(snap.Sessions))
 	}
-	// A change committed after our read found no live state to update
-	// (setconf.lua never creates one): bring the settings up to date now.
-	// A change committed after this read updates them itself.
+	return s.afterRebuild(ctx, licenseID, lic)
+}
+
+// afterRebuild brings the settings a rebuild wrote (those of lic) up to
+// date: a change committed after its snapshot found no live state to
+// update (setconf.lua never creates one), and a delete must tombstone it.
+// A change committed after this read updates them itself.
+func (s *Store) afterRebuild(ctx context.Context, licenseID string, lic record.LicenseRow) error {
 	now, err := s.rec.License(ctx, licenseID)
 	switch {
 	case err != nil:

@@ -253,26 +253,42 @@ func TestDeadRebuildIsTakenOver(t *testing.T) {
 	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted)
 }
 
-// TestDeleteDuringAChunkedRebuild: a license deleted while its rebuild
-// is under way stays deleted: the rebuild switches nothing in, and the
-// staging keys are gone.
+// TestDeleteDuringAChunkedRebuild: a delete that read the live values
+// (peek) just before a forced rebuild took the settings away lands in the
+// middle of that rebuild: the license stays deleted, the rebuild switches
+// nothing in, and its staging keys are gone.
 func TestDeleteDuringAChunkedRebuild(t *testing.T) {
 	t.Parallel()
 	loc, s, tn := openStore(t, nil)
 	other := loc.open(t, nil)
 	t.Cleanup(func() { _ = other.Close() })
+	other.rebuildStale = time.Hour // nobody takes the paused rebuild over
 	lic := mkLicense(t, s, tn.ID, 5, time.Hour)
 	leases, toks := fill(t, s, lic, 5)
+
+	peeked, deleteOn := make(chan struct{}), make(chan struct{})
+	var peekOnce sync.Once
+	other.rdb.AddHook(&scriptHook{sha: live.Script("peek").Hash(), after: func() {
+		peekOnce.Do(func() { close(peeked); <-deleteOn })
+	}})
+	deleted := make(chan error, 1)
+	var revoked int
+	go func() {
+		var err error
+		revoked, err = other.DeleteLicense(context.Background(), tn.ID, lic.ID)
+		deleted <- err
+	}()
+	<-peeked
 
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	chunked(s, 2, func(int) { once.Do(func() { close(paused); <-resume }) })
-	loc.loseRedis(t)
 	rebuilt := make(chan error, 1)
-	go func() { rebuilt <- s.ensureLive(context.Background(), lic.ID) }()
+	epoch := loc.epochOf(t, lic.ID)
+	go func() { rebuilt <- s.rebuildFrom(context.Background(), lic.ID, epoch) }()
 	<-paused
-	revoked, err := other.DeleteLicense(t.Context(), tn.ID, lic.ID)
-	require.NoError(t, err)
+	close(deleteOn)
+	require.NoError(t, <-deleted, "the delete, recorded and tombstoned while the rebuild was under way")
 	require.Equal(t, 5, revoked)
 	close(resume)
 	requireCode(t, <-rebuilt, server.ENOTFOUND, server.ReasonLicenseNotFound)
@@ -281,31 +297,128 @@ func TestDeleteDuringAChunkedRebuild(t *testing.T) {
 	for _, k := range s.live.Keys().RebuildKeys(lic.ID)[9:15] {
 		require.Zero(t, rdb.Exists(t.Context(), k).Val(), "rebuild key %s left behind", k)
 	}
-	_, err = s.Heartbeat(t.Context(), leases[3].ID, server.HashSecret(toks[3]))
+	_, err := s.Heartbeat(t.Context(), leases[3].ID, server.HashSecret(toks[3]))
 	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked)
 	_, _, err = tryAcq(t.Context(), s, lic.Key, "after the delete")
 	requireCode(t, err, server.ENOTFOUND, server.ReasonLicenseNotFound)
 }
 
-// TestRebuildDropsTheKeysOfTheFormerLayout: a license whose live state
-// is still in the layout of an earlier seatd (text ids and token hashes,
-// under other key names) has no state in this one: its first use
-// rebuilds it from the record, and the old keys are dropped.
-func TestRebuildDropsTheKeysOfTheFormerLayout(t *testing.T) {
+// orphan makes lease id of a license an orphan: recorded active, held by
+// the live state nowhere, lapsed in the record a minute ago.
+func orphan(t *testing.T, loc location, s *Store, licenseID, id string) {
+	t.Helper()
+	keys := s.live.Keys().License(licenseID)
+	require.EqualValues(t, 1, s.rdb.HDel(t.Context(), keys[1], live.LeaseKey(id)).Val())
+	require.EqualValues(t, 1, s.rdb.ZRem(t.Context(), keys[2], live.LeaseKey(id)).Val())
+	_, err := loc.db(t).Exec(t.Context(), `UPDATE sessions SET acquired_at = now() - interval '10 minutes',
+		last_heartbeat_at = now() - interval '5 minutes', expires_at = now() - interval '1 minute' WHERE id = $1`, id)
+	require.NoError(t, err)
+}
+
+// TestInterruptedForcedRebuildGivesOrphansNoSlack: a forced rebuild
+// (Redis lost nothing) takes the settings away with its first call and
+// fails on its second. The next rebuild finds no settings, but knows from
+// the first that Redis lost nothing: the lapsed orphan gets no slack and
+// does not count beside the lease that has its seat.
+func TestInterruptedForcedRebuildGivesOrphansNoSlack(t *testing.T) {
 	t.Parallel()
-	_, s, tn := openStore(t, nil)
-	lic := mkLicense(t, s, tn.ID, 2, time.Hour)
-	l, tok := acq(t, s, lic.Key, "a")
-	_, rdb := testServers(t)
-	keys := s.live.Keys().RebuildKeys(lic.ID)
-	old := keys[15:]
-	for _, k := range old {
-		require.NoError(t, rdb.HSet(t.Context(), k, "x", "y").Err())
+	loc, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	a, _ := acq(t, s, lic.Key, "a")
+	orphan(t, loc, s, lic.ID, a.Lease.ID)
+	acq(t, s, lic.Key, "b") // the seat the orphan no longer holds
+
+	var failNext, failed atomic.Bool
+	s.rdb.AddHook(&scriptHook{sha: live.Script("rebuild").Hash(), before: func() error {
+		if failNext.CompareAndSwap(true, false) {
+			return errScriptRefused
+		}
+		return nil
+	}})
+	chunked(s, 1, func(start int) {
+		if start == 1 && !failed.Swap(true) {
+			failNext.Store(true) // the forced rebuild's second call only
+		}
+	})
+	require.Error(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)), "the second call failed")
+
+	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID) // the next rebuild
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the lapsed orphan was given slack as if Redis had lost the state")
+}
+
+// TestSlowSnapshotIsNotTakenOver: reading a large license's snapshot
+// takes longer than rebuildStale. A rebuild that has claimed its epoch but
+// not begun writing is not taken for dead before the age a snapshot may
+// have (snapshotLimit): two instances that lost the license's state wait
+// for one rebuild instead of taking each other over for ever.
+func TestSlowSnapshotIsNotTakenOver(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	other := loc.open(t, nil)
+	t.Cleanup(func() { _ = other.Close() })
+	lic := mkLicense(t, s, tn.ID, 4, time.Hour)
+	fill(t, s, lic, 4)
+	epoch := loc.epochOf(t, lic.ID)
+	slow := func(_ string, start int) {
+		if start == 0 {
+			time.Sleep(600 * time.Millisecond) // from the claim to the first write: the snapshot's read
+		}
 	}
-	require.NoError(t, deletePrefix(t.Context(), rdb, keys[0][:len(keys[0])-len("conf")]), "the layout-2 state lost")
-	_, err := s.Heartbeat(t.Context(), l.Lease.ID, server.HashSecret(tok))
-	require.NoError(t, err, "rebuilt from the record")
-	for _, k := range old {
-		require.Zero(t, rdb.Exists(t.Context(), k).Val(), "key %s of the former layout left behind", k)
+	stores := []*Store{s, other}
+	for _, x := range stores {
+		x.rebuildStale = 300 * time.Millisecond
+		x.live.SetRebuildChunk(2, slow)
 	}
+	loc.loseRedis(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	errs := make([]error, len(stores))
+	var wg sync.WaitGroup
+	for i, x := range stores {
+		wg.Go(func() {
+			var n int
+			n, errs[i] = x.SeatsInUse(ctx, tn.ID, lic.ID)
+			if errs[i] == nil && n != 4 {
+				errs[i] = fmt.Errorf("%d seats in use, want 4", n)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "instance %d", i)
+	}
+	require.Equal(t, epoch+1, loc.epochOf(t, lic.ID), "one rebuild: the other instance waited for it")
+}
+
+// TestOnTimeHeartbeatDuringASlowRebuild: a forced rebuild stalls between
+// two calls (3.5 s, less than rebuildStale: alive by the protocol's own
+// rule) while a client heartbeats on time, its deadline 3 s ahead. The
+// heartbeat waits for the rebuild; the lease's deadline passed meanwhile,
+// and the last call gives it the time the license waited: the heartbeat
+// renews it.
+func TestOnTimeHeartbeatDuringASlowRebuild(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	other := loc.open(t, nil)
+	t.Cleanup(func() { _ = other.Close() })
+	lic := mkLicense(t, s, tn.ID, 2, 3*time.Second)
+	leases, toks := fill(t, s, lic, 2)
+
+	beat := make(chan error, 1)
+	var once sync.Once
+	chunked(s, 1, func(int) {
+		once.Do(func() {
+			go func() {
+				now, err := s.live.Now(context.Background())
+				assert.NoError(t, err)
+				assert.True(t, now.Before(leases[0].ExpiresAt), "the heartbeat is on time")
+				_, err = other.Heartbeat(context.Background(), leases[0].ID, server.HashSecret(toks[0]))
+				beat <- err
+			}()
+			time.Sleep(3500 * time.Millisecond)
+		})
+	})
+	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+	require.NoError(t, <-beat, "a heartbeat sent before the lease's deadline, during a rebuild that was alive throughout")
 }

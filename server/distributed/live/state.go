@@ -47,11 +47,13 @@ type State struct {
 	Version     int64 // of its settings
 	Now         time.Time
 	Incarnation string // of the license's keys (a rebuild writes only into the same)
-	// Rebuilding is the epoch of the rebuild under way (-1: none), and
+	// Rebuilding is the epoch of the rebuild under way (-1: none),
 	// Progress how long ago it last made progress (rebuild.lua): a rebuild
-	// that has made none for a while has died.
+	// that has made none for a while has died; Writing whether it has
+	// begun writing, or is still reading its snapshot.
 	Rebuilding int64
 	Progress   time.Duration
+	Writing    bool
 }
 
 // State reads the epoch, settings version and incarnation of a license's
@@ -63,7 +65,8 @@ func (rs *Redis) State(ctx context.Context, licenseID string) (State, error) {
 		return State{}, err
 	}
 	s := State{Epoch: -1, Deleted: replyString(st[1]) == "1", Version: replyInt(st[2]), Now: usTime(replyInt(st[3])),
-		Incarnation: replyString(st[4]), Rebuilding: -1, Progress: time.Duration(replyInt(st[6])) * time.Microsecond}
+		Incarnation: replyString(st[4]), Rebuilding: -1, Progress: time.Duration(replyInt(st[6])) * time.Microsecond,
+		Writing: replyInt(st[7]) == 1}
 	if e := replyString(st[0]); e != "" {
 		s.Epoch, _ = strconv.ParseInt(e, 10, 64)
 	}
@@ -123,7 +126,9 @@ const DefaultRebuildChunk = 250
 // merged with what Redis still holds, in calls of rs.chunk leases
 // (rebuild.lua): from the first call on, the license answers NOCONF
 // (callers wait for the rebuild), and nothing counts until the last call
-// switches the new state in. built is false when a state of the same or a
+// switches the new state in (it is repeated while it answers MORE: leases
+// whose deadline came while the license waited are given that time back,
+// a chunk at a time). built is false when a state of the same or a
 // newer epoch is there (another rebuild won) or the license is marked
 // deleted; first is the earliest deadline now (unix µs, -1 if none). On
 // ErrStale, ErrSuperseded or a failure the rebuild is abandoned: the
@@ -131,16 +136,15 @@ const DefaultRebuildChunk = 250
 func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built bool, first int64, err error) {
 	keys := rs.keys.RebuildKeys(licenseID)
 	n := len(b.Leases)
-	for start := 0; start == 0 || start < n; start += rs.chunk {
+	for start, first := 0, true; ; first = false {
 		end := min(start+rs.chunk, n)
 		flags := ""
-		if start == 0 {
-			flags += "F"
+		if first {
+			flags = "F"
 		}
-		last := end == n
-		args := make([]any, 0, 16+9*(end-start))
+		args := make([]any, 0, 19+9*(end-start))
 		args = append(args, flags, b.Epoch, timeUS(b.Snapshot), b.Incarnation, b.Slack.Microseconds())
-		if last {
+		if end == n {
 			args[0] = flags + "L"
 			args = append(args, 12, b.Conf.Version)
 			args = b.Conf.args(args)
@@ -160,7 +164,9 @@ func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built 
 		}
 		switch replyString(res[0]) {
 		case "STAGED":
-			continue
+			start = end
+		case "MORE": // the last call again, with no leases of its own
+			start = n
 		case "OK":
 			return true, replyInt(res[1]), nil
 		case "STALE":
@@ -168,11 +174,11 @@ func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built 
 			return false, 0, ErrStale
 		case "SUPERSEDED":
 			return false, 0, ErrSuperseded
+		default: // SKIP: a state is there already, or a tombstone
+			rs.Abandon(ctx, licenseID, b.Epoch)
+			return false, -1, nil
 		}
-		rs.Abandon(ctx, licenseID, b.Epoch) // SKIP: a state is there already, or a tombstone
-		return false, -1, nil
 	}
-	return false, -1, nil
 }
 
 // SetConf copies newer settings into a license's live state, if it exists

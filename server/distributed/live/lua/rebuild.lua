@@ -9,8 +9,11 @@
 --     notes the rebuild in the progress hash (KEYS[10]: epoch, whether
 --     Redis had lost the state, when it began, when a call last came);
 --   - every call writes its leases into the staging keys (KEYS[11..15]);
---   - the last call (flag L) switches the staging keys in for the live
---     ones and writes the settings. A small license is one call (FL).
+--   - the last call (flag L) gives the leases whose deadline came while
+--     the settings were away the time they were away (their heartbeats
+--     waited for the rebuild), CHUNK of them a call (it answers MORE until
+--     none is left), then switches the staging keys in for the live ones
+--     and writes the settings. A small license is one call (FL).
 -- It refuses (SKIP) if a state of the same or a newer epoch is there or
 -- the license is deleted, and SUPERSEDED if a rebuild of a newer epoch
 -- has begun since: the caller gives up (a newer rebuild is under way).
@@ -48,10 +51,52 @@
 --       key, token seq, borrowed (0/1) (ordered by acquisition, so that
 --       the newest lease wins a key). A borrowed lease gets no slack: no
 --       heartbeat of it can be lost.
--- Returns {'SKIP'} | {'STALE'} | {'SUPERSEDED'} | {'STAGED'} |
+-- The keys of layout 1 (an older seatd: KEYS[16..24]) are fenced off by
+-- the first call: the old settings hash becomes a string, on which every
+-- script of an older seatd fails (WRONGTYPE, answered UNAVAILABLE) instead
+-- of serving the license beside this layout; its leases are dropped, and
+-- the ends it remembers since the snapshot are carried over.
+-- Returns {'SKIP'} | {'STALE'} | {'SUPERSEDED'} | {'STAGED'} | {'MORE'} |
 --   {'OK', min deadline (-1 = none)} (the last call).
 local K_INC, K_PROG = KEYS[9], KEYS[10]
 local S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local L_CONF, L_ENDED = KEYS[16], KEYS[22]
+local CHUNK = 250
+local FENCE = 'seatd: this license is served from the keys {lic}:v2:*; an older seatd must not serve it'
+
+-- legacy_key is a lease id of layout 1 (text) as layout 2 keeps it
+-- (../ids.go leaseKey).
+local CANONICAL = '^lse_' .. string.rep('[0-9a-f]', 24) .. '$'
+local function legacy_key(id)
+  if string.match(id, CANONICAL) then
+    return (string.gsub(string.sub(id, 5), '..', function(h)
+      return string.char(tonumber(h, 16))
+    end))
+  end
+  if #id == 12 then
+    return '\255' .. id
+  end
+  return id
+end
+
+-- unstage takes a lease out of the staging, with the dedupe and
+-- idempotency entries that still point at it.
+local function unstage(id)
+  local raw = redis.call('HGET', S_LEASES, id)
+  if not raw then
+    return
+  end
+  local r = unpack_rec(raw)
+  redis.call('HDEL', S_LEASES, id)
+  redis.call('ZREM', S_DL, id)
+  redis.call('ZREM', S_BOR, id)
+  if r[DEDUPE] ~= '' and redis.call('HGET', S_DEDUPE, r[DEDUPE]) == id then
+    redis.call('HDEL', S_DEDUPE, r[DEDUPE])
+  end
+  if r[IDEM] ~= '' and redis.call('HGET', S_IDEM, r[IDEM]) == id then
+    redis.call('HDEL', S_IDEM, r[IDEM])
+  end
+end
 local flags, epoch, snap, inc, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local nconf = tonumber(ARGV[6])
 local first, last = string.find(flags, 'F', 1, true) ~= nil, string.find(flags, 'L', 1, true) ~= nil
@@ -83,8 +128,13 @@ if first then
   if cur[1] then
     redis.call('DEL', K_CONF)
   end
-  -- The keys of layout 1 (seatd before the compact records), if any.
-  redis.call('UNLINK', unpack(KEYS, 16, 24))
+  -- Layout 1: fenced, its leases dropped, its recent ends carried over.
+  redis.call('UNLINK', L_CONF, KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21], KEYS[23], KEYS[24])
+  redis.call('SET', L_CONF, FENCE)
+  local ends = redis.call('ZRANGEBYSCORE', L_ENDED, fmt(snap), '+inf', 'WITHSCORES')
+  for j = 1, #ends, 2 do
+    redis.call('ZADD', K_ENDED, ends[j + 1], legacy_key(ends[j]))
+  end
 else
   -- Settings back (someone else's rebuild won), or the staging is another's.
   if cur[1] or progEpoch ~= epoch then
@@ -131,29 +181,43 @@ if not last then
   return {'STAGED'}
 end
 
--- Leases that ended after they were staged: out of the staging, with the
--- dedupe and idempotency entries that still point at them.
-local began = redis.call('HGET', K_PROG, 'began')
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_ENDED, began, '+inf')) do
-  local raw = redis.call('HGET', S_LEASES, id)
-  if raw then
-    local r = unpack_rec(raw)
-    redis.call('HDEL', S_LEASES, id)
-    redis.call('ZREM', S_DL, id)
-    redis.call('ZREM', S_BOR, id)
-    if r[DEDUPE] ~= '' and redis.call('HGET', S_DEDUPE, r[DEDUPE]) == id then
-      redis.call('HDEL', S_DEDUPE, r[DEDUPE])
-    end
-    if r[IDEM] ~= '' and redis.call('HGET', S_IDEM, r[IDEM]) == id then
-      redis.call('HDEL', S_IDEM, r[IDEM])
-    end
+-- Leases whose deadline came while the settings were away: their
+-- heartbeats waited, so they get that time back (borrowed leases keep
+-- their deadline: it is their certificate's). A lease given it is past
+-- now, out of the window: the calls run out of leases to give it to.
+local began = tonumber(redis.call('HGET', K_PROG, 'began'))
+local away = now - began
+local window = {'(' .. fmt(began), fmt(now)}
+local nbor = redis.call('ZCOUNT', S_BOR, window[1], window[2])
+local late = redis.call('ZRANGEBYSCORE', S_DL, window[1], window[2], 'LIMIT', 0, CHUNK + nbor)
+local given = 0
+for _, id in ipairs(late) do
+  local r = get_rec(S_LEASES, id)
+  if r and not r[BOR] and given < CHUNK then
+    r[DL] = r[DL] + away
+    redis.call('HSET', S_LEASES, id, pack_rec(r))
+    redis.call('ZADD', S_DL, fmt(r[DL]), id)
+    given = given + 1
   end
+end
+if redis.call('ZCOUNT', S_DL, window[1], window[2]) > nbor then
+  redis.call('HSET', K_PROG, 'touched', fmt(now))
+  return {'MORE'}
+end
+
+-- Leases that ended after they were staged (end.lua, of this seatd or of
+-- an older one, runs without settings): out of the staging.
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_ENDED, fmt(began), '+inf')) do
+  unstage(id)
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', L_ENDED, fmt(began), '+inf')) do
+  unstage(legacy_key(id))
 end
 -- The switch: the old live keys are freed in the background (UNLINK),
 -- the staging keys renamed in (each O(1)), then the settings.
 local live = {K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_BOR}
 local staged = {S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR}
-redis.call('UNLINK', unpack(live))
+redis.call('UNLINK', L_ENDED, unpack(live))
 for j = 1, #live do
   if redis.call('EXISTS', staged[j]) == 1 then
     redis.call('RENAME', staged[j], live[j])

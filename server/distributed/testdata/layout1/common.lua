@@ -1,0 +1,185 @@
+-- common.lua is prepended to every script (see scripts.go).
+--
+-- Every script works on the keys of ONE license, hash-tagged by its id so
+-- that they share a slot:
+--   KEYS[1] conf      hash: the license's settings (see setconf.lua)
+--   KEYS[2] leases    hash: lease id -> packed lease record
+--   KEYS[3] deadlines zset: lease id -> deadline (unix microseconds)
+--   KEYS[4] dedupe    hash: dedupe key -> lease id
+--   KEYS[5] idem      hash: idempotency key -> lease id
+--   KEYS[6] expiring  hash: lease id -> packed record, for leases taken out
+--                     of the live state (expire.lua, or a grant that took
+--                     their seat) whose expiry is not yet recorded in
+--                     PostgreSQL
+--   KEYS[7] ended     zset: lease id -> when end.lua removed it, kept
+--                     ENDED_KEEP: a rebuild whose snapshot of the record
+--                     was read before that end never brings it back
+--   KEYS[8] borrowed  zset: lease id -> deadline, of the borrowed leases;
+--                     it may still name one that ended before its
+--                     deadline: borrowed_count counts only those in K_LEASES
+-- A lease record is cmsgpack({token_hash, acquired, last_heartbeat,
+-- deadline, dedupe_key, idempotency_key, token_seq, borrowed}) (borrowed:
+-- 1, or absent); times are unix microseconds (exact in a double up to
+-- 2^53, i.e. well past year 2200). A borrowed lease has no dedupe key and
+-- its idempotency key is kept apart (idem_key), so that only a retried
+-- borrow finds it.
+-- Time is Redis TIME: the store's one clock.
+local K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_EXP, K_ENDED = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local K_BOR = KEYS[8]
+
+-- ENDED_KEEP (µs) is how long K_ENDED remembers an end. rebuild.lua refuses
+-- a snapshot older than REBUILD_MAX_AGE, which must stay well below it.
+-- A license of 500,000 leases takes more than 5 s from snapshot to write
+-- (make bench/scale): with a 5 s limit it stayed unavailable for 40 s
+-- after a Redis loss, every rebuild refused as too old.
+local ENDED_KEEP, REBUILD_MAX_AGE = 60000000, 30000000
+
+local TOK, ACQ, HB, DL, DEDUPE, IDEM, SEQ, BOR = 1, 2, 3, 4, 5, 6, 7, 8
+
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- fmt prints an integral number without exponent or fraction.
+local function fmt(n)
+  return string.format('%d', n)
+end
+
+local function get_rec(key, id)
+  local raw = redis.call('HGET', key, id)
+  if not raw then
+    return nil
+  end
+  return cmsgpack.unpack(raw)
+end
+
+local function put_rec(key, id, r)
+  redis.call('HSET', key, id, cmsgpack.pack(r))
+end
+
+-- CONF_FIELDS are the fields of the settings hash; a heartbeat reads only
+-- the first HOT_FIELDS of them (the license JSON, the largest field, would
+-- otherwise be read on every run).
+local CONF_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'revival', 'active', 'exp',
+  'strategy', 'tenant', 'json', 'version', 'maxborrow', 'maxborrowed'}
+local HOT_FIELDS = 8
+
+-- load_conf returns the license settings (the first n fields, all when n
+-- is nil), or nil when the live state of the license is absent (never
+-- built, or Redis lost it).
+local function load_conf(n)
+  local v = redis.call('HMGET', K_CONF, unpack(CONF_FIELDS, 1, n or #CONF_FIELDS))
+  if not v[1] then
+    return nil
+  end
+  return {
+    epoch = tonumber(v[1]),
+    deleted = v[2] == '1',
+    seats = tonumber(v[3] or '0'),
+    overdraft = tonumber(v[4] or '0'),
+    ttl = tonumber(v[5] or '0'),
+    revival = tonumber(v[6] or '0'),
+    active = v[7] == '1',
+    exp = tonumber(v[8] or '0'),
+    strategy = v[9] or '',
+    tenant = v[10] or '',
+    json = v[11] or '',
+    version = v[12] or '0',
+    maxborrow = tonumber(v[13] or '0'),
+    maxborrowed = tonumber(v[14] or '0'),
+  }
+end
+
+-- open_conf is load_conf for a call on the license's leases: the settings,
+-- or nil and the reply shared by every call when the license has no live
+-- state ({'NOCONF'}) or is deleted ({'DELETED'}).
+local function open_conf(n)
+  local conf = load_conf(n)
+  if not conf then
+    return nil, {'NOCONF'}
+  end
+  if conf.deleted then
+    return nil, {'DELETED'}
+  end
+  return conf
+end
+
+-- usable is nil when the license may grant and keep seats at now, else the
+-- status naming why not.
+local function usable(conf, now)
+  if not conf.active then
+    return 'INACTIVE'
+  end
+  if conf.exp > 0 and now >= conf.exp then
+    return 'LICEXPIRED'
+  end
+  return nil
+end
+
+-- live_count counts the leases whose deadline is after now (invariant 2).
+local function live_count(now)
+  return redis.call('ZCOUNT', K_DL, '(' .. fmt(now), '+inf')
+end
+
+-- first_deadline is the earliest deadline of the live leases, -1 if none.
+local function first_deadline()
+  local m = redis.call('ZRANGE', K_DL, 0, 0, 'WITHSCORES')
+  if m[2] then
+    return tonumber(m[2])
+  end
+  return -1
+end
+
+-- min_deadline is the earliest deadline of every lease the cleaner may
+-- still have to see (live or expiring), -1 if none.
+local function min_deadline()
+  local best = first_deadline()
+  local vals = redis.call('HVALS', K_EXP)
+  for _, raw in ipairs(vals) do
+    local r = cmsgpack.unpack(raw)
+    if best < 0 or r[DL] < best then
+      best = r[DL]
+    end
+  end
+  return best
+end
+
+-- idem_key is the idempotency hash's key of a lease: a borrowed lease's
+-- is kept apart, so that a retried acquisition never finds a borrowed
+-- lease (nor a retried borrow a normal one). Its prefix is the byte 0xFF,
+-- which no client's key can hold: proto3 strings are valid UTF-8, and
+-- UTF-8 never uses that byte.
+local function idem_key(idem, borrowed)
+  if borrowed and idem ~= '' then
+    return '\255' .. idem
+  end
+  return idem
+end
+
+-- borrowed_count counts the borrowed leases live at now.
+local function borrowed_count(now)
+  local n = 0
+  for _, lid in ipairs(redis.call('ZRANGEBYSCORE', K_BOR, '(' .. fmt(now), '+inf')) do
+    if redis.call('HEXISTS', K_LEASES, lid) == 1 then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- unlink takes a lease out of the live state, with the dedupe and
+-- idempotency entries that still point at it.
+local function unlink(id, r)
+  redis.call('HDEL', K_LEASES, id)
+  redis.call('ZREM', K_DL, id)
+  if r[BOR] then
+    redis.call('ZREM', K_BOR, id)
+  end
+  if r[DEDUPE] ~= '' and redis.call('HGET', K_DEDUPE, r[DEDUPE]) == id then
+    redis.call('HDEL', K_DEDUPE, r[DEDUPE])
+  end
+  if r[IDEM] ~= '' and redis.call('HGET', K_IDEM, r[IDEM]) == id then
+    redis.call('HDEL', K_IDEM, r[IDEM])
+  end
+end
