@@ -177,8 +177,9 @@ func parseText(s string, f flags) (leaseText, error) {
 	n := r.uvarint("metadata")
 	if n > uint64(len(r.s)) {
 		r.fail("metadata", "truncated")
+		n = 0
 	}
-	for range n {
+	for i := uint64(0); i < n && r.err == nil; i++ {
 		r.string("metadata")
 		r.string("metadata")
 	}
@@ -232,7 +233,7 @@ func tokenBytes(h string) (b [32]byte, ok bool) {
 		hi, ok1 := hexDigit(h[2*i])
 		lo, ok2 := hexDigit(h[2*i+1])
 		if !ok1 || !ok2 {
-			return b, false
+			return [32]byte{}, false
 		}
 		b[i] = hi<<4 | lo
 	}
