@@ -397,6 +397,9 @@ func (r *run) restart(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
+	if err := r.bboltRows(); err != nil {
+		return err
+	}
 	up, err := r.p.start(ctx)
 	if err != nil {
 		return fmt.Errorf("restart: %w", err)
