@@ -3,11 +3,10 @@ package embedded
 // ref names a slot: one active lease in memory.
 type ref uint32
 
-// slot is the fixed-size part of an active lease. It holds no pointers:
-// the slot chunks are never scanned by the collector, however many leases
-// there are. The lease's strings are one immutable string per lease
-// (slots.texts, leasetext.go); its license and tenant ids are its
-// license's.
+// slot is an active lease in memory. It holds no pointers: the slot
+// chunks are never scanned by the collector, however many leases there
+// are. The lease's strings are one immutable text per lease (leasetext.go)
+// in an arena (texts.go); its license and tenant ids are its license's.
 type slot struct {
 	deadline int64 // Unix ns; the lease stops counting at it
 	beat     int64 // last heartbeat, Unix ns
@@ -18,6 +17,7 @@ type slot struct {
 	filedLive, filedDue int64
 	rev                 uint64   // bumped on every change; orders writes (tx.go)
 	token               [32]byte // SHA-256 of the lease token, unless flagTokenText
+	text                textRef  // where its text is
 	lic                 uint32   // the license's number (index.lics)
 	gen                 uint32   // bumped each time the slot is freed
 	flags               flags
@@ -59,14 +59,14 @@ const (
 // are reused, most recently freed first.
 type slots struct {
 	chunks []*[chunkSize]slot
-	texts  []*[chunkSize]string
+	texts  texts
 	free   []ref
 	n      ref // slots ever handed out
 }
 
 func (ss *slots) at(r ref) *slot { return &ss.chunks[r>>chunkBits][r&(chunkSize-1)] }
 
-func (ss *slots) text(r ref) string { return ss.texts[r>>chunkBits][r&(chunkSize-1)] }
+func (ss *slots) text(r ref) string { return ss.texts.get(ss.at(r).text) }
 
 func (ss *slots) alloc(s slot, text string) ref {
 	var r ref
@@ -78,22 +78,36 @@ func (ss *slots) alloc(s slot, text string) ref {
 		ss.n++
 		if int(r>>chunkBits) == len(ss.chunks) {
 			ss.chunks = append(ss.chunks, new([chunkSize]slot))
-			ss.texts = append(ss.texts, new([chunkSize]string))
 		}
 	}
 	at := ss.at(r)
 	s.gen = at.gen
 	s.flags |= flagUsed
+	s.text = ss.texts.add(r, text)
 	*at = s
-	ss.texts[r>>chunkBits][r&(chunkSize-1)] = text
 	return r
 }
 
 func (ss *slots) release(r ref) {
 	at := ss.at(r)
+	t := at.text
 	*at = slot{gen: at.gen + 1}
-	ss.texts[r>>chunkBits][r&(chunkSize-1)] = ""
 	ss.free = append(ss.free, r)
+	ss.dropText(t)
 }
 
-func (ss *slots) setText(r ref, text string) { ss.texts[r>>chunkBits][r&(chunkSize-1)] = text }
+// setText gives slot r a new text (its token hash moved in or out of it).
+func (ss *slots) setText(r ref, text string) {
+	at := ss.at(r)
+	old := at.text
+	at.text = ss.texts.add(r, text)
+	ss.dropText(old)
+}
+
+func (ss *slots) dropText(t textRef) {
+	if i, ok := ss.texts.drop(t); ok {
+		ss.texts.compact(i,
+			func(r ref, t textRef) bool { s := ss.at(r); return s.flags&flagUsed != 0 && s.text == t },
+			func(r ref, t textRef) { ss.at(r).text = t })
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,13 @@ const (
 	lockTimeout          = time.Second
 	dbFileName           = "seatd.db"
 )
+
+// initialMmap is the address space bbolt maps the data file into at
+// first (no memory: pages count only once read). bbolt remaps as the
+// file grows past its map, and a remap first copies every node the
+// transaction changed out of the old map: a flush of a million leases'
+// heartbeats paid that several times on the way to 1 GiB.
+const initialMmap = (strconv.IntSize / 64) << 30 // 1 GiB where addresses are 64-bit, else bbolt's own
 
 // Store is the embedded server.Store.
 type Store struct {
@@ -79,7 +87,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	var db *bolt.DB
 	err := guard(path, func() (err error) {
-		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, InitialMmapSize: initialMmap})
 		return err
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {

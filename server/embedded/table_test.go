@@ -1,9 +1,15 @@
 package embedded
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
 )
 
 // TestTableMatchesAMap: random inserts and removals, with hashes drawn
@@ -54,4 +60,57 @@ func TestTableMatchesAMap(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTextArenasCompact: leases come and go until arenas are compacted
+// and dropped; every lease's text reads back as it was made, and a string
+// handed out before a compaction still reads the same after it.
+func TestTextArenasCompact(t *testing.T) {
+	t.Parallel()
+	x := newIndex()
+	l := x.newLicense(server.License{ID: "lic_1", Seats: 1 << 20})
+	x.addLicense(l)
+	rng := rand.New(rand.NewPCG(1, 2))
+	want := map[ref]string{}
+	var held []string // answers' strings, kept across compactions
+	var heldWant []string
+	for i := range 20000 {
+		if len(want) > 0 && i > 8000 && rng.IntN(10) < 8 { // then mostly ends: old arenas empty
+			for r := range want { // any one
+				x.remove(r)
+				delete(want, r)
+				break
+			}
+			continue
+		}
+		id := fmt.Sprintf("lse_%06d", i)
+		s, text := compact(&server.Lease{
+			ID: id, TokenHash: "t", Fingerprint: strings.Repeat("f", rng.IntN(400)),
+			Metadata: map[string]string{"k": strings.Repeat("v", rng.IntN(600))},
+		}, 1)
+		r := x.add(l, s, text)
+		want[r] = text
+		if i%1000 == 0 {
+			held = append(held, x.lease(r).Fingerprint)
+			heldWant = append(heldWant, x.text(r).fingerprint)
+			heldWant[len(heldWant)-1] = strings.Clone(heldWant[len(heldWant)-1])
+		}
+	}
+	require.NotEmpty(t, x.slots.texts.free, "arenas were compacted and dropped")
+	for r, text := range want {
+		require.Equal(t, text, x.slots.text(r))
+		got, ok := x.lookup(textID(text))
+		require.True(t, ok)
+		require.Equal(t, r, got)
+	}
+	require.Equal(t, heldWant, held, "strings handed out survive the compaction of their arena")
+	live := 0
+	for r := range want {
+		live += textHeader + int(x.slots.at(r).text.n)
+	}
+	sum := 0
+	for _, n := range x.slots.texts.live {
+		sum += n
+	}
+	require.Equal(t, live, sum, "the arenas count exactly the live texts")
 }
