@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -20,11 +21,19 @@ import (
 const (
 	// defaultSweepPage is how many active sessions one reconciliation
 	// reads of its sweep for orphans (record.ActivePage): a million active
-	// leases are swept in 20 passes.
-	defaultSweepPage = 50_000
+	// leases are swept in 40 passes, 400 s. Each session read is an index
+	// entry and a heap fetch: 50,000 took PostgreSQL 160-280 ms (1M
+	// sessions, shared_buffers 128MB, the 2-core VM), so that a page a
+	// pass costs about 1 % of a core.
+	defaultSweepPage = 25_000
 	// reconcileLimit bounds the overdue leases one reconciliation hands to
 	// adopt.lua.
 	reconcileLimit = 10_000
+	// defaultHintPage is how many licenses one reconciliation compares
+	// the hints of (in id order, going round): with more licenses than
+	// that, a lost hint is found within (licenses / defaultHintPage)
+	// passes.
+	defaultHintPage = 10_000
 	// maxReconcileRebuilds bounds the licenses one reconciliation builds
 	// the live state of (licenses with active leases that Redis lost and
 	// that nothing used since); the next pass takes the next ones.
@@ -91,13 +100,14 @@ func (s *Store) reconcile(ctx context.Context, now time.Time) error {
 	return errors.Join(s.rederiveHints(ctx), s.sweepOrphans(ctx, now))
 }
 
-// rederiveHints compares every license's expiry hint with the earliest
-// deadline its live state holds (live.Redis.Firsts) and lowers the hints
-// that were lost or are later (a crash between a grant and its hint, a
-// failed hint.lua, hint keys lost with a Redis server). A license whose
-// live state is missing although the record holds active leases of it
-// (Redis lost it, and nothing used the license since) is built from the
-// record, which sets its hint: its leases then expire as any others.
+// rederiveHints compares licenses' expiry hints with the earliest
+// deadline their live state holds (live.Redis.Firsts), s.hintPage
+// licenses a pass going round in id order, and lowers the hints that were
+// lost or are later (a crash between a grant and its hint, a failed
+// hint.lua, hint keys lost with a Redis server). A license whose live
+// state is missing although the record holds active leases of it (Redis
+// lost it, and nothing used the license since) is built from the record,
+// which sets its hint: its leases then expire as any others.
 func (s *Store) rederiveHints(ctx context.Context) error {
 	lics, err := s.rec.LicenseVersions(ctx)
 	if err != nil {
@@ -109,6 +119,10 @@ func (s *Store) rederiveHints(ctx context.Context) error {
 			ids = append(ids, l.ID)
 		}
 	}
+	slices.Sort(ids)
+	s.reconcileMu.Lock()
+	ids, s.hintsAfter = pageAfter(ids, s.hintsAfter, s.hintPage)
+	s.reconcileMu.Unlock()
 	firsts, errs := s.live.Firsts(ctx, ids)
 	var (
 		dls      []live.Deadline
@@ -147,6 +161,20 @@ func (s *Store) rederiveHints(ctx context.Context) error {
 		}
 	}
 	return firstErr
+}
+
+// pageAfter is the page of at most n sorted ids after the id after, and
+// the id the next page starts after ("" when this one reached the end).
+func pageAfter(ids []string, after string, n int) (page []string, next string) {
+	i, _ := slices.BinarySearch(ids, after)
+	if i < len(ids) && ids[i] == after {
+		i++
+	}
+	page = ids[i:min(i+n, len(ids))]
+	if i+n < len(ids) {
+		next = page[len(page)-1]
+	}
+	return page, next
 }
 
 // sweepOrphans reads the next page of the sweep over the active sessions

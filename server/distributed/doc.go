@@ -228,19 +228,20 @@
 // most every 10 s (defaultReconcileEvery), before the first page of a
 // cleanup pass, in two steps that read no index a heartbeat changes:
 //
-//   - Hints: every license's earliest deadline in Redis, live or expiring
-//     (firsts.lua), against its hint; a hint missing or later than it was
-//     lost (a hint is otherwise always at or before it) and is lowered. A
+//   - Hints: each license's earliest deadline in Redis, live or expiring
+//     (firsts.lua), against its hint, 10,000 licenses a pass going round
+//     in id order; a hint missing or later than it was lost (a hint is
+//     otherwise always at or before it) and is lowered. A
 //     license with no live state whose record holds active leases (Redis
 //     lost it and nothing used the license since) is built from the
 //     record, at most 64 a pass, which sets its hint.
 //   - Orphans: the next page of a sweep over the active sessions in id
-//     order (50,000 a pass, record.ActivePage: the index
+//     order (25,000 a pass, record.ActivePage: the index
 //     sessions_active_id_idx, which no heartbeat touches); of them, those
 //     past their recorded deadline (at most 10,000) go to adopt.lua, which
 //     hands the ones Redis holds nowhere to the cleaner. The sweep starts
 //     over at the end, and on a new leader; an orphan is found within
-//     (active leases / 50,000) passes of its recorded deadline.
+//     (active leases / 25,000) passes of its recorded deadline.
 //
 // Then the settings versions (syncConf, licenses.go).
 //
@@ -319,7 +320,7 @@
 //     after the switch was recorded after the snapshot: the lease stays
 //     in the new state, holding its seat until its deadline.
 //   - An orphan is found within one sweep of its recorded deadline:
-//     (active leases / 50,000) × 10 s, 200 s at a million.
+//     (active leases / 25,000) × 10 s, 400 s at a million.
 //   - The lease -> license mapping is a per-process cache backed by
 //     PostgreSQL (no P lease:<id> keys, Options.LeaseCacheSize); a cold
 //     instance reads PostgreSQL once per lease it serves, and so does one

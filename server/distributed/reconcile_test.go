@@ -156,3 +156,57 @@ func TestSweepWalksEveryPage(t *testing.T) {
 	}
 	require.Equal(t, []string{ids[1], ids[3], "", ids[1]}, cursors)
 }
+
+// TestPageAfter: the reconciliation's pages of licenses go round in id
+// order, whatever was added or removed since the last page.
+func TestPageAfter(t *testing.T) {
+	ids := []string{"a", "b", "c", "d", "e"}
+	var pages [][]string
+	var nexts []string
+	after := ""
+	for range 4 {
+		var page []string
+		page, after = pageAfter(ids, after, 2)
+		pages, nexts = append(pages, page), append(nexts, after)
+	}
+	require.Equal(t, [][]string{{"a", "b"}, {"c", "d"}, {"e"}, {"a", "b"}}, pages)
+	require.Equal(t, []string{"b", "d", "", "b"}, nexts)
+
+	page, next := pageAfter(ids, "bb", 2) // "bb" went away
+	require.Equal(t, []string{"c", "d"}, page)
+	require.Equal(t, "d", next)
+	page, next = pageAfter(ids, "z", 2)
+	require.Empty(t, page)
+	require.Empty(t, next, "past the end: start over")
+	page, next = pageAfter(ids, "c", 2)
+	require.Equal(t, []string{"d", "e"}, page)
+	require.Empty(t, next, "a page that reaches the end")
+}
+
+// TestHintsAreComparedAPageAPass: with more licenses than a pass
+// compares, a lost hint is still found, within a round of passes (as in
+// TestReconcileRederivesALostHintFromRedis, only Redis knows the
+// deadline it points at).
+func TestHintsAreComparedAPageAPass(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour })
+	s.reconcileEvery = time.Millisecond
+	s.hintPage = 1
+	for range 3 {
+		mkLicense(t, s, tn.ID, 1, time.Hour)
+	}
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	res, tok := acq(t, s, lic.Key, "a")
+	_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.LeaseTTL = time.Second; return nil })
+	require.NoError(t, err)
+	fail := newFailScript(live.Script("hint"))
+	s.rdb.AddHook(fail)
+	fail.on.Store(true)
+	l, err := s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	require.NoError(t, err)
+	fail.on.Store(false)
+	require.Positive(t, fail.refused.Load(), "the heartbeat's hint was lost")
+	waitRedisPast(t, s, l.ExpiresAt)
+	dueUntil(t, s, res.Lease.ID, "the lease is due once its hint is found lost")
+	require.EqualValues(t, 1, s.hintsRederived.Load())
+}

@@ -113,6 +113,9 @@ type Store struct {
 	// sweepPage is how many active sessions a reconciliation sweeps for
 	// orphans (a field for tests).
 	sweepPage int
+	// hintPage is how many licenses a reconciliation compares the hints
+	// of (a field for tests).
+	hintPage int
 	// rebuildStale is how long another instance's rebuild may make no
 	// progress before this one takes it for dead (a field for tests).
 	rebuildStale time.Duration
@@ -123,6 +126,7 @@ type Store struct {
 	reconcileMu   sync.Mutex
 	lastReconcile time.Time
 	sweepAfter    string // the reconciliation's sweep continues after this lease id
+	hintsAfter    string // and its comparison of hints after this license id
 
 	// confBehind holds the licenses whose settings this process failed to
 	// copy into the live state (pushConf); the flush loop retries them,
@@ -211,6 +215,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		recordWait:     defaultRecordWait,
 		reconcileEvery: defaultReconcileEvery,
 		sweepPage:      defaultSweepPage,
+		hintPage:       defaultHintPage,
 		rebuildStale:   defaultRebuildStale,
 		stop:           make(chan struct{}),
 		stopped:        make(chan struct{}),
