@@ -56,22 +56,42 @@ func BenchmarkHeartbeat(b *testing.B) {
 // BenchmarkLeaseMemory reports the live heap one active lease costs (Go
 // heap after a collection, per lease) and how long a restart takes to load
 // them: b.N leases on one license, with realistic ids, fingerprints and
-// token hashes.
+// token hashes; idempotency-key with the key the Go client sends with
+// every acquisition (a UUID).
 func BenchmarkLeaseMemory(b *testing.B) {
-	bb := setup(b)
-	l := bb.license(b, func(l *server.License) { l.Seats = server.MaxSeats; l.LeasingStrategy = server.PerFingerprint })
-	before := liveHeap()
-	for i := range b.N {
-		bb.mustAcquire(b, l, fmt.Sprintf("machine-%08d-user@example.com", i))
+	for _, tc := range []struct {
+		name string
+		idem func(i int) string
+	}{
+		{"fingerprint", func(int) string { return "" }},
+		{"idempotency-key", func(i int) string { return fmt.Sprintf("%08x-7dec-11d0-a765-%012x", i, i) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			bb := setup(b)
+			l := bb.license(b, func(l *server.License) { l.Seats = server.MaxSeats; l.LeasingStrategy = server.PerFingerprint })
+			before := liveHeap()
+			for i := range b.N {
+				_, err := bb.s.Acquire(b.Context(), server.AcquireRequest{
+					LicenseKey:     l.Key,
+					Fingerprint:    fmt.Sprintf("machine-%08d-user@example.com", i),
+					IdempotencyKey: tc.idem(i),
+					LeaseID:        server.NewID(server.PrefixLeaseID),
+					TokenHash:      server.HashSecret(server.NewSecret(server.PrefixLeaseToken)),
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			after := liveHeap()
+			b.ReportMetric(float64(after-before)/float64(b.N), "heap-B/lease")
+			start := time.Now()
+			bb.reopen(b)
+			b.ReportMetric(float64(time.Since(start).Milliseconds()), "restart-ms")
+			// The closed store stays reachable from its t.Cleanup until the end:
+			// what the restart added is the new store's own.
+			b.ReportMetric(float64(liveHeap()-after)/float64(b.N), "heap-B/lease-after-restart")
+		})
 	}
-	after := liveHeap()
-	b.ReportMetric(float64(after-before)/float64(b.N), "heap-B/lease")
-	start := time.Now()
-	bb.reopen(b)
-	b.ReportMetric(float64(time.Since(start).Milliseconds()), "restart-ms")
-	// The closed store stays reachable from its t.Cleanup until the end:
-	// what the restart added is the new store's own.
-	b.ReportMetric(float64(liveHeap()-after)/float64(b.N), "heap-B/lease-after-restart")
 }
 
 func liveHeap() uint64 {
