@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"hash/maphash"
+	"sync"
 	"time"
 
 	"github.com/google/btree"
@@ -120,24 +121,78 @@ func (x *index) keyHash(lic uint32, prefix, rest string) uint64 {
 	return h.Sum64()
 }
 
-// add indexes a new active lease of l and returns its ref.
+// add indexes a new active lease of l and returns its ref. It keeps a
+// copy of text, not text itself. The caller has checked that no active
+// lease has its id.
 func (x *index) add(l *license, s slot, text string) ref {
+	r := x.store(l, s, text)
+	if !x.hashID(r) {
+		panic("embedded: a second active lease with the id " + textID(text))
+	}
+	x.hashKeys(r)
+	x.file(l, r)
+	return r
+}
+
+// store puts a lease of l in a slot, findable by nothing yet (hashID,
+// hashKeys, file; load does them for all leases at once: indexAll).
+func (x *index) store(l *license, s slot, text string) ref {
 	s.lic = l.num
 	r := x.slots.alloc(s, text)
-	t := mustParseText(text, s.flags)
-	x.ids.insert(maphash.String(x.seed, t.id), r)
-	if t.idem != "" {
-		x.idem.insert(x.keyHash(l.num, "", t.idem), r)
-	}
-	if p, rest := t.dedupeParts(s.flags.dedupeKind()); p+rest != "" {
-		x.dedupe.insert(x.keyHash(l.num, p, rest), r)
-	}
 	if s.flags&flagBorrowed != 0 {
 		l.borrowed[r] = struct{}{}
 	}
-	x.file(l, r)
 	x.active++
 	return r
+}
+
+// hashID makes a stored lease findable by its id; false if another
+// active lease has that id.
+func (x *index) hashID(r ref) bool {
+	id := textID(x.slots.text(r))
+	return x.ids.insertUnique(maphash.String(x.seed, id), r, func(o ref) bool { return textID(x.slots.text(o)) == id })
+}
+
+// hashKeys makes a stored lease findable by its idempotency and dedupe
+// keys.
+func (x *index) hashKeys(r ref) {
+	s, t := x.slots.at(r), x.text(r)
+	if t.idem != "" {
+		x.idem.insert(x.keyHash(s.lic, "", t.idem), r)
+	}
+	if p, rest := t.dedupeParts(s.flags.dedupeKind()); p+rest != "" {
+		x.dedupe.insert(x.keyHash(s.lic, p, rest), r)
+	}
+}
+
+// indexAll makes stored leases findable and files them by deadline, in
+// two goroutines that share nothing but the slots both only read: ids and
+// the expiry tree, keys and the licenses' trees. It returns a lease whose
+// id another one has, if any (ok false).
+func (x *index) indexAll(rs []ref) (dup ref, ok bool) {
+	for _, r := range rs {
+		s := x.slots.at(r)
+		s.filedLive, s.filedDue = s.deadline, s.deadline
+	}
+	ok = true
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for _, r := range rs {
+			if ok && !x.hashID(r) {
+				dup, ok = r, false
+			}
+		}
+		for _, r := range rs {
+			x.expiry.ReplaceOrInsert(itemAt(x.slots.at(r).deadline, r))
+		}
+	})
+	for _, r := range rs {
+		x.hashKeys(r)
+		s := x.slots.at(r)
+		x.lics[s.lic].live.ReplaceOrInsert(itemAt(s.deadline, r))
+	}
+	wg.Wait()
+	return dup, ok
 }
 
 // remove forgets an active lease (it ended, or its grant failed).

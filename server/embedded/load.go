@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"fmt"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -129,13 +130,17 @@ func (s *Store) loadActive(tx *bolt.Tx, crashed bool) (extended int, err error) 
 	var (
 		lic   *license
 		licID []byte
+		buf    []byte // each text in turn: index.store copies it into an arena
+		stored []ref
 	)
 	c := tx.Bucket(bucketActiveLeases).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		l, id, sl, text, err := decodeActive(k, v)
+		l, id, sl, textBytes, err := decodeActive(k, v, buf[:0])
 		if err != nil {
 			return extended, err
 		}
+		buf = textBytes
+		text := unsafe.String(unsafe.SliceData(buf), len(buf))
 		if lic == nil || !bytes.Equal(l, licID) {
 			lic, licID = s.idx.licenses[string(l)], l
 		}
@@ -145,17 +150,20 @@ func (s *Store) loadActive(tx *bolt.Tx, crashed bool) (extended int, err error) 
 			s.log.Warn("embedded store: active lease of a missing license", "lease", string(id), "license", string(licID))
 			continue
 		}
-		if _, dup := s.idx.lookup(string(id)); dup {
-			return extended, fmt.Errorf("active lease %s: recorded twice", id)
-		}
-		if crashed && sl.flags&flagBorrowed == 0 { // a borrowed lease has no heartbeats to lose
+		slack := crashed && sl.flags&flagBorrowed == 0 // a borrowed lease has no heartbeats to lose
+		if slack {
 			sl.deadline += int64(server.WriteBehindSlack(s.flushEvery, &lic.lic))
 			sl.rev++
-			extended++
-			s.idx.markDirty(s.idx.add(lic, sl, text)) // the flusher stores the new deadline
-			continue
 		}
-		s.idx.add(lic, sl, text)
+		r := s.idx.store(lic, sl, text)
+		if slack {
+			extended++
+			s.idx.markDirty(r) // the flusher stores the new deadline
+		}
+		stored = append(stored, r)
+	}
+	if dup, ok := s.idx.indexAll(stored); !ok {
+		return extended, fmt.Errorf("active lease %s: recorded twice", textID(s.idx.slots.text(dup)))
 	}
 	return extended, nil
 }

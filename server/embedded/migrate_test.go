@@ -249,3 +249,26 @@ func TestSchema1BackupRestores(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, d.ended, got)
 }
+
+// TestOpenRefusesALeaseRecordedTwice: two active records of one lease id
+// (a damaged file) stop the start with the id, rather than one of them
+// being unreachable.
+func TestOpenRefusesALeaseRecordedTwice(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := b.license(t, func(l *server.License) { l.Seats = 5 })
+	lease, _ := b.mustAcquire(t, l, "a")
+	require.NoError(t, b.s.Close())
+
+	db, err := bolt.Open(filepath.Join(b.dir, dbFileName), 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketActiveLeases)
+		v := bk.Get(activeKey(l.ID, lease.AcquiredAt.UnixNano(), lease.ID))
+		require.NotNil(t, v)
+		return bk.Put(activeKey(l.ID, lease.AcquiredAt.Add(time.Second).UnixNano(), lease.ID), append([]byte(nil), v...))
+	}))
+	require.NoError(t, db.Close())
+	_, err = Open(b.dir, Options{Clock: b.clock.Now})
+	require.ErrorContains(t, err, "active lease "+lease.ID+": recorded twice")
+}

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
+	"unsafe"
 
 	"github.com/seatd/seatd/server"
 )
@@ -150,9 +150,9 @@ func (r *recordReader) string(field string) string {
 	return s
 }
 
-// body reads the shared body into s and returns the lease's text, with
-// id put back in front.
-func (r *recordReader) body(s *slot, id []byte) string {
+// body reads the shared body into s and appends the lease's text, with
+// id put back in front, to dst.
+func (r *recordReader) body(s *slot, id, dst []byte) []byte {
 	s.rev = r.uvarint("rev")
 	f := r.byte("flags")
 	if f&^byte(flagBorrowed|flagTokenText|dedupeMask) != 0 {
@@ -170,21 +170,15 @@ func (r *recordReader) body(s *slot, id []byte) string {
 		}
 	}
 	if r.err != nil {
-		return ""
+		return nil
 	}
-	var sb strings.Builder
-	sb.Grow(binary.MaxVarintLen64 + len(id) + len(r.b))
-	var n [binary.MaxVarintLen64]byte
-	sb.Write(binary.AppendUvarint(n[:0], uint64(len(id))))
-	sb.Write(id)
-	sb.Write(r.b)
+	dst = append(appendString(dst, unsafe.String(unsafe.SliceData(id), len(id))), r.b...)
 	r.b = nil
-	text := sb.String()
-	if _, err := parseText(text, s.flags); err != nil {
+	if _, err := parseText(unsafe.String(unsafe.SliceData(dst), len(dst)), s.flags); err != nil {
 		r.fail("text", err.Error())
-		return ""
+		return nil
 	}
-	return text
+	return dst
 }
 
 // splitActiveKey returns the license id, acquisition time and lease id an
@@ -202,20 +196,21 @@ func splitActiveKey(k []byte) (licenseID []byte, acquired int64, id []byte, err 
 }
 
 // decodeActive reads an active lease's record: the license and lease ids
-// of its key (they share k's bytes), its slot (lic unset) and its text.
-func decodeActive(k, v []byte) (licenseID, id []byte, s slot, text string, err error) {
+// of its key (they share k's bytes), its slot (lic unset) and its text,
+// appended to dst (a buffer a loop may reuse).
+func decodeActive(k, v, dst []byte) (licenseID, id []byte, s slot, text []byte, err error) {
 	licenseID, acquired, id, err := splitActiveKey(k)
 	if err != nil {
-		return nil, nil, slot{}, "", fmt.Errorf("active lease record: %w", err)
+		return nil, nil, slot{}, nil, fmt.Errorf("active lease record: %w", err)
 	}
 	r := recordReader{b: v}
 	if r.byte("kind") != activeRecordV1 && r.err == nil {
 		r.fail("kind", "not an active lease record")
 	}
 	s.acquired = acquired
-	text = r.body(&s, id)
+	text = r.body(&s, id, dst)
 	if r.err != nil {
-		return nil, nil, slot{}, "", fmt.Errorf("active lease record %s: %w", id, r.err)
+		return nil, nil, slot{}, nil, fmt.Errorf("active lease record %s: %w", id, r.err)
 	}
 	return licenseID, id, s, text, nil
 }
@@ -223,11 +218,11 @@ func decodeActive(k, v []byte) (licenseID, id []byte, s slot, text string, err e
 // activeLease is the lease an active record holds (for lists that read
 // the disk; memory has newer heartbeats).
 func activeLease(k, v []byte, tenantID string) (server.Lease, error) {
-	lic, _, s, text, err := decodeActive(k, v)
+	lic, _, s, text, err := decodeActive(k, v, nil)
 	if err != nil {
 		return server.Lease{}, err
 	}
-	return expand(&s, text, string(lic), tenantID), nil
+	return expand(&s, string(text), string(lic), tenantID), nil
 }
 
 // decodeHistory reads an ended lease's record, binary or (schema 1) JSON.
@@ -247,11 +242,11 @@ func decodeHistory(id, v []byte) (leaseRecord, error) {
 	s.acquired = r.int64("acquired_at")
 	ended := r.int64("ended_at")
 	licenseID, tenantID := r.string("license_id"), r.string("tenant_id")
-	text := r.body(&s, id)
+	text := r.body(&s, id, nil)
 	if r.err != nil {
 		return leaseRecord{}, fmt.Errorf("lease record %s: %w", id, r.err)
 	}
-	l := expand(&s, text, licenseID, tenantID)
+	l := expand(&s, string(text), licenseID, tenantID)
 	l.State, l.EndedAt = states[sb], timeOf(ended)
 	return leaseRecord{Lease: l, Rev: s.rev}, nil
 }

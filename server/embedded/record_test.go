@@ -67,11 +67,11 @@ func TestActiveRecordRoundTrip(t *testing.T) {
 		}
 		s, text := compact(&rec.Lease, rec.Rev)
 		k, v := activeKey(rec.LicenseID, s.acquired, rec.ID), appendActive(nil, &s, text)
-		lic, id, got, gotText, err := decodeActive(k, v)
+		lic, id, got, gotText, err := decodeActive(k, v, nil)
 		require.NoError(t, err)
 		require.Equal(t, rec.LicenseID, string(lic))
 		require.Equal(t, rec.ID, string(id))
-		require.Equal(t, text, gotText)
+		require.Equal(t, text, string(gotText))
 		require.Equal(t, s, got)
 		l, err := activeLease(k, v, rec.TenantID)
 		require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestDamagedRecordsNameTheField(t *testing.T) {
 		{"unknown flags", key, flags, "flags: unknown bits"},
 		{"cut", key, active[:len(active)-4], "metadata"},
 	} {
-		_, _, _, _, err := decodeActive(tc.k, tc.v)
+		_, _, _, _, err := decodeActive(tc.k, tc.v, nil)
 		require.ErrorContains(t, err, tc.want, tc.name)
 	}
 }
@@ -157,11 +157,11 @@ func FuzzLeaseRecords(f *testing.F) {
 			require.NoError(t, err)
 			require.Equal(t, rec, again)
 		}
-		lic, _, s, text, err := decodeActive(key, active)
+		lic, _, s, text, err := decodeActive(key, active, nil)
 		if err != nil {
 			return
 		}
-		l := expand(&s, text, string(lic), "tenant")
+		l := expand(&s, string(text), string(lic), "tenant")
 		s2, text2 := compact(&l, s.rev)
 		s2.acquired = s.acquired // the key holds it
 		l2, err := activeLease(key, appendActive(nil, &s2, text2), "tenant")

@@ -29,6 +29,25 @@ func (t *table) insert(h uint64, r ref) {
 	t.n++
 }
 
+// insertUnique adds r under h unless find would yield a slot for which
+// same is true; it reports whether it added r. One walk of the probe run.
+func (t *table) insertUnique(h uint64, r ref, same func(ref) bool) bool {
+	if (t.n+1)*4 > len(t.entries)*3 {
+		t.grow()
+	}
+	mask := len(t.entries) - 1
+	frag := h >> 32
+	i := int(frag) & mask
+	for ; t.entries[i] != 0; i = (i + 1) & mask {
+		if e := t.entries[i]; e>>32 == frag && same(ref(uint32(e)-1)) {
+			return false
+		}
+	}
+	t.entries[i] = entryOf(h, r)
+	t.n++
+	return true
+}
+
 func (t *table) put(e uint64) {
 	mask := len(t.entries) - 1
 	for i := t.home(e); ; i = (i + 1) & mask {
