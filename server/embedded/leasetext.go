@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -104,86 +103,33 @@ func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// textReader reads a text, remembering the first error with the field
-// it was reading.
-type textReader struct {
-	s   string
-	err error
-}
-
-func (r *textReader) fail(field, why string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%s: %s", field, why)
-	}
-	r.s = ""
-}
-
-func (r *textReader) uvarint(field string) uint64 {
-	n, k := uvarintString(r.s)
-	if k <= 0 {
-		r.fail(field, "bad length")
-		return 0
-	}
-	r.s = r.s[k:]
-	return n
-}
-
-func (r *textReader) string(field string) string {
-	n := r.uvarint(field)
-	if n > uint64(len(r.s)) {
-		r.fail(field, "truncated")
-		return ""
-	}
-	s := r.s[:n]
-	r.s = r.s[n:]
-	return s
-}
-
-// uvarintString is binary.Uvarint of a string, without converting it.
-func uvarintString(s string) (uint64, int) {
-	var x uint64
-	var sh uint
-	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
-		c := s[i]
-		if c < 0x80 {
-			if i == binary.MaxVarintLen64-1 && c > 1 {
-				return 0, -1
-			}
-			return x | uint64(c)<<sh, i + 1
-		}
-		x |= uint64(c&0x7f) << sh
-		sh += 7
-	}
-	return 0, 0
-}
-
 // parseText splits a text into its strings (substrings of it) and checks
 // that it is well formed.
 func parseText(s string, f flags) (leaseText, error) {
-	r := textReader{s: s}
+	r := reader[string]{b: s}
 	t := leaseText{
-		id: r.string("id"), fingerprint: r.string("fingerprint"), user: r.string("user"),
-		hostname: r.string("hostname"), idem: r.string("idempotency_key"),
+		id: r.bytes("id"), fingerprint: r.bytes("fingerprint"), user: r.bytes("user"),
+		hostname: r.bytes("hostname"), idem: r.bytes("idempotency_key"),
 	}
 	if f.dedupeKind() == dedupeOther {
-		t.dedupe = r.string("dedupe_key")
+		t.dedupe = r.bytes("dedupe_key")
 	} else if f.dedupeKind() > dedupeOther {
 		r.fail("dedupe_key", "unknown kind")
 	}
 	if f&flagTokenText != 0 {
-		t.token = r.string("token_hash")
+		t.token = r.bytes("token_hash")
 	}
-	t.meta = r.s
+	t.meta = r.b
 	n := r.uvarint("metadata")
-	if n > uint64(len(r.s)) {
+	if n > uint64(len(r.b)) {
 		r.fail("metadata", "truncated")
 		n = 0
 	}
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		r.string("metadata")
-		r.string("metadata")
+		r.bytes("metadata")
+		r.bytes("metadata")
 	}
-	if r.err == nil && r.s != "" {
+	if r.err == nil && r.b != "" {
 		r.fail("metadata", "trailing bytes")
 	}
 	if r.err != nil {
@@ -203,22 +149,22 @@ func mustParseText(s string, f flags) leaseText {
 
 // textID is the id a text starts with (the hot path: no other field).
 func textID(s string) string {
-	n, k := uvarintString(s)
+	n, k := uvarint(s)
 	return s[k : k+int(n)]
 }
 
 // metadata decodes the pairs of t.meta: a new map each call (nil if none),
 // so that callers never share one.
 func (t *leaseText) metadata() map[string]string {
-	r := textReader{s: t.meta}
+	r := reader[string]{b: t.meta}
 	n := r.uvarint("metadata")
 	if n == 0 {
 		return nil
 	}
 	m := make(map[string]string, n)
 	for range n {
-		k := r.string("metadata")
-		m[k] = r.string("metadata")
+		k := r.bytes("metadata")
+		m[k] = r.bytes("metadata")
 	}
 	return m
 }

@@ -60,7 +60,7 @@ func appendBody(b []byte, s *slot, text string) []byte {
 
 // textWithoutID is a text past its id.
 func textWithoutID(text string) string {
-	n, k := uvarintString(text)
+	n, k := uvarint(text)
 	return text[k+int(n):]
 }
 
@@ -96,63 +96,9 @@ func encodeHistory(rec leaseRecord) ([]byte, error) {
 	return appendHistory(nil, &s, text, rec.State, unixNano(rec.EndedAt), rec.LicenseID, rec.TenantID), nil
 }
 
-// recordReader reads a record; the first error names the field.
-type recordReader struct {
-	b   []byte
-	err error
-}
-
-func (r *recordReader) fail(field, why string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%s: %s", field, why)
-	}
-	r.b = nil
-}
-
-func (r *recordReader) byte(field string) byte {
-	if len(r.b) < 1 {
-		r.fail(field, "truncated")
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *recordReader) int64(field string) int64 {
-	if len(r.b) < 8 {
-		r.fail(field, "truncated")
-		return 0
-	}
-	n := int64(binary.BigEndian.Uint64(r.b))
-	r.b = r.b[8:]
-	return n
-}
-
-func (r *recordReader) uvarint(field string) uint64 {
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 {
-		r.fail(field, "bad length")
-		return 0
-	}
-	r.b = r.b[k:]
-	return n
-}
-
-func (r *recordReader) string(field string) string {
-	n := r.uvarint(field)
-	if n > uint64(len(r.b)) {
-		r.fail(field, "truncated")
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
 // body reads the shared body into s and appends the lease's text, with
 // id put back in front, to dst.
-func (r *recordReader) body(s *slot, id, dst []byte) []byte {
+func body(r *reader[[]byte], s *slot, id, dst []byte) []byte {
 	s.rev = r.uvarint("rev")
 	f := r.byte("flags")
 	if f&^byte(flagBorrowed|flagTokenText|dedupeMask) != 0 {
@@ -162,12 +108,7 @@ func (r *recordReader) body(s *slot, id, dst []byte) []byte {
 	s.beat = r.int64("last_heartbeat_at")
 	s.deadline = r.int64("expires_at")
 	if s.flags&flagTokenText == 0 {
-		if len(r.b) < 32 {
-			r.fail("token_hash", "truncated")
-		} else {
-			copy(s.token[:], r.b)
-			r.b = r.b[32:]
-		}
+		copy(s.token[:], r.take("token_hash", 32))
 	}
 	if r.err != nil {
 		return nil
@@ -203,12 +144,12 @@ func decodeActive(k, v, dst []byte) (licenseID, id []byte, s slot, text []byte, 
 	if err != nil {
 		return nil, nil, slot{}, nil, fmt.Errorf("active lease record: %w", err)
 	}
-	r := recordReader{b: v}
+	r := reader[[]byte]{b: v}
 	if r.byte("kind") != activeRecordV1 && r.err == nil {
 		r.fail("kind", "not an active lease record")
 	}
 	s.acquired = acquired
-	text = r.body(&s, id, dst)
+	text = body(&r, &s, id, dst)
 	if r.err != nil {
 		return nil, nil, slot{}, nil, fmt.Errorf("active lease record %s: %w", id, r.err)
 	}
@@ -230,7 +171,7 @@ func decodeHistory(id, v []byte) (leaseRecord, error) {
 	if len(v) > 0 && v[0] == '{' {
 		return decode[leaseRecord](v)
 	}
-	r := recordReader{b: v}
+	r := reader[[]byte]{b: v}
 	if r.byte("kind") != historyRecordV1 && r.err == nil {
 		r.fail("kind", "not a lease record")
 	}
@@ -241,8 +182,8 @@ func decodeHistory(id, v []byte) (leaseRecord, error) {
 	var s slot
 	s.acquired = r.int64("acquired_at")
 	ended := r.int64("ended_at")
-	licenseID, tenantID := r.string("license_id"), r.string("tenant_id")
-	text := r.body(&s, id, nil)
+	licenseID, tenantID := string(r.bytes("license_id")), string(r.bytes("tenant_id"))
+	text := body(&r, &s, id, nil)
 	if r.err != nil {
 		return leaseRecord{}, fmt.Errorf("lease record %s: %w", id, r.err)
 	}
@@ -258,15 +199,15 @@ func recordRev(v []byte) (uint64, error) {
 		rec, err := decode[leaseRecord](v)
 		return rec.Rev, err
 	}
-	r := recordReader{b: v}
+	r := reader[[]byte]{b: v}
 	switch r.byte("kind") {
 	case activeRecordV1:
 	case historyRecordV1:
 		r.byte("state")
 		r.int64("acquired_at")
 		r.int64("ended_at")
-		r.string("license_id")
-		r.string("tenant_id")
+		r.bytes("license_id")
+		r.bytes("tenant_id")
 	default:
 		r.fail("kind", "not a lease record")
 	}

@@ -49,19 +49,28 @@ func insertLease(tx *bolt.Tx, w activeWrite) error {
 // the lease is no longer active on disk (ended, or its insert is still to
 // come and carries the latest version). It reports whether it wrote.
 func updateLease(tx *bolt.Tx, w activeWrite) (bool, error) {
-	active := writable(tx, bucketActiveLeases)
-	cur := active.Get(w.key)
-	if cur == nil {
-		return false, nil
-	}
-	rev, err := recordRev(cur)
-	if err != nil {
-		return false, fmt.Errorf("lease %s: %w", w.id, err)
-	}
-	if rev >= w.rev {
-		return false, nil
+	active, newer, err := storedNewer(tx, w.key, w.rev)
+	if err != nil || newer {
+		return false, err
 	}
 	return true, active.Put(w.key, w.value)
+}
+
+// storedNewer reports whether the active record at key is missing (the
+// lease ended, or its insert is still to come) or as new as rev or newer:
+// then a write of rev must not replace it.
+func storedNewer(tx *bolt.Tx, key []byte, rev uint64) (active *bolt.Bucket, newer bool, err error) {
+	active = writable(tx, bucketActiveLeases)
+	cur := active.Get(key)
+	if cur == nil {
+		return active, true, nil
+	}
+	stored, err := recordRev(cur)
+	if err != nil {
+		_, _, id, _ := splitActiveKey(key)
+		return active, false, fmt.Errorf("lease %s: %w", id, err)
+	}
+	return active, stored >= rev, nil
 }
 
 // ending is everything one lease's end writes.
@@ -79,13 +88,8 @@ type ending struct {
 // events, once: a lease no longer active on disk is left alone and false
 // is returned, so two cleaners racing record it once (invariant 5).
 func endLease(tx *bolt.Tx, end ending) (bool, error) {
-	active := writable(tx, bucketActiveLeases)
-	cur := active.Get(end.key)
-	if cur == nil {
-		return false, nil
-	}
-	rev, err := recordRev(cur)
-	if err != nil || rev >= end.rev {
+	active, newer, err := storedNewer(tx, end.key, end.rev)
+	if err != nil || newer {
 		return false, err
 	}
 	u := end.usage
