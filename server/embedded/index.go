@@ -220,6 +220,13 @@ func (x *index) lease(r ref) server.Lease {
 	return expand(x.slots.at(r), x.slots.text(r), l.lic.ID, l.lic.TenantID)
 }
 
+// ownLease is lease for a caller whose token hash tokenMatches checked:
+// the answer holds the caller's string, which equals the lease's.
+func (x *index) ownLease(r ref, tokenHash string) server.Lease {
+	l := x.licenseOf(r)
+	return expandWith(x.slots.at(r), x.slots.text(r), l.lic.ID, l.lic.TenantID, tokenHash)
+}
+
 // text is an active lease's strings.
 func (x *index) text(r ref) leaseText {
 	return mustParseText(x.slots.text(r), x.slots.at(r).flags)

@@ -171,7 +171,7 @@ func (s *Store) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.
 	s.idx.setDeadline(r, now.Add(lic.lic.LeaseTTL))
 	sl.rev++
 	s.idx.markDirty(r) // write-behind: the flusher stores it
-	return s.idx.lease(r), nil
+	return s.idx.ownLease(r, tokenHash), nil
 }
 
 // revivable reports whether a lease past its deadline may come back: within

@@ -256,15 +256,18 @@ func compact(l *server.Lease, rev uint64) (slot, string) {
 // expand is the lease a slot and its text describe, active, with the
 // given license and tenant ids.
 func expand(s *slot, text string, licenseID, tenantID string) server.Lease {
-	t := mustParseText(text, s.flags)
-	return expandParsed(s, &t, licenseID, tenantID)
+	return expandWith(s, text, licenseID, tenantID, "")
 }
 
-func expandParsed(s *slot, t *leaseText, licenseID, tenantID string) server.Lease {
+// expandWith is expand with the lease's token hash given (when not ""),
+// as the string a caller proved it with: no new one is made.
+func expandWith(s *slot, text string, licenseID, tenantID, tokenHash string) server.Lease {
+	t := mustParseText(text, s.flags)
 	l := server.Lease{
 		ID:              t.id,
 		LicenseID:       licenseID,
 		TenantID:        tenantID,
+		TokenHash:       tokenHash,
 		Fingerprint:     t.fingerprint,
 		User:            t.user,
 		Hostname:        t.hostname,
@@ -277,9 +280,11 @@ func expandParsed(s *slot, t *leaseText, licenseID, tenantID string) server.Leas
 		ExpiresAt:       timeOf(s.deadline),
 		Borrowed:        s.borrowed(),
 	}
-	if s.flags&flagTokenText != 0 {
+	switch {
+	case tokenHash != "":
+	case s.flags&flagTokenText != 0:
 		l.TokenHash = t.token
-	} else {
+	default:
 		l.TokenHash = hexToken(&s.token)
 	}
 	return l
