@@ -59,7 +59,7 @@ var mutants = []mutant{
 	{"acquire.lua: seat check >= becomes >", "server/distributed/live/lua/acquire.lua",
 		"  if n >= limit then\n    return {'EXHAUSTED'", "  if n > limit then\n    return {'EXHAUSTED'", distributed},
 	{"embedded revival: < becomes <=", "server/embedded/leases.go",
-		"e.lic.liveCount(now) < l.SeatLimit()", "e.lic.liveCount(now) <= l.SeatLimit()", embedded},
+		"s.idx.liveCount(lic, now.UnixNano()) < l.SeatLimit()", "s.idx.liveCount(lic, now.UnixNano()) <= l.SeatLimit()", embedded},
 	{"heartbeat.lua: token check removed", "server/distributed/live/lua/heartbeat.lua",
 		"  if r[TOK] ~= tok then\n    return TOKEN\n  end\n  if r[BOR] then", "  if r[BOR] then", distributed},
 	{"heartbeat.lua: a borrowed lease renewed like any other", "server/distributed/live/lua/heartbeat.lua",
@@ -85,7 +85,7 @@ var mutants = []mutant{
 		"		for _, l := range ended {\n			_ = s.endLiveNow(ctx, l.LicenseID, l.IDs)\n		}\n		return nil, s.fail(\"expire leases\", err)", distributed},
 	{"embedded ExpireLeases removes leases on a write error", "server/embedded/cleanup.go",
 		"		return nil, s.fail(\"expire leases\", err) // nothing removed (invariant 6)",
-		"		for _, e := range es {\n			s.idx.removeLease(e)\n		}\n		return nil, s.fail(\"expire leases\", err)", embedded},
+		"		for _, r := range rs {\n			s.idx.remove(r)\n		}\n		return nil, s.fail(\"expire leases\", err)", embedded},
 	{"rebuild.lua: ended leases brought back", "server/distributed/live/lua/rebuild.lua",
 		"if not redis.call('ZSCORE', K_ENDED, id) and redis.call('HEXISTS', K_EXP, id) == 0 then",
 		"if redis.call('HEXISTS', K_EXP, id) == 0 then", distributed},
@@ -124,8 +124,8 @@ var mutants = []mutant{
 	{"a grant whose record is in doubt is taken back", "server/distributed/acquire.go",
 		"	if err != nil && !record.SurelyNotWritten(err) {", "	if false {", distributed},
 	{"embedded grant does not record the lapsed leases it displaces", "server/embedded/leases.go",
-		"		for _, end := range ends {\n			if _, err := endLease(tx, end); err != nil {\n				return err\n			}\n		}\n		return insertLease(tx, rec)",
-		"		return insertLease(tx, rec)", embedded},
+		"		for _, end := range ends {\n			if _, err := endLease(tx, end); err != nil {\n				return err\n			}\n		}\n		return insertLease(tx, w)",
+		"		return insertLease(tx, w)", embedded},
 }
 
 func main() {
