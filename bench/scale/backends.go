@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seatd/seatd/server/distributed/live"
 )
 
 // redisProbe reads what the harness's keys cost Redis, and takes a
@@ -121,21 +125,91 @@ func (r *redisProbe) startSlowlog(ctx context.Context) (*slowlog, error) {
 	return s, r.rdb.Do(ctx, "slowlog", "reset").Err()
 }
 
-// longest is the slowest command logged since start (0 if none took over
-// 1 ms), its name, and how many took over 1 ms.
-func (s *slowlog) longest(ctx context.Context) (took time.Duration, cmd string, n int, err error) {
+// slowCommands is what the slow log held: every command over 1 ms.
+type slowCommands struct {
+	n, over10ms int
+	longest     []slowCommand // the slowest first, at most 5
+}
+
+type slowCommand struct {
+	took time.Duration
+	name string // the command, or the script's name (rebuild first/last)
+}
+
+// read is the slow log since start; the server's settings are put back.
+func (s *slowlog) read(ctx context.Context) (slowCommands, error) {
+	defer func() {
+		_ = s.r.rdb.ConfigSet(ctx, "slowlog-log-slower-than", s.slower).Err()
+		_ = s.r.rdb.ConfigSet(ctx, "slowlog-max-len", s.maxLen).Err()
+	}()
 	logs, err := s.r.rdb.SlowLogGet(ctx, -1).Result()
 	if err != nil {
-		return 0, "", 0, err
+		return slowCommands{}, err
 	}
+	out := slowCommands{n: len(logs)}
+	cmds := make([]slowCommand, 0, len(logs))
 	for _, l := range logs {
-		if l.Duration > took {
-			took, cmd = l.Duration, strings.ToLower(fmt.Sprint(l.Args[0]))
+		if l.Duration > 10*time.Millisecond {
+			out.over10ms++
+		}
+		cmds = append(cmds, slowCommand{took: l.Duration, name: commandName(l.Args)})
+	}
+	slices.SortFunc(cmds, func(a, b slowCommand) int { return cmp.Compare(b.took, a.took) })
+	out.longest = cmds[:min(5, len(cmds))]
+	return out, nil
+}
+
+// scriptNames are seatd's scripts by their SHA1.
+var scriptNames = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{"acquire", "heartbeat", "check", "end", "expire", "due", "peek", "count",
+		"rebuild", "setconf", "tombstone", "adopt", "state", "progress", "noop", "hint", "fixhint"} {
+		m[live.Script(name).Hash()] = name
+	}
+	return m
+}()
+
+// commandName names a logged command: an EVALSHA of seatd's by its
+// script, and a rebuild call by its flags (first, last, a chunk between).
+func commandName(args []string) string {
+	if len(args) == 0 {
+		return "?"
+	}
+	cmd := strings.ToLower(args[0])
+	if cmd != "evalsha" || len(args) < 3 {
+		return cmd
+	}
+	name, ok := scriptNames[args[1]]
+	if !ok {
+		return cmd
+	}
+	if name == "rebuild" {
+		// ARGV[1] (the flags) follows the keys; the log may have cut the
+		// arguments short (32 at most).
+		if nkeys, err := strconv.Atoi(args[2]); err == nil && len(args) > 3+nkeys {
+			name += map[string]string{"": " (a chunk)", "F": " (first call)", "L": " (last call)", "FL": " (the only call)"}[args[3+nkeys]]
 		}
 	}
-	_ = s.r.rdb.ConfigSet(ctx, "slowlog-log-slower-than", s.slower).Err()
-	_ = s.r.rdb.ConfigSet(ctx, "slowlog-max-len", s.maxLen).Err()
-	return took, cmd, len(logs), nil
+	return name
+}
+
+func (c slowCommands) String() string {
+	if c.n == 0 {
+		return "none over 1 ms"
+	}
+	parts := make([]string, len(c.longest))
+	for i, l := range c.longest {
+		parts[i] = fmt.Sprintf("%s %s", dur(l.took), l.name)
+	}
+	return fmt.Sprintf("%s; %d commands over 1 ms, %d over 10 ms; the longest: %s",
+		dur(c.longest[0].took), c.n, c.over10ms, strings.Join(parts, ", "))
+}
+
+func (c slowCommands) max() time.Duration {
+	if len(c.longest) == 0 {
+		return 0
+	}
+	return c.longest[0].took
 }
 
 // dropLicense unlinks every key of a license (they share the hash tag
