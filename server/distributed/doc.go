@@ -178,7 +178,7 @@
 // for a rebuild under way instead of reading a snapshot of their own),
 // bumps licenses.live_epoch, reads the active sessions and commits;
 // rebuild.lua then writes the leases, unless a state of the same or a
-// newer epoch is there already, a chunk of 250 per call so that a license
+// newer epoch is there already, a chunk of 100 per call so that a license
 // of hundreds of thousands of leases holds Redis for a few milliseconds at
 // a time, never for seconds. Its first call takes the settings away: every
 // call on the license finds no state (NOCONF) and waits for the rebuild,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/distributed/live"
+	"github.com/seatd/seatd/server/storetest"
 )
 
 // A rebuild writes a license's live state a chunk of leases per script
@@ -421,4 +422,66 @@ func TestOnTimeHeartbeatDuringASlowRebuild(t *testing.T) {
 	})
 	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
 	require.NoError(t, <-beat, "a heartbeat sent before the lease's deadline, during a rebuild that was alive throughout")
+}
+
+// TestForcedRebuildKeepsAnotherInstancesHeartbeats: heartbeats another
+// instance acknowledged and has not written behind yet are only in Redis
+// (the rebuilding instance flushes only its own first). A forced rebuild,
+// Redis still holding the license, keeps their deadlines, not the
+// record's older ones.
+func TestForcedRebuildKeepsAnotherInstancesHeartbeats(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour })
+	other := loc.open(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour })
+	t.Cleanup(func() { _ = other.Close() })
+	lic := mkLicense(t, s, tn.ID, 3, time.Minute)
+	leases, toks := fill(t, s, lic, 3)
+	waitRedisPast(t, s, leases[2].AcquiredAt)
+	told := map[string]time.Time{}
+	for i, l := range leases {
+		b, err := other.Heartbeat(t.Context(), l.ID, server.HashSecret(toks[i]))
+		require.NoError(t, err)
+		require.True(t, b.ExpiresAt.After(l.ExpiresAt), "the heartbeat moved the deadline past the recorded one")
+		told[l.ID] = b.ExpiresAt
+	}
+	chunked(s, 2, nil)
+	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+	vals, _, err := s.peek(t.Context(), lic.ID)
+	require.NoError(t, err)
+	require.Len(t, vals, 3)
+	for id, at := range told {
+		require.True(t, vals[id].Deadline.Equal(at), "lease %s: deadline %s after the rebuild, %s acknowledged", id, vals[id].Deadline, at)
+	}
+}
+
+// TestRebuildLeavesExpiringLeasesExpired: a lapsed lease that a cleanup
+// moved to the expiring hash, whose expiry PostgreSQL failed to record, is
+// still active in the record's snapshot. A forced rebuild must not stage
+// it: within the license's revival window a heartbeat would bring back a
+// lease whose end was observed.
+func TestRebuildLeavesExpiringLeasesExpired(t *testing.T) {
+	t.Parallel()
+	loc := newLocation(t)
+	s := loc.openFaulty(t, nil)
+	t.Cleanup(func() { _ = s.Close() })
+	tn := mkTenant(t, s.Store)
+	now := time.Now().UTC()
+	lic, err := s.CreateLicense(t.Context(), server.License{
+		ID: server.NewID(server.PrefixLicenseID), TenantID: tn.ID, Key: server.NewSecret(server.PrefixLicenseKey),
+		Seats: 2, LeaseTTL: time.Second, RevivalWindow: time.Hour, LeasingStrategy: server.PerFingerprint,
+		Active: true, CreatedAt: now, UpdatedAt: now,
+	})
+	require.NoError(t, err)
+	res, tok := acq(t, s.Store, lic.Key, "a")
+	waitRedisPast(t, s.Store, res.Lease.ExpiresAt)
+	s.SetFault(storetest.FaultRecord, true)
+	_, err = s.ExpireLeases(t.Context(), []server.LeaseRef{{LicenseID: lic.ID, LeaseID: res.Lease.ID}})
+	require.Error(t, err)
+	s.SetFault(storetest.FaultRecord, false)
+	_, rdb := testServers(t)
+	require.EqualValues(t, 1, rdb.HLen(t.Context(), loc.license(lic.ID)[5]).Val(), "the lease waits in the expiring hash")
+
+	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired)
 }

@@ -128,8 +128,8 @@ func (s *Store) load() error {
 // are not among these. It returns how many leases it extended.
 func (s *Store) loadActive(tx *bolt.Tx, crashed bool) (extended int, err error) {
 	var (
-		lic   *license
-		licID []byte
+		lic    *license
+		licID  []byte
 		buf    []byte // each text in turn: index.store copies it into an arena
 		stored []ref
 	)

@@ -116,11 +116,13 @@ var ErrStale = errors.New("write live state: the snapshot of the record took too
 // while this one was writing: that one builds the state.
 var ErrSuperseded = errors.New("write live state: a newer rebuild of the license took over")
 
-// DefaultRebuildChunk is how many leases one call of rebuild.lua writes:
-// at about 10 µs a lease, 2–3 ms during which Redis serves nobody else,
-// with room to spare under the 10 ms that a busy machine's scheduling may
-// stretch it towards.
-const DefaultRebuildChunk = 250
+// DefaultRebuildChunk is how many leases one call of rebuild.lua writes.
+// Rebuilding a 500,000-lease license on the quiet 2-core VM, a call of 100
+// held Redis for 1.1 ms (median; p99 2.0 ms, longest 3.5 ms; 250 a call:
+// 2.5, 5.2 and 8.2 ms), leaving room under the 10 ms that a busy machine's
+// scheduling may stretch it towards; the whole rebuild took about as long
+// either way (7.0 s against 6.1 s of calls).
+const DefaultRebuildChunk = 100
 
 // Rebuild writes a license's live state from a snapshot of the record,
 // merged with what Redis still holds, in calls of rs.chunk leases

@@ -61,7 +61,7 @@
 local K_INC, K_PROG = KEYS[9], KEYS[10]
 local S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local L_CONF, L_ENDED = KEYS[16], KEYS[22]
-local CHUNK = 250
+local CHUNK = 100 -- leases given the time back a call (../state.go DefaultRebuildChunk)
 local FENCE = 'seatd: this license is served from the keys {lic}:v2:*; an older seatd must not serve it'
 
 -- legacy_key is a lease id of layout 1 (text) as layout 2 keeps it
@@ -144,16 +144,29 @@ else
   redis.call('HSET', K_PROG, 'touched', fmt(now))
 end
 
+-- The chunk's leases are written with one command per key (in order: a
+-- later lease's dedupe or idempotency key wins, as it would one by one),
+-- and what Redis holds is read only from the keys that exist: a rebuild
+-- after Redis lost the state makes no read per lease.
+local ended_any = redis.call('EXISTS', K_ENDED) == 1
+local expiring_any = redis.call('EXISTS', K_EXP) == 1
+local live_any = redis.call('EXISTS', K_LEASES) == 1
+local recs, dls, dedupes, idems, bors = {}, {}, {}, {}, {}
+local function push(t, a, b)
+  t[#t + 1] = a
+  t[#t + 1] = b
+end
 for i = 7 + nconf, #ARGV, 9 do
   local id = ARGV[i]
-  if not redis.call('ZSCORE', K_ENDED, id) and redis.call('HEXISTS', K_EXP, id) == 0 then
+  if not (ended_any and redis.call('ZSCORE', K_ENDED, id))
+    and not (expiring_any and redis.call('HEXISTS', K_EXP, id) == 1) then
     local r = {ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]),
       ARGV[i + 5], ARGV[i + 6], tonumber(ARGV[i + 7])}
     if ARGV[i + 8] == '1' then
       r[BOR] = 1
       r[IDEM] = idem_key(r[IDEM], true)
     end
-    local h = get_rec(K_LEASES, id)
+    local h = live_any and get_rec(K_LEASES, id)
     if h then
       if r[SEQ] > h[SEQ] then
         h[TOK], h[SEQ] = r[TOK], r[SEQ]
@@ -164,18 +177,31 @@ for i = 7 + nconf, #ARGV, 9 do
     elseif lost and not r[BOR] then
       r[DL] = r[DL] + slack
     end
-    redis.call('HSET', S_LEASES, id, pack_rec(r))
-    redis.call('ZADD', S_DL, fmt(r[DL]), id)
+    push(recs, id, pack_rec(r))
+    push(dls, fmt(r[DL]), id)
     if r[DEDUPE] ~= '' then
-      redis.call('HSET', S_DEDUPE, r[DEDUPE], id)
+      push(dedupes, r[DEDUPE], id)
     end
     if r[IDEM] ~= '' then
-      redis.call('HSET', S_IDEM, r[IDEM], id)
+      push(idems, r[IDEM], id)
     end
     if r[BOR] then
-      redis.call('ZADD', S_BOR, fmt(r[DL]), id)
+      push(bors, fmt(r[DL]), id)
     end
   end
+end
+if #recs > 0 then
+  redis.call('HSET', S_LEASES, unpack(recs))
+  redis.call('ZADD', S_DL, unpack(dls))
+end
+if #dedupes > 0 then
+  redis.call('HSET', S_DEDUPE, unpack(dedupes))
+end
+if #idems > 0 then
+  redis.call('HSET', S_IDEM, unpack(idems))
+end
+if #bors > 0 then
+  redis.call('ZADD', S_BOR, unpack(bors))
 end
 if not last then
   return {'STAGED'}
