@@ -44,6 +44,31 @@ func fill(t *testing.T, s *Store, lic server.License, n int) ([]server.Lease, []
 	return ls, toks
 }
 
+// heartbeatAll heartbeats leases on s, in order, and returns the
+// deadline each was told.
+func heartbeatAll(t *testing.T, s *Store, leases []server.Lease, toks []string) map[string]time.Time {
+	t.Helper()
+	told := map[string]time.Time{}
+	for i, l := range leases {
+		b, err := s.Heartbeat(t.Context(), l.ID, server.HashSecret(toks[i]))
+		require.NoError(t, err)
+		told[l.ID] = b.ExpiresAt
+	}
+	return told
+}
+
+// requireDeadlines checks that the live state of a license holds n leases
+// and, for each lease of told, the deadline its client was told.
+func requireDeadlines(t *testing.T, s *Store, licenseID string, n int, told map[string]time.Time) {
+	t.Helper()
+	vals, _, err := s.peek(t.Context(), licenseID)
+	require.NoError(t, err)
+	require.Len(t, vals, n)
+	for id, at := range told {
+		require.True(t, vals[id].Deadline.Equal(at), "lease %s: deadline %s after the rebuild, %s acknowledged", id, vals[id].Deadline, at)
+	}
+}
+
 // acquireScript runs acquire.lua on a license's keys for a new lease, as
 // an acquisition of any instance would, and returns its first value: the
 // status shared by the run, or 'OK'.
@@ -176,12 +201,7 @@ func TestForcedChunkedRebuildKeepsAcknowledgedDeadlines(t *testing.T) {
 	lic := mkLicense(t, s, tn.ID, 5, time.Minute)
 	leases, toks := fill(t, s, lic, 5)
 	waitRedisPast(t, s, leases[4].AcquiredAt)
-	told := map[string]time.Time{}
-	for i, l := range leases {
-		b, err := s.Heartbeat(t.Context(), l.ID, server.HashSecret(toks[i]))
-		require.NoError(t, err)
-		told[l.ID] = b.ExpiresAt
-	}
+	told := heartbeatAll(t, s, leases, toks)
 	beatRan := make(chan struct{})
 	var beatOnce sync.Once
 	other.rdb.AddHook(&scriptHook{sha: live.Script("heartbeat").Hash(), after: func() { beatOnce.Do(func() { close(beatRan) }) }})
@@ -206,12 +226,7 @@ func TestForcedChunkedRebuildKeepsAcknowledgedDeadlines(t *testing.T) {
 	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
 	b := <-late
 	told[leases[0].ID] = b.ExpiresAt
-	vals, _, err := s.peek(t.Context(), lic.ID)
-	require.NoError(t, err)
-	require.Len(t, vals, 5)
-	for id, at := range told {
-		require.True(t, vals[id].Deadline.Equal(at), "lease %s: deadline %s after the rebuild, %s acknowledged", id, vals[id].Deadline, at)
-	}
+	requireDeadlines(t, s, lic.ID, 5, told)
 }
 
 // TestDeadRebuildIsTakenOver: the instance rebuilding a license stops
@@ -437,21 +452,13 @@ func TestForcedRebuildKeepsAnotherInstancesHeartbeats(t *testing.T) {
 	lic := mkLicense(t, s, tn.ID, 3, time.Minute)
 	leases, toks := fill(t, s, lic, 3)
 	waitRedisPast(t, s, leases[2].AcquiredAt)
-	told := map[string]time.Time{}
-	for i, l := range leases {
-		b, err := other.Heartbeat(t.Context(), l.ID, server.HashSecret(toks[i]))
-		require.NoError(t, err)
-		require.True(t, b.ExpiresAt.After(l.ExpiresAt), "the heartbeat moved the deadline past the recorded one")
-		told[l.ID] = b.ExpiresAt
+	told := heartbeatAll(t, other, leases, toks)
+	for _, l := range leases {
+		require.True(t, told[l.ID].After(l.ExpiresAt), "the heartbeat moved the deadline past the recorded one")
 	}
 	chunked(s, 2, nil)
 	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
-	vals, _, err := s.peek(t.Context(), lic.ID)
-	require.NoError(t, err)
-	require.Len(t, vals, 3)
-	for id, at := range told {
-		require.True(t, vals[id].Deadline.Equal(at), "lease %s: deadline %s after the rebuild, %s acknowledged", id, vals[id].Deadline, at)
-	}
+	requireDeadlines(t, s, lic.ID, 3, told)
 }
 
 // TestRebuildLeavesExpiringLeasesExpired: a lapsed lease that a cleanup

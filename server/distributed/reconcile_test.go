@@ -44,16 +44,7 @@ func TestReconcileRederivesALostHintFromRedis(t *testing.T) {
 	s.reconcileEvery = time.Millisecond
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
-	_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.LeaseTTL = time.Second; return nil })
-	require.NoError(t, err)
-
-	fail := newFailScript(live.Script("hint"))
-	s.rdb.AddHook(fail)
-	fail.on.Store(true)
-	l, err := s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
-	require.NoError(t, err)
-	fail.on.Store(false)
-	require.Positive(t, fail.refused.Load(), "the heartbeat's hint was lost")
+	l := loseHint(t, s, tn.ID, lic.ID, res.Lease.ID, tok)
 	require.True(t, l.ExpiresAt.Before(res.Lease.ExpiresAt.Add(-time.Minute)), "the deadline moved earlier")
 	_, recorded, _ := s.recordedOf(t, res.Lease.ID)
 	require.Equal(t, res.Lease.ExpiresAt, recorded, "the record still has the old deadline")
@@ -197,16 +188,25 @@ func TestHintsAreComparedAPageAPass(t *testing.T) {
 	}
 	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
 	res, tok := acq(t, s, lic.Key, "a")
-	_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.LeaseTTL = time.Second; return nil })
+	l := loseHint(t, s, tn.ID, lic.ID, res.Lease.ID, tok)
+	waitRedisPast(t, s, l.ExpiresAt)
+	dueUntil(t, s, res.Lease.ID, "the lease is due once its hint is found lost")
+	require.EqualValues(t, 1, s.hintsRederived.Load())
+}
+
+// loseHint cuts a license's TTL to 1 s and heartbeats its lease while
+// hint.lua fails: the lease's deadline moves earlier, the expiry hint
+// still points at the old one. It returns the heartbeat's lease.
+func loseHint(t *testing.T, s *Store, tenantID, licenseID, leaseID, tok string) server.Lease {
+	t.Helper()
+	_, err := s.UpdateLicense(t.Context(), tenantID, licenseID, func(l *server.License) error { l.LeaseTTL = time.Second; return nil })
 	require.NoError(t, err)
 	fail := newFailScript(live.Script("hint"))
 	s.rdb.AddHook(fail)
 	fail.on.Store(true)
-	l, err := s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	l, err := s.Heartbeat(t.Context(), leaseID, server.HashSecret(tok))
 	require.NoError(t, err)
 	fail.on.Store(false)
 	require.Positive(t, fail.refused.Load(), "the heartbeat's hint was lost")
-	waitRedisPast(t, s, l.ExpiresAt)
-	dueUntil(t, s, res.Lease.ID, "the lease is due once its hint is found lost")
-	require.EqualValues(t, 1, s.hintsRederived.Load())
+	return l
 }

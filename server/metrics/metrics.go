@@ -137,9 +137,8 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 			func(s server.BackgroundStats) int64 { return s.LiveStateRebuilds }),
 		counter("seatd_orphans_adopted_total", "Recorded active leases unknown to Redis, handed to cleanup (distributed).",
 			func(s server.BackgroundStats) int64 { return s.OrphansAdopted }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "seatd_redis_writes_behind", Help: "Licenses whose settings copy into the live state (Redis) was refused, waiting to be retried (distributed).",
-		}, func() float64 { return float64(r.BackgroundStats().SettingsCopiesBehind) }),
+		gauge("seatd_redis_writes_behind", "Licenses whose settings copy into the live state (Redis) was refused, waiting to be retried (distributed).",
+			func(s server.BackgroundStats) int64 { return s.SettingsCopiesBehind }),
 		counter("seatd_expiry_hints_rederived_total", "Expiry hints found lost by the cleanup leader's reconciliation and re-derived from the live state (distributed).",
 			func(s server.BackgroundStats) int64 { return s.HintsRederived }),
 		gauge("seatd_lease_cache_entries", "Leases whose fixed fields this instance caches, so that their heartbeats read only Redis (distributed).",

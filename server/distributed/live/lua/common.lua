@@ -189,18 +189,25 @@ local function borrowed_count(now)
   return n
 end
 
--- unlink takes a lease out of the live state, with the dedupe and
--- idempotency entries that still point at it.
-local function unlink(id, r)
-  redis.call('HDEL', K_LEASES, id)
-  redis.call('ZREM', K_DL, id)
+-- unlink_from takes a lease out of a set of lease keys (k: leases,
+-- deadlines, dedupe, idem, borrowed: the live ones, or a rebuild's
+-- staging), with the dedupe and idempotency entries that still point at
+-- it.
+local function unlink_from(k, id, r)
+  redis.call('HDEL', k[1], id)
+  redis.call('ZREM', k[2], id)
   if r[BOR] then
-    redis.call('ZREM', K_BOR, id)
+    redis.call('ZREM', k[5], id)
   end
-  if r[DEDUPE] ~= '' and redis.call('HGET', K_DEDUPE, r[DEDUPE]) == id then
-    redis.call('HDEL', K_DEDUPE, r[DEDUPE])
+  if r[DEDUPE] ~= '' and redis.call('HGET', k[3], r[DEDUPE]) == id then
+    redis.call('HDEL', k[3], r[DEDUPE])
   end
-  if r[IDEM] ~= '' and redis.call('HGET', K_IDEM, r[IDEM]) == id then
-    redis.call('HDEL', K_IDEM, r[IDEM])
+  if r[IDEM] ~= '' and redis.call('HGET', k[4], r[IDEM]) == id then
+    redis.call('HDEL', k[4], r[IDEM])
   end
+end
+
+-- unlink takes a lease out of the live state.
+local function unlink(id, r)
+  unlink_from({K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_BOR}, id, r)
 end

@@ -81,20 +81,11 @@ end
 
 -- unstage takes a lease out of the staging, with the dedupe and
 -- idempotency entries that still point at it.
+local STAGED = {S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR}
 local function unstage(id)
   local raw = redis.call('HGET', S_LEASES, id)
-  if not raw then
-    return
-  end
-  local r = unpack_rec(raw)
-  redis.call('HDEL', S_LEASES, id)
-  redis.call('ZREM', S_DL, id)
-  redis.call('ZREM', S_BOR, id)
-  if r[DEDUPE] ~= '' and redis.call('HGET', S_DEDUPE, r[DEDUPE]) == id then
-    redis.call('HDEL', S_DEDUPE, r[DEDUPE])
-  end
-  if r[IDEM] ~= '' and redis.call('HGET', S_IDEM, r[IDEM]) == id then
-    redis.call('HDEL', S_IDEM, r[IDEM])
+  if raw then
+    unlink_from(STAGED, id, unpack_rec(raw))
   end
 end
 local flags, epoch, snap, inc, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
@@ -242,11 +233,10 @@ end
 -- The switch: the old live keys are freed in the background (UNLINK),
 -- the staging keys renamed in (each O(1)), then the settings.
 local live = {K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_BOR}
-local staged = {S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR}
 redis.call('UNLINK', L_ENDED, unpack(live))
 for j = 1, #live do
-  if redis.call('EXISTS', staged[j]) == 1 then
-    redis.call('RENAME', staged[j], live[j])
+  if redis.call('EXISTS', STAGED[j]) == 1 then
+    redis.call('RENAME', STAGED[j], live[j])
   end
 end
 redis.call('DEL', K_PROG)
