@@ -166,8 +166,7 @@ func (s *slowlog) read(ctx context.Context) (slowCommands, error) {
 // scriptNames are seatd's scripts by their SHA1.
 var scriptNames = func() map[string]string {
 	m := map[string]string{}
-	for _, name := range []string{"acquire", "heartbeat", "check", "end", "expire", "due", "peek", "count",
-		"rebuild", "setconf", "tombstone", "adopt", "state", "progress", "noop", "hint", "fixhint"} {
+	for _, name := range live.ScriptNames() {
 		m[live.Script(name).Hash()] = name
 	}
 	return m

@@ -86,18 +86,21 @@ func (s *Store) maybeReconcile(ctx context.Context, now time.Time) {
 	}
 	s.lastReconcile = time.Now()
 	s.reconcileMu.Unlock()
-	if err := s.reconcile(ctx, now); err != nil {
+	// One read of the licenses serves the hints' repair and the settings'.
+	lics, readErr := s.rec.LicenseVersions(ctx)
+	err := readErr
+	if err == nil {
+		err = s.rederiveHints(ctx, lics)
+	}
+	if err := errors.Join(err, s.sweepOrphans(ctx, now)); err != nil {
 		s.log.Warn("distributed store: reconcile the live state with the record", "err", err)
 	}
-	if err := s.syncConf(ctx); err != nil {
+	if readErr != nil {
+		return
+	}
+	if err := s.syncConfOf(ctx, lics); err != nil {
 		s.log.Warn("distributed store: compare license settings in Redis with the record", "err", err)
 	}
-}
-
-// reconcile runs both repairs. Neither reads an index that heartbeats
-// change (they are written behind as HOT updates, record.WriteBeats).
-func (s *Store) reconcile(ctx context.Context, now time.Time) error {
-	return errors.Join(s.rederiveHints(ctx), s.sweepOrphans(ctx, now))
 }
 
 // rederiveHints compares licenses' expiry hints with the earliest
@@ -107,12 +110,10 @@ func (s *Store) reconcile(ctx context.Context, now time.Time) error {
 // hint.lua, hint keys lost with a Redis server). A license whose live
 // state is missing although the record holds active leases of it (Redis
 // lost it, and nothing used the license since) is built from the record,
-// which sets its hint: its leases then expire as any others.
-func (s *Store) rederiveHints(ctx context.Context) error {
-	lics, err := s.rec.LicenseVersions(ctx)
-	if err != nil {
-		return err
-	}
+// which sets its hint: its leases then expire as any others. Neither
+// repair reads an index that heartbeats change (they are written behind as
+// HOT updates, record.WriteBeats).
+func (s *Store) rederiveHints(ctx context.Context, lics []record.LicenseVersion) error {
 	ids := make([]string, 0, len(lics))
 	for _, l := range lics {
 		if !l.Deleted {

@@ -10,9 +10,10 @@ import (
 	"github.com/seatd/seatd/server/distributed/internal/cache"
 )
 
-// leaseInfo is what never changes about a lease: cached per process so
-// that heartbeats need no PostgreSQL read. Cached values are shared: never
-// change one.
+// leaseInfo is what never changes about a lease: cached per process
+// (encoded) so that heartbeats need no PostgreSQL read. Each one is built
+// for one use (decoded from the cache, or of a lease just read), so that
+// lease hands its metadata on without copying it.
 type leaseInfo struct {
 	LicenseID      string
 	TenantID       string
@@ -38,7 +39,7 @@ func infoOf(l *server.Lease) *leaseInfo {
 func (i *leaseInfo) lease(id, tokenHash string, hb, deadline time.Time) server.Lease {
 	return server.Lease{
 		ID: id, LicenseID: i.LicenseID, TenantID: i.TenantID, TokenHash: tokenHash,
-		Fingerprint: i.Fingerprint, User: i.User, Hostname: i.Hostname, Metadata: cloneMap(i.Metadata),
+		Fingerprint: i.Fingerprint, User: i.User, Hostname: i.Hostname, Metadata: i.Metadata,
 		IdempotencyKey: i.IdempotencyKey, DedupeKey: i.DedupeKey, State: server.LeaseActive,
 		AcquiredAt: i.AcquiredAt, LastHeartbeatAt: hb, ExpiresAt: deadline, Borrowed: i.Borrowed,
 	}

@@ -82,6 +82,11 @@ func (s *Store) syncConf(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.syncConfOf(ctx, lics)
+}
+
+// syncConfOf is syncConf with the licenses read already.
+func (s *Store) syncConfOf(ctx context.Context, lics []record.LicenseVersion) error {
 	ids := make([]string, len(lics))
 	for i, l := range lics {
 		ids[i] = l.ID

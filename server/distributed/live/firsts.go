@@ -7,10 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptFirsts reads a license's earliest deadline for the cleaner
-// (lua/firsts.lua).
-var scriptFirsts = loadScript("firsts")
-
 // Firsts reads the earliest deadline (unix µs; -1: none) that each license
 // holds for the cleaner, live or expiring (firsts.lua), pipelined; errs[i]
 // is ErrNoState for a license whose live state is missing.

@@ -3,6 +3,8 @@ package live
 import (
 	"embed"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -29,7 +31,8 @@ var (
 	scriptAdopt     = loadScript("adopt")
 	scriptState     = loadScript("state")
 	scriptProgress  = loadScript("progress")
-	scriptNoop      = loadScript("noop") // make bench's ceiling only
+	scriptFirsts    = loadScript("firsts") // the earliest deadline, for the reconciliation (Firsts)
+	scriptNoop      = loadScript("noop")   // make bench's ceiling only
 
 	// These two work on the global expiry hint, not on a license.
 	scriptHint    = loadPlainScript("hint")
@@ -60,7 +63,7 @@ var scriptsByName = map[string]*redis.Script{
 	"acquire": scriptAcquire, "heartbeat": scriptHeartbeat, "check": scriptCheck, "end": scriptEnd,
 	"expire": scriptExpire, "due": scriptDue, "peek": scriptPeek, "count": scriptCount,
 	"rebuild": scriptRebuild, "setconf": scriptSetConf, "tombstone": scriptTombstone, "adopt": scriptAdopt,
-	"state": scriptState, "progress": scriptProgress, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,
+	"state": scriptState, "progress": scriptProgress, "firsts": scriptFirsts, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,
 }
 
 // Script returns lua/<name>.lua as the store runs it, for tests that
@@ -73,6 +76,9 @@ func Script(name string) *redis.Script {
 	}
 	return s
 }
+
+// ScriptNames are the names Script takes, sorted.
+func ScriptNames() []string { return slices.Sorted(maps.Keys(scriptsByName)) }
 
 // Keys is the key layout the live state uses.
 func (rs *Redis) Keys() Keyspace { return rs.keys }
