@@ -116,6 +116,8 @@ var mutants = []mutant{
 		"for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_ENDED, fmt(began), '+inf')) do", "for _, id in ipairs({}) do", distributed},
 	{"rebuild.lua: an older seatd's keys not fenced off", "server/distributed/live/lua/rebuild.lua",
 		"  redis.call('SET', L_CONF, FENCE)\n", "", distributed},
+	{"rebuild.lua: the last call switches in with late leases not yet given the time back", "server/distributed/live/lua/rebuild.lua",
+		"if redis.call('ZCOUNT', S_DL, window[1], window[2]) > nbor then", "if false then", distributed},
 	{"rebuild.lua: a lease whose deadline came while the license waited is not given the time back", "server/distributed/live/lua/rebuild.lua",
 		"    r[DL] = r[DL] + away\n", "    r[DL] = now + 1\n", distributed},
 	{"progress.lua: a claim forgets that the rebuild before it knew Redis had lost nothing", "server/distributed/live/lua/progress.lua",

@@ -43,10 +43,11 @@
 -- KEYS: ../keys.go RebuildKeys.
 -- ARGV: 1 flags ('F' first, 'L' last, both, or ''), 2 epoch, 3 snapshot
 --       time (Redis time read before the snapshot), 4 incarnation, 5
---       slack, 6 the number of settings values that follow (12 in the
---       last call, else 0): version, seats, overdraft, ttl, revival, active
---       (0/1), expires (0 = never), strategy, tenant, license json, max
---       borrow duration, max borrowed seats; then per lease 9 values: id,
+--       slack, 6 the number of values that follow (13 in the last call,
+--       else 0): the settings (version, seats, overdraft, ttl, revival,
+--       active (0/1), expires (0 = never), strategy, tenant, license json,
+--       max borrow duration, max borrowed seats) and CHUNK, the caller's
+--       chunk (../state.go DefaultRebuildChunk); then per lease 9 values: id,
 --       token hash, acquired, last_hb, deadline, dedupe key, idempotency
 --       key, token seq, borrowed (0/1) (ordered by acquisition, so that
 --       the newest lease wins a key). A borrowed lease gets no slack: no
@@ -61,7 +62,6 @@
 local K_INC, K_PROG = KEYS[9], KEYS[10]
 local S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR = KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local L_CONF, L_ENDED = KEYS[16], KEYS[22]
-local CHUNK = 100 -- leases given the time back a call (../state.go DefaultRebuildChunk)
 local FENCE = 'seatd: this license is served from the keys {lic}:v2:*; an older seatd must not serve it'
 
 -- legacy_key is a lease id of layout 1 (text) as layout 2 keeps it
@@ -91,6 +91,7 @@ end
 local flags, epoch, snap, inc, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local nconf = tonumber(ARGV[6])
 local first, last = string.find(flags, 'F', 1, true) ~= nil, string.find(flags, 'L', 1, true) ~= nil
+local CHUNK = last and tonumber(ARGV[19]) -- leases given the time back a call
 
 local cur = redis.call('HMGET', K_CONF, 'epoch', 'deleted')
 if cur[2] == '1' or (cur[1] and tonumber(cur[1]) >= epoch) then
