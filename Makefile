@@ -5,6 +5,10 @@ BIN   := $(CURDIR)/bin
 # Developer tools (buf, grpcurl, grpc-health-probe) are pinned in tools/go.mod
 # so they never leak into the module graph of seatd itself.
 TOOL  := $(GO) tool -modfile=tools/go.mod
+# go-licenses has a module of its own too (the dependency license report).
+LICENSES := $(GO) tool -modfile=tools/licenses/go.mod go-licenses
+# Licenses a dependency of seatd may have (all compatible with Apache-2.0).
+ALLOWED_LICENSES := Apache-2.0,BSD-2-Clause,BSD-3-Clause,ISC,MIT,MPL-2.0
 # golangci-lint has a module of its own: its dependencies must not move buf's.
 LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 # seatd's version and git revision (seatd version, seatd_build_info), set at
@@ -12,7 +16,7 @@ LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 SEATD_LDFLAGS = -X github.com/seatd/seatd/server/daemon.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)') \
   -X github.com/seatd/seatd/server/daemon.revision=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
-.PHONY: help build run generate verify-generate lint vet test preflight check/python test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
+.PHONY: help build run generate verify-generate lint vet licenses licenses/check test preflight check/python test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -44,6 +48,13 @@ lint: ## buf lint (STANDARD), buf breaking against the previous commit (scripts/
 
 vet:
 	$(GO) vet ./...
+
+licenses: ## Rewrite DEPENDENCY_LICENSES.csv: each Go package seatd links and its license (go-licenses)
+	{ echo "module,license"; $(LICENSES) report ./... 2>/dev/null | awk -F, '$$1 != "github.com/seatd/seatd" {print $$1","$$3}' | sort; } > DEPENDENCY_LICENSES.csv
+
+licenses/check: ## Fail if a Go dependency has a license outside ALLOWED_LICENSES (go-licenses check; run by CI)
+	$(LICENSES) check ./... --allowed_licenses=$(ALLOWED_LICENSES) 2>&1 | grep -v '^W.*library.go\|non-Go code\|^/' || true
+	@$(LICENSES) check ./... --allowed_licenses=$(ALLOWED_LICENSES) >/dev/null 2>&1 || { echo "make: a dependency's license is not among $(ALLOWED_LICENSES): run the go-licenses check above" >&2; exit 1; }
 
 services: ## Start (or explain how to install) the PostgreSQL and Redis the tests use
 	scripts/services.sh
