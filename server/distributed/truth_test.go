@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/cleanup"
 	"github.com/seatd/seatd/server/distributed/live"
 )
 
@@ -169,4 +170,47 @@ func TestAcquireAgainDropsLeaseEndedInRecordOnly(t *testing.T) {
 	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "only the new lease counts")
+}
+
+// TestEndedLeaseLeavesRedisWithoutItsClient: a release recorded in
+// PostgreSQL whose end.lua failed, and whose client never retries (it went
+// away, or the instance died between the two steps). A borrowed lease
+// never heartbeats and an abandoned one stopped, so the flush never learns
+// of it; the leader's cleanup passes must find the end in the record and
+// free the seat, long before the lease's deadline (a borrowed one: 20 h).
+func TestEndedLeaseLeavesRedisWithoutItsClient(t *testing.T) {
+	t.Parallel()
+	for _, borrow := range []time.Duration{20 * time.Hour, 0} {
+		name := "borrowed"
+		if borrow == 0 {
+			name = "normal"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, s, tn := openStore(t, nil)
+			fail := newFailScript(live.Script("end"))
+			s.rdb.AddHook(fail)
+			lic := mkBorrowLicense(t, s, tn.ID, 1, 24*time.Hour, 1)
+			res, tok, err := tryBorrow(t.Context(), s, lic.Key, "laptop", "", borrow)
+			require.NoError(t, err)
+
+			fail.on.Store(true)
+			_, err = s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+			requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "end.lua failed: not acknowledged")
+			fail.on.Store(false)
+			_, _, state := s.recordedOf(t, res.Lease.ID)
+			require.Equal(t, server.LeaseReleased, state, "the release is in the record")
+
+			c := cleanup.NewCleaner(s, cleanup.Config{}, nil, nil)
+			for range 3 {
+				run := c.Pass(t.Context(), cleanup.TriggerManual)
+				require.Equal(t, cleanup.ResultOK, run.Result, "%+v", run)
+			}
+			n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+			require.NoError(t, err)
+			require.Zero(t, n, "the released lease holds no seat after the cleanup passes")
+			_, _, err = tryAcq(t.Context(), s, lic.Key, "desktop")
+			require.NoError(t, err, "its seat goes to another client")
+		})
+	}
 }
