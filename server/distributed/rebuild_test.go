@@ -497,3 +497,44 @@ func TestRebuildLeavesExpiringLeasesExpired(t *testing.T) {
 	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
 	requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired)
 }
+
+// TestLeaseExpiredDuringAChunkedRebuildStaysExpired: a forced rebuild read
+// its snapshot while a lapsed lease was still active in the record; before
+// its first write, the cleaner takes the lease into the expiring hash,
+// records its expiry and drops it (end.lua, from the expiring hash). The
+// rebuild must leave it out: end.lua remembers the end of a lease it took
+// from the expiring hash as of one it took from the live hash. Else the
+// lease comes back, and a heartbeat within the revival window revives a
+// lease whose expiry was recorded (an observed end is final).
+func TestLeaseExpiredDuringAChunkedRebuildStaysExpired(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	now := time.Now().UTC()
+	lic, err := s.CreateLicense(t.Context(), server.License{
+		ID: server.NewID(server.PrefixLicenseID), TenantID: tn.ID, Key: server.NewSecret(server.PrefixLicenseKey),
+		Seats: 2, LeaseTTL: time.Second, RevivalWindow: time.Hour, LeasingStrategy: server.PerFingerprint,
+		Active: true, CreatedAt: now, UpdatedAt: now,
+	})
+	require.NoError(t, err)
+	res, tok := acq(t, s, lic.Key, "a")
+	waitRedisPast(t, s, res.Lease.ExpiresAt)
+
+	var once sync.Once
+	s.live.SetRebuildChunk(10, func(_ string, start int) {
+		if start != 0 {
+			return
+		}
+		once.Do(func() { // the snapshot is read; nothing is written yet
+			ended, err := s.ExpireLeases(context.Background(), []server.LeaseRef{{LicenseID: lic.ID, LeaseID: res.Lease.ID}})
+			assert.NoError(t, err)
+			assert.Len(t, ended, 1, "the cleaner recorded the expiry")
+		})
+	})
+	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "the expired lease came back with the rebuild")
+	vals, _, err := s.peek(t.Context(), lic.ID)
+	require.NoError(t, err)
+	require.NotContains(t, vals, res.Lease.ID)
+}

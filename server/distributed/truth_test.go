@@ -214,3 +214,70 @@ func TestEndedLeaseLeavesRedisWithoutItsClient(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordedEndsAreRepairedInBatches: the reconciliation's repair of
+// recorded ends goes through the notes a batch at a time; a note whose
+// end.lua failed stays (and is counted behind) until a pass removes its
+// lease, and then it is gone.
+func TestRecordedEndsAreRepairedInBatches(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	s.endBatch = 2
+	fail := newFailScript(live.Script("end"))
+	s.rdb.AddHook(fail)
+	lic := mkLicense(t, s, tn.ID, 5, time.Hour)
+	leases, toks := fill(t, s, lic, 5)
+	notes := func() int {
+		var n int
+		require.NoError(t, loc.db(t).QueryRow(t.Context(), `SELECT count(*) FROM live_ends`).Scan(&n))
+		return n
+	}
+
+	fail.on.Store(true)
+	for i, l := range leases {
+		_, err := s.Release(t.Context(), l.ID, server.HashSecret(toks[i]))
+		requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable)
+	}
+	require.Error(t, s.dropRecordedEnds(t.Context()), "end.lua still fails")
+	require.Equal(t, 5, notes(), "the notes stay while Redis refuses")
+	require.EqualValues(t, 5, s.BackgroundStats().EndedLeasesBehind)
+
+	fail.on.Store(false)
+	require.NoError(t, s.dropRecordedEnds(t.Context()))
+	require.Zero(t, notes(), "every note cleared, three batches of two")
+	stats := s.BackgroundStats()
+	require.EqualValues(t, 5, stats.EndedLeasesDropped)
+	require.Zero(t, stats.EndedLeasesBehind)
+	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	// A release whose end.lua ran leaves a note too; the repair clears it
+	// and counts nothing dropped (Redis held nothing).
+	res, tok := acq(t, s, lic.Key, "again")
+	_, err = s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	require.NoError(t, err)
+	require.Equal(t, 1, notes())
+	require.NoError(t, s.dropRecordedEnds(t.Context()))
+	require.Zero(t, notes())
+	require.EqualValues(t, 5, s.BackgroundStats().EndedLeasesDropped)
+}
+
+// TestReleaseOfALeaseRevokedInTheRecordOnlyDropsIt: a lease revoked in the
+// record whose removal from Redis never ran; its client releases it. The
+// answer is LEASE_REVOKED, and only once Redis dropped it: its next
+// heartbeat is refused at once (not one flush later).
+func TestReleaseOfALeaseRevokedInTheRecordOnlyDropsIt(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour })
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	res, tok := acq(t, s, lic.Key, "a")
+	loc.endInRecordOnly(t, res.Lease.ID, "revoked")
+
+	_, err := s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked)
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked, "told revoked, the lease heartbeats no more")
+	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
+	require.NoError(t, err, "the seat is free")
+}
