@@ -229,7 +229,7 @@
 //
 // The leader repairs what the expiry hint and the live state can lose, at
 // most every 10 s (defaultReconcileEvery), before the first page of a
-// cleanup pass, in two steps that read no index a heartbeat changes:
+// cleanup pass, in three steps that read no index a heartbeat changes:
 //
 //   - Hints: each license's earliest deadline in Redis, live or expiring
 //     (firsts.lua), against its hint, 10,000 licenses a pass going round
@@ -245,7 +245,6 @@
 //     hands the ones Redis holds nowhere to the cleaner. The sweep starts
 //     over at the end, and on a new leader; an orphan is found within
 //     (active leases / 25,000) passes of its recorded deadline.
-//
 //   - Recorded ends: the releases and revokes the record noted
 //     (live_ends, written by the statement that recorded the end), in
 //     batches of Options.EndRepairBatch in lease id order until one comes
