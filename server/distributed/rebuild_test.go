@@ -466,7 +466,7 @@ func TestOnTimeHeartbeatDuringASlowRebuild(t *testing.T) {
 			f()
 		}
 	})
-	for ttl := 2 * time.Second; ; ttl *= 2 {
+	for ttl := 4 * time.Second; ; ttl *= 2 {
 		require.LessOrEqual(t, ttl, 2*time.Minute, "no heartbeat reached Redis before its lease's deadline")
 		lic := mkLicense(t, s, tn.ID, 2, ttl)
 		leases, toks := fill(t, s, lic, 2)
@@ -492,6 +492,7 @@ func TestOnTimeHeartbeatDuringASlowRebuild(t *testing.T) {
 		require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
 		err := <-beat
 		if !onTime {
+			t.Logf("TTL %v: the heartbeat reached Redis after its lease's deadline; trying a longer TTL", ttl)
 			continue
 		}
 		require.NoError(t, err, "a heartbeat sent before the lease's deadline, during a rebuild that was alive throughout")
