@@ -302,6 +302,11 @@ type BackgroundStats struct {
 	OrphansAdopted       int64 // leases active in the record that the live state had lost, handed to cleanup
 	SettingsCopiesBehind int64 // now: license settings not yet copied into the live state (retried)
 	HintsRederived       int64 // expiry hints found lost (later than the deadlines they point at) and lowered
+	// Leases whose end (release, revoke) is recorded that the live state
+	// still held, removed by the reconciliation; the recorded ends it
+	// could not remove at its last pass (retried at the next); and its
+	// bound, how many it removes a batch.
+	EndedLeasesDropped, EndedLeasesBehind, EndRepairBatch int64
 	// The cache of leases' fixed fields, when the store keeps one apart
 	// from its record (distributed mode): leases it holds now, its bound,
 	// and the lookups it could not answer (each a read of the record).

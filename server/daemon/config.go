@@ -53,6 +53,7 @@ type Config struct {
 	PGMinConns             int
 	HeartbeatFlushInterval time.Duration
 	LeaseCacheSize         int
+	EndRepairBatch         int
 	ConnectTimeout         time.Duration
 	AutoMigrate            bool
 	LeaderPingInterval     time.Duration
@@ -127,6 +128,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.IntVar(&c.PGMinConns, "pg-min-conns", 0, "distributed mode: PostgreSQL connections kept open")
 	fs.DurationVar(&c.HeartbeatFlushInterval, "heartbeat-flush-interval", 10*time.Second, "how often heartbeat times are written to durable storage (PostgreSQL, or the data dir); a crash loses at most this much, which a restart gives back")
 	fs.IntVar(&c.LeaseCacheSize, "lease-cache-size", distributed.DefaultLeaseCacheSize, "distributed mode: leases whose fixed fields this instance caches (about 100 bytes each), so that their heartbeats read only Redis; heartbeats of leases beyond it read PostgreSQL")
+	fs.IntVar(&c.EndRepairBatch, "end-repair-batch", distributed.DefaultEndRepairBatch, "distributed mode: recorded releases and revokes the cleanup leader removes from Redis per batch (a lease whose removal failed or whose instance died before it), batches until one comes back short")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 30*time.Second, "distributed mode: how long to retry PostgreSQL/Redis at start")
 	fs.DurationVar(&c.LeaderPingInterval, "leader-ping-interval", leader.DefaultPingInterval, "distributed mode: how often the cleanup leader checks its lock connection")
 	fs.DurationVar(&c.LeaderRetryInterval, "leader-retry-interval", leader.DefaultRetryInterval, "distributed mode: how often followers try for the leader lock (±25% jitter)")
@@ -248,6 +250,8 @@ func (c *Config) validate() error {
 		return errors.New("--pg-min-conns and --pg-max-conns must be non-negative, min at most max")
 	case c.LeaseCacheSize < 1:
 		return errors.New("--lease-cache-size must be at least 1")
+	case c.EndRepairBatch < 1:
+		return errors.New("--end-repair-batch must be at least 1")
 	case c.HeartbeatFlushInterval < 100*time.Millisecond:
 		return errors.New("--heartbeat-flush-interval must be at least 100ms")
 	case c.LeaderPingInterval < 10*time.Millisecond || c.LeaderRetryInterval < 10*time.Millisecond:

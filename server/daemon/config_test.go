@@ -92,6 +92,13 @@ func TestParseConfig(t *testing.T) {
 			require.Equal(t, distributed.DefaultLeaseCacheSize, c.LeaseCacheSize)
 		}},
 		{name: "no lease cache", args: []string{"--lease-cache-size=0"}, wantErr: "--lease-cache-size"},
+		{name: "end repair batch", args: []string{"--end-repair-batch=50"}, check: func(t *testing.T, c Config) { require.Equal(t, 50, c.EndRepairBatch) }},
+		{name: "end repair batch default", check: func(t *testing.T, c Config) {
+			require.Equal(t, distributed.DefaultEndRepairBatch, c.EndRepairBatch)
+		}},
+		{name: "no end repair batch", args: []string{"--end-repair-batch=0"}, wantErr: "--end-repair-batch"},
+		{name: "end repair batch from env", env: map[string]string{"SEATD_END_REPAIR_BATCH": "7"},
+			check: func(t *testing.T, c Config) { require.Equal(t, 7, c.EndRepairBatch) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

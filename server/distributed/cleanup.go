@@ -15,8 +15,10 @@ import (
 // Cleanup: DueLeases finds the leases past their deadline in the live
 // state (the expiry hint, package live), ExpireLeases takes them out of the
 // live state, records their expiry, then forgets them in the live state.
-// The leader's reconciliation repairs what the hint can lose, and hands
-// the cleaner orphans: active in the record, unknown to the live state.
+// The leader's reconciliation repairs what the hint can lose, hands the
+// cleaner orphans (active in the record, unknown to the live state), and
+// removes from the live state the leases whose end the record noted
+// (dropRecordedEnds).
 
 const (
 	// defaultSweepPage is how many active sessions one reconciliation
@@ -92,7 +94,7 @@ func (s *Store) maybeReconcile(ctx context.Context, now time.Time) {
 	if err == nil {
 		err = s.rederiveHints(ctx, lics)
 	}
-	if err := errors.Join(err, s.sweepOrphans(ctx, now)); err != nil {
+	if err := errors.Join(err, s.sweepOrphans(ctx, now), s.dropRecordedEnds(ctx)); err != nil {
 		s.log.Warn("distributed store: reconcile the live state with the record", "err", err)
 	}
 	if readErr != nil {
@@ -234,6 +236,67 @@ func (s *Store) sweepOrphans(ctx context.Context, now time.Time) error {
 	return firstErr
 }
 
+// dropRecordedEnds removes from the live state the leases whose release
+// or revoke the record noted (record.PendingEnds, written by the statement
+// that recorded the end), then clears their notes: s.endBatch notes a
+// batch, in lease id order, until a batch comes back short. end.lua is
+// idempotent, so that a lease its own call removed already costs one
+// lookup. This is what removes a lease whose end.lua failed or whose
+// process died before it, when nobody retries the call and the lease never
+// heartbeats (a borrowed one, an abandoned one): without it, it would hold
+// its seat until its deadline (invariant 10). A note whose end.lua failed
+// stays for the next pass.
+func (s *Store) dropRecordedEnds(ctx context.Context) error {
+	var (
+		after    string
+		behind   int64
+		firstErr error
+	)
+	for {
+		ends, err := s.rec.PendingEnds(ctx, after, s.endBatch)
+		if err != nil {
+			return cmp.Or(firstErr, err)
+		}
+		var byLicense []live.LicenseLeases
+		at := map[string]int{}
+		for _, e := range ends {
+			i, ok := at[e.LicenseID]
+			if !ok {
+				i = len(byLicense)
+				at[e.LicenseID] = i
+				byLicense = append(byLicense, live.LicenseLeases{LicenseID: e.LicenseID})
+			}
+			byLicense[i].IDs = append(byLicense[i].IDs, e.LeaseID)
+		}
+		removed, errs := s.live.EndMany(ctx, byLicense)
+		var done []string
+		for i, l := range byLicense {
+			if errs[i] != nil {
+				behind += int64(len(l.IDs))
+				firstErr = cmp.Or(firstErr, errs[i])
+				continue
+			}
+			done = append(done, l.IDs...)
+			s.hb.forget(l.IDs...)
+			if removed[i] > 0 {
+				s.endsRepaired.Add(removed[i])
+				s.log.Warn("distributed store: leases whose end is recorded were still in Redis; dropped them",
+					"license", l.LicenseID, "leases", removed[i])
+			}
+		}
+		slices.Sort(done) // in id order, as every statement that locks several leases
+		if err := s.rec.ClearEnds(ctx, done); err != nil {
+			behind += int64(len(done))
+			firstErr = cmp.Or(firstErr, err)
+		}
+		if len(ends) < s.endBatch {
+			s.endsBehind.Store(behind)
+			return firstErr
+		}
+		after = ends[len(ends)-1].LeaseID
+	}
+}
+
 // adoptOne hands one license's orphans to cleanup (live.Redis.Adopt),
 // building its live state if it is missing. Nothing is adopted from a
 // license that does not exist (any more).
@@ -302,7 +365,8 @@ func (s *Store) ExpireLeases(ctx context.Context, refs []server.LeaseRef) ([]ser
 	// finds them recorded and drops them.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	for i, err := range s.live.EndMany(dctx, ended) {
+	_, endErrs := s.live.EndMany(dctx, ended)
+	for i, err := range endErrs {
 		if err != nil {
 			s.log.Error("distributed store: remove expired leases from Redis", "license", ended[i].LicenseID,
 				"leases", len(ended[i].IDs), "err", err)

@@ -116,9 +116,12 @@
 //
 // Release / Revoke: check.lua judges (token, still live; Revoke reads the
 // live values with peek.lua) -> one statement ends the session (UPDATE ...
-// WHERE state = 'active' RETURNING) and inserts its usage event (ON
-// CONFLICT (lease_id) DO NOTHING) -> end.lua removes the lease from Redis
-// -> only then the caller is told (UNAVAILABLE if end.lua failed).
+// WHERE state = 'active' RETURNING), inserts its usage event (ON
+// CONFLICT (lease_id) DO NOTHING) and notes the end for the live state
+// (live_ends) -> end.lua removes the lease from Redis -> only then the
+// caller is told (UNAVAILABLE if end.lua failed). The leader's
+// reconciliation runs end.lua again for the noted ends and clears the
+// notes (see Reconciliation): the repair when nobody retries.
 // Of two racing ends, the row lock lets one win; the other sees the lease
 // ended and answers accordingly.
 //
@@ -226,7 +229,7 @@
 //
 // The leader repairs what the expiry hint and the live state can lose, at
 // most every 10 s (defaultReconcileEvery), before the first page of a
-// cleanup pass, in two steps that read no index a heartbeat changes:
+// cleanup pass, in three steps that read no index a heartbeat changes:
 //
 //   - Hints: each license's earliest deadline in Redis, live or expiring
 //     (firsts.lua), against its hint, 10,000 licenses a pass going round
@@ -242,6 +245,12 @@
 //     hands the ones Redis holds nowhere to the cleaner. The sweep starts
 //     over at the end, and on a new leader; an orphan is found within
 //     (active leases / 25,000) passes of its recorded deadline.
+//   - Recorded ends: the releases and revokes the record noted
+//     (live_ends, written by the statement that recorded the end), in
+//     batches of Options.EndRepairBatch in lease id order until one comes
+//     back short: end.lua for each license's leases of the batch (a
+//     lease gone already costs a lookup), then the notes are deleted. A
+//     note whose end.lua failed stays for the next pass.
 //
 // Then the settings versions (syncConf, licenses.go).
 //
@@ -278,8 +287,11 @@
 //     heartbeats, the next flush learns from the record that it ended and
 //     drops it (flush.go); if its client acquires again and is handed it
 //     back, recording the new token finds it ended and drops it
-//     (recordRenewal); otherwise it stops counting at its deadline and the
-//     cleaner drops it. A deleted license whose tombstone failed is
+//     (recordRenewal); in any case the leader's next reconciliation finds
+//     the note the record keeps of the end (live_ends) and drops it
+//     (dropRecordedEnds), so that a lease that never heartbeats (a
+//     borrowed one) does not hold its seat until its deadline. A deleted
+//     license whose tombstone failed is
 //     tombstoned by the leader's reconciliation (syncConf).
 //   - Between expire.lua and the record, or the record fails: the leases
 //     wait in the expiring hash (no seat, no heartbeat) and the next pass

@@ -219,7 +219,8 @@ func tokenMatches(stored, given string) bool {
 // and a retry finds the end recorded and tries again. If nobody retries
 // (the process died, the caller gave up), the write-behind flush finds the
 // lease ended in the record at its next heartbeat and drops it (flush.go),
-// and a lease that stops heartbeating stops counting at its deadline.
+// and, heartbeat or not, the cleanup leader's reconciliation finds the
+// note the record keeps of the end and drops it (dropRecordedEnds).
 func (s *Store) dropEnded(ctx context.Context, licenseID string, ids ...string) error {
 	if err := s.endLive(ctx, licenseID, ids); err != nil {
 		return fmt.Errorf("remove ended leases from Redis: %w", err)

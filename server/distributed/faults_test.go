@@ -139,3 +139,28 @@ func TestExpiringLeaseChecksToken(t *testing.T) {
 	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
 	requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired)
 }
+
+// TestFailedFlushIsWrittenByTheNext: PostgreSQL fails while heartbeats are
+// written behind; the heartbeats that were not written stay buffered, and
+// the next flush, PostgreSQL back, writes them (a Redis loss after it then
+// costs no more than one flush interval, invariant 9).
+func TestFailedFlushIsWrittenByTheNext(t *testing.T) {
+	t.Parallel()
+	loc := newLocation(t)
+	s := loc.openFaulty(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour }) // only explicit flushes
+	t.Cleanup(func() { _ = s.Close() })
+	tn := mkTenant(t, s.Store)
+	lic := mkLicense(t, s.Store, tn.ID, 1, time.Hour)
+	res, tok := acq(t, s.Store, lic.Key, "a")
+	waitRedisPast(t, s.Store, res.Lease.AcquiredAt)
+	b, err := s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	require.NoError(t, err)
+
+	s.SetFault(storetest.FaultRecord, true)
+	require.Error(t, s.flush(t.Context()), "PostgreSQL is down")
+	s.SetFault(storetest.FaultRecord, false)
+	require.NoError(t, s.flush(t.Context()))
+	hb, dl, _ := loc.recorded(t, res.Lease.ID)
+	require.True(t, hb.Equal(b.LastHeartbeatAt), "recorded heartbeat %s, acknowledged %s", hb, b.LastHeartbeatAt)
+	require.True(t, dl.Equal(b.ExpiresAt), "recorded deadline %s, acknowledged %s", dl, b.ExpiresAt)
+}

@@ -166,7 +166,8 @@ func (s *Store) dropEndedInRecord(ctx context.Context, byLicense map[string][]st
 		s.log.Warn("distributed store: leases ended in the record were still live in Redis; dropping them",
 			"license", licenseID, "leases", len(ids))
 	}
-	for i, err := range s.live.EndMany(ctx, ended) {
+	_, errs := s.live.EndMany(ctx, ended)
+	for i, err := range errs {
 		if err != nil {
 			s.log.Error("distributed store: drop leases ended in the record from Redis; retrying at their next heartbeat",
 				"license", ended[i].LicenseID, "err", err)

@@ -103,7 +103,12 @@ func TestChunkedRebuildCountsNoPartialLeaseSet(t *testing.T) {
 	// The other instance's look at the state (state.lua): it sees the
 	// rebuild under way, then polls it.
 	var looks atomic.Int64
-	other.rdb.AddHook(&scriptHook{sha: live.Script("state").Hash(), after: func() { looks.Add(1) }})
+	lookedTwice := make(chan struct{})
+	other.rdb.AddHook(&scriptHook{sha: live.Script("state").Hash(), after: func() {
+		if looks.Add(1) == 2 {
+			close(lookedTwice)
+		}
+	}})
 	var calls atomic.Int64
 	late := make(chan error, 1)
 	chunked(s, 3, func(start int) {
@@ -116,11 +121,11 @@ func TestChunkedRebuildCountsNoPartialLeaseSet(t *testing.T) {
 		case 3:
 			go func() { _, _, err := tryAcq(context.Background(), other, lic.Key, "late"); late <- err }()
 		case 6: // go on once the other instance waits for this rebuild
-			deadline := time.Now().Add(10 * time.Second)
-			for looks.Load() < 2 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
+			select {
+			case <-lookedTwice:
+			case <-t.Context().Done():
+				assert.Fail(t, "the other instance never looked at the rebuild under way")
 			}
-			assert.GreaterOrEqual(t, looks.Load(), int64(2), "the other instance looked at the rebuild under way")
 		}
 	})
 	loc.loseRedis(t)
@@ -218,7 +223,7 @@ func TestForcedChunkedRebuildKeepsAcknowledgedDeadlines(t *testing.T) {
 			}()
 			select {
 			case <-beatRan:
-			case <-time.After(10 * time.Second):
+			case <-t.Context().Done():
 				assert.Fail(t, "the heartbeat never reached Redis")
 			}
 		})
@@ -367,7 +372,12 @@ func TestInterruptedForcedRebuildGivesOrphansNoSlack(t *testing.T) {
 // takes longer than rebuildStale. A rebuild that has claimed its epoch but
 // not begun writing is not taken for dead before the age a snapshot may
 // have (snapshotLimit): two instances that lost the license's state wait
-// for one rebuild instead of taking each other over for ever.
+// for one rebuild instead of taking each other over for ever. The
+// instance that claimed stays between its snapshot and its first write
+// until its claim is older than rebuildStale by the store's clock and the
+// other instance has looked at it twice since (it judged the claim and
+// waited); its one call of rebuild.lua (a chunk of all four leases) then
+// writes the state.
 func TestSlowSnapshotIsNotTakenOver(t *testing.T) {
 	t.Parallel()
 	loc, s, tn := openStore(t, nil)
@@ -376,25 +386,39 @@ func TestSlowSnapshotIsNotTakenOver(t *testing.T) {
 	lic := mkLicense(t, s, tn.ID, 4, time.Hour)
 	fill(t, s, lic, 4)
 	epoch := loc.epochOf(t, lic.ID)
+	const stale = 300 * time.Millisecond
+	var (
+		looks   atomic.Int64 // state.lua calls, of either instance
+		stalled atomic.Bool
+	)
 	slow := func(_ string, start int) {
-		if start == 0 {
-			time.Sleep(600 * time.Millisecond) // from the claim to the first write: the snapshot's read
+		if start != 0 || !stalled.CompareAndSwap(false, true) {
+			return // only the first rebuild to write stalls
 		}
+		now, err := s.live.Now(context.Background())
+		if !assert.NoError(t, err) {
+			return
+		}
+		waitRedisPast(t, s, now.Add(2*stale)) // the claim came before now
+		n := looks.Load()
+		assert.Eventually(t, func() bool {
+			// Looked twice since (or took the rebuild over: the epoch moved).
+			return looks.Load() >= n+2 || loc.epochOf(t, lic.ID) > epoch+1
+		}, time.Minute, time.Millisecond, "the other instance looks at the rebuild under way")
 	}
 	stores := []*Store{s, other}
 	for _, x := range stores {
-		x.rebuildStale = 300 * time.Millisecond
-		x.live.SetRebuildChunk(2, slow)
+		x.rebuildStale = stale
+		x.live.SetRebuildChunk(4, slow)
+		x.rdb.AddHook(&scriptHook{sha: live.Script("state").Hash(), after: func() { looks.Add(1) }})
 	}
 	loc.loseRedis(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
 	errs := make([]error, len(stores))
 	var wg sync.WaitGroup
 	for i, x := range stores {
 		wg.Go(func() {
 			var n int
-			n, errs[i] = x.SeatsInUse(ctx, tn.ID, lic.ID)
+			n, errs[i] = x.SeatsInUse(t.Context(), tn.ID, lic.ID)
 			if errs[i] == nil && n != 4 {
 				errs[i] = fmt.Errorf("%d seats in use, want 4", n)
 			}
@@ -404,44 +428,81 @@ func TestSlowSnapshotIsNotTakenOver(t *testing.T) {
 	for i, err := range errs {
 		require.NoError(t, err, "instance %d", i)
 	}
+	require.True(t, stalled.Load(), "a rebuild stalled before its first write")
 	require.Equal(t, epoch+1, loc.epochOf(t, lic.ID), "one rebuild: the other instance waited for it")
 }
 
 // TestOnTimeHeartbeatDuringASlowRebuild: a forced rebuild stalls between
-// two calls (3.5 s, less than rebuildStale: alive by the protocol's own
-// rule) while a client heartbeats on time, its deadline 3 s ahead. The
-// heartbeat waits for the rebuild; the lease's deadline passed meanwhile,
-// and the last call gives it the time the license waited: the heartbeat
-// renews it.
+// two calls (alive throughout: nobody takes it over) while a client
+// heartbeats on time. The heartbeat waits for the rebuild; both leases'
+// deadlines pass meanwhile (the stall lasts until the store's clock is
+// past them), and the last call gives them the time the license waited:
+// the heartbeat renews its lease, and the other lease heartbeats after.
+// The heartbeat must reach Redis before its lease's deadline: a TTL the
+// machine's load cannot outrun, doubled until that holds.
 func TestOnTimeHeartbeatDuringASlowRebuild(t *testing.T) {
 	t.Parallel()
 	loc, s, tn := openStore(t, nil)
 	other := loc.open(t, nil)
 	t.Cleanup(func() { _ = other.Close() })
-	lic := mkLicense(t, s, tn.ID, 2, 3*time.Second)
-	leases, toks := fill(t, s, lic, 2)
-
-	beat := make(chan error, 1)
-	var once sync.Once
+	s.rebuildStale, other.rebuildStale = time.Hour, time.Hour
+	beatRan := make(chan struct{}, 1)
+	other.rdb.AddHook(&scriptHook{sha: live.Script("heartbeat").Hash(), after: func() {
+		select {
+		case beatRan <- struct{}{}:
+		default:
+		}
+	}})
+	var (
+		mu    sync.Mutex
+		stall func() // run once, before the second call of the next rebuild
+	)
 	chunked(s, 1, func(int) {
-		once.Do(func() {
+		mu.Lock()
+		f := stall
+		stall = nil
+		mu.Unlock()
+		if f != nil {
+			f()
+		}
+	})
+	for ttl := 4 * time.Second; ; ttl *= 2 {
+		require.LessOrEqual(t, ttl, 2*time.Minute, "no heartbeat reached Redis before its lease's deadline")
+		lic := mkLicense(t, s, tn.ID, 2, ttl)
+		leases, toks := fill(t, s, lic, 2)
+		select { // a heartbeat of the attempt before
+		case <-beatRan:
+		default:
+		}
+		beat := make(chan error, 1)
+		onTime := false
+		mu.Lock()
+		stall = func() {
 			go func() {
-				now, err := s.live.Now(context.Background())
-				assert.NoError(t, err)
-				assert.True(t, now.Before(leases[0].ExpiresAt), "the heartbeat is on time")
-				_, err = other.Heartbeat(context.Background(), leases[0].ID, server.HashSecret(toks[0]))
+				_, err := other.Heartbeat(context.Background(), leases[0].ID, server.HashSecret(toks[0]))
 				beat <- err
 			}()
-			time.Sleep(3500 * time.Millisecond)
-		})
-	})
-	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
-	require.NoError(t, <-beat, "a heartbeat sent before the lease's deadline, during a rebuild that was alive throughout")
-	// Both leases' deadlines came while the license waited; the last call
-	// gives the time back one lease a call (the chunk), so it ran again
-	// for the second.
-	_, err := s.Heartbeat(t.Context(), leases[1].ID, server.HashSecret(toks[1]))
-	require.NoError(t, err, "the second late lease was given the time back too")
+			<-beatRan // heartbeat.lua ran, found no settings: the heartbeat waits for the rebuild
+			now, err := s.live.Now(context.Background())
+			require.NoError(t, err)
+			onTime = now.Before(leases[0].ExpiresAt)
+			waitRedisPast(t, s, leases[1].ExpiresAt)
+		}
+		mu.Unlock()
+		require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+		err := <-beat
+		if !onTime {
+			t.Logf("TTL %v: the heartbeat reached Redis after its lease's deadline; trying a longer TTL", ttl)
+			continue
+		}
+		require.NoError(t, err, "a heartbeat sent before the lease's deadline, during a rebuild that was alive throughout")
+		// Both leases' deadlines came while the license waited; the last
+		// call gives the time back one lease a call (the chunk), so it ran
+		// again for the second.
+		_, err = s.Heartbeat(t.Context(), leases[1].ID, server.HashSecret(toks[1]))
+		require.NoError(t, err, "the second late lease was given the time back too")
+		return
+	}
 }
 
 // TestForcedRebuildKeepsAnotherInstancesHeartbeats: heartbeats another
@@ -496,4 +557,45 @@ func TestRebuildLeavesExpiringLeasesExpired(t *testing.T) {
 	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
 	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
 	requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired)
+}
+
+// TestLeaseExpiredDuringAChunkedRebuildStaysExpired: a forced rebuild read
+// its snapshot while a lapsed lease was still active in the record; before
+// its first write, the cleaner takes the lease into the expiring hash,
+// records its expiry and drops it (end.lua, from the expiring hash). The
+// rebuild must leave it out: end.lua remembers the end of a lease it took
+// from the expiring hash as of one it took from the live hash. Else the
+// lease comes back, and a heartbeat within the revival window revives a
+// lease whose expiry was recorded (an observed end is final).
+func TestLeaseExpiredDuringAChunkedRebuildStaysExpired(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	now := time.Now().UTC()
+	lic, err := s.CreateLicense(t.Context(), server.License{
+		ID: server.NewID(server.PrefixLicenseID), TenantID: tn.ID, Key: server.NewSecret(server.PrefixLicenseKey),
+		Seats: 2, LeaseTTL: time.Second, RevivalWindow: time.Hour, LeasingStrategy: server.PerFingerprint,
+		Active: true, CreatedAt: now, UpdatedAt: now,
+	})
+	require.NoError(t, err)
+	res, tok := acq(t, s, lic.Key, "a")
+	waitRedisPast(t, s, res.Lease.ExpiresAt)
+
+	var once sync.Once
+	s.live.SetRebuildChunk(10, func(_ string, start int) {
+		if start != 0 {
+			return
+		}
+		once.Do(func() { // the snapshot is read; nothing is written yet
+			ended, err := s.ExpireLeases(context.Background(), []server.LeaseRef{{LicenseID: lic.ID, LeaseID: res.Lease.ID}})
+			assert.NoError(t, err)
+			assert.Len(t, ended, 1, "the cleaner recorded the expiry")
+		})
+	})
+	require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "the expired lease came back with the rebuild")
+	vals, _, err := s.peek(t.Context(), lic.ID)
+	require.NoError(t, err)
+	require.NotContains(t, vals, res.Lease.ID)
 }

@@ -109,7 +109,8 @@ func TestSweepAdoptsAnOrphanPageByPage(t *testing.T) {
 	}
 	short := mkLicense(t, s, tn.ID, 1, time.Second)
 	res, _ := acq(t, s, short.Key, "orphan")
-	for _, err := range s.live.EndMany(t.Context(), []live.LicenseLeases{{LicenseID: short.ID, IDs: []string{res.Lease.ID}}}) {
+	_, errs := s.live.EndMany(t.Context(), []live.LicenseLeases{{LicenseID: short.ID, IDs: []string{res.Lease.ID}}})
+	for _, err := range errs {
 		require.NoError(t, err, "Redis loses the lease, the record keeps it")
 	}
 	waitRedisPast(t, s, res.Lease.ExpiresAt)

@@ -59,6 +59,12 @@ type Options struct {
 	// read their row from PostgreSQL; the oldest cached leases are
 	// forgotten first, about 1/64 of the cache at a time.
 	LeaseCacheSize int
+	// EndRepairBatch bounds the recorded ends (releases, revokes) the
+	// cleanup leader's reconciliation removes from Redis per batch
+	// (record.PendingEnds; default DefaultEndRepairBatch): one query, one
+	// end.lua per license and one delete a batch, batches until one comes
+	// back short.
+	EndRepairBatch int
 	// ConnectTimeout bounds how long Open retries unreachable servers
 	// (default 30s).
 	ConnectTimeout time.Duration
@@ -82,6 +88,9 @@ const (
 	// defaultReconcileEvery spaces the passes that re-derive expiry hints
 	// from PostgreSQL (see DueLeases).
 	defaultReconcileEvery = 10 * time.Second
+	// DefaultEndRepairBatch is Options.EndRepairBatch's default: a batch
+	// of one license holds Redis for about a millisecond (end.lua).
+	DefaultEndRepairBatch = 1000
 	// defaultRecordWait bounds how long a retry waits for the acquisition
 	// that granted the lease it is handed back to record it.
 	defaultRecordWait = 5 * time.Second
@@ -116,6 +125,9 @@ type Store struct {
 	// hintPage is how many licenses a reconciliation compares the hints
 	// of (a field for tests).
 	hintPage int
+	// endBatch is how many recorded ends a reconciliation removes from
+	// Redis a batch (Options.EndRepairBatch).
+	endBatch int
 	// rebuildStale is how long another instance's rebuild may make no
 	// progress before this one takes it for dead (a field for tests).
 	rebuildStale time.Duration
@@ -135,7 +147,8 @@ type Store struct {
 	confBehind   map[string]bool
 
 	// For BackgroundStats.
-	flushFailures, liveRebuilds, adopted, hintsRederived atomic.Int64
+	flushFailures, liveRebuilds, adopted, hintsRederived, endsRepaired atomic.Int64
+	endsBehind                                                         atomic.Int64 // as of the last reconciliation
 
 	// bg tracks the work started by background, which Close waits for;
 	// none starts once closing is set.
@@ -216,6 +229,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		reconcileEvery: defaultReconcileEvery,
 		sweepPage:      defaultSweepPage,
 		hintPage:       defaultHintPage,
+		endBatch:       cmp.Or(opts.EndRepairBatch, DefaultEndRepairBatch),
 		rebuildStale:   defaultRebuildStale,
 		stop:           make(chan struct{}),
 		stopped:        make(chan struct{}),

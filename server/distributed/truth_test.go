@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/cleanup"
 	"github.com/seatd/seatd/server/distributed/live"
 )
 
@@ -169,4 +170,114 @@ func TestAcquireAgainDropsLeaseEndedInRecordOnly(t *testing.T) {
 	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "only the new lease counts")
+}
+
+// TestEndedLeaseLeavesRedisWithoutItsClient: a release recorded in
+// PostgreSQL whose end.lua failed, and whose client never retries (it went
+// away, or the instance died between the two steps). A borrowed lease
+// never heartbeats and an abandoned one stopped, so the flush never learns
+// of it; the leader's cleanup passes must find the end in the record and
+// free the seat, long before the lease's deadline (a borrowed one: 20 h).
+func TestEndedLeaseLeavesRedisWithoutItsClient(t *testing.T) {
+	t.Parallel()
+	for _, borrow := range []time.Duration{20 * time.Hour, 0} {
+		name := "borrowed"
+		if borrow == 0 {
+			name = "normal"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, s, tn := openStore(t, nil)
+			fail := newFailScript(live.Script("end"))
+			s.rdb.AddHook(fail)
+			lic := mkBorrowLicense(t, s, tn.ID, 1, 24*time.Hour, 1)
+			res, tok, err := tryBorrow(t.Context(), s, lic.Key, "laptop", "", borrow)
+			require.NoError(t, err)
+
+			fail.on.Store(true)
+			_, err = s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+			requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "end.lua failed: not acknowledged")
+			fail.on.Store(false)
+			_, _, state := s.recordedOf(t, res.Lease.ID)
+			require.Equal(t, server.LeaseReleased, state, "the release is in the record")
+
+			c := cleanup.NewCleaner(s, cleanup.Config{}, nil, nil)
+			for range 3 {
+				run := c.Pass(t.Context(), cleanup.TriggerManual)
+				require.Equal(t, cleanup.ResultOK, run.Result, "%+v", run)
+			}
+			n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+			require.NoError(t, err)
+			require.Zero(t, n, "the released lease holds no seat after the cleanup passes")
+			_, _, err = tryAcq(t.Context(), s, lic.Key, "desktop")
+			require.NoError(t, err, "its seat goes to another client")
+		})
+	}
+}
+
+// TestRecordedEndsAreRepairedInBatches: the reconciliation's repair of
+// recorded ends goes through the notes a batch at a time; a note whose
+// end.lua failed stays (and is counted behind) until a pass removes its
+// lease, and then it is gone.
+func TestRecordedEndsAreRepairedInBatches(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	s.endBatch = 2
+	fail := newFailScript(live.Script("end"))
+	s.rdb.AddHook(fail)
+	lic := mkLicense(t, s, tn.ID, 5, time.Hour)
+	leases, toks := fill(t, s, lic, 5)
+	notes := func() int {
+		var n int
+		require.NoError(t, loc.db(t).QueryRow(t.Context(), `SELECT count(*) FROM live_ends`).Scan(&n))
+		return n
+	}
+
+	fail.on.Store(true)
+	for i, l := range leases {
+		_, err := s.Release(t.Context(), l.ID, server.HashSecret(toks[i]))
+		requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable)
+	}
+	require.Error(t, s.dropRecordedEnds(t.Context()), "end.lua still fails")
+	require.Equal(t, 5, notes(), "the notes stay while Redis refuses")
+	require.EqualValues(t, 5, s.BackgroundStats().EndedLeasesBehind)
+
+	fail.on.Store(false)
+	require.NoError(t, s.dropRecordedEnds(t.Context()))
+	require.Zero(t, notes(), "every note cleared, three batches of two")
+	stats := s.BackgroundStats()
+	require.EqualValues(t, 5, stats.EndedLeasesDropped)
+	require.Zero(t, stats.EndedLeasesBehind)
+	n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	// A release whose end.lua ran leaves a note too; the repair clears it
+	// and counts nothing dropped (Redis held nothing).
+	res, tok := acq(t, s, lic.Key, "again")
+	_, err = s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	require.NoError(t, err)
+	require.Equal(t, 1, notes())
+	require.NoError(t, s.dropRecordedEnds(t.Context()))
+	require.Zero(t, notes())
+	require.EqualValues(t, 5, s.BackgroundStats().EndedLeasesDropped)
+}
+
+// TestReleaseOfALeaseRevokedInTheRecordOnlyDropsIt: a lease revoked in the
+// record whose removal from Redis never ran; its client releases it. The
+// answer is LEASE_REVOKED, and only once Redis dropped it: its next
+// heartbeat is refused at once (not one flush later).
+func TestReleaseOfALeaseRevokedInTheRecordOnlyDropsIt(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour })
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	res, tok := acq(t, s, lic.Key, "a")
+	loc.endInRecordOnly(t, res.Lease.ID, "revoked")
+
+	_, err := s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked)
+	_, err = s.Heartbeat(t.Context(), res.Lease.ID, server.HashSecret(tok))
+	requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked, "told revoked, the lease heartbeats no more")
+	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
+	require.NoError(t, err, "the seat is free")
 }

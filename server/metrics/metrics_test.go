@@ -103,6 +103,7 @@ func (f *fakeReporter) BackgroundStats() server.BackgroundStats {
 	return server.BackgroundStats{
 		HeartbeatsFlushed: f.flushed.Load(), FlushFailures: 2, LiveStateRebuilds: 3, OrphansAdopted: 4, SettingsCopiesBehind: 5,
 		HintsRederived: 6, LeaseCacheEntries: 7, LeaseCacheSize: 8, LeaseCacheMisses: 9,
+		EndedLeasesDropped: 10, EndedLeasesBehind: 11, EndRepairBatch: 12,
 	}
 }
 
@@ -129,10 +130,15 @@ func TestBackgroundIsReadAtScrapeTime(t *testing.T) {
 	require.Equal(t, 7.0, value("seatd_lease_cache_entries"))
 	require.Equal(t, 8.0, value("seatd_lease_cache_size"))
 	require.Equal(t, 9.0, value("seatd_lease_cache_misses_total"))
-	for _, name := range []string{"seatd_redis_writes_behind", "seatd_lease_cache_entries", "seatd_lease_cache_size"} {
+	require.Equal(t, 10.0, value("seatd_ended_leases_dropped_total"))
+	require.Equal(t, 11.0, value("seatd_ended_leases_behind"))
+	require.Equal(t, 12.0, value("seatd_end_repair_batch"))
+	for _, name := range []string{"seatd_redis_writes_behind", "seatd_lease_cache_entries", "seatd_lease_cache_size",
+		"seatd_ended_leases_behind", "seatd_end_repair_batch"} {
 		require.Equal(t, "GAUGE", gather(t, reg)[name].typ, "%s: a level, not a count", name)
 	}
-	for _, name := range []string{"seatd_heartbeats_flushed_total", "seatd_expiry_hints_rederived_total", "seatd_lease_cache_misses_total"} {
+	for _, name := range []string{"seatd_heartbeats_flushed_total", "seatd_expiry_hints_rederived_total", "seatd_lease_cache_misses_total",
+		"seatd_ended_leases_dropped_total"} {
 		require.Equal(t, "COUNTER", gather(t, reg)[name].typ, name)
 	}
 }

@@ -166,18 +166,21 @@ func (rs *Redis) End(ctx context.Context, licenseID string, ids []string) error 
 	return err
 }
 
-// EndMany is End for several licenses, pipelined; errs[i] is the error of
-// leases[i].
-func (rs *Redis) EndMany(ctx context.Context, leases []LicenseLeases) (errs []error) {
+// EndMany is End for several licenses, pipelined; removed[i] is how many
+// of leases[i] the live state still held (live or expiring), errs[i] its
+// error.
+func (rs *Redis) EndMany(ctx context.Context, leases []LicenseLeases) (removed []int64, errs []error) {
 	calls := make([]scriptCall, len(leases))
 	for i, l := range leases {
 		calls[i] = scriptCall{scriptEnd, rs.keysOf(l.LicenseID), leaseKeys(l.IDs)}
 	}
-	errs = make([]error, len(leases))
+	removed, errs = make([]int64, len(leases)), make([]error, len(leases))
 	for i, r := range rs.pipelineScripts(ctx, calls) {
-		errs[i] = r.err
+		if errs[i] = r.err; r.err == nil {
+			removed[i] = replyInt(r.val)
+		}
 	}
-	return errs
+	return removed, errs
 }
 
 // LicenseLeases names leases of one license.

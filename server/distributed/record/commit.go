@@ -236,6 +236,9 @@ func releaseManySQL() string {
 			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
 			SELECT id, license_id, tenant_id, state, acquired_at, ended_at, ` + sqlDurationUS("ended_at", "acquired_at") + `
 			FROM ended ON CONFLICT (lease_id) DO NOTHING
+		), noted AS (
+			INSERT INTO live_ends (lease_id, license_id) SELECT id, license_id FROM ended
+			ON CONFLICT (lease_id) DO NOTHING
 		)
 		SELECT ` + sessionCols("") + ` FROM ended`
 }

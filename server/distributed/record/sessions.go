@@ -54,8 +54,9 @@ func (pg *Postgres) RecordRenewal(ctx context.Context, r Renewal) (Session, erro
 }
 
 // EndLease records the end of an active lease (released or revoked) with
-// its usage event, in one statement. hb and deadline are the live values,
-// if known. ok is false if the lease was not active.
+// its usage event and its note for the live state (live_ends, ends.go), in
+// one statement. hb and deadline are the live values, if known. ok is
+// false if the lease was not active.
 func (pg *Postgres) EndLease(ctx context.Context, leaseID string, state server.LeaseState, now time.Time, hb, deadline *time.Time) (server.Lease, bool, error) {
 	row, err := scanSession(pg.pool.QueryRow(ctx, `
 		WITH ended AS (
@@ -68,6 +69,9 @@ func (pg *Postgres) EndLease(ctx context.Context, leaseID string, state server.L
 			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
 			SELECT id, license_id, tenant_id, state, acquired_at, ended_at, `+sqlDurationUS("ended_at", "acquired_at")+`
 			FROM ended ON CONFLICT (lease_id) DO NOTHING
+		), noted AS (
+			INSERT INTO live_ends (lease_id, license_id) SELECT id, license_id FROM ended
+			ON CONFLICT (lease_id) DO NOTHING
 		)
 		SELECT `+sessionCols("")+` FROM ended`, leaseID, string(state), now, hb, deadline))
 	if errors.Is(err, pgx.ErrNoRows) {
