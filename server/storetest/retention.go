@@ -55,8 +55,18 @@ func testRetention(t *testing.T, newBackend Backend) {
 	}
 	require.Len(t, usageEvents(t, s, tn.ID, lic.ID), 3)
 
-	// Ended leases, one batch of 2 then the rest; the active lease stays.
+	// With the record failing, nothing is removed (invariant 6).
 	cutoff := now().Add(time.Second)
+	withFault(t, faultsOf(t, s), FaultRecord, func() {
+		for _, kind := range server.RecordKinds {
+			_, err := s.PruneRecords(t.Context(), kind, cutoff, 100)
+			requireUnavailable(t, err, "PruneRecords "+string(kind))
+		}
+	})
+	require.Len(t, usageEvents(t, s, tn.ID, lic.ID), 3)
+	require.Len(t, cleanupEvents(t, s, tn.ID, lic.ID), 1)
+
+	// Ended leases, one batch of 2 then the rest; the active lease stays.
 	require.Equal(t, 2, prune(server.RecordLeases, cutoff, 2), "a full batch")
 	require.Equal(t, 1, prune(server.RecordLeases, cutoff, 2), "the rest: a short batch")
 	require.Zero(t, prune(server.RecordLeases, cutoff, 2), "nothing left")
