@@ -22,6 +22,7 @@ type Store interface {
 	RecordStore
 	UsageStore
 	SigningKeyStore
+	RetentionStore
 	// Close flushes buffered writes (heartbeat write-behind) and releases the
 	// store's resources. A closed store must not be used again.
 	Close() error
@@ -259,6 +260,17 @@ type RecordStore interface {
 	// ListAuditEvents pages through the audit entries of r.TenantID with At
 	// in r, by (At, ID); r.LicenseID is not used.
 	ListAuditEvents(ctx context.Context, r EventRange, p Page) ([]AuditEntry, string, error)
+}
+
+// RetentionStore removes old history (retention.go says what each kind is).
+type RetentionStore interface {
+	// PruneRecords removes, in one transaction, at most limit records of
+	// kind that are older than before (an ended lease by its EndedAt, an
+	// event by its time), oldest first where the backend can order them.
+	// It returns how many it removed: fewer than limit means none of that
+	// kind older than before is left. Active leases are never removed.
+	// On a backend error nothing is removed (EUNAVAILABLE).
+	PruneRecords(ctx context.Context, kind RecordKind, before time.Time, limit int) (int, error)
 }
 
 // UsageStore keeps what the usage report counts beyond the leases, and

@@ -21,6 +21,9 @@ type Scheduler struct {
 	Cleaner  *Cleaner
 	Interval time.Duration
 	Jitter   float64 // 0..1; default 0.1
+	// AfterPass, when set, runs after each pass with the pass's context:
+	// other upkeep that only the leader does (retention.Pruner.Tick).
+	AfterPass func(ctx context.Context)
 
 	run     startstop.Runner
 	mu      sync.Mutex // guards nextRun
@@ -56,6 +59,9 @@ func (s *Scheduler) loop(ctx context.Context) {
 	for {
 		s.Cleaner.Pass(ctx, TriggerSchedule)
 		s.Cleaner.CountActive(ctx) // right after a pass: zombies are gone
+		if s.AfterPass != nil {
+			s.AfterPass(ctx)
+		}
 		wait := jittered(interval, jitter, rand.Float64())
 		s.mu.Lock()
 		s.nextRun = time.Now().Add(wait)

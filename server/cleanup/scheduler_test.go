@@ -1,6 +1,7 @@
 package cleanup
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -22,4 +23,26 @@ func TestJitterDefaultsOutsideItsRange(t *testing.T) {
 	for in, want := range map[float64]float64{0: 0.1, -0.5: 0.1, 1.5: 0.1, 1: 1, 0.05: 0.05} {
 		require.Equal(t, want, jitterOr(in), "jitter %v", in)
 	}
+}
+
+func TestSchedulerRunsAfterPassAfterEachPassWithThePassContext(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore(3)
+	c := NewCleaner(f, Config{}, nil, nil)
+	type after struct {
+		ctx     context.Context
+		cleaned bool
+	}
+	ran := make(chan after, 1)
+	s := &Scheduler{Cleaner: c, Interval: time.Hour, AfterPass: func(ctx context.Context) {
+		_, cleaned := c.LastRun()
+		ran <- after{ctx, cleaned}
+	}}
+	s.Start(t.Context())
+	a := <-ran
+	ctx := a.ctx
+	require.True(t, a.cleaned, "after the cleanup pass, not before")
+	require.NoError(t, ctx.Err(), "while leading, the context is live")
+	s.Stop()
+	require.Error(t, ctx.Err(), "losing leadership (Stop) ends the upkeep too")
 }

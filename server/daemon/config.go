@@ -18,6 +18,7 @@ import (
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
+	"github.com/seatd/seatd/server/retention"
 	"github.com/seatd/seatd/server/signing"
 )
 
@@ -36,11 +37,15 @@ type Config struct {
 	LogLevel     string
 	LogFormat    string
 
-	CleanupInterval    time.Duration
-	CleanupBatch       int
-	CleanupConcurrency int
-	CleanupSoftLimit   time.Duration
-	CleanupHardLimit   time.Duration
+	CleanupInterval time.Duration
+	CleanupBatch    int
+	// Retention: how long each kind of history is kept (0: forever).
+	RetainLeases, RetainCleanupEvents, RetainSeatEvents, RetainAudit time.Duration
+	RetentionBatch                                                   int
+	RetentionInterval                                                time.Duration
+	CleanupConcurrency                                               int
+	CleanupSoftLimit                                                 time.Duration
+	CleanupHardLimit                                                 time.Duration
 
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
@@ -113,6 +118,12 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&c.CleanupInterval, "cleanup-interval", cleanup.DefaultInterval, "time between cleanup passes (±5% jitter)")
 	fs.IntVar(&c.CleanupBatch, "cleanup-batch", cleanup.DefaultBatchSize, "leases expired per cleanup transaction")
+	fs.DurationVar(&c.RetainLeases, "retain-leases", retention.DefaultKeep, "ended leases and their usage events are removed this long after they ended (the usage report and lease lists see no further back); 0: keep forever")
+	fs.DurationVar(&c.RetainCleanupEvents, "retain-cleanup-events", retention.DefaultKeep, "cleanup events (the zombie report) are removed this long after the cleanup; 0: keep forever")
+	fs.DurationVar(&c.RetainSeatEvents, "retain-seat-events", retention.DefaultKeep, "the usage report's denials and waits are removed after this long; 0: keep forever")
+	fs.DurationVar(&c.RetainAudit, "retain-audit", retention.DefaultKeep, "audit entries are removed after this long; 0: keep forever")
+	fs.IntVar(&c.RetentionBatch, "retention-batch", retention.DefaultBatchSize, "records removed per retention transaction")
+	fs.DurationVar(&c.RetentionInterval, "retention-interval", retention.DefaultInterval, "how often the cleanup leader removes history older than the --retain-* ages (after a cleanup pass)")
 	fs.IntVar(&c.CleanupConcurrency, "cleanup-concurrency", cleanup.DefaultConcurrency, "cleanup batches in flight at once")
 	fs.DurationVar(&c.CleanupSoftLimit, "cleanup-soft-limit", cleanup.DefaultSoftLimit, "a pass takes no new batch after this long")
 	fs.DurationVar(&c.CleanupHardLimit, "cleanup-hard-limit", cleanup.DefaultHardLimit, "a pass is cancelled after this long")
@@ -230,6 +241,12 @@ func (c *Config) validate() error {
 		return errors.New("--cleanup-interval must be at least 1s")
 	case c.CleanupBatch < 1 || c.CleanupBatch > 10000:
 		return errors.New("--cleanup-batch must be between 1 and 10000")
+	case c.RetainLeases < 0 || c.RetainCleanupEvents < 0 || c.RetainSeatEvents < 0 || c.RetainAudit < 0:
+		return errors.New("--retain-leases, --retain-cleanup-events, --retain-seat-events and --retain-audit must be 0 (keep forever) or positive")
+	case c.RetentionBatch < 1 || c.RetentionBatch > 10000:
+		return errors.New("--retention-batch must be between 1 and 10000")
+	case c.RetentionInterval < time.Second:
+		return errors.New("--retention-interval must be at least 1s")
 	case c.CleanupConcurrency < 1 || c.CleanupConcurrency > 1000:
 		return errors.New("--cleanup-concurrency must be between 1 and 1000")
 	case c.CleanupSoftLimit <= 0 || c.CleanupHardLimit < c.CleanupSoftLimit:

@@ -31,6 +31,7 @@ import (
 	"github.com/seatd/seatd/server/leader"
 	"github.com/seatd/seatd/server/metrics"
 	"github.com/seatd/seatd/server/notify"
+	"github.com/seatd/seatd/server/retention"
 	"github.com/seatd/seatd/server/signing"
 	"github.com/seatd/seatd/server/waitqueue"
 )
@@ -180,7 +181,14 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		BatchSize: cfg.CleanupBatch, Concurrency: cfg.CleanupConcurrency,
 		SoftLimit: cfg.CleanupSoftLimit, HardLimit: cfg.CleanupHardLimit,
 	}, d.log, m)
-	d.scheduler = &cleanup.Scheduler{Cleaner: cleaner, Interval: cfg.CleanupInterval}
+	pruner := retention.New(d.store, retention.Config{
+		Keep: map[server.RecordKind]time.Duration{
+			server.RecordLeases: cfg.RetainLeases, server.RecordCleanupEvents: cfg.RetainCleanupEvents,
+			server.RecordSeatEvents: cfg.RetainSeatEvents, server.RecordAudit: cfg.RetainAudit,
+		},
+		BatchSize: cfg.RetentionBatch, Interval: cfg.RetentionInterval,
+	}, d.log, metrics.Retention{M: m})
+	d.scheduler = &cleanup.Scheduler{Cleaner: cleaner, Interval: cfg.CleanupInterval, AfterPass: pruner.Tick}
 	m.CountActiveSeatsAtScrape(cleaner.CountActive)
 	var leadership cleanup.Leadership = cleanup.Solo{ID: cfg.InstanceID}
 	if cfg.Distributed() {

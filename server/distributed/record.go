@@ -2,6 +2,7 @@ package distributed
 
 import (
 	"context"
+	"time"
 
 	"github.com/seatd/seatd/server"
 )
@@ -95,3 +96,7 @@ func (s *Store) ListLicenses(ctx context.Context, tenantID string, p server.Page
 
 // ActiveLeases counts the leases the record holds active.
 func (s *Store) ActiveLeases(ctx context.Context) (int64, error) { return s.rec.ActiveLeases(ctx) }
+
+func (s *Store) PruneRecords(ctx context.Context, kind server.RecordKind, before time.Time, limit int) (int, error) {
+	return s.rec.PruneRecords(ctx, kind, before, limit)
+}

@@ -30,6 +30,8 @@ type Metrics struct {
 	WaitTries       prometheus.Counter     // a waiter's tries that found no seat free
 	Heartbeats      *prometheus.CounterVec // result
 	Releases        *prometheus.CounterVec // result
+	RecordsPruned   *prometheus.CounterVec // kind; retention
+	PruneFailures   *prometheus.CounterVec // kind; retention batches that failed
 
 	activeSeats *scrapeGauge
 }
@@ -73,10 +75,17 @@ func New(reg prometheus.Registerer) *Metrics {
 		Releases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seatd_releases_total", Help: "ReleaseSeat calls by result.",
 		}, []string{"result"}),
+		RecordsPruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seatd_records_pruned_total", Help: "History removed by retention, by kind (leases, cleanup_events, seat_events, audit).",
+		}, []string{"kind"}),
+		PruneFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seatd_retention_failures_total", Help: "Retention batches that failed, by kind (nothing of that batch was removed; retried next pass).",
+		}, []string{"kind"}),
 	}
 	m.activeSeats = &scrapeGauge{Gauge: m.ActiveSeats}
 	reg.MustRegister(m.ZombiesCleaned, m.CleanupDuration, m.CleanupRuns, m.CleanupErrors, m.CleanupScanned,
-		m.CleanupExpired, m.Leader, m.activeSeats, m.Acquisitions, m.WaitTries, m.Heartbeats, m.Releases)
+		m.CleanupExpired, m.Leader, m.activeSeats, m.Acquisitions, m.WaitTries, m.Heartbeats, m.Releases,
+		m.RecordsPruned, m.PruneFailures)
 	return m
 }
 

@@ -47,6 +47,7 @@ func Run(t *testing.T, newBackend Backend) {
 		{"SigningKeys", testSigningKeys},
 		{"Persistence", testPersistence}, // DESIGN "a restart loses nothing"
 		{"Borrow", testBorrow},           // invariants 1, 3, 5 for borrowed leases
+		{"Retention", testRetention},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
