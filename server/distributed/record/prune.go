@@ -8,7 +8,7 @@ import (
 )
 
 // pruneSQL removes at most $2 records older than $1, oldest first, through
-// the index on their time (migration 00007). An ended lease goes with its
+// the index on their time (migration 00008). An ended lease goes with its
 // usage event, which references it: both in one statement.
 var pruneSQL = map[server.RecordKind]string{
 	server.RecordLeases: `WITH doomed AS (
