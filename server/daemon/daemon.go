@@ -186,7 +186,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if cfg.Distributed() {
 		d.elector = leader.New(leader.Config{
 			PostgresURL: cfg.PostgresURL, InstanceID: cfg.InstanceID, Logger: d.log,
-			PingInterval: cfg.LeaderPingInterval, RetryInterval: cfg.LeaderRetryInterval,
+			PingInterval: cfg.LeaderPingInterval, PingTimeout: cfg.LeaderPingTimeout,
+			RetryInterval: cfg.LeaderRetryInterval, FailingAfter: cfg.LeaderFailingAfter,
 			OnElected: func(ctx context.Context) {
 				m.Leader.Set(1)
 				d.scheduler.Start(ctx)
@@ -195,6 +196,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 				d.scheduler.Stop()
 				m.Leader.Set(0)
 			},
+			OnHealth: func(h leader.Health) { electionMetrics(m, h) },
 		})
 		leadership = d.elector
 	}
@@ -253,6 +255,9 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	d.gateway, err = gateway.New(ctx, d.conn, reg, gatewayLimits(cfg))
 	if err != nil {
 		return nil, err
+	}
+	if d.elector != nil {
+		d.gateway.SetCondition(func() (string, bool) { return electionProblem(d.elector.Health(), cfg.LeaderFailingUnready) })
 	}
 	d.serveBackup()
 	d.http = httpServer(cfg, d.gateway, tlsr, d.log)
@@ -393,6 +398,35 @@ func (d *Daemon) closeAll() error {
 		}
 	})
 	return err
+}
+
+// electionMetrics follows the elector's Health: OnHealth runs once per
+// campaign that could not reach the lock, and once on recovery.
+func electionMetrics(m *metrics.Metrics, h leader.Health) {
+	if h.Failures > 0 {
+		m.LeaderElectionErrors.Inc()
+	}
+	failing := 0.0
+	if h.Failing {
+		failing = 1
+	}
+	m.LeaderElectionFailing.Set(failing)
+}
+
+// electionProblem is what /readyz says of the cleanup leader election.
+// Only an instance that cannot reach the lock has a problem: a follower
+// that finds another instance leading is fine. It stays ready unless told
+// otherwise (--leader-failing-unready): it serves seats without a leader
+// (expired seats stop counting at their deadline, cleanup or not), while
+// a PostgreSQL that every instance fails to reach would otherwise take
+// every instance out of the load balancer, heartbeats (Redis only)
+// included.
+func electionProblem(h leader.Health, unready bool) (string, bool) {
+	if !h.Failing {
+		return "", false
+	}
+	return fmt.Sprintf("no cleanup leader can be elected from this instance: the leader lock in PostgreSQL unreachable for %d tries since %s",
+		h.Failures, h.Since.UTC().Format(time.RFC3339)), unready
 }
 
 func ensureDefaultTenant(ctx context.Context, s server.Store) error {

@@ -42,6 +42,7 @@ const cleanupLock = "cleanup-leader"
 // Defaults.
 const (
 	DefaultPingInterval  = 5 * time.Second
+	DefaultPingTimeout   = 5 * time.Second
 	DefaultRetryInterval = 5 * time.Second
 	// DefaultFailingAfter is how many campaigns in a row may fail to reach
 	// the lock before Health reports the election failing.
@@ -55,7 +56,7 @@ type Config struct {
 	InstanceID   string
 	PingInterval time.Duration // leader: how often to check the lock connection
 	// PingTimeout bounds one check of the lock connection; a check that
-	// takes longer steps the leader down (default: PingInterval).
+	// takes longer steps the leader down (default DefaultPingTimeout).
 	PingTimeout   time.Duration
 	RetryInterval time.Duration // follower: how often to try for the lock (±25% jitter)
 	// FailingAfter is how many campaigns in a row that cannot reach the
@@ -105,7 +106,7 @@ type Elector struct {
 // New returns an Elector; call Start to campaign.
 func New(cfg Config) *Elector {
 	cfg.PingInterval = cmp.Or(cfg.PingInterval, DefaultPingInterval)
-	cfg.PingTimeout = cmp.Or(cfg.PingTimeout, cfg.PingInterval)
+	cfg.PingTimeout = cmp.Or(cfg.PingTimeout, DefaultPingTimeout)
 	cfg.RetryInterval = cmp.Or(cfg.RetryInterval, DefaultRetryInterval)
 	cfg.FailingAfter = max(cfg.FailingAfter, 0)
 	cfg.FailingAfter = cmp.Or(cfg.FailingAfter, DefaultFailingAfter)
