@@ -315,8 +315,9 @@ func (d *Daemon) setServing(ok bool) {
 
 // Shutdown drains in GracefulStop order (README, "Zero-downtime deploys"): not-ready first, wait
 // for load balancers, stop cleanup, stop gRPC gracefully within the timeout,
-// stop HTTP, then flush and close storage last (the Redis client after the
-// store that uses it).
+// stop HTTP, then close storage last: the store flushes and closes its
+// PostgreSQL pool, then the process's Redis client, which the store, the
+// wait queues and the revocation news share, closes after its last user.
 func (d *Daemon) Shutdown() error {
 	step := func(name string, f func()) {
 		start := time.Now()
@@ -393,7 +394,7 @@ func (d *Daemon) closeAll() error {
 		if d.store != nil {
 			err = d.store.Close()
 		}
-		if d.rdb != nil { // after the store, which uses Redis until its Close returns
+		if d.rdb != nil { // last: the store uses Redis until its Close returns (its flush ends in Redis)
 			err = errors.Join(err, d.rdb.Close())
 		}
 	})
