@@ -109,15 +109,17 @@ func TestOneLeaderAndEveryoneAgreesWhoItIs(t *testing.T) {
 	for _, e := range []*Elector{a, b, c} {
 		e.Start(context.Background())
 	}
-	require.Eventually(t, func() bool { n, _ := leaders(a, b, c); return n == 1 }, waitLong, 20*time.Millisecond)
+	elections := func() int32 { return ca.elected.Load() + cb.elected.Load() + cc.elected.Load() }
+	// (OnElected runs just after IsLeader turns true: wait for both.)
+	require.Eventually(t, func() bool { n, _ := leaders(a, b, c); return n == 1 && elections() == 1 }, waitLong, 20*time.Millisecond)
 	// Stays at one while the followers campaign again and again.
-	before := cb.elected.Load() + cc.elected.Load() + ca.elected.Load()
+	before := elections()
 	for range 10 {
 		n, _ := leaders(a, b, c)
 		require.Equal(t, 1, n)
 		time.Sleep(50 * time.Millisecond)
 	}
-	require.Equal(t, before, cb.elected.Load()+cc.elected.Load()+ca.elected.Load(), "leadership changed hands with nothing failing")
+	require.Equal(t, before, elections(), "leadership changed hands with nothing failing")
 	_, who := leaders(a, b, c)
 	for _, e := range []*Elector{a, b, c} {
 		id, err := e.LeaderID(context.Background())
@@ -227,7 +229,6 @@ func TestPingTimeoutStepsDownAStalledLeader(t *testing.T) {
 	pg := testSchema(t)
 	proxy := newStallingProxy(t, pg)
 	var c counting
-	var healths atomic.Int32
 	var lastHealth atomic.Pointer[Health]
 	e := New(Config{
 		PostgresURL: withParams(t, proxy.url, "connect_timeout", "1"), InstanceID: fmt.Sprintf("stalled-%08x", rand.Uint32()),
@@ -235,7 +236,7 @@ func TestPingTimeoutStepsDownAStalledLeader(t *testing.T) {
 		FailingAfter: 2,
 		OnElected:    func(context.Context) { c.elected.Add(1) },
 		OnDemoted:    func() { c.demoted.Add(1) },
-		OnHealth:     func(h Health) { healths.Add(1); lastHealth.Store(&h) },
+		OnHealth:     func(h Health) { lastHealth.Store(&h) },
 	})
 	t.Cleanup(e.Stop)
 	e.Start(context.Background())
@@ -246,13 +247,13 @@ func TestPingTimeoutStepsDownAStalledLeader(t *testing.T) {
 	require.Eventually(t, func() bool { return !e.IsLeader() }, waitLong, 10*time.Millisecond,
 		"a ping that never answers must step the leader down after PingTimeout")
 	require.GreaterOrEqual(t, c.demoted.Load(), int32(1))
-	require.Eventually(t, func() bool { return e.Health().Failing }, waitLong, 10*time.Millisecond,
-		"campaigns that cannot reach PostgreSQL must make the election failing")
+	// (OnHealth runs just after Health changes: wait for both.)
+	require.Eventually(t, func() bool { h := lastHealth.Load(); return e.Health().Failing && h != nil && h.Failing }, waitLong, 10*time.Millisecond,
+		"campaigns that cannot reach PostgreSQL must make the election failing, and OnHealth told so")
 	h := e.Health()
 	require.GreaterOrEqual(t, h.Failures, 2)
 	require.Error(t, h.Err)
 	require.False(t, h.Since.IsZero())
-	require.True(t, lastHealth.Load().Failing, "OnHealth was told")
 	require.False(t, e.IsLeader())
 
 	proxy.resume()

@@ -32,8 +32,9 @@ func TestLeaderElectedThroughSessionPgBouncer(t *testing.T) {
 	a, b := newElector(t, bouncer, "a", &ca), newElector(t, bouncer, "b", &cb)
 	a.Start(context.Background())
 	b.Start(context.Background())
-	require.Eventually(t, func() bool { n, _ := leaders(a, b); return n == 1 }, 30*time.Second, 20*time.Millisecond,
-		"no leader elected through PgBouncer; its log:\n%s", pgBouncerLog(t))
+	if !waitFor(waitLong, func() bool { n, _ := leaders(a, b); return n == 1 }) {
+		t.Fatalf("no leader elected through PgBouncer: %v; its log:\n%s", a.Health().Err, pgBouncerLog(t))
+	}
 	_, who := leaders(a, b)
 	for _, e := range []*Elector{a, b} {
 		id, err := e.LeaderID(t.Context())
@@ -194,4 +195,16 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
