@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The first step of `make test`: checks, in a second or two and before
 # anything is built, every program the tests need: Go, PostgreSQL (server,
-# psql, initdb/pg_ctl), Redis (server and redis-cli), promtool, Debian's
+# psql, initdb/pg_ctl), PgBouncer, Redis (server and redis-cli), promtool, Debian's
 # Chromium (the web console's browser tests, e2e/console_*_test.go), the
 # Python client's packages (client/python/check-deps.sh) and the TypeScript
 # client's Node.js >= 20, npm and openssl (the same rule as `make check/node`).
@@ -63,6 +63,9 @@ check() {
   pg_bin_ok || add_apt postgresql
   { command -v redis-server && command -v redis-cli; } >/dev/null || add_apt redis-server
   command -v promtool >/dev/null || add_apt prometheus
+  # The leader's test through a session-pooling bouncer starts its own
+  # (server/leader/pgbouncer_test.go); Debian puts it in /usr/sbin.
+  { command -v pgbouncer || [[ -x /usr/sbin/pgbouncer ]]; } >/dev/null || add_apt pgbouncer
   # Headless, driven by chromedp; Debian's package (no browser download).
   { command -v chromium || command -v chromium-browser; } >/dev/null || add_apt chromium
   local py
@@ -112,4 +115,4 @@ if ((${#apt[@]} + ${#other[@]})); then
   echo "Then run make test again (as root with apt-get, make test installs the packages itself)." >&2
   exit 1
 fi
-echo "preflight: Go, PostgreSQL, Redis, promtool, Chromium, the Python and TypeScript clients' dependencies are all here"
+echo "preflight: Go, PostgreSQL, PgBouncer, Redis, promtool, Chromium, the Python and TypeScript clients' dependencies are all here"

@@ -32,6 +32,11 @@ fi
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
   missing+=(redis-server)
 fi
+# Not a service: the leader's test starts its own PgBouncer in front of
+# the PostgreSQL above (server/leader/pgbouncer_test.go).
+if ! command -v pgbouncer >/dev/null && [[ ! -x /usr/sbin/pgbouncer ]]; then
+  missing+=(pgbouncer)
+fi
 if ((${#missing[@]})); then
   if $install; then
     echo "services: installing ${missing[*]}"

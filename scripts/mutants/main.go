@@ -53,6 +53,8 @@ var alsoChange = map[string][2]string{
 var (
 	distributed = []string{"./server/distributed/"}
 	embedded    = []string{"./server/embedded/"}
+	leader      = []string{"./server/leader/"}
+	cleanup     = []string{"./server/cleanup/"}
 )
 
 var mutants = []mutant{
@@ -149,6 +151,12 @@ var mutants = []mutant{
 	{"embedded grant does not record the lapsed leases it displaces", "server/embedded/leases.go",
 		"		for _, end := range ends {\n			if _, err := endLease(tx, end); err != nil {\n				return err\n			}\n		}\n		return insertLease(tx, w)",
 		"		return insertLease(tx, w)", embedded},
+	{"elector: the leader is handed its parent context, not the leadership's", "server/leader/elector.go",
+		"		e.cfg.OnElected(leadCtx)\n", "		e.cfg.OnElected(ctx)\n		_ = leadCtx\n", leader},
+	{"elector: a ping of the lock connection without its timeout", "server/leader/elector.go",
+		"pctx, cancel := context.WithTimeout(ctx, e.cfg.PingTimeout)", "pctx, cancel := context.WithCancel(ctx)", leader},
+	{"cleanup: the hard limit does not cancel a pass", "server/cleanup/cleaner.go",
+		"ctx, cancel := context.WithTimeout(ctx, c.cfg.HardLimit)", "ctx, cancel := context.WithCancel(ctx)", cleanup},
 }
 
 func main() {

@@ -62,7 +62,10 @@ type Config struct {
 	ConnectTimeout         time.Duration
 	AutoMigrate            bool
 	LeaderPingInterval     time.Duration
+	LeaderPingTimeout      time.Duration
 	LeaderRetryInterval    time.Duration
+	LeaderFailingAfter     int
+	LeaderFailingUnready   bool
 
 	WaitQueueMax int
 	WaitHold     time.Duration
@@ -142,7 +145,10 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.IntVar(&c.EndRepairBatch, "end-repair-batch", distributed.DefaultEndRepairBatch, "distributed mode: recorded releases and revokes the cleanup leader removes from Redis per batch (a lease whose removal failed or whose instance died before it), batches until one comes back short")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", 30*time.Second, "distributed mode: how long to retry PostgreSQL/Redis at start")
 	fs.DurationVar(&c.LeaderPingInterval, "leader-ping-interval", leader.DefaultPingInterval, "distributed mode: how often the cleanup leader checks its lock connection")
+	fs.DurationVar(&c.LeaderPingTimeout, "leader-ping-timeout", leader.DefaultPingTimeout, "distributed mode: a check of the lock connection that takes longer steps the cleanup leader down")
 	fs.DurationVar(&c.LeaderRetryInterval, "leader-retry-interval", leader.DefaultRetryInterval, "distributed mode: how often followers try for the leader lock (±25% jitter)")
+	fs.IntVar(&c.LeaderFailingAfter, "leader-failing-after", leader.DefaultFailingAfter, "distributed mode: tries in a row that cannot reach the leader lock (PostgreSQL unreachable or refusing the connection) before this instance reports that no cleanup leader can be elected from here (/readyz degraded, seatd_leader_election_failing)")
+	fs.BoolVar(&c.LeaderFailingUnready, "leader-failing-unready", false, "distributed mode: while no cleanup leader can be elected from here (--leader-failing-after), /readyz answers 503 instead of 200 degraded")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serve TLS on the gRPC and HTTP ports with this PEM certificate (chain); re-read when it changes")
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file; re-read when it changes")
 	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", "", "require client certificates signed by this PEM CA bundle (mTLS); re-read when it changes")
@@ -273,6 +279,10 @@ func (c *Config) validate() error {
 		return errors.New("--heartbeat-flush-interval must be at least 100ms")
 	case c.LeaderPingInterval < 10*time.Millisecond || c.LeaderRetryInterval < 10*time.Millisecond:
 		return errors.New("--leader-ping-interval and --leader-retry-interval must be at least 10ms")
+	case c.LeaderPingTimeout < 10*time.Millisecond:
+		return errors.New("--leader-ping-timeout must be at least 10ms")
+	case c.LeaderFailingAfter < 1:
+		return errors.New("--leader-failing-after must be at least 1")
 	case c.WaitQueueMax < 1:
 		return errors.New("--wait-queue-max must be at least 1")
 	case c.WaitHold < time.Second:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seatd/seatd/server/distributed"
 	"github.com/seatd/seatd/server/grpcapi"
+	"github.com/seatd/seatd/server/leader"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -102,6 +103,19 @@ func TestParseConfig(t *testing.T) {
 		{name: "no end repair batch", args: []string{"--end-repair-batch=0"}, wantErr: "--end-repair-batch"},
 		{name: "end repair batch from env", env: map[string]string{"SEATD_END_REPAIR_BATCH": "7"},
 			check: func(t *testing.T, c Config) { require.Equal(t, 7, c.EndRepairBatch) }},
+		{name: "leader election by default", check: func(t *testing.T, c Config) {
+			require.Equal(t, leader.DefaultPingTimeout, c.LeaderPingTimeout)
+			require.Equal(t, leader.DefaultFailingAfter, c.LeaderFailingAfter)
+			require.False(t, c.LeaderFailingUnready, "ready by default while no leader can be elected")
+		}},
+		{name: "leader election from env", env: map[string]string{"SEATD_LEADER_PING_TIMEOUT": "2s", "SEATD_LEADER_FAILING_AFTER": "5", "SEATD_LEADER_FAILING_UNREADY": "true"},
+			check: func(t *testing.T, c Config) {
+				require.Equal(t, 2*time.Second, c.LeaderPingTimeout)
+				require.Equal(t, 5, c.LeaderFailingAfter)
+				require.True(t, c.LeaderFailingUnready)
+			}},
+		{name: "leader failing after no tries", args: []string{"--leader-failing-after=0"}, wantErr: "--leader-failing-after"},
+		{name: "leader ping timeout too short", args: []string{"--leader-ping-timeout=1ms"}, wantErr: "--leader-ping-timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

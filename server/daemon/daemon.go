@@ -194,7 +194,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if cfg.Distributed() {
 		d.elector = leader.New(leader.Config{
 			PostgresURL: cfg.PostgresURL, InstanceID: cfg.InstanceID, Logger: d.log,
-			PingInterval: cfg.LeaderPingInterval, RetryInterval: cfg.LeaderRetryInterval,
+			PingInterval: cfg.LeaderPingInterval, PingTimeout: cfg.LeaderPingTimeout,
+			RetryInterval: cfg.LeaderRetryInterval, FailingAfter: cfg.LeaderFailingAfter,
 			OnElected: func(ctx context.Context) {
 				m.Leader.Set(1)
 				d.scheduler.Start(ctx)
@@ -203,6 +204,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 				d.scheduler.Stop()
 				m.Leader.Set(0)
 			},
+			OnHealth: func(h leader.Health) { electionMetrics(m, h) },
 		})
 		leadership = d.elector
 	}
@@ -262,6 +264,9 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if err != nil {
 		return nil, err
 	}
+	if d.elector != nil {
+		d.gateway.SetCondition(func() (string, bool) { return electionProblem(d.elector.Health(), cfg.LeaderFailingUnready) })
+	}
 	d.serveBackup()
 	d.http = httpServer(cfg, d.gateway, tlsr, d.log)
 
@@ -318,8 +323,9 @@ func (d *Daemon) setServing(ok bool) {
 
 // Shutdown drains in GracefulStop order (README, "Zero-downtime deploys"): not-ready first, wait
 // for load balancers, stop cleanup, stop gRPC gracefully within the timeout,
-// stop HTTP, then flush and close storage last (the Redis client after the
-// store that uses it).
+// stop HTTP, then close storage last: the store flushes and closes its
+// PostgreSQL pool, then the process's Redis client, which the store, the
+// wait queues and the revocation news share, closes after its last user.
 func (d *Daemon) Shutdown() error {
 	step := func(name string, f func()) {
 		start := time.Now()
@@ -396,11 +402,40 @@ func (d *Daemon) closeAll() error {
 		if d.store != nil {
 			err = d.store.Close()
 		}
-		if d.rdb != nil { // after the store, which uses Redis until its Close returns
+		if d.rdb != nil { // last: the store uses Redis until its Close returns (its flush ends in Redis)
 			err = errors.Join(err, d.rdb.Close())
 		}
 	})
 	return err
+}
+
+// electionMetrics follows the elector's Health: OnHealth runs once per
+// campaign that could not reach the lock, and once on recovery.
+func electionMetrics(m *metrics.Metrics, h leader.Health) {
+	if h.Failures > 0 {
+		m.LeaderElectionErrors.Inc()
+	}
+	failing := 0.0
+	if h.Failing {
+		failing = 1
+	}
+	m.LeaderElectionFailing.Set(failing)
+}
+
+// electionProblem is what /readyz says of the cleanup leader election.
+// Only an instance that cannot reach the lock has a problem: a follower
+// that finds another instance leading is fine. It stays ready unless told
+// otherwise (--leader-failing-unready): it serves seats without a leader
+// (expired seats stop counting at their deadline, cleanup or not), while
+// a PostgreSQL that every instance fails to reach would otherwise take
+// every instance out of the load balancer, heartbeats (Redis only)
+// included.
+func electionProblem(h leader.Health, unready bool) (string, bool) {
+	if !h.Failing {
+		return "", false
+	}
+	return fmt.Sprintf("no cleanup leader can be elected from this instance: the leader lock in PostgreSQL unreachable for %d tries since %s",
+		h.Failures, h.Since.UTC().Format(time.RFC3339)), unready
 }
 
 func ensureDefaultTenant(ctx context.Context, s server.Store) error {

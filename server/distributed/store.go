@@ -239,8 +239,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close stops the flusher, writes pending heartbeats, then closes Redis and
-// the PostgreSQL pool, last (README, "Zero-downtime deploys", step 7).
+// Close stops the flusher, writes pending heartbeats (which needs both:
+// the record first, then Redis drops what the record says ended), then
+// closes the PostgreSQL pool, and Redis last if Open opened it (README,
+// "Zero-downtime deploys", step 7). The rule is that a client closes after
+// its last user: the pool is the store's alone, while a shared Redis client
+// (Options.Redis) also serves the wait queues and the revocation news, so
+// its owner closes it after this returns. Once the flush is done neither
+// is used, so nothing depends on the order but the rule keeps it the same
+// in both cases.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.live.Stop()
@@ -254,11 +261,11 @@ func (s *Store) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		flushErr := s.flush(ctx)
+		s.rec.Close()
 		var redisErr error
 		if s.closeRedis {
 			redisErr = s.rdb.Close()
 		}
-		s.rec.Close()
 		s.closeErr = errors.Join(flushErr, redisErr)
 	})
 	return s.closeErr

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
@@ -516,4 +517,35 @@ func TestGrantNeverRecorded(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.GetLease(t.Context(), tn.ID, ghost)
 	requireCode(t, err, server.ENOTFOUND, server.ReasonLeaseNotFound)
+}
+
+// TestCloseFlushesThenLeavesASharedRedisOpen: Close writes the pending
+// heartbeats to the record, closes the store's PostgreSQL pool, and leaves
+// a Redis client it was given (Options.Redis) open: the wait queues and the
+// revocation news share it, and its owner closes it after Close, last. One
+// it opened itself it closes.
+func TestCloseFlushesThenLeavesASharedRedisOpen(t *testing.T) {
+	t.Parallel()
+	loc := newLocation(t)
+	shared, _, err := OpenRedis(testRedisURL())
+	require.NoError(t, err)
+	defer func() { _ = shared.Close() }()
+	s := loc.open(t, func(o *Options) { o.Redis = shared; o.HeartbeatFlushInterval = time.Hour })
+	tn := mkTenant(t, s)
+	lic := mkLicense(t, s, tn.ID, 5, time.Hour)
+	r, tok := acq(t, s, lic.Key, "fp")
+	waitRedisPast(t, s, r.Lease.AcquiredAt)
+	hb, err := s.Heartbeat(t.Context(), r.Lease.ID, server.HashSecret(tok))
+	require.NoError(t, err)
+
+	require.NoError(t, s.Close())
+	rec, _, _ := loc.recorded(t, r.Lease.ID)
+	require.True(t, rec.Equal(hb.LastHeartbeatAt), "Close flushed the heartbeat to the record")
+	_, err = s.rec.License(t.Context(), lic.ID)
+	require.Error(t, err, "the store's pool is closed")
+	require.NoError(t, shared.Ping(t.Context()).Err(), "a shared Redis client stays open for its owner to close last")
+
+	own := loc.open(t, nil)
+	require.NoError(t, own.Close())
+	require.ErrorIs(t, own.rdb.Ping(t.Context()).Err(), redis.ErrClosed, "a client the store opened, it closes")
 }

@@ -48,9 +48,15 @@ const (
 
 // Handler is seatd's HTTP surface.
 type Handler struct {
-	mux   *http.ServeMux
-	ready atomic.Bool
+	mux       *http.ServeMux
+	ready     atomic.Bool
+	condition atomic.Pointer[Condition]
 }
+
+// Condition reports a state /readyz shows beside readiness: problem is ""
+// when all is well, else one line for operators (no internals: /readyz
+// needs no key); unready makes /readyz answer 503 while there is one.
+type Condition func() (problem string, unready bool)
 
 // New returns the HTTP handler. conn is a client connection to this
 // instance's own gRPC server: every REST call goes through the same
@@ -100,6 +106,17 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 			_, _ = w.Write([]byte("not ready\n"))
 			return
 		}
+		if c := h.condition.Load(); c != nil {
+			if problem, unready := (*c)(); problem != "" {
+				if unready {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					_, _ = w.Write([]byte("not ready: " + problem + "\n"))
+					return
+				}
+				_, _ = w.Write([]byte("ready\ndegraded: " + problem + "\n"))
+				return
+			}
+		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	h.mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
@@ -112,6 +129,10 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 // SetReady switches /readyz between 200 and 503 (503 first thing on shutdown,
 // so load balancers stop routing here).
 func (h *Handler) SetReady(ready bool) { h.ready.Store(ready) }
+
+// SetCondition makes /readyz ask c while ready (the cleanup leader
+// election's state, daemon.go).
+func (h *Handler) SetCondition(c Condition) { h.condition.Store(&c) }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 

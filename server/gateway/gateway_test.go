@@ -200,6 +200,36 @@ func TestHealthAndReadiness(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/nope", "", "").code)
 }
 
+// TestReadinessShowsACondition: a problem that does not stop serving shows
+// as a second line of a 200; one that should take the instance out of
+// the load balancer makes it 503; none leaves "ready".
+func TestReadinessShowsACondition(t *testing.T) {
+	t.Parallel()
+	h, _ := newGateway(t)
+	h.SetReady(true)
+	var problem string
+	var unready bool
+	h.SetCondition(func() (string, bool) { return problem, unready })
+	r := do(t, h, "GET", "/readyz", "", "")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "ready\n", r.body)
+
+	problem = "no cleanup leader"
+	r = do(t, h, "GET", "/readyz", "", "")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "ready\ndegraded: no cleanup leader\n", r.body)
+
+	unready = true
+	r = do(t, h, "GET", "/readyz", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, r.code)
+	require.Equal(t, "not ready: no cleanup leader\n", r.body)
+
+	h.SetReady(false) // draining wins
+	r = do(t, h, "GET", "/readyz", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, r.code)
+	require.Equal(t, "not ready\n", r.body)
+}
+
 func TestMetricsServesTheGatherer(t *testing.T) {
 	t.Parallel()
 	h, reg := newGateway(t)

@@ -22,7 +22,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
-	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,22 +42,54 @@ const cleanupLock = "cleanup-leader"
 // Defaults.
 const (
 	DefaultPingInterval  = 5 * time.Second
+	DefaultPingTimeout   = 5 * time.Second
 	DefaultRetryInterval = 5 * time.Second
-	applicationPrefix    = "seatd-leader "
+	// DefaultFailingAfter is how many campaigns in a row may fail to reach
+	// the lock before Health reports the election failing.
+	DefaultFailingAfter = 3
+	applicationPrefix   = "seatd-leader "
 )
 
 // Config configures an Elector.
 type Config struct {
-	PostgresURL   string
-	InstanceID    string
-	PingInterval  time.Duration // leader: how often to check the lock connection
+	PostgresURL  string
+	InstanceID   string
+	PingInterval time.Duration // leader: how often to check the lock connection
+	// PingTimeout bounds one check of the lock connection; a check that
+	// takes longer steps the leader down (default DefaultPingTimeout).
+	PingTimeout   time.Duration
 	RetryInterval time.Duration // follower: how often to try for the lock (±25% jitter)
-	Logger        *slog.Logger
+	// FailingAfter is how many campaigns in a row that cannot reach the
+	// lock (PostgreSQL unreachable, or refusing the connection or the lock
+	// query) make Health report Failing (default DefaultFailingAfter). A
+	// campaign that finds the lock held by another instance reached it.
+	FailingAfter int
+	Logger       *slog.Logger
 	// OnElected runs when this instance becomes leader; ctx ends when it
 	// stops leading. OnDemoted runs after, once ctx is done. Both run on the
 	// elector's goroutine, so they must not block for long.
 	OnElected func(ctx context.Context)
 	OnDemoted func()
+	// OnHealth runs on the elector's goroutine after every campaign that
+	// could not reach the lock, and once when one reaches it again.
+	OnHealth func(Health)
+}
+
+// Health is this instance's part in the election: whether it can reach
+// the lock at all. A follower that finds another instance leading is
+// healthy.
+type Health struct {
+	// Failures counts the campaigns in a row that could not reach the
+	// lock (0 once one does).
+	Failures int
+	// Failing is Failures >= Config.FailingAfter: from here no leader can
+	// be elected, and none can be known.
+	Failing bool
+	// Since is when the first of those failures happened.
+	Since time.Time
+	// Err is the last failure, for logs (it may name hosts: not for
+	// clients).
+	Err error
 }
 
 // Elector campaigns for leadership until stopped.
@@ -66,16 +98,27 @@ type Elector struct {
 	log *slog.Logger
 
 	run     startstop.Runner
-	mu      sync.Mutex // guards leading
+	mu      sync.Mutex // guards leading and health
 	leading bool
+	health  Health
 }
 
 // New returns an Elector; call Start to campaign.
 func New(cfg Config) *Elector {
 	cfg.PingInterval = cmp.Or(cfg.PingInterval, DefaultPingInterval)
+	cfg.PingTimeout = cmp.Or(cfg.PingTimeout, DefaultPingTimeout)
 	cfg.RetryInterval = cmp.Or(cfg.RetryInterval, DefaultRetryInterval)
+	cfg.FailingAfter = max(cfg.FailingAfter, 0)
+	cfg.FailingAfter = cmp.Or(cfg.FailingAfter, DefaultFailingAfter)
 	log := cmp.Or(cfg.Logger, slog.Default())
 	return &Elector{cfg: cfg, log: log}
+}
+
+// Health reports whether this instance can reach the lock.
+func (e *Elector) Health() Health {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.health
 }
 
 // InstanceID is this instance's id.
@@ -147,6 +190,7 @@ func (e *Elector) campaign(ctx context.Context) (*pgx.Conn, int32, bool) {
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Warn("leader election: cannot reach PostgreSQL; retrying", "err", err)
+			e.reached(err)
 		}
 		return nil, 0, false
 	}
@@ -159,10 +203,47 @@ func (e *Elector) campaign(ctx context.Context) (*pgx.Conn, int32, bool) {
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("leader election: lock attempt failed; retrying", "err", err)
 		}
+		if ctx.Err() == nil {
+			e.reached(err) // !got: another instance holds the lock, which this one reached
+		}
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, 0, false
 	}
+	e.reached(nil)
 	return conn, objectID, true
+}
+
+// reached records a campaign's outcome: err is why it could not reach the
+// lock, nil when it did (won it or found it held).
+func (e *Elector) reached(err error) {
+	e.mu.Lock()
+	h := e.health
+	if err == nil {
+		if h.Failures == 0 {
+			e.mu.Unlock()
+			return
+		}
+		if h.Failing {
+			e.log.Info("leader election: the leader lock is reachable again", "after_failures", h.Failures)
+		}
+		h = Health{}
+	} else {
+		if h.Failures == 0 {
+			h.Since = time.Now()
+		}
+		h.Failures++
+		h.Err = err
+		if !h.Failing && h.Failures >= e.cfg.FailingAfter {
+			h.Failing = true
+			e.log.Error("leader election: this instance cannot reach the leader lock; no cleanup leader can be elected from here",
+				"failures", h.Failures, "since", h.Since, "err", err)
+		}
+	}
+	e.health = h
+	e.mu.Unlock()
+	if e.cfg.OnHealth != nil {
+		e.cfg.OnHealth(h)
+	}
 }
 
 // lead holds leadership until the lock connection fails or ctx ends.
@@ -200,7 +281,7 @@ func (e *Elector) hold(ctx context.Context, conn *pgx.Conn, objectID int32) stri
 			return "stopping"
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, cmp.Or(e.cfg.PingInterval, time.Second))
+		pctx, cancel := context.WithTimeout(ctx, e.cfg.PingTimeout)
 		var held bool
 		err := conn.QueryRow(pctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
 			WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted
@@ -224,8 +305,11 @@ func (e *Elector) setLeading(v bool) {
 	e.mu.Unlock()
 }
 
-// connect opens a dedicated connection with TCP keepalives, so that a dead
-// peer is noticed even between pings.
+// connect opens a dedicated connection that notices a dead peer even
+// between pings. The keepalives are socket options of our side
+// (keepaliveDialer), never startup parameters: a session-pooling PgBouncer
+// refuses startup parameters it does not know (FATAL: unsupported startup
+// parameter), and nobody would ever lead behind it.
 func (e *Elector) connect(ctx context.Context, appName string) (*pgx.Conn, error) {
 	// Parsed as the pool parses it, so that pool_* parameters (the store's
 	// pool size) are taken out instead of sent to PostgreSQL as settings.
@@ -235,19 +319,29 @@ func (e *Elector) connect(ctx context.Context, appName string) (*pgx.Conn, error
 	}
 	cfg := pcfg.ConnConfig
 	cfg.RuntimeParams["application_name"] = appName
-	// Keepalives on PostgreSQL's side too: a leader cut off from the network
-	// (not killed) must lose its backend, and so the lock, in seconds rather
-	// than after the OS default of two hours.
-	cfg.RuntimeParams["tcp_keepalives_idle"] = "10"
-	cfg.RuntimeParams["tcp_keepalives_interval"] = "5"
-	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
-	cfg.RuntimeParams["tcp_user_timeout"] = "20000"
 	cfg.ConnectTimeout = cmp.Or(cfg.ConnectTimeout, 5*time.Second)
-	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAliveConfig: net.KeepAliveConfig{
-		Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3,
-	}}
-	cfg.DialFunc = d.DialContext
-	return pgx.ConnectConfig(ctx, cfg)
+	cfg.DialFunc = keepaliveDialer(cfg.ConnectTimeout).DialContext
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// PostgreSQL's side too, as session settings (a bouncer passes SET
+	// on; through one they apply to its link to PostgreSQL): a leader cut
+	// off from the network, not killed, must lose its backend, and so the
+	// lock, in seconds rather than after the OS default of two hours. Best
+	// effort: our own side's options above already end our connection.
+	if _, err := conn.Exec(ctx, `SELECT set_config('tcp_keepalives_idle', $1, false),
+		set_config('tcp_keepalives_interval', $2, false), set_config('tcp_keepalives_count', $3, false),
+		set_config('tcp_user_timeout', $4, false)`,
+		seconds(keepaliveIdle), seconds(keepaliveInterval), strconv.Itoa(keepaliveCount),
+		strconv.FormatInt(userTimeout.Milliseconds(), 10)); err != nil {
+		if ctx.Err() != nil {
+			_ = conn.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		e.log.Debug("leader election: PostgreSQL keeps its default keepalives on the lock connection", "err", err)
+	}
+	return conn, nil
 }
 
 // lockObjectID derives the second lock integer from the lock name and the

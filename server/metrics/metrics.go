@@ -25,13 +25,18 @@ type Metrics struct {
 	CleanupScanned  prometheus.Gauge
 	CleanupExpired  prometheus.Gauge
 	Leader          prometheus.Gauge
-	ActiveSeats     prometheus.Gauge
-	Acquisitions    *prometheus.CounterVec // result; AcquireSeat calls and WaitForSeat grants, not a waiter's refused tries
-	WaitTries       prometheus.Counter     // a waiter's tries that found no seat free
-	Heartbeats      *prometheus.CounterVec // result
-	Releases        *prometheus.CounterVec // result
-	RecordsPruned   *prometheus.CounterVec // kind; retention
-	PruneFailures   *prometheus.CounterVec // kind; retention batches that failed
+	// LeaderElectionFailing is 1 while this instance cannot reach the
+	// leader lock (leader.Health.Failing); LeaderElectionErrors counts the
+	// campaigns that could not reach it.
+	LeaderElectionFailing prometheus.Gauge
+	LeaderElectionErrors  prometheus.Counter
+	ActiveSeats           prometheus.Gauge
+	Acquisitions          *prometheus.CounterVec // result; AcquireSeat calls and WaitForSeat grants, not a waiter's refused tries
+	WaitTries             prometheus.Counter     // a waiter's tries that found no seat free
+	Heartbeats            *prometheus.CounterVec // result
+	Releases              *prometheus.CounterVec // result
+	RecordsPruned         *prometheus.CounterVec // kind; retention
+	PruneFailures         *prometheus.CounterVec // kind; retention batches that failed
 
 	activeSeats *scrapeGauge
 }
@@ -60,6 +65,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		Leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seatd_leader", Help: "1 while this instance leads cleanup, else 0.",
 		}),
+		LeaderElectionFailing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seatd_leader_election_failing", Help: "1 while this instance has not reached the cleanup leader lock for --leader-failing-after tries in a row (PostgreSQL unreachable, or refusing the lock connection): no leader can be elected from here. Distributed mode only.",
+		}),
+		LeaderElectionErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "seatd_leader_election_errors_total", Help: "Tries for the cleanup leader lock that could not reach it (a try that finds another instance leading reached it).",
+		}),
 		ActiveSeats: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seatd_active_seats", Help: "Leases not ended (state active), all licenses, counted from the store at each scrape (CountActiveSeatsAtScrape) and after each cleanup pass.",
 		}),
@@ -84,7 +95,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	m.activeSeats = &scrapeGauge{Gauge: m.ActiveSeats}
 	reg.MustRegister(m.ZombiesCleaned, m.CleanupDuration, m.CleanupRuns, m.CleanupErrors, m.CleanupScanned,
-		m.CleanupExpired, m.Leader, m.activeSeats, m.Acquisitions, m.WaitTries, m.Heartbeats, m.Releases,
+		m.CleanupExpired, m.Leader, m.LeaderElectionFailing, m.LeaderElectionErrors, m.activeSeats, m.Acquisitions, m.WaitTries, m.Heartbeats, m.Releases,
 		m.RecordsPruned, m.PruneFailures)
 	return m
 }

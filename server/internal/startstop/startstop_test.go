@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -39,13 +40,33 @@ func TestStartOnceStopWaits(t *testing.T) {
 	require.Equal(t, int64(2), runs.Load(), "started again after Stop")
 }
 
+// TestParentContextEndsRun: run's context is the caller's, made
+// cancellable: it carries the caller's values, and it ends when the
+// caller's context ends, without Stop.
 func TestParentContextEndsRun(t *testing.T) {
 	t.Parallel()
 	var r Runner
-	ctx, cancel := context.WithCancel(t.Context())
-	ended := make(chan struct{})
-	r.Start(ctx, func(ctx context.Context) { <-ctx.Done(); close(ended) })
+	type key struct{}
+	parent, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "from the caller"))
+	got := make(chan context.Context, 1)
+	ended := make(chan error, 1)
+	r.Start(parent, func(ctx context.Context) {
+		got <- ctx
+		<-ctx.Done()
+		ended <- ctx.Err()
+	})
+	ctx := <-got
+	require.Equal(t, "from the caller", ctx.Value(key{}), "run's context derives from the caller's")
+	require.NoError(t, ctx.Err(), "live until the caller's context ends")
+
 	cancel()
-	<-ended
-	r.Stop()
+	select {
+	case err := <-ended:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(time.Minute):
+		t.Fatal("run's context did not end with the caller's")
+	}
+	require.True(t, r.Running(), "Running is about Start and Stop, not the context")
+	r.Stop() // after run returned on its own: returns at once
+	require.False(t, r.Running())
 }
