@@ -37,6 +37,19 @@ func passDeadline(t *testing.T, s server.Store, at time.Time) {
 	time.Sleep(time.Until(at) + 100*time.Millisecond)
 }
 
+// passDeadlines is passDeadline for the latest deadline of leases.
+func passDeadlines(t *testing.T, s server.Store, leases ...server.Lease) {
+	t.Helper()
+	require.NotEmpty(t, leases)
+	latest := leases[0].ExpiresAt
+	for _, l := range leases[1:] {
+		if l.ExpiresAt.After(latest) {
+			latest = l.ExpiresAt
+		}
+	}
+	passDeadline(t, s, latest)
+}
+
 // clockMoves reports whether the store's clock can be moved (Clock.Moves).
 func clockMoves(s server.Store) bool {
 	c, ok := s.(Clock)
