@@ -107,9 +107,9 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *li
 	l.IdempotencyKey, l.DedupeKey, l.State = req.IdempotencyKey, g.DedupeKey, server.LeaseActive
 	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = g.Acquired, g.Heartbeat, g.Deadline
 	l.Borrowed = req.BorrowFor > 0
-	// The lapsed leases whose seats this grant took are recorded expired
-	// first: otherwise a rebuild (Redis loss) could count them again next
-	// to this one.
+	// The lapsed leases whose seats or keys this grant took are recorded
+	// expired first: otherwise a rebuild (Redis loss) could count them
+	// again next to this one.
 	if len(g.Displaced) > 0 {
 		if err := s.expireDisplaced(ctx, l.LicenseID, g.Displaced); err != nil {
 			s.takeBack(ctx, l.LicenseID, l.ID)
@@ -139,7 +139,7 @@ func (s *Store) insertSession(ctx context.Context, l *server.Lease, epoch, versi
 }
 
 // expireDisplaced records the expiry of lapsed leases a grant took the
-// seats of (acquire.lua moved them to the expiring hash).
+// seats or keys of (acquire.lua moved them to the expiring hash).
 func (s *Store) expireDisplaced(ctx context.Context, licenseID string, ids []string) error {
 	refs := make([]server.LeaseRef, len(ids))
 	for i, id := range ids {

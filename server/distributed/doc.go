@@ -84,7 +84,10 @@
 // active leases never exceed the limit and no rebuild revives them.
 // Retries (4): acquire.lua hands back the live lease of the same
 // idempotency key, else of the same dedupe key, with a new token; a replay
-// of the script itself (same lease id and token) answers its own grant.
+// of the script itself (same lease id and token) answers its own grant. A
+// grant that takes the keys of a lapsed lease displaces that lease too
+// (recorded expired like the others), so that it cannot revive beside the
+// new one.
 //
 // # Write order
 //

@@ -22,7 +22,32 @@ type faultyStore struct {
 	pg, redis *atomic.Bool
 }
 
-var _ storetest.Faults = faultyStore{}
+var (
+	_ storetest.Faults = faultyStore{}
+	_ storetest.Clock  = faultyStore{}
+)
+
+// Pass waits until the store's clock (Redis TIME, read by every script)
+// reads later than at: it cannot be moved.
+func (f faultyStore) Pass(ctx context.Context, at time.Time) error {
+	for {
+		now, err := f.live.Now(ctx)
+		if err != nil {
+			return err
+		}
+		if now.After(at) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(at.Sub(now)+time.Millisecond, 50*time.Millisecond)):
+		}
+	}
+}
+
+// Moves is false: the clock is Redis's.
+func (f faultyStore) Moves() bool { return false }
 
 func (f faultyStore) Faults() []storetest.Fault {
 	return []storetest.Fault{storetest.FaultRecord, storetest.FaultLive}

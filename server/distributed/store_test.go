@@ -279,9 +279,16 @@ func TestRedisLoss(t *testing.T) {
 	require.True(t, b2.Existing)
 	c, tokC := acq(t, s, lic.Key, "c")
 	o, tokO := acq(t, s, other.Key, "o")
-	waitRedisPast(t, s, o.Lease.AcquiredAt)                                   // the heartbeat comes later than the grants
-	hbA, err := s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA)) // written behind, not yet flushed
+	// A's heartbeat goes through another instance, which writes it behind
+	// an hour later: the record keeps A's deadline of the grant, earlier
+	// than the one acknowledged (the rebuilding instance flushes only its
+	// own heartbeats first).
+	beside := loc.open(t, func(o *Options) { o.HeartbeatFlushInterval = time.Hour })
+	t.Cleanup(func() { _ = beside.Close() })
+	waitRedisPast(t, s, o.Lease.AcquiredAt) // the heartbeat comes later than the grants
+	hbA, err := beside.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA))
 	require.NoError(t, err)
+	require.True(t, hbA.ExpiresAt.After(a.Lease.ExpiresAt))
 
 	_, rdb := testServers(t)
 	require.NoError(t, deletePrefix(t.Context(), rdb, loc.prefix), "simulate Redis restarting empty")
@@ -307,10 +314,18 @@ func TestRedisLoss(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, inUse)
 
-	// Old tokens still work; the rotated-out one does not.
-	hb, err := s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA))
+	// Invariant 9: the deadline acknowledged before the loss holds after
+	// it. The record lacks the heartbeat, and the rebuild gives the
+	// write-behind's slack back: the rebuilt deadline, read before any new
+	// heartbeat, is not earlier than the one acknowledged.
+	rebuilt, err := s.GetLease(t.Context(), tn.ID, a.Lease.ID)
 	require.NoError(t, err)
-	require.True(t, hb.ExpiresAt.After(hbA.ExpiresAt))
+	require.False(t, rebuilt.ExpiresAt.Before(hbA.ExpiresAt),
+		"deadline after the loss %v, acknowledged before it %v", rebuilt.ExpiresAt, hbA.ExpiresAt)
+
+	// Old tokens still work; the rotated-out one does not.
+	_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA))
+	require.NoError(t, err)
 	_, err = s.Heartbeat(t.Context(), b2.Lease.ID, server.HashSecret(tokB2))
 	require.NoError(t, err, "the newest token of a rotated lease")
 	_, err = s.Heartbeat(t.Context(), b1.Lease.ID, b1.Lease.TokenHash)

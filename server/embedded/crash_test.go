@@ -75,3 +75,38 @@ func TestCrashKeepsDeadlinesAcrossAHeartbeatInterval(t *testing.T) {
 	require.False(t, got.ExpiresAt.Before(hb.ExpiresAt.Add(-flush)),
 		"deadline %v after the crash; told %v", got.ExpiresAt, hb.ExpiresAt)
 }
+
+// TestCrashSlackSurvivesACleanRestart: the time a start after a crash
+// gives the leases back is stored (the leases are marked for the flusher),
+// so that a clean shutdown and start after it keep it: a deadline the
+// client was told does not fall back to the one on disk before the crash
+// (invariant 9).
+func TestCrashSlackSurvivesACleanRestart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := b.license(t, func(l *server.License) { l.LeaseTTL = 10 * time.Second })
+	lease, tok := b.mustAcquire(t, l, "laptop")
+	b.clock.Advance(4 * time.Second)
+	hb, err := b.s.Heartbeat(t.Context(), lease.ID, tok)
+	require.NoError(t, err)
+
+	crash(b.s) // the heartbeat never reached the disk
+	const flush = time.Second
+	s, err := Open(b.dir, Options{Clock: b.clock.Now, HeartbeatFlushInterval: flush})
+	require.NoError(t, err)
+	after, err := s.GetLease(t.Context(), b.tenant, lease.ID)
+	require.NoError(t, err)
+	require.True(t, after.ExpiresAt.After(lease.ExpiresAt), "the start after the crash gave time back")
+	require.False(t, after.ExpiresAt.After(hb.ExpiresAt), "no more than the client was told")
+	require.NoError(t, s.Close()) // clean: the next start adds nothing
+
+	s, err = Open(b.dir, Options{Clock: b.clock.Now, HeartbeatFlushInterval: flush})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	got, err := s.GetLease(t.Context(), b.tenant, lease.ID)
+	require.NoError(t, err)
+	require.Equal(t, after.ExpiresAt, got.ExpiresAt, "the deadline given back after the crash falls back after a clean restart")
+	b.clock.Set(lease.ExpiresAt.Add(time.Second)) // past the deadline on disk before the crash, before the one told
+	_, err = s.Heartbeat(t.Context(), lease.ID, tok)
+	require.NoError(t, err, "a lease heartbeated on time survives the crash and the restart after it")
+}

@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"slices"
+
 	"github.com/google/btree"
 )
 
@@ -92,16 +94,19 @@ func (x *index) liveCount(l *license, now int64) int {
 
 // toDisplace returns the earliest lapsed leases whose seats a new grant
 // needs: as many as the grant would put the active leases (live or
-// lapsed) over the limit. ok is false if one of them is being written:
-// wait.
-func (x *index) toDisplace(l *license, now int64) (rs []ref, ok bool) {
+// lapsed) over the limit, besides those it ends already (ending, lapsed
+// leases of its keys). ok is false if one of them is being written: wait.
+func (x *index) toDisplace(l *license, now int64, ending []ref) (rs []ref, ok bool) {
 	x.partition(l, now)
-	need := l.live.Len() + l.stale.Len() + 1 - l.lic.SeatLimit()
+	need := l.live.Len() + l.stale.Len() + 1 - l.lic.SeatLimit() - len(ending)
 	if need <= 0 {
 		return nil, true
 	}
 	ok = true
 	l.stale.Ascend(func(it item) bool {
+		if slices.Contains(ending, it.r) {
+			return true
+		}
 		if x.slots.at(it.r).busy() {
 			ok = false
 			return false

@@ -125,7 +125,7 @@ func runDeadlineModel(t *testing.T, rng *rand.Rand, steps int) {
 				}
 				want = append(want, m.id)
 			}
-			got, ok := x.toDisplace(lics[li], now)
+			got, ok := x.toDisplace(lics[li], now, nil)
 			require.Equal(t, wantOK, ok, "step %d: a lease to displace is busy", step)
 			if ok {
 				require.Equal(t, want, idsOf(x, got), "step %d: displaced, earliest lapsed first", step)

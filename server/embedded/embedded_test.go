@@ -15,14 +15,24 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, backend)
 }
 
-// backend gives each test its own data directory; reopening it after a
-// Close sees the same data.
+// backend gives each test its own data directory and clock; reopening it
+// after a Close sees the same data on the same clock. The suite passes
+// deadlines by moving the clock (storetest.Clock), not by sleeping.
 func backend(t *testing.T) storetest.Opener {
 	dir := t.TempDir()
+	clock := new(storetest.OffsetClock)
 	return func(t *testing.T) server.Store {
-		s, err := embedded.Open(dir, embedded.Options{})
+		s, err := embedded.Open(dir, embedded.Options{Clock: clock.Now})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
-		return embedded.Faulty{Store: s}
+		return clocked{embedded.Faulty{Store: s}, clock}
 	}
 }
+
+// clocked is a store under test with its injected clock.
+type clocked struct {
+	embedded.Faulty
+	*storetest.OffsetClock
+}
+
+var _ storetest.Clock = clocked{}

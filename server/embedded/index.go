@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -283,6 +284,39 @@ func (x *index) earliest(tbl *table, l *license, key string, borrowing bool, now
 		return true
 	})
 	return best, found
+}
+
+// lapsed returns the leases of l past their deadline that share the
+// idempotency key or the dedupe key (of the same kind, as match): a grant
+// that takes those keys ends them (invariant 4: none may revive beside the
+// new lease). ok is false if one of them is being written.
+func (x *index) lapsed(l *license, idem, dedupe string, borrowing bool, now int64) (rs []ref, ok bool) {
+	ok = true
+	collect := func(tbl *table, key string, keyOf func(*leaseText, flags) (string, string)) {
+		tbl.find(x.keyHash(l.num, "", key), func(r ref) bool {
+			s := x.slots.at(r)
+			if s.lic != l.num || s.live(now) || s.borrowed() != borrowing || slices.Contains(rs, r) {
+				return true
+			}
+			t := x.text(r)
+			if p, rest := keyOf(&t, s.flags); !joinedEqual(key, p, rest) {
+				return true
+			}
+			if s.busy() {
+				ok = false
+				return false
+			}
+			rs = append(rs, r)
+			return true
+		})
+	}
+	if idem != "" {
+		collect(&x.idem, idem, func(t *leaseText, _ flags) (string, string) { return "", t.idem })
+	}
+	if dedupe != "" && ok {
+		collect(&x.dedupe, dedupe, func(t *leaseText, f flags) (string, string) { return t.dedupeParts(f.dedupeKind()) })
+	}
+	return rs, ok
 }
 
 // joinedEqual reports whether s == prefix+rest, without building it.

@@ -50,20 +50,28 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 		if _, dup := s.idx.lookup(req.LeaseID); dup {
 			return server.AcquireResult{}, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "lease id already exists")
 		}
-		displaced, ok := s.idx.toDisplace(lic, ns)
+		// A lapsed lease of the same keys ends with this grant: it could
+		// otherwise revive beside the new lease (invariant 4).
+		keyed, ok := s.idx.lapsed(lic, req.IdempotencyKey, dedupe, borrowing, ns)
 		if !ok {
 			s.wait()
 			continue
 		}
-		return s.grant(lic, req, dedupe, now, displaced)
+		displaced, ok := s.idx.toDisplace(lic, ns, keyed)
+		if !ok {
+			s.wait()
+			continue
+		}
+		return s.grant(lic, req, dedupe, now, append(keyed, displaced...))
 	}
 }
 
 // grant takes a seat for a new lease: counted in memory at once, so that
 // concurrent acquisitions see it, and taken back if the write fails. The
-// lapsed leases whose seats it takes (displaced) are recorded expired in
-// the same transaction: an observed end is final, so none of them can
-// revive or count again once another client holds its seat.
+// lapsed leases whose seats or keys it takes (displaced) are recorded
+// expired in the same transaction: an observed end is final, so none of
+// them can revive or count again once another client holds its seat, or
+// its client holds a new lease.
 func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, now time.Time, displaced []ref) (server.AcquireResult, error) {
 	l := server.Lease{
 		ID:              req.LeaseID,

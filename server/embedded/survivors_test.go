@@ -115,7 +115,8 @@ func TestGrantWithFreeSeatsDisplacesNothing(t *testing.T) {
 
 // TestDedupeSurvivesTheExpiryOfAnOlderLease: per-fingerprint, a machine's
 // lapsed lease and its new one share a dedupe key; expiring the old one
-// must not forget the new one.
+// (the new grant does, so that it cannot revive beside the new one) must
+// not forget the new one.
 func TestDedupeSurvivesTheExpiryOfAnOlderLease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -130,9 +131,12 @@ func TestDedupeSurvivesTheExpiryOfAnOlderLease(t *testing.T) {
 	current, _ := b.mustAcquire(t, l, "laptop")
 	require.NotEqual(t, old.ID, current.ID)
 
+	got, err := b.s.GetLease(ctx, b.tenant, old.ID)
+	require.NoError(t, err)
+	require.Equal(t, server.LeaseExpired, got.State, "the grant ended the lapsed lease of its dedupe key")
 	ended, err := b.s.ExpireLeases(ctx, []server.LeaseRef{{LeaseID: old.ID, LicenseID: l.ID}})
 	require.NoError(t, err)
-	require.Len(t, ended, 1)
+	require.Empty(t, ended, "ended once")
 	again, _ := b.mustAcquire(t, l, "laptop")
 	require.Equal(t, current.ID, again.ID, "the same machine gets its live lease back")
 }

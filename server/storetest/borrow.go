@@ -157,7 +157,7 @@ func testBorrow(t *testing.T, newBackend Backend) {
 			l.RevivalWindow = time.Hour // never for a borrowed lease
 		}))
 		b, tok := acquire(t, s, lic, "laptop", borrowFor(shortTTL))
-		time.Sleep(pastDeadline)
+		passDeadline(t, s, b.Lease.ExpiresAt)
 		require.Equal(t, 0, seatsInUse(t, s, tn.ID, lic.ID), "a lapsed borrowed lease holds no seat")
 		_, err := s.Heartbeat(t.Context(), b.Lease.ID, server.HashSecret(tok))
 		requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "no revival of a borrowed lease")
@@ -178,7 +178,7 @@ func testBorrow(t *testing.T, newBackend Backend) {
 		tn := newTenant(t, s)
 		lic := newLicense(t, s, tn.ID, with(seats(1), borrowing(time.Hour, 0)))
 		b, _ := acquire(t, s, lic, "laptop", borrowFor(shortTTL))
-		time.Sleep(pastDeadline)
+		passDeadline(t, s, b.Lease.ExpiresAt)
 		first := expireAllDue(t, s)
 		require.Equal(t, []string{b.Lease.ID}, leaseIDs(first))
 		require.Empty(t, expireAllDue(t, s), "a second pass records nothing")

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -24,7 +25,7 @@ func testCleanup(t *testing.T, newBackend Backend) {
 		tn := newTenant(t, s)
 		licZ := newLicense(t, s, tn.ID, with(seats(10), leaseTTL(shortTTL)))
 		licR := newLicense(t, s, tn.ID, func(l *server.License) {
-			l.Seats, l.LeaseTTL, l.RevivalWindow = 1, shortTTL, 5*time.Second
+			l.Seats, l.LeaseTTL, l.RevivalWindow = 1, shortTTL, time.Minute
 		})
 		licL := newLicense(t, s, tn.ID, seats(1))
 
@@ -50,7 +51,7 @@ func testCleanup(t *testing.T, newBackend Backend) {
 			return nil
 		})
 		require.NoError(t, err)
-		time.Sleep(pastDeadline)
+		passDeadlines(t, s, append(slices.Collect(maps.Values(zombies)), revived.Lease)...)
 
 		stale, err := s.DueLeases(t.Context(), nil, 100)
 		require.NoError(t, err)
@@ -198,7 +199,7 @@ func testCleanup(t *testing.T, newBackend Backend) {
 			require.False(t, time.Now().Before(r.Lease.ExpiresAt), "a release before the deadline failed")
 		}
 		acquire(t, s, long, "live", nil)
-		time.Sleep(pastDeadline)
+		passDeadlines(t, s, slices.Collect(maps.Values(zombies))...)
 
 		full, err := s.DueLeases(t.Context(), nil, 100)
 		require.NoError(t, err)
@@ -243,9 +244,11 @@ func testZombieReport(t *testing.T, newBackend Backend) {
 		alpha := newLicense(t, s, ta.ID, short("alpha"))
 		beta := newLicense(t, s, ta.ID, short("beta"))
 		gamma := newLicense(t, s, tb.ID, short("gamma"))
+		var zombies []server.Lease
 		zombie := func(l server.License, n int) {
 			for i := range n {
-				acquire(t, s, l, fmt.Sprintf("z-%d", i), nil)
+				r, _ := acquire(t, s, l, fmt.Sprintf("z-%d", i), nil)
+				zombies = append(zombies, r.Lease)
 			}
 		}
 		ended := func(l server.License) { // counts as a lease, not as a zombie
@@ -258,7 +261,7 @@ func testZombieReport(t *testing.T, newBackend Backend) {
 		zombie(beta, 1)
 		ended(beta)
 		zombie(gamma, 1)
-		time.Sleep(pastDeadline)
+		passDeadlines(t, s, zombies...)
 		require.Len(t, expireAllDue(t, s), 5)
 
 		// The expected report, from the store's own cleanup events.

@@ -15,15 +15,13 @@ import (
 )
 
 // Timing of the suite. The store owns the clock, so the suite never compares
-// its own clock with the store's; it only sleeps real time past a deadline the
-// store handed out, with a margin, or compares timestamps the store returned.
+// its own clock with the store's; it passes a deadline the store handed out
+// through the store's clock (passDeadline: moved where the store takes an
+// injected one, waited on where it does not), or compares timestamps the
+// store returned.
 const (
 	shortTTL = server.MinLeaseTTL // leases the tests let expire
 	longTTL  = time.Hour          // leases that must stay live during a test
-
-	// pastDeadline is how long to sleep after an Acquire (or Heartbeat) on a
-	// shortTTL license returned, for its deadline to be safely behind us.
-	pastDeadline = shortTTL + 400*time.Millisecond
 
 	// timeSlack absorbs the precision a backend may lose when it stores a
 	// timestamp (PostgreSQL keeps microseconds, Redis scores may keep

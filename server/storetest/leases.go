@@ -204,7 +204,7 @@ func testLeaseEnd(t *testing.T, newBackend Backend) {
 		tn := newTenant(t, s)
 		lic := newLicense(t, s, tn.ID, with(seats(1), leaseTTL(shortTTL)))
 		a, _ := acquire(t, s, lic, "a", nil)
-		time.Sleep(pastDeadline)
+		passDeadline(t, s, a.Lease.ExpiresAt)
 
 		rv, err := s.Revoke(t.Context(), tn.ID, a.Lease.ID)
 		require.NoError(t, err, "revoke a lease past its deadline that no cleanup has seen")

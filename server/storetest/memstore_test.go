@@ -36,9 +36,10 @@ func TestMemStore(t *testing.T) {
 }
 
 type memDisk struct {
-	mu   sync.Mutex
-	data []byte
-	open bool
+	mu    sync.Mutex
+	data  []byte
+	open  bool
+	clock OffsetClock // the store's clock, kept across reopens
 }
 
 type memData struct {
@@ -65,7 +66,12 @@ type memStore struct {
 var (
 	_ server.Store = (*memStore)(nil)
 	_ Faults       = (*memStore)(nil)
+	_ Clock        = (*memStore)(nil)
 )
+
+func (s *memStore) Pass(ctx context.Context, at time.Time) error { return s.disk.clock.Pass(ctx, at) }
+
+func (s *memStore) Moves() bool { return true }
 
 func (s *memStore) Faults() []Fault { return []Fault{FaultRecord} }
 
@@ -118,7 +124,7 @@ func (s *memStore) lock() (time.Time, error) {
 		s.mu.Unlock()
 		return time.Time{}, server.Unavailable(errors.New("store closed or failing"))
 	}
-	return time.Now().UTC(), nil
+	return s.disk.clock.Now().UTC(), nil
 }
 
 func page[T any](items []T, p server.Page) ([]T, string, error) {
@@ -435,6 +441,14 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 	}
 	if n := s.live(lic.ID, now); n >= lic.SeatLimit() {
 		return server.AcquireResult{}, server.SeatsExhausted(n, lic.SeatLimit())
+	}
+	// A lapsed lease of the same idempotency or dedupe key ends for good:
+	// it could otherwise revive beside the new one (invariant 4).
+	for _, ls := range s.d.Leases {
+		if ls.LicenseID == lic.ID && ls.State == server.LeaseActive && !ls.Live(now) && ls.Borrowed == borrowing &&
+			((req.IdempotencyKey != "" && ls.IdempotencyKey == req.IdempotencyKey) || (dedupe != "" && ls.DedupeKey == dedupe)) {
+			s.expire(ls, now)
+		}
 	}
 	// The earliest lapsed leases whose seats this grant needs end for good.
 	var lapsed []server.Lease

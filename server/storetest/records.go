@@ -111,7 +111,7 @@ func testPersistence(t *testing.T, newBackend Backend) {
 
 		// An expired and cleaned-up lease.
 		z, _ := acquire(t, s1, short, "zombie", nil)
-		time.Sleep(pastDeadline)
+		passDeadline(t, s1, z.Lease.ExpiresAt)
 		require.Equal(t, []string{z.Lease.ID}, leaseIDs(expireAllDue(t, s1)))
 		zl := getLease(t, s1, tn.ID, z.Lease.ID)
 

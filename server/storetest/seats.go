@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -190,6 +191,56 @@ func testSeatLimit(t *testing.T, newBackend Backend) {
 }
 
 func testDedupe(t *testing.T, newBackend Backend) {
+	w := sleepers(t)
+	defer w.wait()
+	// Invariant 4 with a lapsed lease: a grant that takes the dedupe key or
+	// the idempotency key of a lease past its deadline ends that lease in
+	// the same step, recorded expired exactly once (invariant 5), so that
+	// it cannot come back within its revival window beside the new one.
+	for _, tc := range []struct {
+		name, again, idem string // again: the fingerprint of the second acquisition
+	}{
+		{"LapsedLeaseOfTheFingerprintEndsWithItsNewLease", "machine-A", ""},
+		{"LapsedLeaseOfTheIdempotencyKeyEndsWithItsNewLease", "machine-B", "retry-key"},
+	} {
+		w.run(tc.name, func(t *testing.T) {
+			s := openStore(t, newBackend)
+			tn := newTenant(t, s)
+			lic := newLicense(t, s, tn.ID, func(l *server.License) {
+				l.Seats, l.LeaseTTL, l.RevivalWindow = 2, lapsingTTL(s), time.Minute
+			})
+			idem := func(r *server.AcquireRequest) { r.IdempotencyKey = tc.idem }
+			l1, tok1 := acquire(t, s, lic, "machine-A", idem)
+			// The new lease outlives the test; L1 keeps its deadline.
+			lic, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error {
+				l.LeaseTTL = longTTL
+				return nil
+			})
+			require.NoError(t, err)
+			passDeadline(t, s, l1.Lease.ExpiresAt)
+
+			l2, tok2 := acquire(t, s, lic, tc.again, idem)
+			require.False(t, l2.Existing, "a lapsed lease is never handed back")
+			require.Equal(t, 1, l2.SeatsInUse)
+			// A seat is free and L1 is within its revival window: only
+			// its end, recorded by the grant, keeps it from coming back.
+			_, err = s.Heartbeat(t.Context(), l1.Lease.ID, server.HashSecret(tok1))
+			requireCode(t, err, server.EEXPIRED, server.ReasonLeaseExpired, "the lapsed lease revives beside its new lease")
+			require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID), "one seat for one %s", cmp.Or(tc.idem, "fingerprint"))
+			heartbeat(t, s, l2.Lease.ID, tok2)
+			again, _ := acquire(t, s, lic, tc.again, idem)
+			require.True(t, again.Existing)
+			require.Equal(t, l2.Lease.ID, again.Lease.ID, "the new lease is the one handed back")
+
+			ended := getLease(t, s, tn.ID, l1.Lease.ID)
+			require.Equal(t, server.LeaseExpired, ended.State, "the lapsed lease is recorded expired")
+			require.Empty(t, expireAllDue(t, s), "cleanup finds nothing left to do")
+			requireOneUsage(t, usageEvents(t, s, tn.ID, lic.ID), ended)
+			require.Len(t, cleanupOf(cleanupEvents(t, s, tn.ID, lic.ID), l1.Lease.ID), 1, "one cleanup event for the lapsed lease")
+			require.Empty(t, usageOf(usageEvents(t, s, tn.ID, lic.ID), l2.Lease.ID), "the new lease has not ended")
+		})
+	}
+
 	t.Run("SameFingerprintGetsExistingLeaseAndNewToken", func(t *testing.T) {
 		t.Parallel()
 		s := openStore(t, newBackend)

@@ -7,9 +7,11 @@ import (
 
 // Run runs the conformance suite against a backend. Every subtest opens its
 // own store (or one per small group) through newBackend and runs in parallel
-// with the others (tests that mostly sleep run at once whatever -parallel
-// is), so the whole suite takes a few seconds: expiry is tested with
-// one-second leases and short sleeps past the deadlines the store handed out.
+// with the others (tests that mostly wait run at once whatever -parallel
+// is), so the whole suite takes a few seconds: expiry is tested by passing
+// the deadlines the store handed out on the store's own clock (Clock: moved
+// at once where the store takes an injected one; else one-second leases
+// whose deadlines are waited for).
 //
 // A backend's test calls it unchanged:
 //

@@ -29,14 +29,16 @@ func testTransient(t *testing.T, newBackend Backend) {
 			lic := newLicense(t, s, tn.ID, with(seats(3), leaseTTL(shortTTL)))
 			keep := newLicense(t, s, tn.ID, seats(4))
 			zombies := map[string]bool{}
+			var lapsing []server.Lease
 			for i := range 2 {
 				r, _ := acquire(t, s, lic, fmt.Sprintf("z-%d", i), nil)
 				zombies[r.Lease.ID] = true
+				lapsing = append(lapsing, r.Lease)
 			}
 			live, liveTok := acquire(t, s, keep, "live", nil)
 			ended, endedTok := acquire(t, s, keep, "to-release", nil)
 			revoked, _ := acquire(t, s, keep, "to-revoke", nil)
-			time.Sleep(pastDeadline)
+			passDeadlines(t, s, lapsing...)
 			refs, err := s.DueLeases(t.Context(), nil, 100)
 			require.NoError(t, err)
 			require.Len(t, refs, 2)

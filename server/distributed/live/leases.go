@@ -63,7 +63,7 @@ type Acquisition struct {
 	Version                       int64          // of those settings
 	PrevFirst                     int64          // earliest deadline before the grant (unix µs), -1 if none
 	DedupeKey                     string
-	Displaced                     []string // lapsed leases whose seats the grant took (now expiring)
+	Displaced                     []string // lapsed leases whose seats or keys the grant took (now expiring)
 	Message                       string
 }
 

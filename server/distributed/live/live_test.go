@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -159,4 +160,100 @@ func TestAcquireScriptIsIdempotentAndAtomicPerCall(t *testing.T) {
 	c, err = rs.Count(t.Context(), lic.ID)
 	require.NoError(t, err)
 	require.Equal(t, 3, c.InUse, "the failed acquisition took no seat, the granted one did")
+}
+
+// TestHeartbeatRunRevivesOneLapsedLeaseOnOneSeat: one run of heartbeat.lua
+// that carries the heartbeats of two lapsed leases of a one-seat license
+// (both within the revival window, no lease live) revives the first only.
+// The second's seat count must see the first's renewal, which the script
+// holds back to write once at the end (flush before a revival's count):
+// invariants 1 and 3.
+func TestHeartbeatRunRevivesOneLapsedLeaseOnOneSeat(t *testing.T) {
+	t.Parallel()
+	rs, rdb := openLive(t)
+	lic, ids := buildLapsed(t, rs, 1, 2)
+
+	var args []any
+	for _, id := range ids {
+		args = append(args, leaseKey(id), tokenKey(server.HashSecret("t"+id)))
+	}
+	reply, err := scriptHeartbeat.Run(t.Context(), rdb, rs.keysOf(lic.ID), args...).Slice()
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply[0])
+	codes := reply[4:]
+	require.Len(t, codes, 2)
+	require.EqualValues(t, 0, codes[0], "the first lapsed lease revives: a seat is free")
+	require.EqualValues(t, 3, codes[1], "the second finds the seat the first just took: expired")
+	c, err := rs.Count(t.Context(), lic.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, c.InUse, "one seat, one live lease")
+}
+
+// buildLapsed builds the live state of a license of seats seats (a TTL
+// and a revival window of an hour) holding n leases that lapsed a minute
+// ago, earliest first; lease id's token is server.HashSecret("t"+id).
+func buildLapsed(t *testing.T, rs *Redis, seats, n int) (server.License, []string) {
+	t.Helper()
+	lic := server.License{ID: server.NewID(server.PrefixLicenseID), TenantID: "tn", Seats: seats,
+		LeaseTTL: time.Hour, RevivalWindow: time.Hour, LeasingStrategy: server.PerFingerprint, Active: true}
+	st, err := rs.State(t.Context(), lic.ID)
+	require.NoError(t, err)
+	b := Build{Epoch: 1, Conf: Conf{License: lic, Version: 1}, Snapshot: st.Now, Incarnation: st.Incarnation}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = server.NewID(server.PrefixLeaseID)
+		dl := st.Now.Add(-time.Minute + time.Duration(i)*time.Millisecond)
+		b.Leases = append(b.Leases, Lease{ID: ids[i], TokenHash: server.HashSecret("t" + ids[i]),
+			Acquired: dl.Add(-2 * time.Hour), Heartbeat: dl.Add(-lic.LeaseTTL), Deadline: dl,
+			DedupeKey: server.DedupeKey(lic.LeasingStrategy, ids[i], "", "")})
+	}
+	built, _, err := rs.Rebuild(t.Context(), lic.ID, b)
+	require.NoError(t, err)
+	require.True(t, built)
+	c, err := rs.Count(t.Context(), lic.ID)
+	require.NoError(t, err)
+	require.Zero(t, c.InUse, "every lease lapsed")
+	return lic, ids
+}
+
+// TestAcquireRunDisplacesEveryLapsedLeaseItsGrantsNeed: one run of
+// acquire.lua that grants two seats of a two-seat license holding two
+// lapsed leases displaces both (each grant counts the leases the grants
+// before it added): the record, told of the displaced leases, then never
+// holds more active leases than seats, and neither lapsed lease can
+// revive.
+func TestAcquireRunDisplacesEveryLapsedLeaseItsGrantsNeed(t *testing.T) {
+	t.Parallel()
+	rs, rdb := openLive(t)
+	lic, lapsed := buildLapsed(t, rs, 2, 2)
+	var args []any
+	granted := []string{server.NewID(server.PrefixLeaseID), server.NewID(server.PrefixLeaseID)}
+	for _, id := range granted {
+		args = append(args, leaseKey(id), tokenKey(server.HashSecret("t"+id)), "", 0)
+		for _, st := range strategies {
+			args = append(args, string(st), server.DedupeKey(st, id, "", ""))
+		}
+	}
+	keys := rs.keysOf(lic.ID)
+	res, err := scriptAcquire.Run(t.Context(), rdb, keys, args...).Slice()
+	require.NoError(t, err)
+	const head, width = 4, 11
+	var displaced []string
+	for i := range granted {
+		r := res[head+i*width : head+(i+1)*width]
+		require.Equal(t, "NEW", r[0], "acquisition %d: %v", i, r)
+		for _, k := range r[10].([]any) {
+			displaced = append(displaced, leaseIDOf(k.(string)))
+		}
+	}
+	require.ElementsMatch(t, lapsed, slices.Compact(slices.Sorted(slices.Values(displaced))),
+		"both lapsed leases displaced: their seats went to the run's grants")
+	n, err := rdb.HLen(t.Context(), keys[1]).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "the live state holds the two new leases only")
+	for _, id := range lapsed {
+		b, err := rs.Heartbeat(t.Context(), lic.ID, id, server.HashSecret("t"+id))
+		require.NoError(t, err)
+		require.Equal(t, StatusExpired, b.Status, "a displaced lease never revives")
+	}
 }

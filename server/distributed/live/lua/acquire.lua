@@ -36,7 +36,9 @@
 -- the expiring hash (no revival, no rebuild brings it back) and names it
 -- in `displaced` (an array of ids): the caller records its expiry in
 -- PostgreSQL before it answers, so that the count of the record's active
--- leases never exceeds the limit either.
+-- leases never exceeds the limit either. A grant that takes the
+-- idempotency or dedupe key of a lapsed lease displaces that lease the
+-- same way (invariant 4: it would otherwise revive beside the new one).
 local ARGS_PER, OUT_PER = 12, 11
 local conf, refused = open_conf()
 if not conf then
@@ -105,14 +107,28 @@ local function acquire(b)
     end
     return nil
   end
-  local eid, rec = nil, nil
+  -- keyed: the leases of this acquisition's keys found past their
+  -- deadline, which a grant ends (below).
+  local eid, rec, keyed = nil, nil, {}
+  local function lapsed(lid)
+    local r = lid and get_rec(K_LEASES, lid)
+    if r and r[DL] <= now then
+      keyed[#keyed + 1] = lid
+    end
+  end
   if idem ~= '' then
     eid = redis.call('HGET', K_IDEM, idem)
     rec = mine(live(eid))
+    if not rec then
+      lapsed(eid)
+    end
   end
   if not rec and dk ~= '' then
     eid = redis.call('HGET', K_DEDUPE, dk)
     rec = mine(live(eid))
+    if not rec then
+      lapsed(eid)
+    end
   end
   if rec then
     local was = prev
@@ -162,6 +178,22 @@ local function acquire(b)
   -- died between its two steps), and the record must never hold more
   -- active leases than seats once this grant is recorded.
   local displaced = redis.call('HKEYS', K_EXP)
+  -- The lapsed leases of this acquisition's idempotency or dedupe key end
+  -- with the grant, which takes their keys: within its revival window such
+  -- a lease could otherwise come back beside the new one, one client on
+  -- two seats (invariant 4). They are displaced like the leases below.
+  for _, lid in ipairs(keyed) do
+    local raw = redis.call('HGET', K_LEASES, lid)
+    if raw then
+      unlink(lid, unpack_rec(raw))
+      redis.call('HSET', K_EXP, lid, raw)
+      displaced[#displaced + 1] = lid
+      total = total - 1
+    end
+  end
+  if #keyed > 0 then
+    prev = first_deadline()
+  end
   if total >= limit then
     for _, lid in ipairs(redis.call('ZRANGE', K_DL, 0, total - limit)) do
       local raw = redis.call('HGET', K_LEASES, lid)
