@@ -37,7 +37,7 @@ func (e *env) wait(ctx context.Context, key, fingerprint string) *waiter {
 }
 
 // placeIs waits until the waiter is told place pos.
-func (w *waiter) placeIs(t *testing.T, pos int) {
+func (w *waiter) placeIs(t testing.TB, pos int) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
