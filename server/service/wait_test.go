@@ -210,6 +210,6 @@ func TestUnconfirmedWaiterGrant(t *testing.T) {
 		"deadline given back only": {t0, t0.Add(time.Minute + 11*time.Second), false},
 	} {
 		now := server.Lease{LastHeartbeatAt: c.hb, ExpiresAt: c.deadline}
-		require.Equal(t, c.want, unconfirmed(granted, now), name)
+		require.Equal(t, c.want, server.Unconfirmed(granted, now), name)
 	}
 }
