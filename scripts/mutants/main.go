@@ -53,6 +53,8 @@ var alsoChange = map[string][2]string{
 var (
 	distributed = []string{"./server/distributed/"}
 	embedded    = []string{"./server/embedded/"}
+	service     = []string{"./server/service/"}
+	client      = []string{"./client/"}
 )
 
 var mutants = []mutant{
@@ -133,6 +135,18 @@ var mutants = []mutant{
 	{"embedded grant does not record the lapsed leases it displaces", "server/embedded/leases.go",
 		"		for _, end := range ends {\n			if _, err := endLease(tx, end); err != nil {\n				return err\n			}\n		}\n		return insertLease(tx, w)",
 		"		return insertLease(tx, w)", embedded},
+	{"a wait not ended when its license stops being usable", "server/service/wait.go",
+		"			if server.ErrorCode(err) != server.EEXHAUSTED {\n				return Grant{}, err // unknown key, inactive license...\n			}\n", "", service},
+	{"client keeper mints a new idempotency key on each re-acquire try", "client/keeper.go",
+		"	req := k.l.opts.named().acquireRequest(k.l.c.nonce(false)) // one acquisition, however many tries\n	for n := 1; ; n++ {\n",
+		"	for n := 1; ; n++ {\n		req := k.l.opts.named().acquireRequest(k.l.c.nonce(false))\n", client},
+	{"embedded RevokeUnconfirmed revokes a heartbeated lease", "server/embedded/leases.go",
+		"		if l := s.idx.lease(r); !server.Unconfirmed(granted, l) {", "		if l := s.idx.lease(r); false && !server.Unconfirmed(granted, l) {", embedded},
+	{"take.lua: takes a confirmed lease", "server/distributed/live/lua/take.lua",
+		"if r[HB] > tonumber(ARGV[2]) or r[DL] > tonumber(ARGV[3]) then", "if false then", distributed},
+	{"wait queue: every waiter looks at its place on each departure", "server/service/queuemoves.go",
+		"	select {\n	case m.ch[ticket] <- struct{}{}:\n	default:\n	}\n",
+		"	for _, c := range m.ch {\n		select {\n		case c <- struct{}{}:\n		default:\n		}\n	}\n", service},
 }
 
 func main() {
