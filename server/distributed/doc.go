@@ -125,8 +125,9 @@
 // RevokeUnconfirmed (a waiter's grant never heartbeated): take.lua moves
 // the lease into the expiring hash only while its heartbeat and deadline
 // are the grant's, in one step with every heartbeat -> the revocation is
-// recorded -> end.lua. A crash in between leaves it expiring (no seat, no
-// heartbeat): the next pass records it as expired.
+// recorded -> end.lua. A crash in between, or a failed record write,
+// leaves it expiring (no seat, no heartbeat): the next pass records it as
+// expired.
 //
 // Expire (ExpireLeases): per license, expire.lua moves the named leases
 // still past their deadline from the live state into the expiring hash and

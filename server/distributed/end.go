@@ -138,9 +138,12 @@ func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Le
 // RevokeUnconfirmed: take.lua judges the lease and, while it is as
 // granted, takes it out of the live state in the same step (every
 // heartbeat after it is refused); then the revocation is recorded and
-// end.lua drops it, as for Revoke. A crash between the two leaves it in
-// the expiring hash, holding no seat: the next cleanup pass, or its next
-// heartbeat, records it as expired. A missing live state judges nothing:
+// end.lua drops it, as for Revoke. A crash between the two, or a failed
+// record write (the call then answers UNAVAILABLE), leaves it in the
+// expiring hash, holding no seat: the next cleanup pass, or its next
+// heartbeat, records it as expired. Unlike Revoke's, that failure does
+// change something (the unconfirmed grant is already out of the live
+// state), by design: the step that judged it is the one that took it. A missing live state judges nothing:
 // the rebuild gives time back, and a seat is never taken on a guess.
 func (s *Store) RevokeUnconfirmed(ctx context.Context, granted server.Lease) (server.Lease, bool, error) {
 	l, err := s.tenantLease(ctx, granted.TenantID, granted.ID)
