@@ -117,6 +117,32 @@ func TestReacquireOnExpiry(t *testing.T) {
 	require.Equal(t, 0, b.fake.read(func(f *fakeServer) int { return f.live() }), "Release gives back the new lease")
 }
 
+// TestReacquireRetriesKeepOneIdempotencyKey: acquiring again after an
+// expiry is one acquisition, however many tries it takes: when the server
+// granted the seat but every answer of a try was lost (each of the gRPC
+// retries of ServiceConfig too), the keeper's next try carries the same
+// idempotency key, so it gets that seat back instead of taking a second.
+func TestReacquireRetriesKeepOneIdempotencyKey(t *testing.T) {
+	b := setup(t, Options{AutoHeartbeat: true, ReacquireOnExpiry: true}, nil)
+	l := acquire(t, b)
+	old := l.ID()
+	const lost = 5 // the service config's maxAttempts: one whole try of the keeper
+	b.fake.set(func(f *fakeServer) {
+		f.lostReplies = lost
+		f.leases[old].ended = ReasonLeaseExpired
+	})
+	eventually(t, func() bool { return l.ID() != old }, "a new lease")
+	requireNotLost(t, l)
+	keys := b.fake.seenIdemKeys()[1:] // after the first acquisition's own
+	require.Len(t, keys, lost+1, "a try whose answers were all lost, then one answered")
+	require.NotEmpty(t, keys[0])
+	for i, k := range keys {
+		require.Equal(t, keys[0], k, "try %d carries the acquisition's key", i)
+	}
+	require.NotEqual(t, b.fake.seenIdemKeys()[0], keys[0], "acquiring again is a new acquisition")
+	require.Equal(t, 1, b.fake.read(func(f *fakeServer) int { return f.live() }), "one seat for all the tries")
+}
+
 // TestReacquireWaitsOutARateLimit: acquiring again, a RATE_LIMITED refusal
 // (a limit on this address, not "no seat") is waited out as RetryInfo asks,
 // and the lease carries on.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make mutate: mutation testing, before a release (slow: not part of make
 # test). gremlins (pinned in tools/mutate/go.mod) mutates the Go code of each
-# package in MUTATE_PKGS and runs that package's tests against every mutant
+# package in MUTATE_PKGS (the stores, cleanup, leader, grpcapi, service and the
+# Go client) and runs that package's tests against every mutant
 # they cover; then the hand-made mutants of scripts/mutants (Lua scripts, SQL
 # guards) run against the tests that must catch them. Prints each package's
 # efficacy (killed / (killed + lived); a mutant that makes the tests time out
@@ -21,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SAMPLE=${MUTATE_SAMPLE:-80}
-PKGS=${MUTATE_PKGS:-server/embedded server/cleanup server/leader server/grpcapi server/service}
+PKGS=${MUTATE_PKGS:-server/embedded server/cleanup server/leader server/grpcapi server/service client}
 DISTRIBUTED=./server/distributed,./server/distributed/record,./server/distributed/live
 WORKERS=${MUTATE_WORKERS:-1}
 out=$(mktemp -d)

@@ -149,6 +149,16 @@ func (l *Lease) Live(now time.Time) bool {
 	return l.State == LeaseActive && now.Before(l.ExpiresAt)
 }
 
+// Unconfirmed reports whether a lease is, as far as the store can tell,
+// still as it was granted: neither heartbeated nor given a later deadline.
+// A later deadline without a later heartbeat is a store that lost recent
+// heartbeats and gave the write-behind interval back (a Redis loss, or a
+// restart after a crash): whether the holder heartbeated is then unknown,
+// and a seat is never taken on a guess.
+func Unconfirmed(granted, now Lease) bool {
+	return !now.LastHeartbeatAt.After(granted.LastHeartbeatAt) && !now.ExpiresAt.After(granted.ExpiresAt)
+}
+
 // DedupeKey is the key under which acquisitions share a lease for the given
 // strategy, or "" when every acquisition gets its own seat.
 func DedupeKey(s LeasingStrategy, fingerprint, user, hostname string) string {

@@ -153,6 +153,16 @@ type LeaseStore interface {
 	// lease does not exist or belongs to another tenant.
 	Revoke(ctx context.Context, tenantID, leaseID string) (Lease, error)
 
+	// RevokeUnconfirmed revokes an active lease only while it is as
+	// granted (Unconfirmed: not heartbeated, its deadline not moved), and
+	// judges that in the same atomic step that stops its heartbeats, so
+	// that a heartbeat acknowledged before it keeps the lease and one after
+	// it is refused. revoked is false, with nothing changed, when the lease
+	// was confirmed or has ended (the lease is then as the store holds it),
+	// or when the store cannot tell (its live state is being rebuilt).
+	// ErrLeaseNotFound as Revoke.
+	RevokeUnconfirmed(ctx context.Context, granted Lease) (l Lease, revoked bool, err error)
+
 	// GetLease returns a lease of the tenant, or ErrLeaseNotFound.
 	GetLease(ctx context.Context, tenantID, leaseID string) (Lease, error)
 

@@ -56,6 +56,8 @@ var (
 	leader      = []string{"./server/leader/"}
 	cleanup     = []string{"./server/cleanup/"}
 	liveScripts = []string{"./server/distributed/live/"} // the scripts' own tests, one run at a time
+	service     = []string{"./server/service/"}
+	client      = []string{"./client/"}
 )
 
 var mutants = []mutant{
@@ -173,6 +175,18 @@ var mutants = []mutant{
 	// Killed by embedded TestCrashSlackSurvivesACleanRestart.
 	{"embedded load: the crash slack not marked for the flusher", "server/embedded/load.go",
 		"			s.idx.markDirty(r) // the flusher stores the new deadline\n", "", embedded},
+	{"a wait not ended when its license stops being usable", "server/service/wait.go",
+		"			if server.ErrorCode(err) != server.EEXHAUSTED {\n				return Grant{}, err // unknown key, inactive license...\n			}\n", "", service},
+	{"client keeper mints a new idempotency key on each re-acquire try", "client/keeper.go",
+		"	req := k.l.opts.named().acquireRequest(k.l.c.nonce(false)) // one acquisition, however many tries\n	for n := 1; ; n++ {\n",
+		"	for n := 1; ; n++ {\n		req := k.l.opts.named().acquireRequest(k.l.c.nonce(false))\n", client},
+	{"embedded RevokeUnconfirmed revokes a heartbeated lease", "server/embedded/leases.go",
+		"		if l := s.idx.lease(r); !server.Unconfirmed(granted, l) {", "		if l := s.idx.lease(r); false && !server.Unconfirmed(granted, l) {", embedded},
+	{"take.lua: takes a confirmed lease", "server/distributed/live/lua/take.lua",
+		"if r[HB] > tonumber(ARGV[2]) or r[DL] > tonumber(ARGV[3]) then", "if false then", distributed},
+	{"wait queue: every waiter looks at its place on each departure", "server/service/queuemoves.go",
+		"	select {\n	case m.ch[ticket] <- struct{}{}:\n	default:\n	}\n",
+		"	for _, c := range m.ch {\n		select {\n		case c <- struct{}{}:\n		default:\n		}\n	}\n", service},
 }
 
 func main() {

@@ -128,6 +128,13 @@
 // Of two racing ends, the row lock lets one win; the other sees the lease
 // ended and answers accordingly.
 //
+// RevokeUnconfirmed (a waiter's grant never heartbeated): take.lua moves
+// the lease into the expiring hash only while its heartbeat and deadline
+// are the grant's, in one step with every heartbeat -> the revocation is
+// recorded -> end.lua. A crash in between, or a failed record write,
+// leaves it expiring (no seat, no heartbeat): the next pass records it as
+// expired.
+//
 // Expire (ExpireLeases): per license, expire.lua moves the named leases
 // still past their deadline from the live state into the expiring hash and
 // returns them (with those already there) -> one statement records all of

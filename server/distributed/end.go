@@ -135,6 +135,46 @@ func (s *Store) Revoke(ctx context.Context, tenantID, leaseID string) (server.Le
 	return ended, nil
 }
 
+// RevokeUnconfirmed: take.lua judges the lease and, while it is as
+// granted, takes it out of the live state in the same step (every
+// heartbeat after it is refused); then the revocation is recorded and
+// end.lua drops it, as for Revoke. A crash between the two, or a failed
+// record write (the call then answers UNAVAILABLE), leaves it in the
+// expiring hash, holding no seat: the next cleanup pass, or its next
+// heartbeat, records it as expired. Unlike Revoke's, that failure does
+// change something (the unconfirmed grant is already out of the live
+// state), by design: the step that judged it is the one that took it. A missing live state judges nothing:
+// the rebuild gives time back, and a seat is never taken on a guess.
+func (s *Store) RevokeUnconfirmed(ctx context.Context, granted server.Lease) (server.Lease, bool, error) {
+	l, err := s.tenantLease(ctx, granted.TenantID, granted.ID)
+	if err != nil || l.State.Terminal() {
+		return l, false, err
+	}
+	status, taken, now, err := s.live.Take(ctx, l.LicenseID, l.ID,
+		live.TakenLease{Heartbeat: granted.LastHeartbeatAt, Deadline: granted.ExpiresAt})
+	switch {
+	case errors.Is(err, live.ErrNoState):
+		return l, false, nil
+	case err != nil:
+		return server.Lease{}, false, s.fail("revoke an unconfirmed lease", err)
+	case status != live.TakeTaken:
+		return l, false, nil
+	}
+	ended, ok, err := s.rec.EndLease(ctx, l.ID, server.LeaseRevoked, now, &taken.Heartbeat, &taken.Deadline)
+	if err != nil {
+		return server.Lease{}, false, s.fail("revoke an unconfirmed lease", err)
+	}
+	if !ok { // ended meanwhile (its expiry observed): not ours
+		if ended, err = s.readLease(ctx, l.ID); err != nil {
+			return server.Lease{}, false, err
+		}
+	}
+	if err := s.dropEnded(ctx, l.LicenseID, l.ID); err != nil {
+		return server.Lease{}, false, s.fail("revoke an unconfirmed lease", err)
+	}
+	return ended, ok, nil
+}
+
 // observeExpiry answers a call that found the lease past its deadline
 // (and not revived). Observed ends are final: the expiry is recorded
 // before anyone is told, so that no rebuild or revival brings the lease

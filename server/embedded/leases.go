@@ -246,6 +246,36 @@ func (s *Store) Revoke(_ context.Context, tenantID, leaseID string) (server.Leas
 	}
 }
 
+// RevokeUnconfirmed judges the lease under the store's lock, which every
+// heartbeat takes too: one acknowledged before it is seen, one after it
+// finds the lease revoked.
+func (s *Store) RevokeUnconfirmed(_ context.Context, granted server.Lease) (server.Lease, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		r, ok := s.idx.lookup(granted.ID)
+		if !ok {
+			l, err := s.storedLease(granted.ID)
+			if err == nil && l.TenantID != granted.TenantID {
+				return server.Lease{}, false, server.ErrLeaseNotFound
+			}
+			return l, false, err // ended: unchanged
+		}
+		if s.idx.licenseOf(r).lic.TenantID != granted.TenantID {
+			return server.Lease{}, false, server.ErrLeaseNotFound
+		}
+		if s.idx.slots.at(r).busy() {
+			s.wait()
+			continue
+		}
+		if l := s.idx.lease(r); !server.Unconfirmed(granted, l) {
+			return l, false, nil
+		}
+		l, err := s.end(r, s.revoking(r, s.now()))
+		return l, err == nil, err
+	}
+}
+
 // end stores the end of a lease, then frees its seat in memory: a failed
 // write frees nothing.
 func (s *Store) end(r ref, end ending) (server.Lease, error) {

@@ -47,7 +47,7 @@ type env struct {
 
 // newEnv starts an env; configure changes its Config (short holds and
 // polls, quotas).
-func newEnv(t *testing.T, configure ...func(*Config)) *env {
+func newEnv(t testing.TB, configure ...func(*Config)) *env {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	log := slog.New(slog.DiscardHandler)
@@ -77,7 +77,7 @@ func newEnv(t *testing.T, configure ...func(*Config)) *env {
 }
 
 // license creates a license of the default tenant.
-func (e *env) license(t *testing.T, seats int64) server.License {
+func (e *env) license(t testing.TB, seats int64) server.License {
 	t.Helper()
 	ttl := time.Minute
 	l, err := e.svc.CreateLicense(t.Context(), "operator", server.DefaultTenantID, LicenseInput{Name: "test", Seats: seats, LeaseTTL: &ttl})
@@ -85,7 +85,7 @@ func (e *env) license(t *testing.T, seats int64) server.License {
 	return l
 }
 
-func (e *env) acquire(t *testing.T, key, fingerprint string) Grant {
+func (e *env) acquire(t testing.TB, key, fingerprint string) Grant {
 	t.Helper()
 	g, err := e.svc.Acquire(t.Context(), SeatRequest{LicenseKey: key, Fingerprint: fingerprint})
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func (e *env) auditOf(t *testing.T, tenant, action, resourceID string) server.Au
 }
 
 // within fails the test unless ch is ready within a generous deadline.
-func within[T any](t *testing.T, ch <-chan T, what string) T {
+func within[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-ch:

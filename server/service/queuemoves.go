@@ -2,34 +2,43 @@ package service
 
 import "sync"
 
-// queueMoves wakes the waiters of a queue on this instance when one of
-// them leaves it, so that the next in line learns at once that it moved up.
+// queueMoves tells a waiter of this instance at once that it became the
+// head of its queue (the head before it left here), so that it tries for a
+// seat without waiting out a poll. Only the new head is told: the others
+// see their new place at their own next look (every idleWaitPolls polls).
+// A departure thus costs the queue one look, not one per waiter still
+// queued (a drain of n waiters cost ~n²/2 Position scripts when every
+// departure woke them all). A head that leaves on another instance is
+// seen at the next look too.
 type queueMoves struct {
 	mu sync.Mutex
-	ch map[string]chan struct{}
+	ch map[string]chan struct{} // by ticket
 }
 
-// wait returns a channel closed at the next move of the named queue.
-func (m *queueMoves) wait(name string) <-chan struct{} {
+// watch returns a channel that receives when the ticket becomes the head,
+// and a func that stops watching.
+func (m *queueMoves) watch(ticket string) (<-chan struct{}, func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ch == nil {
 		m.ch = map[string]chan struct{}{}
 	}
-	c, ok := m.ch[name]
-	if !ok {
-		c = make(chan struct{})
-		m.ch[name] = c
+	c := make(chan struct{}, 1) // a move that comes between two looks is kept
+	m.ch[ticket] = c
+	return c, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.ch, ticket)
 	}
-	return c
 }
 
-// moved wakes everyone waiting on the named queue.
-func (m *queueMoves) moved(name string) {
+// headIs tells the waiter holding ticket, if it is here, that it is the
+// head ("" tells nobody).
+func (m *queueMoves) headIs(ticket string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c, ok := m.ch[name]; ok {
-		close(c)
-		delete(m.ch, name)
+	select {
+	case m.ch[ticket] <- struct{}{}:
+	default:
 	}
 }

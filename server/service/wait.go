@@ -51,18 +51,22 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 	// A waiter that goes away leaves the queue. One this server sends away
 	// as it shuts down keeps its place: its ticket lapses within seconds
 	// unless the client waits again elsewhere with it (resume).
-	keepPlace := false
-	defer func() {
-		if !keepPlace {
-			ticket.Leave(ctx)
-			s.queueMoves.moved(name)
+	headed, unwatch := s.queueMoves.watch(ticket.ID())
+	defer unwatch()
+	left := false // or kept its place
+	leave := func() {
+		if !left {
+			left = true
+			s.queueMoves.headIs(ticket.Leave(ctx)) // the next waiter moves up at once
 		}
-	}()
+	}
+	defer leave()
 
 	// The head of the queue tries for a seat every waitPoll; the others
 	// only keep their place alive and watch it, every idleWaitPolls polls,
-	// or at once when a waiter of this instance leaves the queue: a
-	// waiter's cost does not grow with the queue.
+	// or at once when they become the head as the head leaves on this
+	// instance: a waiter's cost does not grow with the queue, nor does a
+	// departure's.
 	lastPos := -1
 	for {
 		pos, length, err := ticket.Position(ctx)
@@ -86,8 +90,7 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 				s.okAcquisitions.count(s.metrics.Acquisitions, err)
 			}
 			if err == nil {
-				ticket.Leave(ctx) // the next waiter moves up at once
-				s.queueMoves.moved(name)
+				leave()
 				if !g.Existing {
 					s.holdForFirstHeartbeat(g.Lease)
 				}
@@ -101,7 +104,6 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 		if pos != 1 {
 			wait *= idleWaitPolls
 		}
-		next := s.queueMoves.wait(name)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -109,9 +111,9 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 			return Grant{}, ctx.Err()
 		case <-s.shutdown:
 			t.Stop()
-			keepPlace = true
+			left = true // keeps its place
 			return Grant{}, ErrShuttingDown
-		case <-next:
+		case <-headed:
 			t.Stop()
 		case <-t.C:
 		}

@@ -37,7 +37,7 @@ func (e *env) wait(ctx context.Context, key, fingerprint string) *waiter {
 }
 
 // placeIs waits until the waiter is told place pos.
-func (w *waiter) placeIs(t *testing.T, pos int) {
+func (w *waiter) placeIs(t testing.TB, pos int) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -210,6 +210,48 @@ func TestUnconfirmedWaiterGrant(t *testing.T) {
 		"deadline given back only": {t0, t0.Add(time.Minute + 11*time.Second), false},
 	} {
 		now := server.Lease{LastHeartbeatAt: c.hb, ExpiresAt: c.deadline}
-		require.Equal(t, c.want, unconfirmed(granted, now), name)
+		require.Equal(t, c.want, server.Unconfirmed(granted, now), name)
+	}
+}
+
+// TestWaitEndsWhenTheLicenseStopsBeingUsable: a license deactivated, or
+// past its expiry, while clients wait on it ends their waits with the
+// reason, the head's first (its next try) and then the others, each as it
+// becomes the head: nobody waits for a seat that can never come.
+func TestWaitEndsWhenTheLicenseStopsBeingUsable(t *testing.T) {
+	t.Parallel()
+	for reason, change := range map[string]func(e *env, lic server.License) ([]string, LicenseInput){
+		server.ReasonLicenseInactive: func(_ *env, lic server.License) ([]string, LicenseInput) {
+			off := false
+			return []string{"active"}, LicenseInput{ID: lic.ID, Active: &off}
+		},
+		server.ReasonLicenseExpired: func(e *env, lic server.License) ([]string, LicenseInput) {
+			at := e.clock.Now().Add(time.Hour)
+			return []string{"expires_at"}, LicenseInput{ID: lic.ID, ExpiresAt: &at}
+		},
+	} {
+		t.Run(reason, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			lic := e.license(t, 1)
+			e.acquire(t, lic.Key, "holder")
+			head := e.wait(t.Context(), lic.Key, "head")
+			head.placeIs(t, 1)
+			next := e.wait(t.Context(), lic.Key, "next")
+			next.placeIs(t, 2)
+			e.headRefused(t, 1)
+
+			paths, in := change(e, lic)
+			_, err := e.svc.UpdateLicense(t.Context(), "operator", lic.TenantID, in, paths)
+			require.NoError(t, err)
+			e.clock.Advance(2 * time.Hour) // past the expiry (a deactivated license stays so)
+			for name, w := range map[string]*waiter{"head": head, "next": next} {
+				err := within(t, w.failed, name+"'s wait's end")
+				require.Equal(t, reason, server.ErrorReason(err), name)
+			}
+			n, err := e.svc.queue.Length(t.Context(), server.HashSecret(lic.Key))
+			require.NoError(t, err)
+			require.Zero(t, n, "they left the queue")
+		})
 	}
 }

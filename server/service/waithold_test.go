@@ -1,6 +1,8 @@
 package service
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,4 +77,57 @@ func TestWaiterRefoundLeaseIsNotHeld(t *testing.T) {
 	l, err := e.store.GetLease(t.Context(), server.DefaultTenantID, g.Lease.ID)
 	require.NoError(t, err)
 	require.Equal(t, server.LeaseActive, l.State)
+}
+
+// heartbeatFirst is a store whose revocations are preceded by a heartbeat
+// of the lease: the waiter's first heartbeat lands just as the hold
+// decided that it never came.
+type heartbeatFirst struct {
+	server.Store
+	beat func(leaseID string)
+}
+
+func (s *heartbeatFirst) Revoke(ctx context.Context, tenantID, leaseID string) (server.Lease, error) {
+	s.beat(leaseID)
+	return s.Store.Revoke(ctx, tenantID, leaseID)
+}
+
+func (s *heartbeatFirst) RevokeUnconfirmed(ctx context.Context, granted server.Lease) (server.Lease, bool, error) {
+	s.beat(granted.ID)
+	return s.Store.RevokeUnconfirmed(ctx, granted)
+}
+
+// TestWaiterGrantHeartbeatedAsTheHoldEndsIsKept: a heartbeat acknowledged
+// before the hold takes the seat back keeps it; the hold's check and its
+// revocation are one step of the store.
+func TestWaiterGrantHeartbeatedAsTheHoldEndsIsKept(t *testing.T) {
+	t.Parallel()
+	hooked := &heartbeatFirst{}
+	var beats atomic.Int32
+	e := newEnv(t, shortHold, func(c *Config) { hooked.Store, c.Store = c.Store, hooked })
+	granted := make(chan Grant, 1)
+	hooked.beat = func(leaseID string) {
+		g := <-granted // the hold may end before WaitForSeat returned
+		if leaseID != g.Lease.ID {
+			return
+		}
+		e.clock.Advance(time.Second) // later than the grant, by the store's clock
+		if _, err := e.svc.Heartbeat(context.Background(), g.Lease.ID, g.Token); err == nil {
+			beats.Add(1)
+		}
+	}
+	lic := e.license(t, 1)
+	g := e.waitGranted(t, lic.Key)
+	granted <- g
+
+	e.svc.holds.Wait()
+	require.Equal(t, int32(1), beats.Load(), "the heartbeat landed as the hold ended, and was acknowledged")
+	l, err := e.store.GetLease(t.Context(), server.DefaultTenantID, g.Lease.ID)
+	require.NoError(t, err)
+	require.Equal(t, server.LeaseActive, l.State, "a heartbeat was acknowledged, then its lease revoked")
+	_, err = e.svc.Heartbeat(t.Context(), g.Lease.ID, g.Token)
+	require.NoError(t, err, "the waiter keeps heartbeating its seat")
+	for _, entry := range e.audit(t, server.DefaultTenantID) {
+		require.NotEqual(t, "lease.revoke", entry.Action, "a kept lease is not audited as revoked")
+	}
 }

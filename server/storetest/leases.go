@@ -136,6 +136,48 @@ func testLeaseEnd(t *testing.T, newBackend Backend) {
 		require.Len(t, usageEvents(t, s, tn.ID, lic.ID), 1)
 	})
 
+	// RevokeUnconfirmed (a waiter's grant held for its first heartbeat)
+	// takes back only a lease that is still as granted; a heartbeat
+	// acknowledged before it keeps the lease.
+	t.Run("RevokeUnconfirmed", func(t *testing.T) {
+		t.Parallel()
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, seats(2))
+		a, tokA := acquire(t, s, lic, "a", nil)
+		b, tokB := acquire(t, s, lic, "b", nil)
+
+		other := a.Lease
+		other.TenantID = newTenant(t, s).ID
+		_, _, err := s.RevokeUnconfirmed(t.Context(), other)
+		require.ErrorIs(t, err, server.ErrLeaseNotFound, "another tenant's lease")
+
+		beat, err := s.Heartbeat(t.Context(), b.Lease.ID, server.HashSecret(tokB))
+		require.NoError(t, err)
+		require.True(t, beat.LastHeartbeatAt.After(b.Lease.LastHeartbeatAt), "the heartbeat came after the grant")
+		kept, revoked, err := s.RevokeUnconfirmed(t.Context(), b.Lease)
+		require.NoError(t, err)
+		require.False(t, revoked, "a heartbeated lease is confirmed")
+		require.Equal(t, server.LeaseActive, kept.State)
+		_, err = s.Heartbeat(t.Context(), b.Lease.ID, server.HashSecret(tokB))
+		require.NoError(t, err, "and keeps heartbeating")
+
+		rv, revoked, err := s.RevokeUnconfirmed(t.Context(), a.Lease)
+		require.NoError(t, err)
+		require.True(t, revoked, "a lease as granted is taken back")
+		require.Equal(t, server.LeaseRevoked, rv.State)
+		_, err = s.Heartbeat(t.Context(), a.Lease.ID, server.HashSecret(tokA))
+		requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked, "heartbeat after the revocation")
+		require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID))
+		again, revoked, err := s.RevokeUnconfirmed(t.Context(), a.Lease)
+		require.NoError(t, err)
+		require.False(t, revoked, "an ended lease is left as it is")
+		require.Equal(t, server.LeaseRevoked, again.State)
+		evs := usageEvents(t, s, tn.ID, lic.ID)
+		require.Len(t, evs, 1, "one usage event, of the revoked lease")
+		requireOneUsage(t, evs, rv)
+	})
+
 	t.Run("RevokeTwiceRecordsOnce", func(t *testing.T) {
 		t.Parallel()
 		s := openStore(t, newBackend)

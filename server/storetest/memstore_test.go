@@ -567,6 +567,22 @@ func (s *memStore) Revoke(_ context.Context, tenantID, leaseID string) (server.L
 	return cloneLease(s.end(ls, server.LeaseRevoked, now)), nil
 }
 
+func (s *memStore) RevokeUnconfirmed(_ context.Context, granted server.Lease) (server.Lease, bool, error) {
+	now, err := s.lock()
+	if err != nil {
+		return server.Lease{}, false, err
+	}
+	defer s.mu.Unlock()
+	ls, ok := s.d.Leases[granted.ID]
+	if !ok || ls.TenantID != granted.TenantID {
+		return server.Lease{}, false, server.ErrLeaseNotFound
+	}
+	if ls.State.Terminal() || !server.Unconfirmed(granted, ls) {
+		return cloneLease(ls), false, nil
+	}
+	return cloneLease(s.end(ls, server.LeaseRevoked, now)), true, nil
+}
+
 func (s *memStore) GetLease(_ context.Context, tenantID, leaseID string) (server.Lease, error) {
 	if _, err := s.lock(); err != nil {
 		return server.Lease{}, err

@@ -1,5 +1,6 @@
--- Prepended to join.lua, position.lua and length.lua (redis.go): they first drop the
--- waiters whose liveness ran out, by Redis's clock.
+-- Prepended to join.lua, position.lua, leave.lua and length.lua
+-- (redis.go): they first drop the waiters whose liveness ran out, by
+-- Redis's clock.
 -- KEYS[1] waiters zset, KEYS[3] alive zset.
 
 -- now_ms is Redis's time in milliseconds (one clock for every instance).

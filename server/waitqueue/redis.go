@@ -49,7 +49,7 @@ var lengthLua string
 var (
 	joinScript     = redis.NewScript(commonLua + "\n" + joinLua)
 	positionScript = redis.NewScript(commonLua + "\n" + positionLua)
-	leaveScript    = redis.NewScript(leaveLua)
+	leaveScript    = redis.NewScript(commonLua + "\n" + leaveLua)
 	lengthScript   = redis.NewScript(commonLua + "\n" + lengthLua)
 )
 
@@ -100,7 +100,10 @@ func (t *redisTicket) Position(ctx context.Context) (int, int, error) {
 	return int(res[0]), int(res[1]), nil
 }
 
-func (t *redisTicket) Leave(ctx context.Context) {
+func (t *redisTicket) Leave(ctx context.Context) string {
 	ctx = context.WithoutCancel(ctx) // leave even when the client is gone
-	_ = leaveScript.Run(ctx, t.q.rdb, t.keys, t.id).Err()
+	// A failed leave is not retried: the waiter stops asking, and its
+	// liveness runs out within seconds.
+	head, _ := leaveScript.Run(ctx, t.q.rdb, t.keys, t.id).Text()
+	return head
 }

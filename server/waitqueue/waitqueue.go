@@ -8,7 +8,6 @@ package waitqueue
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 
 	"github.com/seatd/seatd/server"
@@ -37,45 +36,70 @@ type Ticket interface {
 	// It also proves the waiter is alive (Redis: waiters that stop asking
 	// are dropped after a few seconds).
 	Position(ctx context.Context) (position, length int, err error)
-	// Leave removes the waiter; calling it again does nothing.
-	Leave(ctx context.Context)
+	// Leave removes the waiter; calling it again does nothing. When the
+	// waiter was the head, it returns the ticket of the new head ("" when
+	// it was not, the queue is now empty, or the queue cannot be reached),
+	// so that the caller can tell that waiter at once: only the head's
+	// departure changes who tries for a seat.
+	Leave(ctx context.Context) (newHead string)
 }
 
-// Memory is the one-node queue.
+// Memory is the one-node queue. Each license's queue numbers its waiters
+// in their order of arrival (slots) and counts the slots still held in a
+// Fenwick tree, so that a place is a prefix sum: Join, Position and Leave
+// are O(log n), and a drain of n waiters O(n log n). Slots left behind are
+// compacted once they outnumber the waiters (amortized O(log n)).
 type Memory struct {
 	MaxLength int
 
 	mu     sync.Mutex
-	queues map[string][]*memTicket
+	queues map[string]*memQueue
+}
+
+type memQueue struct {
+	slots []*memTicket // in order of arrival; nil where a waiter left
+	held  fenwick      // 1 at each slot a waiter holds
+	ids   map[string]*memTicket
+	head  int // every slot before it is nil
 }
 
 type memTicket struct {
 	q    *Memory
 	name string
 	id   string
-	gone bool
+	slot int // in its queue's slots; -1 once it left
 }
 
 // NewMemory returns a Memory queue holding at most maxLength waiters per license.
 func NewMemory(maxLength int) *Memory {
-	return &Memory{MaxLength: maxLength, queues: map[string][]*memTicket{}}
+	return &Memory{MaxLength: maxLength, queues: map[string]*memQueue{}}
 }
 
 func (m *Memory) Join(_ context.Context, name, resume string) (Ticket, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := &memTicket{q: m, name: name, id: server.NewID("w_")}
-	if resume != "" {
-		if i := slices.IndexFunc(m.queues[name], func(t *memTicket) bool { return t.id == resume }); i >= 0 {
-			m.queues[name][i].gone = true
-			m.queues[name][i] = t
-			return t, nil
-		}
+	q := m.queues[name]
+	if old := q.ticket(resume); old != nil {
+		// The place moves to the new ticket; the old one is gone, as if
+		// it had left (its Leave does nothing).
+		t.slot, old.slot = old.slot, -1
+		q.slots[t.slot] = t
+		delete(q.ids, old.id)
+		q.ids[t.id] = t
+		return t, nil
 	}
-	if len(m.queues[name]) >= m.MaxLength {
+	if q.length() >= m.MaxLength {
 		return nil, ErrFull
 	}
-	m.queues[name] = append(m.queues[name], t)
+	if q == nil {
+		q = &memQueue{ids: map[string]*memTicket{}}
+		m.queues[name] = q
+	}
+	t.slot = len(q.slots)
+	q.slots = append(q.slots, t)
+	q.held.push(1)
+	q.ids[t.id] = t
 	return t, nil
 }
 
@@ -84,38 +108,107 @@ func (t *memTicket) ID() string { return t.id }
 func (m *Memory) Length(_ context.Context, name string) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.queues[name]), nil
+	return m.queues[name].length(), nil
 }
 
 func (t *memTicket) Position(context.Context) (int, int, error) {
 	t.q.mu.Lock()
 	defer t.q.mu.Unlock()
 	q := t.q.queues[t.name]
-	for i, o := range q {
-		if o == t {
-			return i + 1, len(q), nil
-		}
+	if t.slot < 0 {
+		return 0, q.length(), errors.New("ticket left the queue")
 	}
-	return 0, len(q), errors.New("ticket left the queue")
+	return q.held.sum(t.slot + 1), q.length(), nil
 }
 
-func (t *memTicket) Leave(context.Context) {
+func (t *memTicket) Leave(context.Context) string {
 	t.q.mu.Lock()
 	defer t.q.mu.Unlock()
-	if t.gone {
-		return
+	if t.slot < 0 {
+		return ""
 	}
-	t.gone = true
 	q := t.q.queues[t.name]
-	for i, o := range q {
-		if o == t {
-			q = append(q[:i:i], q[i+1:]...)
-			break
+	wasHead := t.slot == q.first()
+	q.slots[t.slot] = nil
+	q.held.add(t.slot, -1)
+	delete(q.ids, t.id)
+	t.slot = -1
+	if len(q.ids) == 0 {
+		delete(t.q.queues, t.name)
+		return ""
+	}
+	if len(q.slots) >= 2*len(q.ids)+64 {
+		q.compact()
+	}
+	if !wasHead {
+		return ""
+	}
+	return q.slots[q.first()].id
+}
+
+func (q *memQueue) length() int {
+	if q == nil {
+		return 0
+	}
+	return len(q.ids)
+}
+
+// ticket is the waiter holding id in q, or nil.
+func (q *memQueue) ticket(id string) *memTicket {
+	if q == nil || id == "" {
+		return nil
+	}
+	return q.ids[id]
+}
+
+// first is the slot of the head of a queue that has waiters.
+func (q *memQueue) first() int {
+	for q.slots[q.head] == nil {
+		q.head++
+	}
+	return q.head
+}
+
+// compact drops the slots left behind, keeping the order.
+func (q *memQueue) compact() {
+	slots := make([]*memTicket, 0, 2*len(q.ids))
+	q.held = q.held[:0]
+	for _, t := range q.slots {
+		if t != nil {
+			t.slot = len(slots)
+			slots = append(slots, t)
+			q.held.push(1)
 		}
 	}
-	if len(q) == 0 {
-		delete(t.q.queues, t.name)
-	} else {
-		t.q.queues[t.name] = q
+	q.slots, q.head = slots, 0
+}
+
+// fenwick is a binary indexed tree over slots: its node i (1-based, at
+// index i-1) holds the sum of the slots (i - i&-i, i].
+type fenwick []int
+
+// push appends a slot holding v: the new node is v plus the nodes that
+// cover the rest of its range. O(log n).
+func (f *fenwick) push(v int) {
+	i := len(*f) + 1
+	for j := i - 1; j > i-i&-i; j -= j & -j {
+		v += (*f)[j-1]
 	}
+	*f = append(*f, v)
+}
+
+// add adds d to slot s.
+func (f fenwick) add(s, d int) {
+	for i := s + 1; i <= len(f); i += i & -i {
+		f[i-1] += d
+	}
+}
+
+// sum is the sum of the first k slots.
+func (f fenwick) sum(k int) int {
+	n := 0
+	for i := k; i > 0; i -= i & -i {
+		n += f[i-1]
+	}
+	return n
 }

@@ -80,6 +80,22 @@ func TestQueues(t *testing.T) {
 			_, _, err = tickets[0].Position(ctx)
 			require.Error(t, err, "a ticket that left has no position")
 		})
+		t.Run(name+"/NewHead", func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(t, 10)
+			ctx := context.Background()
+			var tk []Ticket
+			for range 4 {
+				x, err := q.Join(ctx, "lic", "")
+				require.NoError(t, err)
+				tk = append(tk, x)
+			}
+			require.Empty(t, tk[2].Leave(ctx), "a waiter behind the head leaves: the head stays")
+			require.Equal(t, tk[1].ID(), tk[0].Leave(ctx), "the head leaves: the next one is the head")
+			require.Empty(t, tk[0].Leave(ctx), "a second Leave does nothing")
+			require.Equal(t, tk[3].ID(), tk[1].Leave(ctx), "the one who left before is skipped")
+			require.Empty(t, tk[3].Leave(ctx), "the last one leaves: nobody is the head")
+		})
 		t.Run(name+"/Bounded", func(t *testing.T) {
 			t.Parallel()
 			q := newQueue(t, 2)
@@ -236,5 +252,56 @@ func TestRedisScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 	for name, body := range map[string]string{"join": joinLua, "position": positionLua, "leave": leaveLua, "length": lengthLua} {
 		require.NotContains(t, body, "KEYS[3] ..", "%s.lua builds key names", name)
 		require.NotContains(t, body, "'PX'", "%s.lua sets a TTL", name)
+	}
+}
+
+// TestMemoryQueueMatchesAList: the memory queue's places (counted in its
+// Fenwick tree, over slots it compacts) are those of a plain list of the
+// waiters, through random joins, resumes and leaves from anywhere.
+func TestMemoryQueueMatchesAList(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := NewMemory(300)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var list []Ticket // the waiters, in order
+	for step := range 20000 {
+		switch r := rnd.IntN(10); {
+		case r < 5 || len(list) == 0:
+			x, err := q.Join(ctx, "lic", "")
+			if len(list) == 300 {
+				require.ErrorIs(t, err, ErrFull)
+				continue
+			}
+			require.NoError(t, err)
+			list = append(list, x)
+		case r < 6:
+			i := rnd.IntN(len(list))
+			x, err := q.Join(ctx, "lic", list[i].ID())
+			require.NoError(t, err)
+			list[i] = x
+		default:
+			i := rnd.IntN(len(list))
+			if rnd.IntN(2) == 0 {
+				i = 0 // drains from the head are the common case
+			}
+			head := list[i].Leave(ctx)
+			list = append(list[:i:i], list[i+1:]...)
+			switch {
+			case i == 0 && len(list) > 0:
+				require.Equal(t, list[0].ID(), head, "step %d: the new head", step)
+			default:
+				require.Empty(t, head, "step %d: the head did not change", step)
+			}
+		}
+		n, err := q.Length(ctx, "lic")
+		require.NoError(t, err)
+		require.Equal(t, len(list), n, "step %d", step)
+		if step%97 == 0 {
+			for i, x := range list {
+				pos, n, err := x.Position(ctx)
+				require.NoError(t, err)
+				require.Equal(t, [2]int{i + 1, len(list)}, [2]int{pos, n}, "step %d", step)
+			}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -286,6 +287,36 @@ func (rs *Redis) Expire(ctx context.Context, leases []LicenseLeases) ([]Taken, [
 		}
 	}
 	return out, errs
+}
+
+// TakeStatus is take.lua's answer for a lease.
+type TakeStatus string
+
+const (
+	TakeTaken     TakeStatus = "TAKEN"     // out of the live state, into the expiring hash
+	TakeConfirmed TakeStatus = "CONFIRMED" // heartbeated (or given time back) since the grant: left alone
+	TakeNotLive   TakeStatus = "NOLEASE"   // not in the live state: ended, or expiring
+)
+
+// Take moves a lease granted to a waiter into the expiring hash, where it
+// holds no seat and no heartbeat renews it, only while its last heartbeat
+// and deadline are no later than granted's (take.lua): one atomic step
+// with every heartbeat. ErrNoState when the license's live state is
+// missing.
+func (rs *Redis) Take(ctx context.Context, licenseID, leaseID string, granted TakenLease) (TakeStatus, TakenLease, time.Time, error) {
+	res, err := scriptTake.Run(ctx, rs.rdb, rs.keysOf(licenseID), leaseKey(leaseID), timeUS(granted.Heartbeat), timeUS(granted.Deadline)).Slice()
+	if err != nil {
+		return "", TakenLease{}, time.Time{}, err
+	}
+	if Status(replyString(res[0])) == StatusNoState {
+		return "", TakenLease{}, time.Time{}, ErrNoState
+	}
+	if len(res) != 5 {
+		return "", TakenLease{}, time.Time{}, fmt.Errorf("take.lua: unexpected reply %v", res)
+	}
+	return TakeStatus(replyString(res[2])),
+		TakenLease{ID: leaseID, Heartbeat: usTime(replyInt(res[3])), Deadline: usTime(replyInt(res[4]))},
+		usTime(replyInt(res[1])), nil
 }
 
 // Lease is a recorded active lease, as a rebuild and adopt.lua take it.

@@ -22,6 +22,7 @@ var (
 	scriptCheck     = loadScript("check")
 	scriptEnd       = loadScript("end")
 	scriptExpire    = loadScript("expire")
+	scriptTake      = loadScript("take")
 	scriptDue       = loadScript("due")
 	scriptPeek      = loadScript("peek")
 	scriptCount     = loadScript("count")
@@ -61,7 +62,7 @@ func concat(names ...string) *redis.Script {
 // scriptsByName are the scripts by their file's name, for Script.
 var scriptsByName = map[string]*redis.Script{
 	"acquire": scriptAcquire, "heartbeat": scriptHeartbeat, "check": scriptCheck, "end": scriptEnd,
-	"expire": scriptExpire, "due": scriptDue, "peek": scriptPeek, "count": scriptCount,
+	"expire": scriptExpire, "take": scriptTake, "due": scriptDue, "peek": scriptPeek, "count": scriptCount,
 	"rebuild": scriptRebuild, "setconf": scriptSetConf, "tombstone": scriptTombstone, "adopt": scriptAdopt,
 	"state": scriptState, "progress": scriptProgress, "firsts": scriptFirsts, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,
 }
