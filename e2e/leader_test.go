@@ -85,7 +85,7 @@ func TestDistributedCleanupLeaderFailover(t *testing.T) {
 		WHERE application_name = $1) t`, "seatd-leader "+newID).Scan(&terminated))
 	require.Equal(t, 1, terminated, "one lock connection named %q", "seatd-leader "+newID)
 	cutAt := time.Now()
-	eventually(t, 30*time.Second, "the leader steps down after its lock connection was terminated", func() bool {
+	eventually(t, eventTimeout, "the leader steps down after its lock connection was terminated", func() bool {
 		st, err := newLeader.cleanupStatus(ctx)
 		if err == nil && !st.GetIsLeader() {
 			return true

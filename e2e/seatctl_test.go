@@ -364,7 +364,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	require.Regexp(t, newNextKid+`\s+next\s`, table)
 	require.Regexp(t, rotated.GetKid()+`\s+signing\s`, table)
 	require.Regexp(t, oldKid+`\s+retired\s`, table)
-	eventually(t, 30*time.Second, "the new next key in seatctl jwks", func() bool {
+	eventually(t, eventTimeout, "the new next key in seatctl jwks", func() bool {
 		out := noKeyCtl.ok("--tenant", tenantID, "jwks")
 		return strings.Contains(out, newNextKid) && strings.Contains(out, rotated.GetKid()) && strings.Contains(out, oldKid)
 	})
@@ -404,7 +404,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	c.json(&zlic, "licenses", "create", "--name", "Zombie maker", "--seats", "1", "--ttl", "1s")
 	_, err = p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: zlic.GetKey(), Fingerprint: "crashes"})
 	require.NoError(t, err)
-	eventually(t, 30*time.Second, "the lease to pass its deadline", func() bool {
+	eventually(t, eventTimeout, "the lease to pass its deadline", func() bool {
 		r, err := admin.ListLeases(op, &seatdv1.ListLeasesRequest{LicenseId: zlic.GetId(), State: seatdv1.LeaseState_LEASE_STATE_EXPIRED})
 		return err == nil && len(r.GetLeases()) == 1
 	})

@@ -113,7 +113,7 @@ func TestShutdownDrainsStreamsAndWaiters(t *testing.T) {
 			queued := make([]*queuedWaiter, waiters)
 			for i := range queued {
 				queued[i] = joinQueue(t, p, full.GetKey(), fmt.Sprintf("waiter-%d", i), nil)
-				queued[i].waitPosition(t, i+1, 10*time.Second)
+				queued[i].waitPosition(t, i+1, eventTimeout)
 			}
 
 			began := time.Now()
@@ -135,7 +135,7 @@ func TestShutdownDrainsStreamsAndWaiters(t *testing.T) {
 					"stream %d: RECONNECT only after the drain delay", i)
 			}
 			for _, w := range queued {
-				err := w.end(t, 5*time.Second)
+				err := w.end(t, eventTimeout)
 				requireQueueReason(t, err, codes.Unavailable, "SERVER_SHUTTING_DOWN", "waiter "+w.name+" on shutdown")
 				require.Nil(t, w.grant())
 			}
