@@ -460,7 +460,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 	// Leases whose acquisition failed in the outage may be recorded as
 	// active and hold no seat; cleanup expires them after their deadline.
 	db := b.db(t)
-	eventually(t, ttl+20*time.Second, "no active lease left", func() bool {
+	eventually(t, ttl+eventTimeout, "no active lease left", func() bool {
 		if countActive(t, db, lic.GetId()) == 0 {
 			return true
 		}
