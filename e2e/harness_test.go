@@ -32,8 +32,9 @@ const (
 	// testOperatorKey is the operator key the harness passes by default.
 	testOperatorKey = "e2e-operator-key-0123456789"
 	// startTimeout bounds how long seatd may take to serve (a -race build
-	// on a busy machine is slow to start).
-	startTimeout = 30 * time.Second
+	// on a busy machine is slow to start; a distributed one may wait out
+	// its --connect-timeout of 20 s).
+	startTimeout = eventTimeout
 	// exitTimeout bounds how long seatd may take to exit after SIGTERM.
 	exitTimeout = 30 * time.Second
 )

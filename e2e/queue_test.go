@@ -284,7 +284,9 @@ func TestWaitForSeatFIFO(t *testing.T) {
 // heartbeated in time stays.
 func TestWaitForSeatLeaveAndHold(t *testing.T) {
 	t.Parallel()
-	const hold = 2 * time.Second
+	// Long enough for the test to heartbeat w3's grant within the window
+	// on a loaded machine (2 s once was not); the test waits it out twice.
+	const hold = 6 * time.Second
 	for _, distributed := range []bool{false, true} {
 		name := map[bool]string{false: "embedded", true: "distributed"}[distributed]
 		t.Run(name, func(t *testing.T) {
@@ -333,7 +335,9 @@ func TestWaitForSeatLeaveAndHold(t *testing.T) {
 			t.Logf("unheartbeated grant moved to the next waiter %s after the release, %s after the first grant arrived (--wait-hold %s)",
 				held.Round(time.Millisecond), waited.Round(time.Millisecond), hold)
 			require.GreaterOrEqual(t, held, hold, "the seat was held for the first grantee for --wait-hold")
-			require.Less(t, waited, hold+5*time.Second, "the seat moved on soon after --wait-hold")
+			// Soon after the window, not at the lease's 1 min TTL (the bound
+			// leaves a loaded machine's scheduling room).
+			require.Less(t, waited, hold+20*time.Second, "the seat moved on soon after --wait-hold")
 			_, err = on(0).heartbeat(t.Context(), g1)
 			requireQueueReason(t, err, codes.FailedPrecondition, "LEASE_REVOKED", "heartbeat of the unconfirmed grant")
 
