@@ -284,7 +284,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 		"--leader-ping-interval", "500ms", "--leader-retry-interval", "500ms")
 	ctx := t.Context()
 	lic := newLicense(t, procs[0], 40, ttl, "pg-restart")
-	waitForOneLeader(t, procs, 15*time.Second)
+	waitForOneLeader(t, procs, eventTimeout)
 
 	held := make([]*seatdv1.AcquireSeatResponse, 3)
 	for i := range held {
@@ -489,7 +489,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 	}
 	t.Logf("%d leases recorded, %d granted to clients; end states %v", len(recs), len(grants), ends)
 	requireExactlyOnceRecords(t, db)
-	waitForOneLeader(t, procs, 10*time.Second)
+	waitForOneLeader(t, procs, eventTimeout)
 	stopAllOK(t, procs...)
 }
 

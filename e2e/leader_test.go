@@ -28,7 +28,7 @@ func TestDistributedCleanupLeaderFailover(t *testing.T) {
 		"--leader-retry-interval", "500ms")
 	ctx := t.Context()
 
-	first := waitForOneLeader(t, procs, 15*time.Second)
+	first := waitForOneLeader(t, procs, eventTimeout)
 	oldLeader := procs[first]
 	oldID := mustStatus(t, oldLeader).GetInstanceId()
 	var followers []*proc
@@ -50,7 +50,7 @@ func TestDistributedCleanupLeaderFailover(t *testing.T) {
 	require.NoError(t, err)
 	deadline := zombie.GetLease().GetExpiresAt().AsTime()
 
-	second := waitForOneLeader(t, followers, 10*time.Second)
+	second := waitForOneLeader(t, followers, eventTimeout)
 	newLeader := followers[second]
 	newID := mustStatus(t, newLeader).GetInstanceId()
 	require.NotEqual(t, oldID, newID)
@@ -96,7 +96,7 @@ func TestDistributedCleanupLeaderFailover(t *testing.T) {
 	})
 	t.Logf("leader stepped down %s after pg_terminate_backend (ping interval %s)", time.Since(cutAt).Round(time.Millisecond), pingInterval)
 
-	settled := waitForOneLeader(t, followers, 10*time.Second)
+	settled := waitForOneLeader(t, followers, eventTimeout)
 	t.Logf("after the cut, %s leads", mustStatus(t, followers[settled]).GetInstanceId())
 	var leaders float64
 	for _, p := range followers {
