@@ -32,14 +32,18 @@ import (
 func TestClientWaitForSeatAcrossShutdown(t *testing.T) {
 	t.Parallel()
 	const (
-		ttl  = 6 * time.Second
-		hold = 3 * time.Second
+		ttl = 6 * time.Second
+		// The client's first heartbeat comes a second after the grant: the
+		// rest of the window is for a loaded machine.
+		hold = 6 * time.Second
 	)
 	procs := sharedBackend(t, "").startCluster(t, 2, "cwait", "--drain-delay", "500ms", "--wait-hold", hold.String())
 	lic := newLicense(t, procs[0], 1, ttl, "client-wait")
 
-	// The seat's holder, released later through whichever instance stays.
-	holder, err := procs[0].acquire(t.Context(), lic.GetKey(), "holder")
+	// The seat's holder keeps it (its client heartbeats) until it releases
+	// it, through whichever instance stays.
+	holderClient := dialAll(t, []string{procs[0].GRPCAddr, procs[1].GRPCAddr}, client.ServiceConfig, slog.New(newLogCounter()))
+	holder, err := holderClient.Acquire(t.Context(), client.AcquireOptions{LicenseKey: lic.GetKey(), Fingerprint: "holder"})
 	require.NoError(t, err)
 
 	// pick_first over both: the waiter queues on one (A) until it goes away.
@@ -82,8 +86,7 @@ func TestClientWaitForSeatAcrossShutdown(t *testing.T) {
 	stopAllOK(t, a)
 	eventually(t, eventTimeout, "the waiter joining again on B", func() bool { return heard() == 2 })
 	require.Equal(t, 2, b.metricSumStarted(t, "WaitForSeat"), "the later waiter and then the client queue on B")
-	_, err = b.release(t.Context(), holder)
-	require.NoError(t, err)
+	require.NoError(t, holder.Release(t.Context()))
 
 	var r result
 	select {
