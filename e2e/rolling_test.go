@@ -276,17 +276,22 @@ func TestRollingRestartKeepsLeases(t *testing.T) {
 	for i := range clis {
 		clis[i] = dialAll(t, addrs, cfg, log) // connects lazily
 	}
-	// 200 connections and acquisitions at once take what a loaded machine
-	// needs (a 30 s deadline each once failed 169 of them, "waiting for
-	// connections to become ready"): they may go on as long as they make
-	// progress, and fail only when none completes for eventTimeout.
+	// The applications start a few at a time, as real ones do (200 dials
+	// at one instant on a loaded machine timed out and exhausted the
+	// client's retries), and take what a loaded machine needs (a 30 s
+	// deadline each once failed 169 of them): the acquisitions may go on as
+	// long as they make progress, and fail only when none completes for
+	// eventTimeout.
 	var (
 		acquiring sync.WaitGroup
 		acquired  atomic.Int64
+		starting  = make(chan struct{}, 16)
 	)
 	for i, c := range clis {
 		acquiring.Go(func() {
 			defer acquired.Add(1)
+			starting <- struct{}{}
+			defer func() { <-starting }()
 			l, err := c.Acquire(t.Context(), client.AcquireOptions{LicenseKey: lic.GetKey(), Fingerprint: fmt.Sprintf("app-%03d", i), Hostname: "host"})
 			if err != nil {
 				appError("app-%03d acquire: %v", i, err)

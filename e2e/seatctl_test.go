@@ -236,11 +236,13 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	c.fails(ctlNotFound, "apikeys", "revoke", "ak_nosuchkey")
 
 	// ---- licenses ----
+	// An hour's TTL: laptop-2's lease below must stay alive through dozens
+	// of seatctl runs, which took more than a minute on a loaded machine.
 	var lic seatdv1.License
 	c.json(&lic, "licenses", "create", "--name", "ACME CAD", "--seats", "2", "--overdraft", "1",
-		"--ttl", "1m", "--metadata", "plan=pro", "--strategy", "fingerprint", "--expires-at", "2099-01-02")
+		"--ttl", "1h", "--metadata", "plan=pro", "--strategy", "fingerprint", "--expires-at", "2099-01-02")
 	require.Equal(t, int32(2), lic.GetSeats())
-	require.Equal(t, time.Minute, lic.GetLeaseTtl().AsDuration())
+	require.Equal(t, time.Hour, lic.GetLeaseTtl().AsDuration())
 	require.Equal(t, "pro", lic.GetMetadata()["plan"])
 	require.True(t, lic.GetActive())
 	gl, err := admin.GetLicense(op, &seatdv1.GetLicenseRequest{LicenseId: lic.GetId()})
@@ -372,7 +374,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 
 	// ---- status ----
 	table = c.ok("status")
-	for _, want := range []string{lic.GetId(), "ACME CAD 2", "3 +1", "WAITING", "1m", "leader", "last pass"} {
+	for _, want := range []string{lic.GetId(), "ACME CAD 2", "3 +1", "WAITING", "1h", "leader", "last pass"} {
 		require.Contains(t, table, want)
 	}
 	var view struct {
@@ -394,7 +396,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 		inUse[l.GetId()] = l.GetSeatsInUse()
 	}
 	require.Equal(t, int32(1), inUse[lic.GetId()], "status: laptop-2's seat is in use, laptop-1's was revoked")
-	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+1\s+3 \+1\s+0\s+1m\s`, table)
+	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+1\s+3 \+1\s+0\s+1h\s`, table)
 	var st seatdv1.GetCleanupStatusResponse
 	require.NoError(t, protojson.Unmarshal(view.Cleanup, &st))
 	require.NotEmpty(t, st.GetInstanceId())
