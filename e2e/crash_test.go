@@ -102,11 +102,16 @@ func TestKill9Distributed(t *testing.T) {
 			return fmt.Sprintf("the heartbeat on the other instance ended %s after the told deadline", checked.Sub(told).Round(time.Millisecond))
 		}
 		require.NoError(t, err, "the other instance keeps the lease")
+		toldAgain := time.Now().Add(ttl) // at least: the deadline procs[1] told
 		_, err = procs[1].heartbeat(ctx, released)
 		requireStatus(t, err, codes.FailedPrecondition, "LEASE_RELEASED")
 
 		restarted := b.startSeatd(t, "kill9-restarted", "--heartbeat-flush-interval", "1h")
 		_, err = restarted.heartbeat(ctx, kept)
+		if checked := time.Now(); err != nil && !checked.Before(toldAgain) {
+			stopAllOK(t, procs[1], restarted)
+			return fmt.Sprintf("the restarted instance's heartbeat ended %s after the deadline told before it", checked.Sub(toldAgain).Round(time.Millisecond))
+		}
 		require.NoError(t, err)
 		a, err := restarted.acquire(ctx, lic.GetKey(), "new")
 		require.NoError(t, err)
