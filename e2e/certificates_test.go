@@ -85,7 +85,7 @@ func nodeVerify(t *testing.T, cases []certCase) []certVerdict {
 	require.NoError(t, os.WriteFile(script, []byte(verifyCertJS), 0o600))
 	in, err := json.Marshal(cases)
 	require.NoError(t, err)
-	cmd := exec.CommandContext(testContext(t), node, script)
+	cmd := exec.CommandContext(stepContext(t, unaryTimeout), node, script)
 	cmd.Stdin = strings.NewReader(string(in))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -281,10 +281,10 @@ func testCertificates(t *testing.T, p, other *proc) {
 		// Another instance learns of the rotation within its cache TTL
 		// (5 s): it publishes the new next key, and signs with the
 		// promoted one.
-		eventually(t, 15*time.Second, "the other instance to publish the new next key", func() bool {
+		eventually(t, eventTimeout, "the other instance to publish the new next key", func() bool {
 			return slices.Equal(jwksKids(t, after), jwksKids(t, fetchJWKS(t, other, "default")))
 		})
-		eventually(t, 15*time.Second, "the other instance to sign with the rotated key", func() bool {
+		eventually(t, eventTimeout, "the other instance to sign with the rotated key", func() bool {
 			r, err := other.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: key, Fingerprint: "laptop-3", Nonce: nonce})
 			require.NoError(t, err)
 			return certKid(t, r.GetLeaseCertificate()) == newKid

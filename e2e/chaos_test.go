@@ -37,10 +37,12 @@ import (
 // leases and switches licenses off and on. Every operation is recorded; package chaos checks the history
 // and the final records.
 //
-// CHAOS_DURATION (default 60s) and CHAOS_SEED (default fixed, so that make
-// test always runs the same schedule) set the run; `make chaos` runs it
-// longer with a random seed, printed. A seed replays the same
-// schedule of faults and client choices (not the same timing).
+// CHAOS_DURATION (default 60s; the nemesis goes on until every fault kind
+// was injected once) and CHAOS_SEED (default fixed, so that make test
+// always runs the same schedule) set the run; `make chaos` runs it longer
+// with a random seed, printed. A seed replays the same schedule of faults
+// and client choices (not the same timing). The verdict requires minimum
+// counts of grants, heartbeats and faults (chaos.MinimumsFor).
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	dur := 60 * time.Second
@@ -59,7 +61,7 @@ func TestChaos(t *testing.T) {
 
 	c := newCampaign(t, seed)
 	c.run(dur)
-	c.verdict()
+	c.verdict(chaos.MinimumsFor(dur, faultKinds))
 }
 
 const (
@@ -365,16 +367,34 @@ func (c *campaign) recordAs(op chaos.Op, out chaos.Outcome, reason string) chaos
 
 // ---- the nemesis ----
 
+// nemesisOver is how long past its duration the nemesis may go on to
+// inject every fault kind once: one round (14 faults, two of them followed
+// by PostgreSQL's catching up) takes about 100 s, more on a loaded machine.
+const nemesisOver = 5 * time.Minute
+
 var faultKinds = []string{"kill-9", "sigterm", "redis-flushall", "redis-restart-empty", "redis-client-pause",
 	"redis-connections-cut", "postgres-restart", "stall-then-redis-refuses", "leader-lock-cut", "revoke", "license-off-on"}
 
-// nemesis injects one fault at a time until d has passed: inject, hold
-// 1-4 s, heal, let the system settle (after a PostgreSQL outage two flush
-// intervals more, so that the write-behind has caught up before the next
-// fault: a Redis loss right after a PostgreSQL outage is a double fault,
-// outside the documented bound).
+// nemesis injects one fault at a time until d has passed and every kind
+// has been injected at least once (a short run lasts one round; a kind
+// that could not be injected comes again in the next), or d + nemesisOver
+// has: inject, hold 1-4 s, heal, let the system settle (after a PostgreSQL
+// outage two flush intervals more, so that the write-behind has caught up
+// before the next fault: a Redis loss right after a PostgreSQL outage is a
+// double fault, outside the documented bound).
 func (c *campaign) nemesis(d time.Duration) {
 	end := time.Now().Add(d)
+	hardEnd := end.Add(nemesisOver)
+	missing := func() bool {
+		c.opsMu.Lock()
+		defer c.opsMu.Unlock()
+		for _, k := range faultKinds {
+			if c.faults[k] == 0 {
+				return true
+			}
+		}
+		return false
+	}
 	sleepCtx(context.Background(), 3*time.Second) // warm up
 	// Redis faults come twice as often: they are where the live state and
 	// the record can part.
@@ -382,7 +402,7 @@ func (c *campaign) nemesis(d time.Duration) {
 	// Rounds of every kind in a seeded random order: a long run injects
 	// each kind about as often as the others, never starving one.
 	var round []string
-	for time.Now().Before(end) {
+	for now := time.Now(); now.Before(end) || (missing() && now.Before(hardEnd)); now = time.Now() {
 		if len(round) == 0 {
 			round = slices.Clone(kinds)
 			c.rngMu.Lock()
@@ -577,7 +597,10 @@ func (c *campaign) redisUp() bool {
 
 // ---- the verdict ----
 
-func (c *campaign) verdict() {
+// verdict checks the history and the records, and that the campaign did
+// at least want (a history without grants, heartbeats or faults proves
+// nothing, however clean).
+func (c *campaign) verdict(want chaos.Minimums) {
 	t := c.t
 	db := c.b.db(t)
 	recs := map[string]chaos.Record{}
@@ -620,6 +643,9 @@ func (c *campaign) verdict() {
 	}
 	fmt.Fprintf(&summary, "  violations %d", len(violations))
 	t.Log(summary.String())
+	for _, s := range want.Shortfalls(ops, c.faults) {
+		t.Errorf("the campaign did too little for its verdict to count: %s", s)
+	}
 	for i, v := range violations {
 		if i == 20 {
 			t.Errorf("... and %d more violations", len(violations)-20)

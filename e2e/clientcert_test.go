@@ -105,7 +105,7 @@ func testClientCert(t *testing.T, p *proc) {
 	first := lease.Certificate()
 	for range 2 {
 		before := lease.ExpiresAt()
-		eventually(t, 10*time.Second, "a verified heartbeat", func() bool { return lease.ExpiresAt().After(before) })
+		eventually(t, eventTimeout, "a verified heartbeat", func() bool { return lease.ExpiresAt().After(before) })
 	}
 	require.NotEqual(t, first, lease.Certificate(), "each heartbeat brings a new certificate")
 	select {
@@ -198,7 +198,7 @@ func testClientCert(t *testing.T, p *proc) {
 	require.NoError(t, err)
 	newKid := rot.GetSigningKey().GetKid()
 	require.Contains(t, b.KeyIDs(), newKid, "the key that signs now was published before the rotation")
-	eventually(t, 30*time.Second, "a heartbeat's certificate signed by the promoted key", func() bool {
+	eventually(t, eventTimeout, "a heartbeat's certificate signed by the promoted key", func() bool {
 		claims, err := client.VerifyOffline(lease.Certificate(), jwks, time.Now())
 		require.NoError(t, err)
 		return claims.KeyID == newKid
@@ -226,13 +226,13 @@ func testClientCert(t *testing.T, p *proc) {
 	require.Contains(t, ak.KeyIDs(), secondKid)
 	select {
 	case <-lease.Lost():
-	case <-time.After(30 * time.Second):
+	case <-time.After(eventTimeout):
 		t.Fatal("a lease verified with the JWKS from before the previous rotation was not lost")
 	}
 	require.ErrorIs(t, lease.Err(), client.ErrBadCertificate)
 
 	renewed := dialVerifying(t, p, after)
-	eventually(t, 30*time.Second, "a certificate signed by the key of the second rotation", func() bool {
+	eventually(t, eventTimeout, "a certificate signed by the key of the second rotation", func() bool {
 		l2, err := renewed.Acquire(ctx, client.AcquireOptions{LicenseKey: lic.GetKey(), Fingerprint: "laptop-5"})
 		require.NoError(t, err, "the JWKS fetched between the rotations verifies")
 		claims, err := client.VerifyOffline(l2.Certificate(), after, time.Now())

@@ -27,7 +27,7 @@ import (
 // callTimeout bounds one RPC of the distributed tests. It is long on
 // purpose: a call must end with the server's answer (UNAVAILABLE when a
 // backend is down), never with the client giving up.
-const callTimeout = 20 * time.Second
+const callTimeout = eventTimeout
 
 func callCtx(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, callTimeout)

@@ -80,7 +80,7 @@ func TestConsoleSignInSeatsRevokeAndUsage(t *testing.T) {
 	p.do(t, "POST", "/v1/leases", "", map[string]any{"licenseKey": globex.str(t, "key"), "fingerprint": "fp-dave", "user": "dave"}).
 		requireCode(t, http.StatusTooManyRequests)
 	consoleAcquire(t, p, initech.str(t, "key"), "erin", "laptop-erin")
-	eventually(t, 30*time.Second, "erin's 1 s lease past its deadline", func() bool {
+	eventually(t, eventTimeout, "erin's 1 s lease past its deadline", func() bool {
 		r := p.do(t, "GET", "/v1/admin/licenses/"+initechID+"/leases?state=LEASE_STATE_EXPIRED", p.OperatorKey, nil)
 		leases, _ := r.JSON["leases"].([]any)
 		return len(leases) == 1

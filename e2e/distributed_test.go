@@ -97,8 +97,14 @@ func testSeatLimitThreeInstances(t *testing.T, b *backend) {
 	var maxActive atomic.Int64
 	stopSampling := make(chan struct{})
 	sampled := make(chan error, 1)
+	samplerDone := make(chan struct{})
+	stopSampler := sync.OnceFunc(func() { close(stopSampling) })
+	// A test that fails stops the sampler before its connection closes
+	// (the cleanups run last in, first out): a data race otherwise.
+	t.Cleanup(func() { stopSampler(); <-samplerDone })
 	go func() {
 		var err error
+		defer close(samplerDone)
 		defer func() { sampled <- err }()
 		for {
 			select {
@@ -159,7 +165,7 @@ func testSeatLimitThreeInstances(t *testing.T, b *backend) {
 	require.Equal(t, clients-5, w2.exhausted)
 	require.LessOrEqual(t, w2.maxInUse, int32(seats), "seats_in_use never exceeds the limit")
 
-	close(stopSampling)
+	stopSampler()
 	require.NoError(t, <-sampled, "sampler")
 	require.LessOrEqual(t, maxActive.Load(), int64(seats), "active sessions in PostgreSQL never exceed the limit")
 

@@ -92,7 +92,7 @@ func TestConnectionFloodLeavesHealthServing(t *testing.T) {
 		c.Close()
 	}
 	flood = nil
-	eventually(t, 30*time.Second, "HTTP serves after the flood", func() bool {
+	eventually(t, eventTimeout, "HTTP serves after the flood", func() bool {
 		r, err := (&http.Client{Timeout: 2 * time.Second}).Get(p.url("/healthz"))
 		if err != nil {
 			return false
@@ -141,7 +141,7 @@ func TestStreamsOverTheCapAreRefused(t *testing.T) {
 		select {
 		case reason := <-refused:
 			require.Equal(t, "TOO_MANY_STREAMS", reason)
-		case <-time.After(30 * time.Second):
+		case <-time.After(eventTimeout):
 			t.Fatal("fewer streams refused than opened over the cap")
 		}
 	}

@@ -137,7 +137,7 @@ func TestDistributedRedisRestartEmpty(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, 10*time.Second, "load before the fault", func() bool {
+	eventually(t, eventTimeout, "load before the fault", func() bool {
 		return ld.count(phaseBefore, "heartbeat", outOK) >= 30 && ld.count(phaseBefore, "acquire", outExhausted) >= 20
 	})
 
@@ -154,7 +154,7 @@ func TestDistributedRedisRestartEmpty(t *testing.T) {
 	ld.phase.Store(phaseFault)
 	rs.kill()
 	killedAt := time.Now()
-	eventually(t, 10*time.Second, "UNAVAILABLE while Redis is gone", func() bool {
+	eventually(t, eventTimeout, "UNAVAILABLE while Redis is gone", func() bool {
 		return ld.count(phaseFault, "heartbeat", "UNAVAILABLE/BACKEND_UNAVAILABLE")+ld.count(phaseFault, "heartbeat", "UNAVAILABLE") > 0 &&
 			ld.count(phaseFault, "acquire", "UNAVAILABLE/BACKEND_UNAVAILABLE")+ld.count(phaseFault, "acquire", "UNAVAILABLE") > 0
 	})
@@ -194,10 +194,10 @@ func TestDistributedRedisRestartEmpty(t *testing.T) {
 		}
 		return true
 	}
-	eventually(t, 15*time.Second, "recovery after Redis restarted empty", recovered)
+	eventually(t, eventTimeout, "recovery after Redis restarted empty", recovered)
 	t.Logf("recovered %s after Redis restarted", time.Since(restartedAt).Round(time.Millisecond))
 	ld.phase.Store(phaseAfter)
-	eventually(t, 10*time.Second, "load after recovery", func() bool {
+	eventually(t, eventTimeout, "load after recovery", func() bool {
 		return ld.count(phaseAfter, "heartbeat", outOK) >= 30 && ld.count(phaseAfter, "acquire", outExhausted) >= 20
 	})
 	ld.end()
@@ -241,7 +241,7 @@ func TestDistributedRedisRestartEmpty(t *testing.T) {
 	// The idle license's zombies, forgotten by Redis, are found from the
 	// record and expired once.
 	idleFrom := time.Now()
-	eventually(t, 20*time.Second, "cleanup of zombies Redis forgot", func() bool {
+	eventually(t, eventTimeout, "cleanup of zombies Redis forgot", func() bool {
 		if countActive(t, db, idle.GetId()) == 0 {
 			return true
 		}
@@ -284,7 +284,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 		"--leader-ping-interval", "500ms", "--leader-retry-interval", "500ms")
 	ctx := t.Context()
 	lic := newLicense(t, procs[0], 40, ttl, "pg-restart")
-	waitForOneLeader(t, procs, 15*time.Second)
+	waitForOneLeader(t, procs, eventTimeout)
 
 	held := make([]*seatdv1.AcquireSeatResponse, 3)
 	for i := range held {
@@ -375,7 +375,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, 10*time.Second, "load before the fault", func() bool {
+	eventually(t, eventTimeout, "load before the fault", func() bool {
 		return ld.count(phaseBefore, "release", outOK) >= 10 && ld.count(phaseBefore, "heartbeat", outOK) >= 10
 	})
 
@@ -386,7 +386,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 	// releases, which answer UNAVAILABLE until PostgreSQL is back (an
 	// expiry is recorded before anyone is told).
 	probes := 0
-	eventually(t, 10*time.Second, "an UNAVAILABLE acquire while PostgreSQL is down", func() bool {
+	eventually(t, eventTimeout, "an UNAVAILABLE acquire while PostgreSQL is down", func() bool {
 		probes++
 		a, err := procs[probes%2].acquire(ctx, lic.GetKey(), fmt.Sprintf("outage-probe-%d", probes))
 		if err == nil { // PostgreSQL not down yet: a grant like the others
@@ -403,7 +403,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 	// Recovery: acquire and release work through every instance, 10 times
 	// in a row, without restarting seatd.
 	fp := 0
-	eventually(t, 15*time.Second, "acquire and release working again", func() bool {
+	eventually(t, eventTimeout, "acquire and release working again", func() bool {
 		for _, p := range procs {
 			for range 10 {
 				fp++
@@ -444,7 +444,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 	t.Logf("PostgreSQL was down %s; seatd recovered %s after it came back", startedAt.Sub(stoppedAt).Round(time.Millisecond), time.Since(startedAt).Round(time.Millisecond))
 	ld.phase.Store(phaseAfter)
 	afterFrom := ld.count(phaseAfter, "release", outOK)
-	eventually(t, 10*time.Second, "load after recovery", func() bool {
+	eventually(t, eventTimeout, "load after recovery", func() bool {
 		return ld.count(phaseAfter, "release", outOK) >= afterFrom+10
 	})
 	ld.end()
@@ -460,7 +460,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 	// Leases whose acquisition failed in the outage may be recorded as
 	// active and hold no seat; cleanup expires them after their deadline.
 	db := b.db(t)
-	eventually(t, ttl+20*time.Second, "no active lease left", func() bool {
+	eventually(t, ttl+eventTimeout, "no active lease left", func() bool {
 		if countActive(t, db, lic.GetId()) == 0 {
 			return true
 		}
@@ -489,7 +489,7 @@ func TestDistributedPostgresRestart(t *testing.T) {
 	}
 	t.Logf("%d leases recorded, %d granted to clients; end states %v", len(recs), len(grants), ends)
 	requireExactlyOnceRecords(t, db)
-	waitForOneLeader(t, procs, 10*time.Second)
+	waitForOneLeader(t, procs, eventTimeout)
 	stopAllOK(t, procs...)
 }
 
@@ -574,7 +574,7 @@ func TestDistributedCleanupPostgresDown(t *testing.T) {
 	startedAt := time.Now()
 	var expired int64
 	var runs []*seatdv1.CleanupRun
-	eventually(t, 15*time.Second, "a complete cleanup pass after PostgreSQL came back", func() bool {
+	eventually(t, eventTimeout, "a complete cleanup pass after PostgreSQL came back", func() bool {
 		run, err := procs[0].cleanupNow(ctx)
 		require.NoError(t, err)
 		runs = append(runs, run)
@@ -593,7 +593,7 @@ func TestDistributedCleanupPostgresDown(t *testing.T) {
 	// The heartbeats written behind while PostgreSQL was down were kept and
 	// reach it now (--heartbeat-flush-interval 500ms).
 	flushFrom := time.Now()
-	eventually(t, 10*time.Second, "heartbeats of the outage written behind", func() bool {
+	eventually(t, eventTimeout, "heartbeats of the outage written behind", func() bool {
 		for id, dl := range outageDeadline {
 			var recorded time.Time
 			require.NoError(t, db.QueryRow(ctx, `SELECT expires_at FROM sessions WHERE id = $1`, id).Scan(&recorded))

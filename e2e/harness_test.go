@@ -32,8 +32,9 @@ const (
 	// testOperatorKey is the operator key the harness passes by default.
 	testOperatorKey = "e2e-operator-key-0123456789"
 	// startTimeout bounds how long seatd may take to serve (a -race build
-	// on a busy machine is slow to start).
-	startTimeout = 30 * time.Second
+	// on a busy machine is slow to start; a distributed one may wait out
+	// its --connect-timeout of 20 s).
+	startTimeout = eventTimeout
 	// exitTimeout bounds how long seatd may take to exit after SIGTERM.
 	exitTimeout = 30 * time.Second
 )
@@ -183,7 +184,8 @@ func start(t testing.TB, o options) *proc {
 			p.OperatorKey = m[2]
 		}
 	}
-	conn, err := grpc.NewClient(p.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(p.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(callDeadline))
 	require.NoError(t, err)
 	p.conn = conn
 	return p
@@ -243,11 +245,43 @@ func bearer(ctx context.Context, key string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+key)
 }
 
-// testContext bounds one test's calls.
+// eventTimeout bounds the wait for one thing a test expects to happen (a
+// queue position, a stream's end, a restarted instance, a pass): long, so
+// that only a thing that does not happen fails, not a machine that is slow.
+// A test that checks how soon something happens says so with a bound of
+// its own.
+const eventTimeout = 60 * time.Second
+
+// unaryTimeout bounds one unary call on a proc's connection that has no
+// deadline of its own (callDeadline): a call, not a test, is what must not
+// take long, however many calls a test makes on a busy machine.
+const unaryTimeout = 60 * time.Second
+
+// testContext is the context of one test's calls: it ends with the test.
+// It has no deadline for the test as a whole (a fixed one failed TestSeatctl
+// when its dozens of seatctl runs took 66-92 s on a loaded machine): each
+// unary call on a proc's connection gets unaryTimeout, a step that runs a
+// program bounds it with stepContext, and go test's -timeout bounds the rest.
 func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	return t.Context()
+}
+
+// stepContext bounds one step of a test (a program it runs, a call outside
+// a proc's connection) by d.
+func stepContext(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// callDeadline gives a unary call without a deadline unaryTimeout.
+func callDeadline(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, unaryTimeout)
+		defer cancel()
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
 // requireStatus requires err to be a gRPC status with code and, when reason
@@ -440,6 +474,30 @@ func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() (ok
 				t.Fatalf("timed out after %s waiting for %s; last saw %s", timeout, what, saw)
 			}
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitProgress waits for many things to happen (streams to open, clients to
+// connect) for as long as they keep happening: it fails only when cond's
+// count has not grown for stall, so the wait scales with how many there are
+// and how busy the machine is, not with a fixed total. cond returns whether
+// all have happened, how many have so far, and what it saw.
+func waitProgress(t testing.TB, stall time.Duration, what string, cond func() (done bool, count int, saw string)) {
+	t.Helper()
+	began := time.Now()
+	last, lastAt := -1, time.Now()
+	for {
+		done, n, saw := cond()
+		if done {
+			return
+		}
+		if n > last {
+			last, lastAt = n, time.Now()
+		}
+		if time.Since(lastAt) > stall {
+			t.Fatalf("waiting for %s: no progress for %s (after %s in all); last saw %s", what, stall, time.Since(began).Round(time.Millisecond), saw)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -28,7 +28,7 @@ func TestDistributedCleanupLeaderFailover(t *testing.T) {
 		"--leader-retry-interval", "500ms")
 	ctx := t.Context()
 
-	first := waitForOneLeader(t, procs, 15*time.Second)
+	first := waitForOneLeader(t, procs, eventTimeout)
 	oldLeader := procs[first]
 	oldID := mustStatus(t, oldLeader).GetInstanceId()
 	var followers []*proc
@@ -50,7 +50,7 @@ func TestDistributedCleanupLeaderFailover(t *testing.T) {
 	require.NoError(t, err)
 	deadline := zombie.GetLease().GetExpiresAt().AsTime()
 
-	second := waitForOneLeader(t, followers, 10*time.Second)
+	second := waitForOneLeader(t, followers, eventTimeout)
 	newLeader := followers[second]
 	newID := mustStatus(t, newLeader).GetInstanceId()
 	require.NotEqual(t, oldID, newID)
@@ -85,7 +85,7 @@ func TestDistributedCleanupLeaderFailover(t *testing.T) {
 		WHERE application_name = $1) t`, "seatd-leader "+newID).Scan(&terminated))
 	require.Equal(t, 1, terminated, "one lock connection named %q", "seatd-leader "+newID)
 	cutAt := time.Now()
-	eventually(t, 30*time.Second, "the leader steps down after its lock connection was terminated", func() bool {
+	eventually(t, eventTimeout, "the leader steps down after its lock connection was terminated", func() bool {
 		st, err := newLeader.cleanupStatus(ctx)
 		if err == nil && !st.GetIsLeader() {
 			return true
@@ -96,7 +96,7 @@ func TestDistributedCleanupLeaderFailover(t *testing.T) {
 	})
 	t.Logf("leader stepped down %s after pg_terminate_backend (ping interval %s)", time.Since(cutAt).Round(time.Millisecond), pingInterval)
 
-	settled := waitForOneLeader(t, followers, 10*time.Second)
+	settled := waitForOneLeader(t, followers, eventTimeout)
 	t.Logf("after the cut, %s leads", mustStatus(t, followers[settled]).GetInstanceId())
 	var leaders float64
 	for _, p := range followers {

@@ -41,7 +41,7 @@ func TestListLeasesByState(t *testing.T) {
 			_, err = p.release(ctx, released)
 			require.NoError(t, err)
 			// lapsed passes its deadline (it is not heartbeated); live is.
-			eventually(t, 30*time.Second, "lapsed's deadline passes", func() bool {
+			eventually(t, eventTimeout, "lapsed's deadline passes", func() bool {
 				return time.Now().After(lapsed.GetLease().GetExpiresAt().AsTime())
 			})
 			_, err = p.heartbeat(ctx, live)

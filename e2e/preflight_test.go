@@ -47,3 +47,75 @@ func TestPreflightListsEverythingMissing(t *testing.T) {
 	ok, err := exec.Command(filepath.Join(root, "scripts/preflight.sh"), "--check").CombinedOutput()
 	require.NoError(t, err, "%s", ok)
 }
+
+// TestPreflightWaitsForTheAptLock: as root, the preflight's apt-get waits
+// for another package manager to let go of its locks (unattended-upgrades,
+// a second make test) instead of stopping make test with "Could not get
+// lock". Here apt-get is a stand-in that finds the lock held twice, then
+// installs the one missing program (chromium); every call must also ask
+// apt-get itself to wait for dpkg's lock (DPkg::Lock::Timeout).
+func TestPreflightWaitsForTheAptLock(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+
+	// This machine's PATH less Chromium, apt-get and id, as in
+	// TestConsolePreflightNamesChromium.
+	bin := t.TempDir()
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			switch name := e.Name(); name {
+			case "chromium", "chromium-browser", "apt-get", "id":
+			default:
+				if _, err := os.Lstat(filepath.Join(bin, name)); err == nil {
+					continue // an earlier PATH entry wins
+				}
+				_ = os.Symlink(filepath.Join(dir, name), filepath.Join(bin, name))
+			}
+		}
+	}
+	state := t.TempDir()
+	stub := func(name, script string) {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/bash\n"+script), 0o755))
+	}
+	stub("id", `[[ "$1" == -u ]] && { echo 0; exit 0; }; exec /usr/bin/id "$@"`+"\n")
+	stub("apt-get", `
+echo "$*" >> "`+state+`/calls"
+n=$(wc -l < "`+state+`/calls")
+if ((n <= 2)); then
+  echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)" >&2
+  exit 100
+fi
+for a in "$@"; do
+  if [[ $a == chromium ]]; then printf '#!/bin/sh\n' > "`+bin+`/chromium"; chmod +x "`+bin+`/chromium"; fi
+done
+exit 0
+`)
+	cmd := exec.Command(filepath.Join(bin, "bash"), filepath.Join(root, "scripts/preflight.sh"))
+	cmd.Env = append(os.Environ(), "PATH="+bin, "APT_LOCK_WAIT=120")
+	out, err := cmd.CombinedOutput()
+	// Where only chromium was missing the preflight now passes; where more
+	// is missing than the stand-in installs, it lists it (exit 1). Never
+	// apt-get's own failure (exit 100) on the lock.
+	if err != nil {
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%s", out)
+		require.Equal(t, 1, exit.ExitCode(), "preflight stopped while another apt-get held the lock:\n%s", out)
+		require.Contains(t, string(out), "make test cannot run here yet", "%s", out)
+	}
+	require.Contains(t, string(out), "waiting")
+
+	calls, err := os.ReadFile(filepath.Join(state, "calls"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+	require.GreaterOrEqual(t, len(lines), 4, "two refused calls, then update and install: %s", calls)
+	for _, l := range lines {
+		require.Contains(t, l, "-o DPkg::Lock::Timeout=120", "every apt-get call waits for dpkg's lock: %s", calls)
+	}
+	require.Contains(t, lines[len(lines)-1], "install", "%s", calls)
+	require.Contains(t, lines[len(lines)-1], "chromium", "%s", calls)
+}

@@ -236,11 +236,13 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	c.fails(ctlNotFound, "apikeys", "revoke", "ak_nosuchkey")
 
 	// ---- licenses ----
+	// An hour's TTL: laptop-2's lease below must stay alive through dozens
+	// of seatctl runs, which took more than a minute on a loaded machine.
 	var lic seatdv1.License
 	c.json(&lic, "licenses", "create", "--name", "ACME CAD", "--seats", "2", "--overdraft", "1",
-		"--ttl", "1m", "--metadata", "plan=pro", "--strategy", "fingerprint", "--expires-at", "2099-01-02")
+		"--ttl", "1h", "--metadata", "plan=pro", "--strategy", "fingerprint", "--expires-at", "2099-01-02")
 	require.Equal(t, int32(2), lic.GetSeats())
-	require.Equal(t, time.Minute, lic.GetLeaseTtl().AsDuration())
+	require.Equal(t, time.Hour, lic.GetLeaseTtl().AsDuration())
 	require.Equal(t, "pro", lic.GetMetadata()["plan"])
 	require.True(t, lic.GetActive())
 	gl, err := admin.GetLicense(op, &seatdv1.GetLicenseRequest{LicenseId: lic.GetId()})
@@ -364,7 +366,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	require.Regexp(t, newNextKid+`\s+next\s`, table)
 	require.Regexp(t, rotated.GetKid()+`\s+signing\s`, table)
 	require.Regexp(t, oldKid+`\s+retired\s`, table)
-	eventually(t, 30*time.Second, "the new next key in seatctl jwks", func() bool {
+	eventually(t, eventTimeout, "the new next key in seatctl jwks", func() bool {
 		out := noKeyCtl.ok("--tenant", tenantID, "jwks")
 		return strings.Contains(out, newNextKid) && strings.Contains(out, rotated.GetKid()) && strings.Contains(out, oldKid)
 	})
@@ -372,7 +374,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 
 	// ---- status ----
 	table = c.ok("status")
-	for _, want := range []string{lic.GetId(), "ACME CAD 2", "3 +1", "WAITING", "1m", "leader", "last pass"} {
+	for _, want := range []string{lic.GetId(), "ACME CAD 2", "3 +1", "WAITING", "1h", "leader", "last pass"} {
 		require.Contains(t, table, want)
 	}
 	var view struct {
@@ -394,7 +396,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 		inUse[l.GetId()] = l.GetSeatsInUse()
 	}
 	require.Equal(t, int32(1), inUse[lic.GetId()], "status: laptop-2's seat is in use, laptop-1's was revoked")
-	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+1\s+3 \+1\s+0\s+1m\s`, table)
+	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+1\s+3 \+1\s+0\s+1h\s`, table)
 	var st seatdv1.GetCleanupStatusResponse
 	require.NoError(t, protojson.Unmarshal(view.Cleanup, &st))
 	require.NotEmpty(t, st.GetInstanceId())
@@ -404,7 +406,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	c.json(&zlic, "licenses", "create", "--name", "Zombie maker", "--seats", "1", "--ttl", "1s")
 	_, err = p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: zlic.GetKey(), Fingerprint: "crashes"})
 	require.NoError(t, err)
-	eventually(t, 30*time.Second, "the lease to pass its deadline", func() bool {
+	eventually(t, eventTimeout, "the lease to pass its deadline", func() bool {
 		r, err := admin.ListLeases(op, &seatdv1.ListLeasesRequest{LicenseId: zlic.GetId(), State: seatdv1.LeaseState_LEASE_STATE_EXPIRED})
 		return err == nil && len(r.GetLeases()) == 1
 	})

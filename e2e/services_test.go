@@ -67,7 +67,12 @@ func sharedServers(t testing.TB) (*pgxpool.Pool, *redis.Client) {
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		pg, err := pgxpool.New(ctx, sharedPostgresURL())
+		var pg *pgxpool.Pool
+		cfg, err := pgxpool.ParseConfig(sharedPostgresURL())
+		if err == nil {
+			cfg.MaxConns = sharedPoolConns
+			pg, err = pgxpool.NewWithConfig(ctx, cfg)
+		}
 		if err == nil {
 			err = pg.Ping(ctx)
 		}
@@ -105,6 +110,45 @@ type backend struct {
 	PGURL    string
 	RedisURL string
 	Prefix   string
+	// onShared: PGURL is on the shared PostgreSQL, whose connections the
+	// instances share with every other test (sharedPGInstances).
+	onShared bool
+}
+
+// The shared PostgreSQL allows 100 connections (Debian's default) to
+// everything that runs at once: this package's tests, the other packages'
+// (go test runs packages in parallel) and whatever else uses the server.
+// This package keeps to about sharedPGInstances × (instancePGConns + 2)
+// + sharedPoolConns of them, whatever the machine's size and -parallel:
+const (
+	// instancePGConns is each instance's pool (--pg-max-conns); besides it
+	// an instance holds the leader election's connection and, while it
+	// starts, the migrations'.
+	instancePGConns = 4
+	// sharedPGInstances bounds the instances running on the shared
+	// PostgreSQL at once (pgSlots): 8 × 6 = 48 connections.
+	sharedPGInstances = 8
+	// sharedPoolConns is the pool the tests' own queries use (sharedServers).
+	sharedPoolConns = 4
+)
+
+// pgSlots holds one token per running instance on the shared PostgreSQL,
+// taken before it starts and given back when its process exits.
+var pgSlots = make(chan struct{}, sharedPGInstances)
+
+// takePGSlot waits for a slot (for at most eventTimeout: a test that holds
+// slots and waits for one more must not wait forever on others that do the
+// same; past that it goes ahead, over the bound, and says so) and returns
+// the function that gives it back.
+func takePGSlot(t testing.TB) (giveBack func()) {
+	t.Helper()
+	select {
+	case pgSlots <- struct{}{}:
+		return sync.OnceFunc(func() { <-pgSlots })
+	case <-time.After(eventTimeout):
+		t.Logf("%d seatd instances have run on the shared PostgreSQL for %s: starting one more beyond that bound", sharedPGInstances, eventTimeout)
+		return func() {}
+	}
 }
 
 // withSearchPath adds search_path=schema to a PostgreSQL URL.
@@ -127,7 +171,7 @@ func sharedBackend(t testing.TB, redisURL string) *backend {
 	name := "e2e_" + randomHex(6)
 	_, err := pg.Exec(context.Background(), "CREATE SCHEMA "+name)
 	require.NoError(t, err, "create schema")
-	b := &backend{PGURL: withSearchPath(t, sharedPostgresURL(), name), RedisURL: redisURL, Prefix: name + ":"}
+	b := &backend{PGURL: withSearchPath(t, sharedPostgresURL(), name), RedisURL: redisURL, Prefix: name + ":", onShared: true}
 	if redisURL == "" {
 		b.RedisURL = sharedRedisURL()
 	}
@@ -196,9 +240,19 @@ func (b *backend) startSeatd(t testing.TB, instanceID string, args ...string) *p
 		"--instance-id", instanceID,
 		"--connect-timeout", "20s",
 		"--shutdown-timeout", "10s",
-		"--pg-max-conns", "8",
+		"--pg-max-conns", strconv.Itoa(instancePGConns),
 	}
-	return start(t, options{args: append(all, args...)})
+	if !b.onShared {
+		return start(t, options{args: append(all, args...)})
+	}
+	giveBack := takePGSlot(t)
+	t.Cleanup(giveBack) // start failed, or the process outlives the test
+	p := start(t, options{args: append(all, args...)})
+	go func() {
+		<-p.done
+		giveBack()
+	}()
+	return p
 }
 
 // startCluster starts n instances on b, named <name>-<random>-<i>.

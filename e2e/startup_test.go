@@ -15,8 +15,10 @@ import (
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
 
-// failTimeout bounds how long a seatd that cannot start may take to say so.
-const failTimeout = 15 * time.Second
+// failTimeout bounds how long a seatd that cannot start (or a backup or
+// restore run) may take to say so: it tells a hang from an answer, on a
+// machine however busy.
+const failTimeout = eventTimeout
 
 // TestStartupErrors: seatd refuses to start with a short, one-line message
 // naming what is wrong, and never hangs.

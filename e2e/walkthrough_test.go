@@ -18,8 +18,9 @@ func TestAcceptanceWalkthroughGRPC(t *testing.T) {
 	t.Parallel()
 	// Long enough that the four acquisitions below fit in one TTL on a
 	// loaded machine (a race-built server beside other e2e tests): with
-	// 2 s, a1 once lapsed before b was granted.
-	const ttl = 6 * time.Second
+	// 2 s, a1 once lapsed before b was granted; 6 s left a load of 40 a
+	// few seconds. The test waits one TTL out, once.
+	const ttl = 15 * time.Second
 	p := start(t, options{}) // --cleanup-interval 1h: no scheduled pass runs
 	ctx := testContext(t)
 	admin, seats, hb := p.admin(), p.seats(), p.heartbeats()

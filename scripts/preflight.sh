@@ -27,6 +27,8 @@ for a in "$@"; do
   esac
 done
 GO=${GO:-go}
+# shellcheck source=scripts/apt.sh
+. scripts/apt.sh
 
 apt=()   # Debian packages that would supply what is missing
 other=() # what apt-get cannot supply here, each with its own instructions
@@ -99,8 +101,8 @@ check
 if ((${#apt[@]})) && $may_install && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
   echo "preflight: installing ${apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${apt[@]}" >/dev/null
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends "${apt[@]}" >/dev/null
   check
 fi
 if ((${#apt[@]} + ${#other[@]})); then

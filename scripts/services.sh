@@ -41,7 +41,9 @@ if ((${#missing[@]})); then
   if $install; then
     echo "services: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+    # shellcheck source=scripts/apt.sh
+    . "$(dirname "$0")/apt.sh"
+    apt_get update -qq && apt_get install -y -qq "${missing[@]}" >/dev/null
   else
     echo "services: ${missing[*]} not installed. Install with:" >&2
     echo "    sudo apt-get install -y ${missing[*]}" >&2

@@ -56,7 +56,7 @@ func testServers(t *testing.T) (*pgxpool.Pool, *redis.Client) {
 	servers.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		pg, err := pgxpool.New(ctx, testPostgresURL())
+		pg, err := testPool(ctx, testPostgresURL())
 		if err == nil {
 			err = pg.Ping(ctx)
 		}
@@ -196,10 +196,25 @@ func TestConformance(t *testing.T) {
 // inspecting and arranging the record around a store.
 func (loc location) db(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(t.Context(), loc.pgURL)
+	pool, err := testPool(t.Context(), loc.pgURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// testPoolConns caps the pools the tests open for themselves (not the
+// stores'): the shared PostgreSQL's 100 connections serve every package
+// that go test runs at once, and pgxpool's default grows with the CPUs.
+const testPoolConns = 4
+
+// testPool is pgxpool.New with at most testPoolConns connections.
+func testPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = testPoolConns
+	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
 // timeUS is a time as the live state keeps it: unix microseconds.

@@ -36,7 +36,12 @@ type testRecord struct {
 // returns a pool for inspecting it and the URL that selects it.
 func newSchema(t *testing.T) (admin *pgxpool.Pool, schema, url string) {
 	t.Helper()
-	admin, err := pgxpool.New(t.Context(), testPostgresURL())
+	// At most 2 connections: the shared PostgreSQL's 100 serve every
+	// package go test runs at once (pgxpool's default grows with the CPUs).
+	cfg, err := pgxpool.ParseConfig(testPostgresURL())
+	require.NoError(t, err)
+	cfg.MaxConns = 2
+	admin, err = pgxpool.NewWithConfig(t.Context(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(admin.Close)
 	require.NoError(t, admin.Ping(t.Context()),

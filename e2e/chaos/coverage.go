@@ -1,0 +1,67 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+)
+
+// Minimums are what a campaign must have done for its verdict to mean
+// anything: a checker that finds no violation in an empty history (no
+// grants, no heartbeats, no faults) proves nothing.
+type Minimums struct {
+	Grants     int            // acquisitions and waits answered with a lease
+	Heartbeats int            // heartbeats answered OK
+	Releases   int            // releases answered OK
+	Faults     map[string]int // injections of each fault kind
+}
+
+// MinimumsFor are the minimums of a campaign of duration d that injects
+// each of kinds: one grant per 5 s and one heartbeat per second of the run
+// (a healthy campaign of 30 clients on 17 seats makes about 1.5 grants and
+// 10 heartbeats a second; the margin is for faults and a loaded machine),
+// at least one release, and every fault kind at least once (the nemesis
+// runs until each has been injected, however short d is).
+func MinimumsFor(d time.Duration, kinds []string) Minimums {
+	m := Minimums{
+		Grants:     max(1, int(d/(5*time.Second))),
+		Heartbeats: max(1, int(d/time.Second)),
+		Releases:   1,
+		Faults:     map[string]int{},
+	}
+	for _, k := range kinds {
+		m.Faults[k] = 1
+	}
+	return m
+}
+
+// Shortfalls lists what ops and faults (injections by kind) did less of
+// than m requires, one line each; none when the campaign did enough.
+func (m Minimums) Shortfalls(ops []Op, faults map[string]int) []string {
+	var grants, beats, releases int
+	for _, op := range ops {
+		if op.Outcome != OK {
+			continue
+		}
+		switch op.Kind {
+		case Acquire, Wait:
+			grants++
+		case Heartbeat:
+			beats++
+		case Release:
+			releases++
+		}
+	}
+	var out []string
+	short := func(what string, got, want int) {
+		if got < want {
+			out = append(out, fmt.Sprintf("%s: %d, at least %d required", what, got, want))
+		}
+	}
+	short("grants", grants, m.Grants)
+	short("heartbeats answered OK", beats, m.Heartbeats)
+	short("releases answered OK", releases, m.Releases)
+	for _, k := range sortedKeys(m.Faults) {
+		short("faults "+k, faults[k], m.Faults[k])
+	}
+	return out
+}
