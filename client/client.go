@@ -36,7 +36,10 @@ type Options struct {
 	// of every answer that grants or extends a seat (Acquire, Borrow,
 	// WaitForSeat's grant, every heartbeat, unary or on the stream): signed
 	// (EdDSA) by the key of this set its kid names, issued by seatd, for
-	// this lease and fingerprint, repeating the nonce the request carried,
+	// this lease, for this client (Claims.CheckHolder: the hash of our
+	// license key, and our fingerprint, or our user or hostname when the
+	// license shares a lease per user or hostname, all as AcquireOptions
+	// sent them, never as an answer says), repeating the nonce the request carried,
 	// with exp the deadline the answer told (rounded down to whole seconds)
 	// and not passed. An answer that fails is a lost lease: Acquire and
 	// WaitForSeat return the error (and give the seat back), a kept lease
@@ -228,7 +231,7 @@ func (c *Client) acquire(ctx context.Context, o AcquireOptions, borrow time.Dura
 	if err != nil {
 		return nil, wrap(err)
 	}
-	st, err := c.granted(req.GetNonce(), o.Fingerprint, resp, sent, borrow > 0)
+	st, err := c.granted(req.GetNonce(), o, resp, sent, borrow > 0)
 	if err != nil {
 		c.giveBack(ctx, resp.GetLease().GetId(), resp.GetLeaseToken())
 		return nil, err
@@ -237,12 +240,13 @@ func (c *Client) acquire(ctx context.Context, o AcquireOptions, borrow time.Dura
 }
 
 // granted reads and, with SigningKeys, verifies a granted seat: nonce and
-// fingerprint are what the request sent, sent is when.
-func (c *Client) granted(nonce, fingerprint string, resp *seatdv1.AcquireSeatResponse, sent time.Time, borrowed bool) (leaseState, error) {
+// o are what the request sent, sent is when.
+func (c *Client) granted(nonce string, o AcquireOptions, resp *seatdv1.AcquireSeatResponse, sent time.Time, borrowed bool) (leaseState, error) {
 	st := stateOf(resp, sent)
-	// The lease's fingerprint: ours, or, when the license shares a lease
-	// between fingerprints (per user or hostname), the one seatd says.
-	st.fingerprint = cmp.Or(resp.GetLease().GetFingerprint(), fingerprint)
+	// Every certificate of the lease must name our own license key and
+	// identity, never what an answer says: a relay holding one lease could
+	// otherwise answer many clients with its certificates.
+	st.holder = holderOf(o)
 	st.borrowed = borrowed
 	if borrowed {
 		switch {
@@ -256,7 +260,7 @@ func (c *Client) granted(nonce, fingerprint string, resp *seatdv1.AcquireSeatRes
 		return st, nil
 	}
 	_, err := c.opts.SigningKeys.check(st.cert, expectation{
-		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, fingerprint: st.fingerprint,
+		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, holder: st.holder,
 		deadline: st.expiresAt, borrowed: borrowed,
 	}, c.t.wallNow())
 	if err != nil {
