@@ -297,6 +297,9 @@ class Base:
         got = seatd.verify_offline(lease.certificate, jwks, time.time() + 1700)
         self.assertTrue(got.borrowed)
         self.assertEqual((got.fingerprint, got.license_id), ("travel-laptop", lic.id))
+        got.check_holder(lic.key, "travel-laptop")  # bound to this machine and this license key
+        with self.assertRaises(seatd.BadCertificate):
+            got.check_holder(lic.key, "another-laptop")  # copied to another machine
         with self.assertRaises(seatd.CertificateExpired):
             seatd.verify_offline(lease.certificate, jwks, got.expiry)
         with self.assertRaises(seatd.SeatdError) as cm:
