@@ -11,7 +11,7 @@ import { join, resolve } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { Backend, modes, newLicense, operatorKey, sleep, until, type Seatd } from "./harness.js";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { AdminClient, BadCertificateError, CertificateExpiredError, Client, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, SigningKeys, seatdv1, serviceConfig, verifyOffline, type Log, type SeatdError } from "../src/index.js";
+import { AdminClient, BadCertificateError, CertificateExpiredError, Client, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, SigningKeys, checkHolder, seatdv1, serviceConfig, verifyOffline, type Log, type SeatdError } from "../src/index.js";
 
 /** A log that keeps what it hears, to assert on reconnects and fallbacks. */
 function recorder(): Log & { messages: string[] } {
@@ -269,6 +269,8 @@ for (const mode of modes) {
       assert.ok(lease.borrowed);
       const got = verifyOffline(lease.certificate, jwks, Date.now() + 1700_000);
       assert.ok(got.borrowed);
+      checkHolder(got, { licenseKey: lic.key, fingerprint: "travel-laptop" }); // bound to this machine and license key
+      assert.throws(() => checkHolder(got, { licenseKey: lic.key, fingerprint: "another-laptop" }), BadCertificateError, "copied to another machine");
       assert.deepEqual([got.fingerprint, got.licenseId], ["travel-laptop", lic.id]);
       assert.throws(() => verifyOffline(lease.certificate, jwks, got.expiry), CertificateExpiredError);
       await assert.rejects(c.borrow({ licenseKey: lic.key, fingerprint: "second" }, 60_000), (err: SeatdError) => err.reason === "BORROW_LIMIT_REACHED");
