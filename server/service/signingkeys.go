@@ -121,8 +121,21 @@ func (s *Service) ListSigningKeys(ctx context.Context, tenant string) ([]server.
 // RotateSigningKey retires the key that signs for the tenant, makes its
 // next key (published since the rotation before) sign and makes a new next
 // key, in one step; it returns the key that signs now and audits it. The
-// retired key stays published until its certificates have expired.
+// retired key stays published until its certificates have expired, so a
+// rotation adds a published key: beyond the tenant's signing keys quota
+// (Quotas.SigningKeys) it is refused with QUOTA_EXCEEDED and changes
+// nothing.
 func (s *Service) RotateSigningKey(ctx context.Context, actor, tenant string) (server.SigningKey, error) {
+	if limit := s.quotas.SigningKeys; limit > 0 {
+		defer s.quotaLocks.lock(tenant)()
+		published, err := s.issuer.Published(ctx, tenant)
+		if err != nil {
+			return server.SigningKey{}, err
+		}
+		if int64(len(published))+1 > limit {
+			return server.SigningKey{}, quotaExceeded("signing_keys", limit)
+		}
+	}
 	k, err := s.issuer.Rotate(ctx, tenant)
 	if err != nil {
 		return server.SigningKey{}, err

@@ -116,6 +116,38 @@ func TestCertificateNamesWhomTheLeaseIsFor(t *testing.T) {
 	}
 }
 
+// TestRotationsAreBounded: a rotation adds a published key (the retired
+// one stays in the JWKS for the certificate lifetime), so the tenant's
+// signing keys quota bounds them: past it RotateSigningKey is refused with
+// QUOTA_EXCEEDED naming the quota, and the keys do not change. Another
+// tenant has its own count.
+func TestRotationsAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.Quotas = Quotas{SigningKeys: 4} })
+	ctx := t.Context()
+	for range 2 { // 2 keys at first: 3, then 4
+		_, err := e.svc.RotateSigningKey(ctx, "operator", server.DefaultTenantID)
+		require.NoError(t, err)
+	}
+	before, err := e.svc.ListSigningKeys(ctx, server.DefaultTenantID)
+	require.NoError(t, err)
+	require.Len(t, before, 4)
+	_, err = e.svc.RotateSigningKey(ctx, "operator", server.DefaultTenantID)
+	require.Equal(t, server.ReasonQuotaExceeded, server.ErrorReason(err), "%v", err)
+	var se *server.Error
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, server.EEXHAUSTED, se.Code)
+	require.Equal(t, map[string]string{"quota": "signing_keys", "limit": "4"}, se.Metadata)
+	after, err := e.svc.ListSigningKeys(ctx, server.DefaultTenantID)
+	require.NoError(t, err)
+	require.Equal(t, kids(before), kids(after), "a refused rotation changes nothing")
+
+	_, err = e.svc.CreateTenant(ctx, "operator", server.Tenant{ID: "acme"})
+	require.NoError(t, err)
+	_, err = e.svc.RotateSigningKey(ctx, "operator", "acme")
+	require.NoError(t, err, "each tenant has its own quota")
+}
+
 func TestSigningKeysOfTenants(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
