@@ -156,7 +156,8 @@ func TestBorrow(t *testing.T) {
 	require.ErrorIs(t, err, ErrBadCertificate)
 	require.ErrorIs(t, err, ErrCertificateExpired)
 
-	// Returned early, after a restart: by id and token.
+	// ReleaseSeat by id and token reaches the server (the fake takes a
+	// borrowed lease back; seatd refuses an early return: e2e TestClientCert).
 	require.NoError(t, b.client.ReleaseSeat(testContext(t), l.ID(), l.Token()))
 	require.Zero(t, b.fake.read(func(f *fakeServer) int { return f.live() }))
 	require.ErrorIs(t, b.client.ReleaseSeat(testContext(t), "lease-none", "t"), ErrLeaseLost)

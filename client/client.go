@@ -199,9 +199,9 @@ func (c *Client) Acquire(ctx context.Context, o AcquireOptions) (*Lease, error) 
 
 // Borrow takes a seat for offline use for d (at most the license's
 // max_borrow_duration). The lease needs no heartbeats and holds its seat
-// until its deadline (ExpiresAt) or until it is returned early with
-// Lease.Release (or, after a restart, Client.ReleaseSeat with its ID and
-// Token). Store Lease.Certificate with the product: VerifyOffline checks it
+// until its deadline (ExpiresAt): seatd refuses to return it early
+// (Reason LEASE_BORROWED), since its certificate stays valid offline until
+// then. Store Lease.Certificate with the product: VerifyOffline checks it
 // at start-up without a network. Nothing keeps or watches a borrowed lease:
 // its Lost channel closes only if a Heartbeat call finds it gone.
 //
@@ -280,11 +280,12 @@ func (c *Client) giveBack(ctx context.Context, leaseID, leaseToken string) {
 	}
 }
 
-// ReleaseSeat gives back a seat known only by its id and token: a borrowed
-// lease returned early after the product restarted, say (Lease.Release is
-// the way for a Lease in hand). Releasing again is fine; a lease that
-// expired or was revoked meanwhile is an error (errors.Is(err,
-// ErrLeaseLost), Reason LEASE_EXPIRED or LEASE_REVOKED).
+// ReleaseSeat gives back a seat known only by its id and token (after the
+// product restarted, say; Lease.Release is the way for a Lease in hand).
+// Releasing again is fine; a lease that expired or was revoked meanwhile
+// is an error (errors.Is(err, ErrLeaseLost), Reason LEASE_EXPIRED or
+// LEASE_REVOKED); a live borrowed lease is not returned early (Reason
+// LEASE_BORROWED).
 func (c *Client) ReleaseSeat(ctx context.Context, leaseID, leaseToken string) error {
 	_, err := c.seats.ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: leaseID, LeaseToken: leaseToken})
 	return wrap(err)

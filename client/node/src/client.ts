@@ -100,8 +100,8 @@ export class Client implements AsyncDisposable {
 
   /** Borrows a seat for offline use for durationMs (at most the license's
    * max_borrow_duration). The lease needs no heartbeats and is not kept: it
-   * holds its seat until expiresAt or an early return (release(), or
-   * releaseSeat(id, token) after a restart). Store lease.certificate with the
+   * holds its seat until expiresAt: seatd refuses an early return
+   * (LEASE_BORROWED), its certificate staying valid offline until then. Store lease.certificate with the
    * product: verifyOffline checks it later without a network. The request
    * carries a nonce, with signingKeys or without, so the certificate (seatd
    * signs one for every borrow) repeats it. An answer without a certificate,

@@ -211,9 +211,10 @@ class Client(_Connected):
         return self._hold(opts, self._acquire(req, timeout), sent, req.nonce, borrowed=True)
 
     def release_seat(self, lease_id, lease_token, timeout=None):
-        """Gives back a seat known by its id and token (a borrowed one
-        returned early after a restart). Releasing again is fine; raises
-        LeaseExpired or LeaseRevoked when the lease ended otherwise."""
+        """Gives back a seat known by its id and token (after a restart).
+        Releasing again is fine; raises LeaseExpired or LeaseRevoked when the
+        lease ended otherwise, SeatdError LEASE_BORROWED for a live borrowed
+        lease (no early return: its certificate stays valid offline)."""
         _call(self._seats.ReleaseSeat, seat_service_pb2.ReleaseSeatRequest(lease_id=lease_id, lease_token=lease_token),
               timeout=timeout or self.t.call_timeout)
 
