@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,18 +58,93 @@ func badCert(format string, args ...any) *CertificateError {
 }
 
 // Claims are what a lease certificate says: that seatd (the tenant's key)
-// granted lease LeaseID of license LicenseID to Fingerprint until Expiry.
+// granted lease LeaseID of license LicenseID, opened by the license key
+// whose SHA-256 is LicenseKeySHA256, to the client BoundTo names, until
+// Expiry. CheckHolder compares them with what a client knows of itself.
 type Claims struct {
-	Issuer      string    // always "seatd"
-	LeaseID     string    // the sub claim and the lease_id claim
-	TenantID    string    // the tenant whose key signed it
-	LicenseID   string    // the license the seat belongs to
-	Fingerprint string    // the machine the lease was granted to
-	IssuedAt    time.Time // when seatd signed it (iat)
-	Expiry      time.Time // the lease's deadline, whole seconds rounded down (exp)
-	Borrowed    bool      // a seat borrowed for offline use (Client.Borrow)
-	Nonce       string    // the nonce of the request it answers
-	KeyID       string    // the kid of the key that signed it
+	Issuer      string // always "seatd"
+	LeaseID     string // the sub claim and the lease_id claim
+	TenantID    string // the tenant whose key signed it
+	LicenseID   string // the license the seat belongs to
+	Fingerprint string // the machine the lease was granted to (the first one, for a shared lease)
+	User        string // the user it was granted to, "" if none was sent
+	Hostname    string // the hostname it was granted to, "" if none was sent
+	// BoundTo is whom the lease is for: "fingerprint" (Fingerprint), or,
+	// when the license shares one lease per user or per hostname, "user"
+	// (User) or "hostname" (Hostname). "" from a seatd that did not bind
+	// its certificates (CheckHolder refuses those).
+	BoundTo string
+	// LicenseKeySHA256 is the SHA-256 of the license key, lowercase hex;
+	// "" from a seatd that did not bind its certificates.
+	LicenseKeySHA256 string
+	IssuedAt         time.Time // when seatd signed it (iat)
+	Expiry           time.Time // the lease's deadline, whole seconds rounded down (exp)
+	Borrowed         bool      // a seat borrowed for offline use (Client.Borrow)
+	Nonce            string    // the nonce of the request it answers
+	KeyID            string    // the kid of the key that signed it
+}
+
+// The values of Claims.BoundTo.
+const (
+	BoundToFingerprint = "fingerprint"
+	BoundToUser        = "user"
+	BoundToHostname    = "hostname"
+)
+
+// LicenseKeyHash is the license_key_sha256 claim of a license key.
+func LicenseKeyHash(licenseKey string) string {
+	sum := sha256.Sum256([]byte(licenseKey))
+	return hex.EncodeToString(sum[:])
+}
+
+// CheckHolder reports whether the certificate is for the client that asks
+// with o: o.LicenseKey's hash is LicenseKeySHA256, and the identity BoundTo
+// names is o's own (o.Fingerprint, or o.User or o.Hostname for a lease
+// the license shares per user or hostname). It compares only with what
+// the client knows of itself, never with what an answer says, so a relay
+// that holds one lease cannot serve other clients with its certificates.
+// A certificate of a seatd that did not bind its certificates (no
+// bound_to or license_key_sha256 claim) is refused. Every error satisfies
+// errors.Is(err, ErrBadCertificate).
+func (c Claims) CheckHolder(o AcquireOptions) error {
+	if err := holderOf(o).check(c); err != nil {
+		return err
+	}
+	return nil
+}
+
+// holder is what a client knows of itself, which a certificate must name.
+type holder struct {
+	keyHash, fingerprint, user, hostname string
+}
+
+func holderOf(o AcquireOptions) holder {
+	return holder{keyHash: LicenseKeyHash(o.LicenseKey), fingerprint: o.Fingerprint, user: o.User, hostname: o.Hostname}
+}
+
+// check refuses a certificate for another license key or another client.
+func (h holder) check(c Claims) *CertificateError {
+	if c.LicenseKeySHA256 == "" || c.BoundTo == "" {
+		return badCert("it names no license key or holder (signed by a seatd that does not bind certificates to their client: upgrade seatd)")
+	}
+	if c.LicenseKeySHA256 != h.keyHash {
+		return badCert("for another license key than the one this client uses")
+	}
+	var theirs, ours string
+	switch c.BoundTo {
+	case BoundToFingerprint:
+		theirs, ours = c.Fingerprint, h.fingerprint
+	case BoundToUser:
+		theirs, ours = c.User, h.user
+	case BoundToHostname:
+		theirs, ours = c.Hostname, h.hostname
+	default:
+		return badCert("bound to %q, which this client does not know", c.BoundTo)
+	}
+	if ours == "" || theirs != ours {
+		return badCert("for %s %q, not this client's %q", c.BoundTo, theirs, ours)
+	}
+	return nil
 }
 
 // claimsJSON is the certificate's payload.
@@ -78,6 +155,10 @@ type claimsJSON struct {
 	TenantID    string           `json:"tenant_id"`
 	LicenseID   string           `json:"license_id"`
 	Fingerprint string           `json:"fingerprint"`
+	User        string           `json:"user"`
+	Hostname    string           `json:"hostname"`
+	BoundTo     string           `json:"bound_to"`
+	KeySHA256   string           `json:"license_key_sha256"`
 	IssuedAt    *jwt.NumericDate `json:"iat"`
 	Expiry      *jwt.NumericDate `json:"exp"`
 	Borrowed    bool             `json:"borrowed"`
@@ -151,8 +232,9 @@ func (k *SigningKeys) KeyIDs() []string {
 // Verify checks a stored certificate without a network: a JWS compact
 // token, alg EdDSA, signed by the key of the set named by its kid, issued
 // by seatd, and not expired at now (now is before exp). It returns the
-// certificate's claims; the caller checks what they must say for it (its
-// own fingerprint, the license, Borrowed). Every error satisfies
+// certificate's claims; the caller checks what they must say for it
+// (Claims.CheckHolder: its own license key and identity; Borrowed).
+// Every error satisfies
 // errors.Is(err, ErrBadCertificate).
 func (k *SigningKeys) Verify(cert string, now time.Time) (Claims, error) {
 	c, err := k.verify(cert)
@@ -215,7 +297,8 @@ func (k *SigningKeys) verify(cert string) (Claims, error) {
 	}
 	c := Claims{
 		Issuer: raw.Issuer, LeaseID: raw.LeaseID, TenantID: raw.TenantID, LicenseID: raw.LicenseID,
-		Fingerprint: raw.Fingerprint, Expiry: raw.Expiry.Time(), Borrowed: raw.Borrowed, Nonce: raw.Nonce, KeyID: kid,
+		Fingerprint: raw.Fingerprint, User: raw.User, Hostname: raw.Hostname, BoundTo: raw.BoundTo, LicenseKeySHA256: raw.KeySHA256,
+		Expiry: raw.Expiry.Time(), Borrowed: raw.Borrowed, Nonce: raw.Nonce, KeyID: kid,
 	}
 	if raw.IssuedAt != nil {
 		c.IssuedAt = raw.IssuedAt.Time()
@@ -225,23 +308,27 @@ func (k *SigningKeys) verify(cert string) (Claims, error) {
 
 // expectation is what a certificate in an answer must say.
 type expectation struct {
-	nonce       string
-	leaseID     string
-	licenseID   string    // "" if not known
-	fingerprint string    // the lease's
-	deadline    time.Time // the deadline the same answer told
-	borrowed    bool
+	nonce     string
+	leaseID   string
+	licenseID string    // "" if not known
+	holder    holder    // this client's own, not from any answer
+	deadline  time.Time // the deadline the same answer told
+	borrowed  bool
 }
 
 // check verifies a certificate that came with an answer: as Verify, and it
-// answers the request we sent (nonce), for this lease, with the deadline
-// the answer told. exp is that deadline rounded down to whole seconds, so
+// answers the request we sent (nonce), for this lease, for this client
+// (holder: our license key and our identity), with the deadline the
+// answer told. exp is that deadline rounded down to whole seconds, so
 // the two must be less than a second apart, and the deadline (exp plus at
 // most a second) must not have passed by now.
 func (k *SigningKeys) check(cert string, want expectation, now time.Time) (Claims, error) {
 	c, err := k.verify(cert)
 	if err != nil {
 		return Claims{}, err
+	}
+	if err := want.holder.check(c); err != nil {
+		return c, err
 	}
 	switch d := want.deadline.Sub(c.Expiry); {
 	case want.nonce == "" || c.Nonce != want.nonce:
@@ -250,8 +337,6 @@ func (k *SigningKeys) check(cert string, want expectation, now time.Time) (Claim
 		return c, badCert("for lease %q, not %q", c.LeaseID, want.leaseID)
 	case want.licenseID != "" && c.LicenseID != want.licenseID:
 		return c, badCert("for license %q, not %q", c.LicenseID, want.licenseID)
-	case c.Fingerprint != want.fingerprint:
-		return c, badCert("for fingerprint %q, not %q", c.Fingerprint, want.fingerprint)
 	case c.Borrowed != want.borrowed:
 		return c, badCert("borrowed is %t, want %t", c.Borrowed, want.borrowed)
 	case d <= -time.Second || d >= time.Second:

@@ -156,7 +156,8 @@ func TestBorrow(t *testing.T) {
 	require.ErrorIs(t, err, ErrBadCertificate)
 	require.ErrorIs(t, err, ErrCertificateExpired)
 
-	// Returned early, after a restart: by id and token.
+	// ReleaseSeat by id and token reaches the server (the fake takes a
+	// borrowed lease back; seatd refuses an early return: e2e TestClientCert).
 	require.NoError(t, b.client.ReleaseSeat(testContext(t), l.ID(), l.Token()))
 	require.Zero(t, b.fake.read(func(f *fakeServer) int { return f.live() }))
 	require.ErrorIs(t, b.client.ReleaseSeat(testContext(t), "lease-none", "t"), ErrLeaseLost)
@@ -193,8 +194,10 @@ func TestVerifyOffline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Claims{
 		Issuer: "seatd", LeaseID: "lease-1", TenantID: "default", LicenseID: "lic-1", Fingerprint: "fp",
+		BoundTo: BoundToFingerprint, LicenseKeySHA256: LicenseKeyHash("key"),
 		IssuedAt: claims.IssuedAt, Expiry: time.Unix(deadline.Unix(), 0), Borrowed: true, Nonce: "n", KeyID: "k1",
 	}, claims)
+	require.NoError(t, claims.CheckHolder(AcquireOptions{LicenseKey: "key", Fingerprint: "fp"}))
 	require.WithinDuration(t, time.Now(), claims.IssuedAt, 2*time.Second)
 
 	_, err = VerifyOffline(good, jwks(signer, other), time.Now())
@@ -217,6 +220,46 @@ func TestVerifyOffline(t *testing.T) {
 	require.ErrorIs(t, err, ErrCertificateExpired, "exp is the first instant it is not valid")
 	_, err = VerifyOffline(good, keys, time.Unix(deadline.Unix(), 0).Add(-time.Nanosecond))
 	require.NoError(t, err)
+}
+
+// TestCheckHolder: a certificate is this client's only when it names the
+// hash of the license key the client uses and the client's own identity,
+// the one its lease is bound to; a certificate of an older seatd (neither
+// claim) still verifies offline but names no holder.
+func TestCheckHolder(t *testing.T) {
+	signer := newTestSigner("k1")
+	keys := jwks(signer)
+	deadline := time.Now().Add(time.Hour)
+	me := AcquireOptions{LicenseKey: "key", Fingerprint: "fp", User: "ann", Hostname: "box"}
+	claimsOf := func(forge forgery) Claims {
+		t.Helper()
+		c, err := VerifyOffline(signer.certificate(forge, certClaims("lease-1", "fp", deadline, true, "n")), keys, time.Now())
+		require.NoError(t, err, forgeries[forge])
+		return c
+	}
+	require.NoError(t, claimsOf(forgeNothing).CheckHolder(me))
+	for _, forge := range []forgery{forgeRelayed, forgeFingerprint, forgeLicenseKey, forgeUnbound, forgeOtherUser} {
+		err := claimsOf(forge).CheckHolder(me)
+		require.ErrorIs(t, err, ErrBadCertificate, forgeries[forge])
+		var ce *CertificateError
+		require.ErrorAs(t, err, &ce)
+		require.NotContains(t, ce.Problem, "key\"", "the problem does not show the license key")
+	}
+	other := me
+	other.LicenseKey = "another-key"
+	require.ErrorIs(t, claimsOf(forgeNothing).CheckHolder(other), ErrBadCertificate)
+
+	// A lease shared per user is bound to the user: another machine of
+	// ann's holds it, bob does not, nor a client that sent no user.
+	shared := claimsOf(forgeOtherUser) // bound to user bob, fingerprint fp
+	bob := AcquireOptions{LicenseKey: "key", Fingerprint: "bobs-laptop", User: "bob"}
+	require.NoError(t, shared.CheckHolder(bob))
+	require.ErrorIs(t, shared.CheckHolder(AcquireOptions{LicenseKey: "key", Fingerprint: "fp"}), ErrBadCertificate)
+	shared.BoundTo, shared.Hostname = BoundToHostname, "box"
+	require.NoError(t, shared.CheckHolder(me))
+	require.ErrorIs(t, shared.CheckHolder(bob), ErrBadCertificate)
+	shared.BoundTo = "group"
+	require.ErrorIs(t, shared.CheckHolder(me), ErrBadCertificate, "an unknown binding")
 }
 
 func TestParseSigningKeys(t *testing.T) {

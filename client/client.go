@@ -36,7 +36,10 @@ type Options struct {
 	// of every answer that grants or extends a seat (Acquire, Borrow,
 	// WaitForSeat's grant, every heartbeat, unary or on the stream): signed
 	// (EdDSA) by the key of this set its kid names, issued by seatd, for
-	// this lease and fingerprint, repeating the nonce the request carried,
+	// this lease, for this client (Claims.CheckHolder: the hash of our
+	// license key, and our fingerprint, or our user or hostname when the
+	// license shares a lease per user or hostname, all as AcquireOptions
+	// sent them, never as an answer says), repeating the nonce the request carried,
 	// with exp the deadline the answer told (rounded down to whole seconds)
 	// and not passed. An answer that fails is a lost lease: Acquire and
 	// WaitForSeat return the error (and give the seat back), a kept lease
@@ -196,9 +199,9 @@ func (c *Client) Acquire(ctx context.Context, o AcquireOptions) (*Lease, error) 
 
 // Borrow takes a seat for offline use for d (at most the license's
 // max_borrow_duration). The lease needs no heartbeats and holds its seat
-// until its deadline (ExpiresAt) or until it is returned early with
-// Lease.Release (or, after a restart, Client.ReleaseSeat with its ID and
-// Token). Store Lease.Certificate with the product: VerifyOffline checks it
+// until its deadline (ExpiresAt): seatd refuses to return it early
+// (Reason LEASE_BORROWED), since its certificate stays valid offline until
+// then. Store Lease.Certificate with the product: VerifyOffline checks it
 // at start-up without a network. Nothing keeps or watches a borrowed lease:
 // its Lost channel closes only if a Heartbeat call finds it gone.
 //
@@ -228,7 +231,7 @@ func (c *Client) acquire(ctx context.Context, o AcquireOptions, borrow time.Dura
 	if err != nil {
 		return nil, wrap(err)
 	}
-	st, err := c.granted(req.GetNonce(), o.Fingerprint, resp, sent, borrow > 0)
+	st, err := c.granted(req.GetNonce(), o, resp, sent, borrow > 0)
 	if err != nil {
 		c.giveBack(ctx, resp.GetLease().GetId(), resp.GetLeaseToken())
 		return nil, err
@@ -237,12 +240,13 @@ func (c *Client) acquire(ctx context.Context, o AcquireOptions, borrow time.Dura
 }
 
 // granted reads and, with SigningKeys, verifies a granted seat: nonce and
-// fingerprint are what the request sent, sent is when.
-func (c *Client) granted(nonce, fingerprint string, resp *seatdv1.AcquireSeatResponse, sent time.Time, borrowed bool) (leaseState, error) {
+// o are what the request sent, sent is when.
+func (c *Client) granted(nonce string, o AcquireOptions, resp *seatdv1.AcquireSeatResponse, sent time.Time, borrowed bool) (leaseState, error) {
 	st := stateOf(resp, sent)
-	// The lease's fingerprint: ours, or, when the license shares a lease
-	// between fingerprints (per user or hostname), the one seatd says.
-	st.fingerprint = cmp.Or(resp.GetLease().GetFingerprint(), fingerprint)
+	// Every certificate of the lease must name our own license key and
+	// identity, never what an answer says: a relay holding one lease could
+	// otherwise answer many clients with its certificates.
+	st.holder = holderOf(o)
 	st.borrowed = borrowed
 	if borrowed {
 		switch {
@@ -256,7 +260,7 @@ func (c *Client) granted(nonce, fingerprint string, resp *seatdv1.AcquireSeatRes
 		return st, nil
 	}
 	_, err := c.opts.SigningKeys.check(st.cert, expectation{
-		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, fingerprint: st.fingerprint,
+		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, holder: st.holder,
 		deadline: st.expiresAt, borrowed: borrowed,
 	}, c.t.wallNow())
 	if err != nil {
@@ -276,11 +280,12 @@ func (c *Client) giveBack(ctx context.Context, leaseID, leaseToken string) {
 	}
 }
 
-// ReleaseSeat gives back a seat known only by its id and token: a borrowed
-// lease returned early after the product restarted, say (Lease.Release is
-// the way for a Lease in hand). Releasing again is fine; a lease that
-// expired or was revoked meanwhile is an error (errors.Is(err,
-// ErrLeaseLost), Reason LEASE_EXPIRED or LEASE_REVOKED).
+// ReleaseSeat gives back a seat known only by its id and token (after the
+// product restarted, say; Lease.Release is the way for a Lease in hand).
+// Releasing again is fine; a lease that expired or was revoked meanwhile
+// is an error (errors.Is(err, ErrLeaseLost), Reason LEASE_EXPIRED or
+// LEASE_REVOKED); a live borrowed lease is not returned early (Reason
+// LEASE_BORROWED).
 func (c *Client) ReleaseSeat(ctx context.Context, leaseID, leaseToken string) error {
 	_, err := c.seats.ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: leaseID, LeaseToken: leaseToken})
 	return wrap(err)

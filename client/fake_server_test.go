@@ -195,13 +195,24 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest, nonce string) (*seat
 	}
 	return &seatdv1.AcquireSeatResponse{
 		Lease: &seatdv1.Lease{
-			Id: l.id, LicenseId: "lic-1", Fingerprint: req.GetFingerprint(), Borrowed: l.borrowed,
+			Id: l.id, LicenseId: "lic-1", Fingerprint: f.answeredFingerprint(req.GetFingerprint()), Borrowed: l.borrowed,
 			AcquiredAt: timestamppb.New(now), LastHeartbeatAt: timestamppb.New(now), ExpiresAt: timestamppb.New(l.expiresAt),
 		},
 		LeaseToken: l.token, HeartbeatInterval: durationpb.New(f.interval),
 		SeatsInUse: int32(f.live()), SeatLimit: int32(f.seats),
 		LeaseCertificate: f.certify(l, nonce),
 	}, nil
+}
+
+// answeredFingerprint is the lease's fingerprint in an answer: the one
+// asked for, or, when the fake plays a relay (forgeRelayed), the relay's,
+// as its answers say to make the certificate look right (call with f.mu
+// held).
+func (f *fakeServer) answeredFingerprint(asked string) string {
+	if f.forge == forgeRelayed {
+		return relayFingerprint
+	}
+	return asked
 }
 
 // certify is l's certificate for a request with nonce, as the fake's

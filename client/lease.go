@@ -36,7 +36,7 @@ type leaseState struct {
 	deadline              time.Time     // the deadline, by our clock (see localDeadline)
 	seatsInUse, seatLimit int
 	cert                  string // the latest lease certificate, "" if none came
-	fingerprint           string // the lease's, which its certificates name
+	holder                holder // this client's license key and identity, which its certificates must name
 	borrowed              bool
 }
 
@@ -162,7 +162,7 @@ func (l *Lease) checkCert(st leaseState, nonce, cert string, expiresAt time.Time
 		return nil
 	}
 	_, err := keys.check(cert, expectation{
-		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, fingerprint: st.fingerprint,
+		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, holder: st.holder,
 		deadline: expiresAt, borrowed: st.borrowed,
 	}, l.c.t.wallNow())
 	if err != nil {

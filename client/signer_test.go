@@ -64,19 +64,30 @@ const (
 	forgeByte                // one byte of the claims changed after signing
 	forgeAlgNone             // alg "none", no signature
 	forgeIssuer              // iss not "seatd"
+	forgeRelayed             // a relay's: the answer and its certificate name the relay's machine
+	forgeLicenseKey          // for a lease of another license key (a relay's cheaper license)
+	forgeUnbound             // as an older seatd signed: no bound_to, no license_key_sha256
+	forgeOtherUser           // shared per user, for another user
 )
 
 var forgeries = map[forgery]string{
 	forgeMissing: "missing", forgeOtherKey: "other key", forgeUnknownKid: "unknown kid", forgeNonce: "other nonce",
 	forgeExp: "later exp", forgeLease: "other lease", forgeFingerprint: "other fingerprint", forgeByte: "one byte changed",
-	forgeAlgNone: "alg none", forgeIssuer: "other issuer",
+	forgeAlgNone: "alg none", forgeIssuer: "other issuer", forgeRelayed: "relayed", forgeLicenseKey: "other license key",
+	forgeUnbound: "unbound", forgeOtherUser: "other user",
 }
 
-// certClaims are the claims seatd puts in a lease's certificate.
+// relayFingerprint is the machine of a relay that serves its one lease's
+// certificates to other clients (forgeRelayed).
+const relayFingerprint = "relay-machine"
+
+// certClaims are the claims seatd puts in the certificate of a lease of
+// license key "key" bound to fingerprint.
 func certClaims(leaseID, fingerprint string, deadline time.Time, borrowed bool, nonce string) map[string]any {
 	return map[string]any{
 		"iss": "seatd", "sub": leaseID, "lease_id": leaseID, "tenant_id": "default", "license_id": "lic-1",
-		"fingerprint": fingerprint, "iat": time.Now().Unix(), "exp": deadline.Unix(), "borrowed": borrowed, "nonce": nonce,
+		"fingerprint": fingerprint, "user": "", "hostname": "", "bound_to": "fingerprint", "license_key_sha256": LicenseKeyHash("key"),
+		"iat": time.Now().Unix(), "exp": deadline.Unix(), "borrowed": borrowed, "nonce": nonce,
 	}
 }
 
@@ -98,6 +109,15 @@ func (s *testSigner) certificate(forge forgery, claims map[string]any) string {
 		claims["sub"], claims["lease_id"] = "lease-other", "lease-other"
 	case forgeFingerprint:
 		claims["fingerprint"] = "another-machine"
+	case forgeRelayed:
+		claims["fingerprint"] = relayFingerprint
+	case forgeLicenseKey:
+		claims["license_key_sha256"] = LicenseKeyHash("another-key")
+	case forgeUnbound:
+		delete(claims, "bound_to")
+		delete(claims, "license_key_sha256")
+	case forgeOtherUser:
+		claims["bound_to"], claims["user"] = "user", "bob"
 	case forgeIssuer:
 		claims["iss"] = "evil"
 	}

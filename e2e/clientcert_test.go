@@ -4,8 +4,8 @@ package e2e
 // JWKS fetched from the REST route (no credentials), Options.SigningKeys
 // verifies acquisitions, stream heartbeats and wait grants; another
 // tenant's JWKS refuses them; Borrow returns a certificate VerifyOffline
-// accepts until its deadline; a borrowed lease cannot be revoked and is
-// returned with ReleaseSeat; a JWKS fetched before a rotation holds the
+// accepts until its deadline; a borrowed lease can be neither revoked nor
+// returned early; a JWKS fetched before a rotation holds the
 // next key and keeps verifying after it (a kept lease carries on), but not
 // after a second rotation, while a new one still verifies the old. (A fake server
 // answering without a valid certificate is client/certificate_test.go.)
@@ -182,11 +182,14 @@ func testClientCert(t *testing.T, p *proc) {
 	require.True(t, listed[0].GetBorrowed())
 	require.Equal(t, "LEASE_BORROWED", client.Reason(borrowed.Heartbeat(ctx)), "a borrowed lease takes no heartbeats")
 
-	// Returned early, after a restart: by id and token.
+	// No early return: the stored certificate stays valid offline until
+	// its deadline, so the seat stays taken until then, by id and token
+	// after a restart or with the Lease in hand.
 	c2 := dialVerifying(t, p, jwks)
-	require.NoError(t, c2.ReleaseSeat(ctx, borrowed.ID(), token))
-	require.Empty(t, activeLeases(t, p, blic.GetId()))
-	require.NoError(t, c2.ReleaseSeat(ctx, borrowed.ID(), token), "returning again is fine (seatd releases idempotently)")
+	err = c2.ReleaseSeat(ctx, borrowed.ID(), token)
+	requireStatus(t, err, codes.FailedPrecondition, "LEASE_BORROWED")
+	require.Error(t, borrowed.Release(ctx))
+	require.Len(t, activeLeases(t, p, blic.GetId()), 1, "the borrowed lease keeps its seat")
 
 	// ---- rotation ----
 	// A product that embedded the JWKS before the rotation has the next

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code classifies an Error. Transports map codes to their own status (see
@@ -153,6 +154,19 @@ func BorrowedNotRevocable(expiresAt string) *Error {
 		Code: EPRECONDITION, Reason: ReasonLeaseBorrowed,
 		Message:  "a borrowed lease cannot be revoked: its certificate stays valid offline until " + expiresAt + "; it holds its seat until then or until it is returned",
 		Metadata: map[string]string{"expires_at": expiresAt},
+	}
+}
+
+// BorrowedNotReturnable refuses to return a borrowed lease before its
+// deadline: its certificate stays valid offline until then whatever seatd
+// records, so a return would free a seat that is still in use (borrow,
+// return, borrow again: any number of laptops on one seat).
+func BorrowedNotReturnable(expiresAt time.Time) *Error {
+	at := expiresAt.UTC().Format(time.RFC3339)
+	return &Error{
+		Code: EPRECONDITION, Reason: ReasonLeaseBorrowed,
+		Message:  "a borrowed lease cannot be returned early: its certificate stays valid offline until " + at + ", and it holds its seat until then",
+		Metadata: map[string]string{"expires_at": at},
 	}
 }
 

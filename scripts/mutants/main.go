@@ -187,6 +187,14 @@ var mutants = []mutant{
 	{"wait queue: every waiter looks at its place on each departure", "server/service/queuemoves.go",
 		"	select {\n	case m.ch[ticket] <- struct{}{}:\n	default:\n	}\n",
 		"	for _, c := range m.ch {\n		select {\n		case c <- struct{}{}:\n		default:\n		}\n	}\n", service},
+	{"embedded: a borrowed lease returned early", "server/embedded/leases.go",
+		"	if sl.borrowed() {\n		return server.Lease{}, server.BorrowedNotReturnable(", "	if false {\n		return server.Lease{}, server.BorrowedNotReturnable(", embedded},
+	{"distributed: a borrowed lease returned early", "server/distributed/end.go",
+		"		if info.Borrowed { // fixed at acquisition; the token was checked", "		if false {", distributed},
+	{"client: a certificate not checked against our own license key and identity", "client/certificate.go",
+		"	if err := want.holder.check(c); err != nil {", "	if err := want.holder.check(c); false && err != nil {", []string{"./client/"}},
+	{"RotateSigningKey: the signing keys quota not enforced", "server/service/signingkeys.go",
+		"		if int64(len(published))+1 > limit {", "		if int64(len(published))+1 > limit+1_000_000 {", []string{"./server/service/"}},
 }
 
 func main() {

@@ -88,7 +88,7 @@ type Config struct {
 	FailedLookupRate, UnauthenticatedCallRate   float64
 	FailedLookupBurst, UnauthenticatedCallBurst int
 	// Per tenant; 0 is no quota.
-	TenantMaxLicenses, TenantMaxSeats, TenantMaxAPIKeys int64
+	TenantMaxLicenses, TenantMaxSeats, TenantMaxAPIKeys, TenantMaxSigningKeys int64
 
 	// At-rest protection of the lease-signing keys (signing.go): base64 of
 	// 32 bytes, given as is or in a file. Never logged or echoed.
@@ -169,6 +169,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.Int64Var(&c.TenantMaxLicenses, "tenant-max-licenses", grpcapi.DefaultQuotas.Licenses, "licenses (not deleted) per tenant; more get RESOURCE_EXHAUSTED QUOTA_EXCEEDED; 0: no quota")
 	fs.Int64Var(&c.TenantMaxSeats, "tenant-max-seats", grpcapi.DefaultQuotas.Seats, "seats plus overdraft summed over a tenant's licenses; 0: no quota")
 	fs.Int64Var(&c.TenantMaxAPIKeys, "tenant-max-api-keys", grpcapi.DefaultQuotas.APIKeys, "API keys (not revoked) per tenant; 0: no quota")
+	fs.Int64Var(&c.TenantMaxSigningKeys, "tenant-max-signing-keys", grpcapi.DefaultQuotas.SigningKeys, "published lease-signing keys per tenant (its JWKS); a rotation that would publish more gets RESOURCE_EXHAUSTED QUOTA_EXCEEDED; 0: no quota")
 	fs.StringVar(&c.SigningKeyEncryptionKey, "signing-key-encryption-key", "", "seal the lease-signing keys' private halves at rest with AES-256-GCM under this key: base64 of 32 random bytes (openssl rand -base64 32); prefer its environment variable or --signing-key-encryption-key-file (a flag shows in ps). Every instance needs the same key")
 	fs.StringVar(&c.SigningKeyEncryptionKeyFile, "signing-key-encryption-key-file", "", "read --signing-key-encryption-key from this file (base64, surrounding white space ignored)")
 	fs.BoolVar(&c.AutoMigrate, "auto-migrate", true, "distributed mode: apply pending migrations at start (else run 'seatd migrate up')")
@@ -316,8 +317,8 @@ func (c *Config) validate() error {
 		return errors.New("--failed-lookup-rate must be a number, 0 or more, and --failed-lookup-burst between 1 and 1000000")
 	case !validRate(c.UnauthenticatedCallRate) || c.UnauthenticatedCallBurst < 1 || c.UnauthenticatedCallBurst > maxBurst:
 		return errors.New("--unauthenticated-call-rate must be a number, 0 or more, and --unauthenticated-call-burst between 1 and 1000000")
-	case c.TenantMaxLicenses < 0 || c.TenantMaxSeats < 0 || c.TenantMaxAPIKeys < 0:
-		return errors.New("--tenant-max-licenses, --tenant-max-seats and --tenant-max-api-keys must not be negative (0: no quota)")
+	case c.TenantMaxLicenses < 0 || c.TenantMaxSeats < 0 || c.TenantMaxAPIKeys < 0 || c.TenantMaxSigningKeys < 0:
+		return errors.New("--tenant-max-licenses, --tenant-max-seats, --tenant-max-api-keys and --tenant-max-signing-keys must not be negative (0: no quota)")
 	}
 	if c.SigningKeyEncryptionKey != "" && c.SigningKeyEncryptionKeyFile != "" {
 		return errors.New("--signing-key-encryption-key and --signing-key-encryption-key-file: give one of them, not both")
@@ -349,7 +350,7 @@ func validRate(r float64) bool { return r >= 0 && !math.IsInf(r, 1) } // NaN fai
 func (c *Config) apiLimits() (failed, calls grpcapi.RateLimit, quotas grpcapi.Quotas) {
 	return grpcapi.RateLimit{PerSecond: c.FailedLookupRate, Burst: c.FailedLookupBurst},
 		grpcapi.RateLimit{PerSecond: c.UnauthenticatedCallRate, Burst: c.UnauthenticatedCallBurst},
-		grpcapi.Quotas{Licenses: c.TenantMaxLicenses, Seats: c.TenantMaxSeats, APIKeys: c.TenantMaxAPIKeys}
+		grpcapi.Quotas{Licenses: c.TenantMaxLicenses, Seats: c.TenantMaxSeats, APIKeys: c.TenantMaxAPIKeys, SigningKeys: c.TenantMaxSigningKeys}
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -74,7 +74,7 @@ func TestParseConfig(t *testing.T) {
 			require.Equal(t, grpcapi.DefaultUnauthenticatedCalls, calls)
 			require.Equal(t, grpcapi.DefaultQuotas, quotas)
 		}},
-		{name: "0 switches a limit or quota off", args: []string{"--failed-lookup-rate=0", "--unauthenticated-call-rate=0", "--tenant-max-licenses=0", "--tenant-max-seats=0", "--tenant-max-api-keys=0"},
+		{name: "0 switches a limit or quota off", args: []string{"--failed-lookup-rate=0", "--unauthenticated-call-rate=0", "--tenant-max-licenses=0", "--tenant-max-seats=0", "--tenant-max-api-keys=0", "--tenant-max-signing-keys=0"},
 			check: func(t *testing.T, c Config) {
 				failed, calls, quotas := c.apiLimits()
 				require.Zero(t, failed.PerSecond)
@@ -91,6 +91,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "NaN rate", args: []string{"--unauthenticated-call-rate=NaN"}, wantErr: "--unauthenticated-call-rate"},
 		{name: "zero burst", args: []string{"--failed-lookup-burst=0"}, wantErr: "--failed-lookup-burst"},
 		{name: "negative quota", args: []string{"--tenant-max-api-keys=-1"}, wantErr: "--tenant-max-api-keys"},
+		{name: "negative signing keys quota", args: []string{"--tenant-max-signing-keys=-1"}, wantErr: "--tenant-max-signing-keys"},
+		{name: "signing keys quota from env", env: map[string]string{"SEATD_TENANT_MAX_SIGNING_KEYS": "4"},
+			check: func(t *testing.T, c Config) {
+				_, _, quotas := c.apiLimits()
+				require.Equal(t, int64(4), quotas.SigningKeys)
+			}},
 		{name: "lease cache size", args: []string{"--lease-cache-size=5000"}, check: func(t *testing.T, c Config) { require.Equal(t, 5000, c.LeaseCacheSize) }},
 		{name: "lease cache size by default", check: func(t *testing.T, c Config) {
 			require.Equal(t, distributed.DefaultLeaseCacheSize, c.LeaseCacheSize)

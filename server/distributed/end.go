@@ -32,6 +32,9 @@ func (s *Store) Release(ctx context.Context, leaseID, tokenHash string) (server.
 			}
 			continue
 		}
+		if info.Borrowed { // fixed at acquisition; the token was checked
+			return server.Lease{}, server.BorrowedNotReturnable(c.Deadline)
+		}
 		var l server.Lease
 		ok, err := s.rec.ReleaseSession(ctx, leaseID, c.Now, c.Heartbeat, c.Deadline, &l)
 		if err != nil {

@@ -207,8 +207,12 @@ func (s *Store) Release(_ context.Context, leaseID, tokenHash string) (server.Le
 		return s.storedLease(leaseID)
 	}
 	now := s.now()
-	if !s.idx.slots.at(r).live(now.UnixNano()) {
+	sl := s.idx.slots.at(r)
+	if !sl.live(now.UnixNano()) {
 		return server.Lease{}, s.observeExpiry(r, now)
+	}
+	if sl.borrowed() {
+		return server.Lease{}, server.BorrowedNotReturnable(time.Unix(0, sl.deadline))
 	}
 	return s.end(r, s.releasing(r, now))
 }

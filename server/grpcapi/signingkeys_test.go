@@ -74,8 +74,8 @@ func TestEveryAnswerToANonceCarriesACertificate(t *testing.T) {
 	c := verified(t, acq.GetLeaseCertificate(), keys)
 	require.Equal(t, signing.Claims{
 		Issuer: "seatd", Subject: acq.GetLease().GetId(), LeaseID: acq.GetLease().GetId(), TenantID: server.DefaultTenantID,
-		LicenseID: lic.GetId(), Fingerprint: "fp", IssuedAt: c.IssuedAt, Expiry: acq.GetLease().GetExpiresAt().AsTime().Unix(),
-		Nonce: "acquire-nonce",
+		LicenseID: lic.GetId(), Fingerprint: "fp", BoundTo: signing.BoundFingerprint, LicenseKeySHA256: signing.LicenseKeyHash(lic.GetKey()),
+		IssuedAt: c.IssuedAt, Expiry: acq.GetLease().GetExpiresAt().AsTime().Unix(), Nonce: "acquire-nonce",
 	}, c)
 	require.False(t, acq.GetLease().GetBorrowed())
 
@@ -84,6 +84,7 @@ func TestEveryAnswerToANonceCarriesACertificate(t *testing.T) {
 	c = verified(t, beat.GetLeaseCertificate(), keys)
 	require.Equal(t, "beat-nonce", c.Nonce)
 	require.Equal(t, beat.GetExpiresAt().AsTime().Unix(), c.Expiry)
+	require.Equal(t, signing.LicenseKeyHash(lic.GetKey()), c.LicenseKeySHA256)
 
 	stream, err := e.beats.HeartbeatStream(ctx)
 	require.NoError(t, err)

@@ -16,10 +16,17 @@ type Quotas struct {
 	Licenses int64 // licenses not deleted
 	Seats    int64 // seats + overdraft, summed over the tenant's licenses
 	APIKeys  int64 // API keys not revoked
+	// SigningKeys bounds the tenant's published lease-signing keys (its
+	// JWKS: the next key, the key that signs and the retired keys still
+	// published): RotateSigningKey refuses a rotation that would publish
+	// more. A retired key stays published for the certificate lifetime
+	// (30 days) and a minute, so the default allows 10 rotations in any
+	// 30 days.
+	SigningKeys int64
 }
 
 // DefaultQuotas are generous but finite (the daemon's flags).
-var DefaultQuotas = Quotas{Licenses: 10_000, Seats: 1_000_000, APIKeys: 100}
+var DefaultQuotas = Quotas{Licenses: 10_000, Seats: 1_000_000, APIKeys: 100, SigningKeys: 12}
 
 func quotaExceeded(name string, limit int64) error {
 	return &server.Error{

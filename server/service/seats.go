@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/signing"
 )
 
 // SeatRequest is what a client sends to take a seat (AcquireSeat and
@@ -66,7 +67,7 @@ func (s *Service) acquire(ctx context.Context, req SeatRequest) (Grant, error) {
 	if err != nil {
 		return Grant{AcquireResult: res, Token: token}, err
 	}
-	cert, err := s.certify(ctx, res.Lease, req.Nonce)
+	cert, err := s.certify(ctx, res.Lease, signing.LicenseKeyHash(req.LicenseKey), req.Nonce)
 	if err != nil {
 		return Grant{}, err
 	}

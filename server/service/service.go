@@ -40,7 +40,8 @@ type Service struct {
 	quotas     Quotas
 	quotaLocks *quotaLocks
 
-	issuer *signing.Issuer // lease certificates and the tenants' keys (signingkeys.go)
+	issuer  *signing.Issuer // lease certificates and the tenants' keys (signingkeys.go)
+	keyHash keyHashes       // the license_key_sha256 claim of a license (signingkeys.go)
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed when the server starts to drain

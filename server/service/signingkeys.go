@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -28,12 +29,63 @@ func CheckNonce(nonce string) error {
 
 // Certificate signs l's lease certificate with its tenant's key, for a
 // request that carried nonce (checked: CheckNonce), or returns "" when
-// nobody asked for one (certify).
+// nobody asked for one (certify): a heartbeat's, whose request names the
+// lease, not the license key the certificate names (licenseKeyHash).
 func (s *Service) Certificate(ctx context.Context, l server.Lease, nonce string) (string, error) {
 	if err := CheckNonce(nonce); err != nil {
 		return "", err
 	}
-	return s.certify(ctx, l, nonce)
+	if nonce == "" && !l.Borrowed {
+		return "", nil
+	}
+	keyHash, err := s.licenseKeyHash(ctx, l)
+	if err != nil {
+		return "", err
+	}
+	return s.certify(ctx, l, keyHash, nonce)
+}
+
+// licenseKeyHash is the license_key_sha256 claim of l's license: a
+// license's key never changes, so it is read once per license and process
+// (keyHashes) and not at every heartbeat.
+func (s *Service) licenseKeyHash(ctx context.Context, l server.Lease) (string, error) {
+	if h, ok := s.keyHash.get(l.LicenseID); ok {
+		return h, nil
+	}
+	lic, err := s.store.GetLicense(ctx, l.TenantID, l.LicenseID)
+	if err != nil {
+		return "", err
+	}
+	h := signing.LicenseKeyHash(lic.Key)
+	s.keyHash.put(l.LicenseID, h)
+	return h, nil
+}
+
+// maxKeyHashes bounds keyHashes. Licenses are made by administrators (and
+// their number per tenant by the quotas), not by clients; past this many
+// the map starts again empty, which costs one license read per license.
+const maxKeyHashes = 1 << 16
+
+// keyHashes maps license ids to their license_key_sha256 claim.
+type keyHashes struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (k *keyHashes) get(licenseID string) (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	h, ok := k.m[licenseID]
+	return h, ok
+}
+
+func (k *keyHashes) put(licenseID, hash string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil || len(k.m) >= maxKeyHashes {
+		k.m = map[string]string{}
+	}
+	k.m[licenseID] = hash
 }
 
 // certify signs a certificate when the request carried a nonce, and always
@@ -44,11 +96,11 @@ func (s *Service) Certificate(ctx context.Context, l server.Lease, nonce string)
 // costs about 50 µs of CPU here: signing every heartbeat cut the embedded
 // heartbeat rate by a third (make bench), a price a client that does not
 // verify should not pay.
-func (s *Service) certify(ctx context.Context, l server.Lease, nonce string) (string, error) {
+func (s *Service) certify(ctx context.Context, l server.Lease, keyHash, nonce string) (string, error) {
 	if nonce == "" && !l.Borrowed {
 		return "", nil
 	}
-	return s.issuer.Certificate(ctx, l, nonce)
+	return s.issuer.Certificate(ctx, l, keyHash, nonce)
 }
 
 // GetSigningKeys returns the tenant's public keys a verifier needs now:
@@ -69,8 +121,21 @@ func (s *Service) ListSigningKeys(ctx context.Context, tenant string) ([]server.
 // RotateSigningKey retires the key that signs for the tenant, makes its
 // next key (published since the rotation before) sign and makes a new next
 // key, in one step; it returns the key that signs now and audits it. The
-// retired key stays published until its certificates have expired.
+// retired key stays published until its certificates have expired, so a
+// rotation adds a published key: beyond the tenant's signing keys quota
+// (Quotas.SigningKeys) it is refused with QUOTA_EXCEEDED and changes
+// nothing.
 func (s *Service) RotateSigningKey(ctx context.Context, actor, tenant string) (server.SigningKey, error) {
+	if limit := s.quotas.SigningKeys; limit > 0 {
+		defer s.quotaLocks.lock(tenant)()
+		published, err := s.issuer.Published(ctx, tenant)
+		if err != nil {
+			return server.SigningKey{}, err
+		}
+		if int64(len(published))+1 > limit {
+			return server.SigningKey{}, quotaExceeded("signing_keys", limit)
+		}
+	}
 	k, err := s.issuer.Rotate(ctx, tenant)
 	if err != nil {
 		return server.SigningKey{}, err

@@ -28,8 +28,8 @@ func TestCertificatesFollowRotation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, signing.Claims{
 		Issuer: "seatd", Subject: g1.Lease.ID, LeaseID: g1.Lease.ID, TenantID: server.DefaultTenantID,
-		LicenseID: lic.ID, Fingerprint: "a", IssuedAt: e.clock.Now().Unix(), Expiry: g1.Lease.ExpiresAt.Unix(),
-		Nonce: "nonce-1",
+		LicenseID: lic.ID, Fingerprint: "a", BoundTo: signing.BoundFingerprint, LicenseKeySHA256: signing.LicenseKeyHash(lic.Key),
+		IssuedAt: e.clock.Now().Unix(), Expiry: g1.Lease.ExpiresAt.Unix(), Nonce: "nonce-1",
 	}, c)
 
 	k2, err := e.svc.RotateSigningKey(ctx, "operator", server.DefaultTenantID)
@@ -62,6 +62,9 @@ func TestCertificatesFollowRotation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, l.ExpiresAt.Unix(), c3.Expiry)
 	require.Equal(t, "beat-1", c3.Nonce)
+	require.Equal(t, c.LicenseKeySHA256, c3.LicenseKeySHA256, "a heartbeat's certificate names the license key too")
+	require.Equal(t, "a", c3.Fingerprint)
+	require.Equal(t, signing.BoundFingerprint, c3.BoundTo)
 
 	listed, err := e.svc.ListSigningKeys(ctx, server.DefaultTenantID)
 	require.NoError(t, err)
@@ -70,6 +73,79 @@ func TestCertificatesFollowRotation(t *testing.T) {
 	require.Equal(t, listed[2].RetiredAt.Add(server.CertificateLifetime+signing.PublishSlack), PublishUntil(listed[2]))
 	require.True(t, PublishUntil(listed[0]).IsZero())
 	require.True(t, PublishUntil(listed[1]).IsZero())
+}
+
+// TestCertificateNamesWhomTheLeaseIsFor: a lease shared per user or per
+// hostname is bound to that user or hostname (its fingerprint is the first
+// acquirer's), and every certificate, a heartbeat's too, names the
+// license key's hash.
+func TestCertificateNamesWhomTheLeaseIsFor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	for _, tc := range []struct {
+		strategy server.LeasingStrategy
+		bound    string
+	}{
+		{server.PerFingerprint, signing.BoundFingerprint},
+		{server.PerUser, signing.BoundUser},
+		{server.PerHostname, signing.BoundHostname},
+		{server.PerAcquisition, signing.BoundFingerprint},
+	} {
+		ttl := time.Minute
+		lic, err := e.svc.CreateLicense(ctx, "operator", server.DefaultTenantID,
+			LicenseInput{Name: "test", Seats: 3, LeaseTTL: &ttl, LeasingStrategy: tc.strategy})
+		require.NoError(t, err)
+		g, err := e.svc.AcquireSeat(ctx, SeatRequest{LicenseKey: lic.Key, Fingerprint: "fp-1", User: "ann", Hostname: "box", Nonce: "n1"})
+		require.NoError(t, err)
+		keys, err := e.svc.GetSigningKeys(ctx, server.DefaultTenantID)
+		require.NoError(t, err)
+		c, err := signing.Verify(g.Certificate, keys)
+		require.NoError(t, err)
+		require.Equal(t, tc.bound, c.BoundTo, "%s", tc.strategy)
+		require.Equal(t, []string{"fp-1", "ann", "box"}, []string{c.Fingerprint, c.User, c.Hostname})
+		require.Equal(t, signing.LicenseKeyHash(lic.Key), c.LicenseKeySHA256)
+
+		l, err := e.svc.Heartbeat(ctx, g.Lease.ID, g.Token)
+		require.NoError(t, err)
+		cert, err := e.svc.Certificate(ctx, l, "n2")
+		require.NoError(t, err)
+		c2, err := signing.Verify(cert, keys)
+		require.NoError(t, err)
+		require.Equal(t, []string{tc.bound, c.LicenseKeySHA256}, []string{c2.BoundTo, c2.LicenseKeySHA256})
+	}
+}
+
+// TestRotationsAreBounded: a rotation adds a published key (the retired
+// one stays in the JWKS for the certificate lifetime), so the tenant's
+// signing keys quota bounds them: past it RotateSigningKey is refused with
+// QUOTA_EXCEEDED naming the quota, and the keys do not change. Another
+// tenant has its own count.
+func TestRotationsAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.Quotas = Quotas{SigningKeys: 4} })
+	ctx := t.Context()
+	for range 2 { // 2 keys at first: 3, then 4
+		_, err := e.svc.RotateSigningKey(ctx, "operator", server.DefaultTenantID)
+		require.NoError(t, err)
+	}
+	before, err := e.svc.ListSigningKeys(ctx, server.DefaultTenantID)
+	require.NoError(t, err)
+	require.Len(t, before, 4)
+	_, err = e.svc.RotateSigningKey(ctx, "operator", server.DefaultTenantID)
+	require.Equal(t, server.ReasonQuotaExceeded, server.ErrorReason(err), "%v", err)
+	var se *server.Error
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, server.EEXHAUSTED, se.Code)
+	require.Equal(t, map[string]string{"quota": "signing_keys", "limit": "4"}, se.Metadata)
+	after, err := e.svc.ListSigningKeys(ctx, server.DefaultTenantID)
+	require.NoError(t, err)
+	require.Equal(t, kids(before), kids(after), "a refused rotation changes nothing")
+
+	_, err = e.svc.CreateTenant(ctx, "operator", server.Tenant{ID: "acme"})
+	require.NoError(t, err)
+	_, err = e.svc.RotateSigningKey(ctx, "operator", "acme")
+	require.NoError(t, err, "each tenant has its own quota")
 }
 
 func TestSigningKeysOfTenants(t *testing.T) {

@@ -2,9 +2,12 @@ package signing
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -24,18 +27,58 @@ type Claims struct {
 	TenantID    string `json:"tenant_id"`
 	LicenseID   string `json:"license_id"`
 	Fingerprint string `json:"fingerprint"`
-	IssuedAt    int64  `json:"iat"` // Unix seconds
-	Expiry      int64  `json:"exp"` // the lease's deadline, Unix seconds rounded down
-	Borrowed    bool   `json:"borrowed"`
-	Nonce       string `json:"nonce"` // the request's; "" when it sent none
+	User        string `json:"user"`
+	Hostname    string `json:"hostname"`
+	// BoundTo names the claim that says whom the lease is for: BoundFingerprint,
+	// or, when the license shares one lease per user or per hostname,
+	// BoundUser or BoundHostname. A verifier compares that claim with its
+	// own value, never with one the same answer carries.
+	BoundTo string `json:"bound_to"`
+	// LicenseKeySHA256 is LicenseKeyHash of the license's key: a client
+	// knows the key it asked with, not the license id.
+	LicenseKeySHA256 string `json:"license_key_sha256"`
+	IssuedAt         int64  `json:"iat"` // Unix seconds
+	Expiry           int64  `json:"exp"` // the lease's deadline, Unix seconds rounded down
+	Borrowed         bool   `json:"borrowed"`
+	Nonce            string `json:"nonce"` // the request's; "" when it sent none
+}
+
+// The values of Claims.BoundTo.
+const (
+	BoundFingerprint = "fingerprint"
+	BoundUser        = "user"
+	BoundHostname    = "hostname"
+)
+
+// BoundTo is whom l is for, as Claims.BoundTo says it: its dedupe key's
+// kind (server.DedupeKey), the fingerprint when it has none.
+func BoundTo(l server.Lease) string {
+	switch {
+	case strings.HasPrefix(l.DedupeKey, "user:"):
+		return BoundUser
+	case strings.HasPrefix(l.DedupeKey, "host:"):
+		return BoundHostname
+	default:
+		return BoundFingerprint
+	}
+}
+
+// LicenseKeyHash is the license_key_sha256 claim of a license key: its
+// SHA-256, lowercase hex. The key is a random secret, so its hash in a
+// certificate kept on disk tells nobody the key.
+func LicenseKeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
 }
 
 // LeaseClaims are the claims of l's certificate issued at now for a
-// request that carried nonce.
-func LeaseClaims(l server.Lease, nonce string, now time.Time) Claims {
+// request that carried nonce, on the license whose key hashes to keyHash
+// (LicenseKeyHash).
+func LeaseClaims(l server.Lease, keyHash, nonce string, now time.Time) Claims {
 	return Claims{
 		Issuer: IssuerName, Subject: l.ID, LeaseID: l.ID,
 		TenantID: l.TenantID, LicenseID: l.LicenseID, Fingerprint: l.Fingerprint,
+		User: l.User, Hostname: l.Hostname, BoundTo: BoundTo(l), LicenseKeySHA256: keyHash,
 		IssuedAt: now.Unix(), Expiry: l.ExpiresAt.Unix(),
 		Borrowed: l.Borrowed, Nonce: nonce,
 	}

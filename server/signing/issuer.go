@@ -92,8 +92,8 @@ func NewIssuer(store KeyStore, opts IssuerOptions) *Issuer {
 }
 
 // Certificate signs l's certificate (tenant l.TenantID) for a request that
-// carried nonce.
-func (i *Issuer) Certificate(ctx context.Context, l server.Lease, nonce string) (string, error) {
+// carried nonce, on the license whose key hashes to keyHash (LicenseKeyHash).
+func (i *Issuer) Certificate(ctx context.Context, l server.Lease, keyHash, nonce string) (string, error) {
 	st, err := i.state(ctx, l.TenantID)
 	if err != nil {
 		return "", err
@@ -101,7 +101,7 @@ func (i *Issuer) Certificate(ctx context.Context, l server.Lease, nonce string) 
 	if st.openErr != nil {
 		return "", &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: st.openErr}
 	}
-	token, err := st.signer.sign(LeaseClaims(l, nonce, i.now()))
+	token, err := st.signer.sign(LeaseClaims(l, keyHash, nonce, i.now()))
 	if err != nil {
 		return "", &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
 	}

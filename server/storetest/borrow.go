@@ -74,9 +74,8 @@ func testBorrow(t *testing.T, newBackend Backend) {
 		// Allowed by an update: the change reaches every judge of borrows.
 		_, err = s.UpdateLicense(t.Context(), tn.ID, off.ID, func(l *server.License) error { l.MaxBorrowDuration = time.Hour; return nil })
 		require.NoError(t, err)
-		b, tok := acquire(t, s, off, "laptop", borrowFor(time.Hour))
+		b, _ := acquire(t, s, off, "laptop", borrowFor(time.Hour))
 		require.True(t, b.Lease.Borrowed)
-		release(t, s, b.Lease.ID, tok)
 
 		lic := newLicense(t, s, tn.ID, with(seats(3), borrowing(2*time.Hour, 1)))
 		_, _, err = tryAcquire(t.Context(), s, lic.Key, "laptop", borrowFor(3*time.Hour))
@@ -90,7 +89,7 @@ func testBorrow(t *testing.T, newBackend Backend) {
 		// Seats not borrowed are still there for normal leases.
 		online, _ := acquire(t, s, lic, "desktop", nil)
 		require.Equal(t, 2, online.SeatsInUse, "the refused borrows took nothing")
-		require.Equal(t, 0, seatsInUse(t, s, tn.ID, off.ID))
+		require.Equal(t, 1, seatsInUse(t, s, tn.ID, off.ID), "only the borrow the update allowed")
 	})
 
 	// Invariant 1 for borrowed seats: concurrent borrows never exceed
@@ -131,21 +130,27 @@ func testBorrow(t *testing.T, newBackend Backend) {
 		require.Equal(t, 5, seatsInUse(t, s, tn.ID, lic.ID))
 	})
 
-	// Invariant 5: an early return ends the lease once, with its usage event.
-	w.run("ReturnedEarlyOnce", func(t *testing.T) {
+	// No early return: a returned borrow's certificate would stay valid
+	// offline until its deadline, so borrow, return and borrow again would
+	// give one seat to any number of laptops. A live borrowed lease keeps
+	// its seat, and its borrowed seat, until its deadline; Release refuses
+	// (LEASE_BORROWED, naming the deadline) and changes nothing.
+	w.run("NotReturnedEarly", func(t *testing.T) {
 		s := openStore(t, newBackend)
 		tn := newTenant(t, s)
-		lic := newLicense(t, s, tn.ID, with(seats(1), borrowing(time.Hour, 1)))
+		lic := newLicense(t, s, tn.ID, with(seats(2), borrowing(time.Hour, 1)))
 		b, tok := acquire(t, s, lic, "laptop", borrowFor(time.Hour))
-		ended := release(t, s, b.Lease.ID, tok)
-		require.Equal(t, server.LeaseReleased, ended.State)
-		require.True(t, ended.Borrowed)
-		again := release(t, s, b.Lease.ID, tok)
-		require.Equal(t, server.LeaseReleased, again.State, "returning twice is not an error")
-		requireOneUsage(t, usageEvents(t, s, tn.ID, lic.ID), ended)
-		// Its seat, and its borrowed seat, are free again.
-		b2, _ := acquire(t, s, lic, "laptop", borrowFor(time.Hour))
-		require.NotEqual(t, b.Lease.ID, b2.Lease.ID)
+		_, err := s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
+		require.Equal(t, server.ReasonLeaseBorrowed, server.ErrorReason(err), "%v", err)
+		_, err = s.Release(t.Context(), b.Lease.ID, server.HashSecret("slt_wrong"))
+		require.ErrorIs(t, err, server.ErrLeaseToken, "the token is checked first")
+		l, err := s.GetLease(t.Context(), tn.ID, b.Lease.ID)
+		require.NoError(t, err)
+		require.Equal(t, server.LeaseActive, l.State)
+		require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID), "the borrowed lease keeps its seat")
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "laptop-2", borrowFor(time.Hour))
+		require.Equal(t, server.ReasonBorrowLimit, server.ErrorReason(err), "and its borrowed seat: %v", err)
+		require.Empty(t, usageEvents(t, s, tn.ID, lic.ID))
 	})
 
 	// Invariants 3 and 5: a borrowed lease stops counting at its deadline,
@@ -203,9 +208,10 @@ func testBorrow(t *testing.T, newBackend Backend) {
 		require.True(t, again.Lease.Borrowed)
 		requireSameTime(t, b.Lease.ExpiresAt, again.Lease.ExpiresAt, "with the deadline it was borrowed until")
 		require.Equal(t, 1, again.SeatsInUse)
-		// The new token is the one that returns it.
+		// The new token is the one that opens it (a return is refused:
+		// NotReturnedEarly).
 		_, err := s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
-		require.NoError(t, err)
+		require.Equal(t, server.ReasonLeaseBorrowed, server.ErrorReason(err), "%v", err)
 
 		// A normal acquisition never gets a borrowed lease back, nor a
 		// borrow a normal one, whatever the idempotency key.

@@ -547,6 +547,8 @@ func (s *memStore) Release(_ context.Context, leaseID, tokenHash string) (server
 	case !now.Before(ls.ExpiresAt):
 		s.expire(ls, now) // observed ends are final
 		return server.Lease{}, server.ErrLeaseExpired
+	case ls.Borrowed:
+		return server.Lease{}, server.BorrowedNotReturnable(ls.ExpiresAt)
 	}
 	return cloneLease(s.end(ls, server.LeaseReleased, now)), nil
 }

@@ -4,7 +4,7 @@
 // tenant's Ed25519 key that its kid names; the tenant's public keys are a
 // JWKS (GetSigningKeys, GET /v1/tenants/{tenant_id}/jwks.json). Verified
 // with Node's own crypto: no JWT library.
-import { createPublicKey, randomBytes, verify, type JsonWebKey, type KeyObject } from "node:crypto";
+import { createHash, createPublicKey, randomBytes, verify, type JsonWebKey, type KeyObject } from "node:crypto";
 import { Code, LeaseLostError } from "./errors.js";
 
 /** The reason of a lease given up because a certificate failed
@@ -12,7 +12,7 @@ import { Code, LeaseLostError } from "./errors.js";
 export const REASON_BAD_CERTIFICATE = "LEASE_CERTIFICATE_INVALID";
 
 /** A lease certificate failed verification: missing, signed by a key not in
- * the JWKS, another nonce, lease, fingerprint or deadline. In a kept lease
+ * the JWKS, another nonce, lease, license key, holder or deadline. In a kept lease
  * it is a loss like an expiry (a LeaseLostError). */
 export class BadCertificateError extends LeaseLostError {
   override name = "BadCertificateError";
@@ -42,8 +42,19 @@ export interface Claims {
   /** The tenant whose key signed it. */
   tenantId: string;
   licenseId: string;
-  /** The machine the lease was granted to. */
+  /** The machine the lease was granted to (the first one, for a shared lease). */
   fingerprint: string;
+  /** The user it was granted to, "" if none was sent. */
+  user: string;
+  /** The hostname it was granted to, "" if none was sent. */
+  hostname: string;
+  /** Whom the lease is for: "fingerprint", or "user"/"hostname" when the
+   * license shares one lease per user or hostname; "" from a seatd that did
+   * not bind its certificates (checkHolder refuses those). */
+  boundTo: string;
+  /** licenseKeyHash of the license key; "" from a seatd that did not bind
+   * its certificates. */
+  licenseKeySha256: string;
   /** iat. */
   issuedAt: Date;
   /** exp: the lease's deadline, rounded down to whole seconds. */
@@ -56,6 +67,40 @@ export interface Claims {
   keyId: string;
 }
 
+/** What a client knows of itself (AcquireOptions fit), which a
+ * certificate of its lease must name. */
+export interface Holder {
+  licenseKey: string;
+  fingerprint?: string;
+  user?: string;
+  hostname?: string;
+}
+
+/** The license_key_sha256 claim of a license key: its SHA-256, lowercase hex. */
+export function licenseKeyHash(licenseKey: string): string {
+  return createHash("sha256").update(licenseKey, "utf8").digest("hex");
+}
+
+/** Throws BadCertificateError unless the certificate is for the client that
+ * asks as h, with its own values: the hash of its license key, and the
+ * identity boundTo names (its fingerprint, or its user or hostname for a
+ * lease the license shares per user or hostname). Never compare with what an
+ * answer says: a relay holding one lease would pass. A certificate of a
+ * seatd that did not bind certificates is refused. */
+export function checkHolder(c: Claims, h: Holder): void {
+  if (!c.licenseKeySha256 || !c.boundTo) {
+    throw new BadCertificateError("it names no license key or holder (signed by a seatd that does not bind certificates to their client: upgrade seatd)");
+  }
+  if (c.licenseKeySha256 !== licenseKeyHash(h.licenseKey)) throw new BadCertificateError("for another license key than the one this client uses");
+  const pairs: Record<string, [string, string]> = {
+    fingerprint: [c.fingerprint, h.fingerprint ?? ""], user: [c.user, h.user ?? ""], hostname: [c.hostname, h.hostname ?? ""],
+  };
+  const pair = Object.hasOwn(pairs, c.boundTo) ? pairs[c.boundTo] : undefined;
+  if (!pair) throw new BadCertificateError(`bound to "${c.boundTo}", which this client does not know`);
+  const [theirs, ours] = pair;
+  if (!ours || theirs !== ours) throw new BadCertificateError(`for ${c.boundTo} "${theirs}", not this client's "${ours}"`);
+}
+
 /** A JWKS as text, bytes or parsed. */
 export type Jwks = string | Uint8Array | { keys: JsonWebKey[] };
 
@@ -64,7 +109,8 @@ export interface Expectation {
   nonce: string;
   leaseId: string;
   licenseId?: string;
-  fingerprint: string;
+  /** This client's own license key and identity, never an answer's. */
+  holder: Holder;
   /** The deadline the same answer told, in ms. */
   deadlineMs: number;
   borrowed: boolean;
@@ -134,8 +180,8 @@ export class SigningKeys {
 
   /** Checks a stored certificate without a network: signed (EdDSA) by the
    * key its kid names, issued by seatd, not expired at now (now before exp).
-   * Returns its claims; the caller checks what they must say (its own
-   * fingerprint, the license, borrowed). Throws BadCertificateError
+   * Returns its claims; the caller checks what they must say (checkHolder:
+   * its own license key and identity; borrowed). Throws BadCertificateError
    * (CertificateExpiredError when only the time is wrong). */
   verify(cert: string, now: Date | number = Date.now()): Claims {
     const c = this.#verify(cert);
@@ -144,17 +190,18 @@ export class SigningKeys {
     return c;
   }
 
-  /** @internal verifies the certificate of an answer: as verify, and it
-   * repeats our nonce, names this lease, license and fingerprint, and its exp
+  /** @internal verifies the certificate of an answer: as verify, and it is
+   * for this client (checkHolder), repeats our nonce, names this lease and
+   * license, and its exp
    * is the deadline the answer told rounded down (less than a second apart),
    * not passed. */
   check(cert: string, want: Expectation, now: number): Claims {
     const c = this.#verify(cert);
     const exp = c.expiry.getTime();
+    checkHolder(c, want.holder);
     if (!want.nonce || c.nonce !== want.nonce) throw new BadCertificateError(`nonce "${c.nonce}" is not the one sent (a recorded answer replayed?)`);
     if (c.leaseId !== want.leaseId) throw new BadCertificateError(`for lease "${c.leaseId}", not "${want.leaseId}"`);
     if (want.licenseId && c.licenseId !== want.licenseId) throw new BadCertificateError(`for license "${c.licenseId}", not "${want.licenseId}"`);
-    if (c.fingerprint !== want.fingerprint) throw new BadCertificateError(`for fingerprint "${c.fingerprint}", not "${want.fingerprint}"`);
     if (c.borrowed !== want.borrowed) throw new BadCertificateError(`borrowed is ${c.borrowed}, want ${want.borrowed}`);
     if (!(Math.abs(want.deadlineMs - exp) < 1000)) throw new BadCertificateError(`exp ${iso(exp)} is not the deadline seatd told (${want.deadlineMs ? iso(want.deadlineMs) : "none"})`);
     if (now >= exp + 1000) throw new CertificateExpiredError(`expired at ${iso(exp)} (now ${iso(now)}; is this machine's clock right?)`);
@@ -180,7 +227,8 @@ export class SigningKeys {
     if (!num(raw.exp) || (raw.iat !== undefined && !num(raw.iat))) throw new BadCertificateError("exp and iat must be numbers");
     return {
       issuer: "seatd", leaseId: str(raw.lease_id), tenantId: str(raw.tenant_id), licenseId: str(raw.license_id),
-      fingerprint: str(raw.fingerprint), issuedAt: new Date(Math.trunc(num(raw.iat) ? raw.iat : 0) * 1000),
+      fingerprint: str(raw.fingerprint), user: str(raw.user), hostname: str(raw.hostname), boundTo: str(raw.bound_to),
+      licenseKeySha256: str(raw.license_key_sha256), issuedAt: new Date(Math.trunc(num(raw.iat) ? raw.iat : 0) * 1000),
       expiry: new Date(Math.trunc(raw.exp) * 1000), borrowed: raw.borrowed === true, nonce: str(raw.nonce), keyId: kid,
     };
   }

@@ -24,7 +24,8 @@ export interface ClientOptions extends ConnectionOptions {
   log?: Log;
   /** The tenant's JWKS, embedded in the product. With it every answer that
    * grants or extends a seat must carry a valid lease certificate (signed by
-   * a key of the set, our nonce, this lease and fingerprint, exp = the
+   * a key of the set, our nonce, this lease, our own license key and
+   * identity (checkHolder: never what an answer says), exp = the
    * deadline told); one that does not is a lost lease: lease() throws
    * BadCertificateError (and gives the seat back), a kept lease aborts its
    * signal with it. With it every request carries a fresh nonce, which asks
@@ -99,8 +100,8 @@ export class Client implements AsyncDisposable {
 
   /** Borrows a seat for offline use for durationMs (at most the license's
    * max_borrow_duration). The lease needs no heartbeats and is not kept: it
-   * holds its seat until expiresAt or an early return (release(), or
-   * releaseSeat(id, token) after a restart). Store lease.certificate with the
+   * holds its seat until expiresAt: seatd refuses an early return
+   * (LEASE_BORROWED), its certificate staying valid offline until then. Store lease.certificate with the
    * product: verifyOffline checks it later without a network. The request
    * carries a nonce, with signingKeys or without, so the certificate (seatd
    * signs one for every borrow) repeats it. An answer without a certificate,
@@ -275,13 +276,13 @@ export class Client implements AsyncDisposable {
 
   /** @internal throws BadCertificateError when a grant's certificate does
    * not verify (or, for a borrow, is missing or not borrowed). */
-  checkGrant(resp: AcquireSeatResponse, nonce: string, fingerprint: string, borrowed: boolean): void {
+  checkGrant(resp: AcquireSeatResponse, nonce: string, o: AcquireOptions, borrowed: boolean): void {
     const pl = resp.lease;
     if (borrowed && !pl?.borrowed) throw new BadCertificateError("seatd granted a lease that is not borrowed (a server without borrowing?)");
     if (borrowed && !resp.leaseCertificate) throw new BadCertificateError("none in seatd's answer to a borrow");
     const st = stateOf(resp, 0);
     this.signingKeys?.check(resp.leaseCertificate, {
-      nonce, leaseId: st.id, licenseId: st.licenseId, fingerprint: pl?.fingerprint || fingerprint, deadlineMs: st.expiresAtMs, borrowed,
+      nonce, leaseId: st.id, licenseId: st.licenseId, holder: o, deadlineMs: st.expiresAtMs, borrowed,
     }, this.timing.now());
   }
 
@@ -298,7 +299,7 @@ export class Client implements AsyncDisposable {
    * gives the seat back), wraps it in a Lease and starts keeping it alive (a
    * borrowed one needs no keeping). */
   private hold(o: AcquireOptions, resp: AcquireSeatResponse, sent: number, nonce: string, borrowed: boolean): Lease {
-    this.checkGrant(resp, nonce, o.fingerprint ?? "", borrowed);
+    this.checkGrant(resp, nonce, o, borrowed);
     const l = new Lease(this, o, stateOf(resp, sent, o.fingerprint ?? "", borrowed));
     if ((this.options.autoHeartbeat ?? true) && !this.#closed && !borrowed) {
       l.keeper = new Keeper(this, l);

@@ -130,7 +130,7 @@ export class Lease implements AsyncDisposable {
    * extended lease st to expiresAtMs; throws BadCertificateError. */
   checkCertificate(st: LeaseState, nonce: string, cert: string, expiresAtMs: number): void {
     this.#client.signingKeys?.check(cert, {
-      nonce, leaseId: st.id, licenseId: st.licenseId, fingerprint: st.fingerprint, deadlineMs: expiresAtMs, borrowed: st.borrowed,
+      nonce, leaseId: st.id, licenseId: st.licenseId, holder: this.#opts, deadlineMs: expiresAtMs, borrowed: st.borrowed,
     }, this.#client.timing.now());
   }
 
@@ -323,7 +323,7 @@ export class Keeper {
       try {
         const resp = await this.#c.conn.unary(SeatService.method.acquireSeat, req, { timeoutMs: t.callTimeoutMs, signal: this.#stop.signal });
         try {
-          this.#c.checkGrant(resp, req.nonce, l.opts.fingerprint ?? "", false);
+          this.#c.checkGrant(resp, req.nonce, l.opts, false);
         } catch (err) {
           await this.#c.giveBack(resp.lease?.id ?? "", resp.leaseToken);
           l.markLost(err as BadCertificateError);

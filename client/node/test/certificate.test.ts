@@ -2,8 +2,8 @@
 // real seatd's certificates are checked in client.test.ts.
 import { afterEach, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { BadCertificateError, CertificateExpiredError, Client, LeaseLostError, SigningKeys, verifyOffline, type ClientOptions } from "../src/index.js";
-import { FakeSeatd, Signer, certificate, claims, forgeries, jwks } from "./fake.js";
+import { BadCertificateError, CertificateExpiredError, Client, LeaseLostError, SigningKeys, checkHolder, licenseKeyHash, verifyOffline, type ClientOptions } from "../src/index.js";
+import { FakeSeatd, Signer, certificate, claims, forgeries, jwks, type Forgery } from "./fake.js";
 import { until } from "./harness.js";
 
 const fast = { clockCheckMs: 20, backoffBaseMs: 10, backoffMaxMs: 100, reconnectJitterMs: 20, minIntervalMs: 20, lastChanceMs: 1000, callTimeoutMs: 5000 };
@@ -194,8 +194,10 @@ describe("verifyOffline", () => {
     const got = verifyOffline(good, jwks(signer));
     assert.deepEqual(got, {
       issuer: "seatd", leaseId: "lease-1", tenantId: "default", licenseId: "lic-1", fingerprint: "fp",
+      user: "", hostname: "", boundTo: "fingerprint", licenseKeySha256: licenseKeyHash("key"),
       issuedAt: got.issuedAt, expiry: new Date(Math.floor(deadline / 1000) * 1000), borrowed: true, nonce: "n", keyId: "k1",
     });
+    checkHolder(got, { licenseKey: "key", fingerprint: "fp" });
     verifyOffline(good, jwks(signer, other)); // after a rotation, more keys
     assert.throws(() => verifyOffline(good, jwks(other)), BadCertificateError, "another tenant's keys");
     for (const forge of ["other key", "unknown kid", "one byte changed", "alg none", "missing"] as const) {
@@ -207,6 +209,29 @@ describe("verifyOffline", () => {
     const exp = Math.floor(deadline / 1000) * 1000;
     assert.throws(() => verifyOffline(good, jwks(signer), exp), CertificateExpiredError);
     verifyOffline(good, jwks(signer), new Date(exp - 1));
+  });
+
+  test("checkHolder: this client's license key and identity only", () => {
+    // A certificate is this client's only when it names the hash of the
+    // license key it uses and its own identity, the one its lease is bound
+    // to; an older seatd's (neither claim) still verifies offline.
+    const signer = new Signer("k1");
+    const deadline = Date.now() + 3600_000;
+    const claimsOf = (forge?: Forgery) => verifyOffline(certificate(signer, claims("lease-1", "fp", deadline, "n"), forge), jwks(signer));
+    const me = { licenseKey: "key", fingerprint: "fp", user: "ann", hostname: "box" };
+    checkHolder(claimsOf(), me);
+    for (const forge of ["relayed", "other fingerprint", "other license key", "unbound", "other user"] as const) {
+      assert.throws(() => checkHolder(claimsOf(forge), me), BadCertificateError, forge);
+    }
+    assert.throws(() => checkHolder(claimsOf(), { ...me, licenseKey: "another-key" }), BadCertificateError);
+    const shared = claimsOf("other user"); // bound to user bob, fingerprint fp
+    checkHolder(shared, { licenseKey: "key", fingerprint: "bobs-laptop", user: "bob" });
+    assert.throws(() => checkHolder(shared, { licenseKey: "key", fingerprint: "fp" }), BadCertificateError, "no user sent");
+    const byHost = { ...shared, boundTo: "hostname", hostname: "box" };
+    checkHolder(byHost, me);
+    assert.throws(() => checkHolder(byHost, { licenseKey: "key", fingerprint: "fp", user: "bob", hostname: "other-box" }), BadCertificateError);
+    assert.throws(() => checkHolder({ ...shared, boundTo: "group" }, me), BadCertificateError, "an unknown binding");
+    assert.throws(() => checkHolder({ ...shared, boundTo: "toString" }, me), BadCertificateError, "not a property of any object");
   });
 
   test("SigningKeys refuses what cannot verify", () => {

@@ -11,7 +11,7 @@ import { join, resolve } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { Backend, modes, newLicense, operatorKey, sleep, until, type Seatd } from "./harness.js";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { AdminClient, BadCertificateError, CertificateExpiredError, Client, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, SigningKeys, seatdv1, serviceConfig, verifyOffline, type Log, type SeatdError } from "../src/index.js";
+import { AdminClient, BadCertificateError, CertificateExpiredError, Client, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, SigningKeys, checkHolder, seatdv1, serviceConfig, verifyOffline, type Log, type SeatdError } from "../src/index.js";
 
 /** A log that keeps what it hears, to assert on reconnects and fallbacks. */
 function recorder(): Log & { messages: string[] } {
@@ -260,7 +260,7 @@ for (const mode of modes) {
       assert.equal(active.leases.length, 0, "the refused seat was given back");
     });
 
-    test("borrow: verifyOffline until the deadline, not revocable, releaseSeat returns it", async () => {
+    test("borrow: verifyOffline until the deadline, neither revocable nor returned early", async () => {
       const jwks = await (await fetch(`http://${s.httpAddr}/v1/tenants/default/jwks.json`)).text();
       const admin = s.admin();
       const lic = (await admin.createLicense({ license: { name: "borrowable", seats: 2, maxBorrowDuration: durationFromMs(3600_000), maxBorrowedSeats: 1 } })).license!;
@@ -269,13 +269,16 @@ for (const mode of modes) {
       assert.ok(lease.borrowed);
       const got = verifyOffline(lease.certificate, jwks, Date.now() + 1700_000);
       assert.ok(got.borrowed);
+      checkHolder(got, { licenseKey: lic.key, fingerprint: "travel-laptop" }); // bound to this machine and license key
+      assert.throws(() => checkHolder(got, { licenseKey: lic.key, fingerprint: "another-laptop" }), BadCertificateError, "copied to another machine");
       assert.deepEqual([got.fingerprint, got.licenseId], ["travel-laptop", lic.id]);
       assert.throws(() => verifyOffline(lease.certificate, jwks, got.expiry), CertificateExpiredError);
       await assert.rejects(c.borrow({ licenseKey: lic.key, fingerprint: "second" }, 60_000), (err: SeatdError) => err.reason === "BORROW_LIMIT_REACHED");
       await assert.rejects(admin.revokeLease({ leaseId: lease.id, reason: "test" }), (err: SeatdError) => err.reason === "LEASE_BORROWED");
       assert.equal((await admin.listLeases({ licenseId: lic.id, state: seatdv1.LeaseState.ACTIVE })).leases.length, 1, "the borrowed lease keeps its seat");
-      await c.releaseSeat(lease.id, lease.token);
-      assert.equal((await admin.listLeases({ licenseId: lic.id, state: seatdv1.LeaseState.ACTIVE })).leases.length, 0);
+      // No early return: the certificate stays valid offline until its deadline.
+      await assert.rejects(c.releaseSeat(lease.id, lease.token), (err: SeatdError) => err.reason === "LEASE_BORROWED");
+      assert.equal((await admin.listLeases({ licenseId: lic.id, state: seatdv1.LeaseState.ACTIVE })).leases.length, 1, "held until its deadline");
       const plain = await newLicense(s, 1, 60_000);
       await assert.rejects(c.borrow({ licenseKey: plain.key }, 60_000), (err: SeatdError) => err.reason === "BORROW_NOT_ALLOWED");
       admin.close();

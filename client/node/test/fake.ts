@@ -1,7 +1,7 @@
 // An in-process fake seatd that signs lease certificates with a key of the
 // test's own (Node's crypto), and can spoil them: the server a customer
 // might run to get seats for nothing, or a broken one.
-import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
+import { createHash, generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { create, fromBinary, toBinary, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
 import { durationFromMs, timestampFromMs, durationMs } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
@@ -33,11 +33,24 @@ export class Signer {
 
 export const jwks = (...signers: Signer[]) => JSON.stringify({ keys: signers.map((s) => s.jwk()) });
 
-export type Forgery = "missing" | "other key" | "unknown kid" | "other nonce" | "later exp" | "other lease" | "other fingerprint" | "one byte changed" | "alg none";
-export const forgeries: Forgery[] = ["missing", "other key", "unknown kid", "other nonce", "later exp", "other lease", "other fingerprint", "one byte changed", "alg none"];
+// "relayed": a relay serving its one lease to other clients (its answer and
+// certificate name the relay's machine); "other license key": a lease of
+// another license; "unbound": as an older seatd signed (no bound_to, no
+// license_key_sha256); "other user": a lease shared per user, another user's.
+export type Forgery = "missing" | "other key" | "unknown kid" | "other nonce" | "later exp" | "other lease" | "other fingerprint" | "one byte changed" | "alg none"
+  | "relayed" | "other license key" | "unbound" | "other user";
+export const forgeries: Forgery[] = ["missing", "other key", "unknown kid", "other nonce", "later exp", "other lease", "other fingerprint", "one byte changed", "alg none",
+  "relayed", "other license key", "unbound", "other user"];
+export const RELAY_FINGERPRINT = "relay-machine";
 
+export const keyHash = (licenseKey: string) => createHash("sha256").update(licenseKey, "utf8").digest("hex");
+
+/** seatd's claims for a lease of license key "key" bound to fingerprint. */
 export function claims(leaseId: string, fingerprint: string, deadlineMs: number, nonce: string, borrowed = false): Record<string, unknown> {
-  return { iss: "seatd", sub: leaseId, lease_id: leaseId, tenant_id: "default", license_id: "lic-1", fingerprint, iat: Math.floor(Date.now() / 1000), exp: Math.floor(deadlineMs / 1000), borrowed, nonce };
+  return {
+    iss: "seatd", sub: leaseId, lease_id: leaseId, tenant_id: "default", license_id: "lic-1", fingerprint, user: "", hostname: "",
+    bound_to: "fingerprint", license_key_sha256: keyHash("key"), iat: Math.floor(Date.now() / 1000), exp: Math.floor(deadlineMs / 1000), borrowed, nonce,
+  };
 }
 
 /** certificate signs c with signer, spoiled by forge. */
@@ -50,6 +63,10 @@ export function certificate(signer: Signer, c: Record<string, unknown>, forge?: 
     case "later exp": c.exp = (c.exp as number) + 3600; break;
     case "other lease": c.sub = c.lease_id = "lease-other"; break;
     case "other fingerprint": c.fingerprint = "another-machine"; break;
+    case "relayed": c.fingerprint = RELAY_FINGERPRINT; break;
+    case "other license key": c.license_key_sha256 = keyHash("another-key"); break;
+    case "unbound": delete c.bound_to; delete c.license_key_sha256; break;
+    case "other user": c.bound_to = "user"; c.user = "bob"; break;
     case "alg none": return `${b64url(JSON.stringify({ alg: "none", kid: signer.kid }))}.${b64url(JSON.stringify(c))}.`;
   }
   const token = signer.sign(c);
@@ -161,7 +178,7 @@ export class FakeSeatd {
     const deadlineMs = now + (borrowed ? borrowMs : this.ttlMs);
     this.leases.set(id, { token: `token-${id}`, fingerprint, deadlineMs, borrowed, live: true });
     return {
-      lease: { id, licenseId: "lic-1", fingerprint, borrowed, acquiredAt: timestampFromMs(now), lastHeartbeatAt: timestampFromMs(now), expiresAt: timestampFromMs(deadlineMs) },
+      lease: { id, licenseId: "lic-1", fingerprint: this.forge === "relayed" ? RELAY_FINGERPRINT : fingerprint, borrowed, acquiredAt: timestampFromMs(now), lastHeartbeatAt: timestampFromMs(now), expiresAt: timestampFromMs(deadlineMs) },
       leaseToken: `token-${id}`, heartbeatInterval: durationFromMs(this.intervalMs), seatsInUse: 1, seatLimit: 10, leaseCertificate: this.#cert(id, nonce),
     };
   }

@@ -13,7 +13,7 @@ The generated gRPC modules are seatd.v1.*_pb2 / *_pb2_grpc; the google.rpc
 error details seatd sends are decoded into the exceptions of seatd.errors.
 """
 
-from seatd.certificate import Claims, SigningKeys, verify_offline
+from seatd.certificate import Claims, SigningKeys, license_key_hash, verify_offline
 from seatd.client import AdminClient, Client, Lease, Timing, SERVICE_CONFIG
 from seatd.errors import (
     SeatdError, SeatsExhausted, LeaseLost, LeaseExpired, LeaseRevoked, LeaseReleased, LeaseNotFound,
@@ -27,5 +27,6 @@ __all__ = [
     "LeasingStrategy", "SeatdError", "SeatsExhausted", "LeaseLost", "LeaseExpired", "LeaseRevoked",
     "LeaseReleased", "LeaseNotFound", "LeaseTokenInvalid", "LicenseNotFound", "LicenseInactive",
     "LicenseExpired", "InvalidArgument", "Unauthenticated", "PermissionDenied", "QueueFull", "RateLimited",
-    "Unavailable", "BadCertificate", "CertificateExpired", "Claims", "SigningKeys", "verify_offline",
+    "Unavailable", "BadCertificate", "CertificateExpired", "Claims", "SigningKeys", "license_key_hash",
+    "verify_offline",
 ]

@@ -10,6 +10,7 @@ python3-cryptography; no JWT library is needed.
 import base64
 import binascii
 import collections
+import hashlib
 import json
 import secrets
 import time
@@ -21,19 +22,66 @@ from seatd import errors
 
 ISSUER = "seatd"
 
-Claims = collections.namedtuple("Claims", [
+BOUND_TO_FINGERPRINT, BOUND_TO_USER, BOUND_TO_HOSTNAME = "fingerprint", "user", "hostname"
+
+
+def license_key_hash(license_key):
+    """The license_key_sha256 claim of a license key: its SHA-256, lowercase hex."""
+    return hashlib.sha256(license_key.encode("utf-8")).hexdigest()
+
+
+class Claims(collections.namedtuple("Claims", [
     "issuer",       # always "seatd"
     "lease_id",     # the sub and lease_id claims
     "tenant_id",    # the tenant whose key signed it
     "license_id",
-    "fingerprint",  # the machine the lease was granted to
+    "fingerprint",  # the machine the lease was granted to (the first one, for a shared lease)
+    "user",         # the user it was granted to, "" if none was sent
+    "hostname",     # the hostname it was granted to, "" if none was sent
+    "bound_to",     # whom the lease is for: "fingerprint", or "user"/"hostname" for a shared lease; "" if unbound
+    "license_key_sha256",  # license_key_hash of the license key; "" if unbound
     "issued_at",    # iat, Unix seconds
     "expiry",       # exp, Unix seconds: the lease's deadline rounded down
     "borrowed",     # a seat borrowed for offline use
     "nonce",        # the nonce of the request it answers
     "key_id",       # the kid of the key that signed it
-])
-Claims.__doc__ = "What a lease certificate says (times in whole Unix seconds)."
+])):
+    """What a lease certificate says (times in whole Unix seconds)."""
+
+    __slots__ = ()
+
+    def check_holder(self, license_key, fingerprint, user="", hostname=""):
+        """Raises BadCertificate unless the certificate is for the client
+        that asks with these values, its own: the hash of its license key,
+        and the identity bound_to names (its fingerprint, or its user or
+        hostname for a lease the license shares per user or hostname).
+        Never compare with what an answer says: a relay holding one lease
+        would pass. A certificate of a seatd that did not bind certificates
+        (no bound_to or license_key_sha256) is refused."""
+        _check_holder(self, (license_key_hash(license_key), fingerprint, user, hostname))
+
+
+def _check_holder(c, holder):
+    key_hash, fingerprint, user, hostname = holder
+    if not c.license_key_sha256 or not c.bound_to:
+        raise errors.BadCertificate("it names no license key or holder (signed by a seatd that does not bind "
+                                    "certificates to their client: upgrade seatd)")
+    if c.license_key_sha256 != key_hash:
+        raise errors.BadCertificate("for another license key than the one this client uses")
+    pairs = {BOUND_TO_FINGERPRINT: (c.fingerprint, fingerprint), BOUND_TO_USER: (c.user, user),
+             BOUND_TO_HOSTNAME: (c.hostname, hostname)}
+    if c.bound_to not in pairs:
+        raise errors.BadCertificate("bound to %r, which this client does not know" % c.bound_to)
+    theirs, ours = pairs[c.bound_to]
+    if not ours or theirs != ours:
+        raise errors.BadCertificate("for %s %r, not this client's %r" % (c.bound_to, theirs, ours))
+
+
+def holder_of(opts):
+    """What a client knows of itself (its acquisition's options), which
+    every certificate of its lease must name."""
+    return (license_key_hash(opts["license_key"]), opts["fingerprint"], opts.get("user") or "",
+            opts.get("hostname") or "")
 
 
 def new_nonce():
@@ -146,26 +194,29 @@ class SigningKeys:
         exp, iat = raw.get("exp"), raw.get("iat", 0)
         if not _number(exp) or not _number(iat):
             raise errors.BadCertificate("exp and iat must be numbers")
-        return Claims(issuer=raw["iss"], lease_id=raw["lease_id"], tenant_id=raw.get("tenant_id", ""),
-                      license_id=raw.get("license_id", ""), fingerprint=raw.get("fingerprint", ""),
+        return Claims(issuer=raw["iss"], lease_id=raw["lease_id"], tenant_id=_str(raw, "tenant_id"),
+                      license_id=_str(raw, "license_id"), fingerprint=_str(raw, "fingerprint"),
+                      user=_str(raw, "user"), hostname=_str(raw, "hostname"), bound_to=_str(raw, "bound_to"),
+                      license_key_sha256=_str(raw, "license_key_sha256"),
                       issued_at=int(iat), expiry=int(exp), borrowed=raw.get("borrowed") is True,
-                      nonce=raw.get("nonce", ""), key_id=kid)
+                      nonce=_str(raw, "nonce"), key_id=kid)
 
-    def check(self, cert, *, nonce, lease_id, fingerprint, deadline, license_id="", borrowed=False, now=None):
+    def check(self, cert, *, nonce, lease_id, holder, deadline, license_id="", borrowed=False, now=None):
         """Verifies the certificate of an answer (deadline: the one it told,
-        Unix seconds): as verify, and it repeats our nonce, names this lease,
-        license and fingerprint, and its exp is that deadline rounded down
-        (less than a second apart), not passed. Raises BadCertificate."""
+        Unix seconds): as verify, and it repeats our nonce, names this lease
+        and license, is for this client (holder, holder_of: our license key
+        and identity, never what an answer says), and its exp is that
+        deadline rounded down (less than a second apart), not passed.
+        Raises BadCertificate."""
         c = self._verify(cert)
         now = time.time() if now is None else _unix(now)
+        _check_holder(c, holder)
         if not nonce or c.nonce != nonce:
             raise errors.BadCertificate("nonce %r is not the one sent (a recorded answer replayed?)" % c.nonce)
         if c.lease_id != lease_id:
             raise errors.BadCertificate("for lease %r, not %r" % (c.lease_id, lease_id))
         if license_id and c.license_id != license_id:
             raise errors.BadCertificate("for license %r, not %r" % (c.license_id, license_id))
-        if c.fingerprint != fingerprint:
-            raise errors.BadCertificate("for fingerprint %r, not %r" % (c.fingerprint, fingerprint))
         if c.borrowed != borrowed:
             raise errors.BadCertificate("borrowed is %s, want %s" % (c.borrowed, borrowed))
         if deadline is None or abs(deadline - c.expiry) >= 1:
@@ -181,6 +232,13 @@ def verify_offline(cert, jwks, now=None):
     """SigningKeys(jwks).verify(cert, now): the product's start-up check of a
     stored certificate (a borrowed seat, say) with the JWKS it embeds."""
     return SigningKeys(jwks).verify(cert, now)
+
+
+def _str(raw, name):
+    v = raw.get(name, "")
+    if not isinstance(v, str):
+        raise errors.BadCertificate("%s must be a string" % name)
+    return v
 
 
 def _number(v):

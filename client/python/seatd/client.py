@@ -19,7 +19,7 @@ import grpc
 from google.protobuf import duration_pb2, json_format
 
 from seatd import errors
-from seatd.certificate import SigningKeys, new_nonce
+from seatd.certificate import SigningKeys, holder_of, new_nonce
 from seatd.v1 import admin_service_pb2, admin_service_pb2_grpc, heartbeat_service_pb2, \
     heartbeat_service_pb2_grpc, resources_pb2, seat_service_pb2, seat_service_pb2_grpc
 
@@ -138,7 +138,8 @@ class Client(_Connected):
     signing_keys: the tenant's JWKS (bytes, str, dict or a SigningKeys),
     embedded in the product. With it every answer that grants or extends a
     seat must carry a valid lease certificate (signed by a key of the set,
-    our nonce, this lease and fingerprint, exp = the deadline told); one
+    our nonce, this lease, our own license key and identity: Claims.check_holder,
+    exp = the deadline told); one
     that does not is a lost lease: acquire raises BadCertificate (and gives
     the seat back), a kept lease sets lost with it. With signing_keys every
     request carries a fresh nonce, which asks seatd for a certificate;
@@ -210,9 +211,10 @@ class Client(_Connected):
         return self._hold(opts, self._acquire(req, timeout), sent, req.nonce, borrowed=True)
 
     def release_seat(self, lease_id, lease_token, timeout=None):
-        """Gives back a seat known by its id and token (a borrowed one
-        returned early after a restart). Releasing again is fine; raises
-        LeaseExpired or LeaseRevoked when the lease ended otherwise."""
+        """Gives back a seat known by its id and token (after a restart).
+        Releasing again is fine; raises LeaseExpired or LeaseRevoked when the
+        lease ended otherwise, SeatdError LEASE_BORROWED for a live borrowed
+        lease (no early return: its certificate stays valid offline)."""
         _call(self._seats.ReleaseSeat, seat_service_pb2.ReleaseSeatRequest(lease_id=lease_id, lease_token=lease_token),
               timeout=timeout or self.t.call_timeout)
 
@@ -233,7 +235,7 @@ class Client(_Connected):
         that does not check them should not cost it the signatures."""
         return new_nonce() if self.signing_keys is not None or borrow else ""
 
-    def _check(self, resp, nonce, fingerprint, borrowed):
+    def _check(self, resp, nonce, opts, borrowed):
         """Raises BadCertificate if a grant's certificate does not verify
         (or, for a borrow, is missing or not borrowed)."""
         pl = resp.lease
@@ -245,7 +247,7 @@ class Client(_Connected):
             return
         deadline = pl.expires_at.ToNanoseconds() / 1e9 if pl.HasField("expires_at") else None
         self.signing_keys.check(resp.lease_certificate, nonce=nonce, lease_id=pl.id, license_id=pl.license_id,
-                                fingerprint=pl.fingerprint or fingerprint, deadline=deadline,
+                                holder=holder_of(opts), deadline=deadline,
                                 borrowed=borrowed, now=self.t.now())
 
     def _give_back(self, lease_id, token):
@@ -271,7 +273,7 @@ class Client(_Connected):
 
     def _hold(self, opts, resp, sent, nonce, borrowed=False):
         try:
-            self._check(resp, nonce, opts["fingerprint"], borrowed)
+            self._check(resp, nonce, opts, borrowed)
         except errors.BadCertificate:
             self._give_back(resp.lease.id, resp.lease_token)
             raise
@@ -390,6 +392,7 @@ class Lease:
         # (the client then asks for none) but for a borrowed lease.
         self.certificate = resp.lease_certificate
         self.fingerprint = pl.fingerprint or self._opts["fingerprint"]
+        self._holder = holder_of(self._opts)  # ours, which every certificate must name
         self.ttl = _ttl(pl)
         self._deadline = self._local_deadline(sent, pl.expires_at)
 
@@ -430,7 +433,7 @@ class Lease:
         keys = self._c.signing_keys
         if keys is None:
             return
-        keys.check(cert, nonce=nonce, lease_id=self.id, license_id=self.license_id, fingerprint=self.fingerprint,
+        keys.check(cert, nonce=nonce, lease_id=self.id, license_id=self.license_id, holder=self._holder,
                    deadline=expires_at.ToNanoseconds() / 1e9 if expires_at.ByteSize() else None,
                    borrowed=self.borrowed, now=self._c.t.now())
 
@@ -645,7 +648,7 @@ class _Keeper:
             if self._stop.is_set():
                 return False
             try:
-                self.l._c._check(resp, req.nonce, self.l._opts["fingerprint"], False)
+                self.l._c._check(resp, req.nonce, self.l._opts, False)
             except errors.BadCertificate as e:
                 self.l._c._give_back(resp.lease.id, resp.lease_token)
                 self.l._mark_lost(e)

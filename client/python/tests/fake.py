@@ -3,6 +3,7 @@ test's own (python3-cryptography), and can spoil them: the server a
 customer might run to get seats for nothing, or a broken one."""
 
 import base64
+import hashlib
 import json
 import threading
 import time
@@ -42,15 +43,26 @@ def jwks(*signers):
     return json.dumps({"keys": [s.jwk() for s in signers]}).encode()
 
 
+def key_hash(license_key):
+    return hashlib.sha256(license_key.encode()).hexdigest()
+
+
 def claims(lease_id, fingerprint, deadline, nonce, borrowed=False):
+    """seatd's claims for a lease of license key "key" bound to fingerprint."""
     return {"iss": "seatd", "sub": lease_id, "lease_id": lease_id, "tenant_id": "default", "license_id": "lic-1",
-            "fingerprint": fingerprint, "iat": int(time.time()), "exp": int(deadline), "borrowed": borrowed,
-            "nonce": nonce}
+            "fingerprint": fingerprint, "user": "", "hostname": "", "bound_to": "fingerprint",
+            "license_key_sha256": key_hash("key"), "iat": int(time.time()), "exp": int(deadline),
+            "borrowed": borrowed, "nonce": nonce}
 
 
-# How a certificate is spoiled.
+# How a certificate is spoiled. "relayed": a relay serving its one lease to
+# other clients (its answer and certificate name the relay's machine);
+# "other license key": a lease of another license; "unbound": as an older
+# seatd signed (no bound_to, no license_key_sha256); "other user": a lease
+# shared per user, another user's.
 FORGERIES = ["missing", "other key", "unknown kid", "other nonce", "later exp", "other lease", "other fingerprint",
-             "one byte changed", "alg none"]
+             "one byte changed", "alg none", "relayed", "other license key", "unbound", "other user"]
+RELAY_FINGERPRINT = "relay-machine"
 
 
 def certificate(signer, c, forge=None):
@@ -69,6 +81,14 @@ def certificate(signer, c, forge=None):
         c["sub"] = c["lease_id"] = "lease-other"
     if forge == "other fingerprint":
         c["fingerprint"] = "another-machine"
+    if forge == "relayed":
+        c["fingerprint"] = RELAY_FINGERPRINT
+    if forge == "other license key":
+        c["license_key_sha256"] = key_hash("another-key")
+    if forge == "unbound":
+        del c["bound_to"], c["license_key_sha256"]
+    if forge == "other user":
+        c["bound_to"], c["user"] = "user", "bob"
     if forge == "alg none":
         head = b64url(json.dumps({"alg": "none", "kid": signer.kid}).encode())
         return head + "." + b64url(json.dumps(c).encode()) + "."
@@ -147,7 +167,8 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
                                          borrowed=borrowed, live=True)
             now = time.time()
             return seat_service_pb2.AcquireSeatResponse(
-                lease=resources_pb2.Lease(id=lease_id, license_id="lic-1", fingerprint=req.fingerprint,
+                lease=resources_pb2.Lease(id=lease_id, license_id="lic-1",
+                                          fingerprint=RELAY_FINGERPRINT if self.forge == "relayed" else req.fingerprint,
                                           borrowed=borrowed, acquired_at=_ts(now), last_heartbeat_at=_ts(now),
                                           expires_at=_ts(deadline)),
                 lease_token="token-" + lease_id, heartbeat_interval=_dur(self.interval), seats_in_use=1,

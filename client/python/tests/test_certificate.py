@@ -197,8 +197,10 @@ class VerifyOfflineTest(unittest.TestCase):
         good = certificate(signer, claims("lease-1", "fp", deadline, "n", borrowed=True))
         got = seatd.verify_offline(good, jwks(signer))
         self.assertEqual(seatd.Claims(issuer="seatd", lease_id="lease-1", tenant_id="default", license_id="lic-1",
-                                      fingerprint="fp", issued_at=got.issued_at, expiry=int(deadline),
-                                      borrowed=True, nonce="n", key_id="k1"), got)
+                                      fingerprint="fp", user="", hostname="", bound_to="fingerprint",
+                                      license_key_sha256=seatd.license_key_hash("key"), issued_at=got.issued_at,
+                                      expiry=int(deadline), borrowed=True, nonce="n", key_id="k1"), got)
+        got.check_holder("key", "fp")
         seatd.verify_offline(good, jwks(signer, other))  # after a rotation, more keys
         with self.assertRaises(seatd.BadCertificate):
             seatd.verify_offline(good, jwks(other))  # another tenant's keys
@@ -211,6 +213,34 @@ class VerifyOfflineTest(unittest.TestCase):
         with self.assertRaises(seatd.CertificateExpired):
             seatd.verify_offline(good, jwks(signer), int(deadline))
         seatd.verify_offline(good, jwks(signer), int(deadline) - 0.001)
+
+    def test_check_holder(self):
+        # A certificate is this client's only when it names the hash of the
+        # license key it uses and its own identity, the one its lease is
+        # bound to; an older seatd's (neither claim) still verifies offline.
+        signer = Signer("k1")
+        deadline = time.time() + 3600
+
+        def claims_of(forge):
+            return seatd.verify_offline(certificate(signer, claims("lease-1", "fp", deadline, "n"), forge),
+                                        jwks(signer))
+        me = dict(license_key="key", fingerprint="fp", user="ann", hostname="box")
+        claims_of(None).check_holder(**me)
+        for forge in ("relayed", "other fingerprint", "other license key", "unbound", "other user"):
+            with self.subTest(forge=forge), self.assertRaises(seatd.BadCertificate):
+                claims_of(forge).check_holder(**me)
+        with self.assertRaises(seatd.BadCertificate):
+            claims_of(None).check_holder("another-key", "fp")
+        shared = claims_of("other user")  # bound to user bob, fingerprint fp
+        shared.check_holder("key", "bobs-laptop", user="bob")
+        with self.assertRaises(seatd.BadCertificate):
+            shared.check_holder("key", "fp")  # no user sent
+        by_host = shared._replace(bound_to="hostname", hostname="box")
+        by_host.check_holder(**me)
+        with self.assertRaises(seatd.BadCertificate):
+            by_host.check_holder("key", "fp", user="bob", hostname="other-box")
+        with self.assertRaises(seatd.BadCertificate):
+            shared._replace(bound_to="group").check_holder(**me)
 
     def test_signing_keys(self):
         signer = Signer("k1")

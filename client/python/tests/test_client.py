@@ -286,8 +286,8 @@ class Base:
 
     def test_borrow(self):
         """borrowing: borrow returns a lease with a certificate verify_offline
-        accepts until its deadline; it cannot be revoked; release_seat
-        returns it early; a license without borrowing refuses."""
+        accepts until its deadline; it can be neither revoked nor returned
+        early (release_seat); a license without borrowing refuses."""
         jwks = self.jwks()
         lic = self.license(seats=2, ttl=30, max_borrow_duration=duration_pb2.Duration(seconds=3600),
                            max_borrowed_seats=1)
@@ -297,6 +297,9 @@ class Base:
         got = seatd.verify_offline(lease.certificate, jwks, time.time() + 1700)
         self.assertTrue(got.borrowed)
         self.assertEqual((got.fingerprint, got.license_id), ("travel-laptop", lic.id))
+        got.check_holder(lic.key, "travel-laptop")  # bound to this machine and this license key
+        with self.assertRaises(seatd.BadCertificate):
+            got.check_holder(lic.key, "another-laptop")  # copied to another machine
         with self.assertRaises(seatd.CertificateExpired):
             seatd.verify_offline(lease.certificate, jwks, got.expiry)
         with self.assertRaises(seatd.SeatdError) as cm:
@@ -306,8 +309,10 @@ class Base:
             self.admin.revoke_lease(lease_id=lease.id, reason="test")
         self.assertEqual(cm.exception.reason, "LEASE_BORROWED")
         self.assertEqual(self.active(lic), [lease.id], "the borrowed lease keeps its seat")
-        c.release_seat(lease.id, lease.token)
-        self.assertEqual(self.active(lic), [])
+        with self.assertRaises(seatd.SeatdError) as cm:
+            c.release_seat(lease.id, lease.token)  # no early return: the certificate stays valid offline
+        self.assertEqual(cm.exception.reason, "LEASE_BORROWED")
+        self.assertEqual(self.active(lic), [lease.id], "the borrowed lease keeps its seat until its deadline")
         plain = self.license(seats=1, ttl=30)
         with self.assertRaises(seatd.SeatdError) as cm:
             c.borrow(plain.key, "x", 60)
