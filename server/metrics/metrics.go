@@ -145,6 +145,8 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 			func(s server.BackgroundStats) int64 { return s.LeaseCacheEntries }),
 		gauge("seatd_lease_cache_size", "The most leases this instance caches, --lease-cache-size (distributed).",
 			func(s server.BackgroundStats) int64 { return s.LeaseCacheSize }),
+		gauge("seatd_data_file_damaged", "1 once this instance met a damaged page of its data file (embedded): it refuses writes and reports not ready until the data dir is restored from a backup.",
+			func(s server.BackgroundStats) int64 { return s.DataFileDamaged }),
 		counter("seatd_lease_cache_misses_total", "Lease lookups the lease cache could not answer, each a read of PostgreSQL (distributed).",
 			func(s server.BackgroundStats) int64 { return s.LeaseCacheMisses }),
 	)
