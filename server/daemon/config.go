@@ -15,6 +15,7 @@ import (
 
 	"github.com/seatd/seatd/server/cleanup"
 	"github.com/seatd/seatd/server/distributed"
+	"github.com/seatd/seatd/server/embedded"
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
@@ -44,6 +45,11 @@ type Config struct {
 
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
+
+	// Readiness (readiness.go): how often the store is asked whether it
+	// can write, and (embedded) how long a refused write counts.
+	ReadinessInterval  time.Duration
+	WriteFailureWindow time.Duration
 
 	// Distributed mode: both URLs switch it on.
 	PostgresURL            string
@@ -117,6 +123,8 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.CleanupHardLimit, "cleanup-hard-limit", cleanup.DefaultHardLimit, "a pass is cancelled after this long")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on shutdown, how long to stay up reporting not-ready before closing")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "on shutdown, how long in-flight calls may take before they are cut")
+	fs.DurationVar(&c.ReadinessInterval, "readiness-interval", 5*time.Second, "how often readiness (gRPC health, /readyz) asks the store whether it can write: embedded, the last commit or an empty one when idle; distributed, a ping of PostgreSQL and Redis")
+	fs.DurationVar(&c.WriteFailureWindow, "write-failure-window", embedded.DefaultWriteFailureWindow, "embedded mode: after a write the data dir refused (a full disk), not ready for this long unless a write succeeds since")
 	fs.IntVar(&c.WaitQueueMax, "wait-queue-max", grpcapi.DefaultWaitQueueLength, "most clients waiting for a seat per license (WaitForSeat); more get RESOURCE_EXHAUSTED")
 	fs.DurationVar(&c.WaitHold, "wait-hold", grpcapi.DefaultWaitHold, "a seat granted to a waiter goes to the next one if not heartbeated within this")
 	fs.DurationVar(&c.WaitPoll, "wait-poll", grpcapi.DefaultWaitPoll, "how often the head of a WaitForSeat queue tries for a seat (the waiters behind it look every 8 tries)")
@@ -236,6 +244,10 @@ func (c *Config) validate() error {
 		return errors.New("--drain-delay must not be negative")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be positive")
+	case c.ReadinessInterval < 100*time.Millisecond:
+		return errors.New("--readiness-interval must be at least 100ms")
+	case c.WriteFailureWindow < time.Second:
+		return errors.New("--write-failure-window must be at least 1s")
 	// The mode's own flags first: with one URL of the two, the other is
 	// what is missing, not the operator key.
 	case c.PostgresURL != "" && c.RedisURL == "":

@@ -89,6 +89,7 @@ type Daemon struct {
 	health    *health.Server
 	http      *http.Server
 	gateway   *gateway.Handler
+	ready     *readiness
 	conn      *grpc.ClientConn
 	grpcLn    net.Listener
 	httpLn    net.Listener
@@ -256,6 +257,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	}
 	d.serveBackup()
 	d.http = httpServer(cfg, d.gateway, tlsr, d.log)
+	d.ready = &readiness{publish: d.publishReadiness, gauge: m.Ready, log: d.log}
 
 	go func() { d.serveErr <- d.grpc.Serve(d.grpcLn) }()
 	go func() { _ = d.grpc.Serve(d.inProcess) }()
@@ -286,7 +288,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		d.scheduler.Start(context.WithoutCancel(ctx))
 	}
 
-	d.setServing(true)
+	d.ready.setServing(true)
+	if rc, ok := d.store.(server.ReadyChecker); ok {
+		d.ready.watch(rc, cfg.ReadinessInterval)
+	}
 	where := slog.String("data_dir", cfg.DataDir)
 	if cfg.Distributed() {
 		where = slog.String("redis_key_prefix", cfg.RedisKeyPrefix)
@@ -296,16 +301,18 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	return d, nil
 }
 
-func (d *Daemon) setServing(ok bool) {
+// publishReadiness tells gRPC health and /readyz (readiness.go); why is
+// "" when ready.
+func (d *Daemon) publishReadiness(why string) {
 	st := healthpb.HealthCheckResponse_NOT_SERVING
-	if ok {
+	if why == "" {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
 	d.health.SetServingStatus("", st)
 	for _, name := range grpcapi.ServiceNames {
 		d.health.SetServingStatus(name, st)
 	}
-	d.gateway.SetReady(ok)
+	d.gateway.SetNotReady(why)
 }
 
 // Shutdown drains in GracefulStop order (README, "Zero-downtime deploys"): not-ready first, wait
@@ -322,7 +329,10 @@ func (d *Daemon) Shutdown() error {
 	start := time.Now()
 	defer func() { d.log.Info("shutdown complete", "took", time.Since(start).Round(time.Millisecond)) }()
 	var err error
-	step("not ready", func() { d.setServing(false) })
+	step("not ready", func() {
+		d.ready.setServing(false)
+		d.ready.stopWatching()
+	})
 	step("drain delay", func() { time.Sleep(d.cfg.DrainDelay) })
 	step("stop cleanup leader", d.stopCleanup)
 	step("end streams", d.api.BeginShutdown)
@@ -381,6 +391,9 @@ func (d *Daemon) closeAll() error {
 			if ln != nil {
 				_ = ln.Close()
 			}
+		}
+		if d.ready != nil {
+			d.ready.stopWatching() // it asks the store
 		}
 		if d.notifier != nil {
 			d.notifier.Close()

@@ -30,6 +30,7 @@ type Metrics struct {
 	WaitTries       prometheus.Counter     // a waiter's tries that found no seat free
 	Heartbeats      *prometheus.CounterVec // result
 	Releases        *prometheus.CounterVec // result
+	Ready           prometheus.Gauge       // what /readyz says
 
 	activeSeats *scrapeGauge
 }
@@ -74,9 +75,12 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "seatd_releases_total", Help: "ReleaseSeat calls by result.",
 		}, []string{"result"}),
 	}
+	m.Ready = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seatd_ready", Help: "1 while this instance reports ready (gRPC health SERVING, /readyz 200); 0 while starting, draining, or while its store cannot write (/readyz and the log say why).",
+	})
 	m.activeSeats = &scrapeGauge{Gauge: m.ActiveSeats}
 	reg.MustRegister(m.ZombiesCleaned, m.CleanupDuration, m.CleanupRuns, m.CleanupErrors, m.CleanupScanned,
-		m.CleanupExpired, m.Leader, m.activeSeats, m.Acquisitions, m.WaitTries, m.Heartbeats, m.Releases)
+		m.CleanupExpired, m.Leader, m.activeSeats, m.Acquisitions, m.WaitTries, m.Heartbeats, m.Releases, m.Ready)
 	return m
 }
 

@@ -62,6 +62,7 @@ func TestNewRegistersEveryMetric(t *testing.T) {
 		"seatd_wait_tries_exhausted_total": "COUNTER",
 		"seatd_heartbeats_total":           "COUNTER",
 		"seatd_releases_total":             "COUNTER",
+		"seatd_ready":                      "GAUGE",
 	}
 	got := gather(t, reg)
 	require.Len(t, got, len(want))
@@ -103,6 +104,7 @@ func (f *fakeReporter) BackgroundStats() server.BackgroundStats {
 	return server.BackgroundStats{
 		HeartbeatsFlushed: f.flushed.Load(), FlushFailures: 2, LiveStateRebuilds: 3, OrphansAdopted: 4, SettingsCopiesBehind: 5,
 		HintsRederived: 6, LeaseCacheEntries: 7, LeaseCacheSize: 8, LeaseCacheMisses: 9,
+		DataFileDamaged: 1,
 	}
 }
 
@@ -129,7 +131,8 @@ func TestBackgroundIsReadAtScrapeTime(t *testing.T) {
 	require.Equal(t, 7.0, value("seatd_lease_cache_entries"))
 	require.Equal(t, 8.0, value("seatd_lease_cache_size"))
 	require.Equal(t, 9.0, value("seatd_lease_cache_misses_total"))
-	for _, name := range []string{"seatd_redis_writes_behind", "seatd_lease_cache_entries", "seatd_lease_cache_size"} {
+	require.Equal(t, 1.0, value("seatd_data_file_damaged"))
+	for _, name := range []string{"seatd_data_file_damaged", "seatd_redis_writes_behind", "seatd_lease_cache_entries", "seatd_lease_cache_size"} {
 		require.Equal(t, "GAUGE", gather(t, reg)[name].typ, "%s: a level, not a count", name)
 	}
 	for _, name := range []string{"seatd_heartbeats_flushed_total", "seatd_expiry_hints_rederived_total", "seatd_lease_cache_misses_total"} {
