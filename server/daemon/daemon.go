@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -270,13 +271,15 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 			d.serveErr <- err
 		}
 	}()
-	// Shown only now that the ports are bound: a start that fails before
-	// this has not shown a key that was never kept.
+	// Kept only now that the ports are bound: a start that fails before
+	// this keeps no key. The key itself is never printed: output lands in
+	// container logs, readable by more people than the data dir.
 	if generated {
 		if err := saveOperatorKey(cfg.DataDir, operatorKey); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(logOut, "\n  seatd generated an operator key (kept in %s/%s; shown only this once):\n\n      %s\n\n  Use it as: authorization: Bearer <key>\n\n", cfg.DataDir, operatorKeyFile, operatorKey)
+		d.log.Warn("seatd generated an operator key and kept it in the data dir, mode 0600 (it is printed nowhere); use it as authorization: Bearer <key>",
+			"file", filepath.Join(cfg.DataDir, operatorKeyFile))
 	}
 	if pprofLn != nil {
 		d.pprof = servePprof(pprofLn, d.log)
