@@ -175,6 +175,9 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if r, ok := d.store.(server.BackgroundReporter); ok {
 		metrics.RegisterBackground(reg, r)
 	}
+	if tlsr != nil {
+		metrics.RegisterTLSExpiry(reg, tlsr.NotAfter)
+	}
 	rpcMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 	reg.MustRegister(rpcMetrics)
 

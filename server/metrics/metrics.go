@@ -158,3 +158,13 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 
 // Discard returns metrics registered nowhere, for tests.
 func Discard() *Metrics { return New(prometheus.NewRegistry()) }
+
+// RegisterTLSExpiry exports seatd_tls_certificate_expiry_timestamp_seconds,
+// the not-after of the certificate served now, read at scrape time (the
+// files may be replaced while seatd runs).
+func RegisterTLSExpiry(reg prometheus.Registerer, notAfter func() time.Time) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seatd_tls_certificate_expiry_timestamp_seconds",
+		Help: "When the TLS certificate served on the gRPC and HTTP ports expires (its leaf's not-after, Unix seconds); only with --tls-cert-file.",
+	}, func() float64 { return float64(notAfter().Unix()) }))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -183,4 +184,17 @@ func TestActiveSeatsCountedAtEachScrape(t *testing.T) {
 	require.Equal(t, 3.0, value())
 	active.Store(1)
 	require.Equal(t, 1.0, value(), "each scrape counts anew, not once per cleanup pass")
+}
+
+func TestTLSExpiryIsReadAtScrapeTime(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	var at atomic.Int64
+	at.Store(1_900_000_000)
+	RegisterTLSExpiry(reg, func() time.Time { return time.Unix(at.Load(), 0) })
+	f := gather(t, reg)["seatd_tls_certificate_expiry_timestamp_seconds"]
+	require.Equal(t, "GAUGE", f.typ)
+	require.Equal(t, []float64{1_900_000_000}, f.values)
+	at.Store(1_950_000_000) // the files were replaced
+	require.Equal(t, []float64{1_950_000_000}, gather(t, reg)["seatd_tls_certificate_expiry_timestamp_seconds"].values)
 }
