@@ -18,6 +18,7 @@ import (
 	"github.com/seatd/seatd/server/embedded"
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
+	"github.com/seatd/seatd/server/internal/logthrottle"
 	"github.com/seatd/seatd/server/leader"
 	"github.com/seatd/seatd/server/signing"
 )
@@ -36,6 +37,8 @@ type Config struct {
 	InstanceID   string
 	LogLevel     string
 	LogFormat    string
+	// LogRepeatInterval throttles per-call failure lines (logthrottle).
+	LogRepeatInterval time.Duration
 
 	CleanupInterval    time.Duration
 	CleanupBatch       int
@@ -116,6 +119,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.StringVar(&c.InstanceID, "instance-id", defaultInstanceID(), "this instance's id in logs and cleanup status")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.DurationVar(&c.LogRepeatInterval, "log-repeat-interval", 10*time.Second, "a per-call failure line (request failed, a store's error) is logged at most once per this long, the next one counting those left out (similar_suppressed, seatd_log_lines_suppressed_total); 0: every one")
 	fs.DurationVar(&c.CleanupInterval, "cleanup-interval", cleanup.DefaultInterval, "time between cleanup passes (±5% jitter)")
 	fs.IntVar(&c.CleanupBatch, "cleanup-batch", cleanup.DefaultBatchSize, "leases expired per cleanup transaction")
 	fs.IntVar(&c.CleanupConcurrency, "cleanup-concurrency", cleanup.DefaultConcurrency, "cleanup batches in flight at once")
@@ -242,6 +246,8 @@ func (c *Config) validate() error {
 		return errors.New("--cleanup-soft-limit must be positive and at most --cleanup-hard-limit")
 	case c.DrainDelay < 0:
 		return errors.New("--drain-delay must not be negative")
+	case c.LogRepeatInterval < 0:
+		return errors.New("--log-repeat-interval must not be negative (0: no throttling)")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be positive")
 	case c.ReadinessInterval < 100*time.Millisecond:
@@ -341,12 +347,17 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-func (c *Config) logger(w io.Writer) *slog.Logger {
+// throttledMessages start the lines written once per failed call: on a
+// full disk or with a backend down they would flood the log.
+var throttledMessages = []string{"request failed", "internal error", "embedded store: ", "distributed store: "}
+
+func (c *Config) logger(w io.Writer) (*slog.Logger, *logthrottle.Handler) {
 	level, _ := parseLevel(c.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if c.LogFormat == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(h).With("instance", c.InstanceID)
+	t := logthrottle.New(h, c.LogRepeatInterval, nil, throttledMessages...)
+	return slog.New(t).With("instance", c.InstanceID), t
 }

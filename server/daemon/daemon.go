@@ -106,7 +106,8 @@ func (d *Daemon) HTTPAddr() string { return d.httpLn.Addr().String() }
 
 // Start opens storage, binds both ports and serves in the background.
 func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err error) {
-	d := &Daemon{cfg: cfg, log: cfg.logger(logOut), serveErr: make(chan error, 2)}
+	log, throttle := cfg.logger(logOut)
+	d := &Daemon{cfg: cfg, log: log, serveErr: make(chan error, 2)}
 	defer func() {
 		if err != nil {
 			_ = d.closeAll() // the error that stopped Start is the one to report
@@ -178,6 +179,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if tlsr != nil {
 		metrics.RegisterTLSExpiry(reg, tlsr.NotAfter)
 	}
+	metrics.RegisterLogSuppressed(reg, throttle.Suppressed)
 	rpcMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 	reg.MustRegister(rpcMetrics)
 

@@ -168,3 +168,12 @@ func RegisterTLSExpiry(reg prometheus.Registerer, notAfter func() time.Time) {
 		Help: "When the TLS certificate served on the gRPC and HTTP ports expires (its leaf's not-after, Unix seconds); only with --tls-cert-file.",
 	}, func() float64 { return float64(notAfter().Unix()) }))
 }
+
+// RegisterLogSuppressed exports seatd_log_lines_suppressed_total: per-call
+// failure lines left out of the log by --log-repeat-interval.
+func RegisterLogSuppressed(reg prometheus.Registerer, suppressed func() int64) {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "seatd_log_lines_suppressed_total",
+		Help: "Per-call failure log lines left out because one like it was logged within --log-repeat-interval (the next one logged says how many, similar_suppressed).",
+	}, func() float64 { return float64(suppressed()) }))
+}
