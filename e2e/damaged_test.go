@@ -65,7 +65,15 @@ func TestDamagedDataFileStopsWritesAndReadiness(t *testing.T) {
 	p.stopOK()
 	damagePages(t, p.DataDir)
 
-	p = start(t, options{dataDir: p.DataDir, args: []string{"--readiness-interval", "100ms"}})
+	// By default the start reads every page and refuses the file.
+	args, _, _ := options{dataDir: p.DataDir}.argv(t)
+	code, out := runToExit(t, startTimeout, args, nil)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "is damaged (unreadable pages")
+	require.Contains(t, out, "seatd restore FILE --data-dir "+p.DataDir)
+
+	// Without that walk it serves, until a call meets the damage.
+	p = start(t, options{dataDir: p.DataDir, args: []string{"--readiness-interval", "100ms", "--verify-data-file=false"}})
 	p.do(t, "GET", "/readyz", "", nil).requireCode(t, 200) // nothing has read the damage yet
 
 	_, err := p.admin().ListLeases(p.asOperator(ctx), &seatdv1.ListLeasesRequest{
@@ -95,7 +103,7 @@ func TestDamagedDataFileStopsWritesAndReadiness(t *testing.T) {
 	require.Contains(t, st.Message(), "writes are refused until an operator restores it from a backup")
 	require.NotContains(t, st.Message(), p.DataDir, "no path for a client")
 
-	out := p.Output()
+	out = p.Output()
 	require.NotContains(t, out, "panic in handler")
 	require.Equal(t, 1, strings.Count(out, "the data file is damaged; every write is refused"), "said once:\n%s", out)
 }

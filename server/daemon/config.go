@@ -53,6 +53,8 @@ type Config struct {
 	// can write, and (embedded) how long a refused write counts.
 	ReadinessInterval  time.Duration
 	WriteFailureWindow time.Duration
+	// VerifyDataFile walks the embedded data file's pages at start.
+	VerifyDataFile bool
 
 	// Distributed mode: both URLs switch it on.
 	PostgresURL            string
@@ -129,6 +131,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "on shutdown, how long in-flight calls may take before they are cut")
 	fs.DurationVar(&c.ReadinessInterval, "readiness-interval", 5*time.Second, "how often readiness (gRPC health, /readyz) asks the store whether it can write: embedded, the last commit or an empty one when idle; distributed, a ping of PostgreSQL and Redis")
 	fs.DurationVar(&c.WriteFailureWindow, "write-failure-window", embedded.DefaultWriteFailureWindow, "embedded mode: after a write the data dir refused (a full disk), not ready for this long unless a write succeeds since")
+	fs.BoolVar(&c.VerifyDataFile, "verify-data-file", true, "embedded mode: at start, read every page of the data file's tree, so that damaged pages stop the start (about 0.1 s per 500,000 records once cached) instead of being found by a call later; false starts without it")
 	fs.IntVar(&c.WaitQueueMax, "wait-queue-max", grpcapi.DefaultWaitQueueLength, "most clients waiting for a seat per license (WaitForSeat); more get RESOURCE_EXHAUSTED")
 	fs.DurationVar(&c.WaitHold, "wait-hold", grpcapi.DefaultWaitHold, "a seat granted to a waiter goes to the next one if not heartbeated within this")
 	fs.DurationVar(&c.WaitPoll, "wait-poll", grpcapi.DefaultWaitPoll, "how often the head of a WaitForSeat queue tries for a seat (the waiters behind it look every 8 tries)")

@@ -27,6 +27,7 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (server.Store,
 	if !cfg.Distributed() {
 		s, err := embedded.Open(cfg.DataDir, embedded.Options{
 			Logger: log, HeartbeatFlushInterval: cfg.HeartbeatFlushInterval, WriteFailureWindow: cfg.WriteFailureWindow,
+			VerifyPages: cfg.VerifyDataFile,
 		})
 		if err != nil {
 			return nil, nil, err

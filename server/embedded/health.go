@@ -131,3 +131,27 @@ func (s *Store) CheckReady(context.Context) (reason string, err error) {
 }
 
 var _ server.ReadyChecker = (*Store)(nil)
+
+// verifyPages visits every branch and leaf page of the tree (every key of
+// every bucket, nested ones too): bbolt checks that each page it reads is
+// the one its parent points at, and panics if not, which guard turns into
+// a DamagedError. Values are not read, nor is the freelist (bbolt's
+// tx.Check does both, in a goroutine of its own where a fault on a page
+// beyond the file could not be recovered). Measured on the 2-core VM: 81
+// ms for 500,000 keys with the file in the page cache (tx.Check: 1.4 s).
+func verifyPages(db *bolt.DB) error {
+	var walk func(b *bolt.Bucket) error
+	walk = func(b *bolt.Bucket) error {
+		return b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				if nested := b.Bucket(k); nested != nil {
+					return walk(nested)
+				}
+			}
+			return nil
+		})
+	}
+	return db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error { return walk(b) })
+	})
+}

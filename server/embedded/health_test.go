@@ -172,3 +172,30 @@ func TestWriteFailureMakesNotReady(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, reason)
 }
+
+// TestVerifyPagesStopsTheStart: with VerifyPages, damage the start would
+// not otherwise read stops Open with a DamagedError naming the file.
+func TestVerifyPagesStopsTheStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := b.license(t, func(l *server.License) { l.Seats = 10 })
+	for range 300 {
+		lease, hash := b.mustAcquire(t, l, "laptop")
+		_, err := b.s.Release(t.Context(), lease.ID, hash)
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.s.Close())
+	s, err := Open(b.dir, Options{VerifyPages: true})
+	require.NoError(t, err, "a sound file passes")
+	require.NoError(t, s.Close())
+
+	damageLeasesBucket(t, b.dir)
+	s, err = Open(b.dir, Options{VerifyPages: true})
+	if s != nil {
+		_ = s.Close()
+	}
+	requireDamaged(t, err, filepath.Join(b.dir, dbFileName), "unreadable pages")
+	s, err = Open(b.dir, Options{})
+	require.NoError(t, err, "without the walk the damage is found later")
+	require.NoError(t, s.Close())
+}

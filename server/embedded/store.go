@@ -40,6 +40,10 @@ type Options struct {
 	HeartbeatFlushInterval time.Duration
 	// Logger reports background failures (default slog.Default()).
 	Logger *slog.Logger
+	// VerifyPages reads every page of the data file's tree at Open
+	// (verifyPages), so that damage anywhere stops the start instead of
+	// being found by a call later.
+	VerifyPages bool
 	// WriteFailureWindow is how long CheckReady reports the store not
 	// ready after a commit the data dir refused, unless one succeeds
 	// since (default DefaultWriteFailureWindow).
@@ -121,7 +125,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.idle = sync.NewCond(&s.mu)
 	s.commit.db, s.commit.now, s.commit.onDamage = db, s.now, s.noteDamage
-	if err := guard(path, s.load); err != nil {
+	load := s.load
+	if opts.VerifyPages {
+		load = func() error {
+			if err := verifyPages(db); err != nil {
+				return err
+			}
+			return s.load()
+		}
+	}
+	if err := guard(path, load); err != nil {
 		_ = guard(path, db.Close)
 		if errors.As(err, &d) {
 			return nil, err
