@@ -133,6 +133,9 @@ var mutants = []mutant{
 	{"embedded grant does not record the lapsed leases it displaces", "server/embedded/leases.go",
 		"		for _, end := range ends {\n			if _, err := endLease(tx, end); err != nil {\n				return err\n			}\n		}\n		return insertLease(tx, w)",
 		"		return insertLease(tx, w)", embedded},
+	{"embedded commits go on into a data file found damaged", "server/embedded/commit.go",
+		"	if d := c.health.damage(); d != nil {\n		refuse(errDamagedRefusal(d))\n		return\n	}\n	if c.failing.Load() {",
+		"	if c.failing.Load() {", embedded},
 }
 
 func main() {
