@@ -104,7 +104,8 @@ func (s *Store) view(f func(tx *bolt.Tx) error) error {
 // data file is damaged, nor for the write failure window after a commit
 // the data dir refused (a full disk, an I/O error) unless one succeeded
 // since. An idle store, whose last success is older than the window,
-// commits an empty transaction (a page and an fsync) to find out.
+// commits an empty transaction (two pages and an fsync) to find out, once
+// a window.
 func (s *Store) CheckReady(context.Context) (reason string, err error) {
 	h := &s.commit.health
 	h.mu.Lock()
@@ -127,6 +128,14 @@ func (s *Store) CheckReady(context.Context) (reason string, err error) {
 		}
 		return "writes to the data dir fail", fmt.Errorf("probe write: %w", err)
 	}
+	// An idle store probes once a window, not at every check. The probe
+	// does not clear a real commit's failure (it writes two pages where a
+	// real commit may need room the disk lacks).
+	h.mu.Lock()
+	if now.After(h.okAt) {
+		h.okAt = now
+	}
+	h.mu.Unlock()
 	return "", nil
 }
 
