@@ -123,7 +123,7 @@ func (o options) argv(t testing.TB) (args []string, dataDir, key string) {
 var (
 	servingText    = regexp.MustCompile(`msg="seatd serving".*\bgrpc=(\S+).*\bhttp=(\S+)`)
 	servingJSON    = regexp.MustCompile(`"msg":"seatd serving".*"grpc":"([^"]+)".*"http":"([^"]+)"`)
-	generatedKeyRE = regexp.MustCompile(`seatd generated an operator key \(kept in (.+); shown only this once\):\s+(\S+)`)
+	generatedKeyRE = regexp.MustCompile(`seatd generated an operator key and kept it in the data dir.*\bfile=(\S+)`)
 )
 
 // start runs seatd and waits until it serves. The process is stopped (and its
@@ -181,7 +181,9 @@ func start(t testing.TB, o options) *proc {
 	}
 	if p.OperatorKey == "" {
 		if m := generatedKeyRE.FindStringSubmatch(p.out.String()); m != nil {
-			p.OperatorKey = m[2]
+			b, err := os.ReadFile(m[1])
+			require.NoError(t, err, "the generated operator key's file")
+			p.OperatorKey = strings.TrimSpace(string(b))
 		}
 	}
 	conn, err := grpc.NewClient(p.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),

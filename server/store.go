@@ -333,9 +333,21 @@ type BackgroundStats struct {
 	// from its record (distributed mode): leases it holds now, its bound,
 	// and the lookups it could not answer (each a read of the record).
 	LeaseCacheEntries, LeaseCacheSize, LeaseCacheMisses int64
+	// DataFileDamaged is 1 once the store met a damaged page of its data
+	// file (embedded): it refuses writes until restored from a backup.
+	DataFileDamaged int64
 }
 
 // BackgroundReporter is implemented by stores that report BackgroundStats.
 type BackgroundReporter interface {
 	BackgroundStats() BackgroundStats
+}
+
+// ReadyChecker is implemented by stores that can tell whether they can
+// take writes now; the daemon asks it every --readiness-interval and
+// reports not ready (gRPC health NOT_SERVING, /readyz 503) while it says
+// no. reason is a few words safe to show anyone ("the data file is
+// damaged"); err is the detail, for the log. Both are empty when ready.
+type ReadyChecker interface {
+	CheckReady(ctx context.Context) (reason string, err error)
 }

@@ -195,6 +195,9 @@ var mutants = []mutant{
 		"	if err := want.holder.check(c); err != nil {", "	if err := want.holder.check(c); false && err != nil {", []string{"./client/"}},
 	{"RotateSigningKey: the signing keys quota not enforced", "server/service/signingkeys.go",
 		"		if int64(len(published))+1 > limit {", "		if int64(len(published))+1 > limit+1_000_000 {", []string{"./server/service/"}},
+	{"embedded commits go on into a data file found damaged", "server/embedded/commit.go",
+		"	if d := c.health.damage(); d != nil {\n		refuse(errDamagedRefusal(d))\n		return\n	}\n	if c.failing.Load() {",
+		"	if c.failing.Load() {", embedded},
 }
 
 func main() {

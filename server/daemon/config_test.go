@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"io"
 	"path/filepath"
 	"strings"
@@ -159,4 +160,30 @@ func TestLoadOperatorKey(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, generated)
 	require.Equal(t, "configured-key-123456", configured)
+}
+
+// TestLoggerThrottlesPerCallFailures: the daemon's logger writes a
+// per-call failure line once per --log-repeat-interval (issue 24, item 14:
+// each failed call on a full disk logged 2.5 lines), and every line with
+// --log-repeat-interval 0.
+func TestLoggerThrottlesPerCallFailures(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{{nil, 1}, {[]string{"--log-repeat-interval", "0s"}, 50}} {
+		cfg, err := ParseConfig(tc.args, func(string) string { return "" }, io.Discard)
+		require.NoError(t, err)
+		var out bytes.Buffer
+		log, throttle := cfg.logger(&out)
+		for range 50 {
+			log.Error("embedded store: acquire", "err", "write seatd.db: no space left on device")
+			log.Warn("request failed", "code", "unavailable")
+		}
+		require.Equal(t, tc.want, strings.Count(out.String(), "embedded store: acquire"), "%v", tc.args)
+		require.Equal(t, tc.want, strings.Count(out.String(), "request failed"), "%v", tc.args)
+		require.Equal(t, int64(2*(50-tc.want)), throttle.Suppressed())
+	}
+	_, err := ParseConfig([]string{"--log-repeat-interval", "-1s"}, func(string) string { return "" }, io.Discard)
+	require.ErrorContains(t, err, "--log-repeat-interval")
 }

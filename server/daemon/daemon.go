@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -90,6 +91,7 @@ type Daemon struct {
 	health    *health.Server
 	http      *http.Server
 	gateway   *gateway.Handler
+	ready     *readiness
 	conn      *grpc.ClientConn
 	grpcLn    net.Listener
 	httpLn    net.Listener
@@ -105,7 +107,8 @@ func (d *Daemon) HTTPAddr() string { return d.httpLn.Addr().String() }
 
 // Start opens storage, binds both ports and serves in the background.
 func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err error) {
-	d := &Daemon{cfg: cfg, log: cfg.logger(logOut), serveErr: make(chan error, 2)}
+	log, throttle := cfg.logger(logOut)
+	d := &Daemon{cfg: cfg, log: log, serveErr: make(chan error, 2)}
 	defer func() {
 		if err != nil {
 			_ = d.closeAll() // the error that stopped Start is the one to report
@@ -174,6 +177,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if r, ok := d.store.(server.BackgroundReporter); ok {
 		metrics.RegisterBackground(reg, r)
 	}
+	if tlsr != nil {
+		metrics.RegisterTLSExpiry(reg, tlsr.NotAfter)
+	}
+	metrics.RegisterLogSuppressed(reg, throttle.Suppressed)
 	rpcMetrics := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 	reg.MustRegister(rpcMetrics)
 
@@ -269,6 +276,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	}
 	d.serveBackup()
 	d.http = httpServer(cfg, d.gateway, tlsr, d.log)
+	d.ready = &readiness{publish: d.publishReadiness, gauge: m.Ready, log: d.log}
 
 	go func() { d.serveErr <- d.grpc.Serve(d.grpcLn) }()
 	go func() { _ = d.grpc.Serve(d.inProcess) }()
@@ -281,13 +289,15 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 			d.serveErr <- err
 		}
 	}()
-	// Shown only now that the ports are bound: a start that fails before
-	// this has not shown a key that was never kept.
+	// Kept only now that the ports are bound: a start that fails before
+	// this keeps no key. The key itself is never printed: output lands in
+	// container logs, readable by more people than the data dir.
 	if generated {
 		if err := saveOperatorKey(cfg.DataDir, operatorKey); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(logOut, "\n  seatd generated an operator key (kept in %s/%s; shown only this once):\n\n      %s\n\n  Use it as: authorization: Bearer <key>\n\n", cfg.DataDir, operatorKeyFile, operatorKey)
+		d.log.Warn("seatd generated an operator key and kept it in the data dir, mode 0600 (it is printed nowhere); use it as authorization: Bearer <key>",
+			"file", filepath.Join(cfg.DataDir, operatorKeyFile))
 	}
 	if pprofLn != nil {
 		d.pprof = servePprof(pprofLn, d.log)
@@ -299,7 +309,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		d.scheduler.Start(context.WithoutCancel(ctx))
 	}
 
-	d.setServing(true)
+	d.ready.setServing(true)
+	if rc, ok := d.store.(server.ReadyChecker); ok {
+		d.ready.watch(rc, cfg.ReadinessInterval)
+	}
 	where := slog.String("data_dir", cfg.DataDir)
 	if cfg.Distributed() {
 		where = slog.String("redis_key_prefix", cfg.RedisKeyPrefix)
@@ -309,16 +322,18 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	return d, nil
 }
 
-func (d *Daemon) setServing(ok bool) {
+// publishReadiness tells gRPC health and /readyz (readiness.go); why is
+// "" when ready.
+func (d *Daemon) publishReadiness(why string) {
 	st := healthpb.HealthCheckResponse_NOT_SERVING
-	if ok {
+	if why == "" {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
 	d.health.SetServingStatus("", st)
 	for _, name := range grpcapi.ServiceNames {
 		d.health.SetServingStatus(name, st)
 	}
-	d.gateway.SetReady(ok)
+	d.gateway.SetNotReady(why)
 }
 
 // Shutdown drains in GracefulStop order (README, "Zero-downtime deploys"): not-ready first, wait
@@ -336,7 +351,10 @@ func (d *Daemon) Shutdown() error {
 	start := time.Now()
 	defer func() { d.log.Info("shutdown complete", "took", time.Since(start).Round(time.Millisecond)) }()
 	var err error
-	step("not ready", func() { d.setServing(false) })
+	step("not ready", func() {
+		d.ready.setServing(false)
+		d.ready.stopWatching()
+	})
 	step("drain delay", func() { time.Sleep(d.cfg.DrainDelay) })
 	step("stop cleanup leader", d.stopCleanup)
 	step("end streams", d.api.BeginShutdown)
@@ -395,6 +413,9 @@ func (d *Daemon) closeAll() error {
 			if ln != nil {
 				_ = ln.Close()
 			}
+		}
+		if d.ready != nil {
+			d.ready.stopWatching() // it asks the store
 		}
 		if d.notifier != nil {
 			d.notifier.Close()

@@ -25,7 +25,10 @@ func (c *Config) mode() string {
 // store. Its errors name the data dir or the server that failed.
 func openStore(ctx context.Context, cfg Config, log *slog.Logger) (server.Store, redis.UniversalClient, error) {
 	if !cfg.Distributed() {
-		s, err := embedded.Open(cfg.DataDir, embedded.Options{Logger: log, HeartbeatFlushInterval: cfg.HeartbeatFlushInterval})
+		s, err := embedded.Open(cfg.DataDir, embedded.Options{
+			Logger: log, HeartbeatFlushInterval: cfg.HeartbeatFlushInterval, WriteFailureWindow: cfg.WriteFailureWindow,
+			VerifyPages: cfg.VerifyDataFile,
+		})
 		if err != nil {
 			return nil, nil, err
 		}

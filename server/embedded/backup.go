@@ -21,7 +21,7 @@ func (s *Store) Backup(w io.Writer) (n int64, err error) {
 	if err := s.flush(); err != nil {
 		s.log.Warn("embedded store: backup: flush heartbeats first failed; the copy may hold older deadlines", "err", err)
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		n, err = tx.WriteTo(w)
 		return err
 	})

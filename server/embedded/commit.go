@@ -1,10 +1,12 @@
 package embedded
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -19,6 +21,7 @@ const maxGroup = 512
 // one fsync.
 type committer struct {
 	db      *bolt.DB
+	now     func() time.Time
 	mu      sync.Mutex
 	queue   []*commitCall
 	running bool
@@ -26,6 +29,11 @@ type committer struct {
 	// failing makes every commit fail, as a full or broken disk would: the
 	// conformance suite's fault hook (export_test.go), never set otherwise.
 	failing atomic.Bool
+
+	// health: the outcomes of commits and a damage found (health.go);
+	// onDamage is told of the first damage.
+	health   health
+	onDamage func(*DamagedError)
 }
 
 // errInjected is the failure of a commit while failing is set.
@@ -71,35 +79,70 @@ func (c *committer) loop() {
 }
 
 // commit runs a group in one transaction. A write that fails gets its error
-// alone; the transaction is rolled back and the others run again.
+// alone; the transaction is rolled back and the others run again. A panic
+// of bbolt on a damaged page fails the whole group and every commit after
+// it (health.go).
 func (c *committer) commit(group []*commitCall) {
-	if c.failing.Load() {
+	refuse := func(err error) {
 		for _, call := range group {
-			call.err = errInjected
+			call.err = err
 			close(call.done)
 		}
+	}
+	if d := c.health.damage(); d != nil {
+		refuse(errDamagedRefusal(d))
+		return
+	}
+	if c.failing.Load() {
+		c.health.note(c.now(), errInjected)
+		refuse(errInjected)
 		return
 	}
 	for len(group) > 0 {
 		failed := -1
-		err := c.db.Update(func(tx *bolt.Tx) error {
-			for i, call := range group {
-				if err := call.fn(tx); err != nil {
-					failed = i
-					return err
+		var err error
+		panicked := guard(c.db.Path(), func() error {
+			err = c.db.Update(func(tx *bolt.Tx) error {
+				for i, call := range group {
+					if err := call.fn(tx); err != nil {
+						failed = i
+						return err
+					}
 				}
-			}
+				return nil
+			})
 			return nil
 		})
+		var d *DamagedError
+		if errors.As(panicked, &d) {
+			c.onDamage(d)
+			refuse(errDamagedRefusal(d))
+			return
+		}
 		if failed < 0 {
-			for _, call := range group {
-				call.err = err // nil, or the commit's failure for all
-				close(call.done)
-			}
+			c.health.note(c.now(), err)
+			refuse(err) // nil, or the commit's failure for all
 			return
 		}
 		group[failed].err = err
 		close(group[failed].done)
 		group = slices.Delete(group, failed, failed+1)
 	}
+}
+
+// probe commits an empty transaction: bbolt still writes a freelist page
+// and a meta page and syncs, so it fails where the data dir refuses writes.
+func (c *committer) probe() error {
+	if d := c.health.damage(); d != nil {
+		return d
+	}
+	if c.failing.Load() {
+		return errInjected
+	}
+	var err error
+	panicked := guard(c.db.Path(), func() error {
+		err = c.db.Update(func(*bolt.Tx) error { return nil })
+		return nil
+	})
+	return cmp.Or(panicked, err)
 }

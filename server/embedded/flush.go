@@ -94,7 +94,11 @@ func (s *Store) flush() error {
 
 // BackgroundStats reports the write-behind work.
 func (s *Store) BackgroundStats() server.BackgroundStats {
-	return server.BackgroundStats{HeartbeatsFlushed: s.flushed.Load(), FlushFailures: s.flushFailures.Load()}
+	st := server.BackgroundStats{HeartbeatsFlushed: s.flushed.Load(), FlushFailures: s.flushFailures.Load()}
+	if s.commit.health.damage() != nil {
+		st.DataFileDamaged = 1
+	}
+	return st
 }
 
 var _ server.BackgroundReporter = (*Store)(nil)

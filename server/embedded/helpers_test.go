@@ -131,7 +131,7 @@ func (b *bundle) stored(t testing.TB, id string) server.Lease {
 		return l
 	}
 	var l server.Lease
-	require.NoError(t, b.s.db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, b.s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketActiveLeases).Get(w.key)
 		require.NotNil(t, v, "active lease %s has no record", id)
 		var err error

@@ -375,7 +375,7 @@ func (s *Store) endedError(leaseID, tokenHash string) error {
 // the lock.
 func (s *Store) storedLease(id string) (server.Lease, error) {
 	var rec leaseRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketLeases).Get([]byte(id))
 		if v == nil {
 			return server.ErrLeaseNotFound

@@ -72,7 +72,7 @@ func (s *Store) ListLicenses(_ context.Context, tenantID string, p server.Page) 
 	var out []server.License
 	var next string
 	pfx := prefix(tenantID)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		licenses := tx.Bucket(bucketLicenses)
 		var err error
 		out, next, err = scanPage(tx.Bucket(bucketLicensesTenant).Cursor(), pfx, p, false, func(k, _ []byte) (server.License, bool, error) {

@@ -38,7 +38,7 @@ func (s *Store) ListLeases(_ context.Context, tenantID, licenseID string, state 
 	var out []server.Lease
 	var next string
 	pfx := prefix(licenseID)
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		leases := tx.Bucket(bucketLeases)
 		var c cursor = tx.Bucket(bucketLeasesLicense).Cursor()
 		if state == "" {

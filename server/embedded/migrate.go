@@ -28,7 +28,7 @@ const migrateBatch = 20_000
 func (s *Store) migrate() error {
 	var from uint64
 	pending := false
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			from = bytesUint64(meta.Get(keySchema))
 		}

@@ -133,7 +133,7 @@ func TestOpenMigratesSchema1(t *testing.T) {
 	s := open()
 	requireSchema1Data(t, s, d)
 
-	require.NoError(t, s.db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, s.view(func(tx *bolt.Tx) error {
 		require.Equal(t, uint64(2), bytesUint64(tx.Bucket(bucketMeta).Get(keySchema)))
 		require.Nil(t, tx.Bucket(bucketActiveIDs), "schema 1's index of active ids is gone")
 		require.Equal(t, 2, tx.Bucket(bucketActiveLeases).Stats().KeyN)

@@ -40,7 +40,7 @@ func (s *Store) AppendAudit(_ context.Context, e server.AuditEntry) error {
 func (s *Store) AuditLog(_ context.Context, tenantID string, p server.Page) ([]server.AuditEntry, string, error) {
 	var out []server.AuditEntry
 	var next string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		var err error
 		out, next, err = scanPage(tx.Bucket(bucketAudit).Cursor(), prefix(tenantID), p, false, func(_, v []byte) (server.AuditEntry, bool, error) {
 			e, err := decode[server.AuditEntry](v)
@@ -86,7 +86,7 @@ func listRange[T any](s *Store, what string, bucket []byte, scope string, r serv
 		out  []T
 		next string
 	)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		var err error
 		out, next, err = scanRange(tx.Bucket(bucket), scope, r, p, decode[T])
 		return err
@@ -111,7 +111,7 @@ func (s *Store) historyOf(tenantID, licenseID string) error {
 // readOne decodes the value at id in bucket; missing when there is none.
 func readOne[T any](s *Store, what string, bucket []byte, id string, missing error) (T, error) {
 	var out T
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucket).Get([]byte(id))
 		if v == nil {
 			return missing
@@ -130,7 +130,7 @@ func readOne[T any](s *Store, what string, bucket []byte, id string, missing err
 // scanAll decodes every value under pfx, in key order.
 func scanAll[T any](s *Store, what string, bucket, pfx []byte) ([]T, error) {
 	var out []T
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucket).Cursor()
 		for k, v := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
 			item, err := decode[T](v)

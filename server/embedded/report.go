@@ -30,7 +30,7 @@ func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.Zo
 		waitMins float64 // sum of minutes from last heartbeat to cleanup
 	)
 	pfx := prefix(q.TenantID)
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketCleanupTenant).Cursor()
 		for k, v := c.Seek(timeKey(q.TenantID, q.Start, "")); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
 			if !q.End.IsZero() && !timeFromTimeKey(k, len(pfx)).Before(q.End) {

@@ -144,7 +144,7 @@ func putNewSigningKey(b *bolt.Bucket, tenantID string, k server.SigningKey, next
 
 func (s *Store) SigningKeys(_ context.Context, tenantID string) ([]server.SigningKey, error) {
 	out := []server.SigningKey{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		return walkSigningKeys(tx.Bucket(bucketSigningKeys), tenantID, func(_ []byte, k server.SigningKey) bool {
 			out = append(out, k)
 			return true

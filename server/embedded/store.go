@@ -40,6 +40,14 @@ type Options struct {
 	HeartbeatFlushInterval time.Duration
 	// Logger reports background failures (default slog.Default()).
 	Logger *slog.Logger
+	// VerifyPages reads every page of the data file's tree at Open
+	// (verifyPages), so that damage anywhere stops the start instead of
+	// being found by a call later.
+	VerifyPages bool
+	// WriteFailureWindow is how long CheckReady reports the store not
+	// ready after a commit the data dir refused, unless one succeeds
+	// since (default DefaultWriteFailureWindow).
+	WriteFailureWindow time.Duration
 }
 
 const (
@@ -62,6 +70,8 @@ type Store struct {
 	clock      func() time.Time
 	log        *slog.Logger
 	flushEvery time.Duration
+	// failureWindow: CheckReady (health.go).
+	failureWindow time.Duration
 
 	mu   sync.Mutex
 	idle *sync.Cond // broadcast whenever a busy mark is cleared
@@ -101,20 +111,30 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open database in data dir %s: %w", dir, err)
 	}
 	s := &Store{
-		db:         db,
-		clock:      opts.Clock,
-		log:        cmp.Or(opts.Logger, slog.Default()),
-		flushEvery: cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
-		idx:        newIndex(),
-		stop:       make(chan struct{}),
-		stopped:    make(chan struct{}),
+		db:            db,
+		clock:         opts.Clock,
+		log:           cmp.Or(opts.Logger, slog.Default()),
+		flushEvery:    cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
+		failureWindow: cmp.Or(opts.WriteFailureWindow, DefaultWriteFailureWindow),
+		idx:           newIndex(),
+		stop:          make(chan struct{}),
+		stopped:       make(chan struct{}),
 	}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
 	s.idle = sync.NewCond(&s.mu)
-	s.commit.db = db
-	if err := guard(path, s.load); err != nil {
+	s.commit.db, s.commit.now, s.commit.onDamage = db, s.now, s.noteDamage
+	load := s.load
+	if opts.VerifyPages {
+		load = func() error {
+			if err := verifyPages(db); err != nil {
+				return err
+			}
+			return s.load()
+		}
+	}
+	if err := guard(path, load); err != nil {
 		_ = guard(path, db.Close)
 		if errors.As(err, &d) {
 			return nil, err
@@ -134,7 +154,7 @@ func (s *Store) Close() error {
 		flushErr := s.flush()
 		var shutErr error
 		if flushErr == nil { // everything is on disk: a clean shutdown
-			shutErr = s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyOpen, []byte{0}) })
+			shutErr = s.commit.write(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyOpen, []byte{0}) })
 		}
 		s.closeErr = errors.Join(flushErr, shutErr, s.db.Close())
 	})

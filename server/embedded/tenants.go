@@ -32,7 +32,7 @@ func (s *Store) GetTenant(_ context.Context, id string) (server.Tenant, error) {
 func (s *Store) ListTenants(_ context.Context, p server.Page) ([]server.Tenant, string, error) {
 	var out []server.Tenant
 	var next string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		var err error
 		out, next, err = scanPage(tx.Bucket(bucketTenants).Cursor(), nil, p, false, func(_, v []byte) (server.Tenant, bool, error) {
 			t, err := decode[server.Tenant](v)
@@ -71,7 +71,7 @@ func (s *Store) ListAPIKeys(_ context.Context, tenantID string, p server.Page) (
 	var out []server.APIKey
 	var next string
 	pfx := prefix(tenantID)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(bucketAPIKeys)
 		var err error
 		out, next, err = scanPage(tx.Bucket(bucketAPIKeysTenant).Cursor(), pfx, p, false, func(k, _ []byte) (server.APIKey, bool, error) {
@@ -109,7 +109,7 @@ func (s *Store) RevokeAPIKey(_ context.Context, id string) (server.APIKey, error
 
 func (s *Store) APIKeyBySecretHash(_ context.Context, hash string) (server.APIKey, error) {
 	var id []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		id = bytes.Clone(tx.Bucket(bucketAPIKeysHash).Get([]byte(hash)))
 		return nil
 	})

@@ -48,7 +48,7 @@ func (s *Store) UsageReport(_ context.Context, q server.UsageQuery) (server.Usag
 		leases []server.Lease
 		events []server.SeatEvent
 	)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		records := tx.Bucket(bucketLeases)
 		for _, id := range ids {
 			pfx := prefix(id)

@@ -48,8 +48,9 @@ const (
 
 // Handler is seatd's HTTP surface.
 type Handler struct {
-	mux       *http.ServeMux
-	ready     atomic.Bool
+	mux *http.ServeMux
+	// notReady is why /readyz answers 503 ("" once ready).
+	notReady  atomic.Pointer[string]
 	condition atomic.Pointer[Condition]
 }
 
@@ -92,6 +93,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 		return nil, err
 	}
 	h := &Handler{mux: http.NewServeMux()}
+	h.SetNotReady("starting")
 	h.mux.Handle("/v1/", bounded(gw, limits))
 	h.mux.Handle("GET "+console.Prefix, console.Handler())
 	h.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
@@ -101,9 +103,9 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 	})
 	h.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !h.ready.Load() {
+		if why := *h.notReady.Load(); why != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not ready\n"))
+			_, _ = w.Write([]byte("not ready: " + why + "\n"))
 			return
 		}
 		if c := h.condition.Load(); c != nil {
@@ -128,7 +130,17 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 
 // SetReady switches /readyz between 200 and 503 (503 first thing on shutdown,
 // so load balancers stop routing here).
-func (h *Handler) SetReady(ready bool) { h.ready.Store(ready) }
+func (h *Handler) SetReady(ready bool) {
+	if ready {
+		h.SetNotReady("")
+		return
+	}
+	h.SetNotReady("draining")
+}
+
+// SetNotReady makes /readyz answer 503 "not ready: " + why (a few words
+// anyone may read), or 200 when why is "".
+func (h *Handler) SetNotReady(why string) { h.notReady.Store(&why) }
 
 // SetCondition makes /readyz ask c while ready (the cleanup leader
 // election's state, daemon.go).

@@ -227,7 +227,7 @@ func TestReadinessShowsACondition(t *testing.T) {
 	h.SetReady(false) // draining wins
 	r = do(t, h, "GET", "/readyz", "", "")
 	require.Equal(t, http.StatusServiceUnavailable, r.code)
-	require.Equal(t, "not ready\n", r.body)
+	require.Equal(t, "not ready: draining\n", r.body)
 }
 
 func TestMetricsServesTheGatherer(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 // generated document (Swagger 2.0).
 var httpOnlyPaths = map[string]any{
 	"/healthz": map[string]any{"get": plainOperation("Healthz", "Liveness: 200 \"ok\" while the process serves HTTP", "ok", nil)},
-	"/readyz": map[string]any{"get": plainOperation("Readyz", "Readiness: 200 \"ready\" (a second line \"degraded: ...\" names a problem that does not stop serving, e.g. no cleanup leader can be elected from here), 503 \"not ready\" while starting or draining", "ready",
-		map[string]any{"503": map[string]any{"description": "Not ready (starting, draining on shutdown, or \"not ready: ...\" with --leader-failing-unready).", "schema": map[string]any{"type": "string"}}})},
+	"/readyz": map[string]any{"get": plainOperation("Readyz", "Readiness: 200 \"ready\" (a second line \"degraded: ...\" names a problem that does not stop serving, e.g. no cleanup leader can be elected from here), 503 \"not ready: <why>\" while starting, draining, or while the store cannot write", "ready",
+		map[string]any{"503": map[string]any{"description": "Not ready, and why: starting, draining (shutdown), the data file is damaged, writes to the data dir fail, PostgreSQL unreachable, Redis unreachable, or no cleanup leader can be elected (with --leader-failing-unready).", "schema": map[string]any{"type": "string"}}})},
 	"/metrics": map[string]any{"get": map[string]any{
 		"summary": "Prometheus metrics (text exposition format)", "operationId": "Metrics", "tags": []string{"Operations"},
 		"produces":  []string{"text/plain"},

@@ -37,6 +37,7 @@ type Metrics struct {
 	Releases              *prometheus.CounterVec // result
 	RecordsPruned         *prometheus.CounterVec // kind; retention
 	PruneFailures         *prometheus.CounterVec // kind; retention batches that failed
+	Ready                 prometheus.Gauge       // what /readyz says
 
 	activeSeats *scrapeGauge
 }
@@ -93,10 +94,13 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "seatd_retention_failures_total", Help: "Retention batches that failed, by kind (nothing of that batch was removed; retried next pass).",
 		}, []string{"kind"}),
 	}
+	m.Ready = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seatd_ready", Help: "1 while this instance reports ready (gRPC health SERVING, /readyz 200); 0 while starting, draining, or while its store cannot write (/readyz and the log say why).",
+	})
 	m.activeSeats = &scrapeGauge{Gauge: m.ActiveSeats}
 	reg.MustRegister(m.ZombiesCleaned, m.CleanupDuration, m.CleanupRuns, m.CleanupErrors, m.CleanupScanned,
 		m.CleanupExpired, m.Leader, m.LeaderElectionFailing, m.LeaderElectionErrors, m.activeSeats, m.Acquisitions, m.WaitTries, m.Heartbeats, m.Releases,
-		m.RecordsPruned, m.PruneFailures)
+		m.RecordsPruned, m.PruneFailures, m.Ready)
 	return m
 }
 
@@ -171,6 +175,8 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 			func(s server.BackgroundStats) int64 { return s.LeaseCacheEntries }),
 		gauge("seatd_lease_cache_size", "The most leases this instance caches, --lease-cache-size (distributed).",
 			func(s server.BackgroundStats) int64 { return s.LeaseCacheSize }),
+		gauge("seatd_data_file_damaged", "1 once this instance met a damaged page of its data file (embedded): it refuses writes and reports not ready until the data dir is restored from a backup.",
+			func(s server.BackgroundStats) int64 { return s.DataFileDamaged }),
 		counter("seatd_lease_cache_misses_total", "Lease lookups the lease cache could not answer, each a read of PostgreSQL (distributed).",
 			func(s server.BackgroundStats) int64 { return s.LeaseCacheMisses }),
 	)
@@ -178,3 +184,22 @@ func RegisterBackground(reg prometheus.Registerer, r server.BackgroundReporter) 
 
 // Discard returns metrics registered nowhere, for tests.
 func Discard() *Metrics { return New(prometheus.NewRegistry()) }
+
+// RegisterTLSExpiry exports seatd_tls_certificate_expiry_timestamp_seconds,
+// the not-after of the certificate served now, read at scrape time (the
+// files may be replaced while seatd runs).
+func RegisterTLSExpiry(reg prometheus.Registerer, notAfter func() time.Time) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seatd_tls_certificate_expiry_timestamp_seconds",
+		Help: "When the TLS certificate served on the gRPC and HTTP ports expires (its leaf's not-after, Unix seconds); only with --tls-cert-file.",
+	}, func() float64 { return float64(notAfter().Unix()) }))
+}
+
+// RegisterLogSuppressed exports seatd_log_lines_suppressed_total: per-call
+// failure lines left out of the log by --log-repeat-interval.
+func RegisterLogSuppressed(reg prometheus.Registerer, suppressed func() int64) {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "seatd_log_lines_suppressed_total",
+		Help: "Per-call failure log lines left out because one like it was logged within --log-repeat-interval (the next one logged says how many, similar_suppressed).",
+	}, func() float64 { return float64(suppressed()) }))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -64,6 +65,7 @@ func TestNewRegistersEveryMetric(t *testing.T) {
 		"seatd_wait_tries_exhausted_total":   "COUNTER",
 		"seatd_heartbeats_total":             "COUNTER",
 		"seatd_releases_total":               "COUNTER",
+		"seatd_ready":                        "GAUGE",
 	}
 	got := gather(t, reg)
 	require.Len(t, got, len(want))
@@ -106,6 +108,7 @@ func (f *fakeReporter) BackgroundStats() server.BackgroundStats {
 		HeartbeatsFlushed: f.flushed.Load(), FlushFailures: 2, LiveStateRebuilds: 3, OrphansAdopted: 4, SettingsCopiesBehind: 5,
 		HintsRederived: 6, LeaseCacheEntries: 7, LeaseCacheSize: 8, LeaseCacheMisses: 9,
 		EndedLeasesDropped: 10, EndedLeasesBehind: 11, EndRepairBatch: 12,
+		DataFileDamaged: 1,
 	}
 }
 
@@ -132,11 +135,12 @@ func TestBackgroundIsReadAtScrapeTime(t *testing.T) {
 	require.Equal(t, 7.0, value("seatd_lease_cache_entries"))
 	require.Equal(t, 8.0, value("seatd_lease_cache_size"))
 	require.Equal(t, 9.0, value("seatd_lease_cache_misses_total"))
+	require.Equal(t, 1.0, value("seatd_data_file_damaged"))
 	require.Equal(t, 10.0, value("seatd_ended_leases_dropped_total"))
 	require.Equal(t, 11.0, value("seatd_ended_leases_behind"))
 	require.Equal(t, 12.0, value("seatd_end_repair_batch"))
 	for _, name := range []string{"seatd_redis_writes_behind", "seatd_lease_cache_entries", "seatd_lease_cache_size",
-		"seatd_ended_leases_behind", "seatd_end_repair_batch"} {
+		"seatd_ended_leases_behind", "seatd_end_repair_batch", "seatd_data_file_damaged"} {
 		require.Equal(t, "GAUGE", gather(t, reg)[name].typ, "%s: a level, not a count", name)
 	}
 	for _, name := range []string{"seatd_heartbeats_flushed_total", "seatd_expiry_hints_rederived_total", "seatd_lease_cache_misses_total",
@@ -188,4 +192,17 @@ func TestActiveSeatsCountedAtEachScrape(t *testing.T) {
 	require.Equal(t, 3.0, value())
 	active.Store(1)
 	require.Equal(t, 1.0, value(), "each scrape counts anew, not once per cleanup pass")
+}
+
+func TestTLSExpiryIsReadAtScrapeTime(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	var at atomic.Int64
+	at.Store(1_900_000_000)
+	RegisterTLSExpiry(reg, func() time.Time { return time.Unix(at.Load(), 0) })
+	f := gather(t, reg)["seatd_tls_certificate_expiry_timestamp_seconds"]
+	require.Equal(t, "GAUGE", f.typ)
+	require.Equal(t, []float64{1_900_000_000}, f.values)
+	at.Store(1_950_000_000) // the files were replaced
+	require.Equal(t, []float64{1_950_000_000}, gather(t, reg)["seatd_tls_certificate_expiry_timestamp_seconds"].values)
 }

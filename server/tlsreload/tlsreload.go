@@ -3,7 +3,10 @@
 // whether the files changed and, if so, loads them again. Connections
 // already open keep the certificate they were made with; nothing restarts
 // and nothing is dropped. A replacement that does not load (a half-written
-// file, a key that does not match) is logged and the last good one kept.
+// file, a key that does not match, a certificate past its not-after) is
+// logged and the last good one kept; an expired certificate stops the
+// start, and one that expires while served is logged once (NotAfter is
+// exported as a metric for an alert before that).
 package tlsreload
 
 import (
@@ -28,12 +31,15 @@ type Files struct {
 type Reloader struct {
 	files Files
 	log   *slog.Logger
+	now   func() time.Time
 
-	mu     sync.Mutex
-	stamps [3]stamp // of files.Cert, Key, ClientCA when last loaded
-	cert   *tls.Certificate
-	pool   *x509.CertPool
-	failed [3]stamp // the stamps of a set that failed to load (logged once)
+	mu       sync.Mutex
+	stamps   [3]stamp // of files.Cert, Key, ClientCA when last loaded
+	cert     *tls.Certificate
+	notAfter time.Time // of cert's leaf
+	expired  bool      // the served certificate's expiry was logged
+	pool     *x509.CertPool
+	failed   [3]stamp // the stamps of a set that failed to load (logged once)
 }
 
 // stamp identifies one version of a file: a replacement (rename over it,
@@ -46,13 +52,17 @@ type stamp struct {
 
 // New loads the files once; an error names the file at fault.
 func New(files Files, log *slog.Logger) (*Reloader, error) {
+	return newReloader(files, log, time.Now)
+}
+
+func newReloader(files Files, log *slog.Logger, now func() time.Time) (*Reloader, error) {
 	if files.Cert == "" || files.Key == "" {
 		return nil, errors.New("TLS needs both a certificate file and a key file")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Reloader{files: files, log: log}
+	r := &Reloader{files: files, log: log, now: now}
 	stamps, err := r.stat()
 	if err != nil {
 		return nil, err
@@ -99,7 +109,19 @@ func (r *Reloader) current() (*tls.Certificate, *x509.CertPool) {
 		r.failed = stamps
 		r.log.Warn("TLS files changed but do not load; still serving the previous certificate", "err", err)
 	}
+	if !r.expired && !r.now().Before(r.notAfter) {
+		r.expired = true
+		r.log.Error("the TLS certificate served has expired: clients refuse the handshake; replace the files (seatd re-reads them)",
+			"cert", r.files.Cert, "not_after", r.notAfter.UTC().Format(time.RFC3339))
+	}
 	return r.cert, r.pool
+}
+
+// NotAfter is the expiry of the certificate served now (its leaf).
+func (r *Reloader) NotAfter() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.notAfter
 }
 
 func (r *Reloader) stat() ([3]stamp, error) {
@@ -127,6 +149,16 @@ func (r *Reloader) load(stamps [3]stamp) error {
 	if err != nil {
 		return fmt.Errorf("TLS certificate %s with key %s: %w", r.files.Cert, r.files.Key, err)
 	}
+	leaf := cert.Leaf // parsed by LoadX509KeyPair
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return fmt.Errorf("TLS certificate %s: %w", r.files.Cert, err)
+		}
+	}
+	if !r.now().Before(leaf.NotAfter) {
+		return fmt.Errorf("TLS certificate %s expired at %s (its not-after): clients would refuse it",
+			r.files.Cert, leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
 	var pool *x509.CertPool
 	if r.files.ClientCA != "" {
 		pem, err := os.ReadFile(r.files.ClientCA)
@@ -139,8 +171,9 @@ func (r *Reloader) load(stamps [3]stamp) error {
 		}
 	}
 	if r.cert != nil {
-		r.log.Info("TLS files reloaded", "cert", r.files.Cert)
+		r.log.Info("TLS files reloaded", "cert", r.files.Cert, "not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
 	r.cert, r.pool, r.stamps = &cert, pool, stamps
+	r.notAfter, r.expired = leaf.NotAfter, false
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -163,4 +164,46 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestExpiredCertificates: an expired certificate stops the start with
+// its not-after; an expired replacement is refused (the previous one kept,
+// said once); the one served expiring is logged once; NotAfter follows the
+// certificate served (issue 24, item 14: an expired certificate was served
+// with only "TLS files reloaded" in the log).
+func TestExpiredCertificates(t *testing.T) {
+	t.Parallel()
+	f := newFiles(t)
+	ca := testcerts.NewCA(t, "test CA")
+	first := ca.Server(t) // valid from an hour ago for 24 hours
+	first.Install(t, f.cert, f.key)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+
+	_, err := newReloader(Files{Cert: f.cert, Key: f.key}, log, func() time.Time { return time.Now().Add(25 * time.Hour) })
+	require.ErrorContains(t, err, "expired at")
+	require.ErrorContains(t, err, f.cert)
+
+	r, err := newReloader(Files{Cert: f.cert, Key: f.key}, log, clock)
+	require.NoError(t, err)
+	notAfter := r.NotAfter()
+	require.WithinDuration(t, time.Now().Add(23*time.Hour), notAfter, 2*time.Hour)
+	cfg := r.Config()
+	client := &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}
+
+	advance(25 * time.Hour) // every certificate of this CA has expired by now
+	ca.Server(t).Install(t, f.cert, f.key)
+	for range 3 {
+		_, _ = handshake(t, cfg, client) // the client's clock is the real one: it accepts
+	}
+	out := logs.String()
+	require.Equal(t, 1, strings.Count(out, "do not load"), "the expired replacement is refused, once:\n%s", out)
+	require.Contains(t, out, "expired at")
+	require.Equal(t, 1, strings.Count(out, "the TLS certificate served has expired"), "said once:\n%s", out)
+	require.NotContains(t, out, "TLS files reloaded")
+	require.Equal(t, notAfter, r.NotAfter(), "still the first certificate")
 }

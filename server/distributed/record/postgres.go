@@ -139,3 +139,6 @@ func usTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // timeUS converts a time to unix microseconds.
 func timeUS(t time.Time) int64 { return t.UnixMicro() }
+
+// Ping checks that PostgreSQL answers on a pooled connection.
+func (pg *Postgres) Ping(ctx context.Context) error { return pg.pool.Ping(ctx) }
