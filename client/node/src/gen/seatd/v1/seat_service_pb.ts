@@ -128,8 +128,13 @@ export type AcquireSeatResponse = Message<"seatd.v1.AcquireSeatResponse"> & {
    * Proof, signed by the tenant's key, that this server granted this lease
    * until its deadline: a JWS compact token (alg EdDSA, kid of a key in
    * GetSigningKeys). Claims: iss "seatd", sub and lease_id (the lease id),
-   * tenant_id, license_id, fingerprint, iat, exp (the lease's deadline,
-   * whole seconds, rounded down), borrowed, nonce (the request's).
+   * tenant_id, license_id, fingerprint, user, hostname, bound_to (whom
+   * the lease is for under the license's leasing strategy: the
+   * fingerprint, user or hostname), license_key_sha256 (hex SHA-256 of
+   * the license key), iat, exp (the lease's deadline, whole seconds,
+   * rounded down), borrowed, nonce (the request's). A client checks
+   * bound_to and license_key_sha256 against its own values, never the
+   * answer's.
    * Set when the request carried a nonce, and for every borrow; empty
    * otherwise (a signature costs the server a third of its heartbeat
    * rate, which a client that does not verify should not pay). A client
