@@ -17,7 +17,7 @@ import (
 func (s *Server) OperatorOnly(h http.Handler) http.Handler {
 	const method = adminPrefix + "Backup" // an admin call for the limits
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr := addrKey(r.RemoteAddr)
+		addr := AddrKey(r.RemoteAddr)
 		if err := s.limits.admit(addr, method); err != nil {
 			s.WriteHTTPError(w, r, err)
 			return
