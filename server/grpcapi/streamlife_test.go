@@ -181,4 +181,3 @@ func TestStreamsPerAddressAreCapped(t *testing.T) {
 		return err == nil
 	}, 10*time.Second, 10*time.Millisecond, "a stream that ended made room for its address")
 }
-
