@@ -53,6 +53,7 @@ var alsoChange = map[string][2]string{
 var (
 	distributed = []string{"./server/distributed/"}
 	embedded    = []string{"./server/embedded/"}
+	grpcapi     = []string{"./server/grpcapi/"}
 )
 
 var mutants = []mutant{
@@ -133,6 +134,18 @@ var mutants = []mutant{
 	{"embedded grant does not record the lapsed leases it displaces", "server/embedded/leases.go",
 		"		for _, end := range ends {\n			if _, err := endLease(tx, end); err != nil {\n				return err\n			}\n		}\n		return insertLease(tx, w)",
 		"		return insertLease(tx, w)", embedded},
+	// Network limits (issue 24, items 11 and 14).
+	{"a silent stream is told LEASE_EXPIRED before the expiry is recorded", "server/service/heartbeat.go",
+		"	ended, err := k.s.store.ExpireLeases(ctx, []server.LeaseRef{{LeaseID: l.ID, LicenseID: l.LicenseID, ExpiresAt: l.ExpiresAt}})",
+		"	ended, err := []server.Lease{l}, error(nil)", grpcapi},
+	{"a silent stream ends within its lease's revival window", "server/service/heartbeat.go",
+		"if err == nil && now.Before(l.ExpiresAt.Add(lic.RevivalWindow)) {", "if err == nil && false {", grpcapi},
+	{"no stream cap per client address", "server/grpcapi/limits.go",
+		"	if l.byAddr[addr] >= l.perAddr {", "	if false {", grpcapi},
+	{"unknown tenants on the JWKS not counted as failed lookups", "server/grpcapi/ratelimits.go",
+		", server.ReasonLeaseTokenWrong, server.ReasonTenantNotFound:", ", server.ReasonLeaseTokenWrong:", grpcapi},
+	{"format characters (Cf) allowed in request strings", "server/grpcapi/textrule.go",
+		"		if unicode.Is(unicode.Cf, r) {", "		if false && unicode.Is(unicode.Cf, r) {", grpcapi},
 }
 
 func main() {
