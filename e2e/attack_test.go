@@ -340,7 +340,19 @@ func TestOneAddressCannotTakeEveryStream(t *testing.T) {
 // (issue 24, item 11: 50 streams on a 2 s lease were open at 15 s).
 func TestSilentStreamsEndWithTheirLease(t *testing.T) {
 	t.Parallel()
-	p := start(t, options{})
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		testSilentStreamsEndWithTheirLease(t, start(t, options{}))
+	})
+	// The record's deadline lags the live one there (write-behind): the
+	// expiry is decided by the live state.
+	t.Run("distributed", func(t *testing.T) {
+		t.Parallel()
+		testSilentStreamsEndWithTheirLease(t, sharedBackend(t, "").startSeatd(t, "silent-streams"))
+	})
+}
+
+func testSilentStreamsEndWithTheirLease(t *testing.T, p *proc) {
 	ctx := testContext(t)
 	base := p.metric(t, "go_goroutines")
 	lic := p.ttlLicense(t, 1, 2*time.Second)
@@ -373,6 +385,10 @@ func TestSilentStreamsEndWithTheirLease(t *testing.T) {
 		g := p.metric(t, "go_goroutines")
 		return g < base+n/2, fmt.Sprintf("%v goroutines (%v before)", g, base)
 	})
+	// They were told the truth: the expiry is recorded, no heartbeat
+	// revives the lease.
+	_, err = p.heartbeats().Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: lease.GetLease().GetId(), LeaseToken: lease.GetLeaseToken()})
+	requireStatus(t, err, codes.FailedPrecondition, "LEASE_EXPIRED")
 }
 
 // TestIdleConnectionsFromOneAddressLeaveRoom: connections that never send
