@@ -47,6 +47,7 @@ const (
 	ReasonMessageTooLarge     = "MESSAGE_TOO_LARGE"
 	ReasonTooManyStreams      = "TOO_MANY_STREAMS"
 	ReasonFirstMessageTimeout = "FIRST_MESSAGE_TIMEOUT"
+	ReasonStreamIdleTimeout   = "STREAM_IDLE_TIMEOUT"
 	// Too many failed lookups or calls from one client address (with a
 	// RetryInfo delay), and a tenant at one of its quotas.
 	ReasonRateLimited   = "RATE_LIMITED"

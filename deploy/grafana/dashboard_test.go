@@ -65,13 +65,14 @@ var (
 
 // exported is what seatd's /metrics can hold: the collectors registered
 // as server/daemon (daemon.go, New) registers them: the Go and process
-// collectors, metrics.New, the build info, a store's background counts and
+// collectors, metrics.New and metrics.NewNetwork, the build info, a store's background counts and
 // the gRPC server metrics with the handling-time histogram.
 func exported(t *testing.T) map[string]family {
 	t.Helper()
 	reg := &recorder{Registry: prometheus.NewRegistry()}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics.New(reg)
+	metrics.NewNetwork(reg)
 	metrics.RegisterBuildInfo(reg, "v0", "rev", "go")
 	metrics.RegisterBackground(reg, noBackground{})
 	rpc := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())

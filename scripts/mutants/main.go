@@ -58,6 +58,7 @@ var (
 	liveScripts = []string{"./server/distributed/live/"} // the scripts' own tests, one run at a time
 	service     = []string{"./server/service/"}
 	client      = []string{"./client/"}
+	grpcapi     = []string{"./server/grpcapi/"}
 )
 
 var mutants = []mutant{
@@ -198,6 +199,18 @@ var mutants = []mutant{
 	{"embedded commits go on into a data file found damaged", "server/embedded/commit.go",
 		"	if d := c.health.damage(); d != nil {\n		refuse(errDamagedRefusal(d))\n		return\n	}\n	if c.failing.Load() {",
 		"	if c.failing.Load() {", embedded},
+	// Network limits (issue 24, items 11 and 14).
+	{"a silent stream is told LEASE_EXPIRED before the expiry is recorded", "server/service/heartbeat.go",
+		"	ended, err := k.s.store.ExpireLeases(ctx, []server.LeaseRef{{LeaseID: l.ID, LicenseID: l.LicenseID, ExpiresAt: l.ExpiresAt}})",
+		"	ended, err := []server.Lease{l}, error(nil)", grpcapi},
+	{"a silent stream ends within its lease's revival window", "server/service/heartbeat.go",
+		"if err == nil && now.Before(l.ExpiresAt.Add(lic.RevivalWindow)) {", "if err == nil && false {", grpcapi},
+	{"no stream cap per client address", "server/grpcapi/limits.go",
+		"	if l.byAddr[addr] >= l.perAddr {", "	if false {", grpcapi},
+	{"unknown tenants on the JWKS not counted as failed lookups", "server/grpcapi/ratelimits.go",
+		", server.ReasonLeaseTokenWrong, server.ReasonTenantNotFound:", ", server.ReasonLeaseTokenWrong:", grpcapi},
+	{"format characters (Cf) allowed in request strings", "server/grpcapi/textrule.go",
+		"		if unicode.Is(unicode.Cf, r) {", "		if false && unicode.Is(unicode.Cf, r) {", grpcapi},
 }
 
 func main() {

@@ -86,13 +86,20 @@ type Config struct {
 	TLSCertFile, TLSKeyFile, TLSClientCAFile string
 	MaxRequestBytes                          int
 	MaxConnections                           int
-	HTTPReadTimeout, HTTPWriteTimeout        time.Duration
-	HTTPIdleTimeout                          time.Duration
-	ConnectionTimeout                        time.Duration
-	GRPCMaxStreamsPerConn                    int
-	MaxStreams                               int
-	FirstMessageTimeout                      time.Duration
-	KeepaliveMinTime                         time.Duration
+	// MaxConnectionsGiven: --max-connections was set (flag or environment),
+	// so it is not lowered to fit the file descriptor limit (fdlimit.go).
+	MaxConnectionsGiven               bool
+	MaxConnectionsPerAddress          int
+	GRPCMaxHeaderBytes                int
+	HTTPReadTimeout, HTTPWriteTimeout time.Duration
+	HTTPIdleTimeout                   time.Duration
+	ConnectionTimeout                 time.Duration
+	GRPCMaxStreamsPerConn             int
+	MaxStreams                        int
+	MaxStreamsPerAddress              int
+	FirstMessageTimeout               time.Duration
+	StreamIdleTimeout                 time.Duration
+	KeepaliveMinTime                  time.Duration
 
 	// Per client address (README, "Running on a network"); a rate of 0 is
 	// no limit.
@@ -168,14 +175,18 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file; re-read when it changes")
 	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", "", "require client certificates signed by this PEM CA bundle (mTLS); re-read when it changes")
 	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", gateway.DefaultMaxBodyBytes, "largest request accepted (a REST body or a gRPC message); larger: 413 / RESOURCE_EXHAUSTED MESSAGE_TOO_LARGE")
-	fs.IntVar(&c.MaxConnections, "max-connections", 10000, "open connections per listener (gRPC, HTTP); more wait to be accepted")
+	fs.IntVar(&c.MaxConnections, "max-connections", 10000, "open connections per listener (gRPC, HTTP); more wait to be accepted. Both listeners' caps plus a reserve must fit the file descriptor limit (RLIMIT_NOFILE): the soft limit is raised if the hard one allows, else a default is lowered to fit and a value given refuses the start")
+	fs.IntVar(&c.MaxConnectionsPerAddress, "max-connections-per-address", DefaultMaxConnectionsPerAddress, "open connections per listener from one client address (an IPv6 /64 counts as one); more are closed as soon as accepted. Behind a proxy or a NAT that hides client addresses, raise it")
+	fs.IntVar(&c.GRPCMaxHeaderBytes, "grpc-max-header-bytes", httpMaxHeaderBytes, "gRPC: largest metadata (header list) of one call; more: the call is reset (RST_STREAM) before it runs. The HTTP port's bound is 64 KiB (431)")
 	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", 30*time.Second, "HTTP: longest time to read a whole request (headers and body)")
 	fs.DurationVar(&c.HTTPWriteTimeout, "http-write-timeout", gateway.DefaultWriteTimeout, "HTTP: longest time to write an answer (not WaitForSeat streams)")
 	fs.DurationVar(&c.HTTPIdleTimeout, "http-idle-timeout", 2*time.Minute, "HTTP: an idle keep-alive connection is closed after this")
 	fs.DurationVar(&c.ConnectionTimeout, "connection-timeout", 10*time.Second, "gRPC: a new connection must finish its TLS and HTTP/2 handshake within this")
 	fs.IntVar(&c.GRPCMaxStreamsPerConn, "grpc-max-streams-per-connection", 1000, "gRPC: calls and streams open at once on one connection")
 	fs.IntVar(&c.MaxStreams, "max-streams", grpcapi.DefaultMaxStreams, "gRPC: seatd streams (heartbeat streams, waits) open at once on this instance; more get RESOURCE_EXHAUSTED TOO_MANY_STREAMS")
+	fs.IntVar(&c.MaxStreamsPerAddress, "max-streams-per-address", grpcapi.DefaultMaxStreamsPerAddress, "gRPC and REST: seatd streams open at once from one client address (an IPv6 /64 counts as one); more get RESOURCE_EXHAUSTED TOO_MANY_STREAMS. Behind a proxy or a NAT that hides client addresses, raise it")
 	fs.DurationVar(&c.FirstMessageTimeout, "first-message-timeout", grpcapi.DefaultFirstMessageTimeout, "gRPC: a heartbeat stream must send its first heartbeat within this")
+	fs.DurationVar(&c.StreamIdleTimeout, "stream-idle-timeout", grpcapi.DefaultStreamIdleTimeout, "gRPC: a heartbeat stream that sends nothing for this long (or for two of its lease's heartbeat intervals, if longer) is ended with DEADLINE_EXCEEDED STREAM_IDLE_TIMEOUT; one silent past its lease's end is ended then")
 	fs.DurationVar(&c.KeepaliveMinTime, "grpc-keepalive-min-time", 10*time.Second, "gRPC: clients pinging more often than this are disconnected (too_many_pings)")
 	fs.Float64Var(&c.FailedLookupRate, "failed-lookup-rate", grpcapi.DefaultFailedLookups.PerSecond, "failed lookups (unknown license key, lease or bearer key; wrong lease token) allowed per second per client address, beyond the burst; over it RESOURCE_EXHAUSTED RATE_LIMITED / 429; 0: no limit")
 	fs.IntVar(&c.FailedLookupBurst, "failed-lookup-burst", grpcapi.DefaultFailedLookups.Burst, "failed lookups one client address may make at once before --failed-lookup-rate applies")
@@ -248,6 +259,7 @@ func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (Co
 	if err != nil {
 		return c, err
 	}
+	c.MaxConnectionsGiven = given["max-connections"] || getenv(EnvName("max-connections")) != ""
 	return c, c.validate()
 }
 
@@ -322,6 +334,10 @@ func (c *Config) validate() error {
 		return errors.New("--max-request-bytes must be between 1024 and 67108864")
 	case c.MaxConnections < 1:
 		return errors.New("--max-connections must be at least 1")
+	case c.MaxConnectionsPerAddress < 1:
+		return errors.New("--max-connections-per-address must be at least 1")
+	case c.GRPCMaxHeaderBytes < 8<<10 || c.GRPCMaxHeaderBytes > 16<<20:
+		return errors.New("--grpc-max-header-bytes must be between 8192 and 16777216")
 	case c.HTTPReadTimeout < time.Second || c.HTTPWriteTimeout < time.Second || c.HTTPIdleTimeout < time.Second:
 		return errors.New("--http-read-timeout, --http-write-timeout and --http-idle-timeout must be at least 1s")
 	case c.ConnectionTimeout < 100*time.Millisecond:
@@ -330,6 +346,10 @@ func (c *Config) validate() error {
 		return errors.New("--grpc-max-streams-per-connection must be at least 1")
 	case c.MaxStreams < 1:
 		return errors.New("--max-streams must be at least 1")
+	case c.MaxStreamsPerAddress < 1:
+		return errors.New("--max-streams-per-address must be at least 1")
+	case c.StreamIdleTimeout < time.Second:
+		return errors.New("--stream-idle-timeout must be at least 1s")
 	case c.FirstMessageTimeout < 100*time.Millisecond:
 		return errors.New("--first-message-timeout must be at least 100ms")
 	case c.KeepaliveMinTime < time.Second:
@@ -364,6 +384,11 @@ func (c *Config) validate() error {
 }
 
 const maxBurst = 1_000_000
+
+// DefaultMaxConnectionsPerAddress is --max-connections-per-address: a
+// tenth of a listener's default cap, so that ten addresses are needed to
+// fill it; a client uses one connection for all its calls.
+const DefaultMaxConnectionsPerAddress = 1000
 
 func validRate(r float64) bool { return r >= 0 && !math.IsInf(r, 1) } // NaN fails r >= 0
 

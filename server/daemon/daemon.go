@@ -114,6 +114,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 			_ = d.closeAll() // the error that stopped Start is the one to report
 		}
 	}()
+	if err := fitFileLimit(&cfg, processFDLimits{}, d.log); err != nil {
+		return nil, err
+	}
+	d.cfg = cfg
 
 	operatorKey := cfg.OperatorKey
 	if !cfg.Distributed() {
@@ -147,10 +151,15 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		return nil, err
 	}
 
-	if d.grpcLn, err = listen(cfg.GRPCAddr, "grpc-addr", cfg.MaxConnections); err != nil {
+	reg := prometheus.NewRegistry()
+	network := metrics.NewNetwork(reg)
+	network.Limits.WithLabelValues("max_connections").Set(float64(cfg.MaxConnections))
+	network.Limits.WithLabelValues("max_connections_per_address").Set(float64(cfg.MaxConnectionsPerAddress))
+	network.Limits.WithLabelValues("grpc_max_header_bytes").Set(float64(cfg.GRPCMaxHeaderBytes))
+	if d.grpcLn, err = listen(cfg.GRPCAddr, "grpc-addr", "grpc", cfg.MaxConnections, cfg.MaxConnectionsPerAddress, network); err != nil {
 		return nil, err
 	}
-	if d.httpLn, err = listen(cfg.HTTPAddr, "http-addr", cfg.MaxConnections); err != nil {
+	if d.httpLn, err = listen(cfg.HTTPAddr, "http-addr", "http", cfg.MaxConnections, cfg.MaxConnectionsPerAddress, network); err != nil {
 		return nil, err
 	}
 	if tlsr == nil {
@@ -169,7 +178,6 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		}()
 	}
 
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg)
 	b := Build()
@@ -231,7 +239,8 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		Store: d.store, Cleaner: cleaner, Scheduler: d.scheduler, Leadership: leadership,
 		OperatorKey: operatorKey, Logger: d.log, Metrics: m,
 		WaitQueue: queue, Hub: hub, Revocations: revocations, WaitHold: cfg.WaitHold, WaitPoll: cfg.WaitPoll,
-		MaxStreams: cfg.MaxStreams, FirstMessageTimeout: cfg.FirstMessageTimeout,
+		MaxStreams: cfg.MaxStreams, MaxStreamsPerAddress: cfg.MaxStreamsPerAddress,
+		FirstMessageTimeout: cfg.FirstMessageTimeout, StreamIdleTimeout: cfg.StreamIdleTimeout, Network: network,
 		FailedLookups: failedLookups, UnauthenticatedCalls: unauthenticatedCalls, Quotas: quotas,
 		Issuer: issuer,
 	})

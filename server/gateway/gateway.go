@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
@@ -153,6 +155,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // with an ErrorInfo reason (grpc-gateway would answer a decode error).
 func bounded(gw *runtime.ServeMux, limits Limits) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if field := notUTF8(r); field != "" {
+			badText(gw, w, r, field)
+			return
+		}
 		if limits.WriteTimeout > 0 && !strings.HasSuffix(r.URL.Path, ":wait") {
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(limits.WriteTimeout))
 		}
@@ -188,6 +194,58 @@ func tooLarge(gw *runtime.ServeMux, w http.ResponseWriter, r *http.Request, limi
 	runtime.DefaultHTTPErrorHandler(r.Context(), gw, out, w, r, &runtime.HTTPStatusError{HTTPStatus: http.StatusRequestEntityTooLarge, Err: st.Err()})
 }
 
+// notUTF8 names the part of a request's URL that is not valid UTF-8 (the
+// path, or a query parameter), "" if none is. grpc-gateway would copy such
+// bytes into the gRPC request, which then fails to marshal: a 500 with
+// grpc-go's words, before authentication.
+func notUTF8(r *http.Request) string {
+	if !utf8.ValidString(r.URL.Path) {
+		return "path"
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return "" // grpc-gateway answers a query that does not parse
+	}
+	for k, vs := range q {
+		if !utf8.ValidString(k) {
+			return "query"
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// badText is 400 INVALID_ARGUMENT naming the field (never echoing it).
+func badText(gw *runtime.ServeMux, w http.ResponseWriter, r *http.Request, field string) {
+	st := status.New(codes.InvalidArgument, field+": must be valid UTF-8 (percent-encode UTF-8 bytes only)")
+	if with, err := st.WithDetails(
+		&errdetails.ErrorInfo{Reason: server.ReasonInvalidArgument, Domain: grpcapi.ErrorDomain},
+		&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: "must be valid UTF-8"}}},
+	); err == nil {
+		st = with
+	}
+	_, out := runtime.MarshalerForRequest(gw, r)
+	runtime.DefaultHTTPErrorHandler(r.Context(), gw, out, w, r, st.Err())
+}
+
+// bearerChallenge replaces the WWW-Authenticate header grpc-gateway sets on
+// a 401 (the status message) with an RFC 6750 challenge.
+type bearerChallenge struct {
+	http.ResponseWriter
+	r *http.Request
+}
+
+func (b bearerChallenge) WriteHeader(code int) {
+	if code == http.StatusUnauthorized {
+		b.Header().Set("WWW-Authenticate", grpcapi.BearerChallenge(b.r))
+	}
+	b.ResponseWriter.WriteHeader(code)
+}
+
 // shapeErrors gives every refusal an ErrorInfo reason: grpc-gateway's own
 // (a body or parameter that does not decode) come as INVALID_ARGUMENT with
 // the parser's words and no details; they become MALFORMED_REQUEST without
@@ -211,7 +269,7 @@ func shapeErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler
 			w.Header().Set("Retry-After", after)
 		}
 	}
-	runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+	runtime.DefaultHTTPErrorHandler(ctx, mux, m, bearerChallenge{w, r}, r, err)
 }
 
 // clientAddr passes the HTTP client's address to the gRPC server, which

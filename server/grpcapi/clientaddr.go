@@ -40,16 +40,17 @@ func clientAddr(ctx context.Context) string {
 			// The last hop is the one the gateway saw; any before it are
 			// the client's word.
 			last := vals[len(vals)-1]
-			return addrKey(strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:]))
+			return AddrKey(strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:]))
 		}
 		return p.Addr.String()
 	}
-	return addrKey(p.Addr.String())
+	return AddrKey(p.Addr.String())
 }
 
-// addrKey is the bucket of an "ip" or "ip:port" (anything else, e.g. an
-// in-memory address, is its own bucket).
-func addrKey(s string) string {
+// AddrKey is the bucket of an "ip" or "ip:port" (anything else, e.g. an
+// in-memory address, is its own bucket): the client address every
+// per-address limit counts by, the daemon's connection cap too.
+func AddrKey(s string) string {
 	if host, _, err := net.SplitHostPort(s); err == nil {
 		s = host
 	}

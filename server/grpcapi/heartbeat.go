@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -55,8 +56,13 @@ func (h *heartbeatService) Heartbeat(ctx context.Context, req *seatdv1.Heartbeat
 // names the lease; later ones may be empty. A failed heartbeat ends the
 // stream with its status (e.g. LEASE_EXPIRED), after an EXPIRED or REVOKED
 // signal when that is the reason; a revocation (service.KeepAlive) ends it
-// at once. On shutdown the stream gets RECONNECT and ends cleanly, so the
-// client moves to another instance.
+// at once. A stream that stays silent is ended too: when its lease ends
+// (the deadline it was last told passed with no heartbeat and the lease
+// cannot be revived: EXPIRED signal, LEASE_EXPIRED; or it was released or
+// revoked meanwhile), or after the idle timeout (STREAM_IDLE_TIMEOUT), so
+// that a stream never holds its slot and metadata for nothing. On shutdown
+// the stream gets RECONNECT and ends cleanly, so the client moves to
+// another instance.
 func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_HeartbeatStreamServer) error {
 	ctx := stream.Context()
 	pings := make(chan *seatdv1.HeartbeatStreamRequest)
@@ -75,9 +81,14 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 			}
 		}
 	}()
-	var id, token string
+	var id, token, tenant string
 	silent, stopSilent := firstMessageDeadline(h.s.firstMessage)
 	defer stopSilent()
+	// Both armed by the first heartbeat that succeeds.
+	var leaseEnd, idle streamTimer
+	defer leaseEnd.stop()
+	defer idle.stop()
+	var idleFor time.Duration
 	lease := h.s.svc.KeepAlive()
 	defer lease.Close()
 	for {
@@ -98,6 +109,23 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 		case <-silent:
 			return refusal(codes.DeadlineExceeded, server.ReasonFirstMessageTimeout,
 				fmt.Sprintf("a heartbeat stream must send its first heartbeat within %v of opening", h.s.firstMessage), 0)
+		case <-idle.c():
+			h.s.network.StreamsEnded.WithLabelValues("idle").Inc()
+			return refusal(codes.DeadlineExceeded, server.ReasonStreamIdleTimeout,
+				fmt.Sprintf("this heartbeat stream sent nothing for %v; open a new one", idleFor), 0)
+		case <-leaseEnd.c():
+			again, err := lease.Ended(ctx, tenant, id)
+			if err == nil {
+				leaseEnd.reset(again.Sub(h.s.svc.Now()))
+				continue
+			}
+			if signal, ok := endSignals[server.ErrorReason(err)]; ok || server.ErrorReason(err) == server.ReasonLeaseReleased {
+				h.s.network.StreamsEnded.WithLabelValues("lease_ended").Inc()
+				if ok {
+					_ = stream.Send(&seatdv1.HeartbeatStreamResponse{Signal: signal})
+				}
+			}
+			return err
 		case req = <-pings:
 			silent = nil
 		}
@@ -119,17 +147,51 @@ func (h *heartbeatService) HeartbeatStream(stream seatdv1.HeartbeatService_Heart
 			}
 			return err
 		}
+		tenant = l.TenantID
+		interval := l.ExpiresAt.Sub(l.LastHeartbeatAt) / server.HeartbeatDivisor
+		leaseEnd.reset(l.ExpiresAt.Sub(h.s.svc.Now()))
+		if h.s.idle > 0 {
+			idleFor = max(h.s.idle, 2*interval)
+			idle.reset(idleFor)
+		}
 		cert, err := h.s.svc.Certificate(ctx, l, req.GetNonce())
 		if err != nil {
 			return err
 		}
 		if err := stream.Send(&seatdv1.HeartbeatStreamResponse{
 			ExpiresAt:         timestamppb.New(l.ExpiresAt),
-			HeartbeatInterval: durationpb.New(l.ExpiresAt.Sub(l.LastHeartbeatAt) / server.HeartbeatDivisor),
+			HeartbeatInterval: durationpb.New(interval),
 			LeaseCertificate:  cert,
 		}); err != nil {
 			return err
 		}
+	}
+}
+
+// streamTimer is a timer armed later than it is declared: its channel is
+// nil (never ready) until the first reset.
+type streamTimer struct{ t *time.Timer }
+
+func (s *streamTimer) c() <-chan time.Time {
+	if s.t == nil {
+		return nil
+	}
+	return s.t.C
+}
+
+// reset arms the timer for d from now (at once if d is not positive),
+// dropping any earlier firing not yet received (Go 1.23 timers).
+func (s *streamTimer) reset(d time.Duration) {
+	if s.t == nil {
+		s.t = time.NewTimer(max(d, 0))
+		return
+	}
+	s.t.Reset(max(d, 0))
+}
+
+func (s *streamTimer) stop() {
+	if s.t != nil {
+		s.t.Stop()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -17,7 +18,7 @@ import (
 func (s *Server) OperatorOnly(h http.Handler) http.Handler {
 	const method = adminPrefix + "Backup" // an admin call for the limits
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr := addrKey(r.RemoteAddr)
+		addr := AddrKey(r.RemoteAddr)
 		if err := s.limits.admit(addr, method); err != nil {
 			s.WriteHTTPError(w, r, err)
 			return
@@ -36,6 +37,16 @@ func (s *Server) OperatorOnly(h http.Handler) http.Handler {
 	})
 }
 
+// BearerChallenge is the WWW-Authenticate value of a 401 (RFC 6750, 3.1):
+// the scheme and realm, and error="invalid_token" when the request carried
+// a key that was not accepted (none when it carried none).
+func BearerChallenge(r *http.Request) string {
+	if r.Header.Get("Authorization") == "" {
+		return `Bearer realm="seatd"`
+	}
+	return `Bearer realm="seatd", error="invalid_token"`
+}
+
 // WriteHTTPError answers err as the REST gateway answers a failed call:
 // the gRPC status as JSON, with its HTTP code. Like every error a client
 // sees, it goes through toStatus: internal detail is logged, not sent.
@@ -46,6 +57,9 @@ func (s *Server) WriteHTTPError(w http.ResponseWriter, r *http.Request, err erro
 		body = []byte(`{"code":13,"message":"internal error"}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if st.Code() == codes.Unauthenticated {
+		w.Header().Set("WWW-Authenticate", BearerChallenge(r))
+	}
 	if after := RetryAfter(st); after != "" {
 		w.Header().Set("Retry-After", after)
 	}

@@ -52,12 +52,14 @@ func newCallLimits(failed, calls RateLimit) callLimits {
 }
 
 // failedLookup reports whether err is a guess that missed: an unknown
-// license key or lease, a wrong lease token, an unknown bearer key.
+// license key, lease or tenant (the JWKS route needs no key: without this
+// tenant ids could be listed at will), a wrong lease token, an unknown
+// bearer key.
 func failedLookup(method string, err error) bool {
 	switch server.ErrorReason(err) {
 	case server.ReasonUnauthenticated:
 		return true
-	case server.ReasonLicenseNotFound, server.ReasonLeaseNotFound, server.ReasonLeaseTokenWrong:
+	case server.ReasonLicenseNotFound, server.ReasonLeaseNotFound, server.ReasonLeaseTokenWrong, server.ReasonTenantNotFound:
 		// Admin calls name licenses and leases by id, which is no secret.
 		return !strings.HasPrefix(method, adminPrefix)
 	}

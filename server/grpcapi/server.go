@@ -29,9 +29,11 @@ type Server struct {
 	auth *Authenticator
 	log  *slog.Logger
 
-	streams      streamLimits
+	streams      *streamLimits
 	firstMessage time.Duration // a heartbeat stream's deadline to name its lease
-	limits       callLimits    // per client address (ratelimits.go)
+	idle         time.Duration // a heartbeat stream silent this long is ended (heartbeat.go)
+	network      *metrics.Network
+	limits       callLimits // per client address (ratelimits.go)
 }
 
 // Config wires a Server.
@@ -58,8 +60,18 @@ type Config struct {
 	WaitPoll time.Duration
 
 	// MaxStreams caps the seatd streams open at once on this instance
-	// (default DefaultMaxStreams; negative: no cap).
-	MaxStreams int
+	// (default DefaultMaxStreams; negative: no cap), MaxStreamsPerAddress
+	// those of one client address (default DefaultMaxStreamsPerAddress;
+	// negative: no cap).
+	MaxStreams, MaxStreamsPerAddress int
+	// StreamIdleTimeout ends a heartbeat stream that sends nothing for this
+	// long, or for two of its lease's heartbeat intervals if that is longer
+	// (default DefaultStreamIdleTimeout; negative: none). A stream silent
+	// past its lease's end is ended anyway.
+	StreamIdleTimeout time.Duration
+	// Network counts open streams and what the limits refused (default:
+	// counted nowhere).
+	Network *metrics.Network
 	// FirstMessageTimeout is how long a heartbeat stream may stay silent
 	// after it opens (default DefaultFirstMessageTimeout; negative: none).
 	FirstMessageTimeout time.Duration
@@ -100,12 +112,18 @@ func New(cfg Config) *Server {
 		WaitQueue: cfg.WaitQueue, Hub: cfg.Hub, Revocations: cfg.Revocations,
 		WaitHold: cfg.WaitHold, WaitPoll: cfg.WaitPoll, Quotas: cfg.Quotas, Issuer: cfg.Issuer,
 	})
+	network := cfg.Network
+	if network == nil {
+		network = metrics.DiscardNetwork()
+	}
 	return &Server{
 		svc:          svc,
 		auth:         &Authenticator{OperatorKey: cfg.OperatorKey, Keys: cfg.Store},
 		log:          log,
-		streams:      streamLimits{max: int64(cmp.Or(cfg.MaxStreams, DefaultMaxStreams))},
+		streams:      newStreamLimits(cmp.Or(cfg.MaxStreams, DefaultMaxStreams), cmp.Or(cfg.MaxStreamsPerAddress, DefaultMaxStreamsPerAddress), network),
 		firstMessage: cmp.Or(cfg.FirstMessageTimeout, DefaultFirstMessageTimeout),
+		idle:         cmp.Or(cfg.StreamIdleTimeout, DefaultStreamIdleTimeout),
+		network:      network,
 		limits:       newCallLimits(cfg.FailedLookups, cfg.UnauthenticatedCalls),
 	}
 }

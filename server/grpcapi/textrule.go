@@ -3,18 +3,22 @@ package grpcapi
 import (
 	"encoding/binary"
 	"strconv"
+	"unicode"
 	"unicode/utf8"
 )
 
 // The one rule for every string a client sends, identifiers and free text
 // alike (names, metadata values, revoke reasons): valid UTF-8 without control
-// characters. Free text gets no exception, not even tab or newline: these
+// characters, and without invisible format characters (Unicode category Cf:
+// bidi controls such as U+202E, zero-width ones such as U+200B), which make
+// a name or fingerprint show as another in the console, seatctl or a log. Free text gets no exception, not even tab or newline: these
 // strings are labels, not documents, and they end up in log lines, audit
 // records, terminal tables, PostgreSQL (which refuses NUL) and Redis keys,
 // where a control character splits a line, forges a field or fails a write.
 const (
 	notUTF8         = "must be valid UTF-8"
 	hasControlChars = "must not contain control characters"
+	hasFormatChars  = "must not contain invisible format characters (Unicode Cf: bidi controls such as U+202E, zero-width characters such as U+200B)"
 )
 
 // maxRequestString bounds any string of any request: no field needs more
@@ -23,7 +27,8 @@ const (
 const maxRequestString = 1024
 
 // textProblem says what breaks the rule in s ("" when nothing does). It
-// rejects C0 controls (NUL included), DEL and C1 controls (U+0080-U+009F).
+// rejects C0 controls (NUL included), DEL, C1 controls (U+0080-U+009F) and
+// format characters (Cf).
 func textProblem(s string) string {
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) && plainASCII8(s[i:i+8]) {
@@ -44,6 +49,9 @@ func textProblem(s string) string {
 		}
 		if r <= 0x9f { // C1: U+0080-U+009F
 			return hasControlChars
+		}
+		if unicode.Is(unicode.Cf, r) {
+			return hasFormatChars
 		}
 		i += size
 	}

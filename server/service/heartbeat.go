@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"time"
 
 	"github.com/seatd/seatd/server"
 )
@@ -45,4 +46,48 @@ func (k *KeepAlive) Close() {
 	if k.stopWatching != nil {
 		k.stopWatching()
 	}
+}
+
+// Ended is asked by a stream whose lease's deadline, the last it told its
+// client, has passed with no heartbeat on it. It answers the end error
+// (ErrLeaseExpired, ErrLeaseReleased, ErrLeaseRevoked) once the lease can
+// no longer heartbeat, or else when to ask again: the lease was renewed
+// by another call, or a late heartbeat may still revive it (the license's
+// RevivalWindow). An expiry is recorded (as cleanup records it) before it
+// is answered, so that the stream's client, told the lease ended, is
+// never contradicted by a later heartbeat (invariant 3). A store error is
+// answered as it is.
+func (k *KeepAlive) Ended(ctx context.Context, tenantID, leaseID string) (askAgain time.Time, err error) {
+	l, err := k.s.store.GetLease(ctx, tenantID, leaseID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if l.State != server.LeaseActive {
+		return time.Time{}, l.State.EndError()
+	}
+	now := k.s.now()
+	if now.Before(l.ExpiresAt) {
+		return l.ExpiresAt, nil
+	}
+	lic, err := k.s.store.GetLicense(ctx, l.TenantID, l.LicenseID)
+	if err == nil && now.Before(l.ExpiresAt.Add(lic.RevivalWindow)) {
+		return l.ExpiresAt.Add(lic.RevivalWindow), nil
+	}
+	ended, err := k.s.store.ExpireLeases(ctx, []server.LeaseRef{{LeaseID: l.ID, LicenseID: l.LicenseID, ExpiresAt: l.ExpiresAt}})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(ended) > 0 {
+		return time.Time{}, server.ErrLeaseExpired
+	}
+	// Not expired: it ended otherwise in the meantime, or it lives on (a
+	// heartbeat won the race, or the deadline read was behind the live
+	// one): look again after a heartbeat interval.
+	if l, err = k.s.store.GetLease(ctx, tenantID, leaseID); err != nil {
+		return time.Time{}, err
+	}
+	if l.State != server.LeaseActive {
+		return time.Time{}, l.State.EndError()
+	}
+	return now.Add(max(l.ExpiresAt.Sub(l.LastHeartbeatAt)/server.HeartbeatDivisor, time.Second)), nil
 }
