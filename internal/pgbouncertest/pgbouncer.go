@@ -132,12 +132,14 @@ default_pool_size = %d
 		}
 		t.Cleanup(func() {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
+			// Stopped by our signal: its exit status says nothing.
 			select {
-			case err := <-exited: // stopped by our signal: its exit status says nothing
+			case err := <-exited:
 				_ = err
 			case <-time.After(30 * time.Second):
 				_ = cmd.Process.Kill()
-				_ = <-exited
+				err := <-exited
+				_ = err
 			}
 		})
 		through := url.URL{Scheme: "postgres", User: url.User(user), Host: addr, Path: "/seatd", RawQuery: "sslmode=disable"}
