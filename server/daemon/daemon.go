@@ -114,11 +114,6 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 			_ = d.closeAll() // the error that stopped Start is the one to report
 		}
 	}()
-	if err := fitFileLimit(&cfg, processFDLimits{}, d.log); err != nil {
-		return nil, err
-	}
-	d.cfg = cfg
-
 	operatorKey := cfg.OperatorKey
 	if !cfg.Distributed() {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -143,6 +138,12 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		return nil, err
 	}
 	d.store, d.rdb = store, rdb
+	// Fitted once the data is known to be sound: a start refused for its
+	// data says so in one line, without this one's notes before it.
+	if err := fitFileLimit(&cfg, processFDLimits{}, d.log); err != nil {
+		return nil, err
+	}
+	d.cfg = cfg
 	if err := ensureDefaultTenant(ctx, d.store); err != nil {
 		return nil, err
 	}
