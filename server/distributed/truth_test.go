@@ -172,7 +172,8 @@ func TestAcquireAgainDropsLeaseEndedInRecordOnly(t *testing.T) {
 	require.Equal(t, 1, n, "only the new lease counts")
 }
 
-// TestEndedLeaseLeavesRedisWithoutItsClient: a release recorded in
+// TestEndedLeaseLeavesRedisWithoutItsClient: a release (a borrowed lease:
+// a revoke) recorded in
 // PostgreSQL whose end.lua failed, and whose client never retries (it went
 // away, or the instance died between the two steps). A borrowed lease
 // never heartbeats and an abandoned one stopped, so the flush never learns
@@ -194,12 +195,20 @@ func TestEndedLeaseLeavesRedisWithoutItsClient(t *testing.T) {
 			res, tok, err := tryBorrow(t.Context(), s, lic.Key, "laptop", "", borrow)
 			require.NoError(t, err)
 
+			// A borrowed lease cannot be released before its deadline (its
+			// certificate stays valid offline): an operator's revoke ends it.
 			fail.on.Store(true)
-			_, err = s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+			wantState := server.LeaseReleased
+			if borrow > 0 {
+				wantState = server.LeaseRevoked
+				_, err = s.Revoke(t.Context(), tn.ID, res.Lease.ID)
+			} else {
+				_, err = s.Release(t.Context(), res.Lease.ID, server.HashSecret(tok))
+			}
 			requireCode(t, err, server.EUNAVAILABLE, server.ReasonUnavailable, "end.lua failed: not acknowledged")
 			fail.on.Store(false)
 			_, _, state := s.recordedOf(t, res.Lease.ID)
-			require.Equal(t, server.LeaseReleased, state, "the release is in the record")
+			require.Equal(t, wantState, state, "the end is in the record")
 
 			c := cleanup.NewCleaner(s, cleanup.Config{}, nil, nil)
 			for range 3 {
