@@ -16,7 +16,7 @@ LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 SEATD_LDFLAGS = -X github.com/seatd/seatd/server/daemon.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)') \
   -X github.com/seatd/seatd/server/daemon.revision=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
-.PHONY: help build run generate verify-generate lint vet licenses licenses/check test preflight check/python python/wheel test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
+.PHONY: help build run generate verify-generate lint vet licenses licenses/check test preflight check/python python/wheel test/python check/node node/pack test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -100,6 +100,10 @@ check/node: ## Stop at once, saying what to install, if the TypeScript client's 
 client/node/node_modules/.package-lock.json: client/node/package-lock.json
 	cd client/node && npm ci --no-audit --no-fund
 	@touch $@
+
+node/pack: check/node client/node/node_modules/.package-lock.json ## Pack the TypeScript client (@seatd/client, built by its prepare script) into .build/node/seatd-client-<version>.tgz
+	mkdir -p $(CURDIR)/.build/node
+	cd client/node && npm pack --pack-destination $(CURDIR)/.build/node
 
 test/node: check/node build services client/node/node_modules/.package-lock.json ## The TypeScript client's tests (client/node, node --test) against real seatd, embedded and distributed
 	cd client/node && rm -rf dist && npx tsc -p . && SEATD_BIN=$(BIN)/seatd node --test --test-concurrency=1 dist/test/*.test.js
