@@ -137,4 +137,4 @@ mutate: services ## Mutation testing before a release (hours): gremlins over the
 	scripts/mutate.sh
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(PYBUILD) $(CURDIR)/.build/node client/python/build client/python/seatd.egg-info
