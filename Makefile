@@ -16,7 +16,7 @@ LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 SEATD_LDFLAGS = -X github.com/seatd/seatd/server/daemon.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)') \
   -X github.com/seatd/seatd/server/daemon.revision=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
-.PHONY: help build run generate verify-generate lint vet licenses licenses/check test preflight check/python test/python check/node test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
+.PHONY: help build run generate verify-generate lint vet licenses licenses/check test preflight check/python python/wheel test/python check/node node/pack test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -74,8 +74,21 @@ preflight: ## Check (as root with apt-get: install) everything make test needs, 
 check/python: ## Stop at once, saying what to apt-get install, if the Python client's tests cannot run
 	@client/python/check-deps.sh
 
-test/python: check/python build services ## The Python client's tests (client/python, /usr/bin/python3) against real seatd, embedded and distributed
-	cd client/python && SEATD_BIN=$(BIN)/seatd /usr/bin/python3 -B -m unittest discover -s tests -v
+# The Python client's wheel and the venv its tests run in (Debian's grpcio,
+# protobuf and cryptography through --system-site-packages; no package index).
+PYBUILD := $(CURDIR)/.build/python
+
+python/wheel: check/python ## Build the Python client's wheel (client/python/pyproject.toml) into .build/python/dist
+	rm -rf client/python/build client/python/seatd.egg-info $(PYBUILD)/dist
+	cd client/python && /usr/bin/python3 -m build --wheel --no-isolation --outdir $(PYBUILD)/dist
+	rm -rf client/python/build client/python/seatd.egg-info
+
+test/python: python/wheel build services ## The Python client's tests against real seatd (embedded and distributed), importing the wheel installed in a fresh venv
+	rm -rf $(PYBUILD)/venv
+	/usr/bin/python3 -m venv --system-site-packages $(PYBUILD)/venv
+	$(PYBUILD)/venv/bin/python -m pip install --quiet --no-index --disable-pip-version-check $(PYBUILD)/dist/seatd-*.whl
+	cd $(PYBUILD) && SEATD_BIN=$(BIN)/seatd SEATD_PY_INSTALLED=1 venv/bin/python -B -m unittest discover \
+	  -s $(CURDIR)/client/python/tests -t $(CURDIR)/client/python/tests -v
 
 check/node: ## Stop at once, saying what to install, if the TypeScript client's tests cannot run (Node >= 20, npm, openssl)
 	@command -v node >/dev/null && command -v npm >/dev/null && node -e 'process.exit(parseInt(process.versions.node) < 20 ? 1 : 0)' || \
@@ -87,6 +100,10 @@ check/node: ## Stop at once, saying what to install, if the TypeScript client's 
 client/node/node_modules/.package-lock.json: client/node/package-lock.json
 	cd client/node && npm ci --no-audit --no-fund
 	@touch $@
+
+node/pack: check/node client/node/node_modules/.package-lock.json ## Pack the TypeScript client (@seatd/client, built by its prepare script) into .build/node/seatd-client-<version>.tgz
+	mkdir -p $(CURDIR)/.build/node
+	cd client/node && npm pack --pack-destination $(CURDIR)/.build/node
 
 test/node: check/node build services client/node/node_modules/.package-lock.json ## The TypeScript client's tests (client/node, node --test) against real seatd, embedded and distributed
 	cd client/node && rm -rf dist && npx tsc -p . && SEATD_BIN=$(BIN)/seatd node --test --test-concurrency=1 dist/test/*.test.js
@@ -120,4 +137,4 @@ mutate: services ## Mutation testing before a release (hours): gremlins over the
 	scripts/mutate.sh
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(PYBUILD) $(CURDIR)/.build/node client/python/build client/python/seatd.egg-info

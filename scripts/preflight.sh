@@ -3,7 +3,8 @@
 # anything is built, every program the tests need: Go, PostgreSQL (server,
 # psql, initdb/pg_ctl), PgBouncer, Redis (server and redis-cli), promtool, Debian's
 # Chromium (the web console's browser tests, e2e/console_*_test.go), the
-# Python client's packages (client/python/check-deps.sh) and the TypeScript
+# Python client's packages and what builds and installs its wheel (python3-build,
+# -setuptools, -wheel, -venv: client/python/check-deps.sh) and the TypeScript
 # client's Node.js >= 20, npm and openssl (the same rule as `make check/node`).
 #
 # What is missing is installed when it can be (root and apt-get, as .ci/run

@@ -7,6 +7,7 @@ reconnects with backoff, notices a deadline passed while the machine slept,
 and reports a lost lease through lease.lost (a threading.Event).
 """
 
+import datetime
 import json
 import logging
 import queue
@@ -370,6 +371,10 @@ class Lease:
     lost is set once the lease is gone for good (expired, revoked, taken over
     elsewhere, or not acquired again); error and reason then say why. Our own
     release does not set it.
+
+    expires_at is the deadline seatd told, a timezone-aware datetime in UTC
+    (compare it with datetime.now(timezone.utc)); None from a server that
+    sends none.
     """
 
     def __init__(self, client, opts, resp, sent, borrowed=False):
@@ -387,7 +392,7 @@ class Lease:
         self.id, self.token, self.license_id = pl.id, resp.lease_token, pl.license_id
         self.heartbeat_interval = _seconds(resp.heartbeat_interval)
         self.seats_in_use, self.seat_limit = resp.seats_in_use, resp.seat_limit
-        self.expires_at = pl.expires_at.ToDatetime() if pl.HasField("expires_at") else None
+        self.expires_at = _utc(pl.expires_at) if pl.HasField("expires_at") else None
         # The latest; "" from a server that sends none, and without signing_keys
         # (the client then asks for none) but for a borrowed lease.
         self.certificate = resp.lease_certificate
@@ -463,7 +468,7 @@ class Lease:
             if interval > 0:
                 self.heartbeat_interval = interval
             if expires_at.ByteSize():
-                self.expires_at = expires_at.ToDatetime()
+                self.expires_at = _utc(expires_at)
             d = self._local_deadline(sent, expires_at)
             if d is not None and (self._deadline is None or d > self._deadline):
                 self._deadline = d
@@ -492,6 +497,12 @@ class Lease:
         elif d <= 0:
             d = 10.0
         return max(d, self._c.t.min_interval)
+
+
+def _utc(ts):
+    """A protobuf Timestamp as a timezone-aware datetime in UTC (never a naive
+    one, which Python would take for local time)."""
+    return ts.ToDatetime(tzinfo=datetime.timezone.utc)
 
 
 def _ttl(pl):

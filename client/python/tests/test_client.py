@@ -3,6 +3,7 @@
 Run from client/python: /usr/bin/python3 -m unittest -v (make test/python).
 """
 
+import datetime
 import json
 import os
 import signal
@@ -93,9 +94,13 @@ class Base:
             self.assertEqual((lease.seats_in_use, lease.seat_limit), (1, 1))
             self.assertAlmostEqual(lease.heartbeat_interval, 5.0, delta=0.01)  # TTL/6
             before = lease.expires_at
+            self.assertEqual(before.utcoffset(), datetime.timedelta(0), "expires_at is aware, in UTC")
+            now = datetime.datetime.now(datetime.timezone.utc)
+            self.assertLess(abs((before - now).total_seconds() - 30), 10, "expires_at is the TTL from now")
             time.sleep(0.01)
             lease.heartbeat()
             self.assertGreater(lease.expires_at, before)
+            self.assertEqual(lease.expires_at.tzinfo, datetime.timezone.utc)
             self.assertEqual(self.active(lic), [lease.id])
         self.assertEqual(self.active(lic), [])
         self.assertFalse(lease.lost.is_set(), "our own release is not a loss")
