@@ -43,7 +43,7 @@ verify-generate: client/node/node_modules/.package-lock.json ## Fail if any gene
 docs: docs/check ## Build the documentation site into site/ (Debian's mkdocs + mkdocs-material, --strict: a broken link fails) after checking the generated reference is fresh and every page is in the nav
 	@scripts/preflight.sh --docs-only
 	python3 scripts/docs-nav-check.py
-	mkdocs build --strict --quiet
+	mkdocs build --strict
 	@echo "docs: site/ built (open site/index.html, or run mkdocs serve)"
 
 # The protos with their comments (buf build), for the API reference.
