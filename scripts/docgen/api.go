@@ -168,7 +168,11 @@ func comment(d protoreflect.Descriptor) string {
 	if c == "" {
 		c = loc.TrailingComments
 	}
-	return strings.TrimSpace(c)
+	lines := strings.Split(strings.TrimSpace(c), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(lines, "\n")
 }
 
 func fieldType(f protoreflect.FieldDescriptor) string {
