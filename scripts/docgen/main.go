@@ -41,6 +41,16 @@ func main() {
 	if *descriptors == "" {
 		fail("-descriptors is required (buf build -o FILE)")
 	}
+	// Some commands take a flag's default from the environment (seatd
+	// backup's --operator-key from SEATD_OPERATOR_KEY): the reference shows
+	// the defaults of a clean environment, and no secret of this one.
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "SEATD_") || strings.HasPrefix(name, "SEATCTL_") {
+			if err := os.Unsetenv(name); err != nil {
+				fail(err.Error())
+			}
+		}
+	}
 	g := &generator{root: *root, files: map[string][]byte{}}
 	steps := []func() error{
 		g.seatdReference,
