@@ -16,7 +16,7 @@ LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 SEATD_LDFLAGS = -X github.com/seatd/seatd/server/daemon.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)') \
   -X github.com/seatd/seatd/server/daemon.revision=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
-.PHONY: help build run generate verify-generate lint vet licenses licenses/check test preflight check/python python/wheel test/python check/node node/pack test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
+.PHONY: help build run generate verify-generate docs docs/generate docs/check lint vet licenses licenses/check test preflight check/python python/wheel test/python check/node node/pack test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -39,6 +39,21 @@ verify-generate: client/node/node_modules/.package-lock.json ## Fail if any gene
 	  sed -E "s#^([[:space:]]*out:[[:space:]]*)#\1$$tmp/out/#" buf.gen.yaml > $$tmp/buf.gen.yaml && \
 	  $(TOOL) buf generate --template $$tmp/buf.gen.yaml && \
 	  scripts/verify-generated.sh $$tmp/out
+
+docs: docs/check ## Build the documentation site into site/ (Debian's mkdocs + mkdocs-material, --strict: a broken link fails) after checking the generated reference is fresh and every page is in the nav
+	@scripts/preflight.sh --docs-only
+	python3 scripts/docs-nav-check.py
+	mkdocs build --strict
+	@echo "docs: site/ built (open site/index.html, or run mkdocs serve)"
+
+# The protos with their comments (buf build), for the API reference.
+DOCGEN = tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && $(TOOL) buf build -o $$tmp/seatd.binpb && $(GO) run ./scripts/docgen -descriptors $$tmp/seatd.binpb
+
+docs/generate: ## Rewrite the generated docs (docs/reference: flags, seatctl, error reasons, API, OpenAPI; alerts; the quickstart page) from the code
+	@$(DOCGEN)
+
+docs/check: ## Fail if the generated docs differ from what docs/generate writes, or the errors and configuration pages miss a reason or a flag
+	@$(DOCGEN) -check
 
 lint: ## buf lint (STANDARD), buf breaking against the previous commit (scripts/buf-breaking.sh), go vet and golangci-lint (.golangci.yml)
 	$(TOOL) buf lint

@@ -16,7 +16,7 @@ import (
 
 // TestBackupRestore: `seatd backup` copies a running server's data; the
 // copy, restored into a new data dir with `seatd restore`, serves the same
-// license and lease (README, "Backup and restore (embedded mode)").
+// license and lease (docs/guides/backup.md).
 func TestBackupRestore(t *testing.T) {
 	t.Parallel()
 	// A generated operator key, kept in the data dir, where `seatd backup

@@ -335,7 +335,7 @@ func countActive(t testing.TB, db *pgx.Conn, licenseID string) int {
 }
 
 // leakedDetail returns the internal detail a client-visible error message
-// shows, if any (README, "Errors": no internal error text, stack or SQL
+// shows, if any (docs/concepts/errors.md: no internal error text, stack or SQL
 // leaks to clients), e.g. a backend's address or driver error.
 func leakedDetail(err error) string {
 	if err == nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // Attacks a client without any key can make, run against the real binary
-// on loopback, bounded in count and time (README, "Running on a network").
+// on loopback, bounded in count and time (docs/guides/tls.md).
 
 // TestOversizedBodyIsRefusedUnread: a body over --max-request-bytes is
 // answered 413 MESSAGE_TOO_LARGE, and the connection is closed rather than

@@ -39,7 +39,7 @@ func TestPreflightListsEverythingMissing(t *testing.T) {
 	missing, err := cmd.CombinedOutput()
 	require.Error(t, err, "preflight passed with nothing installed: %s", missing)
 	require.Less(t, time.Since(start), 30*time.Second, "preflight is a quick check")
-	for _, want := range []string{"nothing was built", "postgresql", "redis-server", "prometheus", "openssl", "Node.js >= 20", "apt-get install -y "} {
+	for _, want := range []string{"nothing was built", "postgresql", "redis-server", "prometheus", "openssl", "jq", "Node.js >= 20", "apt-get install -y "} {
 		require.Contains(t, string(missing), want, "preflight output:\n%s", missing)
 	}
 

@@ -17,7 +17,7 @@ import (
 )
 
 // shutdownSteps are the steps seatd logs, in order, while it drains
-// (README "Zero-downtime deploys"; server/daemon Shutdown).
+// (docs/guides/upgrades.md; server/daemon Shutdown).
 var shutdownSteps = []string{
 	"not ready", "drain delay", "stop cleanup leader", "end streams",
 	"grpc graceful stop", "http shutdown", "close storage",

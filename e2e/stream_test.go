@@ -14,7 +14,7 @@ import (
 
 // TestShutdownEndsHeartbeatStreams: on SIGTERM an open heartbeat stream is
 // told to reconnect and ended, so that GracefulStop returns at once instead
-// of waiting out --shutdown-timeout (README, "Zero-downtime deploys", step 4).
+// of waiting out --shutdown-timeout (docs/guides/upgrades.md, step 4).
 func TestShutdownEndsHeartbeatStreams(t *testing.T) {
 	t.Parallel()
 	// A shutdown timeout far beyond the harness's wait for the exit: had

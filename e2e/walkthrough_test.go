@@ -1,6 +1,11 @@
 package e2e
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,4 +188,81 @@ func TestAcceptanceWalkthroughGRPC(t *testing.T) {
 	require.EqualValues(t, 4, top.GetLeaseCount(), "leases ever taken on the license")
 	require.Equal(t, "walk-through", top.GetLicenseName())
 	require.GreaterOrEqual(t, report.GetMeanMinutesToCleanup(), 0.0)
+}
+
+// TestREADMEQuickstart runs the README's Quickstart as a person types it, so
+// that the two cannot drift apart. Its first block, `make run`, is this
+// test's seatd, started as make run starts it (embedded, with the operator
+// key it makes itself in ./seatd-data); every other sh block of the section
+// then runs in order, in one bash, from a directory laid out as a clone after
+// make run (bin/seatctl, seatd-data/). The one change to the commands is the
+// addresses: 127.0.0.1:7070 and 127.0.0.1:8080 become this seatd's, since
+// other tests run beside it. After them the test checks what the reader was
+// told to expect.
+func TestREADMEQuickstart(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		_, err := exec.LookPath(tool)
+		require.NoError(t, err, "the README's quickstart needs %s: apt-get install -y %s (scripts/preflight.sh installs it)", tool, tool)
+	}
+	blocks := readmeQuickstart(t)
+	require.Equal(t, "make run", blocks[0], "the quickstart starts with make run")
+	require.Greater(t, len(blocks), 1)
+
+	dir := t.TempDir()
+	p := start(t, options{noOperatorKey: true, dataDir: filepath.Join(dir, "seatd-data")})
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
+	require.NoError(t, os.Symlink(buildSeatctl(t), filepath.Join(dir, "bin", "seatctl")))
+
+	commands := strings.NewReplacer("127.0.0.1:7070", p.GRPCAddr, "127.0.0.1:8080", p.HTTPAddr).Replace(strings.Join(blocks[1:], "\n"))
+	require.NotContains(t, commands, "127.0.0.1:7070")
+	script := "set -euo pipefail\n" + commands + `
+# The test's own checks, after the README's commands.
+[[ $LIC_ID == lic_* && $KEY == slk_* && $LEASE == lse_* && $TOKEN == slt_* && $SHORT == slk_* ]] ||
+  { echo "quickstart: a variable is not what it should be: $LIC_ID $KEY $LEASE $TOKEN $SHORT"; exit 1; }
+[[ $(jq -r .lease.id <<<"$A") == "$LEASE" ]] || { echo "quickstart: the retry got another lease"; exit 1; }
+echo "quickstart: done"
+`
+	// A bound on a hung command only: the script sleeps 6 s once and makes
+	// about twenty calls.
+	cmd := exec.CommandContext(stepContext(t, 5*time.Minute), "bash", "-c", script)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SEATCTL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	raw, err := cmd.CombinedOutput()
+	out := string(raw)
+	require.NoError(t, err, "the README's quickstart failed:\n%s", out)
+	for _, want := range []string{
+		"ACME CAD",               // seatctl licenses create, then status
+		`"seatLimit": 2`,         // the first acquisition, as jq prints it
+		"HTTP 429",               // the third copy
+		`"SEATS_EXHAUSTED"`,      // and why
+		`"LEASE_STATE_RELEASED"`, // the release
+		"LEASE_EXPIRED",          // the late heartbeat
+		"1 cleaned",              // the zombie report
+		"quickstart: done",
+	} {
+		require.Contains(t, out, want, "the README's quickstart output:\n%s", out)
+	}
+}
+
+var shBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
+
+// readmeQuickstart is the sh blocks of README.md's "## Quickstart" section.
+func readmeQuickstart(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(raw), "\n## Quickstart\n")
+	require.True(t, ok, "README.md has a \"## Quickstart\" section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var blocks []string
+	for _, m := range shBlock.FindAllStringSubmatch(section, -1) {
+		blocks = append(blocks, strings.TrimSpace(m[1]))
+	}
+	require.NotEmpty(t, blocks, "README.md's Quickstart has sh blocks")
+	return blocks
 }

@@ -15,16 +15,23 @@
 #   scripts/preflight.sh --check      check only, never install
 #   scripts/preflight.sh --generate   also what `make verify-generate` needs
 #                                     (protoc, grpc_python_plugin)
+#   scripts/preflight.sh --docs       also what `make docs` needs (Debian's
+#                                     mkdocs and mkdocs-material)
+#   scripts/preflight.sh --docs-only  only what `make docs` needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 may_install=true
 generate=false
+docs=false
+docs_only=false
 for a in "$@"; do
   case $a in
     --check) may_install=false ;;
     --generate) generate=true ;;
-    *) echo "usage: scripts/preflight.sh [--check] [--generate]" >&2; exit 2 ;;
+    --docs) docs=true ;;
+    --docs-only) docs=true docs_only=true ;;
+    *) echo "usage: scripts/preflight.sh [--check] [--generate] [--docs|--docs-only]" >&2; exit 2 ;;
   esac
 done
 GO=${GO:-go}
@@ -55,8 +62,18 @@ pg_bin_ok() {
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null
 }
 
+# The documentation site: Debian's mkdocs and its Material theme (`make docs`).
+check_docs() {
+  command -v mkdocs >/dev/null || add_apt mkdocs
+  [[ -d /usr/share/mkdocs/themes/material ]] || python3 -c 'import material' 2>/dev/null || add_apt mkdocs-material
+}
+
 check() {
   apt=() other=()
+  if $docs_only; then
+    check_docs
+    return
+  fi
   if ! command -v "$GO" >/dev/null; then
     other+=("Go: install Go 1.21 or newer from https://go.dev/dl (it fetches the go.mod toolchain, $(awk '/^go /{print $2}' go.mod), by itself) and put it on PATH")
   fi
@@ -83,6 +100,9 @@ check() {
     fi
   fi
   command -v openssl >/dev/null || add_apt openssl
+  # The README's quickstart, run by e2e/walkthrough_test.go.
+  command -v curl >/dev/null || add_apt curl
+  command -v jq >/dev/null || add_apt jq
   if ! node_ok; then
     if (($(apt_node_major) >= 20)); then
       add_apt nodejs
@@ -91,6 +111,9 @@ check() {
     else
       other+=("Node.js >= 20 and npm (client/node): install them from https://nodejs.org (or a distribution with nodejs >= 20 and npm)")
     fi
+  fi
+  if $docs; then
+    check_docs
   fi
   if $generate; then
     command -v protoc >/dev/null || add_apt protobuf-compiler
@@ -107,7 +130,9 @@ if ((${#apt[@]})) && $may_install && [[ $(id -u) == 0 ]] && command -v apt-get >
   check
 fi
 if ((${#apt[@]} + ${#other[@]})); then
-  echo "make test cannot run here yet; nothing was built. Missing:" >&2
+  what="make test"
+  $docs_only && what="make docs"
+  echo "$what cannot run here yet; nothing was built. Missing:" >&2
   if ((${#apt[@]})); then
     sudo=sudo
     [[ $(id -u) == 0 ]] && sudo=
@@ -115,7 +140,11 @@ if ((${#apt[@]} + ${#other[@]})); then
     echo "        ${sudo:+$sudo }apt-get install -y ${apt[*]}" >&2
   fi
   for o in "${other[@]}"; do echo "  - $o" >&2; done
-  echo "Then run make test again (as root with apt-get, make test installs the packages itself)." >&2
+  echo "Then run $what again (as root with apt-get, $what installs the packages itself)." >&2
   exit 1
 fi
-echo "preflight: Go, PostgreSQL, PgBouncer, Redis, promtool, Chromium, the Python and TypeScript clients' dependencies are all here"
+if $docs_only; then
+  echo "preflight: mkdocs and mkdocs-material are here"
+  exit 0
+fi
+echo "preflight: Go, PostgreSQL, PgBouncer, Redis, promtool, Chromium, curl, jq, the Python and TypeScript clients' dependencies are all here"

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Defaults (README, "How seats behave" and "Configuration").
+// Defaults (docs/concepts/seats.md, docs/operations/configuration.md).
 const (
 	DefaultLeaseTTL      = 360 * time.Second
 	MinLeaseTTL          = time.Second

@@ -42,8 +42,8 @@ const (
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
 	ReasonPermissionDenied = "PERMISSION_DENIED"
 	ReasonUnavailable      = "BACKEND_UNAVAILABLE"
-	// Limits a hostile or broken client runs into (README, "Running on a
-	// network").
+	// Limits a hostile or broken client runs into (docs/guides/tls.md,
+	// "Limits").
 	ReasonMessageTooLarge     = "MESSAGE_TOO_LARGE"
 	ReasonTooManyStreams      = "TOO_MANY_STREAMS"
 	ReasonFirstMessageTimeout = "FIRST_MESSAGE_TIMEOUT"

@@ -2,7 +2,7 @@
 // a time, runs the tests that should catch each, and prints which were
 // killed. They are the faults that matter most for seatd's invariants and
 // that a generic mutation tool does not make (Lua scripts, SQL guards).
-// `make mutate` runs it after gremlins; see the README's release checklist.
+// `make mutate` runs it after gremlins; see the release checklist, docs/development/before-a-release.md.
 //
 //	go run ./scripts/mutants            # every mutant
 //	go run ./scripts/mutants -run flush # those whose name contains "flush"

@@ -13,7 +13,7 @@ import (
 )
 
 // backupPath is the hot backup of the embedded store, for the operator
-// (README, "Backup and restore (embedded mode)"); `seatd backup` calls it.
+// (docs/guides/backup.md); `seatd backup` calls it.
 const backupPath = "/v1/admin/backup"
 
 // backupper is a store that can copy itself while serving (embedded).

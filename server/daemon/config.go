@@ -82,7 +82,7 @@ type Config struct {
 	WaitHold     time.Duration
 	WaitPoll     time.Duration
 
-	// Running on a network (README, "Running on a network").
+	// Running on a network (docs/guides/tls.md).
 	TLSCertFile, TLSKeyFile, TLSClientCAFile string
 	MaxRequestBytes                          int
 	MaxConnections                           int
@@ -101,7 +101,7 @@ type Config struct {
 	StreamIdleTimeout                 time.Duration
 	KeepaliveMinTime                  time.Duration
 
-	// Per client address (README, "Running on a network"); a rate of 0 is
+	// Per client address (docs/guides/tls.md); a rate of 0 is
 	// no limit.
 	FailedLookupRate, UnauthenticatedCallRate   float64
 	FailedLookupBurst, UnauthenticatedCallBurst int

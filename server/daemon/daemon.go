@@ -346,7 +346,7 @@ func (d *Daemon) publishReadiness(why string) {
 	d.gateway.SetNotReady(why)
 }
 
-// Shutdown drains in GracefulStop order (README, "Zero-downtime deploys"): not-ready first, wait
+// Shutdown drains in GracefulStop order (docs/guides/upgrades.md): not-ready first, wait
 // for load balancers, stop cleanup, stop gRPC gracefully within the timeout,
 // stop HTTP, then close storage last: the store flushes and closes its
 // PostgreSQL pool, then the process's Redis client, which the store, the

@@ -25,8 +25,8 @@ import (
 
 // What seatd does to stay up when exposed to a network: TLS (and mTLS)
 // from files that may rotate, a cap on open connections per listener, and
-// time limits on every stage of a connection, each with a flag (README,
-// "Running on a network").
+// time limits on every stage of a connection, each with a flag (docs/guides/tls.md,
+// "Limits").
 
 // tlsFiles loads the TLS files if the config names them; nil means
 // plaintext.

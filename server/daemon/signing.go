@@ -47,7 +47,7 @@ func ensureSigningKey(ctx context.Context, issuer *signing.Issuer, sealer *signi
 	sealed := signing.Sealed(k.PrivateKey)
 	log.Info("lease certificates signed", "tenant", server.DefaultTenantID, "kid", k.ID, "sealed", sealed, "encryption_key_id", sealer.KeyID())
 	if !sealer.Encrypts() {
-		log.Warn("signing keys are stored plain: anyone with the data file, a backup of it, or (distributed) the signing_keys table can forge lease certificates that clients accept; set SEATD_SIGNING_KEY_ENCRYPTION_KEY or --signing-key-encryption-key-file (openssl rand -base64 32, kept apart from the data) to seal new keys (README, \"Lease-signing keys at rest\")")
+		log.Warn("signing keys are stored plain: anyone with the data file, a backup of it, or (distributed) the signing_keys table can forge lease certificates that clients accept; set SEATD_SIGNING_KEY_ENCRYPTION_KEY or --signing-key-encryption-key-file (openssl rand -base64 32, kept apart from the data) to seal new keys (docs/operations/configuration.md, \"Lease-signing keys at rest\")")
 	}
 	if sealer.Encrypts() && !sealed {
 		log.Warn("the default tenant's signing key is kept plain (it was made before an encryption key was configured); RotateSigningKey (twice if the next key is plain too: signing-keys ls) makes a sealed one sign", "kid", k.ID)

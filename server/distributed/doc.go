@@ -58,7 +58,7 @@
 // leases are dropped and the ends it remembered since the snapshot are
 // carried over; ends it records during the rebuild are taken out of the
 // staging too. So during a rolling upgrade a license is served by one
-// layout at a time (README, "Upgrading").
+// layout at a time (docs/guides/upgrades.md, "Upgrading distributed mode").
 //
 // and the expiry hint, split in 16 pieces i (each its own slot, live/keys.go):
 // P{expiry:i}:due (zset license id -> a time at or before its earliest

@@ -241,8 +241,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 
 // Close stops the flusher, writes pending heartbeats (which needs both:
 // the record first, then Redis drops what the record says ended), then
-// closes the PostgreSQL pool, and Redis last if Open opened it (README,
-// "Zero-downtime deploys", step 7). The rule is that a client closes after
+// closes the PostgreSQL pool, and Redis last if Open opened it (docs/guides/upgrades.md,
+// step 7). The rule is that a client closes after
 // its last user: the pool is the store's alone, while a shared Redis client
 // (Options.Redis) also serves the wait queues and the revocation news, so
 // its owner closes it after this returns. Once the flush is done neither

@@ -89,7 +89,7 @@ func (s *Store) damagedRead(err error) error {
 // noteDamage marks the file damaged and says so once.
 func (s *Store) noteDamage(d *DamagedError) {
 	if s.commit.health.markDamaged(d) {
-		s.log.Error("embedded store: the data file is damaged; every write is refused and seatd reports not ready until it is restored from a backup (README, \"Backup and restore\")",
+		s.log.Error("embedded store: the data file is damaged; every write is refused and seatd reports not ready until it is restored from a backup (docs/guides/backup.md)",
 			"err", d)
 	}
 }

@@ -3,5 +3,5 @@
 package embedded
 
 // lockIdle cannot tell a running seatd on this platform; the operator
-// must stop it before a restore (README).
+// must stop it before a restore (docs/guides/backup.md).
 func lockIdle(string) (func(), error) { return func() {}, nil }

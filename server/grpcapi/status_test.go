@@ -60,7 +60,7 @@ func TestToStatus(t *testing.T) {
 }
 
 // TestErrorTable: every error a client may see maps to the gRPC code and
-// ErrorInfo reason of the README's error table, with the domain "seatd";
+// ErrorInfo reason of the error table (docs/concepts/errors.md), with the domain "seatd";
 // internal detail stays in the log.
 func TestErrorTable(t *testing.T) {
 	t.Parallel()

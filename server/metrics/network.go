@@ -3,7 +3,7 @@ package metrics
 import "github.com/prometheus/client_golang/prometheus"
 
 // Network counts what clients hold open (streams, connections) and what
-// the limits on them refused (README, "Running on a network"). A nil
+// the limits on them refused (docs/guides/tls.md). A nil
 // *Network counts nothing.
 type Network struct {
 	StreamsOpen     prometheus.Gauge       // seatd streams open (heartbeat streams, waits)

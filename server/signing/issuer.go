@@ -149,7 +149,7 @@ func (i *Issuer) Ensure(ctx context.Context, tenantID string) (server.SigningKey
 func (i *Issuer) Rotate(ctx context.Context, tenantID string) (server.SigningKey, error) {
 	// The tenant exists and has its next key. (A tenant from before next
 	// keys that gets its next key only here has it signing at once, before
-	// any product could embed it: README, "Rotation".)
+	// any product could embed it: docs/concepts/certificates.md, "Rotation".)
 	if _, err := i.state(ctx, tenantID); err != nil {
 		return server.SigningKey{}, err
 	}

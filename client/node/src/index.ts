@@ -1,4 +1,4 @@
-// seatd's TypeScript client. See README.md ("TypeScript client").
+// seatd's TypeScript client. See docs/clients/typescript.md.
 export { Client, type ClientOptions, type AcquireOptions, type WaitOptions, type Log } from "./client.js";
 export { Lease } from "./lease.js";
 export { SigningKeys, verifyOffline, checkHolder, licenseKeyHash, BadCertificateError, CertificateExpiredError, REASON_BAD_CERTIFICATE, type Claims, type Holder, type Jwks } from "./certificate.js";

@@ -1,6 +1,6 @@
 // The TypeScript client against a real seatd, embedded and distributed
 // (each mode its own backend; the tests of a mode share one instance unless
-// they need their own). Every row of the README's behaviour table names the
+// they need their own). Every row of the behaviour table in docs/clients/index.md names the
 // test that covers it here.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
