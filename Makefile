@@ -53,11 +53,12 @@ install: build ## Install seatd and seatctl into $(BINDIR), the systemd units in
 	  echo "install: kept $(DESTDIR)$(SYSCONFDIR)/seatd/seatd.env (the new example is deploy/systemd/seatd.env)"; \
 	else install -m 0640 deploy/systemd/seatd.env $(DESTDIR)$(SYSCONFDIR)/seatd/seatd.env; fi
 
-image: ## Build the container image $(IMAGE):$(IMAGE_TAG) from scratch with buildah (static seatd and seatctl, uid 65532, /data)
+image: ## Build the container image $(IMAGE):$(IMAGE_TAG) from scratch with buildah (static seatd, seatctl and seatd-healthcheck; uid 65532, /data)
 	@command -v buildah >/dev/null || { echo "make: make image needs buildah: sudo apt-get install -y buildah" >&2; exit 1; }
 	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/etc/ssl/certs $(IMAGE_DIR)/data
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(SEATD_LDFLAGS)" -o $(IMAGE_DIR)/seatd ./server/cmd/seatd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(IMAGE_DIR)/seatctl ./client/cmd/seatctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(IMAGE_DIR)/seatd-healthcheck ./deploy/image/healthcheck
 	printf 'root:x:0:0:root:/:/sbin/nologin\nseatd:x:65532:65532:seatd:/data:/sbin/nologin\n' > $(IMAGE_DIR)/etc/passwd
 	printf 'root:x:0:\nseatd:x:65532:\n' > $(IMAGE_DIR)/etc/group
 	@test -r /etc/ssl/certs/ca-certificates.crt || { echo "make: make image copies the CA bundle /etc/ssl/certs/ca-certificates.crt: sudo apt-get install -y ca-certificates" >&2; exit 1; }

@@ -159,6 +159,10 @@ func TestImageServesAndGrantsASeat(t *testing.T) {
 	}
 	require.Contains(t, out.String(), "data_dir=/data", "embedded mode, data in /data")
 
+	// The health check compose runs, in the image, with the image's settings.
+	run(t, bh, "run", "--isolation", "chroot", "--env", "SEATD_HTTP_ADDR="+httpAddr, ctr, "--",
+		"/usr/local/bin/seatd-healthcheck", "/readyz")
+
 	// The image's seatctl makes a license with the operator key seatd
 	// generated into /data; the host acquires its one seat over REST.
 	lic := run(t, bh, "run", "--isolation", "chroot", ctr, "--",
