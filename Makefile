@@ -111,6 +111,7 @@ test: preflight ## Everything: vet, unit, conformance and end-to-end tests, with
 	$(MAKE) --no-print-directory vet tools services
 	$(GO) build -race -ldflags "$(SEATD_LDFLAGS)" -o $(BIN)/seatd-race ./server/cmd/seatd
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory test/compose
 	$(MAKE) --no-print-directory test/python
 	$(MAKE) --no-print-directory test/node
 

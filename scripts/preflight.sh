@@ -2,7 +2,8 @@
 # The first step of `make test`: checks, in a second or two and before
 # anything is built, every program the tests need: Go, PostgreSQL (server,
 # psql, initdb/pg_ctl), PgBouncer, Redis (server and redis-cli), promtool, Debian's
-# Chromium (the web console's browser tests, e2e/console_*_test.go), the
+# Chromium (the web console's browser tests, e2e/console_*_test.go),
+# systemd-analyze and buildah (the install and image tests, deploy/), the
 # Python client's packages (client/python/check-deps.sh) and the TypeScript
 # client's Node.js >= 20, npm and openssl (the same rule as `make check/node`).
 #
@@ -82,6 +83,12 @@ check() {
     fi
   fi
   command -v openssl >/dev/null || add_apt openssl
+  # The install and image tests (deploy/systemd, deploy/image): systemd-analyze
+  # verifies the units, buildah builds and runs the image, whose CA bundle
+  # comes from ca-certificates.
+  command -v systemd-analyze >/dev/null || add_apt systemd
+  command -v buildah >/dev/null || add_apt buildah
+  [[ -r /etc/ssl/certs/ca-certificates.crt ]] || add_apt ca-certificates
   if ! node_ok; then
     if (($(apt_node_major) >= 20)); then
       add_apt nodejs
@@ -117,4 +124,4 @@ if ((${#apt[@]} + ${#other[@]})); then
   echo "Then run make test again (as root with apt-get, make test installs the packages itself)." >&2
   exit 1
 fi
-echo "preflight: Go, PostgreSQL, PgBouncer, Redis, promtool, Chromium, the Python and TypeScript clients' dependencies are all here"
+echo "preflight: Go, PostgreSQL, PgBouncer, Redis, promtool, Chromium, systemd-analyze, buildah, the Python and TypeScript clients' dependencies are all here"
