@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/stretchr/testify/require"
@@ -164,4 +165,23 @@ func TestSecretsAreNotInline(t *testing.T) {
 		_, err := load(t, file, env)
 		require.ErrorContains(t, err, name, "without %s the load must fail naming it", name)
 	}
+}
+
+// TestEnvExampleNamesEverySecret: env.example, copied to .env, lists every
+// variable the file requires, empty, so that compose refuses to start until
+// each is filled in.
+func TestEnvExampleNamesEverySecret(t *testing.T) {
+	f, err := os.Open("env.example")
+	require.NoError(t, err)
+	defer f.Close()
+	vars, err := dotenv.Parse(f)
+	require.NoError(t, err)
+	require.Len(t, vars, len(secrets), "env.example: %v", vars)
+	for name := range secrets {
+		v, ok := vars[name]
+		require.True(t, ok, "env.example lacks %s", name)
+		require.Empty(t, v, "env.example must not carry a value for %s", name)
+	}
+	_, err = load(t, file, vars)
+	require.Error(t, err, "compose must refuse the example's empty values")
 }
