@@ -42,7 +42,7 @@ IMAGE_TAG  ?= latest
 IMAGE_DIR  := $(BIN)/image
 SEATD_VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)')
 
-install: build ## Install seatd and seatctl into $(BINDIR), the systemd units into $(UNITDIR), /etc/seatd/seatd.env if absent (PREFIX=/usr/local, DESTDIR honoured)
+install: build ## Install seatd and seatctl (PREFIX/bin), the systemd units (PREFIX/lib/systemd/system), /etc/seatd/seatd.env if absent; PREFIX=/usr/local, DESTDIR honoured
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/seatd
 	install -m 0755 $(BIN)/seatd $(BIN)/seatctl $(DESTDIR)$(BINDIR)/
 	for u in seatd.service seatd-migrate.service; do \
@@ -53,7 +53,7 @@ install: build ## Install seatd and seatctl into $(BINDIR), the systemd units in
 	  echo "install: kept $(DESTDIR)$(SYSCONFDIR)/seatd/seatd.env (the new example is deploy/systemd/seatd.env)"; \
 	else install -m 0640 deploy/systemd/seatd.env $(DESTDIR)$(SYSCONFDIR)/seatd/seatd.env; fi
 
-image: ## Build the container image $(IMAGE):$(IMAGE_TAG) from scratch with buildah (static seatd, seatctl and seatd-healthcheck; uid 65532, /data)
+image: ## Build the container image seatd:latest (IMAGE, IMAGE_TAG) from scratch with buildah: static seatd, seatctl, seatd-healthcheck; uid 65532, /data
 	@command -v buildah >/dev/null || { echo "make: make image needs buildah: sudo apt-get install -y buildah" >&2; exit 1; }
 	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/etc/ssl/certs $(IMAGE_DIR)/data
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(SEATD_LDFLAGS)" -o $(IMAGE_DIR)/seatd ./server/cmd/seatd
