@@ -63,10 +63,15 @@ image: ## Build the container image seatd:latest (IMAGE, IMAGE_TAG) from scratch
 	printf 'root:x:0:\nseatd:x:65532:\n' > $(IMAGE_DIR)/etc/group
 	@test -r /etc/ssl/certs/ca-certificates.crt || { echo "make: make image copies the CA bundle /etc/ssl/certs/ca-certificates.crt: sudo apt-get install -y ca-certificates" >&2; exit 1; }
 	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/etc/ssl/certs/
+	@# The image the tag named before, left untagged, is removed (unless a
+	@# container or another tag still uses it).
+	old=$$(buildah images --noheading --quiet --no-trunc $(IMAGE):$(IMAGE_TAG) 2>/dev/null || true); \
 	buildah bud --layers=false --quiet -f deploy/image/Containerfile \
 	  --build-arg VERSION=$(SEATD_VERSION) --build-arg REVISION=$(shell git rev-parse HEAD 2>/dev/null || echo unknown) \
 	  --build-arg CREATED=$(shell date -u +%Y-%m-%dT%H:%M:%SZ) \
-	  -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_DIR)
+	  -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_DIR) && \
+	new=$$(buildah images --noheading --quiet --no-trunc $(IMAGE):$(IMAGE_TAG)) && \
+	if [ -n "$$old" ] && [ "$$old" != "$$new" ]; then buildah rmi "$$old" >/dev/null 2>&1 || true; fi
 
 image/name: ## Print the name:tag make image builds
 	@echo $(IMAGE):$(IMAGE_TAG)
