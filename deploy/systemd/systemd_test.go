@@ -5,7 +5,11 @@ package systemd
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server/daemon"
@@ -46,10 +51,18 @@ func TestMakeInstallHonoursDESTDIR(t *testing.T) {
 	require.NoError(t, err, "seatctl --help: %s", out)
 	require.Contains(t, string(out), "Usage:")
 
+	// seatd migrate up, as seatd-migrate.service runs it: the URL from the
+	// environment.
+	migrate := exec.Command(filepath.Join(bin, "seatd"), "migrate", "up")
+	migrate.Env = append(os.Environ(), "SEATD_POSTGRES_URL="+freshSchema(t))
+	out, err = migrate.CombinedOutput()
+	require.NoError(t, err, "seatd migrate up: %s", out)
+	require.Contains(t, string(out), "applied", "seatd migrate up: %s", out)
+
 	unit := filepath.Join(dest, "usr/local/lib/systemd/system/seatd.service")
 	require.Equal(t, []string{"/usr/local/bin/seatd"}, unitValues(t, unit)["ExecStart"], "ExecStart names the installed path, without DESTDIR")
-	migrate := filepath.Join(dest, "usr/local/lib/systemd/system/seatd-migrate.service")
-	require.Equal(t, []string{"/usr/local/bin/seatd migrate up"}, unitValues(t, migrate)["ExecStart"])
+	migrateUnit := filepath.Join(dest, "usr/local/lib/systemd/system/seatd-migrate.service")
+	require.Equal(t, []string{"/usr/local/bin/seatd migrate up"}, unitValues(t, migrateUnit)["ExecStart"])
 
 	env := filepath.Join(dest, "etc/seatd/seatd.env")
 	fi, err := os.Stat(env)
@@ -115,6 +128,37 @@ func TestServiceIsHardenedAndFitsTheDaemon(t *testing.T) {
 	m := unitValues(t, "seatd-migrate.service")
 	require.Equal(t, []string{"oneshot"}, m["Type"])
 	require.Equal(t, []string{"/etc/seatd/seatd.env"}, m["EnvironmentFile"], "migrate reads the same settings (and needs them)")
+}
+
+// freshSchema is the URL of a new schema on the test PostgreSQL
+// (SEATD_TEST_POSTGRES_URL, default the local one), dropped when the test ends.
+func freshSchema(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("SEATD_TEST_POSTGRES_URL")
+	if base == "" {
+		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	require.NoError(t, err, "PostgreSQL at %s: run scripts/services.sh, or point SEATD_TEST_POSTGRES_URL at a running server", base)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "install_" + hex.EncodeToString(b[:])
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		_ = conn.Close(ctx)
+	})
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // unitValues reads a unit file's Key=value lines (every section) into
