@@ -16,7 +16,7 @@ LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 SEATD_LDFLAGS = -X github.com/seatd/seatd/server/daemon.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)') \
   -X github.com/seatd/seatd/server/daemon.revision=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
-.PHONY: help build run generate verify-generate docs docs/generate docs/check lint vet licenses licenses/check test preflight check/python python/wheel test/python check/node node/pack test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
+.PHONY: help build run install image image/name test/compose generate verify-generate docs docs/generate docs/check lint vet licenses licenses/check test preflight check/python python/wheel test/python check/node node/pack test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -27,6 +27,57 @@ build: ## Build bin/seatd and bin/seatctl
 
 run: build ## Run seatd in embedded mode (data in ./seatd-data)
 	$(BIN)/seatd
+
+# make install: where the binaries, the systemd units and the settings file go.
+# DESTDIR is prepended to every path (staged installs, packages); the units'
+# ExecStart names $(BINDIR) without it.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+# make image: the image's name and tag (deploy/kubernetes and deploy/compose
+# use seatd:latest), and the version stamped into its labels.
+IMAGE      ?= seatd
+IMAGE_TAG  ?= latest
+IMAGE_DIR  := $(BIN)/image
+SEATD_VERSION = $(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)')
+
+install: build ## Install seatd and seatctl (PREFIX/bin), the systemd units (PREFIX/lib/systemd/system), /etc/seatd/seatd.env if absent; PREFIX=/usr/local, DESTDIR honoured
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/seatd
+	install -m 0755 $(BIN)/seatd $(BIN)/seatctl $(DESTDIR)$(BINDIR)/
+	for u in seatd.service seatd-migrate.service; do \
+	  sed -e 's#/usr/local/bin/#$(BINDIR)/#g' -e 's#/etc/seatd/#$(SYSCONFDIR)/seatd/#g' deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
+	  chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	done
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/seatd/seatd.env ]; then \
+	  echo "install: kept $(DESTDIR)$(SYSCONFDIR)/seatd/seatd.env (the new example is deploy/systemd/seatd.env)"; \
+	else install -m 0640 deploy/systemd/seatd.env $(DESTDIR)$(SYSCONFDIR)/seatd/seatd.env; fi
+
+image: ## Build the container image seatd:latest (IMAGE, IMAGE_TAG) from scratch with buildah: static seatd, seatctl, seatd-healthcheck; uid 65532, /data
+	@command -v buildah >/dev/null || { echo "make: make image needs buildah: sudo apt-get install -y buildah" >&2; exit 1; }
+	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/etc/ssl/certs $(IMAGE_DIR)/data
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(SEATD_LDFLAGS)" -o $(IMAGE_DIR)/seatd ./server/cmd/seatd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(IMAGE_DIR)/seatctl ./client/cmd/seatctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(IMAGE_DIR)/seatd-healthcheck ./deploy/image/healthcheck
+	printf 'root:x:0:0:root:/:/sbin/nologin\nseatd:x:65532:65532:seatd:/data:/sbin/nologin\n' > $(IMAGE_DIR)/etc/passwd
+	printf 'root:x:0:\nseatd:x:65532:\n' > $(IMAGE_DIR)/etc/group
+	@test -r /etc/ssl/certs/ca-certificates.crt || { echo "make: make image copies the CA bundle /etc/ssl/certs/ca-certificates.crt: sudo apt-get install -y ca-certificates" >&2; exit 1; }
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/etc/ssl/certs/
+	@# The image the tag named before, left untagged, is removed (unless a
+	@# container or another tag still uses it).
+	old=$$(buildah images --noheading --quiet --no-trunc $(IMAGE):$(IMAGE_TAG) 2>/dev/null || true); \
+	buildah bud --layers=false --quiet -f deploy/image/Containerfile \
+	  --build-arg VERSION=$(SEATD_VERSION) --build-arg REVISION=$(shell git rev-parse HEAD 2>/dev/null || echo unknown) \
+	  --build-arg CREATED=$(shell date -u +%Y-%m-%dT%H:%M:%SZ) \
+	  -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_DIR) && \
+	new=$$(buildah images --noheading --quiet --no-trunc $(IMAGE):$(IMAGE_TAG)) && \
+	if [ -n "$$old" ] && [ "$$old" != "$$new" ]; then buildah rmi "$$old" >/dev/null 2>&1 || true; fi
+
+image/name: ## Print the name:tag make image builds
+	@echo $(IMAGE):$(IMAGE_TAG)
+
+test/compose: ## Decode deploy/compose/compose.yaml strictly (compose-go, in its own module) and check what it promises
+	cd deploy/compose && $(GO) test -count=1 ./...
 
 tools: ## Build the pinned CLI tools into bin/ (buf, grpcurl, grpc-health-probe)
 	GOBIN=$(BIN) $(GO) install -modfile=tools/go.mod tool
@@ -80,6 +131,7 @@ test: preflight ## Everything: vet, unit, conformance and end-to-end tests, with
 	$(MAKE) --no-print-directory vet tools services
 	$(GO) build -race -ldflags "$(SEATD_LDFLAGS)" -o $(BIN)/seatd-race ./server/cmd/seatd
 	SEATD_BIN=$(BIN)/seatd-race SEATD_TOOLS_BIN=$(BIN) $(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory test/compose
 	$(MAKE) --no-print-directory test/python
 	$(MAKE) --no-print-directory test/node
 

@@ -2,7 +2,8 @@
 # The first step of `make test`: checks, in a second or two and before
 # anything is built, every program the tests need: Go, PostgreSQL (server,
 # psql, initdb/pg_ctl), PgBouncer, Redis (server and redis-cli), promtool, Debian's
-# Chromium (the web console's browser tests, e2e/console_*_test.go), the
+# Chromium (the web console's browser tests, e2e/console_*_test.go),
+# systemd-analyze and buildah (the install and image tests, deploy/), the
 # Python client's packages and what builds and installs its wheel (python3-build,
 # -setuptools, -wheel, -venv: client/python/check-deps.sh) and the TypeScript
 # client's Node.js >= 20, npm and openssl (the same rule as `make check/node`).
@@ -103,6 +104,12 @@ check() {
   # The README's quickstart, run by e2e/walkthrough_test.go.
   command -v curl >/dev/null || add_apt curl
   command -v jq >/dev/null || add_apt jq
+  # The install and image tests (deploy/systemd, deploy/image): systemd-analyze
+  # verifies the units, buildah builds and runs the image, whose CA bundle
+  # comes from ca-certificates.
+  command -v systemd-analyze >/dev/null || add_apt systemd
+  command -v buildah >/dev/null || add_apt buildah
+  [[ -r /etc/ssl/certs/ca-certificates.crt ]] || add_apt ca-certificates
   if ! node_ok; then
     if (($(apt_node_major) >= 20)); then
       add_apt nodejs
@@ -147,4 +154,4 @@ if $docs_only; then
   echo "preflight: mkdocs and mkdocs-material are here"
   exit 0
 fi
-echo "preflight: Go, PostgreSQL, PgBouncer, Redis, promtool, Chromium, curl, jq, the Python and TypeScript clients' dependencies are all here"
+echo "preflight: Go, PostgreSQL, PgBouncer, Redis, promtool, Chromium, systemd-analyze, buildah, curl, jq, the Python and TypeScript clients' dependencies are all here"

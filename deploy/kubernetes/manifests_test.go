@@ -6,7 +6,9 @@ package kubernetes
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,4 +105,35 @@ func TestDeploymentDrainsWithinTheGracePeriod(t *testing.T) {
 
 	job := load(t)["Job"][0].(*batchv1.Job)
 	require.Equal(t, "migrate up", strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "))
+}
+
+// TestManifestsRunTheBuiltImage: the pods run the image `make image` builds,
+// as the user it declares.
+func TestManifestsRunTheBuiltImage(t *testing.T) {
+	out, err := exec.Command("make", "--no-print-directory", "-s", "-C", "../..", "image/name").Output()
+	require.NoError(t, err, "make image/name")
+	image := strings.TrimSpace(string(out))
+	cf, err := os.ReadFile("../image/Containerfile")
+	require.NoError(t, err)
+	var uid int64 = -1
+	for _, line := range strings.Split(string(cf), "\n") {
+		if u, ok := strings.CutPrefix(line, "USER "); ok {
+			uid, err = strconv.ParseInt(strings.Split(u, ":")[0], 10, 64)
+			require.NoError(t, err, "the Containerfile's USER is numeric")
+		}
+	}
+	require.Positive(t, uid, "the Containerfile names a non-root USER")
+
+	objs := load(t)
+	pods := map[string]corev1.PodSpec{
+		"Deployment": objs["Deployment"][0].(*appsv1.Deployment).Spec.Template.Spec,
+		"Job":        objs["Job"][0].(*batchv1.Job).Spec.Template.Spec,
+	}
+	for kind, pod := range pods {
+		for _, c := range pod.Containers {
+			require.Equal(t, image, c.Image, "%s %s runs the image make image builds", kind, c.Name)
+			require.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy, "%s %s: a :latest image loaded into the nodes is not pulled", kind, c.Name)
+			require.Equal(t, uid, *c.SecurityContext.RunAsUser, "%s %s runs as the image's user", kind, c.Name)
+		}
+	}
 }
