@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/internal/syncbuffer"
 )
 
 // TestConsoleURL: the console's address as the start-up line prints it.
@@ -36,7 +38,7 @@ func TestBannerNamesTheConsole(t *testing.T) {
 		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--drain-delay", "0s",
 	}, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
-	out := &lockedBuffer{}
+	out := &syncbuffer.Buffer{}
 	d, err := Start(t.Context(), cfg, out)
 	require.NoError(t, err)
 	addr := d.HTTPAddr()

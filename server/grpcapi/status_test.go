@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/seatd/seatd/internal/syncbuffer"
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/service"
 )
@@ -101,7 +102,7 @@ func TestErrorTable(t *testing.T) {
 		{withCause(server.SeatsExhausted(2, 2)), codes.ResourceExhausted, "SEATS_EXHAUSTED"},
 	}
 	for _, tt := range tests {
-		logs := &logBuffer{}
+		logs := &syncbuffer.Buffer{}
 		log := slog.New(slog.NewTextHandler(logs, nil))
 		st := status.Convert(toStatus(context.Background(), log, tt.err))
 		require.Equal(t, tt.code, st.Code(), "%v", tt.err)
@@ -175,7 +176,7 @@ func TestInternalErrorsSayNothing(t *testing.T) {
 		&server.Error{Code: server.EINTERNAL, Message: `relation "sessions" does not exist`},
 		fmt.Errorf("wrapped: %w", errors.New(`relation "sessions" does not exist`)),
 	} {
-		logs := &logBuffer{}
+		logs := &syncbuffer.Buffer{}
 		st := status.Convert(toStatus(context.Background(), slog.New(slog.NewTextHandler(logs, nil)), err))
 		require.Equal(t, codes.Internal, st.Code())
 		require.Equal(t, "internal error", st.Message())
