@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/internal/syncbuffer"
 )
 
 // The resource findings of the attack on both modes (issue 24, items 9, 11,
@@ -457,7 +458,7 @@ func TestStartFitsTheFileLimit(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &syncbuffer.Buffer{}
 	run := exec.CommandContext(ctx, prlimit, args...)
 	run.Env = seatdEnv(nil)
 	run.Stdout, run.Stderr = logs, logs

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/internal/bolttest"
 )
 
 // TestBackupRestore: `seatd backup` copies a running server's data; the
@@ -76,14 +76,7 @@ func TestBackupRestore(t *testing.T) {
 // never starts empty or crashes (issue 9).
 func TestStartRefusesLostData(t *testing.T) {
 	t.Parallel()
-	random := func(n int) []byte { // its own source: the subtests run in parallel
-		rng := rand.New(rand.NewPCG(9, 7))
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return b
-	}
+	random := func(n int) []byte { return bolttest.RandomBytes(n, 9) }
 	for _, tc := range []struct {
 		name   string
 		damage func(t *testing.T, db string)

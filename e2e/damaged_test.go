@@ -1,48 +1,18 @@
 package e2e
 
 import (
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/internal/bolttest"
 )
-
-// damagePages writes random bytes over the root page of the ended
-// leases of a stopped seatd's data file: damage behind a sound header,
-// which the start does not read (it loads the active leases only), like
-// the attack's random pages in the middle of the file.
-func damagePages(t *testing.T, dataDir string) {
-	t.Helper()
-	path := filepath.Join(dataDir, "seatd.db")
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	require.NoError(t, err)
-	var root, pageSize int64
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		root, pageSize = int64(tx.Bucket([]byte("leases")).Root()), int64(db.Info().PageSize)
-		return nil
-	}))
-	require.NoError(t, db.Close())
-	require.NotZero(t, root, "the ended leases fill pages of their own")
-	junk := make([]byte, pageSize)
-	rng := rand.New(rand.NewPCG(50, 200))
-	for i := range junk {
-		junk[i] = byte(rng.Uint32())
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteAt(junk, root*pageSize)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-}
 
 // TestDamagedDataFileStopsWritesAndReadiness: seatd serves a data file
 // with damaged pages in its middle. The first call that meets them is
@@ -63,7 +33,10 @@ func TestDamagedDataFileStopsWritesAndReadiness(t *testing.T) {
 		require.NoError(t, err)
 	}
 	p.stopOK()
-	damagePages(t, p.DataDir)
+	// Damage behind a sound header, which the start does not read (it
+	// loads the active leases only), like the attack's random pages in
+	// the middle of the file.
+	bolttest.DamageBucketRoot(t, filepath.Join(p.DataDir, "seatd.db"), "leases", 50)
 
 	// By default the start reads every page and refuses the file.
 	args, _, _ := options{dataDir: p.DataDir}.argv(t)

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/internal/syncbuffer"
 )
 
 const (
@@ -54,32 +54,13 @@ type options struct {
 type proc struct {
 	t           testing.TB
 	cmd         *exec.Cmd
-	out         *syncBuffer // stdout and stderr
+	out         *syncbuffer.Buffer // stdout and stderr
 	done        chan struct{}
 	DataDir     string
 	OperatorKey string
 	GRPCAddr    string
 	HTTPAddr    string
 	conn        *grpc.ClientConn
-}
-
-// syncBuffer collects a process's output; the race detector is happy with
-// reads while the process writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // seatdEnv is the environment of a seatd child: ours without any SEATD_
@@ -131,7 +112,7 @@ var (
 func start(t testing.TB, o options) *proc {
 	t.Helper()
 	args, dataDir, key := o.argv(t)
-	p := &proc{t: t, out: &syncBuffer{}, done: make(chan struct{}), DataDir: dataDir, OperatorKey: key}
+	p := &proc{t: t, out: &syncbuffer.Buffer{}, done: make(chan struct{}), DataDir: dataDir, OperatorKey: key}
 	p.cmd = exec.Command(seatdBin, args...)
 	p.cmd.Env = seatdEnv(o.env)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -426,7 +407,7 @@ func (r httpResp) errorReason() string {
 // itself within timeout. It returns the exit code and the output.
 func runToExit(t testing.TB, timeout time.Duration, args, env []string) (int, string) {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &syncbuffer.Buffer{}
 	cmd := exec.Command(seatdBin, args...)
 	cmd.Env = seatdEnv(env)
 	cmd.Stdout, cmd.Stderr = out, out

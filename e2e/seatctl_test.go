@@ -311,7 +311,8 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 	require.Contains(t, c.ok("leases", "ls", lic.GetId()), "revoked")
 	c.fails(ctlUsage, "leases", "ls", lic.GetId(), "--state", "sleeping")
 	c.fails(ctlNotFound, "leases", "revoke", "lse_nosuchlease")
-	c.ok("leases", "revoke", leaseIDs[0]) // revoking again answers the revoked lease
+	// Revoking again is refused, saying so: nothing changed.
+	require.Contains(t, c.fails(ctlRefused, "leases", "revoke", leaseIDs[0]), "already revoked")
 	c.fails(ctlNotFound, "leases", "ls", "lic_nosuchlicense")
 
 	// ---- borrowing: shown in licenses and leases; a borrowed lease cannot be revoked ----

@@ -30,6 +30,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/internal/syncbuffer"
 )
 
 const (
@@ -309,7 +311,7 @@ type redisServer struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
-	out  *syncBuffer
+	out  *syncbuffer.Buffer
 }
 
 func startPrivateRedis(t testing.TB) *redisServer {
@@ -337,7 +339,7 @@ func (r *redisServer) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d/0"
 func (r *redisServer) launch() error {
 	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", r.dir)
-	out := &syncBuffer{}
+	out := &syncbuffer.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return err

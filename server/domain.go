@@ -180,15 +180,16 @@ func DedupeKey(s LeasingStrategy, fingerprint, user, hostname string) string {
 	}
 }
 
-// UsageEvent records how long a lease held its seat; exactly one per ended lease.
+// UsageEvent records how long a lease held its seat; exactly one per ended
+// lease, made by UsageEventOf.
 type UsageEvent struct {
 	LeaseID   string        `json:"lease_id"`
 	LicenseID string        `json:"license_id"`
 	TenantID  string        `json:"tenant_id"`
 	EndState  LeaseState    `json:"end_state"`
 	StartedAt time.Time     `json:"started_at"`
-	EndedAt   time.Time     `json:"ended_at"`
-	Duration  time.Duration `json:"duration"`
+	EndedAt   time.Time     `json:"ended_at"` // the end of its seat time: SeatHeldUntil (its deadline, if that came before its end)
+	Duration  time.Duration `json:"duration"` // EndedAt - StartedAt
 }
 
 // CleanupEvent records one zombie reclaimed; exactly one per expired lease.

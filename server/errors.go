@@ -171,6 +171,27 @@ func BorrowedNotReturnable(expiresAt time.Time) *Error {
 	}
 }
 
+// LeaseAlreadyEnded refuses to revoke a lease that has ended already
+// (released, expired or revoked): nothing changed, and no revocation was
+// audited or sent. The reason is the one a heartbeat of that lease gets
+// (LEASE_RELEASED, LEASE_EXPIRED, LEASE_REVOKED); the metadata says how
+// and when it ended.
+func LeaseAlreadyEnded(l Lease) *Error {
+	reason := ReasonLeaseRevoked
+	switch l.State {
+	case LeaseReleased:
+		reason = ReasonLeaseReleased
+	case LeaseExpired:
+		reason = ReasonLeaseExpired
+	}
+	at := l.EndedAt.UTC().Format(time.RFC3339)
+	return &Error{
+		Code: EPRECONDITION, Reason: reason,
+		Message:  fmt.Sprintf("lease already %s at %s; nothing changed", l.State, at),
+		Metadata: map[string]string{"state": string(l.State), "ended_at": at},
+	}
+}
+
 // SeatsExhausted is the error for a full license.
 func SeatsExhausted(inUse, limit int) *Error {
 	return &Error{

@@ -97,6 +97,23 @@ func SeatHeldUntil(l *Lease, now time.Time) time.Time {
 	return end
 }
 
+// UsageEventOf is the usage event of an ended lease: it held its seat from
+// AcquiredAt to SeatHeldUntil, the rule the usage report counts by. An
+// expired lease is billed to its deadline (the seat was held until seatd
+// reclaimed it, however long ago its last heartbeat was), a lease ended
+// after its deadline (revoked before the cleaner recorded its expiry) to
+// its deadline too, any other to its end.
+func UsageEventOf(l *Lease) UsageEvent {
+	end := SeatHeldUntil(l, l.EndedAt)
+	if end.Before(l.AcquiredAt) {
+		end = l.AcquiredAt
+	}
+	return UsageEvent{
+		LeaseID: l.ID, LicenseID: l.LicenseID, TenantID: l.TenantID, EndState: l.State,
+		StartedAt: l.AcquiredAt, EndedAt: end, Duration: end.Sub(l.AcquiredAt),
+	}
+}
+
 // BuildUsageReport computes the report from leases and seat events (those
 // of other tenants or licenses than q's, or outside its range, are left
 // out), as a store without a query language does. Peak concurrency is a

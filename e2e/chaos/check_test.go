@@ -83,6 +83,11 @@ func TestFinalEnd(t *testing.T) {
 	recs["a"] = Record{ID: "a", License: "L", State: "revoked", UsageEvents: 1}
 	revoked := []Op{grant(1, "a", 0, 10, 5000), rev, beat("a", 200, 210, OK, "", 5200)}
 	require.Contains(t, props(Check(revoked, nil, recs, params)), "final-end")
+	// A revocation refused because the lease had ended tells its end too.
+	refused := Op{Kind: Revoke, License: "L", Lease: "a", Start: at(300), End: at(320), Outcome: Failed, Reason: ReasonRevoked}
+	require.True(t, refused.tellsEnded())
+	again := []Op{grant(1, "a", 0, 10, 5000), refused, beat("a", 400, 410, OK, "", 5400)}
+	require.Contains(t, props(Check(again, nil, recs, params)), "final-end")
 }
 
 func TestLostEndAndGrant(t *testing.T) {

@@ -73,7 +73,8 @@ func (op Op) tellsEnded() bool {
 	switch {
 	case op.Outcome == OK && (op.Kind == Release || op.Kind == Revoke):
 		return true
-	case op.Outcome == Failed && (op.Kind == Heartbeat || op.Kind == Release):
+	case op.Outcome == Failed && (op.Kind == Heartbeat || op.Kind == Release || op.Kind == Revoke):
+		// A revocation of an ended lease is refused with the reason of its end.
 		return op.Reason == ReasonExpired || op.Reason == ReasonReleased || op.Reason == ReasonRevoked
 	}
 	return false

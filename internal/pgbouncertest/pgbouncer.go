@@ -3,7 +3,6 @@
 package pgbouncertest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -13,12 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/seatd/seatd/internal/syncbuffer"
 )
 
 // Bouncer is a running PgBouncer.
@@ -28,7 +28,7 @@ type Bouncer struct {
 	// Direct reaches the same database without PgBouncer (to arrange or
 	// inspect it).
 	Direct string
-	log    *lockedBuffer
+	log    *syncbuffer.Buffer
 }
 
 // Log is what PgBouncer has written so far.
@@ -116,7 +116,7 @@ default_pool_size = %d
 		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out := &lockedBuffer{}
+		out := &syncbuffer.Buffer{}
 		cmd := exec.Command(bin, path)
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -176,21 +176,4 @@ func freePort(t testing.TB) int {
 	}
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -30,6 +30,12 @@ func (d *Daemon) serveBackup() {
 // a file in the data dir first: bbolt cannot remap a growing file while a
 // read transaction is open, so streaming to a slow client could stall
 // every write; a local copy keeps the transaction short.
+//
+// The spool's name is removed as soon as it is created, before anything is
+// answered: the open file stays readable (POSIX), and no copy of the
+// database (license keys, token hashes) lingers in the data dir while a
+// slow client downloads it, nor after a crash or kill -9 meanwhile. Where
+// an open file cannot be removed (Windows) it is removed once sent.
 func (d *Daemon) backup(w http.ResponseWriter, r *http.Request) {
 	b, ok := d.store.(backupper)
 	if !ok {
@@ -41,9 +47,12 @@ func (d *Daemon) backup(w http.ResponseWriter, r *http.Request) {
 		d.api.WriteHTTPError(w, r, server.Unavailable(err))
 		return
 	}
+	unlinked := os.Remove(spool.Name()) == nil
 	defer func() {
 		_ = spool.Close()
-		_ = os.Remove(spool.Name())
+		if !unlinked {
+			_ = os.Remove(spool.Name())
+		}
 	}()
 	n, err := b.Backup(spool)
 	if err == nil {

@@ -328,7 +328,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		where = slog.String("redis_key_prefix", cfg.RedisKeyPrefix)
 	}
 	d.log.Info("seatd serving", "mode", cfg.mode(), "grpc", d.GRPCAddr(), "http", d.HTTPAddr(), where,
-		"tls", tlsr != nil, "mtls", tlsr != nil && tlsr.MutualTLS())
+		"tls", tlsr != nil, "mtls", tlsr != nil && tlsr.MutualTLS(), "console", consoleURL(d.HTTPAddr(), tlsr != nil))
 	return d, nil
 }
 

@@ -1,36 +1,18 @@
 package daemon
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/internal/syncbuffer"
 )
-
-// lockedBuffer is a log the daemon writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestStartSaysWhatIsUnprotected: a first start without --operator-key
 // keeps the generated key in the data dir (0600) and logs where, never the
@@ -45,7 +27,7 @@ func TestStartSaysWhatIsUnprotected(t *testing.T) {
 			"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--data-dir", dir, "--drain-delay", "0s",
 		}, func(k string) string { return env[k] }, io.Discard)
 		require.NoError(t, err)
-		out := &lockedBuffer{}
+		out := &syncbuffer.Buffer{}
 		d, err := Start(t.Context(), cfg, out)
 		require.NoError(t, err)
 		require.NoError(t, d.Shutdown())

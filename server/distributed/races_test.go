@@ -1,7 +1,6 @@
 package distributed
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seatd/seatd/internal/syncbuffer"
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/distributed/live"
 )
@@ -144,24 +144,6 @@ func TestDeleteLicenseRetryAfterFailedTombstone(t *testing.T) {
 		"the delete was acknowledged (retry: not found), yet its revoked lease heartbeats")
 }
 
-// syncBuf is a goroutine-safe log sink.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuf) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuf) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestPlainReleaseIsNotReportedAsRepair: a lease heartbeats and is
 // then released normally (end recorded, end.lua succeeded). Its heartbeat
 // is still in the write-behind buffer, so the next flush finds it ended in
@@ -170,7 +152,7 @@ func (w *syncBuf) String() string {
 // interval of a heartbeat is logged as a repair.
 func TestPlainReleaseIsNotReportedAsRepair(t *testing.T) {
 	t.Parallel()
-	var logs syncBuf
+	var logs syncbuffer.Buffer
 	_, s, tn := openStore(t, func(o *Options) {
 		o.HeartbeatFlushInterval = time.Hour // flushed by hand below
 		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/seatd/seatd/internal/bolttest"
 	"github.com/seatd/seatd/server"
 )
 
@@ -47,14 +47,7 @@ func requireDamaged(t *testing.T, err error, path, reason string) {
 // serving an empty store or crashing (issue 9).
 func TestOpenRefusesDamagedDataFile(t *testing.T) {
 	t.Parallel()
-	random := func(n int) []byte { // its own source: the subtests run in parallel
-		rng := rand.New(rand.NewPCG(9, 7))
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return b
-	}
+	random := func(n int) []byte { return bolttest.RandomBytes(n, 9) }
 	for _, tc := range []struct {
 		name   string
 		damage func(t *testing.T, path string, used int64)

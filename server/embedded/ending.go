@@ -9,21 +9,21 @@ import (
 // The three ways a lease ends. Each builds the lease's final record and
 // the events that go with it, written together in one transaction.
 
+// Each one's usage event is server.UsageEventOf the ended lease: its seat
+// was held until its end, or until its deadline if that came first.
+
 func (s *Store) releasing(r ref, now time.Time) ending {
-	return s.finish(r, server.LeaseReleased, now, now)
+	return s.finish(r, server.LeaseReleased, now)
 }
 
-// revoking ends a lease as revoked; its usage ends now, even for a lease
-// already past its deadline (as the lease's own EndedAt does).
+// revoking ends a lease as revoked, even one already past its deadline.
 func (s *Store) revoking(r ref, now time.Time) ending {
-	return s.finish(r, server.LeaseRevoked, now, now)
+	return s.finish(r, server.LeaseRevoked, now)
 }
 
-// expiring ends a zombie: its usage ran until its last heartbeat, and the
-// cleanup is recorded and audited.
+// expiring ends a zombie: the cleanup is recorded and audited.
 func (s *Store) expiring(r ref, now time.Time) ending {
-	sl := s.idx.slots.at(r)
-	end := s.finish(r, server.LeaseExpired, now, timeOf(sl.beat))
+	end := s.finish(r, server.LeaseExpired, now)
 	l := end.lease
 	end.cleanup = &server.CleanupEvent{
 		LeaseID:         l.ID,
@@ -38,7 +38,7 @@ func (s *Store) expiring(r ref, now time.Time) ending {
 	return end
 }
 
-func (s *Store) finish(r ref, st server.LeaseState, now, usedUntil time.Time) ending {
+func (s *Store) finish(r ref, st server.LeaseState, now time.Time) ending {
 	sl, text, lic := *s.idx.slots.at(r), s.idx.slots.text(r), &s.idx.licenseOf(r).lic
 	sl.rev++
 	l := expand(&sl, text, lic.ID, lic.TenantID)
@@ -48,15 +48,7 @@ func (s *Store) finish(r ref, st server.LeaseState, now, usedUntil time.Time) en
 		key:    activeKey(lic.ID, sl.acquired, l.ID),
 		rev:    sl.rev,
 		record: appendHistory(nil, &sl, text, st, now.UnixNano(), lic.ID, lic.TenantID),
-		usage: server.UsageEvent{
-			LeaseID:   l.ID,
-			LicenseID: l.LicenseID,
-			TenantID:  l.TenantID,
-			EndState:  st,
-			StartedAt: l.AcquiredAt,
-			EndedAt:   usedUntil,
-			Duration:  usedUntil.Sub(l.AcquiredAt),
-		},
+		usage:  server.UsageEventOf(&l),
 	}
 }
 

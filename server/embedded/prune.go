@@ -148,10 +148,12 @@ func pruneLeases(tx *bolt.Tx, before time.Time, limit int) (int, error) {
 		}
 		for i, rec := range doomed {
 			l := rec.Lease
-			// The usage event ends at the end (released, revoked) or at the
-			// last heartbeat (expired): ending.go.
+			// The usage event is keyed by where it ends: at the end, or at
+			// the deadline if that came first (server.UsageEventOf, since
+			// issue 25); events written before then ended at the end
+			// (released, revoked) or at the last heartbeat (expired).
 			dels := []del{{byLicense, keys[i]}, {records, []byte(l.ID)}}
-			for _, t := range []time.Time{l.EndedAt, l.LastHeartbeatAt} {
+			for _, t := range []time.Time{server.UsageEventOf(&l).EndedAt, l.EndedAt, l.LastHeartbeatAt} {
 				dels = append(dels,
 					del{usage, timeKey(l.LicenseID, t, l.ID)},
 					del{usageTenant, timeKey(l.TenantID, t, l.ID)})

@@ -98,6 +98,12 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 	h.SetNotReady("starting")
 	h.mux.Handle("/v1/", bounded(gw, limits))
 	h.mux.Handle("GET "+console.Prefix, console.Handler())
+	// Exactly "/" (not every unknown path): a person who types the
+	// server's address finds the console; a client's wrong path still
+	// gets a 404.
+	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, console.Prefix, http.StatusSeeOther)
+	})
 	h.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

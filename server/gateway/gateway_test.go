@@ -200,6 +200,29 @@ func TestHealthAndReadiness(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/nope", "", "").code)
 }
 
+// TestRootRedirectsToTheConsole: GET / (exactly) answers 303 to /ui/, and
+// HEAD too (issue 25: it answered 404); other paths and methods answer as
+// before: unknown paths 404, the API, health and the console unchanged.
+func TestRootRedirectsToTheConsole(t *testing.T) {
+	t.Parallel()
+	h, _ := newGateway(t)
+	h.SetReady(true)
+	for _, method := range []string{"GET", "HEAD"} {
+		r := do(t, h, method, "/", "", "")
+		require.Equal(t, http.StatusSeeOther, r.code, method)
+		require.Equal(t, "/ui/", r.header.Get("Location"), method)
+	}
+	require.Equal(t, http.StatusSeeOther, do(t, h, "GET", "/?next=x", "", "").code, "a query does not change the path")
+	require.Equal(t, http.StatusMethodNotAllowed, do(t, h, "POST", "/", "", "").code)
+	require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/index.html", "", "").code, "only / itself")
+	require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/nope", "", "").code)
+	require.Equal(t, http.StatusOK, do(t, h, "GET", "/ui/", "", "").code)
+	require.Equal(t, http.StatusOK, do(t, h, "GET", "/healthz", "", "").code)
+	require.Equal(t, http.StatusOK, do(t, h, "GET", "/readyz", "", "").code)
+	require.Equal(t, http.StatusOK, do(t, h, "GET", "/openapi.json", "", "").code)
+	require.Equal(t, http.StatusUnauthorized, do(t, h, "GET", "/v1/admin/licenses", "", "").code, "the API, unchanged")
+}
+
 // TestReadinessShowsACondition: a problem that does not stop serving shows
 // as a second line of a 200; one that should take the instance out of
 // the load balancer makes it 503; none leaves "ready".

@@ -1,13 +1,11 @@
 package grpcapi
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/internal/syncbuffer"
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/cleanup"
 	"github.com/seatd/seatd/server/embedded"
@@ -29,31 +28,12 @@ import (
 
 const testOperatorKey = "test-operator-key-0123456789"
 
-// logBuffer collects what the server logs (internal detail goes there, not
-// to clients).
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is a Server on the embedded store (in a temporary directory), wired
 // as server/daemon wires it, served over an in-process connection.
 type env struct {
 	api   *Server
 	store server.Store
-	logs  *logBuffer
+	logs  *syncbuffer.Buffer
 	conn  *grpc.ClientConn
 	seats seatdv1.SeatServiceClient
 	beats seatdv1.HeartbeatServiceClient
@@ -73,7 +53,7 @@ func newEnv(t *testing.T, wrap func(server.Store) server.Store, configure ...fun
 	if wrap != nil {
 		store = wrap(st)
 	}
-	logs := &logBuffer{}
+	logs := &syncbuffer.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := Config{
 		Store: store, Cleaner: cleanup.NewCleaner(store, cleanup.Config{}, log, nil),

@@ -80,7 +80,7 @@ func (h *adminService) UpdateLicense(ctx context.Context, req *seatdv1.UpdateLic
 	if err != nil {
 		return nil, err
 	}
-	return &seatdv1.UpdateLicenseResponse{License: licenseToProto(l)}, nil
+	return &seatdv1.UpdateLicenseResponse{License: licenseViewToProto(l)}, nil
 }
 
 func (h *adminService) DeleteLicense(ctx context.Context, req *seatdv1.DeleteLicenseRequest) (*seatdv1.DeleteLicenseResponse, error) {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/seatd/seatd/internal/syncbuffer"
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/service"
 )
@@ -87,6 +88,9 @@ func TestErrorTable(t *testing.T) {
 		{server.BorrowLimit(2, 2), codes.ResourceExhausted, "BORROW_LIMIT_REACHED"},
 		{server.ErrLeaseBorrowed, codes.FailedPrecondition, "LEASE_BORROWED"},
 		{server.BorrowedNotRevocable("2026-03-01T12:00:00Z"), codes.FailedPrecondition, "LEASE_BORROWED"},
+		{server.LeaseAlreadyEnded(server.Lease{State: server.LeaseRevoked}), codes.FailedPrecondition, "LEASE_REVOKED"},
+		{server.LeaseAlreadyEnded(server.Lease{State: server.LeaseReleased}), codes.FailedPrecondition, "LEASE_RELEASED"},
+		{server.LeaseAlreadyEnded(server.Lease{State: server.LeaseExpired}), codes.FailedPrecondition, "LEASE_EXPIRED"},
 		{server.Invalid("fingerprint", "is required"), codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{errNoCredentials, codes.Unauthenticated, "UNAUTHENTICATED"},
 		{Principal{TenantID: "acme"}.requireOperator(), codes.PermissionDenied, "PERMISSION_DENIED"},
@@ -98,7 +102,7 @@ func TestErrorTable(t *testing.T) {
 		{withCause(server.SeatsExhausted(2, 2)), codes.ResourceExhausted, "SEATS_EXHAUSTED"},
 	}
 	for _, tt := range tests {
-		logs := &logBuffer{}
+		logs := &syncbuffer.Buffer{}
 		log := slog.New(slog.NewTextHandler(logs, nil))
 		st := status.Convert(toStatus(context.Background(), log, tt.err))
 		require.Equal(t, tt.code, st.Code(), "%v", tt.err)
@@ -172,7 +176,7 @@ func TestInternalErrorsSayNothing(t *testing.T) {
 		&server.Error{Code: server.EINTERNAL, Message: `relation "sessions" does not exist`},
 		fmt.Errorf("wrapped: %w", errors.New(`relation "sessions" does not exist`)),
 	} {
-		logs := &logBuffer{}
+		logs := &syncbuffer.Buffer{}
 		st := status.Convert(toStatus(context.Background(), slog.New(slog.NewTextHandler(logs, nil)), err))
 		require.Equal(t, codes.Internal, st.Code())
 		require.Equal(t, "internal error", st.Message())

@@ -48,7 +48,10 @@ func (s *Service) ListLeases(ctx context.Context, tenant, licenseID string, stat
 }
 
 // RevokeLease ends a lease of the tenant, tells its heartbeat stream (on
-// whichever instance), and audits it with the admin's reason.
+// whichever instance), and audits it with the admin's reason. A lease that
+// has ended already is refused (server.LeaseAlreadyEnded, FAILED_PRECONDITION
+// with the reason of its end state) and left as it is; one past its deadline
+// but not yet recorded as expired is revoked, as the store does.
 //
 // A borrowed lease still live is refused (server.BorrowedNotRevocable) and
 // left as it is: its holder may be offline with a certificate valid until
@@ -67,6 +70,14 @@ func (s *Service) RevokeLease(ctx context.Context, actor, tenant, leaseID, reaso
 	l, err := s.store.Revoke(ctx, tenant, leaseID)
 	if err != nil {
 		return server.Lease{}, err
+	}
+	// The store answers a lease that had ended (before this call, or by
+	// a release or expiry meanwhile) unchanged: say so rather than
+	// "revoked", and audit and send nothing. The store was still called:
+	// its answer for an ended lease also clears what a failed end left
+	// behind in the live state.
+	if cur.State.Terminal() || l.State != server.LeaseRevoked {
+		return server.Lease{}, server.LeaseAlreadyEnded(l)
 	}
 	s.revocations.Revoked(ctx, l.ID)
 	s.audit(ctx, actor, tenant, "lease.revoke", "lease", l.ID, map[string]string{"license_id": l.LicenseID, "reason": reason})

@@ -49,8 +49,18 @@ func (s *Service) CreateLicense(ctx context.Context, actor, tenant string, in Li
 
 // UpdateLicense changes the fields paths names of the license in.ID, within
 // the tenant's seats quota (lowering is always allowed), and audits which
-// fields changed.
-func (s *Service) UpdateLicense(ctx context.Context, actor, tenant string, in LicenseInput, paths []string) (server.License, error) {
+// fields changed. It answers the license as GetLicense does, with its live
+// leases and waiters counted after the change (a license whose leases were
+// not counted would read as idle while it is in use).
+func (s *Service) UpdateLicense(ctx context.Context, actor, tenant string, in LicenseInput, paths []string) (LicenseView, error) {
+	l, err := s.updateLicense(ctx, actor, tenant, in, paths)
+	if err != nil {
+		return LicenseView{}, err
+	}
+	return s.view(ctx, l)
+}
+
+func (s *Service) updateLicense(ctx context.Context, actor, tenant string, in LicenseInput, paths []string) (server.License, error) {
 	if in.ID == "" {
 		return server.License{}, server.Invalid("license.id", "is required")
 	}
@@ -134,7 +144,12 @@ func (s *Service) GetLicense(ctx context.Context, tenant, id string) (LicenseVie
 	if err != nil {
 		return LicenseView{}, err
 	}
-	n, err := s.store.SeatsInUse(ctx, tenant, id)
+	return s.view(ctx, l)
+}
+
+// view counts the live leases and the waiters of l.
+func (s *Service) view(ctx context.Context, l server.License) (LicenseView, error) {
+	n, err := s.store.SeatsInUse(ctx, l.TenantID, l.ID)
 	if err != nil {
 		return LicenseView{}, err
 	}

@@ -105,3 +105,22 @@ func TestZombieQueryDefaults(t *testing.T) {
 	_, err = e.svc.ZombieQuery("acme", ZombieWindow{TopLimit: 101})
 	requireInvalid(t, err, "top_limit")
 }
+
+// TestUpdateLicenseCountsLiveLeases: an update answers the license with
+// its live leases counted, as GetLicense does (issue 25: a PATCH answered
+// seatsInUse 0 while three leases were live).
+func TestUpdateLicenseCountsLiveLeases(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	l := e.license(t, 5)
+	for _, fp := range []string{"a", "b", "c"} {
+		e.acquire(t, l.Key, fp)
+	}
+	v, err := e.svc.UpdateLicense(t.Context(), "operator", server.DefaultTenantID, LicenseInput{ID: l.ID, Seats: 4}, []string{"seats"})
+	require.NoError(t, err)
+	require.Equal(t, 4, v.Seats)
+	require.Equal(t, 3, v.SeatsInUse, "the live leases, counted after the change")
+	got, err := e.svc.GetLicense(t.Context(), server.DefaultTenantID, l.ID)
+	require.NoError(t, err)
+	require.Equal(t, got, v, "the update answers what GetLicense reads")
+}

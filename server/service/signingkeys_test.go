@@ -254,7 +254,8 @@ func TestLicenseBorrowingFields(t *testing.T) {
 
 	update := func(in LicenseInput, paths ...string) (server.License, error) {
 		in.ID = l.ID
-		return e.svc.UpdateLicense(ctx, "operator", server.DefaultTenantID, in, paths)
+		v, err := e.svc.UpdateLicense(ctx, "operator", server.DefaultTenantID, in, paths)
+		return v.License, err
 	}
 	_, err = update(LicenseInput{Seats: 1}, "seats")
 	requireInvalid(t, err, "license.max_borrowed_seats")

@@ -300,16 +300,14 @@ func requireOneUsage(t *testing.T, evs []server.UsageEvent, ls server.Lease) ser
 	require.Equal(t, ls.State, e.EndState, "usage event EndState")
 	require.WithinDuration(t, ls.AcquiredAt, e.StartedAt, timeSlack, "usage event StartedAt = AcquiredAt")
 	require.GreaterOrEqual(t, e.Duration, time.Duration(0), "usage Duration")
-	if ls.State == server.LeaseExpired {
-		// An expired lease was used until its last heartbeat, not until the
-		// cleaner noticed.
-		require.False(t, e.EndedAt.IsZero(), "usage event EndedAt")
-		requireDuration(t, ls.LastHeartbeatAt.Sub(ls.AcquiredAt), e.Duration,
-			"expired lease: usage Duration = LastHeartbeatAt - AcquiredAt")
-	} else {
-		require.WithinDuration(t, ls.EndedAt, e.EndedAt, timeSlack, "usage event EndedAt = lease EndedAt")
-		requireDuration(t, e.EndedAt.Sub(e.StartedAt), e.Duration, "usage Duration = EndedAt - StartedAt")
-	}
+	// The seat was held until the lease ended, or until its deadline if
+	// that came first: an expired lease to its deadline (not to its last
+	// heartbeat, nor to when the cleaner noticed), as the usage report
+	// counts it (server.SeatHeldUntil).
+	held := server.SeatHeldUntil(&ls, ls.EndedAt)
+	require.WithinDuration(t, held, e.EndedAt, timeSlack, "usage event EndedAt = the earlier of the lease's end and its deadline")
+	requireDuration(t, held.Sub(ls.AcquiredAt), e.Duration, "usage Duration = seat held until - AcquiredAt")
+	requireDuration(t, e.EndedAt.Sub(e.StartedAt), e.Duration, "usage Duration = EndedAt - StartedAt")
 	return e
 }
 

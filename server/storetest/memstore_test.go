@@ -374,10 +374,7 @@ func (s *memStore) live(licenseID string, now time.Time) int {
 func (s *memStore) end(ls server.Lease, state server.LeaseState, now time.Time) server.Lease {
 	ls.State, ls.EndedAt = state, now
 	s.d.Leases[ls.ID] = ls
-	s.d.Usage = append(s.d.Usage, server.UsageEvent{
-		LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, EndState: state,
-		StartedAt: ls.AcquiredAt, EndedAt: now, Duration: now.Sub(ls.AcquiredAt),
-	})
+	s.d.Usage = append(s.d.Usage, server.UsageEventOf(&ls))
 	return ls
 }
 
@@ -693,10 +690,7 @@ func (s *memStore) ExpireLeases(_ context.Context, refs []server.LeaseRef) ([]se
 func (s *memStore) expire(ls server.Lease, now time.Time) server.Lease {
 	ls.State, ls.EndedAt = server.LeaseExpired, now
 	s.d.Leases[ls.ID] = ls
-	s.d.Usage = append(s.d.Usage, server.UsageEvent{
-		LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, EndState: server.LeaseExpired,
-		StartedAt: ls.AcquiredAt, EndedAt: ls.LastHeartbeatAt, Duration: ls.LastHeartbeatAt.Sub(ls.AcquiredAt),
-	})
+	s.d.Usage = append(s.d.Usage, server.UsageEventOf(&ls))
 	s.d.Cleanup = append(s.d.Cleanup, server.CleanupEvent{
 		LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, CleanupType: server.CleanupTypeZombie,
 		LastHeartbeatAt: ls.LastHeartbeatAt, ExpiresAt: ls.ExpiresAt, CleanedAt: now,

@@ -44,6 +44,7 @@ func Run(t *testing.T, newBackend Backend) {
 		{"SeatsInUseOf", testSeatsInUseOf},
 		{"EventLists", testEventLists},
 		{"UsageReport", testUsageReport},
+		{"UsageAgrees", testUsageAgrees}, // the export bills what the report counts
 		{"ZombieReport", testZombieReport},
 		{"Audit", testAudit},
 		{"SigningKeys", testSigningKeys},

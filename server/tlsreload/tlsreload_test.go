@@ -1,7 +1,6 @@
 package tlsreload
 
 import (
-	"bytes"
 	"crypto/tls"
 	"log/slog"
 	"math/big"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seatd/seatd/internal/syncbuffer"
 	"github.com/seatd/seatd/internal/testcerts"
 )
 
@@ -82,7 +82,7 @@ func TestBrokenReplacementKeepsTheLastGoodCertificate(t *testing.T) {
 	ca := testcerts.NewCA(t, "test CA")
 	good := ca.Server(t)
 	good.Install(t, f.cert, f.key)
-	var logs syncBuffer
+	var logs syncbuffer.Buffer
 	r, err := New(Files{Cert: f.cert, Key: f.key}, slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, err)
 	cfg := r.Config()
@@ -149,23 +149,6 @@ func TestNewNamesTheFileAtFault(t *testing.T) {
 	require.Error(t, err)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestExpiredCertificates: an expired certificate stops the start with
 // its not-after; an expired replacement is refused (the previous one kept,
 // said once); the one served expiring is logged once; NotAfter follows the
@@ -177,7 +160,7 @@ func TestExpiredCertificates(t *testing.T) {
 	ca := testcerts.NewCA(t, "test CA")
 	first := ca.Server(t) // valid from an hour ago for 24 hours
 	first.Install(t, f.cert, f.key)
-	var logs syncBuffer
+	var logs syncbuffer.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	var mu sync.Mutex
 	now := time.Now()

@@ -234,7 +234,7 @@ func releaseManySQL() string {
 			RETURNING ` + sessionCols("s") + `
 		), usage AS (
 			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
-			SELECT id, license_id, tenant_id, state, acquired_at, ended_at, ` + sqlDurationUS("ended_at", "acquired_at") + `
+			SELECT id, license_id, tenant_id, state, acquired_at, ` + sqlSeatHeldUntil + `, ` + sqlDurationUS(sqlSeatHeldUntil, "acquired_at") + `
 			FROM ended ON CONFLICT (lease_id) DO NOTHING
 		), noted AS (
 			INSERT INTO live_ends (lease_id, license_id) SELECT id, license_id FROM ended

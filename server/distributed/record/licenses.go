@@ -232,10 +232,10 @@ func (pg *Postgres) DeleteLicense(ctx context.Context, tenantID, id string, now 
 					last_heartbeat_at = GREATEST(s.last_heartbeat_at, (SELECT hb FROM live WHERE live.id = s.id)),
 					expires_at = COALESCE((SELECT dl FROM live WHERE live.id = s.id), s.expires_at)
 				FROM locked WHERE s.id = locked.id AND s.state = 'active'
-				RETURNING s.id, s.license_id, s.tenant_id, s.acquired_at, s.ended_at
+				RETURNING s.id, s.license_id, s.tenant_id, s.acquired_at, s.ended_at, s.expires_at
 			), usage AS (
 				INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
-				SELECT id, license_id, tenant_id, 'revoked', acquired_at, ended_at, `+sqlDurationUS("ended_at", "acquired_at")+`
+				SELECT id, license_id, tenant_id, 'revoked', acquired_at, `+sqlSeatHeldUntil+`, `+sqlDurationUS(sqlSeatHeldUntil, "acquired_at")+`
 				FROM ended ON CONFLICT (lease_id) DO NOTHING
 			), audit AS (
 				INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
@@ -271,6 +271,11 @@ func (pg *Postgres) DeletedVersion(ctx context.Context, tenantID, id string) (in
 const sqlAuditID = `'aud_' || encode(substr(uuid_send(gen_random_uuid()), 1, 12), 'hex')`
 
 // sqlDurationUS is the SQL for end - start in whole microseconds.
+// sqlSeatHeldUntil is server.SeatHeldUntil of an ended session (the row's
+// final ended_at and expires_at), no earlier than its acquisition: where a
+// usage event ends, as the usage report counts it (usage.go).
+const sqlSeatHeldUntil = "GREATEST(LEAST(ended_at, expires_at), acquired_at)"
+
 func sqlDurationUS(end, start string) string {
 	return "(EXTRACT(EPOCH FROM (" + end + " - " + start + ")) * 1000000)::bigint"
 }

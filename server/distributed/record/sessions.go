@@ -67,7 +67,7 @@ func (pg *Postgres) EndLease(ctx context.Context, leaseID string, state server.L
 			RETURNING `+sessionCols("s")+`
 		), usage AS (
 			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
-			SELECT id, license_id, tenant_id, state, acquired_at, ended_at, `+sqlDurationUS("ended_at", "acquired_at")+`
+			SELECT id, license_id, tenant_id, state, acquired_at, `+sqlSeatHeldUntil+`, `+sqlDurationUS(sqlSeatHeldUntil, "acquired_at")+`
 			FROM ended ON CONFLICT (lease_id) DO NOTHING
 		), noted AS (
 			INSERT INTO live_ends (lease_id, license_id) SELECT id, license_id FROM ended
@@ -155,8 +155,8 @@ func (pg *Postgres) ExpireSessions(ctx context.Context, exps []Expiry) ([]server
 			RETURNING `+sessionCols("s")+`
 		), usage AS (
 			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
-			SELECT id, license_id, tenant_id, 'expired', acquired_at, last_heartbeat_at,
-				`+sqlDurationUS("last_heartbeat_at", "acquired_at")+`
+			SELECT id, license_id, tenant_id, 'expired', acquired_at, `+sqlSeatHeldUntil+`,
+				`+sqlDurationUS(sqlSeatHeldUntil, "acquired_at")+`
 			FROM ended ON CONFLICT (lease_id) DO NOTHING
 		), cleanup AS (
 			INSERT INTO cleanup_events (lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at, expires_at, cleaned_at)
