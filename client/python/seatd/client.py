@@ -227,6 +227,16 @@ class Client(_Connected):
         keys = [json_format.MessageToDict(k, preserving_proto_field_name=True) for k in resp.keys]
         return json.dumps({"keys": keys}, indent=2).encode()
 
+    def fetch_returned_certificates(self, tenant_id="", timeout=None):
+        """The tenant's signed list of returned certificates (a JWS, str),
+        from GetReturnedCertificates. Verify it (SigningKeys.verify_returned,
+        with a max_age) and keep the newer of it and the list kept
+        (certificate.newer) before relying on it."""
+        resp = _call(self._seats.GetReturnedCertificates,
+                     seat_service_pb2.GetReturnedCertificatesRequest(tenant_id=tenant_id),
+                     timeout=timeout or self.t.call_timeout)
+        return resp.returned_certificates
+
     def _nonce(self, borrow=False):
         """The nonce of a new request: a fresh one when this client checks
         certificates (signing_keys) or the request borrows (a borrow always
