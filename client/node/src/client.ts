@@ -142,6 +142,15 @@ export class Client implements AsyncDisposable {
     return JSON.stringify(toJson(GetSigningKeysResponseSchema, create(GetSigningKeysResponseSchema, resp), { useProtoFieldName: true, alwaysEmitImplicit: true }), null, 2);
   }
 
+  /** The tenant's signed list of returned certificates (a JWS), from
+   * GetReturnedCertificates. Verify it (SigningKeys.verifyReturned, with a
+   * maxAgeMs) and keep the newer of it and the list kept (newerReturned)
+   * before relying on it. */
+  async fetchReturnedCertificates(tenantId = "", call: CallOptions = {}): Promise<string> {
+    const resp = await this.conn.unary(SeatService.method.getReturnedCertificates, { tenantId }, { timeoutMs: this.timing.callTimeoutMs, ...call });
+    return resp.returnedCertificates;
+  }
+
   /** acquire is lease under the Go client's name. */
   acquire(o: AcquireOptions, call?: CallOptions): Promise<Lease> { return this.lease(o, call); }
 
