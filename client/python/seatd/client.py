@@ -214,7 +214,9 @@ class Client(_Connected):
         """Gives back a seat known by its id and token (after a restart).
         Releasing again is fine; raises LeaseExpired or LeaseRevoked when the
         lease ended otherwise, SeatdError LEASE_BORROWED for a live borrowed
-        lease (no early return: its certificate stays valid offline)."""
+        lease of a license that does not allow_early_return (its certificate
+        stays valid offline); one that does lists the returned certificate
+        (fetch_returned_certificates)."""
         _call(self._seats.ReleaseSeat, seat_service_pb2.ReleaseSeatRequest(lease_id=lease_id, lease_token=lease_token),
               timeout=timeout or self.t.call_timeout)
 
