@@ -25,6 +25,9 @@ import (
 var (
 	ErrBadCertificate     = errors.New("lease certificate not valid")
 	ErrCertificateExpired = errors.New("lease certificate expired")
+	// ErrCertificateReturned: the certificate is on the tenant's signed
+	// list of returned certificates (returned.go).
+	ErrCertificateReturned = errors.New("lease certificate returned early")
 )
 
 // ReasonBadCertificate is what Reason returns for a lease the client gave
@@ -43,6 +46,9 @@ type CertificateError struct {
 	Problem string
 	// Expired: the certificate's exp has passed (ErrCertificateExpired).
 	Expired bool
+	// Returned: the signed list of returned certificates names it
+	// (ErrCertificateReturned).
+	Returned bool
 }
 
 func (e *CertificateError) Error() string { return ErrBadCertificate.Error() + ": " + e.Problem }
@@ -50,7 +56,8 @@ func (e *CertificateError) Error() string { return ErrBadCertificate.Error() + "
 // Is makes errors.Is(err, ErrBadCertificate) hold for every refusal, and
 // errors.Is(err, ErrCertificateExpired) for an expired certificate.
 func (e *CertificateError) Is(target error) bool {
-	return target == ErrBadCertificate || (e.Expired && target == ErrCertificateExpired)
+	return target == ErrBadCertificate || (e.Expired && target == ErrCertificateExpired) ||
+		(e.Returned && target == ErrCertificateReturned)
 }
 
 func badCert(format string, args ...any) *CertificateError {

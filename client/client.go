@@ -199,10 +199,13 @@ func (c *Client) Acquire(ctx context.Context, o AcquireOptions) (*Lease, error) 
 
 // Borrow takes a seat for offline use for d (at most the license's
 // max_borrow_duration). The lease needs no heartbeats and holds its seat
-// until its deadline (ExpiresAt): seatd refuses to return it early
-// (Reason LEASE_BORROWED), since its certificate stays valid offline until
-// then. Store Lease.Certificate with the product: VerifyOffline checks it
-// at start-up without a network. Nothing keeps or watches a borrowed lease:
+// until its deadline (ExpiresAt), unless the license allows early return
+// (allow_early_return): otherwise seatd refuses to return it early (Reason
+// LEASE_BORROWED), since its certificate stays valid offline until then.
+// A returned certificate is listed as returned (FetchReturnedCertificates).
+// Store Lease.Certificate with the product: VerifyOffline checks it at
+// start-up without a network, VerifyOfflineReturned also against the list
+// of returned certificates the product kept. Nothing keeps or watches a borrowed lease:
 // its Lost channel closes only if a Heartbeat call finds it gone.
 //
 // The request carries a nonce, with Options.SigningKeys or without, so the
@@ -284,8 +287,8 @@ func (c *Client) giveBack(ctx context.Context, leaseID, leaseToken string) {
 // product restarted, say; Lease.Release is the way for a Lease in hand).
 // Releasing again is fine; a lease that expired or was revoked meanwhile
 // is an error (errors.Is(err, ErrLeaseLost), Reason LEASE_EXPIRED or
-// LEASE_REVOKED); a live borrowed lease is not returned early (Reason
-// LEASE_BORROWED).
+// LEASE_REVOKED); a live borrowed lease is returned early only if its
+// license allows it (else Reason LEASE_BORROWED).
 func (c *Client) ReleaseSeat(ctx context.Context, leaseID, leaseToken string) error {
 	_, err := c.seats.ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: leaseID, LeaseToken: leaseToken})
 	return wrap(err)

@@ -56,6 +56,23 @@ type License struct {
 	// many as the seat limit allows).
 	MaxBorrowDuration time.Duration `json:"max_borrow_duration,omitempty"`
 	MaxBorrowedSeats  int           `json:"max_borrowed_seats,omitempty"`
+	// AllowEarlyReturn lets a borrowed lease be released before its
+	// deadline (docs/concepts/borrowing.md): the seat is freed, the
+	// certificate listed as returned (ReturnedCertificate), and the
+	// borrow still counts against the borrow cap until its deadline.
+	AllowEarlyReturn bool `json:"allow_early_return,omitempty"`
+}
+
+// ReturnedCertificate is a borrowed lease returned before its deadline: its
+// certificate (sub LeaseID, exp ExpiresAt) would stay valid offline until
+// then, so the tenant's signed list of returned certificates names it, and
+// it counts against its license's borrow cap until ExpiresAt.
+type ReturnedCertificate struct {
+	LeaseID    string
+	TenantID   string
+	LicenseID  string
+	ExpiresAt  time.Time // the lease's deadline: the certificate's exp
+	ReturnedAt time.Time
 }
 
 // SeatLimit is the most live leases the license allows.
@@ -81,15 +98,23 @@ func WriteBehindSlack(flushEvery time.Duration, l *License) time.Duration {
 // borrowed leases of the license are live now: ErrBorrowNotAllowed,
 // EINVALID on borrow_duration past MaxBorrowDuration, or BorrowLimit.
 // The seat limit is judged apart, as for any acquisition.
-func (l *License) CheckBorrow(d time.Duration, borrowed int) error {
+//
+// returned is how many borrowed leases of the license were returned early
+// and have not reached their deadline: their certificates may still be
+// valid on a machine that never comes online, so they count against the
+// borrow cap (MaxBorrowedSeats, or the seat limit when it is 0) as if
+// still borrowed. They hold no seat.
+func (l *License) CheckBorrow(d time.Duration, borrowed, returned int) error {
 	if l.MaxBorrowDuration <= 0 {
 		return ErrBorrowNotAllowed
 	}
 	if d > l.MaxBorrowDuration {
 		return Invalid("borrow_duration", "must be at most the license's max_borrow_duration (%s)", l.MaxBorrowDuration)
 	}
-	if l.MaxBorrowedSeats > 0 && borrowed >= l.MaxBorrowedSeats {
-		return BorrowLimit(borrowed, l.MaxBorrowedSeats)
+	if n := borrowed + returned; l.MaxBorrowedSeats > 0 && n >= l.MaxBorrowedSeats {
+		return BorrowLimit(n, l.MaxBorrowedSeats)
+	} else if l.MaxBorrowedSeats == 0 && returned > 0 && n >= l.SeatLimit() {
+		return BorrowLimit(n, l.SeatLimit())
 	}
 	return nil
 }

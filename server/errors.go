@@ -159,14 +159,15 @@ func BorrowedNotRevocable(expiresAt string) *Error {
 }
 
 // BorrowedNotReturnable refuses to return a borrowed lease before its
-// deadline: its certificate stays valid offline until then whatever seatd
-// records, so a return would free a seat that is still in use (borrow,
-// return, borrow again: any number of laptops on one seat).
+// deadline when its license does not allow early return
+// (License.AllowEarlyReturn): its certificate stays valid offline until
+// then whatever seatd records, so a return would free a seat that may
+// still be in use.
 func BorrowedNotReturnable(expiresAt time.Time) *Error {
 	at := expiresAt.UTC().Format(time.RFC3339)
 	return &Error{
 		Code: EPRECONDITION, Reason: ReasonLeaseBorrowed,
-		Message:  "a borrowed lease cannot be returned early: its certificate stays valid offline until " + at + ", and it holds its seat until then",
+		Message:  "a borrowed lease cannot be returned early (the license does not allow_early_return): its certificate stays valid offline until " + at + ", and it holds its seat until then",
 		Metadata: map[string]string{"expires_at": at},
 	}
 }

@@ -15,10 +15,14 @@ const (
 	RecordSeatEvents RecordKind = "seat_events"
 	// RecordAudit: audit entries, by At.
 	RecordAudit RecordKind = "audit"
+	// RecordReturnedCertificates: the entries of the signed list of
+	// returned borrowed certificates, by the certificate's exp (kept a
+	// while after it for products whose clocks run late).
+	RecordReturnedCertificates RecordKind = "returned_certificates"
 )
 
 // RecordKinds are every kind, in the order a retention pass prunes them.
-var RecordKinds = []RecordKind{RecordLeases, RecordCleanupEvents, RecordSeatEvents, RecordAudit}
+var RecordKinds = []RecordKind{RecordLeases, RecordCleanupEvents, RecordSeatEvents, RecordAudit, RecordReturnedCertificates}
 
 // Valid reports whether k is one of RecordKinds.
 func (k RecordKind) Valid() bool {

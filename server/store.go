@@ -144,8 +144,15 @@ type LeaseStore interface {
 	// usage event. Same id/token checks as Heartbeat. Releasing a released
 	// lease returns it unchanged (idempotent). A lease past its deadline, or
 	// expired or revoked, returns ErrLeaseExpired / ErrLeaseRevoked and
-	// changes nothing (cleanup records the expiry).
+	// changes nothing (cleanup records the expiry). A live borrowed lease
+	// is refused (BorrowedNotReturnable) unless its license
+	// AllowEarlyReturn; then it ends as released and, in the same write, is
+	// recorded as a ReturnedCertificate.
 	Release(ctx context.Context, leaseID, tokenHash string) (Lease, error)
+	// ReturnedCertificates lists the tenant's borrowed leases returned
+	// early (a Release of a live borrowed lease of a license that
+	// AllowEarlyReturn) that retention has not removed yet, by ExpiresAt.
+	ReturnedCertificates(ctx context.Context, tenantID string) ([]ReturnedCertificate, error)
 
 	// Revoke ends an active lease (even one past its deadline but not yet
 	// cleaned up) as revoked, with its usage event. A lease already in an

@@ -47,6 +47,7 @@ type licenseFlags struct {
 	metadata      map[string]string
 	maxBorrow     time.Duration
 	maxBorrowed   int32
+	earlyReturn   bool
 }
 
 func (lf *licenseFlags) register(c *cobra.Command, forUpdate bool) {
@@ -61,6 +62,7 @@ func (lf *licenseFlags) register(c *cobra.Command, forUpdate bool) {
 	f.StringToStringVar(&lf.metadata, "metadata", nil, "key=value pairs (replaces all metadata on update)")
 	f.DurationVar(&lf.maxBorrow, "max-borrow", 0, "longest a seat may be borrowed for offline use, e.g. 72h (0: no borrowing; at most 720h)")
 	f.Int32Var(&lf.maxBorrowed, "max-borrowed-seats", 0, "seats that may be borrowed at once (0: as many as there are seats)")
+	f.BoolVar(&lf.earlyReturn, "allow-early-return", false, "a borrowed seat may be returned before its deadline; its certificate is then listed as returned and still counts against --max-borrowed-seats until it expires")
 	if forUpdate {
 		f.BoolVar(&lf.active, "active", true, "whether the license grants new seats (--active=false switches it off)")
 	} else {
@@ -109,6 +111,7 @@ func (lf *licenseFlags) build(c *cobra.Command, forUpdate bool) (*seatdv1.Licens
 		set("metadata", "metadata", func() error { l.Metadata = lf.metadata; return nil }),
 		set("max-borrow", "max_borrow_duration", func() error { l.MaxBorrowDuration = durationpb.New(lf.maxBorrow); return nil }),
 		set("max-borrowed-seats", "max_borrowed_seats", func() error { l.MaxBorrowedSeats = lf.maxBorrowed; return nil }),
+		set("allow-early-return", "allow_early_return", func() error { l.AllowEarlyReturn = lf.earlyReturn; return nil }),
 	}
 	if forUpdate {
 		errs = append(errs, set("active", "active", func() error { l.Active = proto.Bool(lf.active); return nil }))
@@ -226,7 +229,7 @@ func licenseUpdateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if len(mask) == 0 {
-				return usageErrorf("nothing to change: give at least one of --name, --seats, --overdraft, --ttl, --revival-window, --strategy, --expires-at, --active, --metadata, --max-borrow, --max-borrowed-seats")
+				return usageErrorf("nothing to change: give at least one of --name, --seats, --overdraft, --ttl, --revival-window, --strategy, --expires-at, --active, --metadata, --max-borrow, --max-borrowed-seats, --allow-early-return")
 			}
 			l.Id = args[0]
 			resp, err := call(g, c, seatdv1.AdminServiceClient.UpdateLicense, &seatdv1.UpdateLicenseRequest{
@@ -303,6 +306,8 @@ func maxBorrow(l *seatdv1.License) string {
 	switch n := l.GetMaxBorrowedSeats(); {
 	case d <= 0:
 		return "off"
+	case l.GetAllowEarlyReturn():
+		return maxBorrow(&seatdv1.License{MaxBorrowDuration: l.GetMaxBorrowDuration(), MaxBorrowedSeats: n}) + ", early return"
 	case n == 1:
 		return fmtDuration(l.GetMaxBorrowDuration()) + " (1 seat)"
 	case n > 1:

@@ -45,11 +45,14 @@ type Config struct {
 	CleanupBatch    int
 	// Retention: how long each kind of history is kept (0: forever).
 	RetainLeases, RetainCleanupEvents, RetainSeatEvents, RetainAudit time.Duration
-	RetentionBatch                                                   int
-	RetentionInterval                                                time.Duration
-	CleanupConcurrency                                               int
-	CleanupSoftLimit                                                 time.Duration
-	CleanupHardLimit                                                 time.Duration
+	// RetainReturned: how long after its exp a returned certificate stays
+	// on the tenant's signed list (docs/concepts/borrowing.md).
+	RetainReturned     time.Duration
+	RetentionBatch     int
+	RetentionInterval  time.Duration
+	CleanupConcurrency int
+	CleanupSoftLimit   time.Duration
+	CleanupHardLimit   time.Duration
 
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
@@ -144,6 +147,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.RetainCleanupEvents, "retain-cleanup-events", retention.DefaultKeep, "cleanup events (the zombie report) are removed this long after the cleanup; 0: keep forever")
 	fs.DurationVar(&c.RetainSeatEvents, "retain-seat-events", retention.DefaultKeep, "the usage report's denials and waits are removed after this long; 0: keep forever")
 	fs.DurationVar(&c.RetainAudit, "retain-audit", retention.DefaultKeep, "audit entries are removed after this long; 0: keep forever")
+	fs.DurationVar(&c.RetainReturned, "retain-returned-certificates", DefaultRetainReturned, "a borrowed certificate returned early stays on the signed list of returned certificates this long after it expires (for products whose clocks run late); at least 1s")
 	fs.IntVar(&c.RetentionBatch, "retention-batch", retention.DefaultBatchSize, "records removed per retention transaction")
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", retention.DefaultInterval, "how often the cleanup leader removes history older than the --retain-* ages (after a cleanup pass)")
 	fs.IntVar(&c.CleanupConcurrency, "cleanup-concurrency", cleanup.DefaultConcurrency, "cleanup batches in flight at once")
@@ -277,6 +281,8 @@ func (c *Config) validate() error {
 		return errors.New("--cleanup-batch must be between 1 and 10000")
 	case c.RetainLeases < 0 || c.RetainCleanupEvents < 0 || c.RetainSeatEvents < 0 || c.RetainAudit < 0:
 		return errors.New("--retain-leases, --retain-cleanup-events, --retain-seat-events and --retain-audit must be 0 (keep forever) or positive")
+	case c.RetainReturned < time.Second:
+		return errors.New("--retain-returned-certificates must be at least 1s: the list must not grow forever")
 	case c.RetentionBatch < 1 || c.RetentionBatch > 10000:
 		return errors.New("--retention-batch must be between 1 and 10000")
 	case c.RetentionInterval < time.Second:
@@ -421,3 +427,8 @@ func (c *Config) logger(w io.Writer) (*slog.Logger, *logthrottle.Handler) {
 	t := logthrottle.New(h, c.LogRepeatInterval, nil, throttledMessages...)
 	return slog.New(t).With("instance", c.InstanceID), t
 }
+
+// DefaultRetainReturned is --retain-returned-certificates: a returned
+// certificate stays listed a day past its exp, for a product whose clock
+// runs up to a day late (it would take the certificate for unexpired).
+const DefaultRetainReturned = 24 * time.Hour

@@ -201,6 +201,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		Keep: map[server.RecordKind]time.Duration{
 			server.RecordLeases: cfg.RetainLeases, server.RecordCleanupEvents: cfg.RetainCleanupEvents,
 			server.RecordSeatEvents: cfg.RetainSeatEvents, server.RecordAudit: cfg.RetainAudit,
+			server.RecordReturnedCertificates: cfg.RetainReturned,
 		},
 		BatchSize: cfg.RetentionBatch, Interval: cfg.RetentionInterval,
 	}, d.log, metrics.Retention{M: m})

@@ -120,3 +120,41 @@ func TestSubMicrosecondBorrowIsJudgedAsABorrow(t *testing.T) {
 	}
 	requireCode(t, err, server.EPRECONDITION, server.ErrBorrowNotAllowed.Reason)
 }
+
+// TestReturnedBorrowsSurviveARebuild: a borrow returned early keeps
+// counting against max_borrowed_seats until its deadline after Redis loses
+// the license's live state (the rebuild reads returned_certificates) or a
+// rebuild is forced (end.lua's entry is rebuilt from the record too); the
+// seat it freed stays free.
+func TestReturnedBorrowsSurviveARebuild(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"forced rebuild", "Redis loss"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			loc, s, tn := openStore(t, nil)
+			lic := mkBorrowLicense(t, s, tn.ID, 3, time.Hour, 1)
+			_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error {
+				l.AllowEarlyReturn = true
+				return nil
+			})
+			require.NoError(t, err)
+			b, tok, err := tryBorrow(t.Context(), s, lic.Key, "laptop", "trip", 30*time.Minute)
+			require.NoError(t, err)
+			_, err = s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
+			require.NoError(t, err)
+
+			if how == "Redis loss" {
+				loc.loseRedis(t)
+				require.NoError(t, s.ensureLive(t.Context(), lic.ID))
+			} else {
+				require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
+			}
+
+			_, _, err = tryBorrow(t.Context(), s, lic.Key, "laptop-2", "", 30*time.Minute)
+			requireCode(t, err, server.EEXHAUSTED, server.ReasonBorrowLimit, "the returned borrow still counts")
+			n, err := s.SeatsInUse(t.Context(), tn.ID, lic.ID)
+			require.NoError(t, err)
+			require.Zero(t, n, "its seat stays free")
+		})
+	}
+}

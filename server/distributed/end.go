@@ -33,7 +33,17 @@ func (s *Store) Release(ctx context.Context, leaseID, tokenHash string) (server.
 			continue
 		}
 		if info.Borrowed { // fixed at acquisition; the token was checked
-			return server.Lease{}, server.BorrowedNotReturnable(c.Deadline)
+			// Early return, if the license allows it: the release below
+			// records the certificate as returned in the same statement
+			// (record.releaseManySQL), and end.lua keeps the lease in the
+			// borrowed set until its deadline (the borrow cap counts it).
+			lic, err := s.rec.License(ctx, info.LicenseID)
+			if err != nil {
+				return server.Lease{}, s.fail("release", err)
+			}
+			if !lic.AllowEarlyReturn {
+				return server.Lease{}, server.BorrowedNotReturnable(c.Deadline)
+			}
 		}
 		var l server.Lease
 		ok, err := s.rec.ReleaseSession(ctx, leaseID, c.Now, c.Heartbeat, c.Deadline, &l)
@@ -282,4 +292,8 @@ func (s *Store) endLive(ctx context.Context, licenseID string, ids []string) err
 
 func (s *Store) endLiveNow(ctx context.Context, licenseID string, ids []string) error {
 	return s.live.End(ctx, licenseID, ids)
+}
+
+func (s *Store) ReturnedCertificates(ctx context.Context, tenantID string) ([]server.ReturnedCertificate, error) {
+	return s.rec.ReturnedCertificates(ctx, tenantID)
 }

@@ -196,6 +196,9 @@ func (s *Store) rebuildOnce(ctx context.Context, licenseID string, forceAt int64
 	for i, r := range snap.Sessions {
 		b.Leases[i] = liveLease(r)
 	}
+	for _, r := range snap.Returned {
+		b.Returned = append(b.Returned, live.Returned{LeaseID: r.LeaseID, Deadline: r.ExpiresAt})
+	}
 	built, first, err := s.live.Rebuild(ctx, licenseID, b)
 	if err != nil {
 		// The last call may have run although its answer was lost: the

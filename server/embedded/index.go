@@ -34,6 +34,8 @@ type license struct {
 // leases' fields.
 type index struct {
 	licenses map[string]*license // by id, deleted ones too
+	// returned: the returned certificates by lease id (returned.go)
+	returned map[string]server.ReturnedCertificate
 	keys     map[string]*license // by key, undeleted only
 	lics     []*license          // by number
 
@@ -54,6 +56,7 @@ type index struct {
 func newIndex() *index {
 	x := &index{
 		licenses: map[string]*license{},
+		returned: map[string]server.ReturnedCertificate{},
 		keys:     map[string]*license{},
 		seed:     maphash.MakeSeed(),
 		exactDue: zeroTime,
@@ -322,6 +325,18 @@ func (x *index) lapsed(l *license, idem, dedupe string, borrowing bool, now int6
 // joinedEqual reports whether s == prefix+rest, without building it.
 func joinedEqual(s, prefix, rest string) bool {
 	return len(s) == len(prefix)+len(rest) && s[:len(prefix)] == prefix && s[len(prefix):] == rest
+}
+
+// returnedCount is the number of l's borrowed leases returned early whose
+// deadline is after now (they count against its borrow cap).
+func (x *index) returnedCount(l *license, now int64) int {
+	n := 0
+	for _, rc := range x.returned {
+		if rc.LicenseID == l.lic.ID && rc.ExpiresAt.UnixNano() > now {
+			n++
+		}
+	}
+	return n
 }
 
 // borrowedCount is the number of borrowed leases of l live at now.

@@ -32,10 +32,11 @@ var (
 	bucketAudit          = []byte("audit")           // tenantID 0 at id -> AuditEntry
 	// Buckets added after schema 1: created (and filled from the older
 	// buckets) by the first Open that lacks them, not required of a backup.
-	bucketUsageTenant = []byte("usage_tenant") // tenantID 0 ended id -> UsageEvent
-	bucketSeatEvents  = []byte("seat_events")  // licenseID 0 at id -> SeatEvent (denials, waits)
-	bucketSigningKeys = []byte("signing_keys") // tenantID 0 created kid -> SigningKey (signingkeys.go)
-	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}, {bucketSigningKeys, nil}}
+	bucketUsageTenant = []byte("usage_tenant")   // tenantID 0 ended id -> UsageEvent
+	bucketSeatEvents  = []byte("seat_events")    // licenseID 0 at id -> SeatEvent (denials, waits)
+	bucketSigningKeys = []byte("signing_keys")   // tenantID 0 created kid -> SigningKey (signingkeys.go)
+	bucketReturned    = []byte("returned_certs") // leaseID -> ReturnedCertificate (returned.go)
+	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}, {bucketSigningKeys, nil}, {bucketReturned, nil}}
 
 	// Schema 1 kept the ids of the active leases here (leaseID -> ""),
 	// their records in bucketLeases; schema 2 moved them (migrate.go).

@@ -40,7 +40,7 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 			return s.renew(r, req.TokenHash, now)
 		}
 		if borrowing {
-			if err := lic.lic.CheckBorrow(req.BorrowFor, s.idx.borrowedCount(lic, ns)); err != nil {
+			if err := lic.lic.CheckBorrow(req.BorrowFor, s.idx.borrowedCount(lic, ns), s.idx.returnedCount(lic, ns)); err != nil {
 				return server.AcquireResult{}, err
 			}
 		}
@@ -212,7 +212,10 @@ func (s *Store) Release(_ context.Context, leaseID, tokenHash string) (server.Le
 		return server.Lease{}, s.observeExpiry(r, now)
 	}
 	if sl.borrowed() {
-		return server.Lease{}, server.BorrowedNotReturnable(time.Unix(0, sl.deadline))
+		if !s.idx.licenseOf(r).lic.AllowEarlyReturn {
+			return server.Lease{}, server.BorrowedNotReturnable(time.Unix(0, sl.deadline))
+		}
+		return s.returnEarly(r, now)
 	}
 	return s.end(r, s.releasing(r, now))
 }

@@ -102,6 +102,9 @@ func (s *Store) load() error {
 		if err != nil {
 			return err
 		}
+		if err := s.loadReturned(tx); err != nil {
+			return fmt.Errorf("decode returned certificate: %w", err)
+		}
 
 		// "open" stays set while a process has the data dir open; Close
 		// clears it after its last flush. Set at load: the last process

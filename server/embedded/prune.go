@@ -30,6 +30,11 @@ func (s *Store) PruneRecords(_ context.Context, kind server.RecordKind, before t
 		prune = func(tx *bolt.Tx, before time.Time, limit int) (int, error) {
 			return pruneByTime(tx, bucketTenants, writable(tx, bucketAudit), before, limit)
 		}
+	case server.RecordReturnedCertificates:
+		if limit <= 0 {
+			return 0, nil
+		}
+		return s.pruneReturned(before, limit)
 	default:
 		return 0, server.ErrUnknownRecordKind(kind)
 	}

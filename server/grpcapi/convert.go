@@ -77,6 +77,7 @@ func licenseToProto(l server.License) *seatdv1.License {
 		UpdateTime:        ts(l.UpdatedAt),
 		MaxBorrowDuration: dur(l.MaxBorrowDuration), // unset: 0, no borrowing
 		MaxBorrowedSeats:  int32(l.MaxBorrowedSeats),
+		AllowEarlyReturn:  l.AllowEarlyReturn,
 	}
 }
 

@@ -32,6 +32,24 @@ func (h *seatService) GetSigningKeys(ctx context.Context, req *seatdv1.GetSignin
 	return &seatdv1.GetSigningKeysResponse{Keys: jwks}, nil
 }
 
+// GetReturnedCertificates publishes the tenant's signed list of returned
+// borrowed certificates; like the JWKS it needs no credentials (REST: GET
+// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS itself).
+func (h *seatService) GetReturnedCertificates(ctx context.Context, req *seatdv1.GetReturnedCertificatesRequest) (*seatdv1.GetReturnedCertificatesResponse, error) {
+	tenant := req.GetTenantId()
+	if tenant == "" {
+		tenant = server.DefaultTenantID
+	}
+	if err := validTenantID("tenant_id", tenant); err != nil {
+		return nil, err
+	}
+	list, err := h.s.svc.ReturnedCertificates(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	return &seatdv1.GetReturnedCertificatesResponse{ReturnedCertificates: list}, nil
+}
+
 func (h *adminService) ListSigningKeys(ctx context.Context, req *seatdv1.ListSigningKeysRequest) (*seatdv1.ListSigningKeysResponse, error) {
 	tenant, err := principalFrom(ctx).tenant(req.GetTenantId())
 	if err != nil {

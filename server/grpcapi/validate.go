@@ -148,5 +148,6 @@ func licenseInput(in *seatdv1.License) service.LicenseInput {
 		}
 	}
 	l.MaxBorrowedSeats = int64(in.GetMaxBorrowedSeats())
+	l.AllowEarlyReturn = in.GetAllowEarlyReturn()
 	return l
 }

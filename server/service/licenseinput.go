@@ -23,6 +23,9 @@ type LicenseInput struct {
 	// unbounded (but for the seat limit).
 	MaxBorrowDuration time.Duration
 	MaxBorrowedSeats  int64
+	// AllowEarlyReturn: a borrowed seat may be returned before its
+	// deadline (off by default: the return is refused).
+	AllowEarlyReturn bool
 	// Malformed holds, by field path, what the caller could not read from
 	// the request (text that breaks the text rule, an invalid duration, an
 	// unknown enum value). It is reported when that field's turn comes, so
@@ -34,7 +37,7 @@ type LicenseInput struct {
 // change, by their field paths.
 var LicenseFields = []string{
 	"name", "seats", "overdraft", "lease_ttl", "revival_window", "leasing_strategy", "active", "expires_at", "metadata",
-	"max_borrow_duration", "max_borrowed_seats",
+	"max_borrow_duration", "max_borrowed_seats", "allow_early_return",
 }
 
 // applyField sets one field (path) of in onto l, refusing values no
@@ -96,6 +99,8 @@ func applyField(l *server.License, in LicenseInput, path string, now time.Time) 
 			return server.Invalid(field, "must be between 0 (as many as there are seats) and the license's seats")
 		}
 		l.MaxBorrowedSeats = int(in.MaxBorrowedSeats)
+	case "allow_early_return":
+		l.AllowEarlyReturn = in.AllowEarlyReturn
 	case "key":
 		return server.Invalid("update_mask", "license key cannot be changed")
 	default:

@@ -112,6 +112,20 @@ func (s *Service) GetSigningKeys(ctx context.Context, tenant string) ([]server.S
 	return s.issuer.Published(ctx, tenant)
 }
 
+// ReturnedCertificates is the tenant's signed list of returned borrowed
+// certificates (signing.ReturnedList), signed now with the key that signs
+// certificates. ErrTenantNotFound for an unknown tenant.
+func (s *Service) ReturnedCertificates(ctx context.Context, tenant string) (string, error) {
+	if _, err := s.issuer.Published(ctx, tenant); err != nil {
+		return "", err
+	}
+	rcs, err := s.store.ReturnedCertificates(ctx, tenant)
+	if err != nil {
+		return "", err
+	}
+	return s.issuer.ReturnedList(ctx, tenant, rcs)
+}
+
 // ListSigningKeys lists all the tenant's keys: the next key, the one that
 // signs, the retired ones (SigningKey.State).
 func (s *Service) ListSigningKeys(ctx context.Context, tenant string) ([]server.SigningKey, error) {

@@ -86,8 +86,9 @@ func LeaseClaims(l server.Lease, keyHash, nonce string, now time.Time) Claims {
 
 // keySigner signs with one opened key.
 type keySigner struct {
-	kid    string
-	signer jose.Signer
+	kid      string
+	signer   jose.Signer
+	returned jose.Signer // the same key, typ ReturnedType (returned.go)
 }
 
 func newKeySigner(kid string, priv ed25519.PrivateKey) (*keySigner, error) {
@@ -98,7 +99,11 @@ func newKeySigner(kid string, priv ed25519.PrivateKey) (*keySigner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signer for key %s: %w", kid, err)
 	}
-	return &keySigner{kid: kid, signer: signer}, nil
+	returned, err := newReturnedSigner(kid, priv)
+	if err != nil {
+		return nil, fmt.Errorf("signer for key %s: %w", kid, err)
+	}
+	return &keySigner{kid: kid, signer: signer, returned: returned}, nil
 }
 
 // sign returns the claims as a JWS compact token: header {alg EdDSA, kid,

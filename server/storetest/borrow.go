@@ -18,6 +18,9 @@ func borrowing(maxBorrow time.Duration, maxBorrowed int) func(*server.License) {
 	return func(l *server.License) { l.MaxBorrowDuration, l.MaxBorrowedSeats = maxBorrow, maxBorrowed }
 }
 
+// earlyReturn allows a borrowed lease to be returned before its deadline.
+func earlyReturn(l *server.License) { l.AllowEarlyReturn = true }
+
 func borrowFor(d time.Duration) func(*server.AcquireRequest) {
 	return func(r *server.AcquireRequest) { r.BorrowFor = d }
 }
@@ -130,11 +133,12 @@ func testBorrow(t *testing.T, newBackend Backend) {
 		require.Equal(t, 5, seatsInUse(t, s, tn.ID, lic.ID))
 	})
 
-	// No early return: a returned borrow's certificate would stay valid
-	// offline until its deadline, so borrow, return and borrow again would
-	// give one seat to any number of laptops. A live borrowed lease keeps
-	// its seat, and its borrowed seat, until its deadline; Release refuses
-	// (LEASE_BORROWED, naming the deadline) and changes nothing.
+	// No early return unless the license allows it (AllowEarlyReturn,
+	// off by default): a returned borrow's certificate would stay valid
+	// offline until its deadline. A live borrowed lease keeps its seat,
+	// and its borrowed seat, until its deadline; Release refuses
+	// (LEASE_BORROWED, naming the deadline), changes nothing and lists
+	// nothing as returned.
 	w.run("NotReturnedEarly", func(t *testing.T) {
 		s := openStore(t, newBackend)
 		tn := newTenant(t, s)
@@ -151,6 +155,118 @@ func testBorrow(t *testing.T, newBackend Backend) {
 		_, _, err = tryAcquire(t.Context(), s, lic.Key, "laptop-2", borrowFor(time.Hour))
 		require.Equal(t, server.ReasonBorrowLimit, server.ErrorReason(err), "and its borrowed seat: %v", err)
 		require.Empty(t, usageEvents(t, s, tn.ID, lic.ID))
+		require.Empty(t, returnedOf(t, s, tn.ID))
+	})
+
+	// Early return (issue: borrow, return, repeat gave any number of valid
+	// offline certificates on one seat). The return frees the seat, lists
+	// the certificate as returned until retention drops it, and the
+	// returned borrow keeps counting against the borrow cap until its
+	// deadline: at most max_borrowed_seats certificates are ever valid
+	// offline at once.
+	w.run("ReturnedEarlyFreesTheSeatNotTheBorrowCap", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(2), borrowing(time.Hour, 1), earlyReturn))
+		requireLicense(t, lic, getLicense(t, s, tn.ID, lic.ID))
+		b, tok := acquire(t, s, lic, "laptop", borrowFor(time.Hour))
+		_, err := s.Release(t.Context(), b.Lease.ID, server.HashSecret("slt_wrong"))
+		require.ErrorIs(t, err, server.ErrLeaseToken, "the token is checked first")
+		require.Empty(t, returnedOf(t, s, tn.ID))
+
+		l, err := s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
+		require.NoError(t, err)
+		require.Equal(t, server.LeaseReleased, l.State)
+		again, err := s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
+		require.NoError(t, err, "a second return is a no-op")
+		require.Equal(t, server.LeaseReleased, again.State)
+		require.Equal(t, server.LeaseReleased, getLease(t, s, tn.ID, b.Lease.ID).State)
+		require.Equal(t, 0, seatsInUse(t, s, tn.ID, lic.ID), "the seat is free")
+		requireOneUsage(t, usageEvents(t, s, tn.ID, lic.ID), getLease(t, s, tn.ID, b.Lease.ID))
+
+		rcs := returnedOf(t, s, tn.ID)
+		require.Len(t, rcs, 1, "listed once")
+		require.Equal(t, b.Lease.ID, rcs[0].LeaseID)
+		require.Equal(t, lic.ID, rcs[0].LicenseID)
+		require.Equal(t, tn.ID, rcs[0].TenantID)
+		requireSameTime(t, b.Lease.ExpiresAt, rcs[0].ExpiresAt, "until the certificate's exp")
+		other := newTenant(t, s)
+		require.Empty(t, returnedOf(t, s, other.ID), "another tenant's list")
+
+		// Online use takes the freed seat; a second borrow is refused: the
+		// returned certificate may still be in use offline.
+		acquire(t, s, lic, "desk", nil)
+		acquire(t, s, lic, "desk-2", nil)
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "laptop-2", borrowFor(time.Hour))
+		require.Equal(t, server.ReasonBorrowLimit, server.ErrorReason(err), "the returned borrow counts: %v", err)
+		require.Equal(t, map[string]string{"borrowed_seats": "1", "max_borrowed_seats": "1"}, errMeta(err))
+	})
+
+	// With max_borrowed_seats 0 the cap is the seat limit: on a 1-seat
+	// license, borrow and return, and no second borrow until the first
+	// certificate expires; then borrowing works again.
+	w.run("ReturnedBorrowCountsUntilItsDeadline", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(1), borrowing(time.Hour, 0), earlyReturn))
+		b, tok := acquire(t, s, lic, "laptop", borrowFor(shortTTL))
+		_, err := s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
+		require.NoError(t, err)
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "laptop-2", borrowFor(time.Hour))
+		require.Equal(t, server.ReasonBorrowLimit, server.ErrorReason(err), "%v", err)
+		n, ntok := acquire(t, s, lic, "desk", nil)
+		require.Equal(t, 1, n.SeatsInUse, "online use is not held back")
+		_, err = s.Release(t.Context(), n.Lease.ID, server.HashSecret(ntok))
+		require.NoError(t, err)
+
+		passDeadline(t, s, b.Lease.ExpiresAt)
+		b2, _ := acquire(t, s, lic, "laptop-2", borrowFor(time.Hour))
+		require.True(t, b2.Lease.Borrowed, "the returned certificate has expired: borrowing again")
+		require.Len(t, returnedOf(t, s, tn.ID), 1, "listed until retention removes it")
+
+		// Retention removes it by its exp, not before.
+		n0, err := s.PruneRecords(t.Context(), server.RecordReturnedCertificates, b.Lease.ExpiresAt.Add(-time.Second), 10)
+		require.NoError(t, err)
+		require.Zero(t, n0)
+		n1, err := s.PruneRecords(t.Context(), server.RecordReturnedCertificates, b.Lease.ExpiresAt.Add(time.Second), 10)
+		require.NoError(t, err)
+		require.Equal(t, 1, n1)
+		require.Empty(t, returnedOf(t, s, tn.ID))
+	})
+
+	// Invariant 6: a return that fails changes nothing: the lease keeps
+	// its seat and is not listed.
+	w.run("FailedReturnChangesNothing", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(1), borrowing(time.Hour, 0), earlyReturn))
+		b, tok := acquire(t, s, lic, "laptop", borrowFor(time.Hour))
+		withFault(t, faultsOf(t, s), FaultRecord, func() {
+			_, err := s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
+			requireUnavailable(t, err, "Release")
+		})
+		require.Equal(t, server.LeaseActive, getLease(t, s, tn.ID, b.Lease.ID).State)
+		require.Equal(t, 1, seatsInUse(t, s, tn.ID, lic.ID))
+		require.Empty(t, returnedOf(t, s, tn.ID))
+		_, err := s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
+		require.NoError(t, err, "the retry returns it")
+		require.Len(t, returnedOf(t, s, tn.ID), 1)
+	})
+
+	// The list and the count survive a restart.
+	w.run("ReturnedSurvivesReopen", func(t *testing.T) {
+		open := newBackend(t)
+		s1 := openReopenable(t, open)
+		tn := newTenant(t, s1)
+		lic := newLicense(t, s1, tn.ID, with(seats(2), borrowing(time.Hour, 1), earlyReturn))
+		b, tok := acquire(t, s1, lic, "laptop", borrowFor(time.Hour))
+		_, err := s1.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
+		require.NoError(t, err)
+		require.NoError(t, s1.Close())
+		s := openWith(t, open)
+		require.Len(t, returnedOf(t, s, tn.ID), 1)
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "laptop-2", borrowFor(time.Hour))
+		require.Equal(t, server.ReasonBorrowLimit, server.ErrorReason(err), "%v", err)
 	})
 
 	// Invariants 3 and 5: a borrowed lease stops counting at its deadline,
@@ -238,4 +354,12 @@ func testBorrow(t *testing.T, newBackend Backend) {
 		require.Equal(t, server.LeaseRevoked, ended.State)
 		requireOneUsage(t, usageEvents(t, s, tn.ID, lic.ID), ended)
 	})
+}
+
+// returnedOf is the tenant's returned certificates.
+func returnedOf(t *testing.T, s server.Store, tenantID string) []server.ReturnedCertificate {
+	t.Helper()
+	rcs, err := s.ReturnedCertificates(t.Context(), tenantID)
+	require.NoError(t, err)
+	return rcs
 }

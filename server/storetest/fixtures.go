@@ -386,6 +386,7 @@ func requireLicense(t *testing.T, want, got server.License) {
 	require.Equal(t, want.Active, got.Active, "license Active")
 	require.Equal(t, want.MaxBorrowDuration, got.MaxBorrowDuration, "license MaxBorrowDuration")
 	require.Equal(t, want.MaxBorrowedSeats, got.MaxBorrowedSeats, "license MaxBorrowedSeats")
+	require.Equal(t, want.AllowEarlyReturn, got.AllowEarlyReturn, "license AllowEarlyReturn")
 	requireSameTime(t, want.ExpiresAt, got.ExpiresAt, "license ExpiresAt")
 	requireMap(t, want.Metadata, got.Metadata, "license Metadata")
 	requireSameTime(t, want.CreatedAt, got.CreatedAt, "license CreatedAt")

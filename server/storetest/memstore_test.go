@@ -15,6 +15,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,6 +54,7 @@ type memData struct {
 	Audit    []server.AuditEntry
 	Seats    []server.SeatEvent
 	Signing  []server.SigningKey // memsigningkeys_test.go
+	Returned map[string]server.ReturnedCertificate
 }
 
 type memStore struct {
@@ -426,13 +428,18 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 		return server.AcquireResult{Lease: cloneLease(ls), License: cloneLicense(lic), SeatsInUse: s.live(lic.ID, now), Existing: true}, nil
 	}
 	if borrowing {
-		borrowed := 0
+		borrowed, returned := 0, 0
 		for _, ls := range s.d.Leases {
 			if ls.LicenseID == lic.ID && ls.Borrowed && ls.Live(now) {
 				borrowed++
 			}
 		}
-		if err := lic.CheckBorrow(req.BorrowFor, borrowed); err != nil {
+		for _, rc := range s.d.Returned {
+			if rc.LicenseID == lic.ID && rc.ExpiresAt.After(now) {
+				returned++
+			}
+		}
+		if err := lic.CheckBorrow(req.BorrowFor, borrowed, returned); err != nil {
 			return server.AcquireResult{}, err
 		}
 	}
@@ -544,10 +551,36 @@ func (s *memStore) Release(_ context.Context, leaseID, tokenHash string) (server
 	case !now.Before(ls.ExpiresAt):
 		s.expire(ls, now) // observed ends are final
 		return server.Lease{}, server.ErrLeaseExpired
-	case ls.Borrowed:
+	case ls.Borrowed && !s.d.Licenses[ls.LicenseID].AllowEarlyReturn:
 		return server.Lease{}, server.BorrowedNotReturnable(ls.ExpiresAt)
+	case ls.Borrowed:
+		if s.d.Returned == nil {
+			s.d.Returned = map[string]server.ReturnedCertificate{}
+		}
+		s.d.Returned[ls.ID] = server.ReturnedCertificate{LeaseID: ls.ID, TenantID: ls.TenantID,
+			LicenseID: ls.LicenseID, ExpiresAt: ls.ExpiresAt, ReturnedAt: now}
 	}
 	return cloneLease(s.end(ls, server.LeaseReleased, now)), nil
+}
+
+func (s *memStore) ReturnedCertificates(_ context.Context, tenantID string) ([]server.ReturnedCertificate, error) {
+	if _, err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []server.ReturnedCertificate
+	for _, rc := range s.d.Returned {
+		if rc.TenantID == tenantID {
+			out = append(out, rc)
+		}
+	}
+	slices.SortFunc(out, func(a, b server.ReturnedCertificate) int {
+		if c := a.ExpiresAt.Compare(b.ExpiresAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.LeaseID, b.LeaseID)
+	})
+	return out, nil
 }
 
 func (s *memStore) Revoke(_ context.Context, tenantID, leaseID string) (server.Lease, error) {

@@ -33,6 +33,44 @@ export class CertificateExpiredError extends BadCertificateError {
   override readonly expired = true;
 }
 
+/** The certificate is on the tenant's signed list of returned certificates:
+ * it was returned before its expiry (verifyOffline with a list). */
+export class CertificateReturnedError extends BadCertificateError {
+  override name = "CertificateReturnedError";
+  readonly returned = true;
+}
+
+/** The typ header of a signed list of returned certificates. */
+export const RETURNED_TYPE = "seatd-returned+jwt";
+
+/** A verified signed list of returned certificates (GetReturnedCertificates,
+ * GET /v1/tenants/{tenant_id}/returned.jwt): the borrowed leases returned
+ * before their expiry. token is the list as received, to store. */
+export interface ReturnedList {
+  tenantId: string;
+  /** When seatd signed it: a newer list names every return an older one does. */
+  issuedAt: Date;
+  keyId: string;
+  token: string;
+  /** The lease ids (certificate subs) it names. */
+  returned: ReadonlySet<string>;
+}
+
+/** Throws CertificateReturnedError if the list names the certificate. */
+export function checkReturned(list: ReturnedList, c: Claims): void {
+  if (list.returned.has(c.leaseId)) {
+    throw new CertificateReturnedError(`lease "${c.leaseId}" was returned early (listed as returned at ${list.issuedAt.toISOString()})`);
+  }
+}
+
+/** Whichever verified list was signed later (kept may be undefined): a
+ * product never replaces its list by an older one, which a replay could use
+ * to unlist a returned certificate. */
+export function newerReturned(kept: ReturnedList | undefined, fetched: ReturnedList | undefined): ReturnedList | undefined {
+  if (kept === undefined || (fetched !== undefined && fetched.issuedAt.getTime() >= kept.issuedAt.getTime())) return fetched;
+  return kept;
+}
+
 /** What a lease certificate says. */
 export interface Claims {
   /** Always "seatd". */
@@ -208,20 +246,31 @@ export class SigningKeys {
     return c;
   }
 
+  /** Checks a signed list of returned certificates: a JWS signed (EdDSA) by
+   * the key its kid names, typ "seatd-returned+jwt" (never a lease
+   * certificate), iss seatd, for tenantId, with an iat. maxAgeMs > 0 also
+   * refuses a list signed more than maxAgeMs before now or more than a
+   * minute after it: what a product that has just fetched the list asks, so
+   * that a replayed old list is not taken for the current one; offline,
+   * check the kept list with 0. Throws BadCertificateError. */
+  verifyReturned(token: string, tenantId: string, maxAgeMs = 0, now: Date | number = Date.now()): ReturnedList {
+    const { raw, kid } = this.#signed(token, RETURNED_TYPE);
+    if (raw.iss !== "seatd") throw new BadCertificateError(`returned list: issuer ${JSON.stringify(raw.iss)}, want "seatd"`);
+    if (raw.tenant_id !== tenantId) throw new BadCertificateError(`returned list: of tenant ${JSON.stringify(raw.tenant_id)}, not "${tenantId}"`);
+    if (!num(raw.iat)) throw new BadCertificateError("returned list: no iat");
+    const entries = raw.returned ?? [];
+    if (!Array.isArray(entries) || !entries.every((e) => typeof e === "object" && e !== null && typeof (e as { sub?: unknown }).sub === "string")) {
+      throw new BadCertificateError("returned list: returned must be a list of {sub, exp}");
+    }
+    const iat = Math.trunc(raw.iat) * 1000, t = msOf(now);
+    if (maxAgeMs > 0 && (t - iat > maxAgeMs || iat - t > 60_000)) {
+      throw new BadCertificateError(`returned list: signed at ${iso(iat)}, not within ${maxAgeMs} ms of now (${iso(t)}): an old list replayed, or a wrong clock`);
+    }
+    return { tenantId, issuedAt: new Date(iat), keyId: kid, token, returned: new Set(entries.map((e) => (e as { sub: string }).sub)) };
+  }
+
   #verify(cert: string): Claims {
-    if (!cert) throw new BadCertificateError("none in seatd's answer");
-    const parts = typeof cert === "string" ? cert.split(".") : [];
-    if (parts.length !== 3) throw new BadCertificateError("not a JWS compact token (three base64url parts)");
-    const [h, p, s] = parts as [string, string, string];
-    const header = json(b64url(h, "header"), "header");
-    if (header.alg !== "EdDSA") throw new BadCertificateError(`alg ${JSON.stringify(header.alg)}, want EdDSA`);
-    if ("crit" in header) throw new BadCertificateError(`critical header parameters ${JSON.stringify(header.crit)} are not understood`);
-    const kid = str(header.kid);
-    if (!kid) throw new BadCertificateError("no kid in its header");
-    const key = this.#byKid.get(kid);
-    if (!key) throw new BadCertificateError(`signed by key "${kid}", which the JWKS does not hold (another tenant's key, or a key newer than the JWKS: fetch it again after a rotation)`);
-    if (!verify(null, Buffer.from(`${h}.${p}`, "ascii"), key, b64url(s, "signature"))) throw new BadCertificateError(`signature does not verify with key "${kid}"`);
-    const raw = json(b64url(p, "claims"), "claims");
+    const { raw, kid } = this.#signed(cert);
     if (raw.iss !== "seatd") throw new BadCertificateError(`issuer ${JSON.stringify(raw.iss)}, want "seatd"`);
     if (!raw.sub || raw.sub !== raw.lease_id) throw new BadCertificateError(`sub ${JSON.stringify(raw.sub)} and lease_id ${JSON.stringify(raw.lease_id)} must name the same lease`);
     if (!num(raw.exp) || (raw.iat !== undefined && !num(raw.iat))) throw new BadCertificateError("exp and iat must be numbers");
@@ -232,12 +281,36 @@ export class SigningKeys {
       expiry: new Date(Math.trunc(raw.exp) * 1000), borrowed: raw.borrowed === true, nonce: str(raw.nonce), keyId: kid,
     };
   }
+
+  /** The claims and kid of a JWS signed by one of the keys; typ, when given,
+   * is the header's typ it must have. */
+  #signed(cert: string, typ?: string): { raw: Record<string, unknown>; kid: string } {
+    if (!cert) throw new BadCertificateError("none in seatd's answer");
+    const parts = typeof cert === "string" ? cert.split(".") : [];
+    if (parts.length !== 3) throw new BadCertificateError("not a JWS compact token (three base64url parts)");
+    const [h, p, s] = parts as [string, string, string];
+    const header = json(b64url(h, "header"), "header");
+    if (header.alg !== "EdDSA") throw new BadCertificateError(`alg ${JSON.stringify(header.alg)}, want EdDSA`);
+    if (typ !== undefined && header.typ !== typ) throw new BadCertificateError(`typ ${JSON.stringify(header.typ)}, want "${typ}"`);
+    if ("crit" in header) throw new BadCertificateError(`critical header parameters ${JSON.stringify(header.crit)} are not understood`);
+    const kid = str(header.kid);
+    if (!kid) throw new BadCertificateError("no kid in its header");
+    const key = this.#byKid.get(kid);
+    if (!key) throw new BadCertificateError(`signed by key "${kid}", which the JWKS does not hold (another tenant's key, or a key newer than the JWKS: fetch it again after a rotation)`);
+    if (!verify(null, Buffer.from(`${h}.${p}`, "ascii"), key, b64url(s, "signature"))) throw new BadCertificateError(`signature does not verify with key "${kid}"`);
+    return { raw: json(b64url(p, "claims"), "claims"), kid };
+  }
 }
 
 /** new SigningKeys(jwks).verify(cert, now): the product's start-up check of a
  * stored certificate (a borrowed seat, say) with the JWKS it embeds. */
-export function verifyOffline(cert: string, jwks: Jwks | SigningKeys, now: Date | number = Date.now()): Claims {
-  return (jwks instanceof SigningKeys ? jwks : new SigningKeys(jwks)).verify(cert, now);
+export function verifyOffline(cert: string, jwks: Jwks | SigningKeys, now: Date | number = Date.now(), returned?: string): Claims {
+  const keys = jwks instanceof SigningKeys ? jwks : new SigningKeys(jwks);
+  const c = keys.verify(cert, now);
+  // returned: the signed list of returned certificates the product kept
+  // (undefined or "" when it has none yet); a certificate it names is refused.
+  if (returned) checkReturned(keys.verifyReturned(returned, c.tenantId, 0, now), c);
+  return c;
 }
 
 /** 16 random bytes, base64url: sent with every request of a client that

@@ -101,8 +101,10 @@ export class Client implements AsyncDisposable {
   /** Borrows a seat for offline use for durationMs (at most the license's
    * max_borrow_duration). The lease needs no heartbeats and is not kept: it
    * holds its seat until expiresAt: seatd refuses an early return
-   * (LEASE_BORROWED), its certificate staying valid offline until then. Store lease.certificate with the
-   * product: verifyOffline checks it later without a network. The request
+   * (LEASE_BORROWED) unless the license allows_early_return (the returned
+   * certificate is then listed: fetchReturnedCertificates). Store lease.certificate with the
+   * product: verifyOffline checks it later without a network (and against
+   * the list of returned certificates the product kept). The request
    * carries a nonce, with signingKeys or without, so the certificate (seatd
    * signs one for every borrow) repeats it. An answer without a certificate,
    * or not borrowed (a server without borrowing), throws BadCertificateError
@@ -140,6 +142,15 @@ export class Client implements AsyncDisposable {
   async fetchSigningKeys(tenantId = "", call: CallOptions = {}): Promise<string> {
     const resp = await this.conn.unary(SeatService.method.getSigningKeys, { tenantId }, { timeoutMs: this.timing.callTimeoutMs, ...call });
     return JSON.stringify(toJson(GetSigningKeysResponseSchema, create(GetSigningKeysResponseSchema, resp), { useProtoFieldName: true, alwaysEmitImplicit: true }), null, 2);
+  }
+
+  /** The tenant's signed list of returned certificates (a JWS), from
+   * GetReturnedCertificates. Verify it (SigningKeys.verifyReturned, with a
+   * maxAgeMs) and keep the newer of it and the list kept (newerReturned)
+   * before relying on it. */
+  async fetchReturnedCertificates(tenantId = "", call: CallOptions = {}): Promise<string> {
+    const resp = await this.conn.unary(SeatService.method.getReturnedCertificates, { tenantId }, { timeoutMs: this.timing.callTimeoutMs, ...call });
+    return resp.returnedCertificates;
   }
 
   /** acquire is lease under the Go client's name. */

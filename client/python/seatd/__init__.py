@@ -7,18 +7,20 @@
 
 Client(..., signing_keys=jwks) verifies the lease certificate of every
 answer; seatd.verify_offline(cert, jwks) checks a stored one (a borrowed
-seat) without a network.
+seat) without a network, and refuses it when the signed list of returned
+certificates it is given names it (verify_offline(cert, jwks, returned=list)).
 
 The generated gRPC modules are seatd.v1.*_pb2 / *_pb2_grpc; the google.rpc
 error details seatd sends are decoded into the exceptions of seatd.errors.
 """
 
-from seatd.certificate import Claims, SigningKeys, license_key_hash, verify_offline
+from seatd.certificate import Claims, ReturnedList, SigningKeys, license_key_hash, newer, verify_offline
 from seatd.client import AdminClient, Client, Lease, Timing, SERVICE_CONFIG
 from seatd.errors import (
     SeatdError, SeatsExhausted, LeaseLost, LeaseExpired, LeaseRevoked, LeaseReleased, LeaseNotFound,
     LeaseTokenInvalid, LicenseNotFound, LicenseInactive, LicenseExpired, InvalidArgument, Unauthenticated,
     PermissionDenied, QueueFull, RateLimited, Unavailable, BadCertificate, CertificateExpired,
+    CertificateReturned,
 )
 from seatd.v1.resources_pb2 import License, Lease as LeaseRecord, LeaseState, LeasingStrategy
 
@@ -28,5 +30,5 @@ __all__ = [
     "LeaseReleased", "LeaseNotFound", "LeaseTokenInvalid", "LicenseNotFound", "LicenseInactive",
     "LicenseExpired", "InvalidArgument", "Unauthenticated", "PermissionDenied", "QueueFull", "RateLimited",
     "Unavailable", "BadCertificate", "CertificateExpired", "Claims", "SigningKeys", "license_key_hash",
-    "verify_offline",
+    "verify_offline", "CertificateReturned", "ReturnedList", "newer",
 ]

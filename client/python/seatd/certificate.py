@@ -155,6 +155,53 @@ class SigningKeys:
         return c
 
     def _verify(self, cert):
+        raw, kid = self._signed(cert)
+        if raw.get("iss") != ISSUER:
+            raise errors.BadCertificate("issuer %r, want %r" % (raw.get("iss"), ISSUER))
+        if not raw.get("sub") or raw.get("sub") != raw.get("lease_id"):
+            raise errors.BadCertificate("sub %r and lease_id %r must name the same lease"
+                                        % (raw.get("sub"), raw.get("lease_id")))
+        exp, iat = raw.get("exp"), raw.get("iat", 0)
+        if not _number(exp) or not _number(iat):
+            raise errors.BadCertificate("exp and iat must be numbers")
+        return Claims(issuer=raw["iss"], lease_id=raw["lease_id"], tenant_id=_str(raw, "tenant_id"),
+                      license_id=_str(raw, "license_id"), fingerprint=_str(raw, "fingerprint"),
+                      user=_str(raw, "user"), hostname=_str(raw, "hostname"), bound_to=_str(raw, "bound_to"),
+                      license_key_sha256=_str(raw, "license_key_sha256"),
+                      issued_at=int(iat), expiry=int(exp), borrowed=raw.get("borrowed") is True,
+                      nonce=_str(raw, "nonce"), key_id=kid)
+
+    def verify_returned(self, token, tenant_id, max_age=0, now=None):
+        """Checks a signed list of returned certificates (GetReturnedCertificates,
+        GET /v1/tenants/{tenant_id}/returned.jwt): a JWS signed (EdDSA) by the
+        key its kid names, typ "seatd-returned+jwt" (never a lease
+        certificate), iss seatd, for tenant_id, with an iat. max_age > 0
+        (seconds) also refuses a list signed more than max_age before now
+        or more than a minute after it: what a product that has just
+        fetched the list asks, so that a replayed old list is not taken for
+        the current one; offline, check the kept list with max_age 0.
+        Returns a ReturnedList; raises BadCertificate."""
+        raw, kid = self._signed(token, RETURNED_TYPE)
+        if raw.get("iss") != ISSUER:
+            raise errors.BadCertificate("returned list: issuer %r, want %r" % (raw.get("iss"), ISSUER))
+        if raw.get("tenant_id") != tenant_id:
+            raise errors.BadCertificate("returned list: of tenant %r, not %r" % (raw.get("tenant_id"), tenant_id))
+        iat, entries = raw.get("iat"), raw.get("returned") or []
+        if not _number(iat):
+            raise errors.BadCertificate("returned list: no iat")
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("sub"), str)
+                                                    for e in entries):
+            raise errors.BadCertificate("returned list: returned must be a list of {sub, exp}")
+        now = time.time() if now is None else _unix(now)
+        if max_age and (now - iat > max_age or iat - now > 60):
+            raise errors.BadCertificate("returned list: signed at %s, not within %ss of now (%s): an old list "
+                                        "replayed, or a wrong clock" % (_iso(iat), max_age, _iso(now)))
+        return ReturnedList(tenant_id=tenant_id, issued_at=int(iat), key_id=kid, token=token,
+                            returned=frozenset(e["sub"] for e in entries))
+
+    def _signed(self, cert, typ=None):
+        """The claims (a dict) and kid of a JWS signed by one of the keys;
+        typ, when given, is the header's typ it must have."""
         if not cert:
             raise errors.BadCertificate("none in seatd's answer")
         parts = cert.split(".") if isinstance(cert, str) else []
@@ -166,6 +213,8 @@ class SigningKeys:
             raise errors.BadCertificate("header is not JSON") from None
         if not isinstance(header, dict) or header.get("alg") != "EdDSA":
             raise errors.BadCertificate("alg %r, want EdDSA" % (header.get("alg") if isinstance(header, dict) else None))
+        if typ is not None and header.get("typ") != typ:
+            raise errors.BadCertificate("typ %r, want %r" % (header.get("typ"), typ))
         if "crit" in header:
             raise errors.BadCertificate("critical header parameters %r are not understood" % (header["crit"],))
         kid = header.get("kid")
@@ -186,20 +235,7 @@ class SigningKeys:
             raise errors.BadCertificate("claims are not JSON") from None
         if not isinstance(raw, dict):
             raise errors.BadCertificate("claims are not a JSON object")
-        if raw.get("iss") != ISSUER:
-            raise errors.BadCertificate("issuer %r, want %r" % (raw.get("iss"), ISSUER))
-        if not raw.get("sub") or raw.get("sub") != raw.get("lease_id"):
-            raise errors.BadCertificate("sub %r and lease_id %r must name the same lease"
-                                        % (raw.get("sub"), raw.get("lease_id")))
-        exp, iat = raw.get("exp"), raw.get("iat", 0)
-        if not _number(exp) or not _number(iat):
-            raise errors.BadCertificate("exp and iat must be numbers")
-        return Claims(issuer=raw["iss"], lease_id=raw["lease_id"], tenant_id=_str(raw, "tenant_id"),
-                      license_id=_str(raw, "license_id"), fingerprint=_str(raw, "fingerprint"),
-                      user=_str(raw, "user"), hostname=_str(raw, "hostname"), bound_to=_str(raw, "bound_to"),
-                      license_key_sha256=_str(raw, "license_key_sha256"),
-                      issued_at=int(iat), expiry=int(exp), borrowed=raw.get("borrowed") is True,
-                      nonce=_str(raw, "nonce"), key_id=kid)
+        return raw, kid
 
     def check(self, cert, *, nonce, lease_id, holder, deadline, license_id="", borrowed=False, now=None):
         """Verifies the certificate of an answer (deadline: the one it told,
@@ -228,10 +264,46 @@ class SigningKeys:
         return c
 
 
-def verify_offline(cert, jwks, now=None):
+def verify_offline(cert, jwks, now=None, returned=None):
     """SigningKeys(jwks).verify(cert, now): the product's start-up check of a
-    stored certificate (a borrowed seat, say) with the JWKS it embeds."""
-    return SigningKeys(jwks).verify(cert, now)
+    stored certificate (a borrowed seat, say) with the JWKS it embeds.
+    returned is the signed list of returned certificates the product kept
+    (None or "" when it has none yet): a certificate it names raises
+    CertificateReturned although it verifies and has not expired."""
+    keys = SigningKeys(jwks)
+    c = keys.verify(cert, now)
+    if returned:
+        keys.verify_returned(returned, c.tenant_id, 0, now).check(c)
+    return c
+
+
+RETURNED_TYPE = "seatd-returned+jwt"
+
+
+class ReturnedList(collections.namedtuple("ReturnedList", ["tenant_id", "issued_at", "key_id", "token", "returned"])):
+    """A verified signed list of returned certificates: returned is the
+    set of lease ids (certificate subs) returned before their expiry;
+    token is the list as received, to store beside the certificate."""
+
+    __slots__ = ()
+
+    def names(self, lease_id):
+        return lease_id in self.returned
+
+    def check(self, claims):
+        """Raises CertificateReturned if the list names the certificate."""
+        if claims.lease_id in self.returned:
+            raise errors.CertificateReturned("lease %r was returned early (listed as returned at %s)"
+                                             % (claims.lease_id, _iso(self.issued_at)))
+
+
+def newer(kept, fetched):
+    """Whichever verified list was signed later (kept may be None): a
+    product never replaces its list by an older one, which a replay could
+    use to unlist a returned certificate."""
+    if kept is None or (fetched is not None and fetched.issued_at >= kept.issued_at):
+        return fetched
+    return kept
 
 
 def _str(raw, name):

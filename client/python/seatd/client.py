@@ -215,7 +215,9 @@ class Client(_Connected):
         """Gives back a seat known by its id and token (after a restart).
         Releasing again is fine; raises LeaseExpired or LeaseRevoked when the
         lease ended otherwise, SeatdError LEASE_BORROWED for a live borrowed
-        lease (no early return: its certificate stays valid offline)."""
+        lease of a license that does not allow_early_return (its certificate
+        stays valid offline); one that does lists the returned certificate
+        (fetch_returned_certificates)."""
         _call(self._seats.ReleaseSeat, seat_service_pb2.ReleaseSeatRequest(lease_id=lease_id, lease_token=lease_token),
               timeout=timeout or self.t.call_timeout)
 
@@ -227,6 +229,16 @@ class Client(_Connected):
                      timeout=timeout or self.t.call_timeout)
         keys = [json_format.MessageToDict(k, preserving_proto_field_name=True) for k in resp.keys]
         return json.dumps({"keys": keys}, indent=2).encode()
+
+    def fetch_returned_certificates(self, tenant_id="", timeout=None):
+        """The tenant's signed list of returned certificates (a JWS, str),
+        from GetReturnedCertificates. Verify it (SigningKeys.verify_returned,
+        with a max_age) and keep the newer of it and the list kept
+        (certificate.newer) before relying on it."""
+        resp = _call(self._seats.GetReturnedCertificates,
+                     seat_service_pb2.GetReturnedCertificatesRequest(tenant_id=tenant_id),
+                     timeout=timeout or self.t.call_timeout)
+        return resp.returned_certificates
 
     def _nonce(self, borrow=False):
         """The nonce of a new request: a fresh one when this client checks

@@ -69,6 +69,7 @@ class BadCertificate(LeaseLost):
     loss like an expiry. .problem says what failed."""
 
     expired = False
+    returned = False
 
     def __init__(self, problem):
         super().__init__(grpc.StatusCode.UNAUTHENTICATED, "lease certificate not valid: " + problem,
@@ -80,6 +81,13 @@ class CertificateExpired(BadCertificate):
     """The certificate's exp has passed."""
 
     expired = True
+
+
+class CertificateReturned(BadCertificate):
+    """The signed list of returned certificates names the certificate: it
+    was returned before its expiry (verify_offline(..., returned=...))."""
+
+    returned = True
 
 
 class LicenseNotFound(SeatdError):

@@ -257,3 +257,62 @@ class VerifyOfflineTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def returned_list(signer, lease_ids, iat=None, typ="seatd-returned+jwt", **over):
+    body = {"iss": "seatd", "tenant_id": "default", "iat": int(time.time() if iat is None else iat),
+            "returned": [{"sub": i, "exp": int(time.time()) + 3600} for i in lease_ids]}
+    body.update(over)
+    return signer.sign(body, header={"alg": "EdDSA", "kid": signer.kid, "typ": typ})
+
+
+class ReturnedListTest(unittest.TestCase):
+    """The signed list of returned certificates: a listed certificate is
+    refused offline; the list is taken only as seatd signed it."""
+
+    def setUp(self):
+        self.signer = Signer("k1")
+        self.keys = seatd.SigningKeys(jwks(self.signer))
+        self.cert = certificate(self.signer, claims("lease-1", "fp", time.time() + 3600, "n", borrowed=True))
+
+    def test_listed_certificate_is_refused(self):
+        listed = returned_list(self.signer, ["lease-1", "lease-9"])
+        with self.assertRaises(seatd.CertificateReturned) as cm:
+            seatd.verify_offline(self.cert, jwks(self.signer), returned=listed)
+        self.assertIsInstance(cm.exception, seatd.BadCertificate)
+        self.assertTrue(cm.exception.returned)
+        seatd.verify_offline(self.cert, jwks(self.signer), returned=returned_list(self.signer, ["lease-2"]))
+        seatd.verify_offline(self.cert, jwks(self.signer), returned=returned_list(self.signer, []))
+        seatd.verify_offline(self.cert, jwks(self.signer), returned=None)
+
+    def test_tampering_is_refused(self):
+        good = returned_list(self.signer, ["lease-1"])
+        got = self.keys.verify_returned(good, "default", max_age=60)
+        self.assertTrue(got.names("lease-1"))
+        self.assertEqual(good, got.token)
+        head, body, sig = good.split(".")
+        bad = {
+            "one byte changed": head + "." + body[:-2] + ("A" if body[-2] != "A" else "B") + body[-1] + "." + sig,
+            "other key": returned_list(Signer("k1"), ["lease-1"]),
+            "unknown kid": returned_list(Signer("k9"), ["lease-1"]),
+            "typ of a certificate": returned_list(self.signer, ["lease-1"], typ="JWT"),
+            "other issuer": returned_list(self.signer, ["lease-1"], iss="evil"),
+            "other tenant": returned_list(self.signer, ["lease-1"], tenant_id="acme"),
+            "replayed": returned_list(self.signer, ["lease-1"], iat=time.time() - 7200),
+            "from later": returned_list(self.signer, ["lease-1"], iat=time.time() + 3600),
+            "not a JWS": "a.b.c",
+        }
+        for what, token in bad.items():
+            with self.subTest(what=what), self.assertRaises(seatd.BadCertificate):
+                self.keys.verify_returned(token, "default", max_age=60)
+        self.keys.verify_returned(bad["replayed"], "default")  # offline: the newest kept
+        with self.assertRaises(seatd.BadCertificate):
+            self.keys.verify(good)  # a list is never a lease certificate
+
+    def test_newer_keeps_the_latest(self):
+        older = self.keys.verify_returned(returned_list(self.signer, [], iat=time.time() - 3600), "default")
+        newer = self.keys.verify_returned(returned_list(self.signer, ["lease-1"]), "default")
+        self.assertIs(newer, seatd.newer(None, newer))
+        self.assertIs(newer, seatd.newer(older, newer))
+        self.assertIs(newer, seatd.newer(newer, older))
+        self.assertIs(older, seatd.newer(older, None))

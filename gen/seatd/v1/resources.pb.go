@@ -254,6 +254,14 @@ type License struct {
 	// How many seats may be borrowed at once; borrowed seats also count
 	// against `seats`. 0 (the default): as many as there are seats.
 	MaxBorrowedSeats int32 `protobuf:"varint,18,opt,name=max_borrowed_seats,json=maxBorrowedSeats,proto3" json:"max_borrowed_seats,omitempty"`
+	// Whether a borrowed seat may be returned before its deadline
+	// (ReleaseSeat; FlexNet's `lmborrow -return`, RLM's roaming return).
+	// false (the default): a borrowed lease holds its seat until its
+	// deadline and ReleaseSeat answers LEASE_BORROWED. true: the return frees
+	// the seat and lists the certificate as returned
+	// (SeatService.GetReturnedCertificates), and the returned borrow still
+	// counts against `max_borrowed_seats` until its certificate expires.
+	AllowEarlyReturn bool `protobuf:"varint,19,opt,name=allow_early_return,json=allowEarlyReturn,proto3" json:"allow_early_return,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -412,6 +420,13 @@ func (x *License) GetMaxBorrowedSeats() int32 {
 		return x.MaxBorrowedSeats
 	}
 	return 0
+}
+
+func (x *License) GetAllowEarlyReturn() bool {
+	if x != nil {
+		return x.AllowEarlyReturn
+	}
+	return false
 }
 
 // A Lease is one seat held by one running copy of the product.
@@ -967,7 +982,7 @@ var File_seatd_v1_resources_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\n" +
-	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdc\x06\n" +
+	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\a\n" +
 	"\aLicense\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
@@ -991,7 +1006,8 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"seatsInUse\x12\x18\n" +
 	"\awaiting\x18\x10 \x01(\x05R\awaiting\x12I\n" +
 	"\x13max_borrow_duration\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x11maxBorrowDuration\x12,\n" +
-	"\x12max_borrowed_seats\x18\x12 \x01(\x05R\x10maxBorrowedSeats\x1a;\n" +
+	"\x12max_borrowed_seats\x18\x12 \x01(\x05R\x10maxBorrowedSeats\x12,\n" +
+	"\x12allow_early_return\x18\x13 \x01(\bR\x10allowEarlyReturn\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +

@@ -634,6 +634,100 @@ func (x *GetSigningKeysRequest) GetTenantId() string {
 	return ""
 }
 
+type GetReturnedCertificatesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: the "default" tenant.
+	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReturnedCertificatesRequest) Reset() {
+	*x = GetReturnedCertificatesRequest{}
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReturnedCertificatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReturnedCertificatesRequest) ProtoMessage() {}
+
+func (x *GetReturnedCertificatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReturnedCertificatesRequest.ProtoReflect.Descriptor instead.
+func (*GetReturnedCertificatesRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetReturnedCertificatesRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type GetReturnedCertificatesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A JWS compact token, header {alg EdDSA, kid, typ "seatd-returned+jwt"},
+	// signed by the tenant's lease-signing key (verify it with the JWKS);
+	// claims {iss "seatd", tenant_id, iat (Unix seconds: when it was
+	// signed), returned: [{sub (the lease id, the certificate's sub), exp
+	// (the certificate's exp)}]}.
+	ReturnedCertificates string `protobuf:"bytes,1,opt,name=returned_certificates,json=returnedCertificates,proto3" json:"returned_certificates,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *GetReturnedCertificatesResponse) Reset() {
+	*x = GetReturnedCertificatesResponse{}
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReturnedCertificatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReturnedCertificatesResponse) ProtoMessage() {}
+
+func (x *GetReturnedCertificatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReturnedCertificatesResponse.ProtoReflect.Descriptor instead.
+func (*GetReturnedCertificatesResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetReturnedCertificatesResponse) GetReturnedCertificates() string {
+	if x != nil {
+		return x.ReturnedCertificates
+	}
+	return ""
+}
+
 // GetSigningKeysResponse is a JWKS (RFC 7517): the key that signs now and
 // the retired keys whose certificates may still be valid.
 type GetSigningKeysResponse struct {
@@ -645,7 +739,7 @@ type GetSigningKeysResponse struct {
 
 func (x *GetSigningKeysResponse) Reset() {
 	*x = GetSigningKeysResponse{}
-	mi := &file_seatd_v1_seat_service_proto_msgTypes[8]
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +751,7 @@ func (x *GetSigningKeysResponse) String() string {
 func (*GetSigningKeysResponse) ProtoMessage() {}
 
 func (x *GetSigningKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_seat_service_proto_msgTypes[8]
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +764,7 @@ func (x *GetSigningKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSigningKeysResponse.ProtoReflect.Descriptor instead.
 func (*GetSigningKeysResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{8}
+	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetSigningKeysResponse) GetKeys() []*JsonWebKey {
@@ -736,14 +830,19 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\agranted\x18\x02 \x01(\v2\x1d.seatd.v1.AcquireSeatResponseH\x00R\agrantedB\a\n" +
 	"\x05event\"4\n" +
 	"\x15GetSigningKeysRequest\x12\x1b\n" +
-	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"B\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"=\n" +
+	"\x1eGetReturnedCertificatesRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"V\n" +
+	"\x1fGetReturnedCertificatesResponse\x123\n" +
+	"\x15returned_certificates\x18\x01 \x01(\tR\x14returnedCertificates\"B\n" +
 	"\x16GetSigningKeysResponse\x12(\n" +
-	"\x04keys\x18\x01 \x03(\v2\x14.seatd.v1.JsonWebKeyR\x04keys2\xc8\x02\n" +
+	"\x04keys\x18\x01 \x03(\v2\x14.seatd.v1.JsonWebKeyR\x04keys2\xb8\x03\n" +
 	"\vSeatService\x12J\n" +
 	"\vAcquireSeat\x12\x1c.seatd.v1.AcquireSeatRequest\x1a\x1d.seatd.v1.AcquireSeatResponse\x12J\n" +
 	"\vReleaseSeat\x12\x1c.seatd.v1.ReleaseSeatRequest\x1a\x1d.seatd.v1.ReleaseSeatResponse\x12L\n" +
 	"\vWaitForSeat\x12\x1c.seatd.v1.WaitForSeatRequest\x1a\x1d.seatd.v1.WaitForSeatResponse0\x01\x12S\n" +
-	"\x0eGetSigningKeys\x12\x1f.seatd.v1.GetSigningKeysRequest\x1a .seatd.v1.GetSigningKeysResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\x0eGetSigningKeys\x12\x1f.seatd.v1.GetSigningKeysRequest\x1a .seatd.v1.GetSigningKeysResponse\x12n\n" +
+	"\x17GetReturnedCertificates\x12(.seatd.v1.GetReturnedCertificatesRequest\x1a).seatd.v1.GetReturnedCertificatesResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_seat_service_proto_rawDescOnce sync.Once
@@ -757,43 +856,47 @@ func file_seatd_v1_seat_service_proto_rawDescGZIP() []byte {
 	return file_seatd_v1_seat_service_proto_rawDescData
 }
 
-var file_seatd_v1_seat_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_seatd_v1_seat_service_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_seatd_v1_seat_service_proto_goTypes = []any{
-	(*AcquireSeatRequest)(nil),     // 0: seatd.v1.AcquireSeatRequest
-	(*AcquireSeatResponse)(nil),    // 1: seatd.v1.AcquireSeatResponse
-	(*ReleaseSeatRequest)(nil),     // 2: seatd.v1.ReleaseSeatRequest
-	(*ReleaseSeatResponse)(nil),    // 3: seatd.v1.ReleaseSeatResponse
-	(*WaitForSeatRequest)(nil),     // 4: seatd.v1.WaitForSeatRequest
-	(*QueuePosition)(nil),          // 5: seatd.v1.QueuePosition
-	(*WaitForSeatResponse)(nil),    // 6: seatd.v1.WaitForSeatResponse
-	(*GetSigningKeysRequest)(nil),  // 7: seatd.v1.GetSigningKeysRequest
-	(*GetSigningKeysResponse)(nil), // 8: seatd.v1.GetSigningKeysResponse
-	nil,                            // 9: seatd.v1.AcquireSeatRequest.MetadataEntry
-	nil,                            // 10: seatd.v1.WaitForSeatRequest.MetadataEntry
-	(*durationpb.Duration)(nil),    // 11: google.protobuf.Duration
-	(*Lease)(nil),                  // 12: seatd.v1.Lease
-	(*JsonWebKey)(nil),             // 13: seatd.v1.JsonWebKey
+	(*AcquireSeatRequest)(nil),              // 0: seatd.v1.AcquireSeatRequest
+	(*AcquireSeatResponse)(nil),             // 1: seatd.v1.AcquireSeatResponse
+	(*ReleaseSeatRequest)(nil),              // 2: seatd.v1.ReleaseSeatRequest
+	(*ReleaseSeatResponse)(nil),             // 3: seatd.v1.ReleaseSeatResponse
+	(*WaitForSeatRequest)(nil),              // 4: seatd.v1.WaitForSeatRequest
+	(*QueuePosition)(nil),                   // 5: seatd.v1.QueuePosition
+	(*WaitForSeatResponse)(nil),             // 6: seatd.v1.WaitForSeatResponse
+	(*GetSigningKeysRequest)(nil),           // 7: seatd.v1.GetSigningKeysRequest
+	(*GetReturnedCertificatesRequest)(nil),  // 8: seatd.v1.GetReturnedCertificatesRequest
+	(*GetReturnedCertificatesResponse)(nil), // 9: seatd.v1.GetReturnedCertificatesResponse
+	(*GetSigningKeysResponse)(nil),          // 10: seatd.v1.GetSigningKeysResponse
+	nil,                                     // 11: seatd.v1.AcquireSeatRequest.MetadataEntry
+	nil,                                     // 12: seatd.v1.WaitForSeatRequest.MetadataEntry
+	(*durationpb.Duration)(nil),             // 13: google.protobuf.Duration
+	(*Lease)(nil),                           // 14: seatd.v1.Lease
+	(*JsonWebKey)(nil),                      // 15: seatd.v1.JsonWebKey
 }
 var file_seatd_v1_seat_service_proto_depIdxs = []int32{
-	9,  // 0: seatd.v1.AcquireSeatRequest.metadata:type_name -> seatd.v1.AcquireSeatRequest.MetadataEntry
-	11, // 1: seatd.v1.AcquireSeatRequest.borrow_duration:type_name -> google.protobuf.Duration
-	12, // 2: seatd.v1.AcquireSeatResponse.lease:type_name -> seatd.v1.Lease
-	11, // 3: seatd.v1.AcquireSeatResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	12, // 4: seatd.v1.ReleaseSeatResponse.lease:type_name -> seatd.v1.Lease
-	10, // 5: seatd.v1.WaitForSeatRequest.metadata:type_name -> seatd.v1.WaitForSeatRequest.MetadataEntry
+	11, // 0: seatd.v1.AcquireSeatRequest.metadata:type_name -> seatd.v1.AcquireSeatRequest.MetadataEntry
+	13, // 1: seatd.v1.AcquireSeatRequest.borrow_duration:type_name -> google.protobuf.Duration
+	14, // 2: seatd.v1.AcquireSeatResponse.lease:type_name -> seatd.v1.Lease
+	13, // 3: seatd.v1.AcquireSeatResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	14, // 4: seatd.v1.ReleaseSeatResponse.lease:type_name -> seatd.v1.Lease
+	12, // 5: seatd.v1.WaitForSeatRequest.metadata:type_name -> seatd.v1.WaitForSeatRequest.MetadataEntry
 	5,  // 6: seatd.v1.WaitForSeatResponse.position:type_name -> seatd.v1.QueuePosition
 	1,  // 7: seatd.v1.WaitForSeatResponse.granted:type_name -> seatd.v1.AcquireSeatResponse
-	13, // 8: seatd.v1.GetSigningKeysResponse.keys:type_name -> seatd.v1.JsonWebKey
+	15, // 8: seatd.v1.GetSigningKeysResponse.keys:type_name -> seatd.v1.JsonWebKey
 	0,  // 9: seatd.v1.SeatService.AcquireSeat:input_type -> seatd.v1.AcquireSeatRequest
 	2,  // 10: seatd.v1.SeatService.ReleaseSeat:input_type -> seatd.v1.ReleaseSeatRequest
 	4,  // 11: seatd.v1.SeatService.WaitForSeat:input_type -> seatd.v1.WaitForSeatRequest
 	7,  // 12: seatd.v1.SeatService.GetSigningKeys:input_type -> seatd.v1.GetSigningKeysRequest
-	1,  // 13: seatd.v1.SeatService.AcquireSeat:output_type -> seatd.v1.AcquireSeatResponse
-	3,  // 14: seatd.v1.SeatService.ReleaseSeat:output_type -> seatd.v1.ReleaseSeatResponse
-	6,  // 15: seatd.v1.SeatService.WaitForSeat:output_type -> seatd.v1.WaitForSeatResponse
-	8,  // 16: seatd.v1.SeatService.GetSigningKeys:output_type -> seatd.v1.GetSigningKeysResponse
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
+	8,  // 13: seatd.v1.SeatService.GetReturnedCertificates:input_type -> seatd.v1.GetReturnedCertificatesRequest
+	1,  // 14: seatd.v1.SeatService.AcquireSeat:output_type -> seatd.v1.AcquireSeatResponse
+	3,  // 15: seatd.v1.SeatService.ReleaseSeat:output_type -> seatd.v1.ReleaseSeatResponse
+	6,  // 16: seatd.v1.SeatService.WaitForSeat:output_type -> seatd.v1.WaitForSeatResponse
+	10, // 17: seatd.v1.SeatService.GetSigningKeys:output_type -> seatd.v1.GetSigningKeysResponse
+	9,  // 18: seatd.v1.SeatService.GetReturnedCertificates:output_type -> seatd.v1.GetReturnedCertificatesResponse
+	14, // [14:19] is the sub-list for method output_type
+	9,  // [9:14] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
 	9,  // [9:9] is the sub-list for extension extendee
 	0,  // [0:9] is the sub-list for field type_name
@@ -815,7 +918,7 @@ func file_seatd_v1_seat_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_seat_service_proto_rawDesc), len(file_seatd_v1_seat_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

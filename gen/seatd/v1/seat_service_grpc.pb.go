@@ -19,10 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SeatService_AcquireSeat_FullMethodName    = "/seatd.v1.SeatService/AcquireSeat"
-	SeatService_ReleaseSeat_FullMethodName    = "/seatd.v1.SeatService/ReleaseSeat"
-	SeatService_WaitForSeat_FullMethodName    = "/seatd.v1.SeatService/WaitForSeat"
-	SeatService_GetSigningKeys_FullMethodName = "/seatd.v1.SeatService/GetSigningKeys"
+	SeatService_AcquireSeat_FullMethodName             = "/seatd.v1.SeatService/AcquireSeat"
+	SeatService_ReleaseSeat_FullMethodName             = "/seatd.v1.SeatService/ReleaseSeat"
+	SeatService_WaitForSeat_FullMethodName             = "/seatd.v1.SeatService/WaitForSeat"
+	SeatService_GetSigningKeys_FullMethodName          = "/seatd.v1.SeatService/GetSigningKeys"
+	SeatService_GetReturnedCertificates_FullMethodName = "/seatd.v1.SeatService/GetReturnedCertificates"
 )
 
 // SeatServiceClient is the client API for SeatService service.
@@ -47,6 +48,13 @@ type SeatServiceClient interface {
 	// may still be valid. No authentication: the keys are public
 	// (REST: GET /v1/tenants/{tenant_id}/jwks.json).
 	GetSigningKeys(ctx context.Context, in *GetSigningKeysRequest, opts ...grpc.CallOption) (*GetSigningKeysResponse, error)
+	// GetReturnedCertificates publishes the tenant's signed list of borrowed
+	// lease certificates returned before their expiry (License.
+	// allow_early_return), each until a while after its exp. A product that
+	// comes online fetches it, keeps it, and refuses a listed certificate.
+	// No authentication, as the JWKS (REST: GET
+	// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS itself).
+	GetReturnedCertificates(ctx context.Context, in *GetReturnedCertificatesRequest, opts ...grpc.CallOption) (*GetReturnedCertificatesResponse, error)
 }
 
 type seatServiceClient struct {
@@ -106,6 +114,16 @@ func (c *seatServiceClient) GetSigningKeys(ctx context.Context, in *GetSigningKe
 	return out, nil
 }
 
+func (c *seatServiceClient) GetReturnedCertificates(ctx context.Context, in *GetReturnedCertificatesRequest, opts ...grpc.CallOption) (*GetReturnedCertificatesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetReturnedCertificatesResponse)
+	err := c.cc.Invoke(ctx, SeatService_GetReturnedCertificates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SeatServiceServer is the server API for SeatService service.
 // All implementations must embed UnimplementedSeatServiceServer
 // for forward compatibility.
@@ -128,6 +146,13 @@ type SeatServiceServer interface {
 	// may still be valid. No authentication: the keys are public
 	// (REST: GET /v1/tenants/{tenant_id}/jwks.json).
 	GetSigningKeys(context.Context, *GetSigningKeysRequest) (*GetSigningKeysResponse, error)
+	// GetReturnedCertificates publishes the tenant's signed list of borrowed
+	// lease certificates returned before their expiry (License.
+	// allow_early_return), each until a while after its exp. A product that
+	// comes online fetches it, keeps it, and refuses a listed certificate.
+	// No authentication, as the JWKS (REST: GET
+	// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS itself).
+	GetReturnedCertificates(context.Context, *GetReturnedCertificatesRequest) (*GetReturnedCertificatesResponse, error)
 	mustEmbedUnimplementedSeatServiceServer()
 }
 
@@ -149,6 +174,9 @@ func (UnimplementedSeatServiceServer) WaitForSeat(*WaitForSeatRequest, grpc.Serv
 }
 func (UnimplementedSeatServiceServer) GetSigningKeys(context.Context, *GetSigningKeysRequest) (*GetSigningKeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSigningKeys not implemented")
+}
+func (UnimplementedSeatServiceServer) GetReturnedCertificates(context.Context, *GetReturnedCertificatesRequest) (*GetReturnedCertificatesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetReturnedCertificates not implemented")
 }
 func (UnimplementedSeatServiceServer) mustEmbedUnimplementedSeatServiceServer() {}
 func (UnimplementedSeatServiceServer) testEmbeddedByValue()                     {}
@@ -236,6 +264,24 @@ func _SeatService_GetSigningKeys_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SeatService_GetReturnedCertificates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetReturnedCertificatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SeatServiceServer).GetReturnedCertificates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SeatService_GetReturnedCertificates_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SeatServiceServer).GetReturnedCertificates(ctx, req.(*GetReturnedCertificatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SeatService_ServiceDesc is the grpc.ServiceDesc for SeatService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -254,6 +300,10 @@ var SeatService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetSigningKeys",
 			Handler:    _SeatService_GetSigningKeys_Handler,
+		},
+		{
+			MethodName: "GetReturnedCertificates",
+			Handler:    _SeatService_GetReturnedCertificates_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -106,6 +106,15 @@ type Build struct {
 	// yet written behind.
 	Slack  time.Duration
 	Leases []Lease // the active sessions, by acquisition
+	// Returned are the borrowed leases returned early whose deadline has
+	// not passed: they count against the borrow cap until then.
+	Returned []Returned
+}
+
+// Returned is a borrowed lease returned early, and its deadline.
+type Returned struct {
+	LeaseID  string
+	Deadline time.Time
 }
 
 // ErrStale is Rebuild's answer for a snapshot it refused: too old, or read
@@ -150,8 +159,11 @@ func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built 
 		args = append(args, flags, b.Epoch, timeUS(b.Snapshot), b.Incarnation, b.Slack.Microseconds())
 		if end == n {
 			args[0] = flags + "L"
-			args = append(args, 13, b.Conf.Version)
-			args = append(b.Conf.args(args), rs.chunk)
+			args = append(args, 14+2*len(b.Returned), b.Conf.Version)
+			args = append(b.Conf.args(args), rs.chunk, len(b.Returned))
+			for _, r := range b.Returned {
+				args = append(args, leaseKey(r.LeaseID), timeUS(r.Deadline))
+			}
 		} else {
 			args = append(args, 0)
 		}

@@ -239,6 +239,11 @@ func releaseManySQL() string {
 		), noted AS (
 			INSERT INTO live_ends (lease_id, license_id) SELECT id, license_id FROM ended
 			ON CONFLICT (lease_id) DO NOTHING
+		), returned AS (
+			INSERT INTO returned_certificates (lease_id, tenant_id, license_id, expires_at, returned_at)
+			SELECT id, tenant_id, license_id, expires_at, ended_at FROM ended
+			WHERE borrowed AND expires_at > ended_at
+			ON CONFLICT (lease_id) DO NOTHING
 		)
 		SELECT ` + sessionCols("") + ` FROM ended`
 }

@@ -19,11 +19,12 @@ func (pg *Postgres) CreateLicense(ctx context.Context, l server.License) (server
 	l = normalizeLicense(l)
 	_, err := pg.pool.Exec(ctx, `INSERT INTO licenses (id, tenant_id, key, name, seats, overdraft, lease_ttl_us,
 		revival_window_us, leasing_strategy, active, expires_at, metadata, created_at, updated_at,
-		max_borrow_us, max_borrowed_seats)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16)`,
+		max_borrow_us, max_borrowed_seats, allow_early_return)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, $17)`,
 		l.ID, l.TenantID, l.Key, l.Name, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(),
 		l.RevivalWindow.Microseconds(), string(l.LeasingStrategy), l.Active, optTime(l.ExpiresAt),
-		jsonMap(l.Metadata), l.CreatedAt, l.UpdatedAt, l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats)
+		jsonMap(l.Metadata), l.CreatedAt, l.UpdatedAt, l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats,
+		l.AllowEarlyReturn)
 	if pe := pgError(err); pe != nil {
 		switch {
 		case pe.Code == pgForeignKeyViolation:
@@ -143,12 +144,12 @@ func (pg *Postgres) UpdateLicense(ctx context.Context, tenantID, id string, upda
 		l = normalizeLicense(l)
 		next, err = scanLicense(tx.QueryRow(ctx, `UPDATE licenses SET name = $2, seats = $3, overdraft = $4,
 			lease_ttl_us = $5, revival_window_us = $6, leasing_strategy = $7, active = $8, expires_at = $9,
-			metadata = $10::jsonb, max_borrow_us = $11, max_borrowed_seats = $12,
+			metadata = $10::jsonb, max_borrow_us = $11, max_borrowed_seats = $12, allow_early_return = $13,
 			updated_at = date_trunc('microseconds', clock_timestamp()), version = version + 1
 			WHERE id = $1 RETURNING `+licenseCols,
 			id, l.Name, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(), l.RevivalWindow.Microseconds(),
 			string(l.LeasingStrategy), l.Active, optTime(l.ExpiresAt), jsonMap(l.Metadata),
-			l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats))
+			l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats, l.AllowEarlyReturn))
 		return err
 	})
 	if updateErr != nil {

@@ -27,6 +27,10 @@ var pruneSQL = map[server.RecordKind]string{
 	server.RecordAudit: `DELETE FROM audit_log WHERE id IN (
 			SELECT id FROM audit_log WHERE at < $1
 			ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+	// By the certificate's exp (migration 00009).
+	server.RecordReturnedCertificates: `DELETE FROM returned_certificates WHERE lease_id IN (
+			SELECT lease_id FROM returned_certificates WHERE expires_at < $1
+			ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
 }
 
 // PruneRecords removes at most limit records of kind older than before

@@ -1,6 +1,8 @@
 package record
 
 import (
+	"time"
+
 	"context"
 	"errors"
 
@@ -18,6 +20,13 @@ type Snapshot struct {
 	License  LicenseRow
 	Epoch    int64 // the new live epoch; 0 if current said the live state is current
 	Sessions []Session
+	Returned []Returned // borrowed leases returned early, before their deadline
+}
+
+// Returned is a borrowed lease returned early (returned_certificates).
+type Returned struct {
+	LeaseID   string
+	ExpiresAt time.Time
 }
 
 // RebuildSnapshot locks the license row (FOR UPDATE) and, while holding
@@ -52,6 +61,16 @@ func (pg *Postgres) RebuildSnapshot(ctx context.Context, licenseID string, curre
 		rows, _ := tx.Query(ctx, `SELECT `+sessionCols("")+` FROM sessions
 			WHERE license_id = $1 AND state = 'active' ORDER BY acquired_at, id`, licenseID)
 		snap.Sessions, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Session, error) { return scanSession(r) })
+		if err != nil {
+			return err
+		}
+		rows, _ = tx.Query(ctx, `SELECT lease_id, expires_at FROM returned_certificates
+			WHERE license_id = $1 AND expires_at > clock_timestamp()`, licenseID)
+		snap.Returned, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Returned, error) {
+			var x Returned
+			err := r.Scan(&x.LeaseID, &x.ExpiresAt)
+			return x, err
+		})
 		return err
 	})
 	return snap, err

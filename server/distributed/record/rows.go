@@ -67,7 +67,7 @@ func fromOpt(t *time.Time) time.Time {
 // licenseCols are the columns scanLicense reads.
 const licenseCols = `id, tenant_id, key, name, seats, overdraft, lease_ttl_us, revival_window_us,
 	leasing_strategy, active, expires_at, metadata, created_at, updated_at, version, live_epoch, deleted_at,
-	max_borrow_us, max_borrowed_seats`
+	max_borrow_us, max_borrowed_seats, allow_early_return`
 
 // LicenseRow is a license with its bookkeeping columns.
 type LicenseRow struct {
@@ -89,7 +89,7 @@ func scanLicense(row pgx.Row) (LicenseRow, error) {
 	)
 	err := row.Scan(&r.ID, &r.TenantID, &r.Key, &r.Name, &r.Seats, &r.Overdraft, &ttlUS, &revivalUS,
 		&strategy, &r.Active, &expires, &meta, &created, &updated, &r.Version, &r.Epoch, &deleted,
-		&maxBorrowUS, &r.MaxBorrowedSeats)
+		&maxBorrowUS, &r.MaxBorrowedSeats, &r.AllowEarlyReturn)
 	if err != nil {
 		return LicenseRow{}, err
 	}

@@ -55,7 +55,8 @@ func (pg *Postgres) RecordRenewal(ctx context.Context, r Renewal) (Session, erro
 
 // EndLease records the end of an active lease (released or revoked) with
 // its usage event and its note for the live state (live_ends, ends.go), in
-// one statement. hb and deadline are the live values, if known. ok is
+// one statement; a borrowed lease released before its deadline is
+// recorded as returned (returned_certificates) in the same statement. hb and deadline are the live values, if known. ok is
 // false if the lease was not active.
 func (pg *Postgres) EndLease(ctx context.Context, leaseID string, state server.LeaseState, now time.Time, hb, deadline *time.Time) (server.Lease, bool, error) {
 	row, err := scanSession(pg.pool.QueryRow(ctx, `
@@ -71,6 +72,11 @@ func (pg *Postgres) EndLease(ctx context.Context, leaseID string, state server.L
 			FROM ended ON CONFLICT (lease_id) DO NOTHING
 		), noted AS (
 			INSERT INTO live_ends (lease_id, license_id) SELECT id, license_id FROM ended
+			ON CONFLICT (lease_id) DO NOTHING
+		), returned AS (
+			INSERT INTO returned_certificates (lease_id, tenant_id, license_id, expires_at, returned_at)
+			SELECT id, tenant_id, license_id, expires_at, ended_at FROM ended
+			WHERE state = 'released' AND borrowed AND expires_at > ended_at
 			ON CONFLICT (lease_id) DO NOTHING
 		)
 		SELECT `+sessionCols("")+` FROM ended`, leaseID, string(state), now, hb, deadline))

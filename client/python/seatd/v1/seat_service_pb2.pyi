@@ -50,6 +50,18 @@ class AcquireSeatResponse(_message.Message):
     seats_in_use: int
     def __init__(self, lease: _Optional[_Union[_resources_pb2.Lease, _Mapping]] = ..., lease_token: _Optional[str] = ..., heartbeat_interval: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., seat_limit: _Optional[int] = ..., lease_certificate: _Optional[str] = ...) -> None: ...
 
+class GetReturnedCertificatesRequest(_message.Message):
+    __slots__ = ["tenant_id"]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class GetReturnedCertificatesResponse(_message.Message):
+    __slots__ = ["returned_certificates"]
+    RETURNED_CERTIFICATES_FIELD_NUMBER: _ClassVar[int]
+    returned_certificates: str
+    def __init__(self, returned_certificates: _Optional[str] = ...) -> None: ...
+
 class GetSigningKeysRequest(_message.Message):
     __slots__ = ["tenant_id"]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]

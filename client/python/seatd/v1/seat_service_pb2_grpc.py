@@ -35,6 +35,11 @@ class SeatServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysResponse.FromString,
                 )
+        self.GetReturnedCertificates = channel.unary_unary(
+                '/seatd.v1.SeatService/GetReturnedCertificates',
+                request_serializer=seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesResponse.FromString,
+                )
 
 
 class SeatServiceServicer(object):
@@ -77,6 +82,18 @@ class SeatServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetReturnedCertificates(self, request, context):
+        """GetReturnedCertificates publishes the tenant's signed list of borrowed
+        lease certificates returned before their expiry (License.
+        allow_early_return), each until a while after its exp. A product that
+        comes online fetches it, keeps it, and refuses a listed certificate.
+        No authentication, as the JWKS (REST: GET
+        /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS itself).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SeatServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -99,6 +116,11 @@ def add_SeatServiceServicer_to_server(servicer, server):
                     servicer.GetSigningKeys,
                     request_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysResponse.SerializeToString,
+            ),
+            'GetReturnedCertificates': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReturnedCertificates,
+                    request_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -176,5 +198,22 @@ class SeatService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.SeatService/GetSigningKeys',
             seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysRequest.SerializeToString,
             seatd_dot_v1_dot_seat__service__pb2.GetSigningKeysResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetReturnedCertificates(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.SeatService/GetReturnedCertificates',
+            seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesRequest.SerializeToString,
+            seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

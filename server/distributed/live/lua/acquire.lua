@@ -58,7 +58,7 @@ local limit = conf.seats + conf.overdraft
 local n = live_count(now)
 local total = redis.call('ZCARD', K_DL)
 local prev = first_deadline()
-local nb = nil -- borrowed leases live now, counted when a borrow needs it
+local nb, nret = nil, 0 -- borrowed leases live now, and returned early (borrowed_count), counted when a borrow needs it
 
 -- added notes a deadline just set in the deadlines set.
 local function added(dl)
@@ -159,11 +159,16 @@ local function acquire(b)
     if borrow > conf.maxborrow then
       return {'BORROWLONG', '', 0, 0, 0, 0, 0, prev, '', 0, {}}
     end
-    if conf.maxborrowed > 0 then
-      nb = nb or borrowed_count(now)
-      if nb >= conf.maxborrowed then
-        return {'BORROWLIMIT', '', 0, 0, 0, 0, nb, prev, '', conf.maxborrowed, {}}
-      end
+    if not nb then
+      nb, nret = borrowed_count(now)
+    end
+    -- server.License.CheckBorrow: a borrow returned early counts against
+    -- the cap (max borrowed seats, else the seat limit) until its deadline.
+    if conf.maxborrowed > 0 and nb + nret >= conf.maxborrowed then
+      return {'BORROWLIMIT', '', 0, 0, 0, 0, nb + nret, prev, '', conf.maxborrowed, {}}
+    end
+    if conf.maxborrowed == 0 and nret > 0 and nb + nret >= limit then
+      return {'BORROWLIMIT', '', 0, 0, 0, 0, nb + nret, prev, '', limit, {}}
     end
   end
   if n >= limit then

@@ -15,8 +15,9 @@
 --                     ENDED_KEEP: a rebuild whose snapshot of the record
 --                     was read before that end never brings it back
 --   KEYS[8] borrowed  zset: lease id -> deadline, of the borrowed leases;
---                     it may still name one that ended before its
---                     deadline: borrowed_count counts only those in K_LEASES
+--                     a borrowed lease that ended before its deadline
+--                     (returned early: end.lua) stays in it until then,
+--                     counted against the borrow cap (borrowed_count)
 -- Lease ids are binary (12 bytes for a canonical id, ../ids.go), and so is
 -- a lease's token hash (the first 16 bytes of its SHA-256): the scripts
 -- only compare them.
@@ -178,15 +179,21 @@ local function idem_key(idem, borrowed)
   return idem
 end
 
--- borrowed_count counts the borrowed leases live at now.
+-- borrowed_count counts the borrowed leases live at now, and those
+-- returned early whose deadline is after now (their certificates may
+-- still be used offline): live, returned. It forgets the entries past
+-- their deadline.
 local function borrowed_count(now)
-  local n = 0
+  redis.call('ZREMRANGEBYSCORE', K_BOR, '-inf', fmt(now))
+  local n, ret = 0, 0
   for _, lid in ipairs(redis.call('ZRANGEBYSCORE', K_BOR, '(' .. fmt(now), '+inf')) do
     if redis.call('HEXISTS', K_LEASES, lid) == 1 then
       n = n + 1
+    else
+      ret = ret + 1
     end
   end
-  return n
+  return n, ret
 end
 
 -- unlink_from takes a lease out of a set of lease keys (k: leases,

@@ -47,7 +47,9 @@
 --       else 0): the settings (version, seats, overdraft, ttl, revival,
 --       active (0/1), expires (0 = never), strategy, tenant, license json,
 --       max borrow duration, max borrowed seats) and CHUNK, the caller's
---       chunk (../state.go DefaultRebuildChunk); then per lease 9 values: id,
+--       chunk (../state.go DefaultRebuildChunk), then K and K pairs (lease
+--       id, deadline) of the borrowed leases returned early (so 14 + 2K
+--       values); then per lease 9 values: id,
 --       token hash, acquired, last_hb, deadline, dedupe key, idempotency
 --       key, token seq, borrowed (0/1) (ordered by acquisition, so that
 --       the newest lease wins a key). A borrowed lease gets no slack: no
@@ -82,10 +84,14 @@ end
 -- unstage takes a lease out of the staging, with the dedupe and
 -- idempotency entries that still point at it.
 local STAGED = {S_LEASES, S_DL, S_DEDUPE, S_IDEM, S_BOR}
-local function unstage(id)
+local function unstage(id, now)
   local raw = redis.call('HGET', S_LEASES, id)
   if raw then
-    unlink_from(STAGED, id, unpack_rec(raw))
+    local r = unpack_rec(raw)
+    unlink_from(STAGED, id, r)
+    if r[BOR] and r[DL] > now then -- returned early: end.lua's rule
+      redis.call('ZADD', S_BOR, fmt(r[DL]), id)
+    end
   end
 end
 local flags, epoch, snap, inc, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
@@ -226,10 +232,18 @@ end
 -- Leases that ended after they were staged (end.lua, of this seatd or of
 -- an older one, runs without settings): out of the staging.
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_ENDED, fmt(began), '+inf')) do
-  unstage(id)
+  unstage(id, now)
 end
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', L_ENDED, fmt(began), '+inf')) do
-  unstage(legacy_key(id))
+  unstage(legacy_key(id), now)
+end
+-- The record's borrowed leases returned early, still before their
+-- deadline (ARGV[20]: how many pairs of id, deadline follow): they count
+-- against the borrow cap (end.lua).
+for j = 21, 20 + 2 * tonumber(ARGV[20]), 2 do
+  if tonumber(ARGV[j + 1]) > now then
+    redis.call('ZADD', S_BOR, ARGV[j + 1], ARGV[j])
+  end
 end
 -- The switch: the old live keys are freed in the background (UNLINK),
 -- the staging keys renamed in (each O(1)), then the settings.

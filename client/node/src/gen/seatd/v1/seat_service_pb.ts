@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/seat_service.proto.
  */
 export const file_seatd_v1_seat_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtzZWF0ZC92MS9zZWF0X3NlcnZpY2UucHJvdG8SCHNlYXRkLnYxIqkCChJBY3F1aXJlU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRINCgVub25jZRgHIAEoCRIyCg9ib3Jyb3dfZHVyYXRpb24YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIsYBChNBY3F1aXJlU2VhdFJlc3BvbnNlEh4KBWxlYXNlGAEgASgLMg8uc2VhdGQudjEuTGVhc2USEwoLbGVhc2VfdG9rZW4YAiABKAkSNQoSaGVhcnRiZWF0X2ludGVydmFsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDHNlYXRzX2luX3VzZRgEIAEoBRISCgpzZWF0X2xpbWl0GAUgASgFEhkKEWxlYXNlX2NlcnRpZmljYXRlGAYgASgJIjsKElJlbGVhc2VTZWF0UmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCSI1ChNSZWxlYXNlU2VhdFJlc3BvbnNlEh4KBWxlYXNlGAEgASgLMg8uc2VhdGQudjEuTGVhc2UiiwIKEldhaXRGb3JTZWF0UmVxdWVzdBITCgtsaWNlbnNlX2tleRgBIAEoCRITCgtmaW5nZXJwcmludBgCIAEoCRIMCgR1c2VyGAMgASgJEhAKCGhvc3RuYW1lGAQgASgJEjwKCG1ldGFkYXRhGAUgAygLMiouc2VhdGQudjEuV2FpdEZvclNlYXRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSFwoPaWRlbXBvdGVuY3lfa2V5GAYgASgJEhQKDHF1ZXVlX3RpY2tldBgHIAEoCRINCgVub25jZRgIIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiRwoNUXVldWVQb3NpdGlvbhIQCghwb3NpdGlvbhgBIAEoBRIUCgxxdWV1ZV9sZW5ndGgYAiABKAUSDgoGdGlja2V0GAMgASgJIn0KE1dhaXRGb3JTZWF0UmVzcG9uc2USKwoIcG9zaXRpb24YASABKAsyFy5zZWF0ZC52MS5RdWV1ZVBvc2l0aW9uSAASMAoHZ3JhbnRlZBgCIAEoCzIdLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVzcG9uc2VIAEIHCgVldmVudCIqChVHZXRTaWduaW5nS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIjwKFkdldFNpZ25pbmdLZXlzUmVzcG9uc2USIgoEa2V5cxgBIAMoCzIULnNlYXRkLnYxLkpzb25XZWJLZXkyyAIKC1NlYXRTZXJ2aWNlEkoKC0FjcXVpcmVTZWF0Ehwuc2VhdGQudjEuQWNxdWlyZVNlYXRSZXF1ZXN0Gh0uc2VhdGQudjEuQWNxdWlyZVNlYXRSZXNwb25zZRJKCgtSZWxlYXNlU2VhdBIcLnNlYXRkLnYxLlJlbGVhc2VTZWF0UmVxdWVzdBodLnNlYXRkLnYxLlJlbGVhc2VTZWF0UmVzcG9uc2USTAoLV2FpdEZvclNlYXQSHC5zZWF0ZC52MS5XYWl0Rm9yU2VhdFJlcXVlc3QaHS5zZWF0ZC52MS5XYWl0Rm9yU2VhdFJlc3BvbnNlMAESUwoOR2V0U2lnbmluZ0tleXMSHy5zZWF0ZC52MS5HZXRTaWduaW5nS2V5c1JlcXVlc3QaIC5zZWF0ZC52MS5HZXRTaWduaW5nS2V5c1Jlc3BvbnNlQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_seatd_v1_resources]);
+  fileDesc("ChtzZWF0ZC92MS9zZWF0X3NlcnZpY2UucHJvdG8SCHNlYXRkLnYxIqkCChJBY3F1aXJlU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRINCgVub25jZRgHIAEoCRIyCg9ib3Jyb3dfZHVyYXRpb24YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIsYBChNBY3F1aXJlU2VhdFJlc3BvbnNlEh4KBWxlYXNlGAEgASgLMg8uc2VhdGQudjEuTGVhc2USEwoLbGVhc2VfdG9rZW4YAiABKAkSNQoSaGVhcnRiZWF0X2ludGVydmFsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDHNlYXRzX2luX3VzZRgEIAEoBRISCgpzZWF0X2xpbWl0GAUgASgFEhkKEWxlYXNlX2NlcnRpZmljYXRlGAYgASgJIjsKElJlbGVhc2VTZWF0UmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCSI1ChNSZWxlYXNlU2VhdFJlc3BvbnNlEh4KBWxlYXNlGAEgASgLMg8uc2VhdGQudjEuTGVhc2UiiwIKEldhaXRGb3JTZWF0UmVxdWVzdBITCgtsaWNlbnNlX2tleRgBIAEoCRITCgtmaW5nZXJwcmludBgCIAEoCRIMCgR1c2VyGAMgASgJEhAKCGhvc3RuYW1lGAQgASgJEjwKCG1ldGFkYXRhGAUgAygLMiouc2VhdGQudjEuV2FpdEZvclNlYXRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSFwoPaWRlbXBvdGVuY3lfa2V5GAYgASgJEhQKDHF1ZXVlX3RpY2tldBgHIAEoCRINCgVub25jZRgIIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiRwoNUXVldWVQb3NpdGlvbhIQCghwb3NpdGlvbhgBIAEoBRIUCgxxdWV1ZV9sZW5ndGgYAiABKAUSDgoGdGlja2V0GAMgASgJIn0KE1dhaXRGb3JTZWF0UmVzcG9uc2USKwoIcG9zaXRpb24YASABKAsyFy5zZWF0ZC52MS5RdWV1ZVBvc2l0aW9uSAASMAoHZ3JhbnRlZBgCIAEoCzIdLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVzcG9uc2VIAEIHCgVldmVudCIqChVHZXRTaWduaW5nS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIjMKHkdldFJldHVybmVkQ2VydGlmaWNhdGVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiQAofR2V0UmV0dXJuZWRDZXJ0aWZpY2F0ZXNSZXNwb25zZRIdChVyZXR1cm5lZF9jZXJ0aWZpY2F0ZXMYASABKAkiPAoWR2V0U2lnbmluZ0tleXNSZXNwb25zZRIiCgRrZXlzGAEgAygLMhQuc2VhdGQudjEuSnNvbldlYktleTK4AwoLU2VhdFNlcnZpY2USSgoLQWNxdWlyZVNlYXQSHC5zZWF0ZC52MS5BY3F1aXJlU2VhdFJlcXVlc3QaHS5zZWF0ZC52MS5BY3F1aXJlU2VhdFJlc3BvbnNlEkoKC1JlbGVhc2VTZWF0Ehwuc2VhdGQudjEuUmVsZWFzZVNlYXRSZXF1ZXN0Gh0uc2VhdGQudjEuUmVsZWFzZVNlYXRSZXNwb25zZRJMCgtXYWl0Rm9yU2VhdBIcLnNlYXRkLnYxLldhaXRGb3JTZWF0UmVxdWVzdBodLnNlYXRkLnYxLldhaXRGb3JTZWF0UmVzcG9uc2UwARJTCg5HZXRTaWduaW5nS2V5cxIfLnNlYXRkLnYxLkdldFNpZ25pbmdLZXlzUmVxdWVzdBogLnNlYXRkLnYxLkdldFNpZ25pbmdLZXlzUmVzcG9uc2USbgoXR2V0UmV0dXJuZWRDZXJ0aWZpY2F0ZXMSKC5zZWF0ZC52MS5HZXRSZXR1cm5lZENlcnRpZmljYXRlc1JlcXVlc3QaKS5zZWF0ZC52MS5HZXRSZXR1cm5lZENlcnRpZmljYXRlc1Jlc3BvbnNlQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_seatd_v1_resources]);
 
 /**
  * @generated from message seatd.v1.AcquireSeatRequest
@@ -338,6 +338,48 @@ export const GetSigningKeysRequestSchema: GenMessage<GetSigningKeysRequest> = /*
   messageDesc(file_seatd_v1_seat_service, 7);
 
 /**
+ * @generated from message seatd.v1.GetReturnedCertificatesRequest
+ */
+export type GetReturnedCertificatesRequest = Message<"seatd.v1.GetReturnedCertificatesRequest"> & {
+  /**
+   * Empty: the "default" tenant.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+};
+
+/**
+ * Describes the message seatd.v1.GetReturnedCertificatesRequest.
+ * Use `create(GetReturnedCertificatesRequestSchema)` to create a new message.
+ */
+export const GetReturnedCertificatesRequestSchema: GenMessage<GetReturnedCertificatesRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_seat_service, 8);
+
+/**
+ * @generated from message seatd.v1.GetReturnedCertificatesResponse
+ */
+export type GetReturnedCertificatesResponse = Message<"seatd.v1.GetReturnedCertificatesResponse"> & {
+  /**
+   * A JWS compact token, header {alg EdDSA, kid, typ "seatd-returned+jwt"},
+   * signed by the tenant's lease-signing key (verify it with the JWKS);
+   * claims {iss "seatd", tenant_id, iat (Unix seconds: when it was
+   * signed), returned: [{sub (the lease id, the certificate's sub), exp
+   * (the certificate's exp)}]}.
+   *
+   * @generated from field: string returned_certificates = 1;
+   */
+  returnedCertificates: string;
+};
+
+/**
+ * Describes the message seatd.v1.GetReturnedCertificatesResponse.
+ * Use `create(GetReturnedCertificatesResponseSchema)` to create a new message.
+ */
+export const GetReturnedCertificatesResponseSchema: GenMessage<GetReturnedCertificatesResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_seat_service, 9);
+
+/**
  * GetSigningKeysResponse is a JWKS (RFC 7517): the key that signs now and
  * the retired keys whose certificates may still be valid.
  *
@@ -355,7 +397,7 @@ export type GetSigningKeysResponse = Message<"seatd.v1.GetSigningKeysResponse"> 
  * Use `create(GetSigningKeysResponseSchema)` to create a new message.
  */
 export const GetSigningKeysResponseSchema: GenMessage<GetSigningKeysResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_seat_service, 8);
+  messageDesc(file_seatd_v1_seat_service, 10);
 
 /**
  * SeatService is what a running copy of the product calls to hold a seat.
@@ -410,6 +452,21 @@ export const SeatService: GenService<{
     methodKind: "unary";
     input: typeof GetSigningKeysRequestSchema;
     output: typeof GetSigningKeysResponseSchema;
+  },
+  /**
+   * GetReturnedCertificates publishes the tenant's signed list of borrowed
+   * lease certificates returned before their expiry (License.
+   * allow_early_return), each until a while after its exp. A product that
+   * comes online fetches it, keeps it, and refuses a listed certificate.
+   * No authentication, as the JWKS (REST: GET
+   * /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS itself).
+   *
+   * @generated from rpc seatd.v1.SeatService.GetReturnedCertificates
+   */
+  getReturnedCertificates: {
+    methodKind: "unary";
+    input: typeof GetReturnedCertificatesRequestSchema;
+    output: typeof GetReturnedCertificatesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_seatd_v1_seat_service, 0);
