@@ -2017,7 +2017,8 @@ type UsageEvent struct {
 	// RELEASED, EXPIRED or REVOKED.
 	EndState  LeaseState             `protobuf:"varint,3,opt,name=end_state,json=endState,proto3,enum=seatd.v1.LeaseState" json:"end_state,omitempty"`
 	StartedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	// For an expired lease, its last heartbeat.
+	// The end of its seat time: when it ended, or its deadline if that came
+	// first (an expired lease is counted to its deadline).
 	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
 	Duration      *durationpb.Duration   `protobuf:"bytes,6,opt,name=duration,proto3" json:"duration,omitempty"`
 	unknownFields protoimpl.UnknownFields

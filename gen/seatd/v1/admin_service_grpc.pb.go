@@ -58,14 +58,17 @@ type AdminServiceClient interface {
 	GetLicense(ctx context.Context, in *GetLicenseRequest, opts ...grpc.CallOption) (*GetLicenseResponse, error)
 	ListLicenses(ctx context.Context, in *ListLicensesRequest, opts ...grpc.CallOption) (*ListLicensesResponse, error)
 	// UpdateLicense changes the fields named in update_mask (over REST, the
-	// fields present in the body).
+	// fields present in the body) and answers the license as GetLicense does,
+	// with its seats in use and waiting.
 	UpdateLicense(ctx context.Context, in *UpdateLicenseRequest, opts ...grpc.CallOption) (*UpdateLicenseResponse, error)
 	// DeleteLicense revokes the license's live leases (each gets its usage
 	// event) and removes the license; its key stops working. History stays.
 	DeleteLicense(ctx context.Context, in *DeleteLicenseRequest, opts ...grpc.CallOption) (*DeleteLicenseResponse, error)
 	// ListLeases lists a license's leases in every state, newest first.
 	ListLeases(ctx context.Context, in *ListLeasesRequest, opts ...grpc.CallOption) (*ListLeasesResponse, error)
-	// RevokeLease ends a lease now; the holder's next heartbeat fails.
+	// RevokeLease ends a lease now; the holder's next heartbeat fails. A lease
+	// that has already ended is refused (FAILED_PRECONDITION, reason
+	// LEASE_REVOKED, LEASE_RELEASED or LEASE_EXPIRED) and nothing changes.
 	RevokeLease(ctx context.Context, in *RevokeLeaseRequest, opts ...grpc.CallOption) (*RevokeLeaseResponse, error)
 	// Cleanup runs a cleanup pass now (operator only).
 	Cleanup(ctx context.Context, in *CleanupRequest, opts ...grpc.CallOption) (*CleanupResponse, error)
@@ -340,14 +343,17 @@ type AdminServiceServer interface {
 	GetLicense(context.Context, *GetLicenseRequest) (*GetLicenseResponse, error)
 	ListLicenses(context.Context, *ListLicensesRequest) (*ListLicensesResponse, error)
 	// UpdateLicense changes the fields named in update_mask (over REST, the
-	// fields present in the body).
+	// fields present in the body) and answers the license as GetLicense does,
+	// with its seats in use and waiting.
 	UpdateLicense(context.Context, *UpdateLicenseRequest) (*UpdateLicenseResponse, error)
 	// DeleteLicense revokes the license's live leases (each gets its usage
 	// event) and removes the license; its key stops working. History stays.
 	DeleteLicense(context.Context, *DeleteLicenseRequest) (*DeleteLicenseResponse, error)
 	// ListLeases lists a license's leases in every state, newest first.
 	ListLeases(context.Context, *ListLeasesRequest) (*ListLeasesResponse, error)
-	// RevokeLease ends a lease now; the holder's next heartbeat fails.
+	// RevokeLease ends a lease now; the holder's next heartbeat fails. A lease
+	// that has already ended is refused (FAILED_PRECONDITION, reason
+	// LEASE_REVOKED, LEASE_RELEASED or LEASE_EXPIRED) and nothing changes.
 	RevokeLease(context.Context, *RevokeLeaseRequest) (*RevokeLeaseResponse, error)
 	// Cleanup runs a cleanup pass now (operator only).
 	Cleanup(context.Context, *CleanupRequest) (*CleanupResponse, error)

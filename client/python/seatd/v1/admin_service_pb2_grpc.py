@@ -158,7 +158,8 @@ class AdminServiceServicer(object):
 
     def UpdateLicense(self, request, context):
         """UpdateLicense changes the fields named in update_mask (over REST, the
-        fields present in the body).
+        fields present in the body) and answers the license as GetLicense does,
+        with its seats in use and waiting.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -180,7 +181,9 @@ class AdminServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def RevokeLease(self, request, context):
-        """RevokeLease ends a lease now; the holder's next heartbeat fails.
+        """RevokeLease ends a lease now; the holder's next heartbeat fails. A lease
+        that has already ended is refused (FAILED_PRECONDITION, reason
+        LEASE_REVOKED, LEASE_RELEASED or LEASE_EXPIRED) and nothing changes.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

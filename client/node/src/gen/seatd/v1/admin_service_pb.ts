@@ -945,7 +945,8 @@ export type UsageEvent = Message<"seatd.v1.UsageEvent"> & {
   startedAt?: Timestamp | undefined;
 
   /**
-   * For an expired lease, its last heartbeat.
+   * The end of its seat time: when it ended, or its deadline if that came
+   * first (an expired lease is counted to its deadline).
    *
    * @generated from field: google.protobuf.Timestamp ended_at = 5;
    */
@@ -1560,7 +1561,8 @@ export const AdminService: GenService<{
   },
   /**
    * UpdateLicense changes the fields named in update_mask (over REST, the
-   * fields present in the body).
+   * fields present in the body) and answers the license as GetLicense does,
+   * with its seats in use and waiting.
    *
    * @generated from rpc seatd.v1.AdminService.UpdateLicense
    */
@@ -1591,7 +1593,9 @@ export const AdminService: GenService<{
     output: typeof ListLeasesResponseSchema;
   },
   /**
-   * RevokeLease ends a lease now; the holder's next heartbeat fails.
+   * RevokeLease ends a lease now; the holder's next heartbeat fails. A lease
+   * that has already ended is refused (FAILED_PRECONDITION, reason
+   * LEASE_REVOKED, LEASE_RELEASED or LEASE_EXPIRED) and nothing changes.
    *
    * @generated from rpc seatd.v1.AdminService.RevokeLease
    */
