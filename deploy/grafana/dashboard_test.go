@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,8 +66,9 @@ var (
 
 // exported is what seatd's /metrics can hold: the collectors registered
 // as server/daemon (daemon.go, New) registers them: the Go and process
-// collectors, metrics.New and metrics.NewNetwork, the build info, a store's background counts and
-// the gRPC server metrics with the handling-time histogram.
+// collectors, metrics.New and metrics.NewNetwork, the build info, a
+// store's background counts, the TLS certificate's expiry, the suppressed
+// log lines and the gRPC server metrics with the handling-time histogram.
 func exported(t *testing.T) map[string]family {
 	t.Helper()
 	reg := &recorder{Registry: prometheus.NewRegistry()}
@@ -75,6 +77,8 @@ func exported(t *testing.T) map[string]family {
 	metrics.NewNetwork(reg)
 	metrics.RegisterBuildInfo(reg, "v0", "rev", "go")
 	metrics.RegisterBackground(reg, noBackground{})
+	metrics.RegisterTLSExpiry(reg, time.Now)
+	metrics.RegisterLogSuppressed(reg, func() int64 { return 0 })
 	rpc := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 	reg.MustRegister(rpc)
 	srv := grpc.NewServer()
@@ -444,5 +448,105 @@ func TestLayout(t *testing.T) {
 		require.Equal(t, "${datasource}", p.Datasource.UID, "panel %q", p.Title)
 		require.NotEmpty(t, p.Targets, "panel %q", p.Title)
 		require.NotEmpty(t, p.Description, "panel %q says what it shows", p.Title)
+	}
+}
+
+// unwatched are seatd's metrics that no panel draws and no alert uses, each
+// with the reason. Every other seatd_ metric must be on the dashboard or in
+// an alert (TestEveryMetricIsWatched), so that a new metric is not
+// forgotten: draw it, alert on it, or say here why neither.
+var unwatched = map[string]string{
+	"seatd_end_repair_batch": "a setting (--end-repair-batch), exported to read beside seatd_ended_leases_behind when a backlog builds",
+}
+
+// alertExprs are the expressions of deploy/prometheus/alerts.yaml, by
+// alert name.
+func alertExprs(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile("../prometheus/alerts.yaml")
+	require.NoError(t, err)
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `json:"alert"`
+				Expr  string `json:"expr"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &rules))
+	out := map[string]string{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			out[r.Alert] = r.Expr
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// familiesIn names the metric families expr reads (a histogram's, for its
+// _bucket, _sum and _count series).
+func familiesIn(families map[string]family, expr parser.Expr) []string {
+	var names []string
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		name := vs.Name
+		if _, ok := families[name]; !ok {
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if _, ok := families[strings.TrimSuffix(name, suffix)]; ok && strings.HasSuffix(name, suffix) {
+					name = strings.TrimSuffix(name, suffix)
+				}
+			}
+		}
+		names = append(names, name)
+		return nil
+	})
+	return names
+}
+
+// TestEveryMetricIsWatched: each seatd_ metric the daemon exports is drawn
+// by a panel, read by an alert, or listed in unwatched with a reason; and
+// nothing in unwatched is drawn, alerted on, or gone.
+func TestEveryMetricIsWatched(t *testing.T) {
+	t.Parallel()
+	families := exported(t)
+	watched := map[string][]string{} // metric → where
+	_, panels := load(t)
+	for _, p := range panels {
+		for _, target := range p.Targets {
+			e, err := promql(target.Expr)
+			require.NoError(t, err, "panel %q", p.Title)
+			for _, name := range familiesIn(families, e) {
+				watched[name] = append(watched[name], "panel "+p.Title)
+			}
+		}
+	}
+	for alert, expr := range alertExprs(t) {
+		e, err := promql(expr)
+		require.NoError(t, err, alert)
+		for _, name := range familiesIn(families, e) {
+			watched[name] = append(watched[name], "alert "+alert)
+		}
+	}
+	var missing []string
+	for name := range families {
+		if !strings.HasPrefix(name, "seatd_") {
+			continue
+		}
+		_, listed := unwatched[name]
+		switch {
+		case len(watched[name]) == 0 && !listed:
+			missing = append(missing, name)
+		case len(watched[name]) > 0 && listed:
+			t.Errorf("%s is in unwatched but is used by %v: take it off the list", name, watched[name])
+		}
+	}
+	slices.Sort(missing)
+	require.Empty(t, missing, "seatd metrics with no panel (deploy/grafana/seatd.json), no alert (deploy/prometheus/alerts.yaml) and no reason in unwatched")
+	for name := range unwatched {
+		require.Contains(t, families, name, "unwatched names a metric seatd does not export")
 	}
 }
