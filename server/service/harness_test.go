@@ -115,13 +115,18 @@ func (e *env) auditOf(t *testing.T, tenant, action, resourceID string) server.Au
 }
 
 // within fails the test unless ch is ready within a generous deadline.
+// eventTimeout bounds a wait for something that must happen: long, so that
+// only a lost event fails it, never a busy machine (a drain of 60 waiters
+// once took over 10 s at load 25).
+const eventTimeout = 2 * time.Minute
+
 func within[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
+	case <-time.After(eventTimeout):
+		t.Fatalf("timed out after %s waiting for %s", eventTimeout, what)
 		var zero T
 		return zero
 	}
