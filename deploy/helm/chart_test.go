@@ -69,6 +69,7 @@ var kinds = map[string]func() any{
 	"apps/v1/StatefulSet":                     func() any { return &appsv1.StatefulSet{} },
 	"apps/v1/Deployment":                      func() any { return &appsv1.Deployment{} },
 	"v1/Service":                              func() any { return &corev1.Service{} },
+	"v1/Secret":                               func() any { return &corev1.Secret{} },
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"batch/v1/Job":                            func() any { return &batchv1.Job{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
@@ -208,12 +209,35 @@ func TestEmbeddedIsOneStatefulSetPodWithAVolume(t *testing.T) {
 		names = append(names, o.(*corev1.Service).Name)
 	}
 	require.ElementsMatch(t, []string{"lic-seatd", sts.Spec.ServiceName}, names)
-	require.Contains(t, r.notes, "logs lic-seatd-0", "NOTES says where the generated operator key is")
+
+	// The operator key: generated into a Secret the chart keeps, and one
+	// seatd accepts (at least 16 characters, 8 different ones).
+	secret := r.one(t, "Secret").(*corev1.Secret)
+	require.Equal(t, "lic-seatd-operator-key", secret.Name)
+	require.Equal(t, "keep", secret.Annotations["helm.sh/resource-policy"], "an uninstall keeps the key the volume's data needs")
+	key := string(secret.Data["operator-key"])
+	require.GreaterOrEqual(t, len(key), 16)
+	distinct := map[rune]bool{}
+	for _, ch := range key {
+		distinct[ch] = true
+	}
+	require.GreaterOrEqual(t, len(distinct), 8)
+	require.Contains(t, c.Env, corev1.EnvVar{Name: "SEATD_OPERATOR_KEY", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "lic-seatd-operator-key"}, Key: "operator-key"}}})
+	require.Contains(t, r.notes, "get secret lic-seatd-operator-key", "NOTES says where the operator key is")
+
+	// A Secret named: no generated one.
+	r = mustRender(t, map[string]any{"operatorKey": map[string]any{"secretName": "mine", "secretKey": "k"}})
+	require.Empty(t, r.objs["Secret"])
+	c, _ = container(t, r.one(t, "StatefulSet").(*appsv1.StatefulSet).Spec.Template)
+	require.Contains(t, c.Env, corev1.EnvVar{Name: "SEATD_OPERATOR_KEY", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "mine"}, Key: "k"}}})
 }
 
 func TestDistributedIsADeploymentOverExistingSecrets(t *testing.T) {
 	r := mustRender(t, distributedValues())
 	require.Empty(t, r.objs["StatefulSet"])
+	require.Empty(t, r.objs["Secret"], "distributed mode creates no Secret: it names existing ones")
 	d := r.one(t, "Deployment").(*appsv1.Deployment)
 	require.EqualValues(t, 3, *d.Spec.Replicas)
 	require.Zero(t, d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue(), "rollouts add before they remove")

@@ -59,6 +59,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
       key: {{ $ref.secretKey }}
 {{- end -}}
 
+{{/* The operator key's Secret: the one named, or the one the chart generates (embedded mode). */}}
+{{- define "seatd.operatorKeyRef" -}}
+{{- if .Values.operatorKey.secretName -}}
+secretName: {{ .Values.operatorKey.secretName }}
+secretKey: {{ .Values.operatorKey.secretKey }}
+{{- else -}}
+secretName: {{ include "seatd.fullname" . }}-operator-key
+secretKey: operator-key
+{{- end -}}
+{{- end -}}
+
 {{/* The distributed mode's Secrets, required even when the schema is skipped. */}}
 {{- define "seatd.distributedEnv" -}}
 {{- $_ := required "distributed.postgres.secretName: distributed mode needs an existing Secret holding the PostgreSQL URL" .Values.distributed.postgres.secretName -}}
@@ -183,9 +194,7 @@ spec:
         {{- if $distributed }}
         {{- include "seatd.distributedEnv" . | nindent 8 }}
         {{- end }}
-        {{- if .Values.operatorKey.secretName }}
-        {{- include "seatd.secretEnv" (list "SEATD_OPERATOR_KEY" .Values.operatorKey) | nindent 8 }}
-        {{- end }}
+        {{- include "seatd.secretEnv" (list "SEATD_OPERATOR_KEY" (include "seatd.operatorKeyRef" . | fromYaml)) | nindent 8 }}
         {{- if .Values.signingKeyEncryptionKey.secretName }}
         {{- include "seatd.secretEnv" (list "SEATD_SIGNING_KEY_ENCRYPTION_KEY" .Values.signingKeyEncryptionKey) | nindent 8 }}
         {{- end }}
