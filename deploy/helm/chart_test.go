@@ -172,6 +172,14 @@ func TestChartPassesHelmLint(t *testing.T) {
 			}
 		})
 	}
+	// The linter sees the schema too: distributed mode without its Secrets.
+	linter := lint.AllWithKubeVersion(chartDir, map[string]any{"mode": "distributed"}, "licensing", nil)
+	require.Equal(t, support.ErrorSev, linter.HighestSeverity)
+	var text []string
+	for _, m := range linter.Messages {
+		text = append(text, m.Error())
+	}
+	require.Contains(t, strings.Join(text, "\n"), "/distributed/postgres/secretName")
 }
 
 // container returns the pod template's seatd container and the pod spec.
