@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+	"github.com/seatd/seatd/internal/syncbuffer"
 )
 
 // userMain is the program of a module outside this repository that uses the
@@ -95,7 +96,7 @@ func TestGoClientFromAnotherModule(t *testing.T) {
 	require.NoError(t, err)
 	stdout, err := run.StdoutPipe()
 	require.NoError(t, err)
-	stderr := &syncBuffer{}
+	stderr := &syncbuffer.Buffer{}
 	run.Stderr = stderr
 	require.NoError(t, run.Start())
 	exited := make(chan error, 1)
