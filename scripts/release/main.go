@@ -149,7 +149,7 @@ func (c *config) run() (err error) {
 	}
 	defer func() {
 		if err != nil { // no half release left to be mistaken for one
-			os.RemoveAll(dir)
+			_ = os.RemoveAll(dir)
 		}
 	}()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -159,7 +159,7 @@ func (c *config) run() (err error) {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(stage)
+	defer func() { _ = os.RemoveAll(stage) }()
 
 	ldflags := fmt.Sprintf("-s -w -X %s.version=%s -X %s.revision=%s", daemonPkg, c.version, daemonPkg, revision)
 	type built struct{ path, sbom string }
@@ -285,7 +285,7 @@ func writeTarGz(path, prefix string, files []archiveFile, mtime time.Time) error
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // closed below; this is for an early return
 	gz := gzip.NewWriter(f)
 	tw := tar.NewWriter(gz)
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755,
@@ -320,7 +320,7 @@ func writeZip(path, prefix string, files []archiveFile, mtime time.Time) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // closed below; this is for an early return
 	zw := zip.NewWriter(f)
 	for _, af := range files {
 		data, err := os.ReadFile(af.path)
@@ -365,7 +365,7 @@ func writeSums(dir string) error {
 		}
 		h := sha256.New()
 		_, err = io.Copy(h, f)
-		f.Close()
+		_ = f.Close() // read only
 		if err != nil {
 			return err
 		}
