@@ -38,7 +38,7 @@ run: build ## Run seatd in embedded mode (data in ./seatd-data)
 tools: tools/run ## Build the pinned CLI tools into bin/ (buf; grpcurl and grpc-health-probe as tools/run)
 	GOBIN=$(BIN) $(GO) install -modfile=tools/go.mod tool
 
-tools/run: ## Build only grpcurl and grpc-health-probe into bin/ (the walk-through's tools; quick, without buf)
+tools/run: ## Build only grpcurl and grpc-health-probe into bin/ (the walk-through's tools), without buf and its dependencies
 	GOBIN=$(BIN) $(GO) install -modfile=tools/run/go.mod tool
 
 release: ## Cross-build seatd and seatctl (RELEASE_TARGETS) into DIST/VERSION: archives, CycloneDX SBOMs, SHA256SUMS (VERSION=v1.2.3 required)
