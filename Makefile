@@ -2,8 +2,11 @@
 SHELL := /bin/bash
 GO    ?= go
 BIN   := $(CURDIR)/bin
-# Developer tools (buf, grpcurl, grpc-health-probe) are pinned in tools/go.mod
-# so they never leak into the module graph of seatd itself.
+# Developer tools are pinned in modules of their own under tools/ so they never
+# leak into the module graph of seatd itself: buf in tools/go.mod; grpcurl and
+# grpc-health-probe, which the walk-through and the tests use, in
+# tools/run/go.mod (a cold build in under a minute: buf's dependencies take
+# many); cyclonedx-gomod, the release's SBOM generator, in tools/sbom/go.mod.
 TOOL  := $(GO) tool -modfile=tools/go.mod
 # go-licenses has a module of its own too (the dependency license report).
 LICENSES := $(GO) tool -modfile=tools/licenses/go.mod go-licenses
@@ -16,7 +19,11 @@ LINT  := $(GO) tool -modfile=tools/lint/go.mod golangci-lint
 SEATD_LDFLAGS = -X github.com/seatd/seatd/server/daemon.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo '(devel)') \
   -X github.com/seatd/seatd/server/daemon.revision=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 
-.PHONY: help build run install image image/name test/compose generate verify-generate docs docs/generate docs/check lint vet licenses licenses/check test test/helm preflight check/python python/wheel test/python check/node node/pack test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools services mutate chaos clean
+# make release: the targets it builds and where the release goes (DIST/VERSION).
+RELEASE_TARGETS ?= linux/amd64,linux/arm64,darwin/arm64,windows/amd64
+DIST  ?= dist
+
+.PHONY: help build run install image image/name test/compose generate verify-generate docs docs/generate docs/check lint vet licenses licenses/check release test test/helm preflight check/python python/wheel test/python check/node node/pack test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools tools/run services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -79,8 +86,14 @@ image/name: ## Print the name:tag make image builds
 test/compose: ## Decode deploy/compose/compose.yaml strictly (compose-go, in its own module) and check what it promises
 	cd deploy/compose && $(GO) test -count=1 ./...
 
-tools: ## Build the pinned CLI tools into bin/ (buf, grpcurl, grpc-health-probe)
+tools: tools/run ## Build the pinned CLI tools into bin/ (buf; grpcurl and grpc-health-probe as tools/run)
 	GOBIN=$(BIN) $(GO) install -modfile=tools/go.mod tool
+
+tools/run: ## Build only grpcurl and grpc-health-probe into bin/ (the walk-through's tools), without buf and its dependencies
+	GOBIN=$(BIN) $(GO) install -modfile=tools/run/go.mod tool
+
+release: ## Cross-build seatd and seatctl (RELEASE_TARGETS) into DIST/VERSION: archives, CycloneDX SBOMs, SHA256SUMS (VERSION=v1.2.3 required)
+	$(GO) run ./scripts/release -go "$(GO)" -version "$(VERSION)" -targets "$(RELEASE_TARGETS)" -out "$(DIST)"
 
 generate: client/node/node_modules/.package-lock.json ## Regenerate gen/ from proto/ with buf and local plugins (protoc-gen-es from client/node: npm ci first)
 	$(TOOL) buf generate

@@ -196,7 +196,7 @@ var mutants = []mutant{
 	{"embedded: a borrowed lease returned early", "server/embedded/leases.go",
 		"		if !s.idx.licenseOf(r).lic.AllowEarlyReturn {\n			return server.Lease{}, server.BorrowedNotReturnable(", "		if false {\n			return server.Lease{}, server.BorrowedNotReturnable(", embedded},
 	{"distributed: a borrowed lease returned early", "server/distributed/end.go",
-		"			if !lic.AllowEarlyReturn {\n				return server.Lease{}, server.BorrowedNotReturnable(", "			if false {\n				return server.Lease{}, server.BorrowedNotReturnable(", distributed},
+		"			if !lic.AllowEarlyReturn {\n				return server.Lease{}, server.BorrowedNotReturnable(", "			if _ = lic; false {\n				return server.Lease{}, server.BorrowedNotReturnable(", distributed},
 	{"client: a certificate on the returned list still verifies offline", "client/returned.go",
 		"	if l.Returned(c.LeaseID) {", "	if false && l.Returned(c.LeaseID) {", []string{"./client/"}},
 	{"client: a certificate not checked against our own license key and identity", "client/certificate.go",

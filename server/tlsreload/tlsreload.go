@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -135,9 +134,7 @@ func (r *Reloader) stat() ([3]stamp, error) {
 			return out, fmt.Errorf("TLS file %s: %w", path, err)
 		}
 		out[i] = stamp{size: fi.Size(), mtime: fi.ModTime()}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			out[i].ino = st.Ino
-		}
+		out[i].ino = inode(fi)
 	}
 	return out, nil
 }
