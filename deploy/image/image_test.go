@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,9 +22,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/internal/pgtest"
 )
 
 const repoRoot = "../.."
@@ -276,32 +276,14 @@ func TestImageRunsDistributedAfterItsMigration(t *testing.T) {
 // (SEATD_TEST_REDIS_URL); both are removed when the test ends.
 func backend(t *testing.T) (pgURL, redisURL, prefix string) {
 	t.Helper()
-	base := envOr("SEATD_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	schema, pgURL := pgtest.FreshSchema(t, "image")
 	redisURL = envOr("SEATD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-	const hint = "run scripts/services.sh, or point SEATD_TEST_POSTGRES_URL / SEATD_TEST_REDIS_URL at running servers"
 	ctx, cancel := context.WithTimeout(context.Background(), startDeadline)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err, "PostgreSQL at %s: %s", base, hint)
-	schema := "image_" + randomHex(6)
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		_ = conn.Close(ctx)
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-
 	opts, err := redis.ParseURL(redisURL)
 	require.NoError(t, err, "SEATD_TEST_REDIS_URL")
 	rdb := redis.NewClient(opts)
-	require.NoError(t, rdb.Ping(ctx).Err(), "Redis at %s: %s", redisURL, hint)
+	require.NoError(t, rdb.Ping(ctx).Err(), "Redis at %s: run scripts/services.sh, or point SEATD_TEST_REDIS_URL at a running server", redisURL)
 	prefix = schema + ":"
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -312,7 +294,7 @@ func backend(t *testing.T) (pgURL, redisURL, prefix string) {
 		}
 		_ = rdb.Close()
 	})
-	return u.String(), redisURL, prefix
+	return pgURL, redisURL, prefix
 }
 
 func envOr(k, def string) string {

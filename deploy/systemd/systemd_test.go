@@ -5,11 +5,7 @@ package systemd
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seatd/seatd/internal/pgtest"
 	"github.com/seatd/seatd/server/daemon"
 )
 
@@ -54,7 +50,7 @@ func TestMakeInstallHonoursDESTDIR(t *testing.T) {
 	// seatd migrate up, as seatd-migrate.service runs it: the URL from the
 	// environment.
 	migrate := exec.Command(filepath.Join(bin, "seatd"), "migrate", "up")
-	migrate.Env = append(os.Environ(), "SEATD_POSTGRES_URL="+freshSchema(t))
+	migrate.Env = append(os.Environ(), "SEATD_POSTGRES_URL="+schemaURL(t))
 	out, err = migrate.CombinedOutput()
 	require.NoError(t, err, "seatd migrate up: %s", out)
 	require.Contains(t, string(out), "applied", "seatd migrate up: %s", out)
@@ -130,37 +126,6 @@ func TestServiceIsHardenedAndFitsTheDaemon(t *testing.T) {
 	require.Equal(t, []string{"/etc/seatd/seatd.env"}, m["EnvironmentFile"], "migrate reads the same settings (and needs them)")
 }
 
-// freshSchema is the URL of a new schema on the test PostgreSQL
-// (SEATD_TEST_POSTGRES_URL, default the local one), dropped when the test ends.
-func freshSchema(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("SEATD_TEST_POSTGRES_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err, "PostgreSQL at %s: run scripts/services.sh, or point SEATD_TEST_POSTGRES_URL at a running server", base)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "install_" + hex.EncodeToString(b[:])
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		_ = conn.Close(ctx)
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
 // unitValues reads a unit file's Key=value lines (every section) into
 // key → values in order.
 func unitValues(t *testing.T, path string) map[string][]string {
@@ -181,4 +146,11 @@ func unitValues(t *testing.T, path string) map[string][]string {
 	}
 	require.NoError(t, sc.Err())
 	return out
+}
+
+// schemaURL is the URL of a fresh schema on the test PostgreSQL, dropped
+// when the test ends.
+func schemaURL(t *testing.T) string {
+	_, u := pgtest.FreshSchema(t, "install")
+	return u
 }
