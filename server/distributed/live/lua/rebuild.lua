@@ -156,7 +156,11 @@ local function push(t, a, b)
 end
 for i = 7 + nconf, #ARGV, 9 do
   local id = ARGV[i]
-  if not (ended_any and redis.call('ZSCORE', K_ENDED, id))
+  local ended = ended_any and redis.call('ZSCORE', K_ENDED, id)
+  if ended and ARGV[i + 8] == '1' and tonumber(ARGV[i + 4]) > now then
+    push(bors, ARGV[i + 4], id) -- returned early after the snapshot: end.lua's rule
+  end
+  if not ended
     and not (expiring_any and redis.call('HEXISTS', K_EXP, id) == 1) then
     local r = {ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]),
       ARGV[i + 5], ARGV[i + 6], tonumber(ARGV[i + 7])}
