@@ -33,9 +33,15 @@ func fitFileLimit(cfg *Config, lim fdLimits, log *slog.Logger) error {
 	need := 2*uint64(cfg.MaxConnections) + reserve
 	if need > hard {
 		fit := int64(hard) - int64(reserve)
-		if cfg.MaxConnectionsGiven || fit < 2 {
+		if fit < 2 {
+			// Not even one connection per listener fits: no value of
+			// --max-connections helps, only a higher limit.
+			return fmt.Errorf("seatd needs at least %d file descriptors (%d for the store and pools, and a connection on each of its 2 listeners), over the process limit of %d (RLIMIT_NOFILE): raise the limit to %d or more, %d for --max-connections %d (ulimit -n, systemd LimitNOFILE=)",
+				reserve+2, reserve, hard, reserve+2, need, cfg.MaxConnections)
+		}
+		if cfg.MaxConnectionsGiven {
 			return fmt.Errorf("--max-connections %d needs %d file descriptors (2 listeners × %d + %d for the store and pools), over the process limit of %d (RLIMIT_NOFILE): lower --max-connections to at most %d or raise the limit (ulimit -n, systemd LimitNOFILE=)",
-				cfg.MaxConnections, need, cfg.MaxConnections, reserve, hard, max(fit/2, 0))
+				cfg.MaxConnections, need, cfg.MaxConnections, reserve, hard, fit/2)
 		}
 		log.Warn("--max-connections lowered to fit the file descriptor limit (RLIMIT_NOFILE); raise the limit to keep the default",
 			"from", cfg.MaxConnections, "to", fit/2, "limit", hard, "reserve", reserve)

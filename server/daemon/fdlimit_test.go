@@ -74,6 +74,18 @@ func TestFileLimitFitsBothListeners(t *testing.T) {
 		cfg := Config{MaxConnections: 10000}
 		require.ErrorContains(t, fitFileLimit(&cfg, lim, log), "over the process limit of 512")
 	})
+	// A limit of 1024 (ulimit -n 1024) leaves no connection beside the
+	// reserve: the advice was "lower --max-connections to at most 0".
+	t.Run("nothing fits says how high to raise", func(t *testing.T) {
+		for _, given := range []bool{false, true} {
+			lim := &fakeFDLimits{soft: 1024, hard: 1024}
+			cfg := Config{MaxConnections: 10000, MaxConnectionsGiven: given}
+			err := fitFileLimit(&cfg, lim, log)
+			require.ErrorContains(t, err, "needs at least 1026 file descriptors")
+			require.ErrorContains(t, err, "raise the limit to 1026 or more, 21024 for --max-connections 10000")
+			require.NotContains(t, err.Error(), "at most 0")
+		}
+	})
 }
 
 // TestMaxConnectionsGiven: only a value the operator gave is kept as is.
