@@ -61,7 +61,7 @@ func (lf *licenseFlags) register(c *cobra.Command, forUpdate bool) {
 	f.StringVar(&lf.expiresAt, "expires-at", "", "no new seats after this instant (RFC 3339 or YYYY-MM-DD; \"never\" on update clears it)")
 	f.StringToStringVar(&lf.metadata, "metadata", nil, "key=value pairs (replaces all metadata on update)")
 	f.DurationVar(&lf.maxBorrow, "max-borrow", 0, "longest a seat may be borrowed for offline use, e.g. 72h (0: no borrowing; at most 720h)")
-	f.Int32Var(&lf.maxBorrowed, "max-borrowed-seats", 0, "seats that may be borrowed at once (0: as many as there are seats)")
+	f.Int32Var(&lf.maxBorrowed, "max-borrowed-seats", 0, "seats that may be borrowed at once (0: as many as the seat limit, seats + overdraft)")
 	f.BoolVar(&lf.earlyReturn, "allow-early-return", false, "a borrowed seat may be returned before its deadline; its certificate is then listed as returned and still counts against --max-borrowed-seats until it expires")
 	if forUpdate {
 		f.BoolVar(&lf.active, "active", true, "whether the license grants new seats (--active=false switches it off)")

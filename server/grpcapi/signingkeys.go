@@ -34,7 +34,7 @@ func (h *seatService) GetSigningKeys(ctx context.Context, req *seatdv1.GetSignin
 
 // GetReturnedCertificates publishes the tenant's signed list of returned
 // borrowed certificates; like the JWKS it needs no credentials (REST: GET
-// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS itself).
+// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS as one JSON string).
 func (h *seatService) GetReturnedCertificates(ctx context.Context, req *seatdv1.GetReturnedCertificatesRequest) (*seatdv1.GetReturnedCertificatesResponse, error) {
 	tenant := req.GetTenantId()
 	if tenant == "" {

@@ -252,7 +252,8 @@ type License struct {
 	// At most 30 days.
 	MaxBorrowDuration *durationpb.Duration `protobuf:"bytes,17,opt,name=max_borrow_duration,json=maxBorrowDuration,proto3" json:"max_borrow_duration,omitempty"`
 	// How many seats may be borrowed at once; borrowed seats also count
-	// against `seats`. 0 (the default): as many as there are seats.
+	// against `seats`. 0 (the default): as many as the seat limit (seats +
+	// overdraft); a borrow returned early counts until its deadline.
 	MaxBorrowedSeats int32 `protobuf:"varint,18,opt,name=max_borrowed_seats,json=maxBorrowedSeats,proto3" json:"max_borrowed_seats,omitempty"`
 	// Whether a borrowed seat may be returned before its deadline
 	// (ReleaseSeat; FlexNet's `lmborrow -return`, RLM's roaming return).

@@ -53,7 +53,7 @@ type SeatServiceClient interface {
 	// allow_early_return), each until a while after its exp. A product that
 	// comes online fetches it, keeps it, and refuses a listed certificate.
 	// No authentication, as the JWKS (REST: GET
-	// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS itself).
+	// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS as one JSON string).
 	GetReturnedCertificates(ctx context.Context, in *GetReturnedCertificatesRequest, opts ...grpc.CallOption) (*GetReturnedCertificatesResponse, error)
 }
 
@@ -151,7 +151,7 @@ type SeatServiceServer interface {
 	// allow_early_return), each until a while after its exp. A product that
 	// comes online fetches it, keeps it, and refuses a listed certificate.
 	// No authentication, as the JWKS (REST: GET
-	// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS itself).
+	// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS as one JSON string).
 	GetReturnedCertificates(context.Context, *GetReturnedCertificatesRequest) (*GetReturnedCertificatesResponse, error)
 	mustEmbedUnimplementedSeatServiceServer()
 }

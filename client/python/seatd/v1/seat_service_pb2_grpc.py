@@ -88,7 +88,7 @@ class SeatServiceServicer(object):
         allow_early_return), each until a while after its exp. A product that
         comes online fetches it, keeps it, and refuses a listed certificate.
         No authentication, as the JWKS (REST: GET
-        /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS itself).
+        /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS as one JSON string).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -152,7 +152,8 @@ export type License = Message<"seatd.v1.License"> & {
 
   /**
    * How many seats may be borrowed at once; borrowed seats also count
-   * against `seats`. 0 (the default): as many as there are seats.
+   * against `seats`. 0 (the default): as many as the seat limit (seats +
+   * overdraft); a borrow returned early counts until its deadline.
    *
    * @generated from field: int32 max_borrowed_seats = 18;
    */
