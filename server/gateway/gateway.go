@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/protoadapt"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
@@ -72,13 +73,13 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 		runtime.WithErrorHandler(shapeErrors),
 		runtime.WithMetadata(clientAddr),
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
-			Marshaler: &runtime.JSONPb{
+			Marshaler: namingMarshaler{&runtime.JSONPb{
 				// Every list, map, number, string and bool is written, empty
 				// or zero too: an empty list is [] and a count of 0 is there.
 				// Unset messages (timestamps, durations) stay out.
 				MarshalOptions:   protojson.MarshalOptions{EmitDefaultValues: true},
 				UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-			},
+			}},
 		}),
 	)
 	for name, register := range map[string]func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
@@ -255,15 +256,22 @@ func (b bearerChallenge) WriteHeader(code int) {
 // shapeErrors gives every refusal an ErrorInfo reason: grpc-gateway's own
 // (a body or parameter that does not decode) come as INVALID_ARGUMENT with
 // the parser's words and no details; they become MALFORMED_REQUEST without
-// the parser's words. A message too large for gRPC is 413, not 429.
+// the parser's words, naming the body's field that did not decode where
+// namingMarshaler found it (a BadRequest field violation). A message too large for gRPC is 413, not 429.
 func shapeErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 	st, ok := status.FromError(err)
 	var custom *runtime.HTTPStatusError
 	switch {
 	case errors.As(err, &custom):
 	case ok && st.Code() == codes.InvalidArgument && len(st.Details()) == 0:
-		st = status.New(codes.InvalidArgument, "the request does not decode as this call's JSON body and parameters")
-		if with, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: server.ReasonMalformedRequest, Domain: grpcapi.ErrorDomain}); derr == nil {
+		details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: server.ReasonMalformedRequest, Domain: grpcapi.ErrorDomain}}
+		if name, why, named := fieldOf(st.Message()); named {
+			st = status.New(codes.InvalidArgument, fmt.Sprintf("the request's field %s %s", name, why))
+			details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: name, Description: why}}})
+		} else {
+			st = status.New(codes.InvalidArgument, "the request does not decode as this call's JSON body and parameters")
+		}
+		if with, derr := st.WithDetails(details...); derr == nil {
 			st = with
 		}
 		err = st.Err()

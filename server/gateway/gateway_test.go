@@ -350,3 +350,43 @@ var restRoutes = []struct{ method, path string }{
 	{"POST", "/v1/admin/tenants"},
 	{"POST", "/v1/admin/cleanup"},
 }
+
+// TestUndecodableFieldIsNamed: a body field that does not decode (a
+// duration written "72h", a number where a string goes, a field the call
+// does not have) is refused naming that field, in the message and as a
+// BadRequest field violation, without the parser's words.
+func TestUndecodableFieldIsNamed(t *testing.T) {
+	t.Parallel()
+	h, _ := newGateway(t)
+	for _, tt := range []struct{ body, field, says string }{
+		{`{"licenseKey": "slk_x", "fingerprint": "x", "borrowDuration": "72h"}`, "borrowDuration", "600s"},
+		{`{"licenseKey": 5, "fingerprint": "x"}`, "licenseKey", "does not decode"},
+		{`{"licenseKey": "slk_x", "fingerprint": "x", "colour": "red"}`, "colour", "is not a field"},
+	} {
+		r := do(t, h, "POST", "/v1/leases", "", tt.body)
+		require.Equal(t, http.StatusBadRequest, r.code, r.body)
+		require.Equal(t, "MALFORMED_REQUEST", r.reason(), r.body)
+		require.Contains(t, str(t, r.json, "message"), tt.field, r.body)
+		require.Contains(t, str(t, r.json, "message"), tt.says, r.body)
+		require.NotContains(t, r.body, "proto:", "parser detail in the body")
+		var violated []string
+		details, _ := r.json["details"].([]any)
+		for _, d := range details {
+			m, _ := d.(map[string]any)
+			if fvs, ok := m["fieldViolations"].([]any); ok {
+				for _, fv := range fvs {
+					violated = append(violated, fv.(map[string]any)["field"].(string))
+				}
+			}
+		}
+		require.Equal(t, []string{tt.field}, violated, r.body)
+	}
+	// Not an object: nothing to name.
+	r := do(t, h, "POST", "/v1/leases", "", `{"licenseKey": `)
+	require.Equal(t, http.StatusBadRequest, r.code, r.body)
+	require.Equal(t, "the request does not decode as this call's JSON body and parameters", str(t, r.json, "message"))
+	// A name no client could mean is not echoed.
+	r = do(t, h, "POST", "/v1/leases", "", `{"licenseKey": "slk_x", "<b>x</b>": 1}`)
+	require.Equal(t, http.StatusBadRequest, r.code, r.body)
+	require.NotContains(t, r.body, "<b>")
+}

@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/protobuf/proto"
+)
+
+// namingMarshaler is the gateway's JSON marshaler, whose decoder says which
+// top-level field of a body did not decode. grpc-gateway passes only a
+// decoder error's text on (as INVALID_ARGUMENT); shapeErrors reads the
+// field back from it (fieldOf) and answers it as a BadRequest field
+// violation, without the parser's own words.
+type namingMarshaler struct{ *runtime.JSONPb }
+
+func (m namingMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	return runtime.DecoderFunc(func(v any) error {
+		body, err := io.ReadAll(r) // bounded by the gateway's body limit
+		if err != nil {
+			return err
+		}
+		err = m.JSONPb.NewDecoder(bytes.NewReader(body)).Decode(v)
+		if err == nil {
+			return nil
+		}
+		msg, ok := v.(proto.Message)
+		if !ok {
+			return err
+		}
+		if name, why := m.badField(body, msg); name != "" {
+			return fieldError{name: name, why: why}
+		}
+		return err
+	})
+}
+
+// badField finds the first top-level field (in name order, so the answer
+// does not depend on map order) that does not decode on its own.
+func (m namingMarshaler) badField(body []byte, msg proto.Message) (name, why string) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return "", "" // not a JSON object at all
+	}
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: fields[k]})
+		probe := msg.ProtoReflect().New().Interface()
+		if err := m.JSONPb.Unmarshal(one, probe); err != nil {
+			if !fieldName.MatchString(k) {
+				return "", ""
+			}
+			if unknownField.MatchString(err.Error()) {
+				return k, "is not a field of this call's body"
+			}
+			return k, `does not decode as this field's type (a duration is written like "600s", a time like "2026-01-02T15:04:05Z", a 64-bit number as a string or a number)`
+		}
+	}
+	return "", ""
+}
+
+// fieldError is a body field that does not decode; its text is the form
+// fieldOf reads.
+type fieldError struct{ name, why string }
+
+func (e fieldError) Error() string { return fmt.Sprintf("seatd-bad-field %q: %s", e.name, e.why) }
+
+var (
+	fieldName    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
+	unknownField = regexp.MustCompile(`unknown field "`)
+	fieldErrText = regexp.MustCompile(`^seatd-bad-field "([A-Za-z][A-Za-z0-9_]{0,63})": (.+)$`)
+)
+
+// fieldOf reads a fieldError back from a status message.
+func fieldOf(message string) (name, why string, ok bool) {
+	m := fieldErrText.FindStringSubmatch(message)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
