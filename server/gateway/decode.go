@@ -55,7 +55,7 @@ func (m namingMarshaler) badField(body []byte, msg proto.Message) (name, why str
 	for _, k := range names {
 		one, _ := json.Marshal(map[string]json.RawMessage{k: fields[k]})
 		probe := msg.ProtoReflect().New().Interface()
-		if err := m.JSONPb.Unmarshal(one, probe); err != nil {
+		if err := m.Unmarshal(one, probe); err != nil {
 			if !fieldName.MatchString(k) {
 				return "", ""
 			}
