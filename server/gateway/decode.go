@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"sort"
 
@@ -29,8 +30,8 @@ func (m namingMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		if err == nil {
 			return nil
 		}
-		msg, ok := v.(proto.Message)
-		if !ok {
+		msg := bodyMessage(v)
+		if msg == nil || len(body) > maxNamedBody {
 			return err
 		}
 		if name, why := m.badField(body, msg); name != "" {
@@ -38,6 +39,30 @@ func (m namingMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		return err
 	})
+}
+
+// maxNamedBody bounds the bodies whose bad field is looked for: the look
+// decodes each top-level field again, before authentication, so a large
+// body gets the plain answer.
+const maxNamedBody = 64 << 10
+
+// bodyMessage is the message a body decodes into: v itself, or, for a
+// call whose body is one field of the request (body: "license"), the
+// message *v points at (grpc-gateway passes a **T), made if nil.
+func bodyMessage(v any) proto.Message {
+	if msg, ok := v.(proto.Message); ok {
+		return msg
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Pointer {
+		return nil
+	}
+	inner := rv.Elem()
+	if inner.IsNil() {
+		inner = reflect.New(inner.Type().Elem())
+	}
+	msg, _ := inner.Interface().(proto.Message)
+	return msg
 }
 
 // badField finds the first top-level field (in name order, so the answer

@@ -381,8 +381,12 @@ func TestUndecodableFieldIsNamed(t *testing.T) {
 		}
 		require.Equal(t, []string{tt.field}, violated, r.body)
 	}
+	// A body that is one field of the request (CreateLicense's license).
+	r := do(t, h, "POST", "/v1/admin/licenses", operatorKey, `{"seats": 1, "leaseTtl": "60s", "maxBorrowDuration": "72h"}`)
+	require.Equal(t, http.StatusBadRequest, r.code, r.body)
+	require.Contains(t, str(t, r.json, "message"), "maxBorrowDuration", r.body)
 	// Not an object: nothing to name.
-	r := do(t, h, "POST", "/v1/leases", "", `{"licenseKey": `)
+	r = do(t, h, "POST", "/v1/leases", "", `{"licenseKey": `)
 	require.Equal(t, http.StatusBadRequest, r.code, r.body)
 	require.Equal(t, "the request does not decode as this call's JSON body and parameters", str(t, r.json, "message"))
 	// A name no client could mean is not echoed.
