@@ -358,51 +358,38 @@ func TestTheCheckCatchesWhatItShould(t *testing.T) {
 // dashboard's job filter) with a threshold line at the alert's value.
 func TestAlertThresholdsMatchTheAlerts(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile("../prometheus/alerts.yaml")
-	require.NoError(t, err)
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `json:"alert"`
-				Expr  string `json:"expr"`
-			} `json:"rules"`
-		} `json:"groups"`
-	}
-	require.NoError(t, yaml.Unmarshal(data, &rules))
 	_, panels := load(t)
 	tied := 0
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			for _, p := range panels {
-				if !strings.Contains(p.Description, r.Alert+" alert's threshold") {
-					continue
-				}
-				tied++
-				alert, err := promql(r.Expr)
-				require.NoError(t, err, r.Alert)
-				cmp, ok := alert.(*parser.BinaryExpr)
-				require.True(t, ok && cmp.Op.IsComparisonOperator(), "%s: not a comparison", r.Alert)
-				limit, ok := cmp.RHS.(*parser.NumberLiteral)
-				require.True(t, ok, "%s: the threshold is not a number", r.Alert)
-
-				var drawn []string
-				for _, target := range p.Targets {
-					e, err := promql(target.Expr)
-					require.NoError(t, err)
-					drawn = append(drawn, withoutJob(e).String())
-				}
-				require.Contains(t, drawn, cmp.LHS.String(), "panel %q draws %s's expression", p.Title, r.Alert)
-				th := p.FieldConfig.Defaults.Thresholds
-				require.NotNil(t, th, "panel %q has thresholds", p.Title)
-				var values []float64
-				for _, s := range th.Steps {
-					if s.Value != nil {
-						values = append(values, *s.Value)
-					}
-				}
-				require.Contains(t, values, limit.Val, "panel %q: a threshold at %s's %v", p.Title, r.Alert, limit.Val)
-				require.Equal(t, "line", p.FieldConfig.Defaults.Custom.ThresholdsStyle.Mode, "panel %q shows its threshold as a line", p.Title)
+	for alertName, expr := range alertExprs(t) {
+		for _, p := range panels {
+			if !strings.Contains(p.Description, alertName+" alert's threshold") {
+				continue
 			}
+			tied++
+			alert, err := promql(expr)
+			require.NoError(t, err, alertName)
+			cmp, ok := alert.(*parser.BinaryExpr)
+			require.True(t, ok && cmp.Op.IsComparisonOperator(), "%s: not a comparison", alertName)
+			limit, ok := cmp.RHS.(*parser.NumberLiteral)
+			require.True(t, ok, "%s: the threshold is not a number", alertName)
+
+			var drawn []string
+			for _, target := range p.Targets {
+				e, err := promql(target.Expr)
+				require.NoError(t, err)
+				drawn = append(drawn, withoutJob(e).String())
+			}
+			require.Contains(t, drawn, cmp.LHS.String(), "panel %q draws %s's expression", p.Title, alertName)
+			th := p.FieldConfig.Defaults.Thresholds
+			require.NotNil(t, th, "panel %q has thresholds", p.Title)
+			var values []float64
+			for _, s := range th.Steps {
+				if s.Value != nil {
+					values = append(values, *s.Value)
+				}
+			}
+			require.Contains(t, values, limit.Val, "panel %q: a threshold at %s's %v", p.Title, alertName, limit.Val)
+			require.Equal(t, "line", p.FieldConfig.Defaults.Custom.ThresholdsStyle.Mode, "panel %q shows its threshold as a line", p.Title)
 		}
 	}
 	require.GreaterOrEqual(t, tied, 2, "the zombie rate and the cleanup duration panels draw their alerts")

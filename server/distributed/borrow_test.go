@@ -48,12 +48,7 @@ func TestBorrowedLeasesSurviveARebuild(t *testing.T) {
 			b, tok, err := tryBorrow(t.Context(), s, lic.Key, "laptop", "trip", 30*time.Minute)
 			require.NoError(t, err)
 
-			if how == "Redis loss" {
-				loc.loseRedis(t)
-				require.NoError(t, s.ensureLive(t.Context(), lic.ID))
-			} else {
-				require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
-			}
+			rebuildBy(t, how, loc, s, lic.ID)
 
 			_, _, err = tryBorrow(t.Context(), s, lic.Key, "laptop-2", "", 30*time.Minute)
 			requireCode(t, err, server.EEXHAUSTED, server.ReasonBorrowLimit, "the borrowed seat still counts as borrowed")
@@ -143,12 +138,7 @@ func TestReturnedBorrowsSurviveARebuild(t *testing.T) {
 			_, err = s.Release(t.Context(), b.Lease.ID, server.HashSecret(tok))
 			require.NoError(t, err)
 
-			if how == "Redis loss" {
-				loc.loseRedis(t)
-				require.NoError(t, s.ensureLive(t.Context(), lic.ID))
-			} else {
-				require.NoError(t, s.rebuildFrom(t.Context(), lic.ID, loc.epochOf(t, lic.ID)))
-			}
+			rebuildBy(t, how, loc, s, lic.ID)
 
 			_, _, err = tryBorrow(t.Context(), s, lic.Key, "laptop-2", "", 30*time.Minute)
 			requireCode(t, err, server.EEXHAUSTED, server.ReasonBorrowLimit, "the returned borrow still counts")
@@ -157,4 +147,16 @@ func TestReturnedBorrowsSurviveARebuild(t *testing.T) {
 			require.Zero(t, n, "its seat stays free")
 		})
 	}
+}
+
+// rebuildBy rebuilds a license's live state from the record, by a forced
+// rebuild or after losing Redis (how: "Redis loss").
+func rebuildBy(t *testing.T, how string, loc location, s *Store, licenseID string) {
+	t.Helper()
+	if how == "Redis loss" {
+		loc.loseRedis(t)
+		require.NoError(t, s.ensureLive(t.Context(), licenseID))
+		return
+	}
+	require.NoError(t, s.rebuildFrom(t.Context(), licenseID, loc.epochOf(t, licenseID)))
 }
