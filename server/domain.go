@@ -61,6 +61,15 @@ type License struct {
 	// certificate listed as returned (ReturnedCertificate), and the
 	// borrow still counts against the borrow cap until its deadline.
 	AllowEarlyReturn bool `json:"allow_early_return,omitempty"`
+	// Grants are the license's feature grants (grants.go), in the order
+	// SortGrants gives; the stores fill them in every License they return.
+	Grants []Grant `json:"grants,omitempty"`
+
+	// Set only on a grant's pool (Grant.Pool), never on a license: the
+	// grant's start, feature and version. CheckUsable judges StartsAt.
+	StartsAt     time.Time `json:"starts_at,omitzero"`
+	Feature      string    `json:"feature,omitempty"`
+	GrantVersion string    `json:"grant_version,omitempty"`
 }
 
 // ReturnedCertificate is a borrowed lease returned before its deadline: its
@@ -120,13 +129,17 @@ func (l *License) CheckBorrow(d time.Duration, borrowed, returned int) error {
 }
 
 // CheckUsable returns ErrLicenseInactive or ErrLicenseExpired when the license
-// may not grant or keep seats at now.
+// may not grant or keep seats at now; for a grant's pool (Grant.Pool), also
+// GrantNotStarted before its StartsAt.
 func (l *License) CheckUsable(now time.Time) error {
 	if !l.Active {
 		return ErrLicenseInactive
 	}
 	if !l.ExpiresAt.IsZero() && !now.Before(l.ExpiresAt) {
 		return ErrLicenseExpired
+	}
+	if !l.StartsAt.IsZero() && now.Before(l.StartsAt) {
+		return GrantNotStarted(l.Feature, l.StartsAt)
 	}
 	return nil
 }
@@ -166,7 +179,25 @@ type Lease struct {
 	// Borrowed: taken for offline use (AcquireRequest.BorrowFor). It keeps
 	// its deadline (no heartbeats, no renewal) and cannot be revoked.
 	Borrowed bool `json:"borrowed,omitempty"`
+	// Feature and Version are what the acquisition asked for
+	// (AcquireRequest); a lease of a feature has the grant's id as its
+	// LicenseID (GrantID, LicenseOf).
+	Feature string `json:"feature,omitempty"`
+	Version string `json:"version,omitempty"`
 }
+
+// GrantID is the id of the grant the lease holds a seat of, "" for the
+// license's base pool.
+func (l *Lease) GrantID() string {
+	if IsGrantID(l.LicenseID) {
+		return l.LicenseID
+	}
+	return ""
+}
+
+// LicenseOf is the id of the license the lease holds a seat of (its
+// grant's license for a lease of a feature).
+func (l *Lease) LicenseOf() string { return PoolLicense(l.LicenseID) }
 
 // Live reports whether the lease holds a seat at now: active and before its
 // deadline (invariant 2: an expired lease stops counting at its deadline).
@@ -215,6 +246,7 @@ type UsageEvent struct {
 	StartedAt time.Time     `json:"started_at"`
 	EndedAt   time.Time     `json:"ended_at"` // the end of its seat time: SeatHeldUntil (its deadline, if that came before its end)
 	Duration  time.Duration `json:"duration"` // EndedAt - StartedAt
+	Feature   string        `json:"feature,omitempty"` // the lease's (LicenseID is then its grant's id)
 }
 
 // CleanupEvent records one zombie reclaimed; exactly one per expired lease.
@@ -226,6 +258,7 @@ type CleanupEvent struct {
 	LastHeartbeatAt time.Time `json:"last_heartbeat_at"`
 	ExpiresAt       time.Time `json:"expires_at"`
 	CleanedAt       time.Time `json:"cleaned_at"`
+	Feature         string    `json:"feature,omitempty"` // the lease's (LicenseID is then its grant's id)
 }
 
 // AuditEntry records an administrative or system action.

@@ -59,6 +59,12 @@ const (
 	ReasonBorrowNotAllowed = "BORROW_NOT_ALLOWED"
 	ReasonBorrowLimit      = "BORROW_LIMIT_REACHED"
 	ReasonLeaseBorrowed    = "LEASE_BORROWED"
+	// Features (grants.go): the license holds no grant of the feature, none
+	// covering the version, none started yet; no such grant.
+	ReasonFeatureNotLicensed = "FEATURE_NOT_LICENSED"
+	ReasonVersionNotLicensed = "VERSION_NOT_LICENSED"
+	ReasonGrantNotStarted    = "GRANT_NOT_STARTED"
+	ReasonGrantNotFound      = "GRANT_NOT_FOUND"
 )
 
 // Error is a failure a caller may see. Message is written for the client and

@@ -7,7 +7,8 @@ import "time"
 // LicenseID is set. The records are listed by that time, then by id.
 type EventRange struct {
 	TenantID  string
-	LicenseID string // "" for every license of the tenant (not used by audit lists)
+	LicenseID string // "" for every license of the tenant (not used by audit lists); a license's records include its grants'
+	Feature   string // "": every record; else only those of that feature's grants
 	Start     time.Time
 	End       time.Time
 }

@@ -76,6 +76,35 @@ type LicenseStore interface {
 	// Get/List no longer show it. Lease history and events are kept.
 	// Returns the number of leases revoked.
 	DeleteLicense(ctx context.Context, tenantID, id string) (int, error)
+
+	GrantStore
+}
+
+// GrantStore keeps the feature grants of licenses (grants.go). A store
+// counts a grant's leases exactly as a license's, under the grant's id
+// (Grant.Pool gives its settings): a grant is a pool of its own
+// (invariant 12) in every step that counts, rebuilds or cleans up.
+// GetLicense, LicenseByKey, ListLicenses and UpdateLicense return each
+// license with its Grants (SortGrants order); a license's settings that a
+// grant's pool takes from it (TTL, revival window, strategy, active,
+// expiry, early return) apply to its grants' pools as soon as
+// UpdateLicense returns.
+type GrantStore interface {
+	// CreateGrant stores g as given: the caller has validated it and set
+	// ID (NewGrantID), LicenseID, TenantID, CreatedAt and UpdatedAt.
+	// ErrLicenseNotFound if the license is not the tenant's (or deleted).
+	CreateGrant(ctx context.Context, g Grant) (Grant, error)
+	// UpdateGrant is UpdateLicense for a grant: update is called on a copy
+	// and the result stored atomically with respect to acquisitions on it.
+	// ID, LicenseID, TenantID, Feature and CreatedAt cannot change;
+	// UpdatedAt is set by the store. ErrGrantNotFound if the license has
+	// no such grant (ErrLicenseNotFound: no such license).
+	UpdateGrant(ctx context.Context, tenantID, licenseID, grantID string, update func(*Grant) error) (Grant, error)
+	// DeleteGrant revokes every active lease of the grant (each gets its
+	// usage event) and removes it, as DeleteLicense does for a license;
+	// its leases' next heartbeat is refused as a deleted license's is.
+	// Returns the number of leases revoked.
+	DeleteGrant(ctx context.Context, tenantID, licenseID, grantID string) (int, error)
 }
 
 // AcquireRequest asks for a seat. The caller has validated the fields and
@@ -95,6 +124,11 @@ type AcquireRequest struct {
 	// by dedupe key; an idempotency key hands back only a borrowed lease,
 	// with its deadline kept. 0: a normal lease.
 	BorrowFor time.Duration
+	// Feature != "" takes a seat of one of the license's grants of that
+	// feature that covers Version ("" any), License.GrantsFor, instead of
+	// the base pool. Version is valid dotted numbers or "".
+	Feature string
+	Version string
 }
 
 // AcquireResult is a granted (or re-found) lease.
@@ -103,6 +137,9 @@ type AcquireResult struct {
 	License    License
 	SeatsInUse int  // live leases on the license after this call, this one included
 	Existing   bool // an existing lease was handed back (token rotated, deadline renewed)
+	// Grant is the grant the seat is of (a request with a Feature), nil
+	// for the base pool; SeatsInUse then counts the grant's live leases.
+	Grant *Grant
 }
 
 // LeaseStore is the hot path: acquire, heartbeat, release. Each method is
@@ -123,6 +160,19 @@ type LeaseStore interface {
 	//     ExpiresAt=now+TTL;
 	//   - else SeatsExhausted(inUse, limit).
 	// The new lease is durable before Acquire returns.
+	//
+	// With req.Feature, the same in the grants License.GrantsFor returns
+	// (its errors as they are), in one atomic step over all of them
+	// (invariant 12): a live lease of the same idempotency or dedupe key
+	// in any of them is handed back; else the first of them (pick order)
+	// that is usable now (Grant.Pool's CheckUsable at the store's clock)
+	// and has a free seat grants, and the lease's LicenseID is that
+	// grant's id, its Feature and Version the request's; else, if some of
+	// them are usable, FeatureSeatsExhausted summed over those; else the
+	// first one's CheckUsable error (ErrLicenseInactive,
+	// ErrLicenseExpired when all have expired, GrantNotStarted with the
+	// earliest start when some have yet to start). Borrowing is judged
+	// per grant (its pool's CheckBorrow) on the grant that would grant.
 	Acquire(ctx context.Context, req AcquireRequest) (AcquireResult, error)
 
 	// Heartbeat renews an active lease to now+TTL and sets LastHeartbeatAt.
@@ -175,15 +225,20 @@ type LeaseStore interface {
 
 	// ListLeases lists a license's leases newest first (AcquiredAt desc, ID
 	// desc), only those in state when state != "". ErrLicenseNotFound if the
-	// license is not the tenant's (deleted licenses too).
+	// license is not the tenant's (deleted licenses too). A license's
+	// leases are those of its base pool and of all its grants; licenseID
+	// may also be a grant's id, for that grant's leases only.
 	ListLeases(ctx context.Context, tenantID, licenseID string, state LeaseState, p Page) ([]Lease, string, error)
 
-	// SeatsInUse counts the live leases of a license (not past deadline).
+	// SeatsInUse counts the live leases of a license (not past deadline),
+	// of its base pool only (a grant id: of that grant).
 	SeatsInUse(ctx context.Context, tenantID, licenseID string) (int, error)
 
 	// SeatsInUseOf counts, as SeatsInUse does, the live leases of each of
 	// the tenant's licenses named (at most MaxPageSize). A license that is
-	// not the tenant's, deleted or missing is left out of the map.
+	// not the tenant's, deleted or missing is left out of the map. A
+	// license's count is its base pool's; an id may be a grant's, for the
+	// grant's count.
 	SeatsInUseOf(ctx context.Context, tenantID string, licenseIDs []string) (map[string]int, error)
 }
 
@@ -229,6 +284,7 @@ type ZombieQuery struct {
 	Start    time.Time
 	End      time.Time
 	TopLimit int
+	Feature  string // "": every zombie; else only those of that feature's grants
 }
 
 // ZombieReport answers the three analytics queries of the zombie-cleanup seed.
@@ -248,7 +304,8 @@ type ZombieDay struct {
 
 // LicenseZombies ranks one license by zombies in the window.
 type LicenseZombies struct {
-	LicenseID   string
+	LicenseID   string // a pool's id: a license's, or one of its grants' (each ranked on its own)
+	Feature     string // the grant's feature; "" for a base pool
 	LicenseName string
 	ZombieCount int64
 	LeaseCount  int64   // all leases ever acquired on the license

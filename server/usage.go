@@ -43,7 +43,8 @@ const (
 // (EINVALID) rather than cut.
 type UsageQuery struct {
 	TenantID  string
-	LicenseID string
+	LicenseID string // a license's rows include its grants' (each a row of its own)
+	Feature   string // "": every pool; else only the pools of that feature's grants
 	Start     time.Time
 	End       time.Time
 	Bucket    time.Duration
@@ -58,13 +59,15 @@ type UsageQuery struct {
 // its seat until its deadline, a lease revoked after its deadline only until
 // the deadline. Its user is Lease.User, or its fingerprint when it has none.
 type UsageReport struct {
-	Rows  []UsageRow  // by LicenseID, then BucketStart; only buckets with something to say
+	Rows  []UsageRow  // by LicenseID (byte order: a license before its grants), then BucketStart; only buckets with something to say
 	Users []UserUsage // by SeatHours desc, then User; at most UsageQuery.Users
 }
 
-// UsageRow is one license in one bucket.
+// UsageRow is one pool (a license's base pool, or one of its grants) in
+// one bucket.
 type UsageRow struct {
-	LicenseID     string
+	LicenseID     string // the pool's id: a license's, or a grant's (PoolLicense)
+	Feature       string // the grant's feature; "" for a base pool
 	BucketStart   time.Time
 	PeakSeats     int           // the most leases holding a seat at one instant of the bucket
 	SeatHours     float64       // the leases' time in the bucket, in hours

@@ -942,3 +942,15 @@ func (s *memStore) UsageReport(_ context.Context, q server.UsageQuery) (server.U
 	}
 	return server.BuildUsageReport(q, leases, slices.Clone(s.d.Seats), now)
 }
+
+func (s *memStore) CreateGrant(context.Context, server.Grant) (server.Grant, error) {
+	return server.Grant{}, errors.ErrUnsupported
+}
+
+func (s *memStore) UpdateGrant(context.Context, string, string, string, func(*server.Grant) error) (server.Grant, error) {
+	return server.Grant{}, errors.ErrUnsupported
+}
+
+func (s *memStore) DeleteGrant(context.Context, string, string, string) (int, error) {
+	return 0, errors.ErrUnsupported
+}

@@ -584,6 +584,330 @@ func (x *DeleteLicenseResponse) GetRevokedLeases() int32 {
 	return 0
 }
 
+type CreateFeatureGrantRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LicenseId     string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	Grant         *FeatureGrant          `protobuf:"bytes,2,opt,name=grant,proto3" json:"grant,omitempty"`
+	TenantId      string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateFeatureGrantRequest) Reset() {
+	*x = CreateFeatureGrantRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateFeatureGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateFeatureGrantRequest) ProtoMessage() {}
+
+func (x *CreateFeatureGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateFeatureGrantRequest.ProtoReflect.Descriptor instead.
+func (*CreateFeatureGrantRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CreateFeatureGrantRequest) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *CreateFeatureGrantRequest) GetGrant() *FeatureGrant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+func (x *CreateFeatureGrantRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type CreateFeatureGrantResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Grant         *FeatureGrant          `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateFeatureGrantResponse) Reset() {
+	*x = CreateFeatureGrantResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateFeatureGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateFeatureGrantResponse) ProtoMessage() {}
+
+func (x *CreateFeatureGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateFeatureGrantResponse.ProtoReflect.Descriptor instead.
+func (*CreateFeatureGrantResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CreateFeatureGrantResponse) GetGrant() *FeatureGrant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+type UpdateFeatureGrantRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	LicenseId string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// grant.id names the grant to change.
+	Grant *FeatureGrant `protobuf:"bytes,2,opt,name=grant,proto3" json:"grant,omitempty"`
+	// Updatable: version, seats, overdraft, starts_at, expires_at,
+	// max_borrow_duration, max_borrowed_seats.
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,3,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	TenantId      string                 `protobuf:"bytes,4,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateFeatureGrantRequest) Reset() {
+	*x = UpdateFeatureGrantRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateFeatureGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateFeatureGrantRequest) ProtoMessage() {}
+
+func (x *UpdateFeatureGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateFeatureGrantRequest.ProtoReflect.Descriptor instead.
+func (*UpdateFeatureGrantRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *UpdateFeatureGrantRequest) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *UpdateFeatureGrantRequest) GetGrant() *FeatureGrant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+func (x *UpdateFeatureGrantRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
+	}
+	return nil
+}
+
+func (x *UpdateFeatureGrantRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type UpdateFeatureGrantResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Grant         *FeatureGrant          `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateFeatureGrantResponse) Reset() {
+	*x = UpdateFeatureGrantResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateFeatureGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateFeatureGrantResponse) ProtoMessage() {}
+
+func (x *UpdateFeatureGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateFeatureGrantResponse.ProtoReflect.Descriptor instead.
+func (*UpdateFeatureGrantResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *UpdateFeatureGrantResponse) GetGrant() *FeatureGrant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+type DeleteFeatureGrantRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LicenseId     string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	GrantId       string                 `protobuf:"bytes,2,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	TenantId      string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteFeatureGrantRequest) Reset() {
+	*x = DeleteFeatureGrantRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteFeatureGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteFeatureGrantRequest) ProtoMessage() {}
+
+func (x *DeleteFeatureGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteFeatureGrantRequest.ProtoReflect.Descriptor instead.
+func (*DeleteFeatureGrantRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DeleteFeatureGrantRequest) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *DeleteFeatureGrantRequest) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *DeleteFeatureGrantRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type DeleteFeatureGrantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many live leases were revoked with the grant.
+	RevokedLeases int32 `protobuf:"varint,1,opt,name=revoked_leases,json=revokedLeases,proto3" json:"revoked_leases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteFeatureGrantResponse) Reset() {
+	*x = DeleteFeatureGrantResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteFeatureGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteFeatureGrantResponse) ProtoMessage() {}
+
+func (x *DeleteFeatureGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteFeatureGrantResponse.ProtoReflect.Descriptor instead.
+func (*DeleteFeatureGrantResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DeleteFeatureGrantResponse) GetRevokedLeases() int32 {
+	if x != nil {
+		return x.RevokedLeases
+	}
+	return 0
+}
+
 type ListLeasesRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	LicenseId string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
@@ -594,15 +918,17 @@ type ListLeasesRequest struct {
 	// still have a next_page_token.
 	State LeaseState `protobuf:"varint,3,opt,name=state,proto3,enum=seatd.v1.LeaseState" json:"state,omitempty"`
 	// 1-1000, default 100.
-	PageSize      int32  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize  int32  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only the leases of this feature's grants; empty: every lease.
+	Feature       string `protobuf:"bytes,6,opt,name=feature,proto3" json:"feature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListLeasesRequest) Reset() {
 	*x = ListLeasesRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[10]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +940,7 @@ func (x *ListLeasesRequest) String() string {
 func (*ListLeasesRequest) ProtoMessage() {}
 
 func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[10]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +953,7 @@ func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesRequest.ProtoReflect.Descriptor instead.
 func (*ListLeasesRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{10}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListLeasesRequest) GetLicenseId() string {
@@ -665,6 +991,13 @@ func (x *ListLeasesRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListLeasesRequest) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
 type ListLeasesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Leases        []*Lease               `protobuf:"bytes,1,rep,name=leases,proto3" json:"leases,omitempty"`
@@ -675,7 +1008,7 @@ type ListLeasesResponse struct {
 
 func (x *ListLeasesResponse) Reset() {
 	*x = ListLeasesResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[11]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +1020,7 @@ func (x *ListLeasesResponse) String() string {
 func (*ListLeasesResponse) ProtoMessage() {}
 
 func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[11]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +1033,7 @@ func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesResponse.ProtoReflect.Descriptor instead.
 func (*ListLeasesResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{11}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListLeasesResponse) GetLeases() []*Lease {
@@ -729,7 +1062,7 @@ type RevokeLeaseRequest struct {
 
 func (x *RevokeLeaseRequest) Reset() {
 	*x = RevokeLeaseRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[12]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +1074,7 @@ func (x *RevokeLeaseRequest) String() string {
 func (*RevokeLeaseRequest) ProtoMessage() {}
 
 func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[12]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +1087,7 @@ func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{12}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RevokeLeaseRequest) GetLeaseId() string {
@@ -787,7 +1120,7 @@ type RevokeLeaseResponse struct {
 
 func (x *RevokeLeaseResponse) Reset() {
 	*x = RevokeLeaseResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[13]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -799,7 +1132,7 @@ func (x *RevokeLeaseResponse) String() string {
 func (*RevokeLeaseResponse) ProtoMessage() {}
 
 func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[13]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -812,7 +1145,7 @@ func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseResponse.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{13}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RevokeLeaseResponse) GetLease() *Lease {
@@ -830,7 +1163,7 @@ type CleanupRequest struct {
 
 func (x *CleanupRequest) Reset() {
 	*x = CleanupRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[14]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +1175,7 @@ func (x *CleanupRequest) String() string {
 func (*CleanupRequest) ProtoMessage() {}
 
 func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[14]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +1188,7 @@ func (x *CleanupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRequest.ProtoReflect.Descriptor instead.
 func (*CleanupRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{14}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{20}
 }
 
 // CleanupRun describes one cleanup pass.
@@ -879,7 +1212,7 @@ type CleanupRun struct {
 
 func (x *CleanupRun) Reset() {
 	*x = CleanupRun{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[15]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1224,7 @@ func (x *CleanupRun) String() string {
 func (*CleanupRun) ProtoMessage() {}
 
 func (x *CleanupRun) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[15]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1237,7 @@ func (x *CleanupRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupRun.ProtoReflect.Descriptor instead.
 func (*CleanupRun) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{15}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CleanupRun) GetStartedAt() *timestamppb.Timestamp {
@@ -965,7 +1298,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[16]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1310,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[16]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1323,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{16}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CleanupResponse) GetRun() *CleanupRun {
@@ -1008,7 +1341,7 @@ type GetCleanupStatusRequest struct {
 
 func (x *GetCleanupStatusRequest) Reset() {
 	*x = GetCleanupStatusRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[17]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1353,7 @@ func (x *GetCleanupStatusRequest) String() string {
 func (*GetCleanupStatusRequest) ProtoMessage() {}
 
 func (x *GetCleanupStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[17]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1366,7 @@ func (x *GetCleanupStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCleanupStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetCleanupStatusRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{17}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{23}
 }
 
 type GetCleanupStatusResponse struct {
@@ -1055,7 +1388,7 @@ type GetCleanupStatusResponse struct {
 
 func (x *GetCleanupStatusResponse) Reset() {
 	*x = GetCleanupStatusResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[18]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1400,7 @@ func (x *GetCleanupStatusResponse) String() string {
 func (*GetCleanupStatusResponse) ProtoMessage() {}
 
 func (x *GetCleanupStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[18]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1413,7 @@ func (x *GetCleanupStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCleanupStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetCleanupStatusResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{18}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetCleanupStatusResponse) GetLeaderId() string {
@@ -1133,14 +1466,16 @@ type GetZombieReportRequest struct {
 	// Window end; default now.
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	// How many licenses to list by zombie count; 1-100, default 20.
-	TopLimit      int32 `protobuf:"varint,4,opt,name=top_limit,json=topLimit,proto3" json:"top_limit,omitempty"`
+	TopLimit int32 `protobuf:"varint,4,opt,name=top_limit,json=topLimit,proto3" json:"top_limit,omitempty"`
+	// Only the zombies of this feature's grants; empty: every zombie.
+	Feature       string `protobuf:"bytes,5,opt,name=feature,proto3" json:"feature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetZombieReportRequest) Reset() {
 	*x = GetZombieReportRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[19]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1487,7 @@ func (x *GetZombieReportRequest) String() string {
 func (*GetZombieReportRequest) ProtoMessage() {}
 
 func (x *GetZombieReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[19]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1500,7 @@ func (x *GetZombieReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetZombieReportRequest.ProtoReflect.Descriptor instead.
 func (*GetZombieReportRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{19}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetZombieReportRequest) GetTenantId() string {
@@ -1196,6 +1531,13 @@ func (x *GetZombieReportRequest) GetTopLimit() int32 {
 	return 0
 }
 
+func (x *GetZombieReportRequest) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
 // ZombieDay is one row of "zombies per day".
 type ZombieDay struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1209,7 +1551,7 @@ type ZombieDay struct {
 
 func (x *ZombieDay) Reset() {
 	*x = ZombieDay{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[20]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1563,7 @@ func (x *ZombieDay) String() string {
 func (*ZombieDay) ProtoMessage() {}
 
 func (x *ZombieDay) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[20]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1576,7 @@ func (x *ZombieDay) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ZombieDay.ProtoReflect.Descriptor instead.
 func (*ZombieDay) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{20}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ZombieDay) GetDate() string {
@@ -1274,7 +1616,7 @@ type LicenseZombies struct {
 
 func (x *LicenseZombies) Reset() {
 	*x = LicenseZombies{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[21]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1628,7 @@ func (x *LicenseZombies) String() string {
 func (*LicenseZombies) ProtoMessage() {}
 
 func (x *LicenseZombies) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[21]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1641,7 @@ func (x *LicenseZombies) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LicenseZombies.ProtoReflect.Descriptor instead.
 func (*LicenseZombies) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{21}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LicenseZombies) GetLicenseId() string {
@@ -1352,7 +1694,7 @@ type GetZombieReportResponse struct {
 
 func (x *GetZombieReportResponse) Reset() {
 	*x = GetZombieReportResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[22]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1706,7 @@ func (x *GetZombieReportResponse) String() string {
 func (*GetZombieReportResponse) ProtoMessage() {}
 
 func (x *GetZombieReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[22]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1719,7 @@ func (x *GetZombieReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetZombieReportResponse.ProtoReflect.Descriptor instead.
 func (*GetZombieReportResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{22}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetZombieReportResponse) GetStartTime() *timestamppb.Timestamp {
@@ -1431,7 +1773,7 @@ type CreateTenantRequest struct {
 
 func (x *CreateTenantRequest) Reset() {
 	*x = CreateTenantRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[23]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1785,7 @@ func (x *CreateTenantRequest) String() string {
 func (*CreateTenantRequest) ProtoMessage() {}
 
 func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[23]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1798,7 @@ func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantRequest.ProtoReflect.Descriptor instead.
 func (*CreateTenantRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{23}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateTenantRequest) GetTenant() *Tenant {
@@ -1475,7 +1817,7 @@ type CreateTenantResponse struct {
 
 func (x *CreateTenantResponse) Reset() {
 	*x = CreateTenantResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[24]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1487,7 +1829,7 @@ func (x *CreateTenantResponse) String() string {
 func (*CreateTenantResponse) ProtoMessage() {}
 
 func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[24]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1500,7 +1842,7 @@ func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTenantResponse.ProtoReflect.Descriptor instead.
 func (*CreateTenantResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{24}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateTenantResponse) GetTenant() *Tenant {
@@ -1520,7 +1862,7 @@ type ListTenantsRequest struct {
 
 func (x *ListTenantsRequest) Reset() {
 	*x = ListTenantsRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[25]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1874,7 @@ func (x *ListTenantsRequest) String() string {
 func (*ListTenantsRequest) ProtoMessage() {}
 
 func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[25]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1887,7 @@ func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
 func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{25}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListTenantsRequest) GetPageSize() int32 {
@@ -1572,7 +1914,7 @@ type ListTenantsResponse struct {
 
 func (x *ListTenantsResponse) Reset() {
 	*x = ListTenantsResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[26]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1926,7 @@ func (x *ListTenantsResponse) String() string {
 func (*ListTenantsResponse) ProtoMessage() {}
 
 func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[26]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1939,7 @@ func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
 func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{26}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListTenantsResponse) GetTenants() []*Tenant {
@@ -1624,7 +1966,7 @@ type CreateApiKeyRequest struct {
 
 func (x *CreateApiKeyRequest) Reset() {
 	*x = CreateApiKeyRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[27]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1978,7 @@ func (x *CreateApiKeyRequest) String() string {
 func (*CreateApiKeyRequest) ProtoMessage() {}
 
 func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[27]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1991,7 @@ func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{27}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateApiKeyRequest) GetTenantId() string {
@@ -1677,7 +2019,7 @@ type CreateApiKeyResponse struct {
 
 func (x *CreateApiKeyResponse) Reset() {
 	*x = CreateApiKeyResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[28]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +2031,7 @@ func (x *CreateApiKeyResponse) String() string {
 func (*CreateApiKeyResponse) ProtoMessage() {}
 
 func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[28]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +2044,7 @@ func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*CreateApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{28}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateApiKeyResponse) GetApiKey() *ApiKey {
@@ -1730,7 +2072,7 @@ type ListApiKeysRequest struct {
 
 func (x *ListApiKeysRequest) Reset() {
 	*x = ListApiKeysRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[29]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +2084,7 @@ func (x *ListApiKeysRequest) String() string {
 func (*ListApiKeysRequest) ProtoMessage() {}
 
 func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[29]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +2097,7 @@ func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{29}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListApiKeysRequest) GetTenantId() string {
@@ -1789,7 +2131,7 @@ type ListApiKeysResponse struct {
 
 func (x *ListApiKeysResponse) Reset() {
 	*x = ListApiKeysResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[30]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +2143,7 @@ func (x *ListApiKeysResponse) String() string {
 func (*ListApiKeysResponse) ProtoMessage() {}
 
 func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[30]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +2156,7 @@ func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApiKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListApiKeysResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{30}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListApiKeysResponse) GetApiKeys() []*ApiKey {
@@ -1840,7 +2182,7 @@ type RevokeApiKeyRequest struct {
 
 func (x *RevokeApiKeyRequest) Reset() {
 	*x = RevokeApiKeyRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[31]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +2194,7 @@ func (x *RevokeApiKeyRequest) String() string {
 func (*RevokeApiKeyRequest) ProtoMessage() {}
 
 func (x *RevokeApiKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[31]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +2207,7 @@ func (x *RevokeApiKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApiKeyRequest.ProtoReflect.Descriptor instead.
 func (*RevokeApiKeyRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{31}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RevokeApiKeyRequest) GetApiKeyId() string {
@@ -1884,7 +2226,7 @@ type RevokeApiKeyResponse struct {
 
 func (x *RevokeApiKeyResponse) Reset() {
 	*x = RevokeApiKeyResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[32]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +2238,7 @@ func (x *RevokeApiKeyResponse) String() string {
 func (*RevokeApiKeyResponse) ProtoMessage() {}
 
 func (x *RevokeApiKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[32]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2251,7 @@ func (x *RevokeApiKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeApiKeyResponse.ProtoReflect.Descriptor instead.
 func (*RevokeApiKeyResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{32}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RevokeApiKeyResponse) GetApiKey() *ApiKey {
@@ -1939,7 +2281,7 @@ type ListUsageEventsRequest struct {
 
 func (x *ListUsageEventsRequest) Reset() {
 	*x = ListUsageEventsRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[33]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +2293,7 @@ func (x *ListUsageEventsRequest) String() string {
 func (*ListUsageEventsRequest) ProtoMessage() {}
 
 func (x *ListUsageEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[33]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +2306,7 @@ func (x *ListUsageEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsageEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListUsageEventsRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{33}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListUsageEventsRequest) GetTenantId() string {
@@ -2019,15 +2361,19 @@ type UsageEvent struct {
 	StartedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	// The end of its seat time: when it ended, or its deadline if that came
 	// first (an expired lease is counted to its deadline).
-	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
-	Duration      *durationpb.Duration   `protobuf:"bytes,6,opt,name=duration,proto3" json:"duration,omitempty"`
+	EndedAt  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	Duration *durationpb.Duration   `protobuf:"bytes,6,opt,name=duration,proto3" json:"duration,omitempty"`
+	// The feature grant the lease held a seat of, and its feature; empty
+	// for the base pool.
+	GrantId       string `protobuf:"bytes,7,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	Feature       string `protobuf:"bytes,8,opt,name=feature,proto3" json:"feature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UsageEvent) Reset() {
 	*x = UsageEvent{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[34]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2385,7 @@ func (x *UsageEvent) String() string {
 func (*UsageEvent) ProtoMessage() {}
 
 func (x *UsageEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[34]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2398,7 @@ func (x *UsageEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageEvent.ProtoReflect.Descriptor instead.
 func (*UsageEvent) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{34}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *UsageEvent) GetLeaseId() string {
@@ -2097,6 +2443,20 @@ func (x *UsageEvent) GetDuration() *durationpb.Duration {
 	return nil
 }
 
+func (x *UsageEvent) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *UsageEvent) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
 type ListUsageEventsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	UsageEvents   []*UsageEvent          `protobuf:"bytes,1,rep,name=usage_events,json=usageEvents,proto3" json:"usage_events,omitempty"`
@@ -2107,7 +2467,7 @@ type ListUsageEventsResponse struct {
 
 func (x *ListUsageEventsResponse) Reset() {
 	*x = ListUsageEventsResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[35]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2479,7 @@ func (x *ListUsageEventsResponse) String() string {
 func (*ListUsageEventsResponse) ProtoMessage() {}
 
 func (x *ListUsageEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[35]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2492,7 @@ func (x *ListUsageEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsageEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListUsageEventsResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{35}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListUsageEventsResponse) GetUsageEvents() []*UsageEvent {
@@ -2166,7 +2526,7 @@ type ListCleanupEventsRequest struct {
 
 func (x *ListCleanupEventsRequest) Reset() {
 	*x = ListCleanupEventsRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[36]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2538,7 @@ func (x *ListCleanupEventsRequest) String() string {
 func (*ListCleanupEventsRequest) ProtoMessage() {}
 
 func (x *ListCleanupEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[36]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2551,7 @@ func (x *ListCleanupEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCleanupEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListCleanupEventsRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{36}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListCleanupEventsRequest) GetTenantId() string {
@@ -2246,13 +2606,16 @@ type CleanupEvent struct {
 	LastHeartbeatAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_heartbeat_at,json=lastHeartbeatAt,proto3" json:"last_heartbeat_at,omitempty"`
 	ExpiresAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	CleanedAt       *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=cleaned_at,json=cleanedAt,proto3" json:"cleaned_at,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// As UsageEvent.grant_id and feature.
+	GrantId       string `protobuf:"bytes,7,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	Feature       string `protobuf:"bytes,8,opt,name=feature,proto3" json:"feature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CleanupEvent) Reset() {
 	*x = CleanupEvent{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[37]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2264,7 +2627,7 @@ func (x *CleanupEvent) String() string {
 func (*CleanupEvent) ProtoMessage() {}
 
 func (x *CleanupEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[37]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2277,7 +2640,7 @@ func (x *CleanupEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupEvent.ProtoReflect.Descriptor instead.
 func (*CleanupEvent) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{37}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CleanupEvent) GetLeaseId() string {
@@ -2322,6 +2685,20 @@ func (x *CleanupEvent) GetCleanedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *CleanupEvent) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *CleanupEvent) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
 type ListCleanupEventsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	CleanupEvents []*CleanupEvent        `protobuf:"bytes,1,rep,name=cleanup_events,json=cleanupEvents,proto3" json:"cleanup_events,omitempty"`
@@ -2332,7 +2709,7 @@ type ListCleanupEventsResponse struct {
 
 func (x *ListCleanupEventsResponse) Reset() {
 	*x = ListCleanupEventsResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[38]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2721,7 @@ func (x *ListCleanupEventsResponse) String() string {
 func (*ListCleanupEventsResponse) ProtoMessage() {}
 
 func (x *ListCleanupEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[38]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2734,7 @@ func (x *ListCleanupEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCleanupEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListCleanupEventsResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{38}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListCleanupEventsResponse) GetCleanupEvents() []*CleanupEvent {
@@ -2389,7 +2766,7 @@ type ListAuditEventsRequest struct {
 
 func (x *ListAuditEventsRequest) Reset() {
 	*x = ListAuditEventsRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[39]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +2778,7 @@ func (x *ListAuditEventsRequest) String() string {
 func (*ListAuditEventsRequest) ProtoMessage() {}
 
 func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[39]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +2791,7 @@ func (x *ListAuditEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{39}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListAuditEventsRequest) GetTenantId() string {
@@ -2470,7 +2847,7 @@ type AuditEvent struct {
 
 func (x *AuditEvent) Reset() {
 	*x = AuditEvent{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[40]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2482,7 +2859,7 @@ func (x *AuditEvent) String() string {
 func (*AuditEvent) ProtoMessage() {}
 
 func (x *AuditEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[40]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2495,7 +2872,7 @@ func (x *AuditEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEvent.ProtoReflect.Descriptor instead.
 func (*AuditEvent) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{40}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AuditEvent) GetId() string {
@@ -2557,7 +2934,7 @@ type ListAuditEventsResponse struct {
 
 func (x *ListAuditEventsResponse) Reset() {
 	*x = ListAuditEventsResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[41]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2946,7 @@ func (x *ListAuditEventsResponse) String() string {
 func (*ListAuditEventsResponse) ProtoMessage() {}
 
 func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[41]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2959,7 @@ func (x *ListAuditEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditEventsResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditEventsResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{41}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListAuditEventsResponse) GetAuditEvents() []*AuditEvent {
@@ -2611,14 +2988,17 @@ type GetUsageReportRequest struct {
 	EndTime   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	Bucket    UsageBucket            `protobuf:"varint,5,opt,name=bucket,proto3,enum=seatd.v1.UsageBucket" json:"bucket,omitempty"`
 	// How many users to list, by seat-hours; 1-1000, default 100.
-	UserLimit     int32 `protobuf:"varint,6,opt,name=user_limit,json=userLimit,proto3" json:"user_limit,omitempty"`
+	UserLimit int32 `protobuf:"varint,6,opt,name=user_limit,json=userLimit,proto3" json:"user_limit,omitempty"`
+	// Only the leases of this feature's grants; empty: every lease, a row
+	// per license and feature.
+	Feature       string `protobuf:"bytes,7,opt,name=feature,proto3" json:"feature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetUsageReportRequest) Reset() {
 	*x = GetUsageReportRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[42]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2630,7 +3010,7 @@ func (x *GetUsageReportRequest) String() string {
 func (*GetUsageReportRequest) ProtoMessage() {}
 
 func (x *GetUsageReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[42]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2643,7 +3023,7 @@ func (x *GetUsageReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageReportRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageReportRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{42}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetUsageReportRequest) GetTenantId() string {
@@ -2688,6 +3068,13 @@ func (x *GetUsageReportRequest) GetUserLimit() int32 {
 	return 0
 }
 
+func (x *GetUsageReportRequest) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
 // UsageReportRow is one license in one bucket; buckets with nothing to say
 // are left out. A lease holds its seat from its acquisition to the earliest
 // of its deadline and its end (now, while active): an expired lease until
@@ -2713,13 +3100,16 @@ type UsageReportRow struct {
 	QueueWaits int64 `protobuf:"varint,8,opt,name=queue_waits,json=queueWaits,proto3" json:"queue_waits,omitempty"`
 	// Their mean wait, from the call to the seat.
 	MeanQueueWait *durationpb.Duration `protobuf:"bytes,9,opt,name=mean_queue_wait,json=meanQueueWait,proto3" json:"mean_queue_wait,omitempty"`
+	// The feature of the row's leases; empty for the license's base pool.
+	// A license with features has a row per feature in a bucket.
+	Feature       string `protobuf:"bytes,10,opt,name=feature,proto3" json:"feature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UsageReportRow) Reset() {
 	*x = UsageReportRow{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[43]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2731,7 +3121,7 @@ func (x *UsageReportRow) String() string {
 func (*UsageReportRow) ProtoMessage() {}
 
 func (x *UsageReportRow) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[43]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2744,7 +3134,7 @@ func (x *UsageReportRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageReportRow.ProtoReflect.Descriptor instead.
 func (*UsageReportRow) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{43}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *UsageReportRow) GetLicenseId() string {
@@ -2810,6 +3200,13 @@ func (x *UsageReportRow) GetMeanQueueWait() *durationpb.Duration {
 	return nil
 }
 
+func (x *UsageReportRow) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
 // UserUsage is one user over the whole range.
 type UserUsage struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -2823,7 +3220,7 @@ type UserUsage struct {
 
 func (x *UserUsage) Reset() {
 	*x = UserUsage{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[44]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +3232,7 @@ func (x *UserUsage) String() string {
 func (*UserUsage) ProtoMessage() {}
 
 func (x *UserUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[44]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +3245,7 @@ func (x *UserUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserUsage.ProtoReflect.Descriptor instead.
 func (*UserUsage) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{44}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *UserUsage) GetUser() string {
@@ -2889,7 +3286,7 @@ type GetUsageReportResponse struct {
 
 func (x *GetUsageReportResponse) Reset() {
 	*x = GetUsageReportResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[45]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2901,7 +3298,7 @@ func (x *GetUsageReportResponse) String() string {
 func (*GetUsageReportResponse) ProtoMessage() {}
 
 func (x *GetUsageReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[45]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2914,7 +3311,7 @@ func (x *GetUsageReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageReportResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageReportResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{45}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetUsageReportResponse) GetStartTime() *timestamppb.Timestamp {
@@ -2961,7 +3358,7 @@ type ListSigningKeysRequest struct {
 
 func (x *ListSigningKeysRequest) Reset() {
 	*x = ListSigningKeysRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[46]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2973,7 +3370,7 @@ func (x *ListSigningKeysRequest) String() string {
 func (*ListSigningKeysRequest) ProtoMessage() {}
 
 func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[46]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2986,7 +3383,7 @@ func (x *ListSigningKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{46}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListSigningKeysRequest) GetTenantId() string {
@@ -3005,7 +3402,7 @@ type ListSigningKeysResponse struct {
 
 func (x *ListSigningKeysResponse) Reset() {
 	*x = ListSigningKeysResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[47]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3017,7 +3414,7 @@ func (x *ListSigningKeysResponse) String() string {
 func (*ListSigningKeysResponse) ProtoMessage() {}
 
 func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[47]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3030,7 +3427,7 @@ func (x *ListSigningKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSigningKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListSigningKeysResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{47}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListSigningKeysResponse) GetSigningKeys() []*SigningKey {
@@ -3049,7 +3446,7 @@ type RotateSigningKeyRequest struct {
 
 func (x *RotateSigningKeyRequest) Reset() {
 	*x = RotateSigningKeyRequest{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[48]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3458,7 @@ func (x *RotateSigningKeyRequest) String() string {
 func (*RotateSigningKeyRequest) ProtoMessage() {}
 
 func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[48]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3471,7 @@ func (x *RotateSigningKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyRequest.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyRequest) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{48}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RotateSigningKeyRequest) GetTenantId() string {
@@ -3094,7 +3491,7 @@ type RotateSigningKeyResponse struct {
 
 func (x *RotateSigningKeyResponse) Reset() {
 	*x = RotateSigningKeyResponse{}
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[49]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3503,7 @@ func (x *RotateSigningKeyResponse) String() string {
 func (*RotateSigningKeyResponse) ProtoMessage() {}
 
 func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_admin_service_proto_msgTypes[49]
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3516,7 @@ func (x *RotateSigningKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningKeyResponse.ProtoReflect.Descriptor instead.
 func (*RotateSigningKeyResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{49}
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RotateSigningKeyResponse) GetSigningKey() *SigningKey {
@@ -3165,7 +3562,30 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\">\n" +
 	"\x15DeleteLicenseResponse\x12%\n" +
-	"\x0erevoked_leases\x18\x01 \x01(\x05R\rrevokedLeases\"\xb7\x01\n" +
+	"\x0erevoked_leases\x18\x01 \x01(\x05R\rrevokedLeases\"\x85\x01\n" +
+	"\x19CreateFeatureGrantRequest\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x01 \x01(\tR\tlicenseId\x12,\n" +
+	"\x05grant\x18\x02 \x01(\v2\x16.seatd.v1.FeatureGrantR\x05grant\x12\x1b\n" +
+	"\ttenant_id\x18\x03 \x01(\tR\btenantId\"J\n" +
+	"\x1aCreateFeatureGrantResponse\x12,\n" +
+	"\x05grant\x18\x01 \x01(\v2\x16.seatd.v1.FeatureGrantR\x05grant\"\xc2\x01\n" +
+	"\x19UpdateFeatureGrantRequest\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x01 \x01(\tR\tlicenseId\x12,\n" +
+	"\x05grant\x18\x02 \x01(\v2\x16.seatd.v1.FeatureGrantR\x05grant\x12;\n" +
+	"\vupdate_mask\x18\x03 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
+	"updateMask\x12\x1b\n" +
+	"\ttenant_id\x18\x04 \x01(\tR\btenantId\"J\n" +
+	"\x1aUpdateFeatureGrantResponse\x12,\n" +
+	"\x05grant\x18\x01 \x01(\v2\x16.seatd.v1.FeatureGrantR\x05grant\"r\n" +
+	"\x19DeleteFeatureGrantRequest\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x01 \x01(\tR\tlicenseId\x12\x19\n" +
+	"\bgrant_id\x18\x02 \x01(\tR\agrantId\x12\x1b\n" +
+	"\ttenant_id\x18\x03 \x01(\tR\btenantId\"C\n" +
+	"\x1aDeleteFeatureGrantResponse\x12%\n" +
+	"\x0erevoked_leases\x18\x01 \x01(\x05R\rrevokedLeases\"\xd1\x01\n" +
 	"\x11ListLeasesRequest\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12\x1b\n" +
@@ -3173,7 +3593,8 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\x0e2\x14.seatd.v1.LeaseStateR\x05state\x12\x1b\n" +
 	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x05 \x01(\tR\tpageToken\"e\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x12\x18\n" +
+	"\afeature\x18\x06 \x01(\tR\afeature\"e\n" +
 	"\x12ListLeasesResponse\x12'\n" +
 	"\x06leases\x18\x01 \x03(\v2\x0f.seatd.v1.LeaseR\x06leases\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"d\n" +
@@ -3204,13 +3625,14 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"instanceId\x12/\n" +
 	"\blast_run\x18\x04 \x01(\v2\x14.seatd.v1.CleanupRunR\alastRun\x12:\n" +
 	"\vnext_run_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tnextRunAt\x125\n" +
-	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\xc4\x01\n" +
+	"\binterval\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\binterval\"\xde\x01\n" +
 	"\x16GetZombieReportRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x129\n" +
 	"\n" +
 	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
 	"\bend_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
-	"\ttop_limit\x18\x04 \x01(\x05R\btopLimit\"u\n" +
+	"\ttop_limit\x18\x04 \x01(\x05R\btopLimit\x12\x18\n" +
+	"\afeature\x18\x05 \x01(\tR\afeature\"u\n" +
 	"\tZombieDay\x12\x12\n" +
 	"\x04date\x18\x01 \x01(\tR\x04date\x12'\n" +
 	"\x0fzombies_cleaned\x18\x02 \x01(\x03R\x0ezombiesCleaned\x12+\n" +
@@ -3270,7 +3692,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\bend_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
 	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x06 \x01(\tR\tpageToken\"\xa2\x02\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\"\xd7\x02\n" +
 	"\n" +
 	"UsageEvent\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1d\n" +
@@ -3280,7 +3702,9 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
 	"\bended_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x125\n" +
-	"\bduration\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\bduration\"z\n" +
+	"\bduration\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x19\n" +
+	"\bgrant_id\x18\a \x01(\tR\agrantId\x12\x18\n" +
+	"\afeature\x18\b \x01(\tR\afeature\"z\n" +
 	"\x17ListUsageEventsResponse\x127\n" +
 	"\fusage_events\x18\x01 \x03(\v2\x14.seatd.v1.UsageEventR\vusageEvents\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x84\x02\n" +
@@ -3293,7 +3717,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\bend_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
 	"\tpage_size\x18\x05 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x06 \x01(\tR\tpageToken\"\xa9\x02\n" +
+	"page_token\x18\x06 \x01(\tR\tpageToken\"\xde\x02\n" +
 	"\fCleanupEvent\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1d\n" +
 	"\n" +
@@ -3303,7 +3727,9 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x129\n" +
 	"\n" +
-	"cleaned_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcleanedAt\"\x82\x01\n" +
+	"cleaned_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcleanedAt\x12\x19\n" +
+	"\bgrant_id\x18\a \x01(\tR\agrantId\x12\x18\n" +
+	"\afeature\x18\b \x01(\tR\afeature\"\x82\x01\n" +
 	"\x19ListCleanupEventsResponse\x12=\n" +
 	"\x0ecleanup_events\x18\x01 \x03(\v2\x16.seatd.v1.CleanupEventR\rcleanupEvents\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xe3\x01\n" +
@@ -3330,7 +3756,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"z\n" +
 	"\x17ListAuditEventsResponse\x127\n" +
 	"\faudit_events\x18\x01 \x03(\v2\x14.seatd.v1.AuditEventR\vauditEvents\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x93\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xad\x02\n" +
 	"\x15GetUsageReportRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1d\n" +
 	"\n" +
@@ -3340,7 +3766,8 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\bend_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12-\n" +
 	"\x06bucket\x18\x05 \x01(\x0e2\x15.seatd.v1.UsageBucketR\x06bucket\x12\x1d\n" +
 	"\n" +
-	"user_limit\x18\x06 \x01(\x05R\tuserLimit\"\xf5\x02\n" +
+	"user_limit\x18\x06 \x01(\x05R\tuserLimit\x12\x18\n" +
+	"\afeature\x18\a \x01(\tR\afeature\"\x8f\x03\n" +
 	"\x0eUsageReportRow\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12=\n" +
@@ -3354,7 +3781,9 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x0edistinct_users\x18\a \x01(\x03R\rdistinctUsers\x12\x1f\n" +
 	"\vqueue_waits\x18\b \x01(\x03R\n" +
 	"queueWaits\x12A\n" +
-	"\x0fmean_queue_wait\x18\t \x01(\v2\x19.google.protobuf.DurationR\rmeanQueueWait\"Z\n" +
+	"\x0fmean_queue_wait\x18\t \x01(\v2\x19.google.protobuf.DurationR\rmeanQueueWait\x12\x18\n" +
+	"\afeature\x18\n" +
+	" \x01(\tR\afeature\"Z\n" +
 	"\tUserUsage\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +
@@ -3379,14 +3808,17 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\vUsageBucket\x12\x1c\n" +
 	"\x18USAGE_BUCKET_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11USAGE_BUCKET_HOUR\x10\x01\x12\x14\n" +
-	"\x10USAGE_BUCKET_DAY\x10\x022\xbf\r\n" +
+	"\x10USAGE_BUCKET_DAY\x10\x022\xe2\x0f\n" +
 	"\fAdminService\x12P\n" +
 	"\rCreateLicense\x12\x1e.seatd.v1.CreateLicenseRequest\x1a\x1f.seatd.v1.CreateLicenseResponse\x12G\n" +
 	"\n" +
 	"GetLicense\x12\x1b.seatd.v1.GetLicenseRequest\x1a\x1c.seatd.v1.GetLicenseResponse\x12M\n" +
 	"\fListLicenses\x12\x1d.seatd.v1.ListLicensesRequest\x1a\x1e.seatd.v1.ListLicensesResponse\x12P\n" +
 	"\rUpdateLicense\x12\x1e.seatd.v1.UpdateLicenseRequest\x1a\x1f.seatd.v1.UpdateLicenseResponse\x12P\n" +
-	"\rDeleteLicense\x12\x1e.seatd.v1.DeleteLicenseRequest\x1a\x1f.seatd.v1.DeleteLicenseResponse\x12G\n" +
+	"\rDeleteLicense\x12\x1e.seatd.v1.DeleteLicenseRequest\x1a\x1f.seatd.v1.DeleteLicenseResponse\x12_\n" +
+	"\x12CreateFeatureGrant\x12#.seatd.v1.CreateFeatureGrantRequest\x1a$.seatd.v1.CreateFeatureGrantResponse\x12_\n" +
+	"\x12UpdateFeatureGrant\x12#.seatd.v1.UpdateFeatureGrantRequest\x1a$.seatd.v1.UpdateFeatureGrantResponse\x12_\n" +
+	"\x12DeleteFeatureGrant\x12#.seatd.v1.DeleteFeatureGrantRequest\x1a$.seatd.v1.DeleteFeatureGrantResponse\x12G\n" +
 	"\n" +
 	"ListLeases\x12\x1b.seatd.v1.ListLeasesRequest\x1a\x1c.seatd.v1.ListLeasesResponse\x12J\n" +
 	"\vRevokeLease\x12\x1c.seatd.v1.RevokeLeaseRequest\x1a\x1d.seatd.v1.RevokeLeaseResponse\x12>\n" +
@@ -3418,176 +3850,194 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
-	(UsageBucket)(0),                  // 0: seatd.v1.UsageBucket
-	(*CreateLicenseRequest)(nil),      // 1: seatd.v1.CreateLicenseRequest
-	(*CreateLicenseResponse)(nil),     // 2: seatd.v1.CreateLicenseResponse
-	(*GetLicenseRequest)(nil),         // 3: seatd.v1.GetLicenseRequest
-	(*GetLicenseResponse)(nil),        // 4: seatd.v1.GetLicenseResponse
-	(*ListLicensesRequest)(nil),       // 5: seatd.v1.ListLicensesRequest
-	(*ListLicensesResponse)(nil),      // 6: seatd.v1.ListLicensesResponse
-	(*UpdateLicenseRequest)(nil),      // 7: seatd.v1.UpdateLicenseRequest
-	(*UpdateLicenseResponse)(nil),     // 8: seatd.v1.UpdateLicenseResponse
-	(*DeleteLicenseRequest)(nil),      // 9: seatd.v1.DeleteLicenseRequest
-	(*DeleteLicenseResponse)(nil),     // 10: seatd.v1.DeleteLicenseResponse
-	(*ListLeasesRequest)(nil),         // 11: seatd.v1.ListLeasesRequest
-	(*ListLeasesResponse)(nil),        // 12: seatd.v1.ListLeasesResponse
-	(*RevokeLeaseRequest)(nil),        // 13: seatd.v1.RevokeLeaseRequest
-	(*RevokeLeaseResponse)(nil),       // 14: seatd.v1.RevokeLeaseResponse
-	(*CleanupRequest)(nil),            // 15: seatd.v1.CleanupRequest
-	(*CleanupRun)(nil),                // 16: seatd.v1.CleanupRun
-	(*CleanupResponse)(nil),           // 17: seatd.v1.CleanupResponse
-	(*GetCleanupStatusRequest)(nil),   // 18: seatd.v1.GetCleanupStatusRequest
-	(*GetCleanupStatusResponse)(nil),  // 19: seatd.v1.GetCleanupStatusResponse
-	(*GetZombieReportRequest)(nil),    // 20: seatd.v1.GetZombieReportRequest
-	(*ZombieDay)(nil),                 // 21: seatd.v1.ZombieDay
-	(*LicenseZombies)(nil),            // 22: seatd.v1.LicenseZombies
-	(*GetZombieReportResponse)(nil),   // 23: seatd.v1.GetZombieReportResponse
-	(*CreateTenantRequest)(nil),       // 24: seatd.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),      // 25: seatd.v1.CreateTenantResponse
-	(*ListTenantsRequest)(nil),        // 26: seatd.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),       // 27: seatd.v1.ListTenantsResponse
-	(*CreateApiKeyRequest)(nil),       // 28: seatd.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),      // 29: seatd.v1.CreateApiKeyResponse
-	(*ListApiKeysRequest)(nil),        // 30: seatd.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),       // 31: seatd.v1.ListApiKeysResponse
-	(*RevokeApiKeyRequest)(nil),       // 32: seatd.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),      // 33: seatd.v1.RevokeApiKeyResponse
-	(*ListUsageEventsRequest)(nil),    // 34: seatd.v1.ListUsageEventsRequest
-	(*UsageEvent)(nil),                // 35: seatd.v1.UsageEvent
-	(*ListUsageEventsResponse)(nil),   // 36: seatd.v1.ListUsageEventsResponse
-	(*ListCleanupEventsRequest)(nil),  // 37: seatd.v1.ListCleanupEventsRequest
-	(*CleanupEvent)(nil),              // 38: seatd.v1.CleanupEvent
-	(*ListCleanupEventsResponse)(nil), // 39: seatd.v1.ListCleanupEventsResponse
-	(*ListAuditEventsRequest)(nil),    // 40: seatd.v1.ListAuditEventsRequest
-	(*AuditEvent)(nil),                // 41: seatd.v1.AuditEvent
-	(*ListAuditEventsResponse)(nil),   // 42: seatd.v1.ListAuditEventsResponse
-	(*GetUsageReportRequest)(nil),     // 43: seatd.v1.GetUsageReportRequest
-	(*UsageReportRow)(nil),            // 44: seatd.v1.UsageReportRow
-	(*UserUsage)(nil),                 // 45: seatd.v1.UserUsage
-	(*GetUsageReportResponse)(nil),    // 46: seatd.v1.GetUsageReportResponse
-	(*ListSigningKeysRequest)(nil),    // 47: seatd.v1.ListSigningKeysRequest
-	(*ListSigningKeysResponse)(nil),   // 48: seatd.v1.ListSigningKeysResponse
-	(*RotateSigningKeyRequest)(nil),   // 49: seatd.v1.RotateSigningKeyRequest
-	(*RotateSigningKeyResponse)(nil),  // 50: seatd.v1.RotateSigningKeyResponse
-	nil,                               // 51: seatd.v1.AuditEvent.DetailsEntry
-	(*License)(nil),                   // 52: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),     // 53: google.protobuf.FieldMask
-	(LeaseState)(0),                   // 54: seatd.v1.LeaseState
-	(*Lease)(nil),                     // 55: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),     // 56: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),       // 57: google.protobuf.Duration
-	(*Tenant)(nil),                    // 58: seatd.v1.Tenant
-	(*ApiKey)(nil),                    // 59: seatd.v1.ApiKey
-	(*SigningKey)(nil),                // 60: seatd.v1.SigningKey
+	(UsageBucket)(0),                   // 0: seatd.v1.UsageBucket
+	(*CreateLicenseRequest)(nil),       // 1: seatd.v1.CreateLicenseRequest
+	(*CreateLicenseResponse)(nil),      // 2: seatd.v1.CreateLicenseResponse
+	(*GetLicenseRequest)(nil),          // 3: seatd.v1.GetLicenseRequest
+	(*GetLicenseResponse)(nil),         // 4: seatd.v1.GetLicenseResponse
+	(*ListLicensesRequest)(nil),        // 5: seatd.v1.ListLicensesRequest
+	(*ListLicensesResponse)(nil),       // 6: seatd.v1.ListLicensesResponse
+	(*UpdateLicenseRequest)(nil),       // 7: seatd.v1.UpdateLicenseRequest
+	(*UpdateLicenseResponse)(nil),      // 8: seatd.v1.UpdateLicenseResponse
+	(*DeleteLicenseRequest)(nil),       // 9: seatd.v1.DeleteLicenseRequest
+	(*DeleteLicenseResponse)(nil),      // 10: seatd.v1.DeleteLicenseResponse
+	(*CreateFeatureGrantRequest)(nil),  // 11: seatd.v1.CreateFeatureGrantRequest
+	(*CreateFeatureGrantResponse)(nil), // 12: seatd.v1.CreateFeatureGrantResponse
+	(*UpdateFeatureGrantRequest)(nil),  // 13: seatd.v1.UpdateFeatureGrantRequest
+	(*UpdateFeatureGrantResponse)(nil), // 14: seatd.v1.UpdateFeatureGrantResponse
+	(*DeleteFeatureGrantRequest)(nil),  // 15: seatd.v1.DeleteFeatureGrantRequest
+	(*DeleteFeatureGrantResponse)(nil), // 16: seatd.v1.DeleteFeatureGrantResponse
+	(*ListLeasesRequest)(nil),          // 17: seatd.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),         // 18: seatd.v1.ListLeasesResponse
+	(*RevokeLeaseRequest)(nil),         // 19: seatd.v1.RevokeLeaseRequest
+	(*RevokeLeaseResponse)(nil),        // 20: seatd.v1.RevokeLeaseResponse
+	(*CleanupRequest)(nil),             // 21: seatd.v1.CleanupRequest
+	(*CleanupRun)(nil),                 // 22: seatd.v1.CleanupRun
+	(*CleanupResponse)(nil),            // 23: seatd.v1.CleanupResponse
+	(*GetCleanupStatusRequest)(nil),    // 24: seatd.v1.GetCleanupStatusRequest
+	(*GetCleanupStatusResponse)(nil),   // 25: seatd.v1.GetCleanupStatusResponse
+	(*GetZombieReportRequest)(nil),     // 26: seatd.v1.GetZombieReportRequest
+	(*ZombieDay)(nil),                  // 27: seatd.v1.ZombieDay
+	(*LicenseZombies)(nil),             // 28: seatd.v1.LicenseZombies
+	(*GetZombieReportResponse)(nil),    // 29: seatd.v1.GetZombieReportResponse
+	(*CreateTenantRequest)(nil),        // 30: seatd.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),       // 31: seatd.v1.CreateTenantResponse
+	(*ListTenantsRequest)(nil),         // 32: seatd.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),        // 33: seatd.v1.ListTenantsResponse
+	(*CreateApiKeyRequest)(nil),        // 34: seatd.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),       // 35: seatd.v1.CreateApiKeyResponse
+	(*ListApiKeysRequest)(nil),         // 36: seatd.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),        // 37: seatd.v1.ListApiKeysResponse
+	(*RevokeApiKeyRequest)(nil),        // 38: seatd.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),       // 39: seatd.v1.RevokeApiKeyResponse
+	(*ListUsageEventsRequest)(nil),     // 40: seatd.v1.ListUsageEventsRequest
+	(*UsageEvent)(nil),                 // 41: seatd.v1.UsageEvent
+	(*ListUsageEventsResponse)(nil),    // 42: seatd.v1.ListUsageEventsResponse
+	(*ListCleanupEventsRequest)(nil),   // 43: seatd.v1.ListCleanupEventsRequest
+	(*CleanupEvent)(nil),               // 44: seatd.v1.CleanupEvent
+	(*ListCleanupEventsResponse)(nil),  // 45: seatd.v1.ListCleanupEventsResponse
+	(*ListAuditEventsRequest)(nil),     // 46: seatd.v1.ListAuditEventsRequest
+	(*AuditEvent)(nil),                 // 47: seatd.v1.AuditEvent
+	(*ListAuditEventsResponse)(nil),    // 48: seatd.v1.ListAuditEventsResponse
+	(*GetUsageReportRequest)(nil),      // 49: seatd.v1.GetUsageReportRequest
+	(*UsageReportRow)(nil),             // 50: seatd.v1.UsageReportRow
+	(*UserUsage)(nil),                  // 51: seatd.v1.UserUsage
+	(*GetUsageReportResponse)(nil),     // 52: seatd.v1.GetUsageReportResponse
+	(*ListSigningKeysRequest)(nil),     // 53: seatd.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),    // 54: seatd.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),    // 55: seatd.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),   // 56: seatd.v1.RotateSigningKeyResponse
+	nil,                                // 57: seatd.v1.AuditEvent.DetailsEntry
+	(*License)(nil),                    // 58: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),      // 59: google.protobuf.FieldMask
+	(*FeatureGrant)(nil),               // 60: seatd.v1.FeatureGrant
+	(LeaseState)(0),                    // 61: seatd.v1.LeaseState
+	(*Lease)(nil),                      // 62: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),      // 63: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 64: google.protobuf.Duration
+	(*Tenant)(nil),                     // 65: seatd.v1.Tenant
+	(*ApiKey)(nil),                     // 66: seatd.v1.ApiKey
+	(*SigningKey)(nil),                 // 67: seatd.v1.SigningKey
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	52, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	52, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	52, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	52, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	52, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	53, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	52, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	54, // 7: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	55, // 8: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	55, // 9: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	56, // 10: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	57, // 11: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
-	16, // 12: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
-	16, // 13: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	56, // 14: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	57, // 15: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	56, // 16: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	56, // 17: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	56, // 18: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	56, // 19: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
-	21, // 20: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
-	22, // 21: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	58, // 22: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	58, // 23: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	58, // 24: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	59, // 25: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	59, // 26: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	59, // 27: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	56, // 28: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	56, // 29: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	54, // 30: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
-	56, // 31: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
-	56, // 32: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
-	57, // 33: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
-	35, // 34: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
-	56, // 35: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	56, // 36: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	56, // 37: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	56, // 38: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
-	56, // 39: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
-	38, // 40: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
-	56, // 41: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	56, // 42: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	51, // 43: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
-	56, // 44: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	41, // 45: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
-	56, // 46: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	56, // 47: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	0,  // 48: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
-	56, // 49: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
-	57, // 50: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
-	56, // 51: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	56, // 52: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
-	0,  // 53: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
-	44, // 54: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
-	45, // 55: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
-	60, // 56: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
-	60, // 57: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
-	1,  // 58: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	3,  // 59: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	5,  // 60: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	7,  // 61: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	9,  // 62: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	11, // 63: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	13, // 64: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	15, // 65: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	18, // 66: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	20, // 67: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	24, // 68: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	26, // 69: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	28, // 70: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	30, // 71: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	32, // 72: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	34, // 73: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
-	37, // 74: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
-	40, // 75: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
-	43, // 76: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
-	47, // 77: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
-	49, // 78: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
-	2,  // 79: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	4,  // 80: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	6,  // 81: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	8,  // 82: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	10, // 83: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	12, // 84: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	14, // 85: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	17, // 86: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	19, // 87: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	23, // 88: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	25, // 89: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	27, // 90: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	29, // 91: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	31, // 92: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	33, // 93: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	36, // 94: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
-	39, // 95: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
-	42, // 96: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
-	46, // 97: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
-	48, // 98: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
-	50, // 99: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
-	79, // [79:100] is the sub-list for method output_type
-	58, // [58:79] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	58, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	58, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	58, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	58, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	58, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	59, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	58, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	60, // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	60, // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	60, // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	59, // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	60, // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	61, // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	62, // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	62, // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	63, // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	64, // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	22, // 17: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
+	22, // 18: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
+	63, // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	64, // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	63, // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	63, // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	63, // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	63, // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	27, // 25: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
+	28, // 26: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
+	65, // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	65, // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	65, // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	66, // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	66, // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	66, // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	63, // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	63, // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	61, // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	63, // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	63, // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	64, // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	41, // 39: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
+	63, // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	63, // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	63, // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	63, // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	63, // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	44, // 45: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
+	63, // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	63, // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	57, // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
+	63, // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	47, // 50: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
+	63, // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	63, // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	0,  // 53: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
+	63, // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
+	64, // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
+	63, // 56: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	63, // 57: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	0,  // 58: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
+	50, // 59: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
+	51, // 60: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
+	67, // 61: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
+	67, // 62: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
+	1,  // 63: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	3,  // 64: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	5,  // 65: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	7,  // 66: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	9,  // 67: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	11, // 68: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
+	13, // 69: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
+	15, // 70: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
+	17, // 71: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	19, // 72: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	21, // 73: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	24, // 74: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	26, // 75: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	30, // 76: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	32, // 77: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	34, // 78: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	36, // 79: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	38, // 80: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	40, // 81: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	43, // 82: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	46, // 83: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	49, // 84: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
+	53, // 85: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
+	55, // 86: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
+	2,  // 87: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	4,  // 88: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	6,  // 89: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	8,  // 90: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	10, // 91: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	12, // 92: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
+	14, // 93: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
+	16, // 94: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
+	18, // 95: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	20, // 96: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	23, // 97: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	25, // 98: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	29, // 99: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	31, // 100: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	33, // 101: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	35, // 102: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	37, // 103: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	39, // 104: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	42, // 105: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	45, // 106: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	48, // 107: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	52, // 108: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
+	54, // 109: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
+	56, // 110: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
+	87, // [87:111] is the sub-list for method output_type
+	63, // [63:87] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -3602,7 +4052,7 @@ func file_seatd_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   51,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

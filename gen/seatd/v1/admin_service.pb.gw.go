@@ -298,6 +298,231 @@ func local_request_AdminService_DeleteLicense_0(ctx context.Context, marshaler r
 	return msg, metadata, err
 }
 
+var filter_AdminService_CreateFeatureGrant_0 = &utilities.DoubleArray{Encoding: map[string]int{"grant": 0, "license_id": 1}, Base: []int{1, 1, 2, 0, 0}, Check: []int{0, 1, 1, 2, 3}}
+
+func request_AdminService_CreateFeatureGrant_0(ctx context.Context, marshaler runtime.Marshaler, client AdminServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq CreateFeatureGrantRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Grant); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["license_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "license_id")
+	}
+	protoReq.LicenseId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "license_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AdminService_CreateFeatureGrant_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.CreateFeatureGrant(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AdminService_CreateFeatureGrant_0(ctx context.Context, marshaler runtime.Marshaler, server AdminServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq CreateFeatureGrantRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq.Grant); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	val, ok := pathParams["license_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "license_id")
+	}
+	protoReq.LicenseId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "license_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AdminService_CreateFeatureGrant_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.CreateFeatureGrant(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+var filter_AdminService_UpdateFeatureGrant_0 = &utilities.DoubleArray{Encoding: map[string]int{"grant": 0, "license_id": 1, "id": 2}, Base: []int{1, 1, 3, 2, 0, 0, 0}, Check: []int{0, 1, 1, 2, 2, 4, 3}}
+
+func request_AdminService_UpdateFeatureGrant_0(ctx context.Context, marshaler runtime.Marshaler, client AdminServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq UpdateFeatureGrantRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	newReader, berr := utilities.IOReaderFactory(req.Body)
+	if berr != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", berr)
+	}
+	if err := marshaler.NewDecoder(newReader()).Decode(&protoReq.Grant); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if protoReq.UpdateMask == nil || len(protoReq.UpdateMask.GetPaths()) == 0 {
+		if fieldMask, err := runtime.FieldMaskFromRequestBody(newReader(), protoReq.Grant); err != nil {
+			return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+		} else {
+			protoReq.UpdateMask = fieldMask
+		}
+	}
+	val, ok := pathParams["license_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "license_id")
+	}
+	protoReq.LicenseId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "license_id", err)
+	}
+	val, ok = pathParams["grant.id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "grant.id")
+	}
+	err = runtime.PopulateFieldFromPath(&protoReq, "grant.id", val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "grant.id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AdminService_UpdateFeatureGrant_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.UpdateFeatureGrant(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AdminService_UpdateFeatureGrant_0(ctx context.Context, marshaler runtime.Marshaler, server AdminServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq UpdateFeatureGrantRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	newReader, berr := utilities.IOReaderFactory(req.Body)
+	if berr != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", berr)
+	}
+	if err := marshaler.NewDecoder(newReader()).Decode(&protoReq.Grant); err != nil && !errors.Is(err, io.EOF) {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if protoReq.UpdateMask == nil || len(protoReq.UpdateMask.GetPaths()) == 0 {
+		if fieldMask, err := runtime.FieldMaskFromRequestBody(newReader(), protoReq.Grant); err != nil {
+			return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+		} else {
+			protoReq.UpdateMask = fieldMask
+		}
+	}
+	val, ok := pathParams["license_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "license_id")
+	}
+	protoReq.LicenseId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "license_id", err)
+	}
+	val, ok = pathParams["grant.id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "grant.id")
+	}
+	err = runtime.PopulateFieldFromPath(&protoReq, "grant.id", val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "grant.id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AdminService_UpdateFeatureGrant_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.UpdateFeatureGrant(ctx, &protoReq)
+	return msg, metadata, err
+}
+
+var filter_AdminService_DeleteFeatureGrant_0 = &utilities.DoubleArray{Encoding: map[string]int{"license_id": 0, "grant_id": 1}, Base: []int{1, 1, 2, 0, 0}, Check: []int{0, 1, 1, 2, 3}}
+
+func request_AdminService_DeleteFeatureGrant_0(ctx context.Context, marshaler runtime.Marshaler, client AdminServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq DeleteFeatureGrantRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["license_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "license_id")
+	}
+	protoReq.LicenseId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "license_id", err)
+	}
+	val, ok = pathParams["grant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "grant_id")
+	}
+	protoReq.GrantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "grant_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AdminService_DeleteFeatureGrant_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.DeleteFeatureGrant(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_AdminService_DeleteFeatureGrant_0(ctx context.Context, marshaler runtime.Marshaler, server AdminServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq DeleteFeatureGrantRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["license_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "license_id")
+	}
+	protoReq.LicenseId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "license_id", err)
+	}
+	val, ok = pathParams["grant_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "grant_id")
+	}
+	protoReq.GrantId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "grant_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_AdminService_DeleteFeatureGrant_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.DeleteFeatureGrant(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 var filter_AdminService_ListLeases_0 = &utilities.DoubleArray{Encoding: map[string]int{"license_id": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
 
 func request_AdminService_ListLeases_0(ctx context.Context, marshaler runtime.Marshaler, client AdminServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
@@ -1014,6 +1239,66 @@ func RegisterAdminServiceHandlerServer(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_AdminService_DeleteLicense_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_AdminService_CreateFeatureGrant_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/seatd.v1.AdminService/CreateFeatureGrant", runtime.WithHTTPPathPattern("/v1/admin/licenses/{license_id}/grants"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AdminService_CreateFeatureGrant_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminService_CreateFeatureGrant_0(annotatedContext, mux, outboundMarshaler, w, req, response_AdminService_CreateFeatureGrant_0{resp.(*CreateFeatureGrantResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPatch, pattern_AdminService_UpdateFeatureGrant_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/seatd.v1.AdminService/UpdateFeatureGrant", runtime.WithHTTPPathPattern("/v1/admin/licenses/{license_id}/grants/{grant.id}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AdminService_UpdateFeatureGrant_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminService_UpdateFeatureGrant_0(annotatedContext, mux, outboundMarshaler, w, req, response_AdminService_UpdateFeatureGrant_0{resp.(*UpdateFeatureGrantResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodDelete, pattern_AdminService_DeleteFeatureGrant_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/seatd.v1.AdminService/DeleteFeatureGrant", runtime.WithHTTPPathPattern("/v1/admin/licenses/{license_id}/grants/{grant_id}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_AdminService_DeleteFeatureGrant_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminService_DeleteFeatureGrant_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodGet, pattern_AdminService_ListLeases_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1459,6 +1744,57 @@ func RegisterAdminServiceHandlerClient(ctx context.Context, mux *runtime.ServeMu
 		}
 		forward_AdminService_DeleteLicense_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodPost, pattern_AdminService_CreateFeatureGrant_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/seatd.v1.AdminService/CreateFeatureGrant", runtime.WithHTTPPathPattern("/v1/admin/licenses/{license_id}/grants"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AdminService_CreateFeatureGrant_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminService_CreateFeatureGrant_0(annotatedContext, mux, outboundMarshaler, w, req, response_AdminService_CreateFeatureGrant_0{resp.(*CreateFeatureGrantResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodPatch, pattern_AdminService_UpdateFeatureGrant_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/seatd.v1.AdminService/UpdateFeatureGrant", runtime.WithHTTPPathPattern("/v1/admin/licenses/{license_id}/grants/{grant.id}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AdminService_UpdateFeatureGrant_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminService_UpdateFeatureGrant_0(annotatedContext, mux, outboundMarshaler, w, req, response_AdminService_UpdateFeatureGrant_0{resp.(*UpdateFeatureGrantResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodDelete, pattern_AdminService_DeleteFeatureGrant_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/seatd.v1.AdminService/DeleteFeatureGrant", runtime.WithHTTPPathPattern("/v1/admin/licenses/{license_id}/grants/{grant_id}"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_AdminService_DeleteFeatureGrant_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_AdminService_DeleteFeatureGrant_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	mux.Handle(http.MethodGet, pattern_AdminService_ListLeases_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -1761,50 +2097,74 @@ func (m response_AdminService_UpdateLicense_0) XXX_ResponseBody() interface{} {
 	return response.License
 }
 
+type response_AdminService_CreateFeatureGrant_0 struct {
+	*CreateFeatureGrantResponse
+}
+
+func (m response_AdminService_CreateFeatureGrant_0) XXX_ResponseBody() interface{} {
+	response := m.CreateFeatureGrantResponse
+	return response.Grant
+}
+
+type response_AdminService_UpdateFeatureGrant_0 struct {
+	*UpdateFeatureGrantResponse
+}
+
+func (m response_AdminService_UpdateFeatureGrant_0) XXX_ResponseBody() interface{} {
+	response := m.UpdateFeatureGrantResponse
+	return response.Grant
+}
+
 var (
-	pattern_AdminService_CreateLicense_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "licenses"}, ""))
-	pattern_AdminService_GetLicense_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "licenses", "license_id"}, ""))
-	pattern_AdminService_ListLicenses_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "licenses"}, ""))
-	pattern_AdminService_UpdateLicense_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "licenses", "license.id"}, ""))
-	pattern_AdminService_DeleteLicense_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "licenses", "license_id"}, ""))
-	pattern_AdminService_ListLeases_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "licenses", "license_id", "leases"}, ""))
-	pattern_AdminService_RevokeLease_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "leases", "lease_id"}, "revoke"))
-	pattern_AdminService_Cleanup_0           = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "cleanup"}, ""))
-	pattern_AdminService_GetCleanupStatus_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "cleanup"}, ""))
-	pattern_AdminService_GetZombieReport_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "admin", "reports", "zombies"}, ""))
-	pattern_AdminService_CreateTenant_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "tenants"}, ""))
-	pattern_AdminService_ListTenants_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "tenants"}, ""))
-	pattern_AdminService_CreateApiKey_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant_id", "api-keys"}, ""))
-	pattern_AdminService_ListApiKeys_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant_id", "api-keys"}, ""))
-	pattern_AdminService_RevokeApiKey_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "api-keys", "api_key_id"}, "revoke"))
-	pattern_AdminService_ListUsageEvents_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "usage-events"}, ""))
-	pattern_AdminService_ListCleanupEvents_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "cleanup-events"}, ""))
-	pattern_AdminService_ListAuditEvents_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "audit-events"}, ""))
-	pattern_AdminService_GetUsageReport_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "admin", "reports", "usage"}, ""))
-	pattern_AdminService_ListSigningKeys_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant_id", "signing-keys"}, ""))
-	pattern_AdminService_RotateSigningKey_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant_id", "signing-keys"}, "rotate"))
+	pattern_AdminService_CreateLicense_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "licenses"}, ""))
+	pattern_AdminService_GetLicense_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "licenses", "license_id"}, ""))
+	pattern_AdminService_ListLicenses_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "licenses"}, ""))
+	pattern_AdminService_UpdateLicense_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "licenses", "license.id"}, ""))
+	pattern_AdminService_DeleteLicense_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "licenses", "license_id"}, ""))
+	pattern_AdminService_CreateFeatureGrant_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "licenses", "license_id", "grants"}, ""))
+	pattern_AdminService_UpdateFeatureGrant_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5}, []string{"v1", "admin", "licenses", "license_id", "grants", "grant.id"}, ""))
+	pattern_AdminService_DeleteFeatureGrant_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4, 1, 0, 4, 1, 5, 5}, []string{"v1", "admin", "licenses", "license_id", "grants", "grant_id"}, ""))
+	pattern_AdminService_ListLeases_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "licenses", "license_id", "leases"}, ""))
+	pattern_AdminService_RevokeLease_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "leases", "lease_id"}, "revoke"))
+	pattern_AdminService_Cleanup_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "cleanup"}, ""))
+	pattern_AdminService_GetCleanupStatus_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "cleanup"}, ""))
+	pattern_AdminService_GetZombieReport_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "admin", "reports", "zombies"}, ""))
+	pattern_AdminService_CreateTenant_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "tenants"}, ""))
+	pattern_AdminService_ListTenants_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "tenants"}, ""))
+	pattern_AdminService_CreateApiKey_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant_id", "api-keys"}, ""))
+	pattern_AdminService_ListApiKeys_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant_id", "api-keys"}, ""))
+	pattern_AdminService_RevokeApiKey_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3}, []string{"v1", "admin", "api-keys", "api_key_id"}, "revoke"))
+	pattern_AdminService_ListUsageEvents_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "usage-events"}, ""))
+	pattern_AdminService_ListCleanupEvents_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "cleanup-events"}, ""))
+	pattern_AdminService_ListAuditEvents_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2}, []string{"v1", "admin", "audit-events"}, ""))
+	pattern_AdminService_GetUsageReport_0     = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 2, 3}, []string{"v1", "admin", "reports", "usage"}, ""))
+	pattern_AdminService_ListSigningKeys_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant_id", "signing-keys"}, ""))
+	pattern_AdminService_RotateSigningKey_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 2, 2, 1, 0, 4, 1, 5, 3, 2, 4}, []string{"v1", "admin", "tenants", "tenant_id", "signing-keys"}, "rotate"))
 )
 
 var (
-	forward_AdminService_CreateLicense_0     = runtime.ForwardResponseMessage
-	forward_AdminService_GetLicense_0        = runtime.ForwardResponseMessage
-	forward_AdminService_ListLicenses_0      = runtime.ForwardResponseMessage
-	forward_AdminService_UpdateLicense_0     = runtime.ForwardResponseMessage
-	forward_AdminService_DeleteLicense_0     = runtime.ForwardResponseMessage
-	forward_AdminService_ListLeases_0        = runtime.ForwardResponseMessage
-	forward_AdminService_RevokeLease_0       = runtime.ForwardResponseMessage
-	forward_AdminService_Cleanup_0           = runtime.ForwardResponseMessage
-	forward_AdminService_GetCleanupStatus_0  = runtime.ForwardResponseMessage
-	forward_AdminService_GetZombieReport_0   = runtime.ForwardResponseMessage
-	forward_AdminService_CreateTenant_0      = runtime.ForwardResponseMessage
-	forward_AdminService_ListTenants_0       = runtime.ForwardResponseMessage
-	forward_AdminService_CreateApiKey_0      = runtime.ForwardResponseMessage
-	forward_AdminService_ListApiKeys_0       = runtime.ForwardResponseMessage
-	forward_AdminService_RevokeApiKey_0      = runtime.ForwardResponseMessage
-	forward_AdminService_ListUsageEvents_0   = runtime.ForwardResponseMessage
-	forward_AdminService_ListCleanupEvents_0 = runtime.ForwardResponseMessage
-	forward_AdminService_ListAuditEvents_0   = runtime.ForwardResponseMessage
-	forward_AdminService_GetUsageReport_0    = runtime.ForwardResponseMessage
-	forward_AdminService_ListSigningKeys_0   = runtime.ForwardResponseMessage
-	forward_AdminService_RotateSigningKey_0  = runtime.ForwardResponseMessage
+	forward_AdminService_CreateLicense_0      = runtime.ForwardResponseMessage
+	forward_AdminService_GetLicense_0         = runtime.ForwardResponseMessage
+	forward_AdminService_ListLicenses_0       = runtime.ForwardResponseMessage
+	forward_AdminService_UpdateLicense_0      = runtime.ForwardResponseMessage
+	forward_AdminService_DeleteLicense_0      = runtime.ForwardResponseMessage
+	forward_AdminService_CreateFeatureGrant_0 = runtime.ForwardResponseMessage
+	forward_AdminService_UpdateFeatureGrant_0 = runtime.ForwardResponseMessage
+	forward_AdminService_DeleteFeatureGrant_0 = runtime.ForwardResponseMessage
+	forward_AdminService_ListLeases_0         = runtime.ForwardResponseMessage
+	forward_AdminService_RevokeLease_0        = runtime.ForwardResponseMessage
+	forward_AdminService_Cleanup_0            = runtime.ForwardResponseMessage
+	forward_AdminService_GetCleanupStatus_0   = runtime.ForwardResponseMessage
+	forward_AdminService_GetZombieReport_0    = runtime.ForwardResponseMessage
+	forward_AdminService_CreateTenant_0       = runtime.ForwardResponseMessage
+	forward_AdminService_ListTenants_0        = runtime.ForwardResponseMessage
+	forward_AdminService_CreateApiKey_0       = runtime.ForwardResponseMessage
+	forward_AdminService_ListApiKeys_0        = runtime.ForwardResponseMessage
+	forward_AdminService_RevokeApiKey_0       = runtime.ForwardResponseMessage
+	forward_AdminService_ListUsageEvents_0    = runtime.ForwardResponseMessage
+	forward_AdminService_ListCleanupEvents_0  = runtime.ForwardResponseMessage
+	forward_AdminService_ListAuditEvents_0    = runtime.ForwardResponseMessage
+	forward_AdminService_GetUsageReport_0     = runtime.ForwardResponseMessage
+	forward_AdminService_ListSigningKeys_0    = runtime.ForwardResponseMessage
+	forward_AdminService_RotateSigningKey_0   = runtime.ForwardResponseMessage
 )

@@ -19,27 +19,30 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_CreateLicense_FullMethodName     = "/seatd.v1.AdminService/CreateLicense"
-	AdminService_GetLicense_FullMethodName        = "/seatd.v1.AdminService/GetLicense"
-	AdminService_ListLicenses_FullMethodName      = "/seatd.v1.AdminService/ListLicenses"
-	AdminService_UpdateLicense_FullMethodName     = "/seatd.v1.AdminService/UpdateLicense"
-	AdminService_DeleteLicense_FullMethodName     = "/seatd.v1.AdminService/DeleteLicense"
-	AdminService_ListLeases_FullMethodName        = "/seatd.v1.AdminService/ListLeases"
-	AdminService_RevokeLease_FullMethodName       = "/seatd.v1.AdminService/RevokeLease"
-	AdminService_Cleanup_FullMethodName           = "/seatd.v1.AdminService/Cleanup"
-	AdminService_GetCleanupStatus_FullMethodName  = "/seatd.v1.AdminService/GetCleanupStatus"
-	AdminService_GetZombieReport_FullMethodName   = "/seatd.v1.AdminService/GetZombieReport"
-	AdminService_CreateTenant_FullMethodName      = "/seatd.v1.AdminService/CreateTenant"
-	AdminService_ListTenants_FullMethodName       = "/seatd.v1.AdminService/ListTenants"
-	AdminService_CreateApiKey_FullMethodName      = "/seatd.v1.AdminService/CreateApiKey"
-	AdminService_ListApiKeys_FullMethodName       = "/seatd.v1.AdminService/ListApiKeys"
-	AdminService_RevokeApiKey_FullMethodName      = "/seatd.v1.AdminService/RevokeApiKey"
-	AdminService_ListUsageEvents_FullMethodName   = "/seatd.v1.AdminService/ListUsageEvents"
-	AdminService_ListCleanupEvents_FullMethodName = "/seatd.v1.AdminService/ListCleanupEvents"
-	AdminService_ListAuditEvents_FullMethodName   = "/seatd.v1.AdminService/ListAuditEvents"
-	AdminService_GetUsageReport_FullMethodName    = "/seatd.v1.AdminService/GetUsageReport"
-	AdminService_ListSigningKeys_FullMethodName   = "/seatd.v1.AdminService/ListSigningKeys"
-	AdminService_RotateSigningKey_FullMethodName  = "/seatd.v1.AdminService/RotateSigningKey"
+	AdminService_CreateLicense_FullMethodName      = "/seatd.v1.AdminService/CreateLicense"
+	AdminService_GetLicense_FullMethodName         = "/seatd.v1.AdminService/GetLicense"
+	AdminService_ListLicenses_FullMethodName       = "/seatd.v1.AdminService/ListLicenses"
+	AdminService_UpdateLicense_FullMethodName      = "/seatd.v1.AdminService/UpdateLicense"
+	AdminService_DeleteLicense_FullMethodName      = "/seatd.v1.AdminService/DeleteLicense"
+	AdminService_CreateFeatureGrant_FullMethodName = "/seatd.v1.AdminService/CreateFeatureGrant"
+	AdminService_UpdateFeatureGrant_FullMethodName = "/seatd.v1.AdminService/UpdateFeatureGrant"
+	AdminService_DeleteFeatureGrant_FullMethodName = "/seatd.v1.AdminService/DeleteFeatureGrant"
+	AdminService_ListLeases_FullMethodName         = "/seatd.v1.AdminService/ListLeases"
+	AdminService_RevokeLease_FullMethodName        = "/seatd.v1.AdminService/RevokeLease"
+	AdminService_Cleanup_FullMethodName            = "/seatd.v1.AdminService/Cleanup"
+	AdminService_GetCleanupStatus_FullMethodName   = "/seatd.v1.AdminService/GetCleanupStatus"
+	AdminService_GetZombieReport_FullMethodName    = "/seatd.v1.AdminService/GetZombieReport"
+	AdminService_CreateTenant_FullMethodName       = "/seatd.v1.AdminService/CreateTenant"
+	AdminService_ListTenants_FullMethodName        = "/seatd.v1.AdminService/ListTenants"
+	AdminService_CreateApiKey_FullMethodName       = "/seatd.v1.AdminService/CreateApiKey"
+	AdminService_ListApiKeys_FullMethodName        = "/seatd.v1.AdminService/ListApiKeys"
+	AdminService_RevokeApiKey_FullMethodName       = "/seatd.v1.AdminService/RevokeApiKey"
+	AdminService_ListUsageEvents_FullMethodName    = "/seatd.v1.AdminService/ListUsageEvents"
+	AdminService_ListCleanupEvents_FullMethodName  = "/seatd.v1.AdminService/ListCleanupEvents"
+	AdminService_ListAuditEvents_FullMethodName    = "/seatd.v1.AdminService/ListAuditEvents"
+	AdminService_GetUsageReport_FullMethodName     = "/seatd.v1.AdminService/GetUsageReport"
+	AdminService_ListSigningKeys_FullMethodName    = "/seatd.v1.AdminService/ListSigningKeys"
+	AdminService_RotateSigningKey_FullMethodName   = "/seatd.v1.AdminService/RotateSigningKey"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -64,6 +67,16 @@ type AdminServiceClient interface {
 	// DeleteLicense revokes the license's live leases (each gets its usage
 	// event) and removes the license; its key stops working. History stays.
 	DeleteLicense(ctx context.Context, in *DeleteLicenseRequest, opts ...grpc.CallOption) (*DeleteLicenseResponse, error)
+	// CreateFeatureGrant adds a feature grant to a license (a new feature,
+	// or a renewal beside a feature's older grant).
+	CreateFeatureGrant(ctx context.Context, in *CreateFeatureGrantRequest, opts ...grpc.CallOption) (*CreateFeatureGrantResponse, error)
+	// UpdateFeatureGrant changes the fields named in update_mask (over REST,
+	// the fields present in the body). Fewer seats than are in use ends no
+	// lease: new ones wait until use is under the new limit.
+	UpdateFeatureGrant(ctx context.Context, in *UpdateFeatureGrantRequest, opts ...grpc.CallOption) (*UpdateFeatureGrantResponse, error)
+	// DeleteFeatureGrant revokes the grant's live leases (each gets its usage
+	// event) and removes it, as DeleteLicense does for a license.
+	DeleteFeatureGrant(ctx context.Context, in *DeleteFeatureGrantRequest, opts ...grpc.CallOption) (*DeleteFeatureGrantResponse, error)
 	// ListLeases lists a license's leases in every state, newest first.
 	ListLeases(ctx context.Context, in *ListLeasesRequest, opts ...grpc.CallOption) (*ListLeasesResponse, error)
 	// RevokeLease ends a lease now; the holder's next heartbeat fails. A lease
@@ -161,6 +174,36 @@ func (c *adminServiceClient) DeleteLicense(ctx context.Context, in *DeleteLicens
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteLicenseResponse)
 	err := c.cc.Invoke(ctx, AdminService_DeleteLicense_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) CreateFeatureGrant(ctx context.Context, in *CreateFeatureGrantRequest, opts ...grpc.CallOption) (*CreateFeatureGrantResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateFeatureGrantResponse)
+	err := c.cc.Invoke(ctx, AdminService_CreateFeatureGrant_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) UpdateFeatureGrant(ctx context.Context, in *UpdateFeatureGrantRequest, opts ...grpc.CallOption) (*UpdateFeatureGrantResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateFeatureGrantResponse)
+	err := c.cc.Invoke(ctx, AdminService_UpdateFeatureGrant_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteFeatureGrant(ctx context.Context, in *DeleteFeatureGrantRequest, opts ...grpc.CallOption) (*DeleteFeatureGrantResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteFeatureGrantResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteFeatureGrant_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -349,6 +392,16 @@ type AdminServiceServer interface {
 	// DeleteLicense revokes the license's live leases (each gets its usage
 	// event) and removes the license; its key stops working. History stays.
 	DeleteLicense(context.Context, *DeleteLicenseRequest) (*DeleteLicenseResponse, error)
+	// CreateFeatureGrant adds a feature grant to a license (a new feature,
+	// or a renewal beside a feature's older grant).
+	CreateFeatureGrant(context.Context, *CreateFeatureGrantRequest) (*CreateFeatureGrantResponse, error)
+	// UpdateFeatureGrant changes the fields named in update_mask (over REST,
+	// the fields present in the body). Fewer seats than are in use ends no
+	// lease: new ones wait until use is under the new limit.
+	UpdateFeatureGrant(context.Context, *UpdateFeatureGrantRequest) (*UpdateFeatureGrantResponse, error)
+	// DeleteFeatureGrant revokes the grant's live leases (each gets its usage
+	// event) and removes it, as DeleteLicense does for a license.
+	DeleteFeatureGrant(context.Context, *DeleteFeatureGrantRequest) (*DeleteFeatureGrantResponse, error)
 	// ListLeases lists a license's leases in every state, newest first.
 	ListLeases(context.Context, *ListLeasesRequest) (*ListLeasesResponse, error)
 	// RevokeLease ends a lease now; the holder's next heartbeat fails. A lease
@@ -416,6 +469,15 @@ func (UnimplementedAdminServiceServer) UpdateLicense(context.Context, *UpdateLic
 }
 func (UnimplementedAdminServiceServer) DeleteLicense(context.Context, *DeleteLicenseRequest) (*DeleteLicenseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteLicense not implemented")
+}
+func (UnimplementedAdminServiceServer) CreateFeatureGrant(context.Context, *CreateFeatureGrantRequest) (*CreateFeatureGrantResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateFeatureGrant not implemented")
+}
+func (UnimplementedAdminServiceServer) UpdateFeatureGrant(context.Context, *UpdateFeatureGrantRequest) (*UpdateFeatureGrantResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateFeatureGrant not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteFeatureGrant(context.Context, *DeleteFeatureGrantRequest) (*DeleteFeatureGrantResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteFeatureGrant not implemented")
 }
 func (UnimplementedAdminServiceServer) ListLeases(context.Context, *ListLeasesRequest) (*ListLeasesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListLeases not implemented")
@@ -572,6 +634,60 @@ func _AdminService_DeleteLicense_Handler(srv interface{}, ctx context.Context, d
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServiceServer).DeleteLicense(ctx, req.(*DeleteLicenseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_CreateFeatureGrant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateFeatureGrantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).CreateFeatureGrant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_CreateFeatureGrant_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).CreateFeatureGrant(ctx, req.(*CreateFeatureGrantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_UpdateFeatureGrant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateFeatureGrantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UpdateFeatureGrant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UpdateFeatureGrant_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UpdateFeatureGrant(ctx, req.(*UpdateFeatureGrantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteFeatureGrant_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteFeatureGrantRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteFeatureGrant(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteFeatureGrant_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteFeatureGrant(ctx, req.(*DeleteFeatureGrantRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -890,6 +1006,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteLicense",
 			Handler:    _AdminService_DeleteLicense_Handler,
+		},
+		{
+			MethodName: "CreateFeatureGrant",
+			Handler:    _AdminService_CreateFeatureGrant_Handler,
+		},
+		{
+			MethodName: "UpdateFeatureGrant",
+			Handler:    _AdminService_UpdateFeatureGrant_Handler,
+		},
+		{
+			MethodName: "DeleteFeatureGrant",
+			Handler:    _AdminService_DeleteFeatureGrant_Handler,
 		},
 		{
 			MethodName: "ListLeases",

@@ -263,8 +263,13 @@ type License struct {
 	// (SeatService.GetReturnedCertificates), and the returned borrow still
 	// counts against `max_borrowed_seats` until its certificate expires.
 	AllowEarlyReturn bool `protobuf:"varint,19,opt,name=allow_early_return,json=allowEarlyReturn,proto3" json:"allow_early_return,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The license's feature grants (CreateFeatureGrant), by feature, then
+	// the order a request takes their seats in. The license's own `seats`
+	// are its base pool: a request that names no feature takes from it.
+	// Output only; ignored on create and update.
+	Grants        []*FeatureGrant `protobuf:"bytes,20,rep,name=grants,proto3" json:"grants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *License) Reset() {
@@ -430,6 +435,177 @@ func (x *License) GetAllowEarlyReturn() bool {
 	return false
 }
 
+func (x *License) GetGrants() []*FeatureGrant {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
+// A FeatureGrant sells seats of one feature (a module of the product) up
+// to one version, for a while: FlexNet's FEATURE/INCREMENT line, an
+// entitlement in Keygen. Each grant is a pool of its own: its seats are
+// never shared with the license's base seats or another grant's. Several
+// grants may name one feature (a renewal beside the grant it replaces).
+type FeatureGrant struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Server-assigned: the license id, a dot, and 8 hex digits. Output only.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The license that holds it. Output only.
+	LicenseId string `protobuf:"bytes,2,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// The feature's name: 1-64 characters, letters, digits, '.', '-', '_',
+	// starting with a letter or digit. Cannot change once created.
+	Feature string `protobuf:"bytes,3,opt,name=feature,proto3" json:"feature,omitempty"`
+	// The highest version the grant covers: dotted numbers ("2024",
+	// "2024.2", "3.1.4"), compared component by component as numbers
+	// (2024.2 < 2024.10; a missing component is 0, so 3 = 3.0). Empty:
+	// every version.
+	Version string `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	// How many leases of the grant may be live at once (0 or more).
+	Seats int32 `protobuf:"varint,5,opt,name=seats,proto3" json:"seats,omitempty"`
+	// Extra seats allowed beyond `seats` (default 0).
+	Overdraft int32 `protobuf:"varint,6,opt,name=overdraft,proto3" json:"overdraft,omitempty"`
+	// The grant grants nothing before this instant. Optional.
+	StartsAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=starts_at,json=startsAt,proto3" json:"starts_at,omitempty"`
+	// The grant grants nothing from this instant, and its leases end at
+	// their next heartbeat (LICENSE_EXPIRED), as a license's own expiry
+	// does. Optional; the license's expires_at applies too.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// Borrowing from this grant, as License.max_borrow_duration and
+	// max_borrowed_seats (the license's allow_early_return applies).
+	MaxBorrowDuration *durationpb.Duration `protobuf:"bytes,9,opt,name=max_borrow_duration,json=maxBorrowDuration,proto3" json:"max_borrow_duration,omitempty"`
+	MaxBorrowedSeats  int32                `protobuf:"varint,10,opt,name=max_borrowed_seats,json=maxBorrowedSeats,proto3" json:"max_borrowed_seats,omitempty"`
+	// Live leases of the grant now. Output only.
+	SeatsInUse int32 `protobuf:"varint,11,opt,name=seats_in_use,json=seatsInUse,proto3" json:"seats_in_use,omitempty"`
+	// Output only.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// Output only.
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FeatureGrant) Reset() {
+	*x = FeatureGrant{}
+	mi := &file_seatd_v1_resources_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeatureGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeatureGrant) ProtoMessage() {}
+
+func (x *FeatureGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_resources_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeatureGrant.ProtoReflect.Descriptor instead.
+func (*FeatureGrant) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *FeatureGrant) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FeatureGrant) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *FeatureGrant) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
+func (x *FeatureGrant) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *FeatureGrant) GetSeats() int32 {
+	if x != nil {
+		return x.Seats
+	}
+	return 0
+}
+
+func (x *FeatureGrant) GetOverdraft() int32 {
+	if x != nil {
+		return x.Overdraft
+	}
+	return 0
+}
+
+func (x *FeatureGrant) GetStartsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartsAt
+	}
+	return nil
+}
+
+func (x *FeatureGrant) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *FeatureGrant) GetMaxBorrowDuration() *durationpb.Duration {
+	if x != nil {
+		return x.MaxBorrowDuration
+	}
+	return nil
+}
+
+func (x *FeatureGrant) GetMaxBorrowedSeats() int32 {
+	if x != nil {
+		return x.MaxBorrowedSeats
+	}
+	return 0
+}
+
+func (x *FeatureGrant) GetSeatsInUse() int32 {
+	if x != nil {
+		return x.SeatsInUse
+	}
+	return 0
+}
+
+func (x *FeatureGrant) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *FeatureGrant) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
 // A Lease is one seat held by one running copy of the product.
 type Lease struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -450,14 +626,22 @@ type Lease struct {
 	// A borrowed lease (AcquireSeatRequest.borrow_duration) holds its seat
 	// until expires_at or its early return (ReleaseSeat), with no heartbeats.
 	// It cannot be revoked: its certificate stays valid offline until then.
-	Borrowed      bool `protobuf:"varint,12,opt,name=borrowed,proto3" json:"borrowed,omitempty"`
+	Borrowed bool `protobuf:"varint,12,opt,name=borrowed,proto3" json:"borrowed,omitempty"`
+	// The feature grant the lease holds a seat of (FeatureGrant.id); empty
+	// for a seat of the license's base pool.
+	GrantId string `protobuf:"bytes,13,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	// The feature asked for (AcquireSeatRequest.feature); empty for the base
+	// pool.
+	Feature string `protobuf:"bytes,14,opt,name=feature,proto3" json:"feature,omitempty"`
+	// The version asked for (AcquireSeatRequest.version), as given.
+	Version       string `protobuf:"bytes,15,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[1]
+	mi := &file_seatd_v1_resources_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +653,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[1]
+	mi := &file_seatd_v1_resources_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +666,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{1}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Lease) GetId() string {
@@ -569,6 +753,27 @@ func (x *Lease) GetBorrowed() bool {
 	return false
 }
 
+func (x *Lease) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *Lease) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
+func (x *Lease) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 // A Tenant owns licenses and API keys; tenants never see each other's data.
 type Tenant struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -587,7 +792,7 @@ type Tenant struct {
 
 func (x *Tenant) Reset() {
 	*x = Tenant{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[2]
+	mi := &file_seatd_v1_resources_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +804,7 @@ func (x *Tenant) String() string {
 func (*Tenant) ProtoMessage() {}
 
 func (x *Tenant) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[2]
+	mi := &file_seatd_v1_resources_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +817,7 @@ func (x *Tenant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tenant.ProtoReflect.Descriptor instead.
 func (*Tenant) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{2}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Tenant) GetId() string {
@@ -659,7 +864,7 @@ type TenantQuotas struct {
 
 func (x *TenantQuotas) Reset() {
 	*x = TenantQuotas{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[3]
+	mi := &file_seatd_v1_resources_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +876,7 @@ func (x *TenantQuotas) String() string {
 func (*TenantQuotas) ProtoMessage() {}
 
 func (x *TenantQuotas) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[3]
+	mi := &file_seatd_v1_resources_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +889,7 @@ func (x *TenantQuotas) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantQuotas.ProtoReflect.Descriptor instead.
 func (*TenantQuotas) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{3}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TenantQuotas) GetMaxLicenses() int64 {
@@ -733,7 +938,7 @@ type SigningKey struct {
 
 func (x *SigningKey) Reset() {
 	*x = SigningKey{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[4]
+	mi := &file_seatd_v1_resources_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +950,7 @@ func (x *SigningKey) String() string {
 func (*SigningKey) ProtoMessage() {}
 
 func (x *SigningKey) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[4]
+	mi := &file_seatd_v1_resources_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +963,7 @@ func (x *SigningKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SigningKey.ProtoReflect.Descriptor instead.
 func (*SigningKey) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{4}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SigningKey) GetKid() string {
@@ -831,7 +1036,7 @@ type JsonWebKey struct {
 
 func (x *JsonWebKey) Reset() {
 	*x = JsonWebKey{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[5]
+	mi := &file_seatd_v1_resources_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +1048,7 @@ func (x *JsonWebKey) String() string {
 func (*JsonWebKey) ProtoMessage() {}
 
 func (x *JsonWebKey) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[5]
+	mi := &file_seatd_v1_resources_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +1061,7 @@ func (x *JsonWebKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JsonWebKey.ProtoReflect.Descriptor instead.
 func (*JsonWebKey) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{5}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JsonWebKey) GetKty() string {
@@ -916,7 +1121,7 @@ type ApiKey struct {
 
 func (x *ApiKey) Reset() {
 	*x = ApiKey{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[6]
+	mi := &file_seatd_v1_resources_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1133,7 @@ func (x *ApiKey) String() string {
 func (*ApiKey) ProtoMessage() {}
 
 func (x *ApiKey) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[6]
+	mi := &file_seatd_v1_resources_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1146,7 @@ func (x *ApiKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKey.ProtoReflect.Descriptor instead.
 func (*ApiKey) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{6}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ApiKey) GetId() string {
@@ -983,7 +1188,7 @@ var File_seatd_v1_resources_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\n" +
-	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\a\n" +
+	"\x18seatd/v1/resources.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xba\a\n" +
 	"\aLicense\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
@@ -1008,11 +1213,32 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\awaiting\x18\x10 \x01(\x05R\awaiting\x12I\n" +
 	"\x13max_borrow_duration\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x11maxBorrowDuration\x12,\n" +
 	"\x12max_borrowed_seats\x18\x12 \x01(\x05R\x10maxBorrowedSeats\x12,\n" +
-	"\x12allow_early_return\x18\x13 \x01(\bR\x10allowEarlyReturn\x1a;\n" +
+	"\x12allow_early_return\x18\x13 \x01(\bR\x10allowEarlyReturn\x12.\n" +
+	"\x06grants\x18\x14 \x03(\v2\x16.seatd.v1.FeatureGrantR\x06grants\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\t\n" +
-	"\a_active\"\xbf\x04\n" +
+	"\a_active\"\xae\x04\n" +
+	"\fFeatureGrant\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x02 \x01(\tR\tlicenseId\x12\x18\n" +
+	"\afeature\x18\x03 \x01(\tR\afeature\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\x12\x14\n" +
+	"\x05seats\x18\x05 \x01(\x05R\x05seats\x12\x1c\n" +
+	"\toverdraft\x18\x06 \x01(\x05R\toverdraft\x127\n" +
+	"\tstarts_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bstartsAt\x129\n" +
+	"\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12I\n" +
+	"\x13max_borrow_duration\x18\t \x01(\v2\x19.google.protobuf.DurationR\x11maxBorrowDuration\x12,\n" +
+	"\x12max_borrowed_seats\x18\n" +
+	" \x01(\x05R\x10maxBorrowedSeats\x12 \n" +
+	"\fseats_in_use\x18\v \x01(\x05R\n" +
+	"seatsInUse\x12;\n" +
+	"\vcreate_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vupdate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\x8e\x05\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1029,7 +1255,10 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\x11last_heartbeat_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0flastHeartbeatAt\x125\n" +
 	"\bended_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x1a\n" +
-	"\bborrowed\x18\f \x01(\bR\bborrowed\x1a;\n" +
+	"\bborrowed\x18\f \x01(\bR\bborrowed\x12\x19\n" +
+	"\bgrant_id\x18\r \x01(\tR\agrantId\x12\x18\n" +
+	"\afeature\x18\x0e \x01(\tR\afeature\x12\x18\n" +
+	"\aversion\x18\x0f \x01(\tR\aversion\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
@@ -1104,52 +1333,59 @@ func file_seatd_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_seatd_v1_resources_proto_goTypes = []any{
 	(LeasingStrategy)(0),          // 0: seatd.v1.LeasingStrategy
 	(LeaseState)(0),               // 1: seatd.v1.LeaseState
 	(SigningKeyState)(0),          // 2: seatd.v1.SigningKeyState
 	(*License)(nil),               // 3: seatd.v1.License
-	(*Lease)(nil),                 // 4: seatd.v1.Lease
-	(*Tenant)(nil),                // 5: seatd.v1.Tenant
-	(*TenantQuotas)(nil),          // 6: seatd.v1.TenantQuotas
-	(*SigningKey)(nil),            // 7: seatd.v1.SigningKey
-	(*JsonWebKey)(nil),            // 8: seatd.v1.JsonWebKey
-	(*ApiKey)(nil),                // 9: seatd.v1.ApiKey
-	nil,                           // 10: seatd.v1.License.MetadataEntry
-	nil,                           // 11: seatd.v1.Lease.MetadataEntry
-	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*FeatureGrant)(nil),          // 4: seatd.v1.FeatureGrant
+	(*Lease)(nil),                 // 5: seatd.v1.Lease
+	(*Tenant)(nil),                // 6: seatd.v1.Tenant
+	(*TenantQuotas)(nil),          // 7: seatd.v1.TenantQuotas
+	(*SigningKey)(nil),            // 8: seatd.v1.SigningKey
+	(*JsonWebKey)(nil),            // 9: seatd.v1.JsonWebKey
+	(*ApiKey)(nil),                // 10: seatd.v1.ApiKey
+	nil,                           // 11: seatd.v1.License.MetadataEntry
+	nil,                           // 12: seatd.v1.Lease.MetadataEntry
+	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_seatd_v1_resources_proto_depIdxs = []int32{
-	12, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
-	12, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
+	13, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
+	13, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
 	0,  // 2: seatd.v1.License.leasing_strategy:type_name -> seatd.v1.LeasingStrategy
-	13, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
-	10, // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
-	13, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
-	13, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
-	12, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
-	1,  // 8: seatd.v1.Lease.state:type_name -> seatd.v1.LeaseState
-	13, // 9: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
-	13, // 10: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
-	11, // 11: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
-	13, // 12: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	13, // 13: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
-	13, // 14: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	6,  // 15: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
-	13, // 16: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	13, // 17: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	13, // 18: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
-	8,  // 19: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
-	2,  // 20: seatd.v1.SigningKey.state:type_name -> seatd.v1.SigningKeyState
-	13, // 21: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
-	13, // 22: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	14, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
+	14, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
+	14, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
+	13, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
+	4,  // 8: seatd.v1.License.grants:type_name -> seatd.v1.FeatureGrant
+	14, // 9: seatd.v1.FeatureGrant.starts_at:type_name -> google.protobuf.Timestamp
+	14, // 10: seatd.v1.FeatureGrant.expires_at:type_name -> google.protobuf.Timestamp
+	13, // 11: seatd.v1.FeatureGrant.max_borrow_duration:type_name -> google.protobuf.Duration
+	14, // 12: seatd.v1.FeatureGrant.create_time:type_name -> google.protobuf.Timestamp
+	14, // 13: seatd.v1.FeatureGrant.update_time:type_name -> google.protobuf.Timestamp
+	1,  // 14: seatd.v1.Lease.state:type_name -> seatd.v1.LeaseState
+	14, // 15: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
+	14, // 16: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
+	12, // 17: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
+	14, // 18: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	14, // 19: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
+	14, // 20: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	7,  // 21: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
+	14, // 22: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	14, // 23: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	14, // 24: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
+	9,  // 25: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
+	2,  // 26: seatd.v1.SigningKey.state:type_name -> seatd.v1.SigningKeyState
+	14, // 27: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
+	14, // 28: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_resources_proto_init() }
@@ -1164,7 +1400,7 @@ func file_seatd_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_resources_proto_rawDesc), len(file_seatd_v1_resources_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -44,8 +44,17 @@ type AcquireSeatRequest struct {
 	// seat until it lapses or is returned with ReleaseSeat. Unset: a normal
 	// lease, kept alive by heartbeats.
 	BorrowDuration *durationpb.Duration `protobuf:"bytes,8,opt,name=borrow_duration,json=borrowDuration,proto3" json:"borrow_duration,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The feature to take a seat of (FeatureGrant.feature). Empty: a seat of
+	// the license's base pool. A feature the license holds no grant of is
+	// FAILED_PRECONDITION, reason FEATURE_NOT_LICENSED.
+	Feature string `protobuf:"bytes,9,opt,name=feature,proto3" json:"feature,omitempty"`
+	// The version of the feature the program is (dotted numbers, e.g.
+	// "2025.1"): only a grant whose version covers it may grant the seat;
+	// none does: FAILED_PRECONDITION, reason VERSION_NOT_LICENSED. Empty:
+	// any grant of the feature. Only with a feature.
+	Version       string `protobuf:"bytes,10,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AcquireSeatRequest) Reset() {
@@ -134,6 +143,20 @@ func (x *AcquireSeatRequest) GetBorrowDuration() *durationpb.Duration {
 	return nil
 }
 
+func (x *AcquireSeatRequest) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
+func (x *AcquireSeatRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 type AcquireSeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Lease *Lease                 `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
@@ -163,8 +186,11 @@ type AcquireSeatResponse struct {
 	// that verifies always sends a nonce and treats an answer without a
 	// certificate as a lost lease.
 	LeaseCertificate string `protobuf:"bytes,6,opt,name=lease_certificate,json=leaseCertificate,proto3" json:"lease_certificate,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The feature grant the seat was taken from (with a feature): its
+	// version and expiry. seats_in_use and seat_limit are then the grant's.
+	Grant         *FeatureGrant `protobuf:"bytes,7,opt,name=grant,proto3" json:"grant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AcquireSeatResponse) Reset() {
@@ -237,6 +263,13 @@ func (x *AcquireSeatResponse) GetLeaseCertificate() string {
 		return x.LeaseCertificate
 	}
 	return ""
+}
+
+func (x *AcquireSeatResponse) GetGrant() *FeatureGrant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
 }
 
 type ReleaseSeatRequest struct {
@@ -352,7 +385,11 @@ type WaitForSeatRequest struct {
 	// join at the back.
 	QueueTicket string `protobuf:"bytes,7,opt,name=queue_ticket,json=queueTicket,proto3" json:"queue_ticket,omitempty"`
 	// As AcquireSeatRequest.nonce, for the granted lease's certificate.
-	Nonce         string `protobuf:"bytes,8,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	Nonce string `protobuf:"bytes,8,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	// As AcquireSeatRequest.feature and version: the queue is the
+	// feature's.
+	Feature       string `protobuf:"bytes,9,opt,name=feature,proto3" json:"feature,omitempty"`
+	Version       string `protobuf:"bytes,10,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -439,6 +476,20 @@ func (x *WaitForSeatRequest) GetQueueTicket() string {
 func (x *WaitForSeatRequest) GetNonce() string {
 	if x != nil {
 		return x.Nonce
+	}
+	return ""
+}
+
+func (x *WaitForSeatRequest) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
+func (x *WaitForSeatRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
 	}
 	return ""
 }
@@ -778,7 +829,7 @@ var File_seatd_v1_seat_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1bseatd/v1/seat_service.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18seatd/v1/resources.proto\"\x8f\x03\n" +
+	"\x1bseatd/v1/seat_service.proto\x12\bseatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18seatd/v1/resources.proto\"\xc3\x03\n" +
 	"\x12AcquireSeatRequest\x12\x1f\n" +
 	"\vlicense_key\x18\x01 \x01(\tR\n" +
 	"licenseKey\x12 \n" +
@@ -788,10 +839,13 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\bmetadata\x18\x05 \x03(\v2*.seatd.v1.AcquireSeatRequest.MetadataEntryR\bmetadata\x12'\n" +
 	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
 	"\x05nonce\x18\a \x01(\tR\x05nonce\x12B\n" +
-	"\x0fborrow_duration\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0eborrowDuration\x1a;\n" +
+	"\x0fborrow_duration\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0eborrowDuration\x12\x18\n" +
+	"\afeature\x18\t \x01(\tR\afeature\x12\x18\n" +
+	"\aversion\x18\n" +
+	" \x01(\tR\aversion\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc3\x02\n" +
 	"\x13AcquireSeatResponse\x12%\n" +
 	"\x05lease\x18\x01 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
@@ -801,13 +855,14 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"seatsInUse\x12\x1d\n" +
 	"\n" +
 	"seat_limit\x18\x05 \x01(\x05R\tseatLimit\x12+\n" +
-	"\x11lease_certificate\x18\x06 \x01(\tR\x10leaseCertificate\"P\n" +
+	"\x11lease_certificate\x18\x06 \x01(\tR\x10leaseCertificate\x12,\n" +
+	"\x05grant\x18\a \x01(\v2\x16.seatd.v1.FeatureGrantR\x05grant\"P\n" +
 	"\x12ReleaseSeatRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
 	"leaseToken\"<\n" +
 	"\x13ReleaseSeatResponse\x12%\n" +
-	"\x05lease\x18\x01 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\"\xee\x02\n" +
+	"\x05lease\x18\x01 \x01(\v2\x0f.seatd.v1.LeaseR\x05lease\"\xa2\x03\n" +
 	"\x12WaitForSeatRequest\x12\x1f\n" +
 	"\vlicense_key\x18\x01 \x01(\tR\n" +
 	"licenseKey\x12 \n" +
@@ -817,7 +872,10 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\bmetadata\x18\x05 \x03(\v2*.seatd.v1.WaitForSeatRequest.MetadataEntryR\bmetadata\x12'\n" +
 	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12!\n" +
 	"\fqueue_ticket\x18\a \x01(\tR\vqueueTicket\x12\x14\n" +
-	"\x05nonce\x18\b \x01(\tR\x05nonce\x1a;\n" +
+	"\x05nonce\x18\b \x01(\tR\x05nonce\x12\x18\n" +
+	"\afeature\x18\t \x01(\tR\afeature\x12\x18\n" +
+	"\aversion\x18\n" +
+	" \x01(\tR\aversion\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
@@ -873,33 +931,35 @@ var file_seatd_v1_seat_service_proto_goTypes = []any{
 	nil,                                     // 12: seatd.v1.WaitForSeatRequest.MetadataEntry
 	(*durationpb.Duration)(nil),             // 13: google.protobuf.Duration
 	(*Lease)(nil),                           // 14: seatd.v1.Lease
-	(*JsonWebKey)(nil),                      // 15: seatd.v1.JsonWebKey
+	(*FeatureGrant)(nil),                    // 15: seatd.v1.FeatureGrant
+	(*JsonWebKey)(nil),                      // 16: seatd.v1.JsonWebKey
 }
 var file_seatd_v1_seat_service_proto_depIdxs = []int32{
 	11, // 0: seatd.v1.AcquireSeatRequest.metadata:type_name -> seatd.v1.AcquireSeatRequest.MetadataEntry
 	13, // 1: seatd.v1.AcquireSeatRequest.borrow_duration:type_name -> google.protobuf.Duration
 	14, // 2: seatd.v1.AcquireSeatResponse.lease:type_name -> seatd.v1.Lease
 	13, // 3: seatd.v1.AcquireSeatResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	14, // 4: seatd.v1.ReleaseSeatResponse.lease:type_name -> seatd.v1.Lease
-	12, // 5: seatd.v1.WaitForSeatRequest.metadata:type_name -> seatd.v1.WaitForSeatRequest.MetadataEntry
-	5,  // 6: seatd.v1.WaitForSeatResponse.position:type_name -> seatd.v1.QueuePosition
-	1,  // 7: seatd.v1.WaitForSeatResponse.granted:type_name -> seatd.v1.AcquireSeatResponse
-	15, // 8: seatd.v1.GetSigningKeysResponse.keys:type_name -> seatd.v1.JsonWebKey
-	0,  // 9: seatd.v1.SeatService.AcquireSeat:input_type -> seatd.v1.AcquireSeatRequest
-	2,  // 10: seatd.v1.SeatService.ReleaseSeat:input_type -> seatd.v1.ReleaseSeatRequest
-	4,  // 11: seatd.v1.SeatService.WaitForSeat:input_type -> seatd.v1.WaitForSeatRequest
-	7,  // 12: seatd.v1.SeatService.GetSigningKeys:input_type -> seatd.v1.GetSigningKeysRequest
-	8,  // 13: seatd.v1.SeatService.GetReturnedCertificates:input_type -> seatd.v1.GetReturnedCertificatesRequest
-	1,  // 14: seatd.v1.SeatService.AcquireSeat:output_type -> seatd.v1.AcquireSeatResponse
-	3,  // 15: seatd.v1.SeatService.ReleaseSeat:output_type -> seatd.v1.ReleaseSeatResponse
-	6,  // 16: seatd.v1.SeatService.WaitForSeat:output_type -> seatd.v1.WaitForSeatResponse
-	10, // 17: seatd.v1.SeatService.GetSigningKeys:output_type -> seatd.v1.GetSigningKeysResponse
-	9,  // 18: seatd.v1.SeatService.GetReturnedCertificates:output_type -> seatd.v1.GetReturnedCertificatesResponse
-	14, // [14:19] is the sub-list for method output_type
-	9,  // [9:14] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	15, // 4: seatd.v1.AcquireSeatResponse.grant:type_name -> seatd.v1.FeatureGrant
+	14, // 5: seatd.v1.ReleaseSeatResponse.lease:type_name -> seatd.v1.Lease
+	12, // 6: seatd.v1.WaitForSeatRequest.metadata:type_name -> seatd.v1.WaitForSeatRequest.MetadataEntry
+	5,  // 7: seatd.v1.WaitForSeatResponse.position:type_name -> seatd.v1.QueuePosition
+	1,  // 8: seatd.v1.WaitForSeatResponse.granted:type_name -> seatd.v1.AcquireSeatResponse
+	16, // 9: seatd.v1.GetSigningKeysResponse.keys:type_name -> seatd.v1.JsonWebKey
+	0,  // 10: seatd.v1.SeatService.AcquireSeat:input_type -> seatd.v1.AcquireSeatRequest
+	2,  // 11: seatd.v1.SeatService.ReleaseSeat:input_type -> seatd.v1.ReleaseSeatRequest
+	4,  // 12: seatd.v1.SeatService.WaitForSeat:input_type -> seatd.v1.WaitForSeatRequest
+	7,  // 13: seatd.v1.SeatService.GetSigningKeys:input_type -> seatd.v1.GetSigningKeysRequest
+	8,  // 14: seatd.v1.SeatService.GetReturnedCertificates:input_type -> seatd.v1.GetReturnedCertificatesRequest
+	1,  // 15: seatd.v1.SeatService.AcquireSeat:output_type -> seatd.v1.AcquireSeatResponse
+	3,  // 16: seatd.v1.SeatService.ReleaseSeat:output_type -> seatd.v1.ReleaseSeatResponse
+	6,  // 17: seatd.v1.SeatService.WaitForSeat:output_type -> seatd.v1.WaitForSeatResponse
+	10, // 18: seatd.v1.SeatService.GetSigningKeys:output_type -> seatd.v1.GetSigningKeysResponse
+	9,  // 19: seatd.v1.SeatService.GetReturnedCertificates:output_type -> seatd.v1.GetReturnedCertificatesResponse
+	15, // [15:20] is the sub-list for method output_type
+	10, // [10:15] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_seat_service_proto_init() }

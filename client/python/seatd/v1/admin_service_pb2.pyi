@@ -39,20 +39,24 @@ class AuditEvent(_message.Message):
     def __init__(self, id: _Optional[str] = ..., actor: _Optional[str] = ..., action: _Optional[str] = ..., resource: _Optional[str] = ..., resource_id: _Optional[str] = ..., details: _Optional[_Mapping[str, str]] = ..., at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CleanupEvent(_message.Message):
-    __slots__ = ["cleaned_at", "cleanup_type", "expires_at", "last_heartbeat_at", "lease_id", "license_id"]
+    __slots__ = ["cleaned_at", "cleanup_type", "expires_at", "feature", "grant_id", "last_heartbeat_at", "lease_id", "license_id"]
     CLEANED_AT_FIELD_NUMBER: _ClassVar[int]
     CLEANUP_TYPE_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_HEARTBEAT_AT_FIELD_NUMBER: _ClassVar[int]
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
     cleaned_at: _timestamp_pb2.Timestamp
     cleanup_type: str
     expires_at: _timestamp_pb2.Timestamp
+    feature: str
+    grant_id: str
     last_heartbeat_at: _timestamp_pb2.Timestamp
     lease_id: str
     license_id: str
-    def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., cleanup_type: _Optional[str] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., cleaned_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., cleanup_type: _Optional[str] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., cleaned_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class CleanupRequest(_message.Message):
     __slots__ = []
@@ -98,6 +102,22 @@ class CreateApiKeyResponse(_message.Message):
     secret: str
     def __init__(self, api_key: _Optional[_Union[_resources_pb2.ApiKey, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
 
+class CreateFeatureGrantRequest(_message.Message):
+    __slots__ = ["grant", "license_id", "tenant_id"]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    grant: _resources_pb2.FeatureGrant
+    license_id: str
+    tenant_id: str
+    def __init__(self, license_id: _Optional[str] = ..., grant: _Optional[_Union[_resources_pb2.FeatureGrant, _Mapping]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class CreateFeatureGrantResponse(_message.Message):
+    __slots__ = ["grant"]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    grant: _resources_pb2.FeatureGrant
+    def __init__(self, grant: _Optional[_Union[_resources_pb2.FeatureGrant, _Mapping]] = ...) -> None: ...
+
 class CreateLicenseRequest(_message.Message):
     __slots__ = ["license", "tenant_id"]
     LICENSE_FIELD_NUMBER: _ClassVar[int]
@@ -123,6 +143,22 @@ class CreateTenantResponse(_message.Message):
     TENANT_FIELD_NUMBER: _ClassVar[int]
     tenant: _resources_pb2.Tenant
     def __init__(self, tenant: _Optional[_Union[_resources_pb2.Tenant, _Mapping]] = ...) -> None: ...
+
+class DeleteFeatureGrantRequest(_message.Message):
+    __slots__ = ["grant_id", "license_id", "tenant_id"]
+    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    grant_id: str
+    license_id: str
+    tenant_id: str
+    def __init__(self, license_id: _Optional[str] = ..., grant_id: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class DeleteFeatureGrantResponse(_message.Message):
+    __slots__ = ["revoked_leases"]
+    REVOKED_LEASES_FIELD_NUMBER: _ClassVar[int]
+    revoked_leases: int
+    def __init__(self, revoked_leases: _Optional[int] = ...) -> None: ...
 
 class DeleteLicenseRequest(_message.Message):
     __slots__ = ["license_id", "tenant_id"]
@@ -173,20 +209,22 @@ class GetLicenseResponse(_message.Message):
     def __init__(self, license: _Optional[_Union[_resources_pb2.License, _Mapping]] = ...) -> None: ...
 
 class GetUsageReportRequest(_message.Message):
-    __slots__ = ["bucket", "end_time", "license_id", "start_time", "tenant_id", "user_limit"]
+    __slots__ = ["bucket", "end_time", "feature", "license_id", "start_time", "tenant_id", "user_limit"]
     BUCKET_FIELD_NUMBER: _ClassVar[int]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     USER_LIMIT_FIELD_NUMBER: _ClassVar[int]
     bucket: UsageBucket
     end_time: _timestamp_pb2.Timestamp
+    feature: str
     license_id: str
     start_time: _timestamp_pb2.Timestamp
     tenant_id: str
     user_limit: int
-    def __init__(self, tenant_id: _Optional[str] = ..., license_id: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., bucket: _Optional[_Union[UsageBucket, str]] = ..., user_limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, tenant_id: _Optional[str] = ..., license_id: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., bucket: _Optional[_Union[UsageBucket, str]] = ..., user_limit: _Optional[int] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class GetUsageReportResponse(_message.Message):
     __slots__ = ["bucket", "end_time", "rows", "start_time", "users"]
@@ -203,16 +241,18 @@ class GetUsageReportResponse(_message.Message):
     def __init__(self, start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., bucket: _Optional[_Union[UsageBucket, str]] = ..., rows: _Optional[_Iterable[_Union[UsageReportRow, _Mapping]]] = ..., users: _Optional[_Iterable[_Union[UserUsage, _Mapping]]] = ...) -> None: ...
 
 class GetZombieReportRequest(_message.Message):
-    __slots__ = ["end_time", "start_time", "tenant_id", "top_limit"]
+    __slots__ = ["end_time", "feature", "start_time", "tenant_id", "top_limit"]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     TOP_LIMIT_FIELD_NUMBER: _ClassVar[int]
     end_time: _timestamp_pb2.Timestamp
+    feature: str
     start_time: _timestamp_pb2.Timestamp
     tenant_id: str
     top_limit: int
-    def __init__(self, tenant_id: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., top_limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, tenant_id: _Optional[str] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., top_limit: _Optional[int] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class GetZombieReportResponse(_message.Message):
     __slots__ = ["days", "end_time", "mean_minutes_to_cleanup", "start_time", "top_licenses", "zombies_total"]
@@ -309,18 +349,20 @@ class ListCleanupEventsResponse(_message.Message):
     def __init__(self, cleanup_events: _Optional[_Iterable[_Union[CleanupEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListLeasesRequest(_message.Message):
-    __slots__ = ["license_id", "page_size", "page_token", "state", "tenant_id"]
+    __slots__ = ["feature", "license_id", "page_size", "page_token", "state", "tenant_id"]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    feature: str
     license_id: str
     page_size: int
     page_token: str
     state: _resources_pb2.LeaseState
     tenant_id: str
-    def __init__(self, license_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, license_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class ListLeasesResponse(_message.Message):
     __slots__ = ["leases", "next_page_token"]
@@ -440,6 +482,24 @@ class RotateSigningKeyResponse(_message.Message):
     signing_key: _resources_pb2.SigningKey
     def __init__(self, signing_key: _Optional[_Union[_resources_pb2.SigningKey, _Mapping]] = ...) -> None: ...
 
+class UpdateFeatureGrantRequest(_message.Message):
+    __slots__ = ["grant", "license_id", "tenant_id", "update_mask"]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    grant: _resources_pb2.FeatureGrant
+    license_id: str
+    tenant_id: str
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, license_id: _Optional[str] = ..., grant: _Optional[_Union[_resources_pb2.FeatureGrant, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class UpdateFeatureGrantResponse(_message.Message):
+    __slots__ = ["grant"]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
+    grant: _resources_pb2.FeatureGrant
+    def __init__(self, grant: _Optional[_Union[_resources_pb2.FeatureGrant, _Mapping]] = ...) -> None: ...
+
 class UpdateLicenseRequest(_message.Message):
     __slots__ = ["license", "tenant_id", "update_mask"]
     LICENSE_FIELD_NUMBER: _ClassVar[int]
@@ -457,27 +517,32 @@ class UpdateLicenseResponse(_message.Message):
     def __init__(self, license: _Optional[_Union[_resources_pb2.License, _Mapping]] = ...) -> None: ...
 
 class UsageEvent(_message.Message):
-    __slots__ = ["duration", "end_state", "ended_at", "lease_id", "license_id", "started_at"]
+    __slots__ = ["duration", "end_state", "ended_at", "feature", "grant_id", "lease_id", "license_id", "started_at"]
     DURATION_FIELD_NUMBER: _ClassVar[int]
     ENDED_AT_FIELD_NUMBER: _ClassVar[int]
     END_STATE_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     duration: _duration_pb2.Duration
     end_state: _resources_pb2.LeaseState
     ended_at: _timestamp_pb2.Timestamp
+    feature: str
+    grant_id: str
     lease_id: str
     license_id: str
     started_at: _timestamp_pb2.Timestamp
-    def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., end_state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., end_state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class UsageReportRow(_message.Message):
-    __slots__ = ["acquisitions", "bucket_start", "denials", "distinct_users", "license_id", "mean_queue_wait", "peak_seats", "queue_waits", "seat_hours"]
+    __slots__ = ["acquisitions", "bucket_start", "denials", "distinct_users", "feature", "license_id", "mean_queue_wait", "peak_seats", "queue_waits", "seat_hours"]
     ACQUISITIONS_FIELD_NUMBER: _ClassVar[int]
     BUCKET_START_FIELD_NUMBER: _ClassVar[int]
     DENIALS_FIELD_NUMBER: _ClassVar[int]
     DISTINCT_USERS_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
     MEAN_QUEUE_WAIT_FIELD_NUMBER: _ClassVar[int]
     PEAK_SEATS_FIELD_NUMBER: _ClassVar[int]
@@ -487,12 +552,13 @@ class UsageReportRow(_message.Message):
     bucket_start: _timestamp_pb2.Timestamp
     denials: int
     distinct_users: int
+    feature: str
     license_id: str
     mean_queue_wait: _duration_pb2.Duration
     peak_seats: int
     queue_waits: int
     seat_hours: float
-    def __init__(self, license_id: _Optional[str] = ..., bucket_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., peak_seats: _Optional[int] = ..., seat_hours: _Optional[float] = ..., acquisitions: _Optional[int] = ..., denials: _Optional[int] = ..., distinct_users: _Optional[int] = ..., queue_waits: _Optional[int] = ..., mean_queue_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, license_id: _Optional[str] = ..., bucket_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., peak_seats: _Optional[int] = ..., seat_hours: _Optional[float] = ..., acquisitions: _Optional[int] = ..., denials: _Optional[int] = ..., distinct_users: _Optional[int] = ..., queue_waits: _Optional[int] = ..., mean_queue_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class UserUsage(_message.Message):
     __slots__ = ["seat_hours", "sessions", "user"]

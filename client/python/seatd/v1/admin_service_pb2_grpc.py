@@ -46,6 +46,21 @@ class AdminServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteLicenseRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteLicenseResponse.FromString,
                 )
+        self.CreateFeatureGrant = channel.unary_unary(
+                '/seatd.v1.AdminService/CreateFeatureGrant',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.CreateFeatureGrantRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.CreateFeatureGrantResponse.FromString,
+                )
+        self.UpdateFeatureGrant = channel.unary_unary(
+                '/seatd.v1.AdminService/UpdateFeatureGrant',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.UpdateFeatureGrantRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.UpdateFeatureGrantResponse.FromString,
+                )
+        self.DeleteFeatureGrant = channel.unary_unary(
+                '/seatd.v1.AdminService/DeleteFeatureGrant',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantResponse.FromString,
+                )
         self.ListLeases = channel.unary_unary(
                 '/seatd.v1.AdminService/ListLeases',
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListLeasesRequest.SerializeToString,
@@ -168,6 +183,31 @@ class AdminServiceServicer(object):
     def DeleteLicense(self, request, context):
         """DeleteLicense revokes the license's live leases (each gets its usage
         event) and removes the license; its key stops working. History stays.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateFeatureGrant(self, request, context):
+        """CreateFeatureGrant adds a feature grant to a license (a new feature,
+        or a renewal beside a feature's older grant).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateFeatureGrant(self, request, context):
+        """UpdateFeatureGrant changes the fields named in update_mask (over REST,
+        the fields present in the body). Fewer seats than are in use ends no
+        lease: new ones wait until use is under the new limit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteFeatureGrant(self, request, context):
+        """DeleteFeatureGrant revokes the grant's live leases (each gets its usage
+        event) and removes it, as DeleteLicense does for a license.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -323,6 +363,21 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.DeleteLicense,
                     request_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteLicenseRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteLicenseResponse.SerializeToString,
+            ),
+            'CreateFeatureGrant': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateFeatureGrant,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.CreateFeatureGrantRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.CreateFeatureGrantResponse.SerializeToString,
+            ),
+            'UpdateFeatureGrant': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateFeatureGrant,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.UpdateFeatureGrantRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.UpdateFeatureGrantResponse.SerializeToString,
+            ),
+            'DeleteFeatureGrant': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteFeatureGrant,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantResponse.SerializeToString,
             ),
             'ListLeases': grpc.unary_unary_rpc_method_handler(
                     servicer.ListLeases,
@@ -503,6 +558,57 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/DeleteLicense',
             seatd_dot_v1_dot_admin__service__pb2.DeleteLicenseRequest.SerializeToString,
             seatd_dot_v1_dot_admin__service__pb2.DeleteLicenseResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateFeatureGrant(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/CreateFeatureGrant',
+            seatd_dot_v1_dot_admin__service__pb2.CreateFeatureGrantRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.CreateFeatureGrantResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateFeatureGrant(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/UpdateFeatureGrant',
+            seatd_dot_v1_dot_admin__service__pb2.UpdateFeatureGrantRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.UpdateFeatureGrantResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteFeatureGrant(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/DeleteFeatureGrant',
+            seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

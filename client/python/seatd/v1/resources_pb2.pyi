@@ -4,7 +4,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Mapping as _Mapping, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 LEASE_STATE_ACTIVE: LeaseState
@@ -36,6 +36,36 @@ class ApiKey(_message.Message):
     tenant_id: str
     def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revoke_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class FeatureGrant(_message.Message):
+    __slots__ = ["create_time", "expires_at", "feature", "id", "license_id", "max_borrow_duration", "max_borrowed_seats", "overdraft", "seats", "seats_in_use", "starts_at", "update_time", "version"]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_BORROWED_SEATS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BORROW_DURATION_FIELD_NUMBER: _ClassVar[int]
+    OVERDRAFT_FIELD_NUMBER: _ClassVar[int]
+    SEATS_FIELD_NUMBER: _ClassVar[int]
+    SEATS_IN_USE_FIELD_NUMBER: _ClassVar[int]
+    STARTS_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    create_time: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    feature: str
+    id: str
+    license_id: str
+    max_borrow_duration: _duration_pb2.Duration
+    max_borrowed_seats: int
+    overdraft: int
+    seats: int
+    seats_in_use: int
+    starts_at: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    version: str
+    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., feature: _Optional[str] = ..., version: _Optional[str] = ..., seats: _Optional[int] = ..., overdraft: _Optional[int] = ..., starts_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., max_borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_borrowed_seats: _Optional[int] = ..., seats_in_use: _Optional[int] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class JsonWebKey(_message.Message):
     __slots__ = ["alg", "crv", "kid", "kty", "use", "x"]
     ALG_FIELD_NUMBER: _ClassVar[int]
@@ -53,7 +83,7 @@ class JsonWebKey(_message.Message):
     def __init__(self, kty: _Optional[str] = ..., crv: _Optional[str] = ..., x: _Optional[str] = ..., kid: _Optional[str] = ..., use: _Optional[str] = ..., alg: _Optional[str] = ...) -> None: ...
 
 class Lease(_message.Message):
-    __slots__ = ["acquired_at", "borrowed", "ended_at", "expires_at", "fingerprint", "hostname", "id", "last_heartbeat_at", "license_id", "metadata", "state", "user"]
+    __slots__ = ["acquired_at", "borrowed", "ended_at", "expires_at", "feature", "fingerprint", "grant_id", "hostname", "id", "last_heartbeat_at", "license_id", "metadata", "state", "user", "version"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -65,7 +95,9 @@ class Lease(_message.Message):
     BORROWED_FIELD_NUMBER: _ClassVar[int]
     ENDED_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LAST_HEARTBEAT_AT_FIELD_NUMBER: _ClassVar[int]
@@ -73,11 +105,14 @@ class Lease(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     acquired_at: _timestamp_pb2.Timestamp
     borrowed: bool
     ended_at: _timestamp_pb2.Timestamp
     expires_at: _timestamp_pb2.Timestamp
+    feature: str
     fingerprint: str
+    grant_id: str
     hostname: str
     id: str
     last_heartbeat_at: _timestamp_pb2.Timestamp
@@ -85,10 +120,11 @@ class Lease(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     state: LeaseState
     user: str
-    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., borrowed: bool = ...) -> None: ...
+    version: str
+    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., borrowed: bool = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class License(_message.Message):
-    __slots__ = ["active", "allow_early_return", "create_time", "expires_at", "id", "key", "lease_ttl", "leasing_strategy", "max_borrow_duration", "max_borrowed_seats", "metadata", "name", "overdraft", "revival_window", "seats", "seats_in_use", "tenant_id", "update_time", "waiting"]
+    __slots__ = ["active", "allow_early_return", "create_time", "expires_at", "grants", "id", "key", "lease_ttl", "leasing_strategy", "max_borrow_duration", "max_borrowed_seats", "metadata", "name", "overdraft", "revival_window", "seats", "seats_in_use", "tenant_id", "update_time", "waiting"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +136,7 @@ class License(_message.Message):
     ALLOW_EARLY_RETURN_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    GRANTS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     LEASE_TTL_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +156,7 @@ class License(_message.Message):
     allow_early_return: bool
     create_time: _timestamp_pb2.Timestamp
     expires_at: _timestamp_pb2.Timestamp
+    grants: _containers.RepeatedCompositeFieldContainer[FeatureGrant]
     id: str
     key: str
     lease_ttl: _duration_pb2.Duration
@@ -134,7 +172,7 @@ class License(_message.Message):
     tenant_id: str
     update_time: _timestamp_pb2.Timestamp
     waiting: int
-    def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., waiting: _Optional[int] = ..., max_borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_borrowed_seats: _Optional[int] = ..., allow_early_return: bool = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., waiting: _Optional[int] = ..., max_borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_borrowed_seats: _Optional[int] = ..., allow_early_return: bool = ..., grants: _Optional[_Iterable[_Union[FeatureGrant, _Mapping]]] = ...) -> None: ...
 
 class SigningKey(_message.Message):
     __slots__ = ["create_time", "kid", "public_key", "publish_until", "retire_time", "state", "tenant_id"]

@@ -15,7 +15,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from seatd.v1 import resources_pb2 as seatd_dot_v1_dot_resources__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bseatd/v1/seat_service.proto\x12\x08seatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18seatd/v1/resources.proto\"\x8f\x03\n\x12\x41\x63quireSeatRequest\x12\x1f\n\x0blicense_key\x18\x01 \x01(\tR\nlicenseKey\x12 \n\x0b\x66ingerprint\x18\x02 \x01(\tR\x0b\x66ingerprint\x12\x12\n\x04user\x18\x03 \x01(\tR\x04user\x12\x1a\n\x08hostname\x18\x04 \x01(\tR\x08hostname\x12\x46\n\x08metadata\x18\x05 \x03(\x0b\x32*.seatd.v1.AcquireSeatRequest.MetadataEntryR\x08metadata\x12\'\n\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12\x14\n\x05nonce\x18\x07 \x01(\tR\x05nonce\x12\x42\n\x0f\x62orrow_duration\x18\x08 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0e\x62orrowDuration\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x95\x02\n\x13\x41\x63quireSeatResponse\x12%\n\x05lease\x18\x01 \x01(\x0b\x32\x0f.seatd.v1.LeaseR\x05lease\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12H\n\x12heartbeat_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12 \n\x0cseats_in_use\x18\x04 \x01(\x05R\nseatsInUse\x12\x1d\n\nseat_limit\x18\x05 \x01(\x05R\tseatLimit\x12+\n\x11lease_certificate\x18\x06 \x01(\tR\x10leaseCertificate\"P\n\x12ReleaseSeatRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\tR\x07leaseId\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\"<\n\x13ReleaseSeatResponse\x12%\n\x05lease\x18\x01 \x01(\x0b\x32\x0f.seatd.v1.LeaseR\x05lease\"\xee\x02\n\x12WaitForSeatRequest\x12\x1f\n\x0blicense_key\x18\x01 \x01(\tR\nlicenseKey\x12 \n\x0b\x66ingerprint\x18\x02 \x01(\tR\x0b\x66ingerprint\x12\x12\n\x04user\x18\x03 \x01(\tR\x04user\x12\x1a\n\x08hostname\x18\x04 \x01(\tR\x08hostname\x12\x46\n\x08metadata\x18\x05 \x03(\x0b\x32*.seatd.v1.WaitForSeatRequest.MetadataEntryR\x08metadata\x12\'\n\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12!\n\x0cqueue_ticket\x18\x07 \x01(\tR\x0bqueueTicket\x12\x14\n\x05nonce\x18\x08 \x01(\tR\x05nonce\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"f\n\rQueuePosition\x12\x1a\n\x08position\x18\x01 \x01(\x05R\x08position\x12!\n\x0cqueue_length\x18\x02 \x01(\x05R\x0bqueueLength\x12\x16\n\x06ticket\x18\x03 \x01(\tR\x06ticket\"\x90\x01\n\x13WaitForSeatResponse\x12\x35\n\x08position\x18\x01 \x01(\x0b\x32\x17.seatd.v1.QueuePositionH\x00R\x08position\x12\x39\n\x07granted\x18\x02 \x01(\x0b\x32\x1d.seatd.v1.AcquireSeatResponseH\x00R\x07grantedB\x07\n\x05\x65vent\"4\n\x15GetSigningKeysRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\"=\n\x1eGetReturnedCertificatesRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\"V\n\x1fGetReturnedCertificatesResponse\x12\x33\n\x15returned_certificates\x18\x01 \x01(\tR\x14returnedCertificates\"B\n\x16GetSigningKeysResponse\x12(\n\x04keys\x18\x01 \x03(\x0b\x32\x14.seatd.v1.JsonWebKeyR\x04keys2\xb8\x03\n\x0bSeatService\x12J\n\x0b\x41\x63quireSeat\x12\x1c.seatd.v1.AcquireSeatRequest\x1a\x1d.seatd.v1.AcquireSeatResponse\x12J\n\x0bReleaseSeat\x12\x1c.seatd.v1.ReleaseSeatRequest\x1a\x1d.seatd.v1.ReleaseSeatResponse\x12L\n\x0bWaitForSeat\x12\x1c.seatd.v1.WaitForSeatRequest\x1a\x1d.seatd.v1.WaitForSeatResponse0\x01\x12S\n\x0eGetSigningKeys\x12\x1f.seatd.v1.GetSigningKeysRequest\x1a .seatd.v1.GetSigningKeysResponse\x12n\n\x17GetReturnedCertificates\x12(.seatd.v1.GetReturnedCertificatesRequest\x1a).seatd.v1.GetReturnedCertificatesResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bseatd/v1/seat_service.proto\x12\x08seatd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x18seatd/v1/resources.proto\"\xc3\x03\n\x12\x41\x63quireSeatRequest\x12\x1f\n\x0blicense_key\x18\x01 \x01(\tR\nlicenseKey\x12 \n\x0b\x66ingerprint\x18\x02 \x01(\tR\x0b\x66ingerprint\x12\x12\n\x04user\x18\x03 \x01(\tR\x04user\x12\x1a\n\x08hostname\x18\x04 \x01(\tR\x08hostname\x12\x46\n\x08metadata\x18\x05 \x03(\x0b\x32*.seatd.v1.AcquireSeatRequest.MetadataEntryR\x08metadata\x12\'\n\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12\x14\n\x05nonce\x18\x07 \x01(\tR\x05nonce\x12\x42\n\x0f\x62orrow_duration\x18\x08 \x01(\x0b\x32\x19.google.protobuf.DurationR\x0e\x62orrowDuration\x12\x18\n\x07\x66\x65\x61ture\x18\t \x01(\tR\x07\x66\x65\x61ture\x12\x18\n\x07version\x18\n \x01(\tR\x07version\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xc3\x02\n\x13\x41\x63quireSeatResponse\x12%\n\x05lease\x18\x01 \x01(\x0b\x32\x0f.seatd.v1.LeaseR\x05lease\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12H\n\x12heartbeat_interval\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x11heartbeatInterval\x12 \n\x0cseats_in_use\x18\x04 \x01(\x05R\nseatsInUse\x12\x1d\n\nseat_limit\x18\x05 \x01(\x05R\tseatLimit\x12+\n\x11lease_certificate\x18\x06 \x01(\tR\x10leaseCertificate\x12,\n\x05grant\x18\x07 \x01(\x0b\x32\x16.seatd.v1.FeatureGrantR\x05grant\"P\n\x12ReleaseSeatRequest\x12\x19\n\x08lease_id\x18\x01 \x01(\tR\x07leaseId\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\"<\n\x13ReleaseSeatResponse\x12%\n\x05lease\x18\x01 \x01(\x0b\x32\x0f.seatd.v1.LeaseR\x05lease\"\xa2\x03\n\x12WaitForSeatRequest\x12\x1f\n\x0blicense_key\x18\x01 \x01(\tR\nlicenseKey\x12 \n\x0b\x66ingerprint\x18\x02 \x01(\tR\x0b\x66ingerprint\x12\x12\n\x04user\x18\x03 \x01(\tR\x04user\x12\x1a\n\x08hostname\x18\x04 \x01(\tR\x08hostname\x12\x46\n\x08metadata\x18\x05 \x03(\x0b\x32*.seatd.v1.WaitForSeatRequest.MetadataEntryR\x08metadata\x12\'\n\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12!\n\x0cqueue_ticket\x18\x07 \x01(\tR\x0bqueueTicket\x12\x14\n\x05nonce\x18\x08 \x01(\tR\x05nonce\x12\x18\n\x07\x66\x65\x61ture\x18\t \x01(\tR\x07\x66\x65\x61ture\x12\x18\n\x07version\x18\n \x01(\tR\x07version\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"f\n\rQueuePosition\x12\x1a\n\x08position\x18\x01 \x01(\x05R\x08position\x12!\n\x0cqueue_length\x18\x02 \x01(\x05R\x0bqueueLength\x12\x16\n\x06ticket\x18\x03 \x01(\tR\x06ticket\"\x90\x01\n\x13WaitForSeatResponse\x12\x35\n\x08position\x18\x01 \x01(\x0b\x32\x17.seatd.v1.QueuePositionH\x00R\x08position\x12\x39\n\x07granted\x18\x02 \x01(\x0b\x32\x1d.seatd.v1.AcquireSeatResponseH\x00R\x07grantedB\x07\n\x05\x65vent\"4\n\x15GetSigningKeysRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\"=\n\x1eGetReturnedCertificatesRequest\x12\x1b\n\ttenant_id\x18\x01 \x01(\tR\x08tenantId\"V\n\x1fGetReturnedCertificatesResponse\x12\x33\n\x15returned_certificates\x18\x01 \x01(\tR\x14returnedCertificates\"B\n\x16GetSigningKeysResponse\x12(\n\x04keys\x18\x01 \x03(\x0b\x32\x14.seatd.v1.JsonWebKeyR\x04keys2\xb8\x03\n\x0bSeatService\x12J\n\x0b\x41\x63quireSeat\x12\x1c.seatd.v1.AcquireSeatRequest\x1a\x1d.seatd.v1.AcquireSeatResponse\x12J\n\x0bReleaseSeat\x12\x1c.seatd.v1.ReleaseSeatRequest\x1a\x1d.seatd.v1.ReleaseSeatResponse\x12L\n\x0bWaitForSeat\x12\x1c.seatd.v1.WaitForSeatRequest\x1a\x1d.seatd.v1.WaitForSeatResponse0\x01\x12S\n\x0eGetSigningKeys\x12\x1f.seatd.v1.GetSigningKeysRequest\x1a .seatd.v1.GetSigningKeysResponse\x12n\n\x17GetReturnedCertificates\x12(.seatd.v1.GetReturnedCertificatesRequest\x1a).seatd.v1.GetReturnedCertificatesResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'seatd.v1.seat_service_pb2', globals())
@@ -28,31 +28,31 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _WAITFORSEATREQUEST_METADATAENTRY._options = None
   _WAITFORSEATREQUEST_METADATAENTRY._serialized_options = b'8\001'
   _ACQUIRESEATREQUEST._serialized_start=100
-  _ACQUIRESEATREQUEST._serialized_end=499
-  _ACQUIRESEATREQUEST_METADATAENTRY._serialized_start=440
-  _ACQUIRESEATREQUEST_METADATAENTRY._serialized_end=499
-  _ACQUIRESEATRESPONSE._serialized_start=502
-  _ACQUIRESEATRESPONSE._serialized_end=779
-  _RELEASESEATREQUEST._serialized_start=781
-  _RELEASESEATREQUEST._serialized_end=861
-  _RELEASESEATRESPONSE._serialized_start=863
-  _RELEASESEATRESPONSE._serialized_end=923
-  _WAITFORSEATREQUEST._serialized_start=926
-  _WAITFORSEATREQUEST._serialized_end=1292
-  _WAITFORSEATREQUEST_METADATAENTRY._serialized_start=440
-  _WAITFORSEATREQUEST_METADATAENTRY._serialized_end=499
-  _QUEUEPOSITION._serialized_start=1294
-  _QUEUEPOSITION._serialized_end=1396
-  _WAITFORSEATRESPONSE._serialized_start=1399
-  _WAITFORSEATRESPONSE._serialized_end=1543
-  _GETSIGNINGKEYSREQUEST._serialized_start=1545
-  _GETSIGNINGKEYSREQUEST._serialized_end=1597
-  _GETRETURNEDCERTIFICATESREQUEST._serialized_start=1599
-  _GETRETURNEDCERTIFICATESREQUEST._serialized_end=1660
-  _GETRETURNEDCERTIFICATESRESPONSE._serialized_start=1662
-  _GETRETURNEDCERTIFICATESRESPONSE._serialized_end=1748
-  _GETSIGNINGKEYSRESPONSE._serialized_start=1750
-  _GETSIGNINGKEYSRESPONSE._serialized_end=1816
-  _SEATSERVICE._serialized_start=1819
-  _SEATSERVICE._serialized_end=2259
+  _ACQUIRESEATREQUEST._serialized_end=551
+  _ACQUIRESEATREQUEST_METADATAENTRY._serialized_start=492
+  _ACQUIRESEATREQUEST_METADATAENTRY._serialized_end=551
+  _ACQUIRESEATRESPONSE._serialized_start=554
+  _ACQUIRESEATRESPONSE._serialized_end=877
+  _RELEASESEATREQUEST._serialized_start=879
+  _RELEASESEATREQUEST._serialized_end=959
+  _RELEASESEATRESPONSE._serialized_start=961
+  _RELEASESEATRESPONSE._serialized_end=1021
+  _WAITFORSEATREQUEST._serialized_start=1024
+  _WAITFORSEATREQUEST._serialized_end=1442
+  _WAITFORSEATREQUEST_METADATAENTRY._serialized_start=492
+  _WAITFORSEATREQUEST_METADATAENTRY._serialized_end=551
+  _QUEUEPOSITION._serialized_start=1444
+  _QUEUEPOSITION._serialized_end=1546
+  _WAITFORSEATRESPONSE._serialized_start=1549
+  _WAITFORSEATRESPONSE._serialized_end=1693
+  _GETSIGNINGKEYSREQUEST._serialized_start=1695
+  _GETSIGNINGKEYSREQUEST._serialized_end=1747
+  _GETRETURNEDCERTIFICATESREQUEST._serialized_start=1749
+  _GETRETURNEDCERTIFICATESREQUEST._serialized_end=1810
+  _GETRETURNEDCERTIFICATESRESPONSE._serialized_start=1812
+  _GETRETURNEDCERTIFICATESRESPONSE._serialized_end=1898
+  _GETSIGNINGKEYSRESPONSE._serialized_start=1900
+  _GETSIGNINGKEYSRESPONSE._serialized_end=1966
+  _SEATSERVICE._serialized_start=1969
+  _SEATSERVICE._serialized_end=2409
 # @@protoc_insertion_point(module_scope)

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class AcquireSeatRequest(_message.Message):
-    __slots__ = ["borrow_duration", "fingerprint", "hostname", "idempotency_key", "license_key", "metadata", "nonce", "user"]
+    __slots__ = ["borrow_duration", "feature", "fingerprint", "hostname", "idempotency_key", "license_key", "metadata", "nonce", "user", "version"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -17,6 +17,7 @@ class AcquireSeatRequest(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     BORROW_DURATION_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -24,7 +25,9 @@ class AcquireSeatRequest(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     NONCE_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     borrow_duration: _duration_pb2.Duration
+    feature: str
     fingerprint: str
     hostname: str
     idempotency_key: str
@@ -32,23 +35,26 @@ class AcquireSeatRequest(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     nonce: str
     user: str
-    def __init__(self, license_key: _Optional[str] = ..., fingerprint: _Optional[str] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., nonce: _Optional[str] = ..., borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    version: str
+    def __init__(self, license_key: _Optional[str] = ..., fingerprint: _Optional[str] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., nonce: _Optional[str] = ..., borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., feature: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class AcquireSeatResponse(_message.Message):
-    __slots__ = ["heartbeat_interval", "lease", "lease_certificate", "lease_token", "seat_limit", "seats_in_use"]
+    __slots__ = ["grant", "heartbeat_interval", "lease", "lease_certificate", "lease_token", "seat_limit", "seats_in_use"]
+    GRANT_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     LEASE_CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
     LEASE_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SEATS_IN_USE_FIELD_NUMBER: _ClassVar[int]
     SEAT_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    grant: _resources_pb2.FeatureGrant
     heartbeat_interval: _duration_pb2.Duration
     lease: _resources_pb2.Lease
     lease_certificate: str
     lease_token: str
     seat_limit: int
     seats_in_use: int
-    def __init__(self, lease: _Optional[_Union[_resources_pb2.Lease, _Mapping]] = ..., lease_token: _Optional[str] = ..., heartbeat_interval: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., seat_limit: _Optional[int] = ..., lease_certificate: _Optional[str] = ...) -> None: ...
+    def __init__(self, lease: _Optional[_Union[_resources_pb2.Lease, _Mapping]] = ..., lease_token: _Optional[str] = ..., heartbeat_interval: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., seat_limit: _Optional[int] = ..., lease_certificate: _Optional[str] = ..., grant: _Optional[_Union[_resources_pb2.FeatureGrant, _Mapping]] = ...) -> None: ...
 
 class GetReturnedCertificatesRequest(_message.Message):
     __slots__ = ["tenant_id"]
@@ -99,7 +105,7 @@ class ReleaseSeatResponse(_message.Message):
     def __init__(self, lease: _Optional[_Union[_resources_pb2.Lease, _Mapping]] = ...) -> None: ...
 
 class WaitForSeatRequest(_message.Message):
-    __slots__ = ["fingerprint", "hostname", "idempotency_key", "license_key", "metadata", "nonce", "queue_ticket", "user"]
+    __slots__ = ["feature", "fingerprint", "hostname", "idempotency_key", "license_key", "metadata", "nonce", "queue_ticket", "user", "version"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -107,6 +113,7 @@ class WaitForSeatRequest(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +122,8 @@ class WaitForSeatRequest(_message.Message):
     NONCE_FIELD_NUMBER: _ClassVar[int]
     QUEUE_TICKET_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    feature: str
     fingerprint: str
     hostname: str
     idempotency_key: str
@@ -123,7 +132,8 @@ class WaitForSeatRequest(_message.Message):
     nonce: str
     queue_ticket: str
     user: str
-    def __init__(self, license_key: _Optional[str] = ..., fingerprint: _Optional[str] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., queue_ticket: _Optional[str] = ..., nonce: _Optional[str] = ...) -> None: ...
+    version: str
+    def __init__(self, license_key: _Optional[str] = ..., fingerprint: _Optional[str] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., queue_ticket: _Optional[str] = ..., nonce: _Optional[str] = ..., feature: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class WaitForSeatResponse(_message.Message):
     __slots__ = ["granted", "position"]

@@ -6,7 +6,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { ApiKey, Lease, LeaseState, License, SigningKey, Tenant } from "./resources_pb.js";
+import type { ApiKey, FeatureGrant, Lease, LeaseState, License, SigningKey, Tenant } from "./resources_pb.js";
 import { file_seatd_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/admin_service.proto.
  */
 export const file_seatd_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxzZWF0ZC92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEghzZWF0ZC52MSJNChRDcmVhdGVMaWNlbnNlUmVxdWVzdBIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZRIRCgl0ZW5hbnRfaWQYAiABKAkiOwoVQ3JlYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIjoKEUdldExpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIjgKEkdldExpY2Vuc2VSZXNwb25zZRIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZSJPChNMaXN0TGljZW5zZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJUChRMaXN0TGljZW5zZXNSZXNwb25zZRIjCghsaWNlbnNlcxgBIAMoCzIRLnNlYXRkLnYxLkxpY2Vuc2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn4KFFVwZGF0ZUxpY2Vuc2VSZXF1ZXN0EiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIRCgl0ZW5hbnRfaWQYAyABKAkiOwoVVXBkYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIj0KFERlbGV0ZUxpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIi8KFURlbGV0ZUxpY2Vuc2VSZXNwb25zZRIWCg5yZXZva2VkX2xlYXNlcxgBIAEoBSKGAQoRTGlzdExlYXNlc1JlcXVlc3QSEgoKbGljZW5zZV9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSIwoFc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIk4KEkxpc3RMZWFzZXNSZXNwb25zZRIfCgZsZWFzZXMYASADKAsyDy5zZWF0ZC52MS5MZWFzZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSQoSUmV2b2tlTGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiNQoTUmV2b2tlTGVhc2VSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlIhAKDkNsZWFudXBSZXF1ZXN0IrwBCgpDbGVhbnVwUnVuEi4KCnN0YXJ0ZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB3NjYW5uZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIOCgZyZXN1bHQYBSABKAkSDwoHdHJpZ2dlchgGIAEoCRIOCgZlcnJvcnMYByABKAMiNAoPQ2xlYW51cFJlc3BvbnNlEiEKA3J1bhgBIAEoCzIULnNlYXRkLnYxLkNsZWFudXBSdW4iGQoXR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3Qi2wEKGEdldENsZWFudXBTdGF0dXNSZXNwb25zZRIRCglsZWFkZXJfaWQYASABKAkSEQoJaXNfbGVhZGVyGAIgASgIEhMKC2luc3RhbmNlX2lkGAMgASgJEiYKCGxhc3RfcnVuGAQgASgLMhQuc2VhdGQudjEuQ2xlYW51cFJ1bhIvCgtuZXh0X3J1bl9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoIaW50ZXJ2YWwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24inAEKFkdldFpvbWJpZVJlcG9ydFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgl0b3BfbGltaXQYBCABKAUiTQoJWm9tYmllRGF5EgwKBGRhdGUYASABKAkSFwoPem9tYmllc19jbGVhbmVkGAIgASgDEhkKEWFmZmVjdGVkX2xpY2Vuc2VzGAMgASgDIoABCg5MaWNlbnNlWm9tYmllcxISCgpsaWNlbnNlX2lkGAEgASgJEhQKDGxpY2Vuc2VfbmFtZRgCIAEoCRIUCgx6b21iaWVfY291bnQYAyABKAMSEwoLbGVhc2VfY291bnQYBCABKAMSGQoRem9tYmllX3BlcmNlbnRhZ2UYBSABKAEiggIKF0dldFpvbWJpZVJlcG9ydFJlc3BvbnNlEi4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgRkYXlzGAMgAygLMhMuc2VhdGQudjEuWm9tYmllRGF5Ei4KDHRvcF9saWNlbnNlcxgEIAMoCzIYLnNlYXRkLnYxLkxpY2Vuc2Vab21iaWVzEh8KF21lYW5fbWludXRlc190b19jbGVhbnVwGAUgASgBEhUKDXpvbWJpZXNfdG90YWwYBiABKAMiNwoTQ3JlYXRlVGVuYW50UmVxdWVzdBIgCgZ0ZW5hbnQYASABKAsyEC5zZWF0ZC52MS5UZW5hbnQiOAoUQ3JlYXRlVGVuYW50UmVzcG9uc2USIAoGdGVuYW50GAEgASgLMhAuc2VhdGQudjEuVGVuYW50IjsKEkxpc3RUZW5hbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJRChNMaXN0VGVuYW50c1Jlc3BvbnNlEiEKB3RlbmFudHMYASADKAsyEC5zZWF0ZC52MS5UZW5hbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjYKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiSQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiTgoSTGlzdEFwaUtleXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJSChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiIKCGFwaV9rZXlzGAEgAygLMhAuc2VhdGQudjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpChNSZXZva2VBcGlLZXlSZXF1ZXN0EhIKCmFwaV9rZXlfaWQYASABKAkiOQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleSLEAQoWTGlzdFVzYWdlRXZlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAki5gEKClVzYWdlRXZlbnQSEAoIbGVhc2VfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRInCgllbmRfc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi4KCnN0YXJ0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCghkdXJhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJeChdMaXN0VXNhZ2VFdmVudHNSZXNwb25zZRIqCgx1c2FnZV9ldmVudHMYASADKAsyFC5zZWF0ZC52MS5Vc2FnZUV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLGAQoYTGlzdENsZWFudXBFdmVudHNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRISCgpsaWNlbnNlX2lkGAIgASgJEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBSABKAUSEgoKcGFnZV90b2tlbhgGIAEoCSLhAQoMQ2xlYW51cEV2ZW50EhAKCGxlYXNlX2lkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSFAoMY2xlYW51cF90eXBlGAMgASgJEjUKEWxhc3RfaGVhcnRiZWF0X2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjbGVhbmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChlMaXN0Q2xlYW51cEV2ZW50c1Jlc3BvbnNlEi4KDmNsZWFudXBfZXZlbnRzGAEgAygLMhYuc2VhdGQudjEuQ2xlYW51cEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKwAQoWTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSLgoKc3RhcnRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIuoBCgpBdWRpdEV2ZW50EgoKAmlkGAEgASgJEg0KBWFjdG9yGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIQCghyZXNvdXJjZRgEIAEoCRITCgtyZXNvdXJjZV9pZBgFIAEoCRIyCgdkZXRhaWxzGAYgAygLMiEuc2VhdGQudjEuQXVkaXRFdmVudC5EZXRhaWxzRW50cnkSJgoCYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi4KDERldGFpbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIl4KF0xpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlEioKDGF1ZGl0X2V2ZW50cxgBIAMoCzIULnNlYXRkLnYxLkF1ZGl0RXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJItcBChVHZXRVc2FnZVJlcG9ydFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSLgoKc3RhcnRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBmJ1Y2tldBgFIAEoDjIVLnNlYXRkLnYxLlVzYWdlQnVja2V0EhIKCnVzZXJfbGltaXQYBiABKAUihgIKDlVzYWdlUmVwb3J0Um93EhIKCmxpY2Vuc2VfaWQYASABKAkSMAoMYnVja2V0X3N0YXJ0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpwZWFrX3NlYXRzGAMgASgFEhIKCnNlYXRfaG91cnMYBCABKAESFAoMYWNxdWlzaXRpb25zGAUgASgDEg8KB2RlbmlhbHMYBiABKAMSFgoOZGlzdGluY3RfdXNlcnMYByABKAMSEwoLcXVldWVfd2FpdHMYCCABKAMSMgoPbWVhbl9xdWV1ZV93YWl0GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KCVVzZXJVc2FnZRIMCgR1c2VyGAEgASgJEhIKCnNlYXRfaG91cnMYAiABKAESEAoIc2Vzc2lvbnMYAyABKAMi6QEKFkdldFVzYWdlUmVwb3J0UmVzcG9uc2USLgoKc3RhcnRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBmJ1Y2tldBgDIAEoDjIVLnNlYXRkLnYxLlVzYWdlQnVja2V0EiYKBHJvd3MYBCADKAsyGC5zZWF0ZC52MS5Vc2FnZVJlcG9ydFJvdxIiCgV1c2VycxgFIAMoCzITLnNlYXRkLnYxLlVzZXJVc2FnZSIrChZMaXN0U2lnbmluZ0tleXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJFChdMaXN0U2lnbmluZ0tleXNSZXNwb25zZRIqCgxzaWduaW5nX2tleXMYASADKAsyFC5zZWF0ZC52MS5TaWduaW5nS2V5IiwKF1JvdGF0ZVNpZ25pbmdLZXlSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJFChhSb3RhdGVTaWduaW5nS2V5UmVzcG9uc2USKQoLc2lnbmluZ19rZXkYASABKAsyFC5zZWF0ZC52MS5TaWduaW5nS2V5KlgKC1VzYWdlQnVja2V0EhwKGFVTQUdFX0JVQ0tFVF9VTlNQRUNJRklFRBAAEhUKEVVTQUdFX0JVQ0tFVF9IT1VSEAESFAoQVVNBR0VfQlVDS0VUX0RBWRACMr8NCgxBZG1pblNlcnZpY2USUAoNQ3JlYXRlTGljZW5zZRIeLnNlYXRkLnYxLkNyZWF0ZUxpY2Vuc2VSZXF1ZXN0Gh8uc2VhdGQudjEuQ3JlYXRlTGljZW5zZVJlc3BvbnNlEkcKCkdldExpY2Vuc2USGy5zZWF0ZC52MS5HZXRMaWNlbnNlUmVxdWVzdBocLnNlYXRkLnYxLkdldExpY2Vuc2VSZXNwb25zZRJNCgxMaXN0TGljZW5zZXMSHS5zZWF0ZC52MS5MaXN0TGljZW5zZXNSZXF1ZXN0Gh4uc2VhdGQudjEuTGlzdExpY2Vuc2VzUmVzcG9uc2USUAoNVXBkYXRlTGljZW5zZRIeLnNlYXRkLnYxLlVwZGF0ZUxpY2Vuc2VSZXF1ZXN0Gh8uc2VhdGQudjEuVXBkYXRlTGljZW5zZVJlc3BvbnNlElAKDURlbGV0ZUxpY2Vuc2USHi5zZWF0ZC52MS5EZWxldGVMaWNlbnNlUmVxdWVzdBofLnNlYXRkLnYxLkRlbGV0ZUxpY2Vuc2VSZXNwb25zZRJHCgpMaXN0TGVhc2VzEhsuc2VhdGQudjEuTGlzdExlYXNlc1JlcXVlc3QaHC5zZWF0ZC52MS5MaXN0TGVhc2VzUmVzcG9uc2USSgoLUmV2b2tlTGVhc2USHC5zZWF0ZC52MS5SZXZva2VMZWFzZVJlcXVlc3QaHS5zZWF0ZC52MS5SZXZva2VMZWFzZVJlc3BvbnNlEj4KB0NsZWFudXASGC5zZWF0ZC52MS5DbGVhbnVwUmVxdWVzdBoZLnNlYXRkLnYxLkNsZWFudXBSZXNwb25zZRJZChBHZXRDbGVhbnVwU3RhdHVzEiEuc2VhdGQudjEuR2V0Q2xlYW51cFN0YXR1c1JlcXVlc3QaIi5zZWF0ZC52MS5HZXRDbGVhbnVwU3RhdHVzUmVzcG9uc2USVgoPR2V0Wm9tYmllUmVwb3J0EiAuc2VhdGQudjEuR2V0Wm9tYmllUmVwb3J0UmVxdWVzdBohLnNlYXRkLnYxLkdldFpvbWJpZVJlcG9ydFJlc3BvbnNlEk0KDENyZWF0ZVRlbmFudBIdLnNlYXRkLnYxLkNyZWF0ZVRlbmFudFJlcXVlc3QaHi5zZWF0ZC52MS5DcmVhdGVUZW5hbnRSZXNwb25zZRJKCgtMaXN0VGVuYW50cxIcLnNlYXRkLnYxLkxpc3RUZW5hbnRzUmVxdWVzdBodLnNlYXRkLnYxLkxpc3RUZW5hbnRzUmVzcG9uc2USTQoMQ3JlYXRlQXBpS2V5Eh0uc2VhdGQudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoeLnNlYXRkLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEkoKC0xpc3RBcGlLZXlzEhwuc2VhdGQudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gh0uc2VhdGQudjEuTGlzdEFwaUtleXNSZXNwb25zZRJNCgxSZXZva2VBcGlLZXkSHS5zZWF0ZC52MS5SZXZva2VBcGlLZXlSZXF1ZXN0Gh4uc2VhdGQudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2USVgoPTGlzdFVzYWdlRXZlbnRzEiAuc2VhdGQudjEuTGlzdFVzYWdlRXZlbnRzUmVxdWVzdBohLnNlYXRkLnYxLkxpc3RVc2FnZUV2ZW50c1Jlc3BvbnNlElwKEUxpc3RDbGVhbnVwRXZlbnRzEiIuc2VhdGQudjEuTGlzdENsZWFudXBFdmVudHNSZXF1ZXN0GiMuc2VhdGQudjEuTGlzdENsZWFudXBFdmVudHNSZXNwb25zZRJWCg9MaXN0QXVkaXRFdmVudHMSIC5zZWF0ZC52MS5MaXN0QXVkaXRFdmVudHNSZXF1ZXN0GiEuc2VhdGQudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USUwoOR2V0VXNhZ2VSZXBvcnQSHy5zZWF0ZC52MS5HZXRVc2FnZVJlcG9ydFJlcXVlc3QaIC5zZWF0ZC52MS5HZXRVc2FnZVJlcG9ydFJlc3BvbnNlElYKD0xpc3RTaWduaW5nS2V5cxIgLnNlYXRkLnYxLkxpc3RTaWduaW5nS2V5c1JlcXVlc3QaIS5zZWF0ZC52MS5MaXN0U2lnbmluZ0tleXNSZXNwb25zZRJZChBSb3RhdGVTaWduaW5nS2V5EiEuc2VhdGQudjEuUm90YXRlU2lnbmluZ0tleVJlcXVlc3QaIi5zZWF0ZC52MS5Sb3RhdGVTaWduaW5nS2V5UmVzcG9uc2VCLVorZ2l0aHViLmNvbS9zZWF0ZC9zZWF0ZC9nZW4vc2VhdGQvdjE7c2VhdGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_seatd_v1_resources]);
+  fileDesc("ChxzZWF0ZC92MS9hZG1pbl9zZXJ2aWNlLnByb3RvEghzZWF0ZC52MSJNChRDcmVhdGVMaWNlbnNlUmVxdWVzdBIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZRIRCgl0ZW5hbnRfaWQYAiABKAkiOwoVQ3JlYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIjoKEUdldExpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIjgKEkdldExpY2Vuc2VSZXNwb25zZRIiCgdsaWNlbnNlGAEgASgLMhEuc2VhdGQudjEuTGljZW5zZSJPChNMaXN0TGljZW5zZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJUChRMaXN0TGljZW5zZXNSZXNwb25zZRIjCghsaWNlbnNlcxgBIAMoCzIRLnNlYXRkLnYxLkxpY2Vuc2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn4KFFVwZGF0ZUxpY2Vuc2VSZXF1ZXN0EiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIRCgl0ZW5hbnRfaWQYAyABKAkiOwoVVXBkYXRlTGljZW5zZVJlc3BvbnNlEiIKB2xpY2Vuc2UYASABKAsyES5zZWF0ZC52MS5MaWNlbnNlIj0KFERlbGV0ZUxpY2Vuc2VSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJIi8KFURlbGV0ZUxpY2Vuc2VSZXNwb25zZRIWCg5yZXZva2VkX2xlYXNlcxgBIAEoBSJpChlDcmVhdGVGZWF0dXJlR3JhbnRSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSJQoFZ3JhbnQYAiABKAsyFi5zZWF0ZC52MS5GZWF0dXJlR3JhbnQSEQoJdGVuYW50X2lkGAMgASgJIkMKGkNyZWF0ZUZlYXR1cmVHcmFudFJlc3BvbnNlEiUKBWdyYW50GAEgASgLMhYuc2VhdGQudjEuRmVhdHVyZUdyYW50IpoBChlVcGRhdGVGZWF0dXJlR3JhbnRSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSJQoFZ3JhbnQYAiABKAsyFi5zZWF0ZC52MS5GZWF0dXJlR3JhbnQSLwoLdXBkYXRlX21hc2sYAyABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrEhEKCXRlbmFudF9pZBgEIAEoCSJDChpVcGRhdGVGZWF0dXJlR3JhbnRSZXNwb25zZRIlCgVncmFudBgBIAEoCzIWLnNlYXRkLnYxLkZlYXR1cmVHcmFudCJUChlEZWxldGVGZWF0dXJlR3JhbnRSZXF1ZXN0EhIKCmxpY2Vuc2VfaWQYASABKAkSEAoIZ3JhbnRfaWQYAiABKAkSEQoJdGVuYW50X2lkGAMgASgJIjQKGkRlbGV0ZUZlYXR1cmVHcmFudFJlc3BvbnNlEhYKDnJldm9rZWRfbGVhc2VzGAEgASgFIpcBChFMaXN0TGVhc2VzUmVxdWVzdBISCgpsaWNlbnNlX2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIjCgVzdGF0ZRgDIAEoDjIULnNlYXRkLnYxLkxlYXNlU3RhdGUSEQoJcGFnZV9zaXplGAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkSDwoHZmVhdHVyZRgGIAEoCSJOChJMaXN0TGVhc2VzUmVzcG9uc2USHwoGbGVhc2VzGAEgAygLMg8uc2VhdGQudjEuTGVhc2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkkKElJldm9rZUxlYXNlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDgoGcmVhc29uGAMgASgJIjUKE1Jldm9rZUxlYXNlUmVzcG9uc2USHgoFbGVhc2UYASABKAsyDy5zZWF0ZC52MS5MZWFzZSIQCg5DbGVhbnVwUmVxdWVzdCK8AQoKQ2xlYW51cFJ1bhIuCgpzdGFydGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCghkdXJhdGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIPCgdzY2FubmVkGAMgASgDEg8KB2V4cGlyZWQYBCABKAMSDgoGcmVzdWx0GAUgASgJEg8KB3RyaWdnZXIYBiABKAkSDgoGZXJyb3JzGAcgASgDIjQKD0NsZWFudXBSZXNwb25zZRIhCgNydW4YASABKAsyFC5zZWF0ZC52MS5DbGVhbnVwUnVuIhkKF0dldENsZWFudXBTdGF0dXNSZXF1ZXN0ItsBChhHZXRDbGVhbnVwU3RhdHVzUmVzcG9uc2USEQoJbGVhZGVyX2lkGAEgASgJEhEKCWlzX2xlYWRlchgCIAEoCBITCgtpbnN0YW5jZV9pZBgDIAEoCRImCghsYXN0X3J1bhgEIAEoCzIULnNlYXRkLnYxLkNsZWFudXBSdW4SLwoLbmV4dF9ydW5fYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKCGludGVydmFsGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIq0BChZHZXRab21iaWVSZXBvcnRSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIuCgpzdGFydF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJdG9wX2xpbWl0GAQgASgFEg8KB2ZlYXR1cmUYBSABKAkiTQoJWm9tYmllRGF5EgwKBGRhdGUYASABKAkSFwoPem9tYmllc19jbGVhbmVkGAIgASgDEhkKEWFmZmVjdGVkX2xpY2Vuc2VzGAMgASgDIoABCg5MaWNlbnNlWm9tYmllcxISCgpsaWNlbnNlX2lkGAEgASgJEhQKDGxpY2Vuc2VfbmFtZRgCIAEoCRIUCgx6b21iaWVfY291bnQYAyABKAMSEwoLbGVhc2VfY291bnQYBCABKAMSGQoRem9tYmllX3BlcmNlbnRhZ2UYBSABKAEiggIKF0dldFpvbWJpZVJlcG9ydFJlc3BvbnNlEi4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgRkYXlzGAMgAygLMhMuc2VhdGQudjEuWm9tYmllRGF5Ei4KDHRvcF9saWNlbnNlcxgEIAMoCzIYLnNlYXRkLnYxLkxpY2Vuc2Vab21iaWVzEh8KF21lYW5fbWludXRlc190b19jbGVhbnVwGAUgASgBEhUKDXpvbWJpZXNfdG90YWwYBiABKAMiNwoTQ3JlYXRlVGVuYW50UmVxdWVzdBIgCgZ0ZW5hbnQYASABKAsyEC5zZWF0ZC52MS5UZW5hbnQiOAoUQ3JlYXRlVGVuYW50UmVzcG9uc2USIAoGdGVuYW50GAEgASgLMhAuc2VhdGQudjEuVGVuYW50IjsKEkxpc3RUZW5hbnRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJRChNMaXN0VGVuYW50c1Jlc3BvbnNlEiEKB3RlbmFudHMYASADKAsyEC5zZWF0ZC52MS5UZW5hbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjYKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiSQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiTgoSTGlzdEFwaUtleXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJSChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiIKCGFwaV9rZXlzGAEgAygLMhAuc2VhdGQudjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpChNSZXZva2VBcGlLZXlSZXF1ZXN0EhIKCmFwaV9rZXlfaWQYASABKAkiOQoUUmV2b2tlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLnNlYXRkLnYxLkFwaUtleSLEAQoWTGlzdFVzYWdlRXZlbnRzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIuCgpzdGFydF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAkiiQIKClVzYWdlRXZlbnQSEAoIbGVhc2VfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRInCgllbmRfc3RhdGUYAyABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi4KCnN0YXJ0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCghkdXJhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghncmFudF9pZBgHIAEoCRIPCgdmZWF0dXJlGAggASgJIl4KF0xpc3RVc2FnZUV2ZW50c1Jlc3BvbnNlEioKDHVzYWdlX2V2ZW50cxgBIAMoCzIULnNlYXRkLnYxLlVzYWdlRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIsYBChhMaXN0Q2xlYW51cEV2ZW50c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSLgoKc3RhcnRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgFIAEoBRISCgpwYWdlX3Rva2VuGAYgASgJIoQCCgxDbGVhbnVwRXZlbnQSEAoIbGVhc2VfaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIUCgxjbGVhbnVwX3R5cGUYAyABKAkSNQoRbGFzdF9oZWFydGJlYXRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNsZWFuZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGdyYW50X2lkGAcgASgJEg8KB2ZlYXR1cmUYCCABKAkiZAoZTGlzdENsZWFudXBFdmVudHNSZXNwb25zZRIuCg5jbGVhbnVwX2V2ZW50cxgBIAMoCzIWLnNlYXRkLnYxLkNsZWFudXBFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkisAEKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEi4KCnN0YXJ0X3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCSLqAQoKQXVkaXRFdmVudBIKCgJpZBgBIAEoCRINCgVhY3RvchgCIAEoCRIOCgZhY3Rpb24YAyABKAkSEAoIcmVzb3VyY2UYBCABKAkSEwoLcmVzb3VyY2VfaWQYBSABKAkSMgoHZGV0YWlscxgGIAMoCzIhLnNlYXRkLnYxLkF1ZGl0RXZlbnQuRGV0YWlsc0VudHJ5EiYKAmF0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBouCgxEZXRhaWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJeChdMaXN0QXVkaXRFdmVudHNSZXNwb25zZRIqCgxhdWRpdF9ldmVudHMYASADKAsyFC5zZWF0ZC52MS5BdWRpdEV2ZW50EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLoAQoVR2V0VXNhZ2VSZXBvcnRSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRISCgpsaWNlbnNlX2lkGAIgASgJEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZidWNrZXQYBSABKA4yFS5zZWF0ZC52MS5Vc2FnZUJ1Y2tldBISCgp1c2VyX2xpbWl0GAYgASgFEg8KB2ZlYXR1cmUYByABKAkilwIKDlVzYWdlUmVwb3J0Um93EhIKCmxpY2Vuc2VfaWQYASABKAkSMAoMYnVja2V0X3N0YXJ0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpwZWFrX3NlYXRzGAMgASgFEhIKCnNlYXRfaG91cnMYBCABKAESFAoMYWNxdWlzaXRpb25zGAUgASgDEg8KB2RlbmlhbHMYBiABKAMSFgoOZGlzdGluY3RfdXNlcnMYByABKAMSEwoLcXVldWVfd2FpdHMYCCABKAMSMgoPbWVhbl9xdWV1ZV93YWl0GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg8KB2ZlYXR1cmUYCiABKAkiPwoJVXNlclVzYWdlEgwKBHVzZXIYASABKAkSEgoKc2VhdF9ob3VycxgCIAEoARIQCghzZXNzaW9ucxgDIAEoAyLpAQoWR2V0VXNhZ2VSZXBvcnRSZXNwb25zZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoGYnVja2V0GAMgASgOMhUuc2VhdGQudjEuVXNhZ2VCdWNrZXQSJgoEcm93cxgEIAMoCzIYLnNlYXRkLnYxLlVzYWdlUmVwb3J0Um93EiIKBXVzZXJzGAUgAygLMhMuc2VhdGQudjEuVXNlclVzYWdlIisKFkxpc3RTaWduaW5nS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIkUKF0xpc3RTaWduaW5nS2V5c1Jlc3BvbnNlEioKDHNpZ25pbmdfa2V5cxgBIAMoCzIULnNlYXRkLnYxLlNpZ25pbmdLZXkiLAoXUm90YXRlU2lnbmluZ0tleVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIkUKGFJvdGF0ZVNpZ25pbmdLZXlSZXNwb25zZRIpCgtzaWduaW5nX2tleRgBIAEoCzIULnNlYXRkLnYxLlNpZ25pbmdLZXkqWAoLVXNhZ2VCdWNrZXQSHAoYVVNBR0VfQlVDS0VUX1VOU1BFQ0lGSUVEEAASFQoRVVNBR0VfQlVDS0VUX0hPVVIQARIUChBVU0FHRV9CVUNLRVRfREFZEAIy4g8KDEFkbWluU2VydmljZRJQCg1DcmVhdGVMaWNlbnNlEh4uc2VhdGQudjEuQ3JlYXRlTGljZW5zZVJlcXVlc3QaHy5zZWF0ZC52MS5DcmVhdGVMaWNlbnNlUmVzcG9uc2USRwoKR2V0TGljZW5zZRIbLnNlYXRkLnYxLkdldExpY2Vuc2VSZXF1ZXN0Ghwuc2VhdGQudjEuR2V0TGljZW5zZVJlc3BvbnNlEk0KDExpc3RMaWNlbnNlcxIdLnNlYXRkLnYxLkxpc3RMaWNlbnNlc1JlcXVlc3QaHi5zZWF0ZC52MS5MaXN0TGljZW5zZXNSZXNwb25zZRJQCg1VcGRhdGVMaWNlbnNlEh4uc2VhdGQudjEuVXBkYXRlTGljZW5zZVJlcXVlc3QaHy5zZWF0ZC52MS5VcGRhdGVMaWNlbnNlUmVzcG9uc2USUAoNRGVsZXRlTGljZW5zZRIeLnNlYXRkLnYxLkRlbGV0ZUxpY2Vuc2VSZXF1ZXN0Gh8uc2VhdGQudjEuRGVsZXRlTGljZW5zZVJlc3BvbnNlEl8KEkNyZWF0ZUZlYXR1cmVHcmFudBIjLnNlYXRkLnYxLkNyZWF0ZUZlYXR1cmVHcmFudFJlcXVlc3QaJC5zZWF0ZC52MS5DcmVhdGVGZWF0dXJlR3JhbnRSZXNwb25zZRJfChJVcGRhdGVGZWF0dXJlR3JhbnQSIy5zZWF0ZC52MS5VcGRhdGVGZWF0dXJlR3JhbnRSZXF1ZXN0GiQuc2VhdGQudjEuVXBkYXRlRmVhdHVyZUdyYW50UmVzcG9uc2USXwoSRGVsZXRlRmVhdHVyZUdyYW50EiMuc2VhdGQudjEuRGVsZXRlRmVhdHVyZUdyYW50UmVxdWVzdBokLnNlYXRkLnYxLkRlbGV0ZUZlYXR1cmVHcmFudFJlc3BvbnNlEkcKCkxpc3RMZWFzZXMSGy5zZWF0ZC52MS5MaXN0TGVhc2VzUmVxdWVzdBocLnNlYXRkLnYxLkxpc3RMZWFzZXNSZXNwb25zZRJKCgtSZXZva2VMZWFzZRIcLnNlYXRkLnYxLlJldm9rZUxlYXNlUmVxdWVzdBodLnNlYXRkLnYxLlJldm9rZUxlYXNlUmVzcG9uc2USPgoHQ2xlYW51cBIYLnNlYXRkLnYxLkNsZWFudXBSZXF1ZXN0Ghkuc2VhdGQudjEuQ2xlYW51cFJlc3BvbnNlElkKEEdldENsZWFudXBTdGF0dXMSIS5zZWF0ZC52MS5HZXRDbGVhbnVwU3RhdHVzUmVxdWVzdBoiLnNlYXRkLnYxLkdldENsZWFudXBTdGF0dXNSZXNwb25zZRJWCg9HZXRab21iaWVSZXBvcnQSIC5zZWF0ZC52MS5HZXRab21iaWVSZXBvcnRSZXF1ZXN0GiEuc2VhdGQudjEuR2V0Wm9tYmllUmVwb3J0UmVzcG9uc2USTQoMQ3JlYXRlVGVuYW50Eh0uc2VhdGQudjEuQ3JlYXRlVGVuYW50UmVxdWVzdBoeLnNlYXRkLnYxLkNyZWF0ZVRlbmFudFJlc3BvbnNlEkoKC0xpc3RUZW5hbnRzEhwuc2VhdGQudjEuTGlzdFRlbmFudHNSZXF1ZXN0Gh0uc2VhdGQudjEuTGlzdFRlbmFudHNSZXNwb25zZRJNCgxDcmVhdGVBcGlLZXkSHS5zZWF0ZC52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0Gh4uc2VhdGQudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USSgoLTGlzdEFwaUtleXMSHC5zZWF0ZC52MS5MaXN0QXBpS2V5c1JlcXVlc3QaHS5zZWF0ZC52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEk0KDFJldm9rZUFwaUtleRIdLnNlYXRkLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaHi5zZWF0ZC52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJWCg9MaXN0VXNhZ2VFdmVudHMSIC5zZWF0ZC52MS5MaXN0VXNhZ2VFdmVudHNSZXF1ZXN0GiEuc2VhdGQudjEuTGlzdFVzYWdlRXZlbnRzUmVzcG9uc2USXAoRTGlzdENsZWFudXBFdmVudHMSIi5zZWF0ZC52MS5MaXN0Q2xlYW51cEV2ZW50c1JlcXVlc3QaIy5zZWF0ZC52MS5MaXN0Q2xlYW51cEV2ZW50c1Jlc3BvbnNlElYKD0xpc3RBdWRpdEV2ZW50cxIgLnNlYXRkLnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaIS5zZWF0ZC52MS5MaXN0QXVkaXRFdmVudHNSZXNwb25zZRJTCg5HZXRVc2FnZVJlcG9ydBIfLnNlYXRkLnYxLkdldFVzYWdlUmVwb3J0UmVxdWVzdBogLnNlYXRkLnYxLkdldFVzYWdlUmVwb3J0UmVzcG9uc2USVgoPTGlzdFNpZ25pbmdLZXlzEiAuc2VhdGQudjEuTGlzdFNpZ25pbmdLZXlzUmVxdWVzdBohLnNlYXRkLnYxLkxpc3RTaWduaW5nS2V5c1Jlc3BvbnNlElkKEFJvdGF0ZVNpZ25pbmdLZXkSIS5zZWF0ZC52MS5Sb3RhdGVTaWduaW5nS2V5UmVxdWVzdBoiLnNlYXRkLnYxLlJvdGF0ZVNpZ25pbmdLZXlSZXNwb25zZUItWitnaXRodWIuY29tL3NlYXRkL3NlYXRkL2dlbi9zZWF0ZC92MTtzZWF0ZHYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_seatd_v1_resources]);
 
 /**
  * @generated from message seatd.v1.CreateLicenseRequest
@@ -236,6 +236,150 @@ export const DeleteLicenseResponseSchema: GenMessage<DeleteLicenseResponse> = /*
   messageDesc(file_seatd_v1_admin_service, 9);
 
 /**
+ * @generated from message seatd.v1.CreateFeatureGrantRequest
+ */
+export type CreateFeatureGrantRequest = Message<"seatd.v1.CreateFeatureGrantRequest"> & {
+  /**
+   * @generated from field: string license_id = 1;
+   */
+  licenseId: string;
+
+  /**
+   * @generated from field: seatd.v1.FeatureGrant grant = 2;
+   */
+  grant?: FeatureGrant | undefined;
+
+  /**
+   * @generated from field: string tenant_id = 3;
+   */
+  tenantId: string;
+};
+
+/**
+ * Describes the message seatd.v1.CreateFeatureGrantRequest.
+ * Use `create(CreateFeatureGrantRequestSchema)` to create a new message.
+ */
+export const CreateFeatureGrantRequestSchema: GenMessage<CreateFeatureGrantRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 10);
+
+/**
+ * @generated from message seatd.v1.CreateFeatureGrantResponse
+ */
+export type CreateFeatureGrantResponse = Message<"seatd.v1.CreateFeatureGrantResponse"> & {
+  /**
+   * @generated from field: seatd.v1.FeatureGrant grant = 1;
+   */
+  grant?: FeatureGrant | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.CreateFeatureGrantResponse.
+ * Use `create(CreateFeatureGrantResponseSchema)` to create a new message.
+ */
+export const CreateFeatureGrantResponseSchema: GenMessage<CreateFeatureGrantResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 11);
+
+/**
+ * @generated from message seatd.v1.UpdateFeatureGrantRequest
+ */
+export type UpdateFeatureGrantRequest = Message<"seatd.v1.UpdateFeatureGrantRequest"> & {
+  /**
+   * @generated from field: string license_id = 1;
+   */
+  licenseId: string;
+
+  /**
+   * grant.id names the grant to change.
+   *
+   * @generated from field: seatd.v1.FeatureGrant grant = 2;
+   */
+  grant?: FeatureGrant | undefined;
+
+  /**
+   * Updatable: version, seats, overdraft, starts_at, expires_at,
+   * max_borrow_duration, max_borrowed_seats.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 3;
+   */
+  updateMask?: FieldMask | undefined;
+
+  /**
+   * @generated from field: string tenant_id = 4;
+   */
+  tenantId: string;
+};
+
+/**
+ * Describes the message seatd.v1.UpdateFeatureGrantRequest.
+ * Use `create(UpdateFeatureGrantRequestSchema)` to create a new message.
+ */
+export const UpdateFeatureGrantRequestSchema: GenMessage<UpdateFeatureGrantRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 12);
+
+/**
+ * @generated from message seatd.v1.UpdateFeatureGrantResponse
+ */
+export type UpdateFeatureGrantResponse = Message<"seatd.v1.UpdateFeatureGrantResponse"> & {
+  /**
+   * @generated from field: seatd.v1.FeatureGrant grant = 1;
+   */
+  grant?: FeatureGrant | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.UpdateFeatureGrantResponse.
+ * Use `create(UpdateFeatureGrantResponseSchema)` to create a new message.
+ */
+export const UpdateFeatureGrantResponseSchema: GenMessage<UpdateFeatureGrantResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 13);
+
+/**
+ * @generated from message seatd.v1.DeleteFeatureGrantRequest
+ */
+export type DeleteFeatureGrantRequest = Message<"seatd.v1.DeleteFeatureGrantRequest"> & {
+  /**
+   * @generated from field: string license_id = 1;
+   */
+  licenseId: string;
+
+  /**
+   * @generated from field: string grant_id = 2;
+   */
+  grantId: string;
+
+  /**
+   * @generated from field: string tenant_id = 3;
+   */
+  tenantId: string;
+};
+
+/**
+ * Describes the message seatd.v1.DeleteFeatureGrantRequest.
+ * Use `create(DeleteFeatureGrantRequestSchema)` to create a new message.
+ */
+export const DeleteFeatureGrantRequestSchema: GenMessage<DeleteFeatureGrantRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 14);
+
+/**
+ * @generated from message seatd.v1.DeleteFeatureGrantResponse
+ */
+export type DeleteFeatureGrantResponse = Message<"seatd.v1.DeleteFeatureGrantResponse"> & {
+  /**
+   * How many live leases were revoked with the grant.
+   *
+   * @generated from field: int32 revoked_leases = 1;
+   */
+  revokedLeases: number;
+};
+
+/**
+ * Describes the message seatd.v1.DeleteFeatureGrantResponse.
+ * Use `create(DeleteFeatureGrantResponseSchema)` to create a new message.
+ */
+export const DeleteFeatureGrantResponseSchema: GenMessage<DeleteFeatureGrantResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_admin_service, 15);
+
+/**
  * @generated from message seatd.v1.ListLeasesRequest
  */
 export type ListLeasesRequest = Message<"seatd.v1.ListLeasesRequest"> & {
@@ -270,6 +414,13 @@ export type ListLeasesRequest = Message<"seatd.v1.ListLeasesRequest"> & {
    * @generated from field: string page_token = 5;
    */
   pageToken: string;
+
+  /**
+   * Only the leases of this feature's grants; empty: every lease.
+   *
+   * @generated from field: string feature = 6;
+   */
+  feature: string;
 };
 
 /**
@@ -277,7 +428,7 @@ export type ListLeasesRequest = Message<"seatd.v1.ListLeasesRequest"> & {
  * Use `create(ListLeasesRequestSchema)` to create a new message.
  */
 export const ListLeasesRequestSchema: GenMessage<ListLeasesRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 10);
+  messageDesc(file_seatd_v1_admin_service, 16);
 
 /**
  * @generated from message seatd.v1.ListLeasesResponse
@@ -299,7 +450,7 @@ export type ListLeasesResponse = Message<"seatd.v1.ListLeasesResponse"> & {
  * Use `create(ListLeasesResponseSchema)` to create a new message.
  */
 export const ListLeasesResponseSchema: GenMessage<ListLeasesResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 11);
+  messageDesc(file_seatd_v1_admin_service, 17);
 
 /**
  * @generated from message seatd.v1.RevokeLeaseRequest
@@ -328,7 +479,7 @@ export type RevokeLeaseRequest = Message<"seatd.v1.RevokeLeaseRequest"> & {
  * Use `create(RevokeLeaseRequestSchema)` to create a new message.
  */
 export const RevokeLeaseRequestSchema: GenMessage<RevokeLeaseRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 12);
+  messageDesc(file_seatd_v1_admin_service, 18);
 
 /**
  * @generated from message seatd.v1.RevokeLeaseResponse
@@ -345,7 +496,7 @@ export type RevokeLeaseResponse = Message<"seatd.v1.RevokeLeaseResponse"> & {
  * Use `create(RevokeLeaseResponseSchema)` to create a new message.
  */
 export const RevokeLeaseResponseSchema: GenMessage<RevokeLeaseResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 13);
+  messageDesc(file_seatd_v1_admin_service, 19);
 
 /**
  * @generated from message seatd.v1.CleanupRequest
@@ -358,7 +509,7 @@ export type CleanupRequest = Message<"seatd.v1.CleanupRequest"> & {
  * Use `create(CleanupRequestSchema)` to create a new message.
  */
 export const CleanupRequestSchema: GenMessage<CleanupRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 14);
+  messageDesc(file_seatd_v1_admin_service, 20);
 
 /**
  * CleanupRun describes one cleanup pass.
@@ -417,7 +568,7 @@ export type CleanupRun = Message<"seatd.v1.CleanupRun"> & {
  * Use `create(CleanupRunSchema)` to create a new message.
  */
 export const CleanupRunSchema: GenMessage<CleanupRun> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 15);
+  messageDesc(file_seatd_v1_admin_service, 21);
 
 /**
  * @generated from message seatd.v1.CleanupResponse
@@ -434,7 +585,7 @@ export type CleanupResponse = Message<"seatd.v1.CleanupResponse"> & {
  * Use `create(CleanupResponseSchema)` to create a new message.
  */
 export const CleanupResponseSchema: GenMessage<CleanupResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 16);
+  messageDesc(file_seatd_v1_admin_service, 22);
 
 /**
  * @generated from message seatd.v1.GetCleanupStatusRequest
@@ -447,7 +598,7 @@ export type GetCleanupStatusRequest = Message<"seatd.v1.GetCleanupStatusRequest"
  * Use `create(GetCleanupStatusRequestSchema)` to create a new message.
  */
 export const GetCleanupStatusRequestSchema: GenMessage<GetCleanupStatusRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 17);
+  messageDesc(file_seatd_v1_admin_service, 23);
 
 /**
  * @generated from message seatd.v1.GetCleanupStatusResponse
@@ -499,7 +650,7 @@ export type GetCleanupStatusResponse = Message<"seatd.v1.GetCleanupStatusRespons
  * Use `create(GetCleanupStatusResponseSchema)` to create a new message.
  */
 export const GetCleanupStatusResponseSchema: GenMessage<GetCleanupStatusResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 18);
+  messageDesc(file_seatd_v1_admin_service, 24);
 
 /**
  * @generated from message seatd.v1.GetZombieReportRequest
@@ -530,6 +681,13 @@ export type GetZombieReportRequest = Message<"seatd.v1.GetZombieReportRequest"> 
    * @generated from field: int32 top_limit = 4;
    */
   topLimit: number;
+
+  /**
+   * Only the zombies of this feature's grants; empty: every zombie.
+   *
+   * @generated from field: string feature = 5;
+   */
+  feature: string;
 };
 
 /**
@@ -537,7 +695,7 @@ export type GetZombieReportRequest = Message<"seatd.v1.GetZombieReportRequest"> 
  * Use `create(GetZombieReportRequestSchema)` to create a new message.
  */
 export const GetZombieReportRequestSchema: GenMessage<GetZombieReportRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 19);
+  messageDesc(file_seatd_v1_admin_service, 25);
 
 /**
  * ZombieDay is one row of "zombies per day".
@@ -568,7 +726,7 @@ export type ZombieDay = Message<"seatd.v1.ZombieDay"> & {
  * Use `create(ZombieDaySchema)` to create a new message.
  */
 export const ZombieDaySchema: GenMessage<ZombieDay> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 20);
+  messageDesc(file_seatd_v1_admin_service, 26);
 
 /**
  * LicenseZombies is one row of "licenses with the most zombies".
@@ -611,7 +769,7 @@ export type LicenseZombies = Message<"seatd.v1.LicenseZombies"> & {
  * Use `create(LicenseZombiesSchema)` to create a new message.
  */
 export const LicenseZombiesSchema: GenMessage<LicenseZombies> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 21);
+  messageDesc(file_seatd_v1_admin_service, 27);
 
 /**
  * @generated from message seatd.v1.GetZombieReportResponse
@@ -655,7 +813,7 @@ export type GetZombieReportResponse = Message<"seatd.v1.GetZombieReportResponse"
  * Use `create(GetZombieReportResponseSchema)` to create a new message.
  */
 export const GetZombieReportResponseSchema: GenMessage<GetZombieReportResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 22);
+  messageDesc(file_seatd_v1_admin_service, 28);
 
 /**
  * @generated from message seatd.v1.CreateTenantRequest
@@ -672,7 +830,7 @@ export type CreateTenantRequest = Message<"seatd.v1.CreateTenantRequest"> & {
  * Use `create(CreateTenantRequestSchema)` to create a new message.
  */
 export const CreateTenantRequestSchema: GenMessage<CreateTenantRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 23);
+  messageDesc(file_seatd_v1_admin_service, 29);
 
 /**
  * @generated from message seatd.v1.CreateTenantResponse
@@ -689,7 +847,7 @@ export type CreateTenantResponse = Message<"seatd.v1.CreateTenantResponse"> & {
  * Use `create(CreateTenantResponseSchema)` to create a new message.
  */
 export const CreateTenantResponseSchema: GenMessage<CreateTenantResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 24);
+  messageDesc(file_seatd_v1_admin_service, 30);
 
 /**
  * @generated from message seatd.v1.ListTenantsRequest
@@ -711,7 +869,7 @@ export type ListTenantsRequest = Message<"seatd.v1.ListTenantsRequest"> & {
  * Use `create(ListTenantsRequestSchema)` to create a new message.
  */
 export const ListTenantsRequestSchema: GenMessage<ListTenantsRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 25);
+  messageDesc(file_seatd_v1_admin_service, 31);
 
 /**
  * @generated from message seatd.v1.ListTenantsResponse
@@ -733,7 +891,7 @@ export type ListTenantsResponse = Message<"seatd.v1.ListTenantsResponse"> & {
  * Use `create(ListTenantsResponseSchema)` to create a new message.
  */
 export const ListTenantsResponseSchema: GenMessage<ListTenantsResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 26);
+  messageDesc(file_seatd_v1_admin_service, 32);
 
 /**
  * @generated from message seatd.v1.CreateApiKeyRequest
@@ -755,7 +913,7 @@ export type CreateApiKeyRequest = Message<"seatd.v1.CreateApiKeyRequest"> & {
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 27);
+  messageDesc(file_seatd_v1_admin_service, 33);
 
 /**
  * @generated from message seatd.v1.CreateApiKeyResponse
@@ -779,7 +937,7 @@ export type CreateApiKeyResponse = Message<"seatd.v1.CreateApiKeyResponse"> & {
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 28);
+  messageDesc(file_seatd_v1_admin_service, 34);
 
 /**
  * @generated from message seatd.v1.ListApiKeysRequest
@@ -806,7 +964,7 @@ export type ListApiKeysRequest = Message<"seatd.v1.ListApiKeysRequest"> & {
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 29);
+  messageDesc(file_seatd_v1_admin_service, 35);
 
 /**
  * @generated from message seatd.v1.ListApiKeysResponse
@@ -828,7 +986,7 @@ export type ListApiKeysResponse = Message<"seatd.v1.ListApiKeysResponse"> & {
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 30);
+  messageDesc(file_seatd_v1_admin_service, 36);
 
 /**
  * @generated from message seatd.v1.RevokeApiKeyRequest
@@ -845,7 +1003,7 @@ export type RevokeApiKeyRequest = Message<"seatd.v1.RevokeApiKeyRequest"> & {
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 31);
+  messageDesc(file_seatd_v1_admin_service, 37);
 
 /**
  * @generated from message seatd.v1.RevokeApiKeyResponse
@@ -862,7 +1020,7 @@ export type RevokeApiKeyResponse = Message<"seatd.v1.RevokeApiKeyResponse"> & {
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 32);
+  messageDesc(file_seatd_v1_admin_service, 38);
 
 /**
  * @generated from message seatd.v1.ListUsageEventsRequest
@@ -914,7 +1072,7 @@ export type ListUsageEventsRequest = Message<"seatd.v1.ListUsageEventsRequest"> 
  * Use `create(ListUsageEventsRequestSchema)` to create a new message.
  */
 export const ListUsageEventsRequestSchema: GenMessage<ListUsageEventsRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 33);
+  messageDesc(file_seatd_v1_admin_service, 39);
 
 /**
  * UsageEvent records how long one lease held its seat.
@@ -956,6 +1114,19 @@ export type UsageEvent = Message<"seatd.v1.UsageEvent"> & {
    * @generated from field: google.protobuf.Duration duration = 6;
    */
   duration?: Duration | undefined;
+
+  /**
+   * The feature grant the lease held a seat of, and its feature; empty
+   * for the base pool.
+   *
+   * @generated from field: string grant_id = 7;
+   */
+  grantId: string;
+
+  /**
+   * @generated from field: string feature = 8;
+   */
+  feature: string;
 };
 
 /**
@@ -963,7 +1134,7 @@ export type UsageEvent = Message<"seatd.v1.UsageEvent"> & {
  * Use `create(UsageEventSchema)` to create a new message.
  */
 export const UsageEventSchema: GenMessage<UsageEvent> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 34);
+  messageDesc(file_seatd_v1_admin_service, 40);
 
 /**
  * @generated from message seatd.v1.ListUsageEventsResponse
@@ -985,7 +1156,7 @@ export type ListUsageEventsResponse = Message<"seatd.v1.ListUsageEventsResponse"
  * Use `create(ListUsageEventsResponseSchema)` to create a new message.
  */
 export const ListUsageEventsResponseSchema: GenMessage<ListUsageEventsResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 35);
+  messageDesc(file_seatd_v1_admin_service, 41);
 
 /**
  * @generated from message seatd.v1.ListCleanupEventsRequest
@@ -1033,7 +1204,7 @@ export type ListCleanupEventsRequest = Message<"seatd.v1.ListCleanupEventsReques
  * Use `create(ListCleanupEventsRequestSchema)` to create a new message.
  */
 export const ListCleanupEventsRequestSchema: GenMessage<ListCleanupEventsRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 36);
+  messageDesc(file_seatd_v1_admin_service, 42);
 
 /**
  * CleanupEvent records one lease that cleanup found past its deadline.
@@ -1072,6 +1243,18 @@ export type CleanupEvent = Message<"seatd.v1.CleanupEvent"> & {
    * @generated from field: google.protobuf.Timestamp cleaned_at = 6;
    */
   cleanedAt?: Timestamp | undefined;
+
+  /**
+   * As UsageEvent.grant_id and feature.
+   *
+   * @generated from field: string grant_id = 7;
+   */
+  grantId: string;
+
+  /**
+   * @generated from field: string feature = 8;
+   */
+  feature: string;
 };
 
 /**
@@ -1079,7 +1262,7 @@ export type CleanupEvent = Message<"seatd.v1.CleanupEvent"> & {
  * Use `create(CleanupEventSchema)` to create a new message.
  */
 export const CleanupEventSchema: GenMessage<CleanupEvent> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 37);
+  messageDesc(file_seatd_v1_admin_service, 43);
 
 /**
  * @generated from message seatd.v1.ListCleanupEventsResponse
@@ -1101,7 +1284,7 @@ export type ListCleanupEventsResponse = Message<"seatd.v1.ListCleanupEventsRespo
  * Use `create(ListCleanupEventsResponseSchema)` to create a new message.
  */
 export const ListCleanupEventsResponseSchema: GenMessage<ListCleanupEventsResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 38);
+  messageDesc(file_seatd_v1_admin_service, 44);
 
 /**
  * @generated from message seatd.v1.ListAuditEventsRequest
@@ -1142,7 +1325,7 @@ export type ListAuditEventsRequest = Message<"seatd.v1.ListAuditEventsRequest"> 
  * Use `create(ListAuditEventsRequestSchema)` to create a new message.
  */
 export const ListAuditEventsRequestSchema: GenMessage<ListAuditEventsRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 39);
+  messageDesc(file_seatd_v1_admin_service, 45);
 
 /**
  * AuditEvent is one administrative or system action.
@@ -1195,7 +1378,7 @@ export type AuditEvent = Message<"seatd.v1.AuditEvent"> & {
  * Use `create(AuditEventSchema)` to create a new message.
  */
 export const AuditEventSchema: GenMessage<AuditEvent> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 40);
+  messageDesc(file_seatd_v1_admin_service, 46);
 
 /**
  * @generated from message seatd.v1.ListAuditEventsResponse
@@ -1217,7 +1400,7 @@ export type ListAuditEventsResponse = Message<"seatd.v1.ListAuditEventsResponse"
  * Use `create(ListAuditEventsResponseSchema)` to create a new message.
  */
 export const ListAuditEventsResponseSchema: GenMessage<ListAuditEventsResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 41);
+  messageDesc(file_seatd_v1_admin_service, 47);
 
 /**
  * @generated from message seatd.v1.GetUsageReportRequest
@@ -1260,6 +1443,14 @@ export type GetUsageReportRequest = Message<"seatd.v1.GetUsageReportRequest"> & 
    * @generated from field: int32 user_limit = 6;
    */
   userLimit: number;
+
+  /**
+   * Only the leases of this feature's grants; empty: every lease, a row
+   * per license and feature.
+   *
+   * @generated from field: string feature = 7;
+   */
+  feature: string;
 };
 
 /**
@@ -1267,7 +1458,7 @@ export type GetUsageReportRequest = Message<"seatd.v1.GetUsageReportRequest"> & 
  * Use `create(GetUsageReportRequestSchema)` to create a new message.
  */
 export const GetUsageReportRequestSchema: GenMessage<GetUsageReportRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 42);
+  messageDesc(file_seatd_v1_admin_service, 48);
 
 /**
  * UsageReportRow is one license in one bucket; buckets with nothing to say
@@ -1339,6 +1530,14 @@ export type UsageReportRow = Message<"seatd.v1.UsageReportRow"> & {
    * @generated from field: google.protobuf.Duration mean_queue_wait = 9;
    */
   meanQueueWait?: Duration | undefined;
+
+  /**
+   * The feature of the row's leases; empty for the license's base pool.
+   * A license with features has a row per feature in a bucket.
+   *
+   * @generated from field: string feature = 10;
+   */
+  feature: string;
 };
 
 /**
@@ -1346,7 +1545,7 @@ export type UsageReportRow = Message<"seatd.v1.UsageReportRow"> & {
  * Use `create(UsageReportRowSchema)` to create a new message.
  */
 export const UsageReportRowSchema: GenMessage<UsageReportRow> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 43);
+  messageDesc(file_seatd_v1_admin_service, 49);
 
 /**
  * UserUsage is one user over the whole range.
@@ -1377,7 +1576,7 @@ export type UserUsage = Message<"seatd.v1.UserUsage"> & {
  * Use `create(UserUsageSchema)` to create a new message.
  */
 export const UserUsageSchema: GenMessage<UserUsage> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 44);
+  messageDesc(file_seatd_v1_admin_service, 50);
 
 /**
  * @generated from message seatd.v1.GetUsageReportResponse
@@ -1421,7 +1620,7 @@ export type GetUsageReportResponse = Message<"seatd.v1.GetUsageReportResponse"> 
  * Use `create(GetUsageReportResponseSchema)` to create a new message.
  */
 export const GetUsageReportResponseSchema: GenMessage<GetUsageReportResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 45);
+  messageDesc(file_seatd_v1_admin_service, 51);
 
 /**
  * @generated from message seatd.v1.ListSigningKeysRequest
@@ -1438,7 +1637,7 @@ export type ListSigningKeysRequest = Message<"seatd.v1.ListSigningKeysRequest"> 
  * Use `create(ListSigningKeysRequestSchema)` to create a new message.
  */
 export const ListSigningKeysRequestSchema: GenMessage<ListSigningKeysRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 46);
+  messageDesc(file_seatd_v1_admin_service, 52);
 
 /**
  * @generated from message seatd.v1.ListSigningKeysResponse
@@ -1455,7 +1654,7 @@ export type ListSigningKeysResponse = Message<"seatd.v1.ListSigningKeysResponse"
  * Use `create(ListSigningKeysResponseSchema)` to create a new message.
  */
 export const ListSigningKeysResponseSchema: GenMessage<ListSigningKeysResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 47);
+  messageDesc(file_seatd_v1_admin_service, 53);
 
 /**
  * @generated from message seatd.v1.RotateSigningKeyRequest
@@ -1472,7 +1671,7 @@ export type RotateSigningKeyRequest = Message<"seatd.v1.RotateSigningKeyRequest"
  * Use `create(RotateSigningKeyRequestSchema)` to create a new message.
  */
 export const RotateSigningKeyRequestSchema: GenMessage<RotateSigningKeyRequest> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 48);
+  messageDesc(file_seatd_v1_admin_service, 54);
 
 /**
  * @generated from message seatd.v1.RotateSigningKeyResponse
@@ -1491,7 +1690,7 @@ export type RotateSigningKeyResponse = Message<"seatd.v1.RotateSigningKeyRespons
  * Use `create(RotateSigningKeyResponseSchema)` to create a new message.
  */
 export const RotateSigningKeyResponseSchema: GenMessage<RotateSigningKeyResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_admin_service, 49);
+  messageDesc(file_seatd_v1_admin_service, 55);
 
 /**
  * UsageBucket is the length of a usage report's buckets (UTC).
@@ -1581,6 +1780,40 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteLicenseRequestSchema;
     output: typeof DeleteLicenseResponseSchema;
+  },
+  /**
+   * CreateFeatureGrant adds a feature grant to a license (a new feature,
+   * or a renewal beside a feature's older grant).
+   *
+   * @generated from rpc seatd.v1.AdminService.CreateFeatureGrant
+   */
+  createFeatureGrant: {
+    methodKind: "unary";
+    input: typeof CreateFeatureGrantRequestSchema;
+    output: typeof CreateFeatureGrantResponseSchema;
+  },
+  /**
+   * UpdateFeatureGrant changes the fields named in update_mask (over REST,
+   * the fields present in the body). Fewer seats than are in use ends no
+   * lease: new ones wait until use is under the new limit.
+   *
+   * @generated from rpc seatd.v1.AdminService.UpdateFeatureGrant
+   */
+  updateFeatureGrant: {
+    methodKind: "unary";
+    input: typeof UpdateFeatureGrantRequestSchema;
+    output: typeof UpdateFeatureGrantResponseSchema;
+  },
+  /**
+   * DeleteFeatureGrant revokes the grant's live leases (each gets its usage
+   * event) and removes it, as DeleteLicense does for a license.
+   *
+   * @generated from rpc seatd.v1.AdminService.DeleteFeatureGrant
+   */
+  deleteFeatureGrant: {
+    methodKind: "unary";
+    input: typeof DeleteFeatureGrantRequestSchema;
+    output: typeof DeleteFeatureGrantResponseSchema;
   },
   /**
    * ListLeases lists a license's leases in every state, newest first.

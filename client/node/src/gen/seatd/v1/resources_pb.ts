@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/resources.proto.
  */
 export const file_seatd_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("ChhzZWF0ZC92MS9yZXNvdXJjZXMucHJvdG8SCHNlYXRkLnYxIqgFCgdMaWNlbnNlEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRINCgVzZWF0cxgDIAEoBRIsCglsZWFzZV90dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoGYWN0aXZlGAUgASgISACIAQESEQoJdGVuYW50X2lkGAYgASgJEgwKBG5hbWUYByABKAkSEQoJb3ZlcmRyYWZ0GAggASgFEjEKDnJldml2YWxfd2luZG93GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEGxlYXNpbmdfc3RyYXRlZ3kYCiABKA4yGS5zZWF0ZC52MS5MZWFzaW5nU3RyYXRlZ3kSLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoIbWV0YWRhdGEYDCADKAsyHy5zZWF0ZC52MS5MaWNlbnNlLk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxzZWF0c19pbl91c2UYDyABKAUSDwoHd2FpdGluZxgQIAEoBRI2ChNtYXhfYm9ycm93X2R1cmF0aW9uGBEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhoKEm1heF9ib3Jyb3dlZF9zZWF0cxgSIAEoBRIaChJhbGxvd19lYXJseV9yZXR1cm4YEyABKAgaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgkKB19hY3RpdmUiuwMKBUxlYXNlEgoKAmlkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSEwoLZmluZ2VycHJpbnQYAyABKAkSIwoFc3RhdGUYBCABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi8KC2FjcXVpcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR1c2VyGAcgASgJEhAKCGhvc3RuYW1lGAggASgJEi8KCG1ldGFkYXRhGAkgAygLMh0uc2VhdGQudjEuTGVhc2UuTWV0YWRhdGFFbnRyeRI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGJvcnJvd2VkGAwgASgIGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJ7CgZUZW5hbnQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIvCgtjcmVhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoGcXVvdGFzGAQgASgLMhYuc2VhdGQudjEuVGVuYW50UXVvdGFzIk0KDFRlbmFudFF1b3RhcxIUCgxtYXhfbGljZW5zZXMYASABKAMSEQoJbWF4X3NlYXRzGAIgASgDEhQKDG1heF9hcGlfa2V5cxgDIAEoAyKVAgoKU2lnbmluZ0tleRILCgNraWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEi8KC2NyZWF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXRpcmVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoNcHVibGlzaF91bnRpbBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoKcHVibGljX2tleRgGIAEoCzIULnNlYXRkLnYxLkpzb25XZWJLZXkSKAoFc3RhdGUYByABKA4yGS5zZWF0ZC52MS5TaWduaW5nS2V5U3RhdGUiWAoKSnNvbldlYktleRILCgNrdHkYASABKAkSCwoDY3J2GAIgASgJEgkKAXgYAyABKAkSCwoDa2lkGAQgASgJEgsKA3VzZRgFIAEoCRILCgNhbGcYBiABKAkilwEKBkFwaUtleRIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV2b2tlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKsEBCg9MZWFzaW5nU3RyYXRlZ3kSIAocTEVBU0lOR19TVFJBVEVHWV9VTlNQRUNJRklFRBAAEiQKIExFQVNJTkdfU1RSQVRFR1lfUEVSX0ZJTkdFUlBSSU5UEAESHQoZTEVBU0lOR19TVFJBVEVHWV9QRVJfVVNFUhACEiEKHUxFQVNJTkdfU1RSQVRFR1lfUEVSX0hPU1ROQU1FEAMSJAogTEVBU0lOR19TVFJBVEVHWV9QRVJfQUNRVUlTSVRJT04QBCqNAQoKTGVhc2VTdGF0ZRIbChdMRUFTRV9TVEFURV9VTlNQRUNJRklFRBAAEhYKEkxFQVNFX1NUQVRFX0FDVElWRRABEhgKFExFQVNFX1NUQVRFX1JFTEVBU0VEEAISFwoTTEVBU0VfU1RBVEVfRVhQSVJFRBADEhcKE0xFQVNFX1NUQVRFX1JFVk9LRUQQBCqOAQoPU2lnbmluZ0tleVN0YXRlEiEKHVNJR05JTkdfS0VZX1NUQVRFX1VOU1BFQ0lGSUVEEAASHQoZU0lHTklOR19LRVlfU1RBVEVfU0lHTklORxABEhoKFlNJR05JTkdfS0VZX1NUQVRFX05FWFQQAhIdChlTSUdOSU5HX0tFWV9TVEFURV9SRVRJUkVEEANCLVorZ2l0aHViLmNvbS9zZWF0ZC9zZWF0ZC9nZW4vc2VhdGQvdjE7c2VhdGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChhzZWF0ZC92MS9yZXNvdXJjZXMucHJvdG8SCHNlYXRkLnYxItAFCgdMaWNlbnNlEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRINCgVzZWF0cxgDIAEoBRIsCglsZWFzZV90dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoGYWN0aXZlGAUgASgISACIAQESEQoJdGVuYW50X2lkGAYgASgJEgwKBG5hbWUYByABKAkSEQoJb3ZlcmRyYWZ0GAggASgFEjEKDnJldml2YWxfd2luZG93GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEGxlYXNpbmdfc3RyYXRlZ3kYCiABKA4yGS5zZWF0ZC52MS5MZWFzaW5nU3RyYXRlZ3kSLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoIbWV0YWRhdGEYDCADKAsyHy5zZWF0ZC52MS5MaWNlbnNlLk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxzZWF0c19pbl91c2UYDyABKAUSDwoHd2FpdGluZxgQIAEoBRI2ChNtYXhfYm9ycm93X2R1cmF0aW9uGBEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhoKEm1heF9ib3Jyb3dlZF9zZWF0cxgSIAEoBRIaChJhbGxvd19lYXJseV9yZXR1cm4YEyABKAgSJgoGZ3JhbnRzGBQgAygLMhYuc2VhdGQudjEuRmVhdHVyZUdyYW50Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYWN0aXZlIp0DCgxGZWF0dXJlR3JhbnQSCgoCaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIPCgdmZWF0dXJlGAMgASgJEg8KB3ZlcnNpb24YBCABKAkSDQoFc2VhdHMYBSABKAUSEQoJb3ZlcmRyYWZ0GAYgASgFEi0KCXN0YXJ0c19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoTbWF4X2JvcnJvd19kdXJhdGlvbhgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIaChJtYXhfYm9ycm93ZWRfc2VhdHMYCiABKAUSFAoMc2VhdHNfaW5fdXNlGAsgASgFEi8KC2NyZWF0ZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi7wMKBUxlYXNlEgoKAmlkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSEwoLZmluZ2VycHJpbnQYAyABKAkSIwoFc3RhdGUYBCABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi8KC2FjcXVpcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR1c2VyGAcgASgJEhAKCGhvc3RuYW1lGAggASgJEi8KCG1ldGFkYXRhGAkgAygLMh0uc2VhdGQudjEuTGVhc2UuTWV0YWRhdGFFbnRyeRI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGJvcnJvd2VkGAwgASgIEhAKCGdyYW50X2lkGA0gASgJEg8KB2ZlYXR1cmUYDiABKAkSDwoHdmVyc2lvbhgPIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiewoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSLwoLY3JlYXRlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBnF1b3RhcxgEIAEoCzIWLnNlYXRkLnYxLlRlbmFudFF1b3RhcyJNCgxUZW5hbnRRdW90YXMSFAoMbWF4X2xpY2Vuc2VzGAEgASgDEhEKCW1heF9zZWF0cxgCIAEoAxIUCgxtYXhfYXBpX2tleXMYAyABKAMilQIKClNpZ25pbmdLZXkSCwoDa2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIvCgtjcmVhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV0aXJlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDXB1Ymxpc2hfdW50aWwYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEigKCnB1YmxpY19rZXkYBiABKAsyFC5zZWF0ZC52MS5Kc29uV2ViS2V5EigKBXN0YXRlGAcgASgOMhkuc2VhdGQudjEuU2lnbmluZ0tleVN0YXRlIlgKCkpzb25XZWJLZXkSCwoDa3R5GAEgASgJEgsKA2NydhgCIAEoCRIJCgF4GAMgASgJEgsKA2tpZBgEIAEoCRILCgN1c2UYBSABKAkSCwoDYWxnGAYgASgJIpcBCgZBcGlLZXkSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jldm9rZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCrBAQoPTGVhc2luZ1N0cmF0ZWd5EiAKHExFQVNJTkdfU1RSQVRFR1lfVU5TUEVDSUZJRUQQABIkCiBMRUFTSU5HX1NUUkFURUdZX1BFUl9GSU5HRVJQUklOVBABEh0KGUxFQVNJTkdfU1RSQVRFR1lfUEVSX1VTRVIQAhIhCh1MRUFTSU5HX1NUUkFURUdZX1BFUl9IT1NUTkFNRRADEiQKIExFQVNJTkdfU1RSQVRFR1lfUEVSX0FDUVVJU0lUSU9OEAQqjQEKCkxlYXNlU3RhdGUSGwoXTEVBU0VfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJMRUFTRV9TVEFURV9BQ1RJVkUQARIYChRMRUFTRV9TVEFURV9SRUxFQVNFRBACEhcKE0xFQVNFX1NUQVRFX0VYUElSRUQQAxIXChNMRUFTRV9TVEFURV9SRVZPS0VEEAQqjgEKD1NpZ25pbmdLZXlTdGF0ZRIhCh1TSUdOSU5HX0tFWV9TVEFURV9VTlNQRUNJRklFRBAAEh0KGVNJR05JTkdfS0VZX1NUQVRFX1NJR05JTkcQARIaChZTSUdOSU5HX0tFWV9TVEFURV9ORVhUEAISHQoZU0lHTklOR19LRVlfU1RBVEVfUkVUSVJFRBADQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * A License grants a fixed number of concurrent seats to the running copies of
@@ -171,6 +171,16 @@ export type License = Message<"seatd.v1.License"> & {
    * @generated from field: bool allow_early_return = 19;
    */
   allowEarlyReturn: boolean;
+
+  /**
+   * The license's feature grants (CreateFeatureGrant), by feature, then
+   * the order a request takes their seats in. The license's own `seats`
+   * are its base pool: a request that names no feature takes from it.
+   * Output only; ignored on create and update.
+   *
+   * @generated from field: repeated seatd.v1.FeatureGrant grants = 20;
+   */
+  grants: FeatureGrant[];
 };
 
 /**
@@ -179,6 +189,120 @@ export type License = Message<"seatd.v1.License"> & {
  */
 export const LicenseSchema: GenMessage<License> = /*@__PURE__*/
   messageDesc(file_seatd_v1_resources, 0);
+
+/**
+ * A FeatureGrant sells seats of one feature (a module of the product) up
+ * to one version, for a while: FlexNet's FEATURE/INCREMENT line, an
+ * entitlement in Keygen. Each grant is a pool of its own: its seats are
+ * never shared with the license's base seats or another grant's. Several
+ * grants may name one feature (a renewal beside the grant it replaces).
+ *
+ * @generated from message seatd.v1.FeatureGrant
+ */
+export type FeatureGrant = Message<"seatd.v1.FeatureGrant"> & {
+  /**
+   * Server-assigned: the license id, a dot, and 8 hex digits. Output only.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The license that holds it. Output only.
+   *
+   * @generated from field: string license_id = 2;
+   */
+  licenseId: string;
+
+  /**
+   * The feature's name: 1-64 characters, letters, digits, '.', '-', '_',
+   * starting with a letter or digit. Cannot change once created.
+   *
+   * @generated from field: string feature = 3;
+   */
+  feature: string;
+
+  /**
+   * The highest version the grant covers: dotted numbers ("2024",
+   * "2024.2", "3.1.4"), compared component by component as numbers
+   * (2024.2 < 2024.10; a missing component is 0, so 3 = 3.0). Empty:
+   * every version.
+   *
+   * @generated from field: string version = 4;
+   */
+  version: string;
+
+  /**
+   * How many leases of the grant may be live at once (0 or more).
+   *
+   * @generated from field: int32 seats = 5;
+   */
+  seats: number;
+
+  /**
+   * Extra seats allowed beyond `seats` (default 0).
+   *
+   * @generated from field: int32 overdraft = 6;
+   */
+  overdraft: number;
+
+  /**
+   * The grant grants nothing before this instant. Optional.
+   *
+   * @generated from field: google.protobuf.Timestamp starts_at = 7;
+   */
+  startsAt?: Timestamp | undefined;
+
+  /**
+   * The grant grants nothing from this instant, and its leases end at
+   * their next heartbeat (LICENSE_EXPIRED), as a license's own expiry
+   * does. Optional; the license's expires_at applies too.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 8;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * Borrowing from this grant, as License.max_borrow_duration and
+   * max_borrowed_seats (the license's allow_early_return applies).
+   *
+   * @generated from field: google.protobuf.Duration max_borrow_duration = 9;
+   */
+  maxBorrowDuration?: Duration | undefined;
+
+  /**
+   * @generated from field: int32 max_borrowed_seats = 10;
+   */
+  maxBorrowedSeats: number;
+
+  /**
+   * Live leases of the grant now. Output only.
+   *
+   * @generated from field: int32 seats_in_use = 11;
+   */
+  seatsInUse: number;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 12;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 13;
+   */
+  updateTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.FeatureGrant.
+ * Use `create(FeatureGrantSchema)` to create a new message.
+ */
+export const FeatureGrantSchema: GenMessage<FeatureGrant> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_resources, 1);
 
 /**
  * A Lease is one seat held by one running copy of the product.
@@ -254,6 +378,29 @@ export type Lease = Message<"seatd.v1.Lease"> & {
    * @generated from field: bool borrowed = 12;
    */
   borrowed: boolean;
+
+  /**
+   * The feature grant the lease holds a seat of (FeatureGrant.id); empty
+   * for a seat of the license's base pool.
+   *
+   * @generated from field: string grant_id = 13;
+   */
+  grantId: string;
+
+  /**
+   * The feature asked for (AcquireSeatRequest.feature); empty for the base
+   * pool.
+   *
+   * @generated from field: string feature = 14;
+   */
+  feature: string;
+
+  /**
+   * The version asked for (AcquireSeatRequest.version), as given.
+   *
+   * @generated from field: string version = 15;
+   */
+  version: string;
 };
 
 /**
@@ -261,7 +408,7 @@ export type Lease = Message<"seatd.v1.Lease"> & {
  * Use `create(LeaseSchema)` to create a new message.
  */
 export const LeaseSchema: GenMessage<Lease> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 1);
+  messageDesc(file_seatd_v1_resources, 2);
 
 /**
  * A Tenant owns licenses and API keys; tenants never see each other's data.
@@ -303,7 +450,7 @@ export type Tenant = Message<"seatd.v1.Tenant"> & {
  * Use `create(TenantSchema)` to create a new message.
  */
 export const TenantSchema: GenMessage<Tenant> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 2);
+  messageDesc(file_seatd_v1_resources, 3);
 
 /**
  * TenantQuotas bound what one tenant may create; beyond them a create is
@@ -339,7 +486,7 @@ export type TenantQuotas = Message<"seatd.v1.TenantQuotas"> & {
  * Use `create(TenantQuotasSchema)` to create a new message.
  */
 export const TenantQuotasSchema: GenMessage<TenantQuotas> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 3);
+  messageDesc(file_seatd_v1_resources, 4);
 
 /**
  * An ApiKey lets its holder administer the licenses of one tenant.
@@ -402,7 +549,7 @@ export type SigningKey = Message<"seatd.v1.SigningKey"> & {
  * Use `create(SigningKeySchema)` to create a new message.
  */
 export const SigningKeySchema: GenMessage<SigningKey> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 4);
+  messageDesc(file_seatd_v1_resources, 5);
 
 /**
  * JsonWebKey is a public key in RFC 7517 / RFC 8037 form; over REST it is
@@ -457,7 +604,7 @@ export type JsonWebKey = Message<"seatd.v1.JsonWebKey"> & {
  * Use `create(JsonWebKeySchema)` to create a new message.
  */
 export const JsonWebKeySchema: GenMessage<JsonWebKey> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 5);
+  messageDesc(file_seatd_v1_resources, 6);
 
 /**
  * @generated from message seatd.v1.ApiKey
@@ -498,7 +645,7 @@ export type ApiKey = Message<"seatd.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 6);
+  messageDesc(file_seatd_v1_resources, 7);
 
 /**
  * LeasingStrategy decides which acquisitions share one lease.

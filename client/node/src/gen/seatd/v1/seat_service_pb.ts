@@ -6,7 +6,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
-import type { JsonWebKey, Lease } from "./resources_pb.js";
+import type { FeatureGrant, JsonWebKey, Lease } from "./resources_pb.js";
 import { file_seatd_v1_resources } from "./resources_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/seat_service.proto.
  */
 export const file_seatd_v1_seat_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtzZWF0ZC92MS9zZWF0X3NlcnZpY2UucHJvdG8SCHNlYXRkLnYxIqkCChJBY3F1aXJlU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRINCgVub25jZRgHIAEoCRIyCg9ib3Jyb3dfZHVyYXRpb24YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIsYBChNBY3F1aXJlU2VhdFJlc3BvbnNlEh4KBWxlYXNlGAEgASgLMg8uc2VhdGQudjEuTGVhc2USEwoLbGVhc2VfdG9rZW4YAiABKAkSNQoSaGVhcnRiZWF0X2ludGVydmFsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDHNlYXRzX2luX3VzZRgEIAEoBRISCgpzZWF0X2xpbWl0GAUgASgFEhkKEWxlYXNlX2NlcnRpZmljYXRlGAYgASgJIjsKElJlbGVhc2VTZWF0UmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCSI1ChNSZWxlYXNlU2VhdFJlc3BvbnNlEh4KBWxlYXNlGAEgASgLMg8uc2VhdGQudjEuTGVhc2UiiwIKEldhaXRGb3JTZWF0UmVxdWVzdBITCgtsaWNlbnNlX2tleRgBIAEoCRITCgtmaW5nZXJwcmludBgCIAEoCRIMCgR1c2VyGAMgASgJEhAKCGhvc3RuYW1lGAQgASgJEjwKCG1ldGFkYXRhGAUgAygLMiouc2VhdGQudjEuV2FpdEZvclNlYXRSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSFwoPaWRlbXBvdGVuY3lfa2V5GAYgASgJEhQKDHF1ZXVlX3RpY2tldBgHIAEoCRINCgVub25jZRgIIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiRwoNUXVldWVQb3NpdGlvbhIQCghwb3NpdGlvbhgBIAEoBRIUCgxxdWV1ZV9sZW5ndGgYAiABKAUSDgoGdGlja2V0GAMgASgJIn0KE1dhaXRGb3JTZWF0UmVzcG9uc2USKwoIcG9zaXRpb24YASABKAsyFy5zZWF0ZC52MS5RdWV1ZVBvc2l0aW9uSAASMAoHZ3JhbnRlZBgCIAEoCzIdLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVzcG9uc2VIAEIHCgVldmVudCIqChVHZXRTaWduaW5nS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJIjMKHkdldFJldHVybmVkQ2VydGlmaWNhdGVzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiQAofR2V0UmV0dXJuZWRDZXJ0aWZpY2F0ZXNSZXNwb25zZRIdChVyZXR1cm5lZF9jZXJ0aWZpY2F0ZXMYASABKAkiPAoWR2V0U2lnbmluZ0tleXNSZXNwb25zZRIiCgRrZXlzGAEgAygLMhQuc2VhdGQudjEuSnNvbldlYktleTK4AwoLU2VhdFNlcnZpY2USSgoLQWNxdWlyZVNlYXQSHC5zZWF0ZC52MS5BY3F1aXJlU2VhdFJlcXVlc3QaHS5zZWF0ZC52MS5BY3F1aXJlU2VhdFJlc3BvbnNlEkoKC1JlbGVhc2VTZWF0Ehwuc2VhdGQudjEuUmVsZWFzZVNlYXRSZXF1ZXN0Gh0uc2VhdGQudjEuUmVsZWFzZVNlYXRSZXNwb25zZRJMCgtXYWl0Rm9yU2VhdBIcLnNlYXRkLnYxLldhaXRGb3JTZWF0UmVxdWVzdBodLnNlYXRkLnYxLldhaXRGb3JTZWF0UmVzcG9uc2UwARJTCg5HZXRTaWduaW5nS2V5cxIfLnNlYXRkLnYxLkdldFNpZ25pbmdLZXlzUmVxdWVzdBogLnNlYXRkLnYxLkdldFNpZ25pbmdLZXlzUmVzcG9uc2USbgoXR2V0UmV0dXJuZWRDZXJ0aWZpY2F0ZXMSKC5zZWF0ZC52MS5HZXRSZXR1cm5lZENlcnRpZmljYXRlc1JlcXVlc3QaKS5zZWF0ZC52MS5HZXRSZXR1cm5lZENlcnRpZmljYXRlc1Jlc3BvbnNlQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_seatd_v1_resources]);
+  fileDesc("ChtzZWF0ZC92MS9zZWF0X3NlcnZpY2UucHJvdG8SCHNlYXRkLnYxIssCChJBY3F1aXJlU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRINCgVub25jZRgHIAEoCRIyCg9ib3Jyb3dfZHVyYXRpb24YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDwoHZmVhdHVyZRgJIAEoCRIPCgd2ZXJzaW9uGAogASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLtAQoTQWNxdWlyZVNlYXRSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlEhMKC2xlYXNlX3Rva2VuGAIgASgJEjUKEmhlYXJ0YmVhdF9pbnRlcnZhbBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIUCgxzZWF0c19pbl91c2UYBCABKAUSEgoKc2VhdF9saW1pdBgFIAEoBRIZChFsZWFzZV9jZXJ0aWZpY2F0ZRgGIAEoCRIlCgVncmFudBgHIAEoCzIWLnNlYXRkLnYxLkZlYXR1cmVHcmFudCI7ChJSZWxlYXNlU2VhdFJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAkSEwoLbGVhc2VfdG9rZW4YAiABKAkiNQoTUmVsZWFzZVNlYXRSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlIq0CChJXYWl0Rm9yU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLldhaXRGb3JTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRIUCgxxdWV1ZV90aWNrZXQYByABKAkSDQoFbm9uY2UYCCABKAkSDwoHZmVhdHVyZRgJIAEoCRIPCgd2ZXJzaW9uGAogASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJHCg1RdWV1ZVBvc2l0aW9uEhAKCHBvc2l0aW9uGAEgASgFEhQKDHF1ZXVlX2xlbmd0aBgCIAEoBRIOCgZ0aWNrZXQYAyABKAkifQoTV2FpdEZvclNlYXRSZXNwb25zZRIrCghwb3NpdGlvbhgBIAEoCzIXLnNlYXRkLnYxLlF1ZXVlUG9zaXRpb25IABIwCgdncmFudGVkGAIgASgLMh0uc2VhdGQudjEuQWNxdWlyZVNlYXRSZXNwb25zZUgAQgcKBWV2ZW50IioKFUdldFNpZ25pbmdLZXlzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiMwoeR2V0UmV0dXJuZWRDZXJ0aWZpY2F0ZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJACh9HZXRSZXR1cm5lZENlcnRpZmljYXRlc1Jlc3BvbnNlEh0KFXJldHVybmVkX2NlcnRpZmljYXRlcxgBIAEoCSI8ChZHZXRTaWduaW5nS2V5c1Jlc3BvbnNlEiIKBGtleXMYASADKAsyFC5zZWF0ZC52MS5Kc29uV2ViS2V5MrgDCgtTZWF0U2VydmljZRJKCgtBY3F1aXJlU2VhdBIcLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdBodLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVzcG9uc2USSgoLUmVsZWFzZVNlYXQSHC5zZWF0ZC52MS5SZWxlYXNlU2VhdFJlcXVlc3QaHS5zZWF0ZC52MS5SZWxlYXNlU2VhdFJlc3BvbnNlEkwKC1dhaXRGb3JTZWF0Ehwuc2VhdGQudjEuV2FpdEZvclNlYXRSZXF1ZXN0Gh0uc2VhdGQudjEuV2FpdEZvclNlYXRSZXNwb25zZTABElMKDkdldFNpZ25pbmdLZXlzEh8uc2VhdGQudjEuR2V0U2lnbmluZ0tleXNSZXF1ZXN0GiAuc2VhdGQudjEuR2V0U2lnbmluZ0tleXNSZXNwb25zZRJuChdHZXRSZXR1cm5lZENlcnRpZmljYXRlcxIoLnNlYXRkLnYxLkdldFJldHVybmVkQ2VydGlmaWNhdGVzUmVxdWVzdBopLnNlYXRkLnYxLkdldFJldHVybmVkQ2VydGlmaWNhdGVzUmVzcG9uc2VCLVorZ2l0aHViLmNvbS9zZWF0ZC9zZWF0ZC9nZW4vc2VhdGQvdjE7c2VhdGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_seatd_v1_resources]);
 
 /**
  * @generated from message seatd.v1.AcquireSeatRequest
@@ -76,6 +76,25 @@ export type AcquireSeatRequest = Message<"seatd.v1.AcquireSeatRequest"> & {
    * @generated from field: google.protobuf.Duration borrow_duration = 8;
    */
   borrowDuration?: Duration | undefined;
+
+  /**
+   * The feature to take a seat of (FeatureGrant.feature). Empty: a seat of
+   * the license's base pool. A feature the license holds no grant of is
+   * FAILED_PRECONDITION, reason FEATURE_NOT_LICENSED.
+   *
+   * @generated from field: string feature = 9;
+   */
+  feature: string;
+
+  /**
+   * The version of the feature the program is (dotted numbers, e.g.
+   * "2025.1"): only a grant whose version covers it may grant the seat;
+   * none does: FAILED_PRECONDITION, reason VERSION_NOT_LICENSED. Empty:
+   * any grant of the feature. Only with a feature.
+   *
+   * @generated from field: string version = 10;
+   */
+  version: string;
 };
 
 /**
@@ -144,6 +163,14 @@ export type AcquireSeatResponse = Message<"seatd.v1.AcquireSeatResponse"> & {
    * @generated from field: string lease_certificate = 6;
    */
   leaseCertificate: string;
+
+  /**
+   * The feature grant the seat was taken from (with a feature): its
+   * version and expiry. seats_in_use and seat_limit are then the grant's.
+   *
+   * @generated from field: seatd.v1.FeatureGrant grant = 7;
+   */
+  grant?: FeatureGrant | undefined;
 };
 
 /**
@@ -245,6 +272,19 @@ export type WaitForSeatRequest = Message<"seatd.v1.WaitForSeatRequest"> & {
    * @generated from field: string nonce = 8;
    */
   nonce: string;
+
+  /**
+   * As AcquireSeatRequest.feature and version: the queue is the
+   * feature's.
+   *
+   * @generated from field: string feature = 9;
+   */
+  feature: string;
+
+  /**
+   * @generated from field: string version = 10;
+   */
+  version: string;
 };
 
 /**
