@@ -140,7 +140,7 @@ func testSeatctlFeatures(t *testing.T, bin string, p *proc) {
 	c.fails(ctlNotFound, tc("grants", "update", lic.GetId(), "00000000", "--seats", "1")...)
 
 	// ---- the usage report and the export by feature ----
-	_, err = p.seats().ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseToken: render.GetLeaseToken()})
+	_, err = p.seats().ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: render.GetLease().GetId(), LeaseToken: render.GetLeaseToken()})
 	require.NoError(t, err)
 	var ur seatdv1.GetUsageReportResponse
 	c.json(&ur, tc("report", "usage", "--since", "1d", "--feature", "render")...)
