@@ -206,6 +206,7 @@ func grantDeleteCmd(g *globals) *cobra.Command {
 		Use:               "delete LICENSE_ID GRANT_ID",
 		Aliases:           []string{"rm"},
 		Short:             "Delete a feature grant: its live leases are revoked, history stays",
+		Long:              "Delete a feature grant: its live leases are revoked (each gets its usage event), history stays. GRANT_ID is the grant's id (LICENSE_ID.1a2b3c4d) or its last part (1a2b3c4d).",
 		Args:              exactArgs("LICENSE_ID", "GRANT_ID"),
 		ValidArgsFunction: g.completeGrants,
 		RunE: func(c *cobra.Command, args []string) error {
