@@ -382,4 +382,3 @@ func TestReportsAndExportsByFeature(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.err, "not kept per feature")
 }
-
