@@ -284,7 +284,7 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 	r2025 := grant(map[string]any{"feature": "render", "version": "2025", "seats": 2, "overdraft": 1, "expiresAt": later.Format(time.RFC3339)})
 	future := grant(map[string]any{"feature": "sim", "seats": 4, "startsAt": soon.Format(time.RFC3339)})
 	lease := p.do(t, "POST", "/v1/leases", "", map[string]any{
-		"licenseKey": key, "fingerprint": "fp-ann", "user": "ann", "hostname": "ws-ann", "feature": "render", "version": "2024.1",
+		"licenseKey": key, "fingerprint": "fp-ann", "user": "ann", "hostname": "ws-ann", "feature": "render", "version": "2023.4",
 	}).requireCode(t, http.StatusOK)
 	require.Equal(t, r2024.str(t, "id"), lease.str(t, "lease.grantId"))
 	consoleAcquire(t, p, key, "bob", "ws-bob") // the base pool
@@ -335,7 +335,7 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 		return eval[string](b, fmt.Sprintf(`document.querySelector('tr[data-lease-id="%s"] td.feature').textContent`, id))
 	}
 	b.waitFor("the leases", `document.querySelectorAll('#leases tr[data-lease-id]').length === 2`)
-	require.Equal(t, "render 2024.1", leaseRow(lease.str(t, "lease.id")))
+	require.Equal(t, "render 2023.4", leaseRow(lease.str(t, "lease.id")))
 	bobLease := eval[string](b, `[...document.querySelectorAll('#leases tr[data-lease-id]')].find((r) => r.innerText.includes('ws-bob')).dataset.leaseId`)
 	require.Equal(t, "base", leaseRow(bobLease))
 	require.Contains(t, eval[string](b, `document.getElementById('license-facts').innerText`), "1 / 3 of the base pool")

@@ -76,7 +76,7 @@ func testSeatctlFeatures(t *testing.T, bin string, p *proc) {
 		return p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: key, Fingerprint: fp, User: fp, Hostname: "host-" + fp,
 			Feature: feature, Version: version})
 	}
-	render, err := acquire("ws-ann", "render", "2024.1")
+	render, err := acquire("ws-ann", "render", "2023.4")
 	require.NoError(t, err)
 	require.Equal(t, r2024.GetId(), render.GetLease().GetGrantId())
 	_, err = acquire("ws-bob", "sim", "")
@@ -123,7 +123,7 @@ func testSeatctlFeatures(t *testing.T, bin string, p *proc) {
 	c.json(&leases, tc("leases", "ls", lic.GetId())...)
 	require.Len(t, leases.GetLeases(), 3, "the base pool's and every grant's")
 	table = c.ok(tc("leases", "ls", lic.GetId())...)
-	require.Regexp(t, render.GetLease().GetId()+`\s+active\s+no\s+ws-ann\s+host-ws-ann\s+ws-ann\s+render\s+2024\.1\s`, table)
+	require.Regexp(t, render.GetLease().GetId()+`\s+active\s+no\s+ws-ann\s+host-ws-ann\s+ws-ann\s+render\s+2023\.4\s`, table)
 	require.Regexp(t, `\s+ws-cat\s+host-ws-cat\s+ws-cat\s+-\s+-\s`, table)
 
 	// ---- update: only the flags given ----
