@@ -299,7 +299,7 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 	}
 	b.waitFor("render's use", feature("render")+` === 'render 1 / 3 (2 grants)'`)
 	require.Equal(t, "1 / 3", eval[string](b, inUse(licID)), "the base pool: bob")
-	require.Equal(t, "sim 0 / 0", eval[string](b, feature("sim")))
+	require.Equal(t, "sim 0 / 0 (no current grant)", eval[string](b, feature("sim")))
 	b.requireLabelled("overview with features")
 	b.screenshot("overview-features")
 

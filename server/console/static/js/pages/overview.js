@@ -85,17 +85,19 @@ function featureUse(license, now) {
   const past = (ts) => ts && new Date(ts).getTime() <= now;
   const byFeature = new Map();
   for (const g of grants) {
-    const f = byFeature.get(g.feature) || {inUse: 0, seats: 0, grants: 0};
+    const f = byFeature.get(g.feature) || {inUse: 0, seats: 0, grants: 0, current: 0};
     const current = !past(g.expiresAt) && !past(license.expiresAt) && (!g.startsAt || past(g.startsAt));
     f.inUse += g.seatsInUse || 0;
     f.seats += current ? (g.seats || 0) : 0;
     f.grants += 1;
+    f.current += current ? 1 : 0;
     byFeature.set(g.feature, f);
   }
   return [...byFeature].map(([name, f]) => h('div', {class: 'feature-use', dataset: {feature: name}},
     h('span', {class: 'feature-name'}, name), ' ',
-    h('span', {class: f.inUse >= f.seats ? 'in-use full' : 'in-use'}, `${f.inUse} / ${f.seats}`),
-    f.grants > 1 ? h('span', {class: 'sub'}, ` (${f.grants} grants)`) : null));
+    h('span', {class: f.seats > 0 && f.inUse >= f.seats ? 'in-use full' : 'in-use'}, `${f.inUse} / ${f.seats}`),
+    f.current === 0 ? h('span', {class: 'sub'}, ' (no current grant)')
+      : f.grants > 1 ? h('span', {class: 'sub'}, ` (${f.grants} grants)`) : null));
 }
 
 function cleanupFacts(st) {
