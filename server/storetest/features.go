@@ -241,7 +241,7 @@ func testFeatures(t *testing.T, newBackend Backend) {
 		require.Equal(t, "render", got.Feature)
 		require.Equal(t, "2024.5", got.Version)
 		all := listLeases(t, s, tn.ID, lic.ID, "")
-		require.Len(t, all, 5, "a license's leases include its grants'")
+		require.Len(t, all, 6, "a license's leases include its grants'")
 		one := listLeases(t, s, tn.ID, r25.ID, "")
 		require.Equal(t, []string{b.Lease.ID}, leaseIDs(one), "a grant id lists that grant's leases")
 		require.Equal(t, a.Lease.ID, getLease(t, s, tn.ID, a.Lease.ID).ID)
