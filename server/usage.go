@@ -20,12 +20,17 @@ const (
 
 // SeatEvent is a durable count of the usage report that no lease records.
 type SeatEvent struct {
-	ID        string        `json:"id"`
-	TenantID  string        `json:"tenant_id"`
+	ID       string `json:"id"`
+	TenantID string `json:"tenant_id"`
+	// LicenseID is the pool's (as UsageRow.LicenseID): a license's, or for
+	// a request of a feature its grant's: the grant that granted the seat
+	// (SeatWaited), or the first in pick order of those that could have
+	// (SeatDenied: License.GrantsFor(feature, version)[0]).
 	LicenseID string        `json:"license_id"`
 	Kind      SeatEventKind `json:"kind"`
 	At        time.Time     `json:"at"`
-	Wait      time.Duration `json:"wait,omitempty"` // SeatWaited only
+	Wait      time.Duration `json:"wait,omitempty"`    // SeatWaited only
+	Feature   string        `json:"feature,omitempty"` // the request's; "" for the base pool
 }
 
 // Usage report bounds (service fills in the defaults).

@@ -27,7 +27,7 @@ func (h *adminService) GetUsageReport(ctx context.Context, req *seatdv1.GetUsage
 	if !ok {
 		return nil, server.Invalid("bucket", "unknown bucket")
 	}
-	w := service.UsageWindow{LicenseID: req.GetLicenseId(), Bucket: bucket, Users: int(req.GetUserLimit())}
+	w := service.UsageWindow{LicenseID: req.GetLicenseId(), Feature: req.GetFeature(), Bucket: bucket, Users: int(req.GetUserLimit())}
 	start, err := optionalTime("start_time", req.GetStartTime())
 	if err != nil {
 		return nil, err
@@ -57,9 +57,10 @@ func (h *adminService) GetUsageReport(ctx context.Context, req *seatdv1.GetUsage
 	}
 	for _, row := range r.Rows {
 		resp.Rows = append(resp.Rows, &seatdv1.UsageReportRow{
-			LicenseId: row.LicenseID, BucketStart: timestamppb.New(row.BucketStart), PeakSeats: int32(row.PeakSeats),
+			LicenseId: server.PoolLicense(row.LicenseID), GrantId: grantOf(row.LicenseID), BucketStart: timestamppb.New(row.BucketStart), PeakSeats: int32(row.PeakSeats),
 			SeatHours: row.SeatHours, Acquisitions: row.Acquisitions, Denials: row.Denials,
 			DistinctUsers: row.DistinctUsers, QueueWaits: row.QueueWaits, MeanQueueWait: durationpb.New(row.MeanWait),
+			Feature: row.Feature,
 		})
 	}
 	for _, u := range r.Users {
