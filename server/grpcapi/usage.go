@@ -57,7 +57,7 @@ func (h *adminService) GetUsageReport(ctx context.Context, req *seatdv1.GetUsage
 	}
 	for _, row := range r.Rows {
 		resp.Rows = append(resp.Rows, &seatdv1.UsageReportRow{
-			LicenseId: server.PoolLicense(row.LicenseID), GrantId: grantOf(row.LicenseID), BucketStart: timestamppb.New(row.BucketStart), PeakSeats: int32(row.PeakSeats),
+			LicenseId: row.LicenseID, BucketStart: timestamppb.New(row.BucketStart), PeakSeats: int32(row.PeakSeats),
 			SeatHours: row.SeatHours, Acquisitions: row.Acquisitions, Denials: row.Denials,
 			DistinctUsers: row.DistinctUsers, QueueWaits: row.QueueWaits, MeanQueueWait: durationpb.New(row.MeanWait),
 			Feature: row.Feature,

@@ -61,8 +61,7 @@ func zombieReportToProto(q server.ZombieQuery, r server.ZombieReport) *seatdv1.G
 	}
 	for _, l := range r.TopLicenses {
 		resp.TopLicenses = append(resp.TopLicenses, &seatdv1.LicenseZombies{
-			LicenseId: server.PoolLicense(l.LicenseID), GrantId: grantOf(l.LicenseID), Feature: l.Feature,
-			LicenseName: l.LicenseName, ZombieCount: l.ZombieCount,
+			LicenseId: l.LicenseID, Feature: l.Feature, LicenseName: l.LicenseName, ZombieCount: l.ZombieCount,
 			LeaseCount: l.LeaseCount, ZombiePercentage: l.Percentage,
 		})
 	}

@@ -67,7 +67,7 @@ func (s *Service) UsageReport(ctx context.Context, q server.UsageQuery) (server.
 func (s *Service) AcquireSeat(ctx context.Context, req SeatRequest) (Grant, error) {
 	g, err := s.Acquire(ctx, req)
 	if server.ErrorReason(err) == server.ReasonSeatsExhausted {
-		s.recordSeatEvent(ctx, req, "", server.SeatDenied, 0)
+		s.recordSeatEvent(ctx, req, server.SeatDenied, 0)
 	}
 	return g, err
 }
@@ -78,43 +78,27 @@ func (s *Service) WaitForSeatCounted(ctx context.Context, req SeatRequest, resum
 	start := s.now()
 	g, err := s.WaitForSeat(ctx, req, resume, moved)
 	if err == nil && !g.Existing {
-		s.recordSeatEvent(ctx, req, g.Lease.LicenseID, server.SeatWaited, max(0, s.now().Sub(start)))
+		s.recordSeatEvent(ctx, req, server.SeatWaited, max(0, s.now().Sub(start)))
 	}
 	return g, err
 }
 
-// recordSeatEvent stores a denial or a wait of req, on pool (a grant's id)
-// or, when pool is "", on the pool req asked of: the license its key
-// opens, or the first of the grants that could serve its feature. A
-// failure is logged: the call it counts is answered as it would be anyway.
-func (s *Service) recordSeatEvent(ctx context.Context, req SeatRequest, pool string, kind server.SeatEventKind, wait time.Duration) {
+// recordSeatEvent stores a denial or a wait of req, on the license its
+// key opens and the feature it asked for (the usage report's row: a
+// license's base pool, or one feature of it). A failure is logged: the
+// call it counts is answered as it would be anyway.
+func (s *Service) recordSeatEvent(ctx context.Context, req SeatRequest, kind server.SeatEventKind, wait time.Duration) {
 	// Recorded even if the caller has gone away meanwhile.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seatEventTimeout)
 	defer cancel()
 	lic, err := s.store.LicenseByKey(ctx, req.LicenseKey)
-	if err == nil && pool == "" {
-		pool, err = askedPool(lic, req)
-	}
 	if err == nil {
 		err = s.store.RecordSeatEvent(ctx, server.SeatEvent{
-			ID: server.NewID("sev_"), TenantID: lic.TenantID, LicenseID: pool, Kind: kind, At: s.now(), Wait: wait,
+			ID: server.NewID("sev_"), TenantID: lic.TenantID, LicenseID: lic.ID, Kind: kind, At: s.now(), Wait: wait,
 			Feature: req.Feature,
 		})
 	}
 	if err != nil {
 		s.log.ErrorContext(ctx, "seat event not recorded", "kind", string(kind), "err", err)
 	}
-}
-
-// askedPool is the pool a denial of req is counted on: the license's base
-// pool, or the grant of its feature that would have been taken first.
-func askedPool(lic server.License, req SeatRequest) (string, error) {
-	if req.Feature == "" {
-		return lic.ID, nil
-	}
-	grants, err := lic.GrantsFor(req.Feature, req.Version)
-	if err != nil {
-		return "", err
-	}
-	return grants[0].ID, nil
 }

@@ -1610,10 +1610,9 @@ type LicenseZombies struct {
 	LeaseCount int64 `protobuf:"varint,4,opt,name=lease_count,json=leaseCount,proto3" json:"lease_count,omitempty"`
 	// zombie_count / lease_count * 100.
 	ZombiePercentage float64 `protobuf:"fixed64,5,opt,name=zombie_percentage,json=zombiePercentage,proto3" json:"zombie_percentage,omitempty"`
-	// Each feature grant of a license is ranked on its own: its feature and
-	// id (license_id is the grant's license); empty for a base pool.
+	// A license's features are ranked apart from its base pool, each one
+	// with all its grants: the feature's name; empty for the base pool.
 	Feature       string `protobuf:"bytes,6,opt,name=feature,proto3" json:"feature,omitempty"`
-	GrantId       string `protobuf:"bytes,7,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1686,13 +1685,6 @@ func (x *LicenseZombies) GetZombiePercentage() float64 {
 func (x *LicenseZombies) GetFeature() string {
 	if x != nil {
 		return x.Feature
-	}
-	return ""
-}
-
-func (x *LicenseZombies) GetGrantId() string {
-	if x != nil {
-		return x.GrantId
 	}
 	return ""
 }
@@ -3119,12 +3111,8 @@ type UsageReportRow struct {
 	// Their mean wait, from the call to the seat.
 	MeanQueueWait *durationpb.Duration `protobuf:"bytes,9,opt,name=mean_queue_wait,json=meanQueueWait,proto3" json:"mean_queue_wait,omitempty"`
 	// The feature of the row's leases; empty for the license's base pool.
-	// A license with features has a row per grant in a bucket (grant_id),
-	// beside its base pool's.
-	Feature string `protobuf:"bytes,10,opt,name=feature,proto3" json:"feature,omitempty"`
-	// The feature grant of the row's leases (FeatureGrant.id); empty for the
-	// license's base pool. license_id is the grant's license.
-	GrantId       string `protobuf:"bytes,11,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	// A license with features has a row per feature in a bucket.
+	Feature       string `protobuf:"bytes,10,opt,name=feature,proto3" json:"feature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3225,13 +3213,6 @@ func (x *UsageReportRow) GetMeanQueueWait() *durationpb.Duration {
 func (x *UsageReportRow) GetFeature() string {
 	if x != nil {
 		return x.Feature
-	}
-	return ""
-}
-
-func (x *UsageReportRow) GetGrantId() string {
-	if x != nil {
-		return x.GrantId
 	}
 	return ""
 }
@@ -3665,7 +3646,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\tZombieDay\x12\x12\n" +
 	"\x04date\x18\x01 \x01(\tR\x04date\x12'\n" +
 	"\x0fzombies_cleaned\x18\x02 \x01(\x03R\x0ezombiesCleaned\x12+\n" +
-	"\x11affected_licenses\x18\x03 \x01(\x03R\x10affectedLicenses\"\xf8\x01\n" +
+	"\x11affected_licenses\x18\x03 \x01(\x03R\x10affectedLicenses\"\xdd\x01\n" +
 	"\x0eLicenseZombies\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12!\n" +
@@ -3674,8 +3655,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\vlease_count\x18\x04 \x01(\x03R\n" +
 	"leaseCount\x12+\n" +
 	"\x11zombie_percentage\x18\x05 \x01(\x01R\x10zombiePercentage\x12\x18\n" +
-	"\afeature\x18\x06 \x01(\tR\afeature\x12\x19\n" +
-	"\bgrant_id\x18\a \x01(\tR\agrantId\"\xcd\x02\n" +
+	"\afeature\x18\x06 \x01(\tR\afeature\"\xcd\x02\n" +
 	"\x17GetZombieReportResponse\x129\n" +
 	"\n" +
 	"start_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
@@ -3798,7 +3778,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x06bucket\x18\x05 \x01(\x0e2\x15.seatd.v1.UsageBucketR\x06bucket\x12\x1d\n" +
 	"\n" +
 	"user_limit\x18\x06 \x01(\x05R\tuserLimit\x12\x18\n" +
-	"\afeature\x18\a \x01(\tR\afeature\"\xaa\x03\n" +
+	"\afeature\x18\a \x01(\tR\afeature\"\x8f\x03\n" +
 	"\x0eUsageReportRow\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12=\n" +
@@ -3814,8 +3794,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"queueWaits\x12A\n" +
 	"\x0fmean_queue_wait\x18\t \x01(\v2\x19.google.protobuf.DurationR\rmeanQueueWait\x12\x18\n" +
 	"\afeature\x18\n" +
-	" \x01(\tR\afeature\x12\x19\n" +
-	"\bgrant_id\x18\v \x01(\tR\agrantId\"Z\n" +
+	" \x01(\tR\afeature\"Z\n" +
 	"\tUserUsage\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +

@@ -271,22 +271,20 @@ class GetZombieReportResponse(_message.Message):
     def __init__(self, start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., days: _Optional[_Iterable[_Union[ZombieDay, _Mapping]]] = ..., top_licenses: _Optional[_Iterable[_Union[LicenseZombies, _Mapping]]] = ..., mean_minutes_to_cleanup: _Optional[float] = ..., zombies_total: _Optional[int] = ...) -> None: ...
 
 class LicenseZombies(_message.Message):
-    __slots__ = ["feature", "grant_id", "lease_count", "license_id", "license_name", "zombie_count", "zombie_percentage"]
+    __slots__ = ["feature", "lease_count", "license_id", "license_name", "zombie_count", "zombie_percentage"]
     FEATURE_FIELD_NUMBER: _ClassVar[int]
-    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_COUNT_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
     LICENSE_NAME_FIELD_NUMBER: _ClassVar[int]
     ZOMBIE_COUNT_FIELD_NUMBER: _ClassVar[int]
     ZOMBIE_PERCENTAGE_FIELD_NUMBER: _ClassVar[int]
     feature: str
-    grant_id: str
     lease_count: int
     license_id: str
     license_name: str
     zombie_count: int
     zombie_percentage: float
-    def __init__(self, license_id: _Optional[str] = ..., license_name: _Optional[str] = ..., zombie_count: _Optional[int] = ..., lease_count: _Optional[int] = ..., zombie_percentage: _Optional[float] = ..., feature: _Optional[str] = ..., grant_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, license_id: _Optional[str] = ..., license_name: _Optional[str] = ..., zombie_count: _Optional[int] = ..., lease_count: _Optional[int] = ..., zombie_percentage: _Optional[float] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class ListApiKeysRequest(_message.Message):
     __slots__ = ["page_size", "page_token", "tenant_id"]
@@ -541,13 +539,12 @@ class UsageEvent(_message.Message):
     def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., end_state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class UsageReportRow(_message.Message):
-    __slots__ = ["acquisitions", "bucket_start", "denials", "distinct_users", "feature", "grant_id", "license_id", "mean_queue_wait", "peak_seats", "queue_waits", "seat_hours"]
+    __slots__ = ["acquisitions", "bucket_start", "denials", "distinct_users", "feature", "license_id", "mean_queue_wait", "peak_seats", "queue_waits", "seat_hours"]
     ACQUISITIONS_FIELD_NUMBER: _ClassVar[int]
     BUCKET_START_FIELD_NUMBER: _ClassVar[int]
     DENIALS_FIELD_NUMBER: _ClassVar[int]
     DISTINCT_USERS_FIELD_NUMBER: _ClassVar[int]
     FEATURE_FIELD_NUMBER: _ClassVar[int]
-    GRANT_ID_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
     MEAN_QUEUE_WAIT_FIELD_NUMBER: _ClassVar[int]
     PEAK_SEATS_FIELD_NUMBER: _ClassVar[int]
@@ -558,13 +555,12 @@ class UsageReportRow(_message.Message):
     denials: int
     distinct_users: int
     feature: str
-    grant_id: str
     license_id: str
     mean_queue_wait: _duration_pb2.Duration
     peak_seats: int
     queue_waits: int
     seat_hours: float
-    def __init__(self, license_id: _Optional[str] = ..., bucket_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., peak_seats: _Optional[int] = ..., seat_hours: _Optional[float] = ..., acquisitions: _Optional[int] = ..., denials: _Optional[int] = ..., distinct_users: _Optional[int] = ..., queue_waits: _Optional[int] = ..., mean_queue_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., feature: _Optional[str] = ..., grant_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, license_id: _Optional[str] = ..., bucket_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., peak_seats: _Optional[int] = ..., seat_hours: _Optional[float] = ..., acquisitions: _Optional[int] = ..., denials: _Optional[int] = ..., distinct_users: _Optional[int] = ..., queue_waits: _Optional[int] = ..., mean_queue_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class UserUsage(_message.Message):
     __slots__ = ["seat_hours", "sessions", "user"]
