@@ -41,8 +41,8 @@ type GrantView struct {
 	SeatsInUse int
 }
 
-// applyGrantField sets one field (path) of in onto g. The rules of the
-// fields together are Grant.Validate's and checkGrant's.
+// applyGrantField sets one field (path) of in onto g, refusing values no
+// grant may have; the rules of the fields together are checkGrant's.
 func applyGrantField(g *server.Grant, in GrantInput, path string, now time.Time) error {
 	if err := in.Malformed[path]; err != nil {
 		return err
@@ -50,8 +50,16 @@ func applyGrantField(g *server.Grant, in GrantInput, path string, now time.Time)
 	field := "grant." + path
 	switch path {
 	case "feature":
+		if err := server.CheckFeature(field, in.Feature); err != nil {
+			return err
+		}
 		g.Feature = in.Feature
 	case "version":
+		if in.Version != "" {
+			if err := server.CheckVersion(field, in.Version); err != nil {
+				return err
+			}
+		}
 		g.Version = in.Version
 	case "seats":
 		if in.Seats < 0 || in.Seats > server.MaxSeats {
@@ -78,6 +86,9 @@ func applyGrantField(g *server.Grant, in GrantInput, path string, now time.Time)
 		}
 		g.ExpiresAt = *in.ExpiresAt
 	case "max_borrow_duration":
+		if in.MaxBorrowDuration < 0 || in.MaxBorrowDuration > server.MaxBorrowDuration {
+			return server.Invalid(field, "must be between 0s (no borrowing) and %s", server.MaxBorrowDuration)
+		}
 		g.MaxBorrowDuration = in.MaxBorrowDuration
 	case "max_borrowed_seats":
 		if in.MaxBorrowedSeats < 0 || in.MaxBorrowedSeats > server.MaxSeats {
