@@ -587,3 +587,25 @@ func TestKeysPrintWithoutTheirPrivateHalf(t *testing.T) {
 		require.NotContains(t, out, printed, "the bytes as fmt prints a []byte")
 	}
 }
+
+// TestGrantClaims: a lease of a grant names its license (not the grant)
+// as license_id, and the feature, version, grant and grant expiry; a
+// lease of the base pool has none of those claims in its JSON.
+func TestGrantClaims(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	l := testLease("acme", now.Add(time.Minute))
+	l.LicenseID, l.Feature, l.Version = "lic_0123456789abcdef01234567.0a1b2c3d", "render", "2025.1"
+	c := LeaseClaims(l, Binding{KeyHash: testKeyHash, GrantExpiresAt: now.Add(time.Hour)}, now)
+	require.Equal(t, "lic_0123456789abcdef01234567", c.LicenseID)
+	require.Equal(t, "lic_0123456789abcdef01234567.0a1b2c3d", c.GrantID)
+	require.Equal(t, "render", c.Feature)
+	require.Equal(t, "2025.1", c.Version)
+	require.Equal(t, now.Add(time.Hour).Unix(), c.GrantExpiresAt)
+
+	base, err := json.Marshal(LeaseClaims(testLease("acme", now.Add(time.Minute)), Binding{KeyHash: testKeyHash}, now))
+	require.NoError(t, err)
+	for _, claim := range []string{"feature", "version", "grant_id", "grant_expires_at"} {
+		require.NotContains(t, string(base), `"`+claim+`"`)
+	}
+}
