@@ -295,4 +295,3 @@ func TestGrantSeatsCountAgainstTheSeatsQuota(t *testing.T) {
 	_, err = e.admin.CreateLicense(operator(t), &seatdv1.CreateLicenseRequest{License: &seatdv1.License{Seats: 6, LeaseTtl: durationpb.New(time.Minute)}})
 	requireStatus(t, err, codes.ResourceExhausted, server.ReasonQuotaExceeded, "4 + 1 + 6 > 10")
 }
-
