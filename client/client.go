@@ -143,6 +143,15 @@ type AcquireOptions struct {
 	Hostname       string
 	Metadata       map[string]string
 	IdempotencyKey string
+	// Feature asks for a seat of one of the license's feature grants
+	// (a module of the product) instead of its base seats; "" is the base
+	// pool. A license without a grant of it answers FEATURE_NOT_LICENSED.
+	Feature string
+	// Version is the version of the feature this program is, dotted
+	// numbers ("2025.1"): only a grant covering it may grant the seat
+	// (else VERSION_NOT_LICENSED). "": any grant of the feature. Only with
+	// Feature.
+	Version string
 }
 
 // named returns o with an idempotency key naming this one acquisition: the
@@ -163,6 +172,7 @@ func (o AcquireOptions) acquireRequest(nonce string) *seatdv1.AcquireSeatRequest
 	return &seatdv1.AcquireSeatRequest{
 		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
 		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey, Nonce: nonce,
+		Feature: o.Feature, Version: o.Version,
 	}
 }
 
@@ -182,6 +192,7 @@ func (o AcquireOptions) waitRequest() *seatdv1.WaitForSeatRequest {
 	return &seatdv1.WaitForSeatRequest{
 		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
 		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey,
+		Feature: o.Feature, Version: o.Version,
 	}
 }
 
