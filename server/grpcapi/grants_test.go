@@ -295,3 +295,45 @@ func TestGrantSeatsCountAgainstTheSeatsQuota(t *testing.T) {
 	_, err = e.admin.CreateLicense(operator(t), &seatdv1.CreateLicenseRequest{License: &seatdv1.License{Seats: 6, LeaseTtl: durationpb.New(time.Minute)}})
 	requireStatus(t, err, codes.ResourceExhausted, server.ReasonQuotaExceeded, "4 + 1 + 6 > 10")
 }
+
+// TestFeatureLeasesInEventsAndReports: a lease of a grant shows in the
+// usage events with its license's id, its grant and feature, and the
+// usage report has a row of the feature, which its filter keeps alone.
+func TestFeatureLeasesInEventsAndReports(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	lic := e.license(t, 1, time.Minute)
+	g := e.grant(t, lic.GetId(), &seatdv1.FeatureGrant{Feature: "render", Seats: 1})
+	for _, feature := range []string{"", "render"} {
+		a, err := e.seats.AcquireSeat(t.Context(), &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "fp", Feature: feature})
+		require.NoError(t, err)
+		_, err = e.seats.ReleaseSeat(t.Context(), &seatdv1.ReleaseSeatRequest{LeaseId: a.GetLease().GetId(), LeaseToken: a.GetLeaseToken()})
+		require.NoError(t, err)
+	}
+	evs, err := e.admin.ListUsageEvents(operator(t), &seatdv1.ListUsageEventsRequest{LicenseId: lic.GetId()})
+	require.NoError(t, err)
+	byFeature := map[string]*seatdv1.UsageEvent{}
+	for _, ev := range evs.GetUsageEvents() {
+		byFeature[ev.GetFeature()] = ev
+	}
+	require.Len(t, byFeature, 2)
+	require.Equal(t, lic.GetId(), byFeature["render"].GetLicenseId())
+	require.Equal(t, g.GetId(), byFeature["render"].GetGrantId())
+	require.Equal(t, lic.GetId(), byFeature[""].GetLicenseId())
+	require.Empty(t, byFeature[""].GetGrantId())
+
+	all, err := e.admin.GetUsageReport(operator(t), &seatdv1.GetUsageReportRequest{LicenseId: lic.GetId()})
+	require.NoError(t, err)
+	features := map[string]bool{}
+	for _, row := range all.GetRows() {
+		require.Equal(t, lic.GetId(), row.GetLicenseId())
+		features[row.GetFeature()] = true
+	}
+	require.Equal(t, map[string]bool{"": true, "render": true}, features)
+	cut, err := e.admin.GetUsageReport(operator(t), &seatdv1.GetUsageReportRequest{LicenseId: lic.GetId(), Feature: "render"})
+	require.NoError(t, err)
+	require.NotEmpty(t, cut.GetRows())
+	for _, row := range cut.GetRows() {
+		require.Equal(t, "render", row.GetFeature())
+	}
+}
