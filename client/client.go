@@ -38,8 +38,9 @@ type Options struct {
 	// (EdDSA) by the key of this set its kid names, issued by seatd, for
 	// this lease, for this client (Claims.CheckHolder: the hash of our
 	// license key, and our fingerprint, or our user or hostname when the
-	// license shares a lease per user or hostname, all as AcquireOptions
-	// sent them, never as an answer says), repeating the nonce the request carried,
+	// license shares a lease per user or hostname, and the feature and
+	// version asked for, all as AcquireOptions sent them, never as an
+	// answer says), repeating the nonce the request carried,
 	// with exp the deadline the answer told (rounded down to whole seconds)
 	// and not passed. An answer that fails is a lost lease: Acquire and
 	// WaitForSeat return the error (and give the seat back), a kept lease
