@@ -33,6 +33,7 @@ func (s *Store) expiring(r ref, now time.Time) ending {
 		LastHeartbeatAt: l.LastHeartbeatAt,
 		ExpiresAt:       l.ExpiresAt,
 		CleanedAt:       now,
+		Feature:         l.Feature,
 	}
 	end.audit = systemAudit(l, "lease.expire", now, nil)
 	return end
@@ -43,12 +44,14 @@ func (s *Store) finish(r ref, st server.LeaseState, now time.Time) ending {
 	sl.rev++
 	l := expand(&sl, text, lic.ID, lic.TenantID)
 	l.State, l.EndedAt = st, now
+	usage := server.UsageEventOf(&l)
+	usage.Feature = l.Feature
 	return ending{
 		lease:  l,
 		key:    activeKey(lic.ID, sl.acquired, l.ID),
 		rev:    sl.rev,
 		record: appendHistory(nil, &sl, text, st, now.UnixNano(), lic.ID, lic.TenantID),
-		usage:  server.UsageEventOf(&l),
+		usage:  usage,
 	}
 }
 

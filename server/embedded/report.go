@@ -14,6 +14,8 @@ import (
 
 // ZombieReport reads only the tenant's cleanup events inside the window:
 // they are keyed by tenant and cleanup time. A zero End means no end.
+// Each pool (a license's base pool, a grant) is ranked on its own, under
+// its license's name.
 func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.ZombieReport, error) {
 	q, err := q.WithDefaults()
 	if err != nil {
@@ -27,6 +29,7 @@ func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.Zo
 		rep      server.ZombieReport
 		days     = map[string]*day{}
 		perLic   = map[string]int64{}
+		features = map[string]string{}
 		waitMins float64 // sum of minutes from last heartbeat to cleanup
 	)
 	pfx := prefix(q.TenantID)
@@ -40,6 +43,9 @@ func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.Zo
 			if err != nil {
 				return err
 			}
+			if q.Feature != "" && ev.Feature != q.Feature {
+				continue
+			}
 			date := ev.CleanedAt.UTC().Format(time.DateOnly)
 			d := days[date]
 			if d == nil {
@@ -49,12 +55,13 @@ func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.Zo
 			d.zombies++
 			d.licenses[ev.LicenseID] = struct{}{}
 			perLic[ev.LicenseID]++
+			features[ev.LicenseID] = ev.Feature
 			waitMins += ev.CleanedAt.Sub(ev.LastHeartbeatAt).Minutes()
 			rep.Total++
 		}
 
 		for lic, n := range perLic {
-			rep.TopLicenses = append(rep.TopLicenses, server.LicenseZombies{LicenseID: lic, ZombieCount: n})
+			rep.TopLicenses = append(rep.TopLicenses, server.LicenseZombies{LicenseID: lic, Feature: features[lic], ZombieCount: n})
 		}
 		slices.SortFunc(rep.TopLicenses, func(a, b server.LicenseZombies) int {
 			return cmp.Or(cmp.Compare(b.ZombieCount, a.ZombieCount), cmp.Compare(a.LicenseID, b.LicenseID))
@@ -66,7 +73,7 @@ func (s *Store) ZombieReport(_ context.Context, q server.ZombieQuery) (server.Zo
 			if t.LeaseCount > 0 {
 				t.Percentage = float64(t.ZombieCount) / float64(t.LeaseCount) * 100
 			}
-			if v := tx.Bucket(bucketLicenses).Get([]byte(t.LicenseID)); v != nil {
+			if v := tx.Bucket(bucketLicenses).Get([]byte(server.PoolLicense(t.LicenseID))); v != nil {
 				rec, err := decode[licenseRecord](v)
 				if err != nil {
 					return err

@@ -1,0 +1,138 @@
+package embedded
+
+import (
+	"time"
+
+	"github.com/seatd/seatd/server"
+)
+
+// acquireFeature is Acquire of req.Feature: every grant of lic that
+// covers req.Version is judged in one step under the store's lock
+// (invariant 12), each as the pool it is (grants.go), in pick order.
+// again is true when a write in flight must settle first: the caller
+// waits and judges everything anew. Call with s.mu held and lic idle.
+func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time.Time) (res server.AcquireResult, again bool, err error) {
+	pools := lic.covering(req.Feature, req.Version)
+	if len(pools) == 0 {
+		_, err := lic.lic.GrantsFor(req.Feature, req.Version) // why: no grant of it, or of that version
+		if err == nil {
+			err = server.FeatureNotLicensed(req.Feature)
+		}
+		return res, false, err
+	}
+	ns := now.UnixNano()
+	borrowing := req.BorrowFor > 0
+	dedupe := ""
+	if !borrowing { // a borrowed lease is never shared
+		dedupe = server.DedupeKey(lic.lic.LeasingStrategy, req.Fingerprint, req.User, req.Hostname)
+	}
+	// Dedupe and idempotency are per feature: a lease of the same keys in
+	// any pool that may grant is handed back.
+	for _, p := range pools {
+		if p.lic.CheckUsable(now) != nil {
+			continue
+		}
+		if r, ok := s.idx.match(p, req.IdempotencyKey, dedupe, borrowing, ns); ok {
+			if s.idx.slots.at(r).busy() {
+				return res, true, nil
+			}
+			res, err := s.renew(r, req.TokenHash, now)
+			return res, false, err
+		}
+	}
+	from, err := s.firstFree(pools, req.Feature, now)
+	if err != nil {
+		return res, false, err
+	}
+	if borrowing {
+		if err := from.lic.CheckBorrow(req.BorrowFor, s.idx.borrowedCount(from, ns), s.idx.returnedCount(from, ns)); err != nil {
+			return res, false, err
+		}
+	}
+	if _, dup := s.idx.lookup(req.LeaseID); dup {
+		return res, false, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "lease id already exists")
+	}
+	// Lapsed leases of the same keys, in any of the pools, end with this
+	// grant: they could otherwise revive beside the new lease (invariant 4).
+	var ending, own []ref
+	for _, p := range pools {
+		keyed, ok := s.idx.lapsed(p, req.IdempotencyKey, dedupe, borrowing, ns)
+		if !ok {
+			return res, true, nil
+		}
+		if p == from {
+			own = keyed
+		}
+		ending = append(ending, keyed...)
+	}
+	displaced, ok := s.idx.toDisplace(from, ns, own)
+	if !ok {
+		return res, true, nil
+	}
+	res, err = s.grant(from, req, dedupe, now, append(ending, displaced...))
+	return res, false, err
+}
+
+// covering returns the pools of the license's grants that may grant a
+// seat of feature at version ("": any), in pick order: the grants
+// License.GrantsFor returns, without copying them (lic.grants is in
+// server.SortGrants order: by feature, then pick order).
+func (l *license) covering(feature, version string) []*license {
+	var out []*license
+	for _, p := range l.grants {
+		g := &p.grant
+		if g.Feature != feature {
+			if out != nil || g.Feature > feature {
+				break // past the feature's grants
+			}
+			continue
+		}
+		if version == "" || g.Version == "" || server.CompareVersions(version, g.Version) <= 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// firstFree returns the first of the pools (pick order) that may grant
+// at now and has a free seat, or the refusal: FeatureSeatsExhausted
+// summed over those that may grant, or why none may.
+func (s *Store) firstFree(pools []*license, feature string, now time.Time) (*license, error) {
+	ns := now.UnixNano()
+	inUse, limit, usable := 0, 0, false
+	for _, p := range pools {
+		if p.lic.CheckUsable(now) != nil {
+			continue
+		}
+		n, most := s.idx.liveCount(p, ns), p.lic.SeatLimit()
+		if n < most {
+			return p, nil
+		}
+		inUse, limit, usable = inUse+n, limit+most, true
+	}
+	if usable {
+		return nil, server.FeatureSeatsExhausted(feature, inUse, limit)
+	}
+	return nil, unusable(pools, feature, now)
+}
+
+// unusable is why none of the pools may grant at now: the license is
+// inactive; else some have yet to start (GrantNotStarted with the
+// earliest start); else all have expired.
+func unusable(pools []*license, feature string, now time.Time) error {
+	first := pools[0].lic.CheckUsable(now)
+	if server.ErrorReason(first) == server.ReasonLicenseInactive {
+		return first
+	}
+	var start time.Time
+	for _, p := range pools {
+		err := p.lic.CheckUsable(now)
+		if server.ErrorReason(err) == server.ReasonGrantNotStarted && (start.IsZero() || p.lic.StartsAt.Before(start)) {
+			start = p.lic.StartsAt
+		}
+	}
+	if start.IsZero() {
+		return first
+	}
+	return server.GrantNotStarted(feature, start)
+}
