@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -40,14 +41,9 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 			return res, false, err
 		}
 	}
-	from, err := s.firstFree(pools, req.Feature, now)
+	from, err := s.firstFree(pools, req, now)
 	if err != nil {
 		return res, false, err
-	}
-	if borrowing {
-		if err := from.lic.CheckBorrow(req.BorrowFor, s.idx.borrowedCount(from, ns), s.idx.returnedCount(from, ns)); err != nil {
-			return res, false, err
-		}
 	}
 	if _, dup := s.idx.lookup(req.LeaseID); dup {
 		return res, false, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "lease id already exists")
@@ -95,25 +91,37 @@ func (l *license) covering(feature, version string) []*license {
 }
 
 // firstFree returns the first of the pools (pick order) that may grant
-// at now and has a free seat, or the refusal: FeatureSeatsExhausted
-// summed over those that may grant, or why none may.
-func (s *Store) firstFree(pools []*license, feature string, now time.Time) (*license, error) {
+// at now and has a free seat (a borrow: that its pool allows), or the
+// refusal: FeatureSeatsExhausted summed over those that were only full;
+// the first borrow refusal when none was; or why none may grant.
+func (s *Store) firstFree(pools []*license, req server.AcquireRequest, now time.Time) (*license, error) {
 	ns := now.UnixNano()
 	inUse, limit, usable := 0, 0, false
+	var refusedBorrow error
 	for _, p := range pools {
 		if p.lic.CheckUsable(now) != nil {
 			continue
+		}
+		usable = true
+		if req.BorrowFor > 0 {
+			if err := p.lic.CheckBorrow(req.BorrowFor, s.idx.borrowedCount(p, ns), s.idx.returnedCount(p, ns)); err != nil {
+				refusedBorrow = cmp.Or(refusedBorrow, err)
+				continue
+			}
 		}
 		n, most := s.idx.liveCount(p, ns), p.lic.SeatLimit()
 		if n < most {
 			return p, nil
 		}
-		inUse, limit, usable = inUse+n, limit+most, true
+		inUse, limit = inUse+n, limit+most
 	}
-	if usable {
-		return nil, server.FeatureSeatsExhausted(feature, inUse, limit)
+	switch {
+	case !usable:
+		return nil, unusable(pools, req.Feature, now)
+	case refusedBorrow != nil && limit == 0:
+		return nil, refusedBorrow
 	}
-	return nil, unusable(pools, feature, now)
+	return nil, server.FeatureSeatsExhausted(req.Feature, inUse, limit)
 }
 
 // unusable is why none of the pools may grant at now: the license is

@@ -45,7 +45,7 @@ func (s *Store) CreateGrant(_ context.Context, g server.Grant) (server.Grant, er
 		return server.Grant{}, err
 	}
 	if _, taken := s.idx.licenses[g.ID]; taken {
-		return server.Grant{}, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "feature grant already exists")
+		return server.Grant{}, server.AlreadyExists("grant.id", "feature grant")
 	}
 	defer s.hold(lic)()
 	if err := s.writeGrant("create grant", grantRecord{Grant: g}); err != nil {

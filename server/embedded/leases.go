@@ -90,14 +90,15 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, no
 		Metadata:        req.Metadata,
 		IdempotencyKey:  req.IdempotencyKey,
 		DedupeKey:       dedupe,
-		Feature:         req.Feature,
-		Version:         req.Version,
 		AcquiredAt:      now,
 		LastHeartbeatAt: now,
 		ExpiresAt:       now.Add(lic.lic.LeaseTTL),
 	}
 	if req.BorrowFor > 0 {
 		l.Borrowed, l.ExpiresAt = true, now.Add(req.BorrowFor)
+	}
+	if req.Feature != "" {
+		l.Feature, l.Version = req.Feature, req.Version
 	}
 	ends := make([]ending, len(displaced))
 	for i, d := range displaced {

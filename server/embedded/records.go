@@ -10,24 +10,21 @@ import (
 	"github.com/seatd/seatd/server"
 )
 
-// UsageEvents lists a license's usage events (its grants' too) by end
-// time. A deleted license's history stays readable.
+// UsageEvents lists a pool's usage events (a license's base pool, or a
+// grant's) by end time. A deleted license's history stays readable.
 func (s *Store) UsageEvents(_ context.Context, tenantID, licenseID string) ([]server.UsageEvent, error) {
-	ids, err := s.historyOf(tenantID, licenseID, "")
-	if err != nil {
+	if _, err := s.historyOf(tenantID, licenseID, ""); err != nil {
 		return nil, err
 	}
-	return scanAll[server.UsageEvent](s, "usage events", bucketUsage, licenseID, ids)
+	return scanAll[server.UsageEvent](s, "usage events", bucketUsage, prefix(licenseID))
 }
 
-// CleanupEvents lists a license's cleanup events (its grants' too) by
-// cleanup time.
+// CleanupEvents lists a pool's cleanup events by cleanup time.
 func (s *Store) CleanupEvents(_ context.Context, tenantID, licenseID string) ([]server.CleanupEvent, error) {
-	ids, err := s.historyOf(tenantID, licenseID, "")
-	if err != nil {
+	if _, err := s.historyOf(tenantID, licenseID, ""); err != nil {
 		return nil, err
 	}
-	return scanAll[server.CleanupEvent](s, "cleanup events", bucketCleanupLicense, licenseID, ids)
+	return scanAll[server.CleanupEvent](s, "cleanup events", bucketCleanupLicense, prefix(licenseID))
 }
 
 func (s *Store) AppendAudit(_ context.Context, e server.AuditEntry) error {
@@ -146,13 +143,11 @@ func readOne[T any](s *Store, what string, bucket []byte, id string, missing err
 	return out, nil
 }
 
-// scanAll decodes every value of the scopes ids of bucket, walked as
-// one under scope: in time order (their keys are timeKeys).
-func scanAll[T any](s *Store, what string, bucket []byte, scope string, ids []string) ([]T, error) {
+// scanAll decodes every value under pfx, in key order.
+func scanAll[T any](s *Store, what string, bucket, pfx []byte) ([]T, error) {
 	var out []T
-	pfx := prefix(scope)
 	err := s.view(func(tx *bolt.Tx) error {
-		c, _ := poolsCursor(scope, ids, func() cursor { return tx.Bucket(bucket).Cursor() })
+		c := tx.Bucket(bucket).Cursor()
 		for k, v := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
 			item, err := decode[T](v)
 			if err != nil {

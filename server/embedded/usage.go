@@ -3,8 +3,6 @@ package embedded
 import (
 	"bytes"
 	"context"
-	"maps"
-	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -29,11 +27,10 @@ func (s *Store) RecordSeatEvent(_ context.Context, e server.SeatEvent) error {
 // yet), and the seat events in the range; server.BuildUsageReport sweeps
 // them, a row per pool.
 func (s *Store) UsageReport(_ context.Context, q server.UsageQuery) (server.UsageReport, error) {
-	features, err := s.reportPools(q)
+	ids, err := s.reportPools(q)
 	if err != nil {
 		return server.UsageReport{}, err
 	}
-	ids := slices.Collect(maps.Keys(features))
 
 	var (
 		leases []server.Lease
@@ -88,45 +85,27 @@ func (s *Store) UsageReport(_ context.Context, q server.UsageQuery) (server.Usag
 		}
 	}
 	s.mu.Unlock()
-	// Only the pools' leases and events were read: the sweep takes them all.
-	all := q
-	all.LicenseID, all.Feature = "", ""
-	rep, err := server.BuildUsageReport(all, leases, events, now)
-	for i := range rep.Rows {
-		rep.Rows[i].Feature = features[rep.Rows[i].LicenseID]
-	}
-	return rep, err
+	return server.BuildUsageReport(q, leases, events, now)
 }
 
-// reportPools returns the pools a usage report counts, each with its
-// feature ("" for a license's base pool): the tenant's, or q.LicenseID's
-// (a license's own and its grants', or one grant's), only the grants of
-// q.Feature when set. Deleted ones count: their history stays.
-func (s *Store) reportPools(q server.UsageQuery) (map[string]string, error) {
+// reportPools returns the ids a usage report reads the leases and seat
+// events of: the tenant's pools, or q.LicenseID's (the license's own and
+// its grants'). Deleted ones count: their history stays.
+func (s *Store) reportPools(q server.UsageQuery) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var pools []*license
 	if q.LicenseID != "" {
-		p := s.idx.licenses[q.LicenseID]
-		if p == nil || p.creating || p.lic.TenantID != q.TenantID {
+		lic := s.idx.licenses[q.LicenseID]
+		if lic == nil || lic.parent != nil || lic.creating || lic.lic.TenantID != q.TenantID {
 			return nil, server.ErrLicenseNotFound
 		}
-		pools = []*license{p}
-		if p.parent == nil {
-			pools = p.pools()
-		}
-	} else {
-		for _, p := range s.idx.licenses {
-			if !p.creating && p.lic.TenantID == q.TenantID {
-				pools = append(pools, p)
-			}
+		return poolIDs(lic.pools()), nil
+	}
+	var ids []string
+	for id, p := range s.idx.licenses {
+		if !p.creating && p.lic.TenantID == q.TenantID {
+			ids = append(ids, id)
 		}
 	}
-	features := make(map[string]string, len(pools))
-	for _, p := range pools {
-		if q.Feature == "" || p.parent != nil && p.grant.Feature == q.Feature {
-			features[p.lic.ID] = p.grant.Feature
-		}
-	}
-	return features, nil
+	return ids, nil
 }
