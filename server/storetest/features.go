@@ -224,6 +224,10 @@ func testFeatures(t *testing.T, newBackend Backend) {
 		require.Equal(t, "1", errMeta(err)["seat_limit"], "only the grants that cover 2026 count")
 		// Another feature has its own seats.
 		acquireFeature(t, s, lic, sim, "m4", "7.1", nil)
+		// Expiry first, even when the grant that expires first is the newer.
+		newer := newGrant(t, s, lic, "cad", grantWith(grantVersion("2025"), grantExpires(at.Add(24*time.Hour))))
+		newGrant(t, s, lic, "cad", grantWith(grantVersion("2024"), grantExpires(at.Add(48*time.Hour))))
+		acquireFeature(t, s, lic, newer, "m1", "2024", nil)
 
 		inUse, err := s.SeatsInUseOf(t.Context(), tn.ID, []string{lic.ID, r24.ID, r25.ID, r26.ID, sim.ID})
 		require.NoError(t, err)
@@ -237,7 +241,7 @@ func testFeatures(t *testing.T, newBackend Backend) {
 		require.Equal(t, "render", got.Feature)
 		require.Equal(t, "2024.5", got.Version)
 		all := listLeases(t, s, tn.ID, lic.ID, "")
-		require.Len(t, all, 5, "a license's leases include its grants'")
+		require.Len(t, all, 6, "a license's leases include its grants'")
 		one := listLeases(t, s, tn.ID, r25.ID, "")
 		require.Equal(t, []string{b.Lease.ID}, leaseIDs(one), "a grant id lists that grant's leases")
 		require.Equal(t, a.Lease.ID, getLease(t, s, tn.ID, a.Lease.ID).ID)
