@@ -2,6 +2,8 @@ package embedded
 
 import (
 	"cmp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -74,16 +76,17 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 // License.GrantsFor returns, without copying them (lic.grants is in
 // server.SortGrants order: by feature, then pick order).
 func (l *license) covering(feature, version string) []*license {
+	lo, _ := slices.BinarySearchFunc(l.grants, feature, func(p *license, f string) int { return strings.Compare(p.grant.Feature, f) })
+	hi := lo
+	for hi < len(l.grants) && l.grants[hi].grant.Feature == feature {
+		hi++
+	}
 	var out []*license
-	for _, p := range l.grants {
-		g := &p.grant
-		if g.Feature != feature {
-			if out != nil || g.Feature > feature {
-				break // past the feature's grants
+	for _, p := range l.grants[lo:hi] {
+		if v := p.grant.Version; version == "" || v == "" || server.CompareVersions(version, v) <= 0 {
+			if out == nil {
+				out = make([]*license, 0, hi-lo)
 			}
-			continue
-		}
-		if version == "" || g.Version == "" || server.CompareVersions(version, g.Version) <= 0 {
 			out = append(out, p)
 		}
 	}
