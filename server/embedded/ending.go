@@ -44,14 +44,12 @@ func (s *Store) finish(r ref, st server.LeaseState, now time.Time) ending {
 	sl.rev++
 	l := expand(&sl, text, lic.ID, lic.TenantID)
 	l.State, l.EndedAt = st, now
-	usage := server.UsageEventOf(&l)
-	usage.Feature = l.Feature
 	return ending{
 		lease:  l,
 		key:    activeKey(lic.ID, sl.acquired, l.ID),
 		rev:    sl.rev,
 		record: appendHistory(nil, &sl, text, st, now.UnixNano(), lic.ID, lic.TenantID),
-		usage:  usage,
+		usage:  server.UsageEventOf(&l),
 	}
 }
 

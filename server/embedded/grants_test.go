@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -421,4 +422,78 @@ func leaseIDList(ls []server.Lease) []string {
 		ids[i] = l.ID
 	}
 	return ids
+}
+
+// TestLicenseSettingsReachGrantPools: what a grant's pool takes from its
+// license (expiry, early return, revival) changes with UpdateLicense.
+func TestLicenseSettingsReachGrantPools(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := b.license(t, nil)
+	b.grant(t, l, "render", func(g *server.Grant) { g.Seats = 2; g.MaxBorrowDuration = time.Hour })
+	borrowed, err := b.s.Acquire(t.Context(), server.AcquireRequest{
+		LicenseKey: l.Key, Fingerprint: "laptop", Feature: "render", BorrowFor: time.Hour,
+		LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret("b"),
+	})
+	require.NoError(t, err)
+	_, err = b.s.Release(t.Context(), borrowed.Lease.ID, server.HashSecret("b"))
+	requireReason(t, err, server.ReasonLeaseBorrowed)
+	_, err = b.s.UpdateLicense(t.Context(), b.tenant, l.ID, func(l *server.License) error { l.AllowEarlyReturn = true; return nil })
+	require.NoError(t, err)
+	_, err = b.s.Release(t.Context(), borrowed.Lease.ID, server.HashSecret("b"))
+	require.NoError(t, err, "the license's early return reaches its grants")
+	rcs, err := b.s.ReturnedCertificates(t.Context(), b.tenant)
+	require.NoError(t, err)
+	require.Len(t, rcs, 1)
+
+	lease, tok := b.mustAcquireFeature(t, l, "render", "", "a")
+	_, err = b.s.UpdateLicense(t.Context(), b.tenant, l.ID, func(l *server.License) error {
+		l.ExpiresAt = b.clock.Now().Add(time.Second)
+		return nil
+	})
+	require.NoError(t, err)
+	b.clock.Advance(time.Second)
+	_, err = b.s.Heartbeat(t.Context(), lease.ID, tok)
+	requireReason(t, err, server.ReasonLicenseExpired)
+}
+
+// TestGrantsChangedUnderLoad: acquisitions of a feature racing with the
+// creation and deletion of its grants never hold more seats than a grant
+// allows, nor a seat of a deleted grant.
+func TestGrantsChangedUnderLoad(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := b.license(t, func(l *server.License) { l.LeaseTTL = time.Hour })
+	first := b.grant(t, l, "render", func(g *server.Grant) { g.Seats = 3 })
+	now := b.clock.Now()
+	second := server.Grant{
+		ID: server.NewGrantID(l.ID), LicenseID: l.ID, TenantID: l.TenantID, Feature: "render",
+		Seats: 2, CreatedAt: now, UpdatedAt: now,
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := b.s.CreateGrant(t.Context(), second); err != nil {
+			t.Error(err)
+		}
+		if _, err := b.s.DeleteGrant(t.Context(), b.tenant, l.ID, first.ID); err != nil {
+			t.Error(err)
+		}
+	})
+	for i := range 16 {
+		wg.Go(func() {
+			_, _, err := b.acquireFeature(t, l, "render", "", fmt.Sprint("m", i))
+			if err != nil && server.ErrorReason(err) != server.ReasonSeatsExhausted {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	active, _, err := b.s.ListLeases(t.Context(), b.tenant, l.ID, server.LeaseActive, server.Page{})
+	require.NoError(t, err)
+	for _, ls := range active {
+		require.Equal(t, second.ID, ls.LicenseID, "no seat of the deleted grant")
+	}
+	require.LessOrEqual(t, len(active), 2)
+	_, err = b.s.SeatsInUse(t.Context(), b.tenant, first.ID)
+	requireReason(t, err, server.ReasonLicenseNotFound)
 }
