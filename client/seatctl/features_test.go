@@ -93,7 +93,9 @@ func (f *fakeAdmin) GetUsageReport(_ context.Context, req *seatdv1.GetUsageRepor
 }
 
 func (f *fakeAdmin) GetZombieReport(_ context.Context, req *seatdv1.GetZombieReportRequest, _ ...grpc.CallOption) (*seatdv1.GetZombieReportResponse, error) {
-	return &seatdv1.GetZombieReportResponse{ZombiesTotal: 1}, f.keep("GetZombieReport", req)
+	return &seatdv1.GetZombieReportResponse{ZombiesTotal: 1, TopLicenses: []*seatdv1.LicenseZombies{
+		{LicenseId: "lic_a", LicenseName: "A", Feature: "sim", ZombieCount: 1, LeaseCount: 4, ZombiePercentage: 25},
+	}}, f.keep("GetZombieReport", req)
 }
 
 func (f *fakeAdmin) ListUsageEvents(_ context.Context, req *seatdv1.ListUsageEventsRequest, _ ...grpc.CallOption) (*seatdv1.ListUsageEventsResponse, error) {
@@ -353,6 +355,8 @@ func TestReportsAndExportsByFeature(t *testing.T) {
 	out = runOK(t, f, "report", "zombies", "--feature", "sim")
 	require.Equal(t, "sim", f.requests["GetZombieReport"].(*seatdv1.GetZombieReportRequest).GetFeature())
 	require.Contains(t, out, " of feature sim: 1 cleaned")
+	require.Regexp(t, `LICENSE\s+NAME\s+FEATURE\s+ZOMBIES\s+LEASES\s+ZOMBIE %\n`, out)
+	require.Regexp(t, `lic_a\s+A\s+sim\s+1\s+4\s+25\.0\n`, out)
 
 	ended := timestamppb.Now()
 	f.usage = []*seatdv1.UsageEvent{

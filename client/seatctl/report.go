@@ -55,7 +55,7 @@ func zombiesCmd(g *globals) *cobra.Command {
 	var feature string
 	c := &cobra.Command{
 		Use:   "zombies [--since 30d] [--until …] [--top 20] [--feature F]",
-		Short: "Zombies cleaned per day, the licenses with the most, and the mean time to cleanup",
+		Short: "Zombies cleaned per day, the licenses (each feature apart from the base pool) with the most, and the mean time to cleanup",
 		Args:  exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
 			start, end, err := w.times()
@@ -85,9 +85,9 @@ func zombiesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(out)
-			t = newTable(out, "LICENSE", "NAME", "ZOMBIES", "LEASES", "ZOMBIE %")
+			t = newTable(out, "LICENSE", "NAME", "FEATURE", "ZOMBIES", "LEASES", "ZOMBIE %")
 			for _, l := range resp.GetTopLicenses() {
-				t.row(l.GetLicenseId(), l.GetLicenseName(), fmt.Sprint(l.GetZombieCount()), fmt.Sprint(l.GetLeaseCount()),
+				t.row(l.GetLicenseId(), l.GetLicenseName(), l.GetFeature(), fmt.Sprint(l.GetZombieCount()), fmt.Sprint(l.GetLeaseCount()),
 					fmt.Sprintf("%.1f", l.GetZombiePercentage()))
 			}
 			if len(resp.GetTopLicenses()) == 0 {
