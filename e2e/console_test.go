@@ -338,6 +338,10 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 	require.Equal(t, "render 2023.4", leaseRow(lease.str(t, "lease.id")))
 	bobLease := eval[string](b, `[...document.querySelectorAll('#leases tr[data-lease-id]')].find((r) => r.innerText.includes('ws-bob')).dataset.leaseId`)
 	require.Equal(t, "base", leaseRow(bobLease))
+	// The leases of one feature.
+	b.run("choose render", chromedp.SetValue(chromedp.CSS("#lease-feature"), "render"))
+	b.waitFor("render's leases only", fmt.Sprintf(`document.querySelectorAll('#leases tr[data-lease-id]').length === 1 && `+
+		`document.querySelector('#leases tr[data-lease-id="%s"]') !== null`, lease.str(t, "lease.id")))
 	require.Contains(t, eval[string](b, `document.getElementById('license-facts').innerText`), "1 / 3 of the base pool")
 	b.requireLabelled("license with features")
 	b.screenshot("license-features")

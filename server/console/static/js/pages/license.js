@@ -1,6 +1,7 @@
 // License: its feature grants (feature, version, seats in use / seats,
 // starts, expires), its leases (user, host, fingerprint, feature and
-// version, acquired, last heartbeat, expires in), revoking one after a
+// version, acquired, last heartbeat, expires in; by state and feature),
+// revoking one after a
 // confirmation, and editing seats, lease TTL and active. The grants and
 // leases refresh every 5 s; the form is left alone.
 import {getLicense, listLeases, revokeLease, updateLicense} from '../api.js';
@@ -23,6 +24,9 @@ export function render(main, [id], page) {
   const filter = h('select', {id: 'lease-filter'},
     h('option', {value: 'LEASE_STATE_ACTIVE'}, 'Active leases'),
     h('option', {value: ''}, 'All leases, newest first'));
+  // The feature filter lists the license's features once it has any.
+  const featureFilter = h('select', {id: 'lease-feature'}, h('option', {value: ''}, 'every feature and the base pool'));
+  const featureLabel = h('label', {class: 'inline', hidden: true}, ' of ', featureFilter);
   const editor = h('div', {id: 'edit'});
   let formFilled = false;
 
@@ -36,7 +40,7 @@ export function render(main, [id], page) {
     h('section', {'aria-labelledby': 'leases-h'},
       h('div', {class: 'section-head'},
         h('h2', {id: 'leases-h'}, 'Leases'),
-        h('label', {class: 'inline'}, 'Show ', filter)),
+        h('span', {}, h('label', {class: 'inline'}, 'Show ', filter), featureLabel)),
       actionStatus, leasesBox),
     h('section', {'aria-labelledby': 'edit-h'}, h('h2', {id: 'edit-h'}, 'Settings'), editor),
     h('p', {}, h('a', {href: `#/usage/${encodeURIComponent(id)}`}, 'Usage of this license over 30 days')));
@@ -45,7 +49,7 @@ export function render(main, [id], page) {
     try {
       const [license, leases] = await Promise.all([
         getLicense(id, page.signal),
-        listLeases(id, filter.value, page.signal),
+        listLeases(id, filter.value, featureFilter.value, page.signal),
       ]);
       if (page.signal.aborted) return;
       const name = license.name || license.id;
@@ -53,6 +57,7 @@ export function render(main, [id], page) {
       replace(heading, name);
       replace(facts, licenseFacts(license));
       replace(grantsBox, grantTable(license));
+      listFeatures(featureFilter, featureLabel, license.grants || []);
       replace(leasesBox, leaseTable(leases.leases || [], confirmRevoke));
       if (!formFilled) {
         replace(editor, editForm(license, (saved) => replace(facts, licenseFacts(saved)), page));
@@ -65,6 +70,7 @@ export function render(main, [id], page) {
     }
   };
   filter.addEventListener('change', load);
+  featureFilter.addEventListener('change', load);
 
   // confirmRevoke asks before revoking: a modal dialog, Cancel first.
   function confirmRevoke(lease) {
@@ -118,6 +124,21 @@ function licenseFacts(l) {
     ['Key', h('details', {}, h('summary', {}, 'Show the license key'), h('code', {class: 'secret'}, l.key))],
   ];
   return h('dl', {class: 'facts'}, items.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+}
+
+// listFeatures keeps the feature filter's options to the license's
+// features (the choice stays while its feature does), shown once there is
+// one.
+function listFeatures(select, label, grants) {
+  const names = [...new Set(grants.map((g) => g.feature))];
+  const have = [...select.options].slice(1).map((o) => o.value);
+  if (names.join('\n') !== have.join('\n')) {
+    const chosen = select.value;
+    replace(select, h('option', {value: ''}, 'every feature and the base pool'),
+      names.map((n) => h('option', {value: n}, `feature ${n}`)));
+    select.value = names.includes(chosen) ? chosen : '';
+  }
+  label.hidden = names.length === 0;
 }
 
 // grantTable lists the license's feature grants in the API's order (by
