@@ -1,9 +1,8 @@
 // License: its feature grants (feature, version, seats in use / seats,
 // starts, expires), its leases (user, host, fingerprint, feature and
 // version, acquired, last heartbeat, expires in; by state and feature),
-// revoking one after a
-// confirmation, and editing seats, lease TTL and active. The grants and
-// leases refresh every 5 s; the form is left alone.
+// revoking one after a confirmation, and editing seats, lease TTL and
+// active. The grants and leases refresh every 5 s; the form is left alone.
 import {getLicense, listLeases, revokeLease, updateLicense} from '../api.js';
 import {h, replace, table, when, until, seconds, span, num} from '../dom.js';
 import {every, updatedText} from '../refresh.js';
