@@ -24,7 +24,8 @@ func (pg *Postgres) RecordSeatEvent(ctx context.Context, e server.SeatEvent) err
 }
 
 // usageIntervals are the report's leases: $1 tenant, $2 license (” for
-// all), $3-$4 the range, $5 the bucket in seconds. A lease holds its seat
+// all; a license's include its grants'), $3-$4 the range, $5 the bucket in
+// seconds, $7 the feature (” for every pool). A lease holds its seat
 // over [st, en): en is the earliest of its deadline and its end (now while
 // active), as server.SeatHeldUntil says; its user is the fingerprint when it
 // has none (server.LeaseUser). Only leases that held a seat in the range,
@@ -38,7 +39,8 @@ const usageIntervals = `
 		SELECT license_id, CASE WHEN "user" <> '' THEN "user" ELSE fingerprint END AS who,
 			acquired_at AS st, LEAST(expires_at, COALESCE(ended_at, now())) AS en
 		FROM sessions
-		WHERE tenant_id = $1 AND ($2 = '' OR license_id = $2) AND acquired_at < $4
+		WHERE tenant_id = $1 AND ($2 = '' OR license_id = $2 OR starts_with(license_id, $2 || '.'))
+			AND ($7 = '' OR feature = $7) AND acquired_at < $4
 	),
 	iv2 AS (SELECT * FROM iv WHERE en > $3 OR st >= $3)`
 
@@ -76,11 +78,13 @@ const usageRows = `WITH ` + usageIntervals + `,
 			count(*) FILTER (WHERE e.kind = 'waited') AS waits,
 			COALESCE(sum(e.wait_us) FILTER (WHERE e.kind = 'waited'), 0) AS wait_us
 		FROM seat_events e JOIN b ON e.at >= b.bs AND e.at < b.be
-		WHERE e.tenant_id = $1 AND ($2 = '' OR e.license_id = $2) AND e.at >= $3 AND e.at < $4
+		WHERE e.tenant_id = $1 AND ($2 = '' OR e.license_id = $2 OR starts_with(e.license_id, $2 || '.'))
+			AND ($7 = '' OR e.license_id IN (SELECT g.id FROM licenses g WHERE g.tenant_id = $1 AND g.feature = $7))
+			AND e.at >= $3 AND e.at < $4
 		GROUP BY 1, 2
 	),
 	keys AS (SELECT license_id, bs FROM agg UNION SELECT license_id, bs FROM sev)
-	SELECT k.license_id, k.bs, GREATEST(COALESCE(pi.peak, 0), COALESCE(pa.peak, 0))::int8,
+	SELECT k.license_id, COALESCE((SELECT l.feature FROM licenses l WHERE l.id = k.license_id), ''), k.bs, GREATEST(COALESCE(pi.peak, 0), COALESCE(pa.peak, 0))::int8,
 		COALESCE(a.seat_hours, 0)::float8, COALESCE(a.acq, 0), COALESCE(s.denials, 0), COALESCE(a.users, 0),
 		COALESCE(s.waits, 0), COALESCE(s.wait_us, 0)::int8
 	FROM keys k
@@ -97,6 +101,11 @@ const usageUsers = `WITH ` + usageIntervals + `
 		count(*)
 	FROM iv2 GROUP BY who ORDER BY h DESC, who COLLATE "C" LIMIT $6`
 
+// usageArgs are the arguments of usageRows and usageUsers: limit is $6.
+func usageArgs(q server.UsageQuery, limit int) []any {
+	return []any{q.TenantID, q.LicenseID, q.Start.UTC(), q.End.UTC(), int64(q.Bucket / time.Second), limit, q.Feature}
+}
+
 // UsageReport answers q in one read-only snapshot.
 func (pg *Postgres) UsageReport(ctx context.Context, q server.UsageQuery) (server.UsageReport, error) {
 	if q.LicenseID != "" {
@@ -109,9 +118,7 @@ func (pg *Postgres) UsageReport(ctx context.Context, q server.UsageQuery) (serve
 		return server.UsageReport{}, pg.fail("usage report", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	args := []any{q.TenantID, q.LicenseID, q.Start.UTC(), q.End.UTC(), int64(q.Bucket / time.Second)}
-
-	rows, _ := tx.Query(ctx, usageRows, append(args, q.MaxRows+1)...)
+	rows, _ := tx.Query(ctx, usageRows, usageArgs(q, q.MaxRows+1)...)
 	var rep server.UsageReport
 	rep.Rows, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.UsageRow, error) {
 		var (
@@ -119,7 +126,7 @@ func (pg *Postgres) UsageReport(ctx context.Context, q server.UsageQuery) (serve
 			peak   int64
 			waitUS int64
 		)
-		err := r.Scan(&u.LicenseID, &u.BucketStart, &peak, &u.SeatHours, &u.Acquisitions, &u.Denials,
+		err := r.Scan(&u.LicenseID, &u.Feature, &u.BucketStart, &peak, &u.SeatHours, &u.Acquisitions, &u.Denials,
 			&u.DistinctUsers, &u.QueueWaits, &waitUS)
 		u.BucketStart = u.BucketStart.UTC()
 		u.PeakSeats = int(peak)
@@ -134,7 +141,7 @@ func (pg *Postgres) UsageReport(ctx context.Context, q server.UsageQuery) (serve
 	if q.MaxRows > 0 && len(rep.Rows) > q.MaxRows {
 		return server.UsageReport{}, server.ErrUsageReportTooLarge(q.MaxRows)
 	}
-	rows, _ = tx.Query(ctx, usageUsers, append(args, q.Users)...)
+	rows, _ = tx.Query(ctx, usageUsers, usageArgs(q, q.Users)...)
 	rep.Users, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.UserUsage, error) {
 		var u server.UserUsage
 		err := r.Scan(&u.User, &u.SeatHours, &u.Sessions)

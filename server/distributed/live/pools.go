@@ -1,0 +1,107 @@
+package live
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Statuses of a feature's acquisition (AcquirePools) besides acquire.lua's.
+const (
+	StatusStale      Status = "STALE"      // the license's grants changed since the caller read them
+	StatusUnusable   Status = "UNUSABLE"   // no pool is usable now (PoolAcquisition.Unusable says why)
+	StatusNotStarted Status = "NOTSTARTED" // a pool's grant has not started yet
+)
+
+// PoolAcquisition is acquire_pools.lua's answer: an Acquisition in the
+// pool PoolID (Displaced may then be in other pools of the license:
+// DisplacedPools[i] is the pool of Displaced[i]), or why none granted.
+type PoolAcquisition struct {
+	Acquisition
+	PoolID       string
+	NoState      []string    // StatusNoState: the pools (the license's id too) without live state
+	DeletedPool  string      // StatusDeleted: the pool (or the license) deleted
+	RedisVersion int64       // StatusStale: the license's settings version in Redis
+	Unusable     []Status    // per pool: why it may not grant now ("" usable)
+	Starts       []time.Time // per pool: its grant's start (zero: none)
+}
+
+// AcquirePools judges one acquisition over pools of one license, in order
+// (acquire_pools.lua): a live lease of its keys in any of them is handed
+// back, else the first usable one with a free seat grants. licVersion is
+// the license's settings version the pools were chosen at: a newer one in
+// Redis answers StatusStale.
+func (rs *Redis) AcquirePools(ctx context.Context, licenseID string, licVersion int64, pools []string, req *server.AcquireRequest, out *PoolAcquisition) error {
+	keys := make([]string, 0, 8*len(pools)+1)
+	for _, p := range pools {
+		keys = append(keys, rs.keysOf(p)...)
+	}
+	keys = append(keys, rs.keysOf(licenseID)[0])
+	args := make([]any, 0, 6+2*len(strategies))
+	args = append(args, leaseKey(req.LeaseID), tokenKey(req.TokenHash), req.IdempotencyKey, borrowUS(req.BorrowFor))
+	for _, st := range strategies {
+		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
+	}
+	args = append(args, strconv.FormatInt(licVersion, 10), len(pools))
+	res, err := scriptAcquirePools.Run(ctx, rs.rdb, keys, args...).Slice()
+	if err != nil {
+		return err
+	}
+	*out = PoolAcquisition{}
+	poolOf := func(v any) string {
+		i := int(replyInt(v))
+		if i == 0 {
+			return licenseID
+		}
+		return pools[i-1]
+	}
+	switch Status(replyString(res[0])) {
+	case StatusNoState:
+		out.Status = StatusNoState
+		for _, v := range res[1:] {
+			out.NoState = append(out.NoState, poolOf(v))
+		}
+		return nil
+	case StatusDeleted:
+		out.Status, out.DeletedPool = StatusDeleted, poolOf(res[1])
+		return nil
+	case StatusStale:
+		out.Status = StatusStale
+		out.RedisVersion, _ = strconv.ParseInt(replyString(res[1]), 10, 64)
+		return nil
+	}
+	a := &out.Acquisition
+	a.Status = Status(replyString(res[1]))
+	if i := int(replyInt(res[2])); i > 0 {
+		out.PoolID = pools[i-1]
+	}
+	a.LeaseID = leaseIDOf(replyString(res[3]))
+	a.Acquired, a.Heartbeat, a.Deadline = usTime(replyInt(res[4])), usTime(replyInt(res[5])), usTime(replyInt(res[6]))
+	a.TokenSeq, a.InUse, a.PrevFirst = replyInt(res[7]), int(replyInt(res[8])), replyInt(res[9])
+	a.DedupeKey, a.Limit = replyString(res[10]), int(replyInt(res[11]))
+	if d, _ := res[12].([]any); len(d) > 0 {
+		for k := 0; k+1 < len(d); k += 2 {
+			a.DisplacedPools = append(a.DisplacedPools, poolOf(d[k]))
+			a.Displaced = append(a.Displaced, leaseIDOf(replyString(d[k+1])))
+		}
+	}
+	a.Epoch, a.Version = replyInt(res[14]), replyInt(res[15])
+	bads, _ := res[16].([]any)
+	starts, _ := res[17].([]any)
+	for k := range bads {
+		out.Unusable = append(out.Unusable, Status(replyString(bads[k])))
+		var st time.Time
+		if k < len(starts) {
+			if us := replyInt(starts[k]); us > 0 {
+				st = usTime(us)
+			}
+		}
+		out.Starts = append(out.Starts, st)
+	}
+	if js := replyString(res[13]); js != "" {
+		return rs.licenseOf(js, &a.License)
+	}
+	return nil
+}
