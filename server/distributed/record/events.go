@@ -41,7 +41,7 @@ const byLicense = `($2 = '' OR license_id = $2 OR starts_with(license_id, $2 || 
 		AND ($8 = '' OR license_id IN (SELECT l.id FROM licenses l WHERE l.tenant_id = $1 AND l.feature = $8))`
 
 // featureOf is the SQL of the feature of the pool of an event's
-// license_id: its grant's, '' for a license.
+// license_id: its grant's, empty for a license.
 const featureOf = `COALESCE((SELECT l.feature FROM licenses l WHERE l.id = license_id), '')`
 
 // rangeWhere is the condition of an event list on its time column col and
