@@ -25,10 +25,13 @@ CREATE INDEX licenses_parent_idx ON licenses (parent_id) WHERE parent_id IS NOT 
 ALTER TABLE sessions
     ADD COLUMN feature text NOT NULL DEFAULT '',
     ADD COLUMN version text NOT NULL DEFAULT '';
+-- A denial or wait of a feature's request (the usage report's feature rows).
+ALTER TABLE seat_events ADD COLUMN feature text NOT NULL DEFAULT '';
 
 -- +goose Down
 -- Grants become deleted licenses of keys nobody holds (their id).
 UPDATE licenses SET key = id, deleted_at = COALESCE(deleted_at, now()) WHERE parent_id IS NOT NULL;
+ALTER TABLE seat_events DROP COLUMN feature;
 ALTER TABLE sessions DROP COLUMN version, DROP COLUMN feature;
 DROP INDEX licenses_parent_idx;
 DROP INDEX licenses_tenant_created_idx;

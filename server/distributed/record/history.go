@@ -125,6 +125,10 @@ func (pg *Postgres) AuditLog(ctx context.Context, tenantID string, p server.Page
 	return page, next, nil
 }
 
+// zombieFeature is the feature of a cleanup event ce: its grant's, empty
+// for a license's base pool.
+const zombieFeature = `COALESCE((SELECT g.feature FROM licenses g WHERE g.id = ce.license_id), '')`
+
 // ZombieReport runs the seed's three analytics queries, scoped to the
 // tenant and the window [Start, End) (a zero Start or End is open), in one
 // round trip. The seed's zombie percentage divided integers (always 0 or
@@ -141,13 +145,16 @@ func (pg *Postgres) ZombieReport(ctx context.Context, q server.ZombieQuery) (ser
 		return `ce.tenant_id = $1 AND ce.cleanup_type = 'zombie'
 		AND ($2::timestamptz IS NULL OR ce.cleaned_at >= $2)
 		AND ($3::timestamptz IS NULL OR ce.cleaned_at < $3)
-		AND (` + feature + ` = '' OR ce.license_id IN (SELECT g.id FROM licenses g WHERE g.tenant_id = $1 AND g.feature = ` + feature + `))`
+		AND (` + feature + ` = '' OR ` + zombieFeature + ` = ` + feature + `)`
 	}
 
 	var rep server.ZombieReport
 	b := &pgx.Batch{}
+	// A zombie counts for its license (the part of its pool's id before
+	// the dot) and its feature: a license's features are ranked apart.
 	// 1. Zombies cleaned per UTC day, and how many licenses they hit.
-	b.Queue(`SELECT to_char(ce.cleaned_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*), count(DISTINCT ce.license_id)
+	b.Queue(`SELECT to_char(ce.cleaned_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*),
+			count(DISTINCT split_part(ce.license_id, '.', 1))
 		FROM cleanup_events ce WHERE `+window("$4")+` GROUP BY day ORDER BY day`, q.TenantID, start, end, q.Feature).
 		Query(func(rows pgx.Rows) error {
 			var err error
@@ -158,14 +165,18 @@ func (pg *Postgres) ZombieReport(ctx context.Context, q server.ZombieQuery) (ser
 			})
 			return err
 		})
-	// 2. Licenses with the most zombies, and their share of all leases.
-	b.Queue(`SELECT z.license_id, COALESCE(l.feature, ''), l.name, z.zombies, n.leases,
+	// 2. Licenses (and their features) with the most zombies, and their
+	// share of all their leases.
+	b.Queue(`SELECT z.lic, z.feature, l.name, z.zombies, n.leases,
 			COALESCE(z.zombies::float8 / NULLIF(n.leases, 0) * 100, 0)
-		FROM (SELECT ce.license_id, count(*) AS zombies FROM cleanup_events ce WHERE `+window("$5")+`
-			GROUP BY ce.license_id ORDER BY zombies DESC, ce.license_id LIMIT $4) z
-		JOIN licenses l ON l.id = z.license_id
-		CROSS JOIN LATERAL (SELECT count(*) AS leases FROM sessions s WHERE s.license_id = z.license_id) n
-		ORDER BY z.zombies DESC, z.license_id`, q.TenantID, start, end, top, q.Feature).
+		FROM (SELECT split_part(ce.license_id, '.', 1) AS lic, `+zombieFeature+` AS feature, count(*) AS zombies
+			FROM cleanup_events ce WHERE `+window("$5")+`
+			GROUP BY 1, 2
+			ORDER BY zombies DESC, split_part(ce.license_id, '.', 1) COLLATE "C", `+zombieFeature+` COLLATE "C" LIMIT $4) z
+		JOIN licenses l ON l.id = z.lic
+		CROSS JOIN LATERAL (SELECT count(*) AS leases FROM sessions s
+			WHERE (s.license_id = z.lic OR starts_with(s.license_id, z.lic || '.')) AND s.feature = z.feature) n
+		ORDER BY z.zombies DESC, z.lic COLLATE "C", z.feature COLLATE "C"`, q.TenantID, start, end, top, q.Feature).
 		Query(func(rows pgx.Rows) error {
 			var err error
 			rep.TopLicenses, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.LicenseZombies, error) {
