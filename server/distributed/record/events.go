@@ -35,9 +35,8 @@ func (pg *Postgres) rangeArgs(ctx context.Context, r server.EventRange, p server
 }
 
 // byLicense keeps one pool's events when $2 names one (a license's include
-// its grants': their ids are the license's, a dot, 8 hex digits), and one
-// feature's when $8 names one.
-const byLicense = `($2 = '' OR license_id = $2 OR starts_with(license_id, $2 || '.'))
+// its grants'), and one feature's when $8 names one.
+const byLicense = `($2 = '' OR license_id IN (` + poolsOfArg2 + `))
 		AND ($8 = '' OR license_id IN (SELECT l.id FROM licenses l WHERE l.tenant_id = $1 AND l.feature = $8))`
 
 // featureOf is the SQL of the feature of the pool of an event's

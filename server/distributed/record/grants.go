@@ -130,6 +130,17 @@ func (pg *Postgres) PoolsOf(ctx context.Context, licenseID string, withDeleted b
 	return append([]string{licenseID}, ids...), nil
 }
 
+// poolsOf is the SQL of the ids of the pools of id (an SQL expression): a
+// license and its grants (deleted ones too: their records stay), or a
+// grant alone. A list that reads sessions or events by license_id with it
+// uses their license_id indexes.
+func poolsOf(id string) string {
+	return `SELECT p.id FROM licenses p WHERE p.id = ` + id + ` OR p.parent_id = ` + id
+}
+
+// poolsOfArg2 is poolsOf("$2"), as a constant.
+const poolsOfArg2 = `SELECT p.id FROM licenses p WHERE p.id = $2 OR p.parent_id = $2`
+
 // utcUS is a time as the record keeps it.
 func utcUS(t time.Time) time.Time {
 	if t.IsZero() {

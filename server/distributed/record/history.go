@@ -175,7 +175,7 @@ func (pg *Postgres) ZombieReport(ctx context.Context, q server.ZombieQuery) (ser
 			ORDER BY zombies DESC, split_part(ce.license_id, '.', 1) COLLATE "C", `+zombieFeature+` COLLATE "C" LIMIT $4) z
 		JOIN licenses l ON l.id = z.lic
 		CROSS JOIN LATERAL (SELECT count(*) AS leases FROM sessions s
-			WHERE (s.license_id = z.lic OR starts_with(s.license_id, z.lic || '.')) AND s.feature = z.feature) n
+			WHERE s.license_id IN (`+poolsOf("z.lic")+`) AND s.feature = z.feature) n
 		ORDER BY z.zombies DESC, z.lic COLLATE "C", z.feature COLLATE "C"`, q.TenantID, start, end, top, q.Feature).
 		Query(func(rows pgx.Rows) error {
 			var err error

@@ -43,7 +43,7 @@ const usageIntervals = `
 			CASE WHEN "user" <> '' THEN "user" ELSE fingerprint END AS who,
 			acquired_at AS st, LEAST(expires_at, COALESCE(ended_at, now())) AS en
 		FROM sessions
-		WHERE tenant_id = $1 AND ($2 = '' OR license_id = $2 OR starts_with(license_id, $2 || '.'))
+		WHERE tenant_id = $1 AND ($2 = '' OR license_id IN (` + poolsOfArg2 + `))
 			AND ($7 = '' OR feature = $7) AND acquired_at < $4
 	),
 	iv2 AS (SELECT * FROM iv WHERE en > $3 OR st >= $3)`
