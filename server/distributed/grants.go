@@ -2,7 +2,6 @@ package distributed
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -145,9 +144,15 @@ func (s *Store) liveValues(ctx context.Context, poolID string) (record.LiveValue
 	return vals, now, nil
 }
 
-// withGrant returns a copy of a license for a caller (its grants copied)
-// and the grant of poolID in it.
+// withGrant returns a license for a caller and a copy of the grant of
+// poolID in it. The license's Grants are the cached ones (shared, never
+// modified: a change of grants caches a new licenseGrants): a feature's
+// acquisition copies no 50 grants.
 func withGrant(l server.License, poolID string) (server.License, *server.Grant) {
-	l.Grants = slices.Clone(l.Grants)
-	return l, l.Grant(poolID)
+	g := l.Grant(poolID)
+	if g == nil {
+		return l, nil
+	}
+	c := *g
+	return l, &c
 }

@@ -2,7 +2,9 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -40,12 +42,16 @@ func (rs *Redis) AcquirePools(ctx context.Context, licenseID string, licVersion 
 	}
 	keys = append(keys, rs.keysOf(licenseID)[0])
 	args := make([]any, 0, 6+2*len(strategies))
+	args = append(args, strconv.FormatInt(licVersion, 10), len(pools))
 	args = append(args, leaseKey(req.LeaseID), tokenKey(req.TokenHash), req.IdempotencyKey, borrowUS(req.BorrowFor))
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
 	}
-	args = append(args, strconv.FormatInt(licVersion, 10), len(pools))
-	res, err := scriptAcquirePools.Run(ctx, rs.rdb, keys, args...).Slice()
+	// Through the hot path's batching: the acquisitions on the same pools
+	// at the same version that wait at the same moment share a run, in the
+	// pipeline of the other calls.
+	group := licenseID + "@" + strconv.FormatInt(licVersion, 10) + ":" + strings.Join(pools, ",")
+	r, err := rs.batches.Do(ctx, licReq{scriptAcquirePools, group, args, keys})
 	if err != nil {
 		return err
 	}
@@ -56,6 +62,17 @@ func (rs *Redis) AcquirePools(ctx context.Context, licenseID string, licVersion 
 			return licenseID
 		}
 		return pools[i-1]
+	}
+	res := r.mine
+	if res == nil { // for every acquisition of the run
+		all, _ := r.reply.([]any)
+		if len(all) != 1 {
+			return fmt.Errorf("acquire_pools.lua: unexpected reply %v", r.reply)
+		}
+		res, _ = all[0].([]any)
+		if len(res) < 2 {
+			return fmt.Errorf("acquire_pools.lua: unexpected reply %v", r.reply)
+		}
 	}
 	switch Status(replyString(res[0])) {
 	case StatusNoState:
@@ -72,8 +89,13 @@ func (rs *Redis) AcquirePools(ctx context.Context, licenseID string, licVersion 
 		out.RedisVersion, _ = strconv.ParseInt(replyString(res[1]), 10, 64)
 		return nil
 	}
+	res = append([]any{"OK"}, res...) // as one acquisition's values: from 1
 	a := &out.Acquisition
 	a.Status = Status(replyString(res[1]))
+	if a.Status == StatusFailed {
+		a.Message = replyString(res[3])
+		return nil
+	}
 	if i := int(replyInt(res[2])); i > 0 {
 		out.PoolID = pools[i-1]
 	}

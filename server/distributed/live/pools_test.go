@@ -1,9 +1,11 @@
 package live
 
 import (
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server"
@@ -98,4 +100,36 @@ func TestAcquirePoolsJudgesAllPoolsInOneStep(t *testing.T) {
 	require.Equal(t, StatusUnusable, g.Status)
 	require.Equal(t, []Status{StatusLicenseExpired, StatusNotStarted}, g.Unusable)
 	require.Equal(t, timeUS(later.StartsAt), timeUS(g.Starts[1]))
+}
+
+// TestAcquirePoolsRunJudgesEachInTurn: acquisitions on the same pools that
+// arrive together share one script run, each judged as if alone, after
+// the ones before it.
+func TestAcquirePoolsRunJudgesEachInTurn(t *testing.T) {
+	rs, _ := openLive(t)
+	lic := server.License{ID: server.NewID(server.PrefixLicenseID), TenantID: "tn", Seats: 1, LeaseTTL: time.Hour,
+		LeasingStrategy: server.PerFingerprint, Active: true}
+	a := lic
+	a.ID, a.Seats = server.NewGrantID(lic.ID), 2
+	buildPool(t, rs, lic)
+	buildPool(t, rs, a)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		count = map[Status]int{}
+	)
+	for i := range 5 {
+		wg.Go(func() {
+			fp := string(rune('a' + i))
+			var g PoolAcquisition
+			err := rs.AcquirePools(t.Context(), lic.ID, 1, []string{a.ID},
+				&server.AcquireRequest{Fingerprint: fp, LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret(fp)}, &g)
+			assert.NoError(t, err)
+			mu.Lock()
+			count[g.Status]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	require.Equal(t, map[Status]int{StatusGranted: 2, StatusExhausted: 3}, count)
 }
