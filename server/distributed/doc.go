@@ -99,8 +99,9 @@
 // pools (EXHAUSTED), or why none is usable (inactive, not started:
 // conf 'starts', expired). The grant is recorded as any (insert checks
 // the pool row's epoch and version). Base-pool calls are unchanged
-// (acquire.lua, batched); a feature's acquisition is one script run of its
-// own, not batched with others.
+// (acquire.lua); a feature's acquisitions go through the same batching,
+// those on the same pools at the same grants version sharing a run
+// (BenchmarkHotPath's feature-* rows: a license of 50 grants).
 //
 // # Invariants
 //
@@ -193,7 +194,7 @@
 // # Group commit (internal/groupcommit, live/batch.go, record/commit.go)
 //
 // Under load the hot path shares its round trips. Calls of acquire.lua,
-// heartbeat.lua, check.lua and end.lua that wait at the same moment go to
+// acquire_pools.lua, heartbeat.lua, check.lua and end.lua that wait at the same moment go to
 // Redis as one pipeline, with one script run per license carrying all of
 // that license's calls (the script judges each in turn, exactly as if it
 // ran alone: every grant still counts the seats atomically, in one script,

@@ -398,3 +398,48 @@ func TestFeatureSeatLimitAcrossInstancesOnRedisCluster(t *testing.T) {
 	require.Equal(t, keys.License(lics[0].ID)[0][:len(loc.prefix)+len(lics[0].ID)+2], keys.License(g)[0][:len(loc.prefix)+len(lics[0].ID)+2],
 		"a grant's keys carry its license's hash tag")
 }
+
+// TestGrantPoolsAreReconciledTakenAndAdopted: the per-license repairs work
+// per pool: a grant's settings left behind in Redis are pushed again
+// (syncConf), and so are the license's (whose version carries its grants:
+// a stale one is brought up to date by the acquisition itself); a waiter's
+// unconfirmed grant of a feature is taken back (take.lua).
+func TestGrantPoolsAreReconciledAndTaken(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 1, time.Hour)
+	g := mkGrant(t, s, lic, "render", "", 3, time.Time{})
+	acqFeature(t, s, lic.Key, "a", "render", "")
+	_, err := s.UpdateGrant(t.Context(), tn.ID, lic.ID, g.ID, func(g *server.Grant) error { g.Seats = 1; return nil })
+	require.NoError(t, err)
+	version, seats := liveConf(t, s, g.ID)
+	require.Equal(t, "1", seats)
+	// Roll Redis back to the settings before the update, pool and license.
+	require.NoError(t, s.rdb.HSet(t.Context(), s.live.Keys().License(g.ID)[0], "version", "1", "seats", "3").Err())
+	licVersion, _ := liveConf(t, s, lic.ID)
+	require.NoError(t, s.syncConf(t.Context()))
+	v, seats := liveConf(t, s, g.ID)
+	require.Equal(t, [2]string{version, "1"}, [2]string{v, seats}, "the grant's settings pushed again from the record")
+	v, _ = liveConf(t, s, lic.ID)
+	require.Equal(t, licVersion, v)
+	_, _, err = tryFeature(t.Context(), s, lic.Key, "b", "render", "")
+	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted)
+
+	// A license's version in Redis behind its record: the acquisition
+	// pushes it and judges again.
+	require.NoError(t, s.rdb.HSet(t.Context(), s.live.Keys().License(lic.ID)[0], "version", "1").Err())
+	_, _, err = tryFeature(t.Context(), s, lic.Key, "b", "render", "")
+	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted)
+	v, _ = liveConf(t, s, lic.ID)
+	require.Equal(t, licVersion, v)
+
+	// take.lua on a grant's pool.
+	_, err = s.UpdateGrant(t.Context(), tn.ID, lic.ID, g.ID, func(g *server.Grant) error { g.Seats = 2; return nil })
+	require.NoError(t, err)
+	w, _ := acqFeature(t, s, lic.Key, "waiter", "render", "")
+	revoked, ok, err := s.RevokeUnconfirmed(t.Context(), w.Lease)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, server.LeaseRevoked, revoked.State)
+	require.Equal(t, "render", revoked.Feature)
+}
