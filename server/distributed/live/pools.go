@@ -89,29 +89,47 @@ func (rs *Redis) AcquirePools(ctx context.Context, licenseID string, licVersion 
 		out.RedisVersion, _ = strconv.ParseInt(replyString(res[1]), 10, 64)
 		return nil
 	}
-	res = append([]any{"OK"}, res...) // as one acquisition's values: from 1
 	a := &out.Acquisition
-	a.Status = Status(replyString(res[1]))
+	a.Status = Status(replyString(res[0]))
 	if a.Status == StatusFailed {
-		a.Message = replyString(res[3])
+		a.Message = replyString(res[2])
 		return nil
 	}
-	if i := int(replyInt(res[2])); i > 0 {
+	i := int(replyInt(res[1]))
+	if i > 0 {
 		out.PoolID = pools[i-1]
 	}
-	a.LeaseID = leaseIDOf(replyString(res[3]))
-	a.Acquired, a.Heartbeat, a.Deadline = usTime(replyInt(res[4])), usTime(replyInt(res[5])), usTime(replyInt(res[6]))
-	a.TokenSeq, a.InUse, a.PrevFirst = replyInt(res[7]), int(replyInt(res[8])), replyInt(res[9])
-	a.DedupeKey, a.Limit = replyString(res[10]), int(replyInt(res[11]))
-	if d, _ := res[12].([]any); len(d) > 0 {
+	a.LeaseID = leaseIDOf(replyString(res[2]))
+	a.Acquired, a.Heartbeat, a.Deadline = usTime(replyInt(res[3])), usTime(replyInt(res[4])), usTime(replyInt(res[5]))
+	a.TokenSeq, a.InUse, a.PrevFirst = replyInt(res[6]), int(replyInt(res[7])), replyInt(res[8])
+	a.DedupeKey, a.Limit = replyString(res[9]), int(replyInt(res[10]))
+	if d, _ := res[11].([]any); len(d) > 0 {
 		for k := 0; k+1 < len(d); k += 2 {
 			a.DisplacedPools = append(a.DisplacedPools, poolOf(d[k]))
 			a.Displaced = append(a.Displaced, leaseIDOf(replyString(d[k+1])))
 		}
 	}
-	a.Epoch, a.Version = replyInt(res[14]), replyInt(res[15])
-	bads, _ := res[16].([]any)
-	starts, _ := res[17].([]any)
+	if a.Status == StatusUnusable {
+		unusable(r, out)
+		return nil
+	}
+	if i == 0 {
+		return nil
+	}
+	jsons, _ := r.shared(1).([]any)
+	epochs, _ := r.shared(2).([]any)
+	versions, _ := r.shared(3).([]any)
+	if len(jsons) < i || len(epochs) < i || len(versions) < i {
+		return fmt.Errorf("acquire_pools.lua: unexpected reply %v", r.reply)
+	}
+	a.Epoch, a.Version = replyInt(epochs[i-1]), replyInt(versions[i-1])
+	return rs.licenseOf(replyString(jsons[i-1]), &a.License)
+}
+
+// unusable reads why each pool may not grant, and when each starts.
+func unusable(r licRes, out *PoolAcquisition) {
+	bads, _ := r.shared(4).([]any)
+	starts, _ := r.shared(5).([]any)
 	for k := range bads {
 		out.Unusable = append(out.Unusable, Status(replyString(bads[k])))
 		var st time.Time
@@ -122,8 +140,4 @@ func (rs *Redis) AcquirePools(ctx context.Context, licenseID string, licVersion 
 		}
 		out.Starts = append(out.Starts, st)
 	}
-	if js := replyString(res[13]); js != "" {
-		return rs.licenseOf(js, &a.License)
-	}
-	return nil
 }

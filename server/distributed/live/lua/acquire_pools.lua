@@ -24,13 +24,13 @@
 --       borrow (µs), 4 pairs of (strategy, dedupe key) as acquire.lua.
 -- Returns, for all of them, {{'NOCONF', i...}} (pools without live state;
 -- 0: the license), {{'DELETED', i}} (0: the license), {{'STALE', version
--- in Redis}} (the grants changed); else {'OK', then per acquisition 17
--- values: status, i, lease id, acquired, last_hb, deadline, token_seq, in
--- use, previous first deadline of pool i, dedupe key, limit, displaced
--- {pool, id, pool, id ...}, json, epoch and settings version of pool i,
--- {each pool's usable() status or ''}, {each pool's start (µs)}}, status
--- as acquire.lua's, or 'UNUSABLE'; i is the pool judged (0: none).
-local ARGS_PER, OUT_PER = 14, 17
+-- in Redis}} (the grants changed); else {'OK', {each pool's json}, {epoch},
+-- {settings version}, {usable() status or ''}, {start (µs)}, then per
+-- acquisition 12 values: status, i, lease id, acquired, last_hb, deadline,
+-- token_seq, in use, previous first deadline of pool i, dedupe key,
+-- limit, displaced {pool, id, pool, id ...}}, status as acquire.lua's, or
+-- 'UNUSABLE'; i is the pool judged (0: none).
+local ARGS_PER, OUT_PER = 14, 12
 local npools = tonumber(ARGV[2])
 local LIC_CONF = KEYS[npools * POOL_KEYS + 1]
 
@@ -91,13 +91,11 @@ local function acquire(b)
   end
 
   local function reply(status, i, r, lid, n, prev, limit, displaced)
-    local c = confs[i] or {json = '', epoch = 0, version = '0'}
     local acq, hb, dl, seq, dk = 0, 0, 0, 0, ''
     if r then
       acq, hb, dl, seq, dk = r[ACQ], r[HB], r[DL], r[SEQ], r[DEDUPE]
     end
-    return {status, i, lid or '', acq, hb, dl, seq, n or 0, prev or -1, dk, limit or 0, displaced or {},
-      c.json or '', c.epoch or 0, c.version or '0', bads, starts}
+    return {status, i, lid or '', acq, hb, dl, seq, n or 0, prev or -1, dk, limit or 0, displaced or {}}
   end
 
   -- 1. A replay of this script answers its own grant.
@@ -289,11 +287,17 @@ local function acquire(b)
   return reply('NEW', i, r, id, n, was, limit, displaced)
 end
 
-local out = {'OK'}
+-- The pools' settings (json, epoch, version), usable() statuses and
+-- starts, once for all the acquisitions of the run.
+local jsons, epochs, versions = {}, {}, {}
+for i = 1, npools do
+  jsons[i], epochs[i], versions[i] = confs[i].json, confs[i].epoch, confs[i].version
+end
+local out = {'OK', jsons, epochs, versions, bads, starts}
 for b = 1, #ARGV, ARGS_PER do
   local ok, r = pcall(acquire, b + 2)
   if not ok then
-    r = {'ERR', 0, tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, -1, '', 0, {}, '', 0, '0', bads, starts}
+    r = {'ERR', 0, tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, -1, '', 0, {}}
   end
   for k = 1, OUT_PER do
     out[#out + 1] = r[k]
