@@ -65,6 +65,17 @@ for i = 1, npools do
   starts[i] = confs[i].starts
 end
 
+-- count_of is the number of live leases of pool i (the current pool):
+-- counted once a run, then kept up to date by the grants (every
+-- acquisition of the run is judged at the same time, now).
+local counts = {}
+local function count_of(i)
+  if not counts[i] then
+    counts[i] = live_count(now)
+  end
+  return counts[i]
+end
+
 -- acquire judges the acquisition whose arguments start at ARGV[b]. Its
 -- reads come before its writes, so one that fails (pcall) has written
 -- nothing.
@@ -109,7 +120,7 @@ local function acquire(b)
           waiting[#waiting + 1] = i
           waiting[#waiting + 1] = lid
         end
-        return reply('NEW', i, r, id, live_count(now), first_deadline(), confs[i].seats + confs[i].overdraft, waiting)
+        return reply('NEW', i, r, id, count_of(i), first_deadline(), confs[i].seats + confs[i].overdraft, waiting)
       end
     end
   end
@@ -152,7 +163,12 @@ local function acquire(b)
     r[SEQ] = r[SEQ] + 1
     put_rec(K_LEASES, lid, r)
     redis.call('ZADD', K_DL, fmt(r[DL]), lid)
-    return reply('EXISTING', i, r, lid, live_count(now), was, conf.seats + conf.overdraft, {})
+    local n = count_of(i)
+    if r[DL] <= now then
+      n = n - 1 -- was live, is no longer (a zero TTL)
+      counts[i] = n
+    end
+    return reply('EXISTING', i, r, lid, n, was, conf.seats + conf.overdraft, {})
   end
 
   -- 2. The live lease of the idempotency key, else of the dedupe key, in
@@ -185,7 +201,7 @@ local function acquire(b)
       use_pool(i)
       local conf = confs[i]
       local limit = conf.seats + conf.overdraft
-      local n = live_count(now)
+      local n = count_of(i)
       local why, wn, wl = nil, 0, 0
       local nb, nret = nil, 0
       if borrowing then
@@ -284,6 +300,7 @@ local function acquire(b)
   if r[DL] > now then
     n = n + 1
   end
+  counts[i] = n
   return reply('NEW', i, r, id, n, was, limit, displaced)
 end
 
