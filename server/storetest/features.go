@@ -74,6 +74,11 @@ func grantWith(muts ...func(*server.Grant)) func(*server.Grant) {
 	}
 }
 
+// with2 applies both request adjusters.
+func with2(a, b func(*server.AcquireRequest)) func(*server.AcquireRequest) {
+	return func(r *server.AcquireRequest) { a(r); b(r) }
+}
+
 // ofFeature asks for a feature at a version.
 func ofFeature(feature, version string) func(*server.AcquireRequest) {
 	return func(r *server.AcquireRequest) { r.Feature, r.Version = feature, version }
@@ -368,6 +373,83 @@ func testFeatures(t *testing.T, newBackend Backend) {
 		newGrant(t, s, lic, "render", grantWith(grantStarts(at.Add(-2*time.Hour)), grantExpires(at.Add(-time.Hour))))
 		current := newGrant(t, s, lic, "render", grantExpires(at.Add(time.Hour)))
 		acquireFeature(t, s, lic, current, "m", "", nil)
+	})
+
+	t.Run("BorrowEndsByItsPoolsExpiry", func(t *testing.T) {
+		t.Parallel()
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		at := now()
+		const month = 30 * 24 * time.Hour
+		// The base pool: the license's own expiry.
+		soon := newLicense(t, s, tn.ID, with(seats(2), borrowing(month, 0), func(l *server.License) { l.ExpiresAt = at.Add(time.Hour) }))
+		_, _, err := tryAcquire(t.Context(), s, soon.Key, "laptop", borrowFor(7*24*time.Hour))
+		requireCode(t, err, server.EINVALID, server.ReasonInvalidArgument, "a borrow past the license's expiry")
+		require.Equal(t, "borrow_duration", errField(err))
+		require.Equal(t, 0, seatsInUse(t, s, tn.ID, soon.ID), "a refused borrow takes no seat")
+		acquire(t, s, soon, "laptop", borrowFor(30*time.Minute))
+
+		// A grant's expiry: the old grant (1h left) refuses a 7-day borrow,
+		// which its renewal takes; a short one still goes to the old grant.
+		lic := newLicense(t, s, tn.ID, borrowing(month, 0))
+		lends := func(g *server.Grant) { g.MaxBorrowDuration = month }
+		old := newGrant(t, s, lic, "render", grantWith(lends, grantExpires(at.Add(time.Hour))))
+		renewal := newGrant(t, s, lic, "render", grantWith(lends, grantExpires(at.Add(365*24*time.Hour))))
+		acquireFeature(t, s, lic, old, "m1", "", borrowFor(30*time.Minute))
+		_, err = s.UpdateGrant(t.Context(), tn.ID, lic.ID, old.ID, func(g *server.Grant) error { g.Seats = 2; return nil })
+		require.NoError(t, err)
+		b, _ := acquireFeature(t, s, lic, renewal, "m2", "", borrowFor(7*24*time.Hour))
+		require.True(t, b.Lease.Borrowed)
+		// The renewal is full now: the old grant's refusal is not the
+		// answer, the feature's seats are.
+		_, _, err = tryAcquire(t.Context(), s, lic.Key, "m3", with2(ofFeature("render", ""), borrowFor(7*24*time.Hour)))
+		requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "the grant that could lend is full")
+		require.Equal(t, 1, seatsInUse(t, s, tn.ID, old.ID), "the old grant lent nothing past its expiry")
+
+		// A grant that alone covers the request: its refusal is the answer.
+		only := newLicense(t, s, tn.ID, nil)
+		newGrant(t, s, only, "sim", grantWith(lends, grantExpires(at.Add(time.Hour))))
+		_, _, err = tryAcquire(t.Context(), s, only.Key, "m1", with2(ofFeature("sim", ""), borrowFor(7*24*time.Hour)))
+		requireCode(t, err, server.EINVALID, server.ReasonInvalidArgument, "a borrow past the grant's expiry")
+		require.Equal(t, "borrow_duration", errField(err))
+	})
+
+	t.Run("LicenseStateBeforeCoverage", func(t *testing.T) {
+		t.Parallel()
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		// An inactive license says so, whatever the feature or version.
+		off := newLicense(t, s, tn.ID, func(l *server.License) { l.Active = false })
+		newGrant(t, s, off, "render", grantVersion("2024"))
+		for _, req := range [][2]string{{"render", "2024"}, {"render", "2025"}, {"cam", ""}} {
+			_, _, err := tryAcquire(t.Context(), s, off.Key, "m", ofFeature(req[0], req[1]))
+			requireCode(t, err, server.EPRECONDITION, server.ReasonLicenseInactive, req[0]+" "+req[1]+" on an inactive license")
+		}
+
+		// A license that was used, then switched off.
+		lic := newLicense(t, s, tn.ID, nil)
+		g := newGrant(t, s, lic, "render", grantVersion("2024"))
+		acquireFeature(t, s, lic, g, "m1", "2024", nil)
+		_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.Active = false; return nil })
+		require.NoError(t, err)
+		for _, req := range [][2]string{{"render", "2025"}, {"cam", ""}} {
+			_, _, err := tryAcquire(t.Context(), s, lic.Key, "m2", ofFeature(req[0], req[1]))
+			requireCode(t, err, server.EPRECONDITION, server.ReasonLicenseInactive, req[0]+" "+req[1]+" on a license switched off")
+		}
+
+		// A license that expired (at the store's clock) since it was used.
+		life := 2 * time.Second
+		if clockMoves(s) {
+			life = time.Hour
+		}
+		ending := newLicense(t, s, tn.ID, func(l *server.License) { l.ExpiresAt = now().Add(life) })
+		eg := newGrant(t, s, ending, "render", grantVersion("2024"))
+		acquireFeature(t, s, ending, eg, "m1", "2024", nil)
+		passDeadline(t, s, ending.ExpiresAt)
+		for _, req := range [][2]string{{"render", "2025"}, {"cam", ""}} {
+			_, _, err := tryAcquire(t.Context(), s, ending.Key, "m2", ofFeature(req[0], req[1]))
+			requireCode(t, err, server.EPRECONDITION, server.ReasonLicenseExpired, req[0]+" "+req[1]+" on an expired license")
+		}
 	})
 
 	t.Run("UpdatedGrantUnderLoad", func(t *testing.T) {
