@@ -103,22 +103,27 @@ func WriteBehindSlack(flushEvery time.Duration, l *License) time.Duration {
 	return max(flushEvery+time.Second, l.HeartbeatInterval())
 }
 
-// CheckBorrow judges a request to borrow a seat for d (d > 0) when
-// borrowed leases of the license are live now: ErrBorrowNotAllowed,
-// EINVALID on borrow_duration past MaxBorrowDuration, or BorrowLimit.
-// The seat limit is judged apart, as for any acquisition.
+// CheckBorrow judges a request at now to borrow a seat for d (d > 0) when
+// borrowed leases of the license are live: ErrBorrowNotAllowed, EINVALID
+// on borrow_duration past MaxBorrowDuration or ending after ExpiresAt
+// (BorrowPastExpiry: a borrowed certificate must not outlive its pool,
+// a grant's or the license's), or BorrowLimit. The seat limit is judged
+// apart, as for any acquisition.
 //
 // returned is how many borrowed leases of the license were returned early
 // and have not reached their deadline: their certificates may still be
 // valid on a machine that never comes online, so they count against the
 // borrow cap (MaxBorrowedSeats, or the seat limit when it is 0) as if
 // still borrowed. They hold no seat.
-func (l *License) CheckBorrow(d time.Duration, borrowed, returned int) error {
+func (l *License) CheckBorrow(now time.Time, d time.Duration, borrowed, returned int) error {
 	if l.MaxBorrowDuration <= 0 {
 		return ErrBorrowNotAllowed
 	}
 	if d > l.MaxBorrowDuration {
 		return Invalid("borrow_duration", "must be at most the license's max_borrow_duration (%s)", l.MaxBorrowDuration)
+	}
+	if !l.ExpiresAt.IsZero() && now.Add(d).After(l.ExpiresAt) {
+		return BorrowPastExpiry(l.ExpiresAt)
 	}
 	if n := borrowed + returned; l.MaxBorrowedSeats > 0 && n >= l.MaxBorrowedSeats {
 		return BorrowLimit(n, l.MaxBorrowedSeats)

@@ -226,3 +226,20 @@ func TestWriteBehindSlack(t *testing.T) {
 	l.LeaseTTL = 12 * time.Second
 	require.Equal(t, 6*time.Second, WriteBehindSlack(5*time.Second, l), "the flush interval and a second, when longer")
 }
+
+func TestCheckBorrowEndsByExpiry(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := License{Seats: 1, MaxBorrowDuration: 30 * 24 * time.Hour, ExpiresAt: now.Add(time.Hour)}
+	if err := l.CheckBorrow(now, time.Hour, 0, 0); err != nil {
+		t.Fatalf("a borrow ending at the expiry: %v", err)
+	}
+	err := l.CheckBorrow(now, 7*24*time.Hour, 0, 0)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != EINVALID || e.Field != "borrow_duration" {
+		t.Fatalf("a borrow past the expiry: got %v, want EINVALID on borrow_duration", err)
+	}
+	l.ExpiresAt = time.Time{}
+	if err := l.CheckBorrow(now, 7*24*time.Hour, 0, 0); err != nil {
+		t.Fatalf("no expiry: %v", err)
+	}
+}

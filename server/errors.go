@@ -144,6 +144,12 @@ var (
 	ErrLeaseBorrowed = Errorf(EPRECONDITION, ReasonLeaseBorrowed, "lease is borrowed: it needs no heartbeats and keeps its deadline")
 )
 
+// BorrowPastExpiry refuses a borrow whose deadline would be after the
+// expiry of the pool it borrows from (License.CheckBorrow).
+func BorrowPastExpiry(expiresAt time.Time) *Error {
+	return Invalid("borrow_duration", "must end by %s (the license's or the grant's expiry)", expiresAt.UTC().Format(time.RFC3339))
+}
+
 // BorrowLimit is the error for a license whose borrowed seats are all out.
 func BorrowLimit(borrowed, limit int) *Error {
 	return &Error{

@@ -84,14 +84,15 @@ func (s *Store) acquireRefused(ctx context.Context, req *server.AcquireRequest, 
 		return false, server.ErrLicenseExpired
 	case live.StatusExhausted:
 		return false, server.SeatsExhausted(g.InUse, g.Limit)
-	case live.StatusNoBorrow, live.StatusBorrowLong, live.StatusBorrowLimit:
-		// The same rule the embedded store applies, on the settings the
-		// script judged by, for the same error; the script counted the
-		// borrowed seats (live and returned early) against their limit.
+	case live.StatusNoBorrow, live.StatusBorrowLong, live.StatusBorrowPastExpiry, live.StatusBorrowLimit:
+		// The same rule the embedded store applies, on the settings and
+		// at the time the script judged by, for the same error; the script
+		// counted the borrowed seats (live and returned early) against
+		// their limit.
 		if g.Status == live.StatusBorrowLimit {
 			return false, server.BorrowLimit(g.InUse, g.Limit)
 		}
-		if err := g.License.CheckBorrow(req.BorrowFor, 0, 0); err != nil {
+		if err := g.License.CheckBorrow(g.Acquired, req.BorrowFor, 0, 0); err != nil {
 			return false, err
 		}
 		return false, s.fail("acquire", fmt.Errorf("script refused a borrow (%s) the license allows", g.Status))

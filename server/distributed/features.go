@@ -36,7 +36,8 @@ func (s *Store) acquireFeature(ctx context.Context, req server.AcquireRequest) (
 		}
 		grants, err := lg.license.GrantsFor(req.Feature, req.Version)
 		if err != nil {
-			if fromCache && s.grantsMayHaveChanged(ctx, licenseID, lg.version) {
+			retry, err := s.notCovered(ctx, &req, licenseID, cached, lg, fromCache, err)
+			if retry {
 				fresh = true
 				continue
 			}
@@ -144,12 +145,39 @@ func (s *Store) staleGrants(ctx context.Context, licenseID string, lg *licenseGr
 	return true, nil
 }
 
-// grantsMayHaveChanged reports whether the license's settings version in
-// Redis differs from the one its cached grants were read at (or cannot be
-// read): a refusal judged on them must then be judged on the record's.
-func (s *Store) grantsMayHaveChanged(ctx context.Context, licenseID string, version int64) bool {
-	v, err := s.live.ConfVersions(ctx, []string{licenseID})
-	return err != nil || !v[0].Present || v[0].Version != version
+// notCovered answers a feature request that no grant of lg covers
+// (refusal: FeatureNotLicensed or VersionNotLicensed). The license's own
+// state comes first, as for the base pool: an inactive or expired license
+// says so, judged on its live settings at the store's clock (usable.lua;
+// only this refused path pays the round trip). Else grants read from the
+// cache at a settings version Redis no longer holds are read anew
+// (retry) before the refusal stands.
+func (s *Store) notCovered(ctx context.Context, req *server.AcquireRequest, licenseID string, cached bool, lg *licenseGrants, fromCache bool, refusal error) (retry bool, err error) {
+	st, err := s.live.Usable(ctx, licenseID)
+	if err != nil {
+		return false, s.fail("acquire: read license state", err)
+	}
+	switch st.Status {
+	case live.StatusInactive:
+		return false, server.ErrLicenseInactive
+	case live.StatusLicenseExpired:
+		return false, server.ErrLicenseExpired
+	case live.StatusNoState:
+		if err := s.ensureLive(ctx, licenseID); err != nil && server.ErrorReason(err) != server.ReasonLicenseNotFound {
+			return false, s.fail("acquire: build live state", err)
+		}
+		return true, nil
+	case live.StatusDeleted:
+		s.licenseKeys.Drop(req.LicenseKey)
+		if !cached {
+			return false, server.ErrLicenseNotFound
+		}
+		return true, nil
+	}
+	if fromCache && st.Version != lg.version {
+		return true, nil
+	}
+	return false, refusal
 }
 
 // unusableError is the refusal when no covering grant is usable now

@@ -15,6 +15,11 @@ import (
 // again is true when a write in flight must settle first: the caller
 // waits and judges everything anew. Call with s.mu held and lic idle.
 func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time.Time) (res server.AcquireResult, again bool, err error) {
+	// The license's own state comes first, as for the base pool: an
+	// inactive or expired license says so, whatever grants it holds.
+	if err := lic.lic.CheckUsable(now); err != nil {
+		return res, false, err
+	}
 	pools := lic.covering(req.Feature, req.Version)
 	if len(pools) == 0 {
 		_, err := lic.lic.GrantsFor(req.Feature, req.Version) // why: no grant of it, or of that version
@@ -107,7 +112,7 @@ func (s *Store) firstFree(pools []*license, req server.AcquireRequest, now time.
 		}
 		usable = true
 		if req.BorrowFor > 0 {
-			if err := p.lic.CheckBorrow(req.BorrowFor, s.idx.borrowedCount(p, ns), s.idx.returnedCount(p, ns)); err != nil {
+			if err := p.lic.CheckBorrow(now, req.BorrowFor, s.idx.borrowedCount(p, ns), s.idx.returnedCount(p, ns)); err != nil {
 				refusedBorrow = cmp.Or(refusedBorrow, err)
 				continue
 			}

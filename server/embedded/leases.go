@@ -48,7 +48,7 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 			return s.renew(r, req.TokenHash, now)
 		}
 		if borrowing {
-			if err := lic.lic.CheckBorrow(req.BorrowFor, s.idx.borrowedCount(lic, ns), s.idx.returnedCount(lic, ns)); err != nil {
+			if err := lic.lic.CheckBorrow(now, req.BorrowFor, s.idx.borrowedCount(lic, ns), s.idx.returnedCount(lic, ns)); err != nil {
 				return server.AcquireResult{}, err
 			}
 		}

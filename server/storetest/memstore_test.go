@@ -463,6 +463,10 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 	pools := []server.License{lic}
 	var grants []server.Grant
 	if req.Feature != "" {
+		// The license's state first, as for the base pool.
+		if err := lic.CheckUsable(now); err != nil {
+			return server.AcquireResult{}, err
+		}
 		if grants, err = lic.GrantsFor(req.Feature, req.Version); err != nil {
 			return server.AcquireResult{}, err
 		}
@@ -566,7 +570,7 @@ func (s *memStore) checkBorrow(p server.License, d time.Duration, now time.Time)
 			returned++
 		}
 	}
-	return p.CheckBorrow(d, borrowed, returned)
+	return p.CheckBorrow(now, d, borrowed, returned)
 }
 
 // grant makes a new lease of pool p, which has a free seat. Caller holds

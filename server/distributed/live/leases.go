@@ -24,13 +24,15 @@ const (
 	StatusHandedBack Status = "EXISTING"  // the live lease of the same idempotency or dedupe key, new token
 	StatusExhausted  Status = "EXHAUSTED" // no seat free
 	StatusDuplicate  Status = "DUP"       // the lease id is taken
-	// A borrow the license refuses: borrowing is off, the duration is too
-	// long, or its borrowed seats are all out (InUse and Limit say how many
-	// are borrowed, of how many).
-	StatusNoBorrow    Status = "NOBORROW"
-	StatusBorrowLong  Status = "BORROWLONG"
-	StatusBorrowLimit Status = "BORROWLIMIT"
-	StatusFailed      Status = "ERR" // the script refused this call (Acquisition.Message)
+	// A borrow the license (or a grant's pool) refuses: borrowing is off,
+	// the duration is too long, the borrow would end after the pool's
+	// expiry, or its borrowed seats are all out (InUse and Limit say how
+	// many are borrowed, of how many). Acquired is when it was judged.
+	StatusNoBorrow         Status = "NOBORROW"
+	StatusBorrowLong       Status = "BORROWLONG"
+	StatusBorrowPastExpiry Status = "BORROWEXP"
+	StatusBorrowLimit      Status = "BORROWLIMIT"
+	StatusFailed           Status = "ERR" // the script refused this call (Acquisition.Message)
 
 	// A heartbeat or a release's check:
 	StatusRenewed    Status = "OK"       // heartbeat: renewed
@@ -52,7 +54,8 @@ var strategies = []server.LeasingStrategy{server.PerFingerprint, server.PerUser,
 
 // Acquisition is acquire.lua's answer to one acquisition. Granted and
 // HandedBack set every field; Exhausted and BorrowLimit set InUse and
-// Limit; the borrow refusals set License; Failed sets Message.
+// Limit; the borrow refusals set License and Acquired (when they were
+// judged); Failed sets Message.
 type Acquisition struct {
 	Status                        Status
 	LeaseID                       string
@@ -99,8 +102,8 @@ func (rs *Redis) Acquire(ctx context.Context, licenseID string, req *server.Acqu
 		return rs.licenseOf(replyString(res.shared(1)), &out.License)
 	case StatusExhausted:
 		out.InUse, out.Limit = int(replyInt(mine[6])), int(replyInt(mine[9]))
-	case StatusNoBorrow, StatusBorrowLong, StatusBorrowLimit:
-		out.InUse, out.Limit = int(replyInt(mine[6])), int(replyInt(mine[9]))
+	case StatusNoBorrow, StatusBorrowLong, StatusBorrowPastExpiry, StatusBorrowLimit:
+		out.Acquired, out.InUse, out.Limit = usTime(replyInt(mine[2])), int(replyInt(mine[6])), int(replyInt(mine[9]))
 		return rs.licenseOf(replyString(res.shared(1)), &out.License)
 	case StatusFailed:
 		out.Message = replyString(mine[1])

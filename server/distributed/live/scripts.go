@@ -35,6 +35,7 @@ var (
 	scriptState        = loadScript("state")
 	scriptProgress     = loadScript("progress")
 	scriptFirsts       = loadScript("firsts") // the earliest deadline, for the reconciliation (Firsts)
+	scriptUsable       = loadScript("usable") // a license's state, for a feature no grant covers (Usable)
 	scriptNoop         = loadScript("noop")   // make bench's ceiling only
 
 	// These two work on the global expiry hint, not on a license.
@@ -66,7 +67,7 @@ var scriptsByName = map[string]*redis.Script{
 	"acquire": scriptAcquire, "acquire_pools": scriptAcquirePools, "heartbeat": scriptHeartbeat, "check": scriptCheck, "end": scriptEnd,
 	"expire": scriptExpire, "take": scriptTake, "due": scriptDue, "peek": scriptPeek, "count": scriptCount,
 	"rebuild": scriptRebuild, "setconf": scriptSetConf, "tombstone": scriptTombstone, "adopt": scriptAdopt,
-	"state": scriptState, "progress": scriptProgress, "firsts": scriptFirsts, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,
+	"state": scriptState, "progress": scriptProgress, "firsts": scriptFirsts, "usable": scriptUsable, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,
 }
 
 // Script returns lua/<name>.lua as the store runs it, for tests that

@@ -243,3 +243,25 @@ func (rs *Redis) ConfVersions(ctx context.Context, licenseIDs []string) ([]ConfV
 	}
 	return out, nil
 }
+
+// LicenseUsable is usable.lua's answer: Status is StatusNoState,
+// StatusDeleted, StatusInactive, StatusLicenseExpired, or "" when the
+// license may grant seats now; Version is its settings version.
+type LicenseUsable struct {
+	Status  Status
+	Version int64
+}
+
+// Usable judges whether the license may grant seats at the store's clock
+// (Redis TIME), on its live settings. It changes nothing.
+func (rs *Redis) Usable(ctx context.Context, licenseID string) (LicenseUsable, error) {
+	res, err := scriptUsable.Run(ctx, rs.rdb, rs.keysOf(licenseID)[:1]).Slice()
+	if err != nil {
+		return LicenseUsable{}, err
+	}
+	out := LicenseUsable{Status: Status(replyString(res[0]))}
+	if len(res) > 1 {
+		out.Version = replyInt(res[1])
+	}
+	return out, nil
+}

@@ -15,9 +15,11 @@
 --   token_seq, seats in use, previous first deadline, dedupe key, limit,
 --   displaced (an array of lease ids, empty but for a grant)}
 -- with status 'NEW' | 'EXISTING' (all values set), 'EXHAUSTED' (seats in
--- use and limit set), 'NOBORROW' | 'BORROWLONG' | 'BORROWLIMIT' (a borrow
--- the license refuses; for the last, borrowed seats in use and their
--- limit in place of seats in use and limit), 'DUP', or 'ERR' (this
+-- use and limit set), 'NOBORROW' | 'BORROWLONG' | 'BORROWEXP' |
+-- 'BORROWLIMIT' (a borrow the license refuses, judged at the time in
+-- place of acquired; BORROWEXP: it would end after the license's expiry;
+-- for the last, borrowed seats in use and their limit in place of seats
+-- in use and limit), 'DUP', or 'ERR' (this
 -- acquisition failed, the message in place of the lease id, nothing of it
 -- written); unset values are 0 or ''. Lease ids are binary (common.lua).
 --
@@ -154,10 +156,14 @@ local function acquire(b)
 
   if borrowing then
     if conf.maxborrow <= 0 then
-      return {'NOBORROW', '', 0, 0, 0, 0, 0, prev, '', 0, {}}
+      return {'NOBORROW', '', now, 0, 0, 0, 0, prev, '', 0, {}}
     end
     if borrow > conf.maxborrow then
-      return {'BORROWLONG', '', 0, 0, 0, 0, 0, prev, '', 0, {}}
+      return {'BORROWLONG', '', now, 0, 0, 0, 0, prev, '', 0, {}}
+    end
+    -- A borrowed certificate must not outlive the license.
+    if conf.exp > 0 and now + borrow > conf.exp then
+      return {'BORROWEXP', '', now, 0, 0, 0, 0, prev, '', 0, {}}
     end
     if not nb then
       nb, nret = borrowed_count(now)
@@ -165,10 +171,10 @@ local function acquire(b)
     -- server.License.CheckBorrow: a borrow returned early counts against
     -- the cap (max borrowed seats, else the seat limit) until its deadline.
     if conf.maxborrowed > 0 and nb + nret >= conf.maxborrowed then
-      return {'BORROWLIMIT', '', 0, 0, 0, 0, nb + nret, prev, '', conf.maxborrowed, {}}
+      return {'BORROWLIMIT', '', now, 0, 0, 0, nb + nret, prev, '', conf.maxborrowed, {}}
     end
     if conf.maxborrowed == 0 and nret > 0 and nb + nret >= limit then
-      return {'BORROWLIMIT', '', 0, 0, 0, 0, nb + nret, prev, '', limit, {}}
+      return {'BORROWLIMIT', '', now, 0, 0, 0, nb + nret, prev, '', limit, {}}
     end
   end
   if n >= limit then

@@ -11,8 +11,8 @@
 --      acquire.lua does in one license: lapsed leases whose seat it needs
 --      are displaced, and so are the lapsed leases of the acquisition's
 --      keys in ANY of the pools (they could otherwise revive beside the new
---      one); a borrow is judged by the pool's own limits (a pool that
---      refuses it is passed over like a full one);
+--      one); a borrow is judged by the pool's own limits and expiry (a
+--      pool that refuses it is passed over like a full one);
 --   3. else EXHAUSTED with the seats in use and the limits summed over the
 --      usable pools (or, if every usable pool refused the borrow, the first
 --      refusal), or UNUSABLE when no pool is usable now.
@@ -29,7 +29,8 @@
 -- acquisition 12 values: status, i, lease id, acquired, last_hb, deadline,
 -- token_seq, in use, previous first deadline of pool i, dedupe key,
 -- limit, displaced {pool, id, pool, id ...}}, status as acquire.lua's, or
--- 'UNUSABLE'; i is the pool judged (0: none).
+-- 'UNUSABLE'; i is the pool judged (0: none). A borrow refusal gives the
+-- time it was judged at in place of acquired (acquire.lua).
 local ARGS_PER, OUT_PER = 14, 12
 local npools = tonumber(ARGV[2])
 local LIC_CONF = KEYS[npools * POOL_KEYS + 1]
@@ -209,6 +210,8 @@ local function acquire(b)
           why = 'NOBORROW'
         elseif borrow > conf.maxborrow then
           why = 'BORROWLONG'
+        elseif conf.exp > 0 and now + borrow > conf.exp then
+          why = 'BORROWEXP' -- it would outlive the grant (or the license)
         else
           nb, nret = borrowed_count(now)
           if conf.maxborrowed > 0 and nb + nret >= conf.maxborrowed then
@@ -236,7 +239,9 @@ local function acquire(b)
     if exhausted or not refusal then
       return reply('EXHAUSTED', 0, nil, '', sum_n, -1, sum_limit)
     end
-    return reply(refusal[1], refusal[2], nil, '', refusal[3], -1, refusal[4])
+    local out = reply(refusal[1], refusal[2], nil, '', refusal[3], -1, refusal[4])
+    out[4] = now -- the time it was judged at, in place of acquired
+    return out
   end
 
   local i = pick
