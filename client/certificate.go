@@ -90,12 +90,17 @@ type Claims struct {
 	Nonce            string    // the nonce of the request it answers
 	KeyID            string    // the kid of the key that signed it
 	// For a seat of a feature grant (AcquireOptions.Feature): the feature
-	// and version asked for (CheckHolder compares them with the client's
-	// own), the grant's id and its expiry (zero when it has none); all
-	// empty for the license's base seats.
+	// and the version first asked for, the grant's id, the highest version
+	// the grant covers ("" every version) and its expiry (zero when it has
+	// none); all empty for the license's base seats. CheckHolder compares
+	// Feature with the client's own and checks that GrantVersion covers
+	// the client's version: a lease handed back (the same machine asking
+	// again) may have been first asked for at another version its grant
+	// also covers.
 	Feature        string
 	Version        string
 	GrantID        string
+	GrantVersion   string
 	GrantExpiresAt time.Time
 }
 
@@ -115,8 +120,10 @@ func LicenseKeyHash(licenseKey string) string {
 // CheckHolder reports whether the certificate is for the client that asks
 // with o: o.LicenseKey's hash is LicenseKeySHA256, the identity BoundTo
 // names is o's own (o.Fingerprint, or o.User or o.Hostname for a lease
-// the license shares per user or hostname), and its feature and version
-// are o.Feature and o.Version (a seat of another module unlocks nothing). It compares only with what
+// the license shares per user or hostname), its feature is o.Feature (a
+// seat of another module unlocks nothing), and its grant covers
+// o.Version (o.Version or GrantVersion "", or o.Version <= GrantVersion
+// compared as dotted numbers). It compares only with what
 // the client knows of itself, never with what an answer says, so a relay
 // that holds one lease cannot serve other clients with its certificates.
 // A certificate of a seatd that did not bind its certificates (no
@@ -162,8 +169,8 @@ func (h holder) check(c Claims) *CertificateError {
 	if ours == "" || theirs != ours {
 		return badCert("for %s %q, not this client's %q", c.BoundTo, theirs, ours)
 	}
-	if c.Feature != h.feature || c.Version != h.version {
-		return badCert("for feature %q version %q, not the %q version %q this client asked for", c.Feature, c.Version, h.feature, h.version)
+	if c.Feature != h.feature || !versionCovered(h.version, c.GrantVersion) {
+		return badCert("for feature %q up to version %q, not the %q version %q this client asked for", c.Feature, c.GrantVersion, h.feature, h.version)
 	}
 	return nil
 }
@@ -187,6 +194,7 @@ type claimsJSON struct {
 	Feature     string           `json:"feature"`
 	Version     string           `json:"version"`
 	GrantID     string           `json:"grant_id"`
+	GrantVer    string           `json:"grant_version"`
 	GrantExpiry *jwt.NumericDate `json:"grant_expires_at"`
 }
 
@@ -324,7 +332,7 @@ func (k *SigningKeys) verify(cert string) (Claims, error) {
 		Issuer: raw.Issuer, LeaseID: raw.LeaseID, TenantID: raw.TenantID, LicenseID: raw.LicenseID,
 		Fingerprint: raw.Fingerprint, User: raw.User, Hostname: raw.Hostname, BoundTo: raw.BoundTo, LicenseKeySHA256: raw.KeySHA256,
 		Expiry: raw.Expiry.Time(), Borrowed: raw.Borrowed, Nonce: raw.Nonce, KeyID: kid,
-		Feature: raw.Feature, Version: raw.Version, GrantID: raw.GrantID,
+		Feature: raw.Feature, Version: raw.Version, GrantID: raw.GrantID, GrantVersion: raw.GrantVer,
 	}
 	if raw.IssuedAt != nil {
 		c.IssuedAt = raw.IssuedAt.Time()

@@ -263,30 +263,43 @@ func TestCheckHolder(t *testing.T) {
 }
 
 // TestFeatureClaims: a certificate of a seat of a feature grant gives
-// its feature, version, grant and grant expiry, and is this client's only
-// for the feature and version the client asks for.
+// its feature, version, grant, the grant's version and expiry, and is
+// this client's only for the feature it asks for, at a version the
+// grant covers.
 func TestFeatureClaims(t *testing.T) {
 	signer := newTestSigner("k1")
 	deadline := time.Now().Add(time.Hour)
 	grantExpiry := time.Now().Add(30 * 24 * time.Hour)
 	cc := certClaims("lease-1", "fp", deadline, true, "n")
-	cc["feature"], cc["version"], cc["grant_id"], cc["grant_expires_at"] = "render", "2025", "lic-1.0a1b2c3d", grantExpiry.Unix()
+	// The lease was first asked for at 2024; its grant covers up to 2025.
+	cc["feature"], cc["version"], cc["grant_id"], cc["grant_expires_at"] = "render", "2024", "lic-1.0a1b2c3d", grantExpiry.Unix()
+	cc["grant_version"] = "2025"
 	claims, err := VerifyOffline(signer.certificate(forgeNothing, cc), jwks(signer), time.Now())
 	require.NoError(t, err)
 	require.Equal(t, "render", claims.Feature)
-	require.Equal(t, "2025", claims.Version)
+	require.Equal(t, "2024", claims.Version)
+	require.Equal(t, "2025", claims.GrantVersion)
 	require.Equal(t, "lic-1.0a1b2c3d", claims.GrantID)
 	require.Equal(t, time.Unix(grantExpiry.Unix(), 0), claims.GrantExpiresAt)
 
 	me := AcquireOptions{LicenseKey: "key", Fingerprint: "fp", Feature: "render", Version: "2025"}
-	require.NoError(t, claims.CheckHolder(me))
+	require.NoError(t, claims.CheckHolder(me), "a lease handed back at another version its grant covers")
+	for _, v := range []string{"2024", "2024.9", "2025.0", "1", ""} {
+		require.NoError(t, claims.CheckHolder(AcquireOptions{LicenseKey: "key", Fingerprint: "fp", Feature: "render", Version: v}), "version %q", v)
+	}
 	for _, other := range []AcquireOptions{
 		{LicenseKey: "key", Fingerprint: "fp"},
 		{LicenseKey: "key", Fingerprint: "fp", Feature: "sim", Version: "2025"},
-		{LicenseKey: "key", Fingerprint: "fp", Feature: "render", Version: "2024"},
+		{LicenseKey: "key", Fingerprint: "fp", Feature: "render", Version: "2025.1"},
+		{LicenseKey: "key", Fingerprint: "fp", Feature: "render", Version: "2026"},
 	} {
 		require.ErrorIs(t, claims.CheckHolder(other), ErrBadCertificate, "%+v", other)
 	}
+	// A grant of every version covers any.
+	cc["grant_version"] = ""
+	every, err := VerifyOffline(signer.certificate(forgeNothing, cc), jwks(signer), time.Now())
+	require.NoError(t, err)
+	require.NoError(t, every.CheckHolder(AcquireOptions{LicenseKey: "key", Fingerprint: "fp", Feature: "render", Version: "2031.4"}))
 	base, err := VerifyOffline(signer.certificate(forgeNothing, certClaims("lease-2", "fp", deadline, true, "n")), jwks(signer), time.Now())
 	require.NoError(t, err)
 	require.ErrorIs(t, base.CheckHolder(me), ErrBadCertificate, "a base seat's certificate is no feature's")
@@ -421,4 +434,23 @@ func isClosed(c <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// TestFeatureOfAnswerIsChecked: a seat answered for another feature than
+// the one asked (a server that ignores the field hands out a base seat)
+// is refused as a lost lease and given back, even without signing keys.
+func TestFeatureOfAnswerIsChecked(t *testing.T) {
+	t.Run("ignored", func(t *testing.T) {
+		b := setup(t, DefaultOptions(), nil)
+		_, err := b.client.Acquire(testContext(t), AcquireOptions{LicenseKey: "key", Fingerprint: "fp", Feature: "render"})
+		require.ErrorIs(t, err, ErrLeaseLost)
+		require.ErrorContains(t, err, `"render"`)
+		require.Zero(t, b.fake.read(func(f *fakeServer) int { return f.live() }), "the seat is given back")
+	})
+	t.Run("honoured", func(t *testing.T) {
+		b := setup(t, DefaultOptions(), func(f *fakeServer) { f.features = true })
+		l, err := b.client.Acquire(testContext(t), AcquireOptions{LicenseKey: "key", Fingerprint: "fp", Feature: "render", Version: "2025"})
+		require.NoError(t, err)
+		require.NoError(t, l.Release(testContext(t)))
+	})
 }

@@ -263,6 +263,11 @@ func (c *Client) granted(nonce string, o AcquireOptions, resp *seatdv1.AcquireSe
 	// otherwise answer many clients with its certificates.
 	st.holder = holderOf(o)
 	st.borrowed = borrowed
+	// A server that ignores the feature asked would hand a base seat (or
+	// another module's) to a feature request: never one we asked for.
+	if f := resp.GetLease().GetFeature(); f != o.Feature {
+		return st, certLost(badCert("seatd granted a seat of feature %q, not %q as asked (a server without features?)", f, o.Feature))
+	}
 	if borrowed {
 		switch {
 		case !resp.GetLease().GetBorrowed():

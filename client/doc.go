@@ -57,8 +57,11 @@
 // from one of the license's feature grants covering that version, the
 // one that expires first, instead of the license's base seats. The Lease
 // names its Feature, Version, GrantID and GrantExpiresAt, and its
-// certificates carry them: CheckHolder refuses a certificate of another
-// feature or version than the one asked for.
+// certificates carry them and the grant's version: CheckHolder refuses a
+// certificate of another feature, or of a grant that does not cover the
+// version asked for. An answer of another feature than the one asked (a
+// seatd without features hands out a base seat) is refused as a lost
+// lease, with or without SigningKeys.
 //
 // # Retries in other languages
 //

@@ -50,6 +50,7 @@ type fakeServer struct {
 	signer   *testSigner         // signs lease certificates, as seatd: for a request with a nonce, or a borrow; nil: none sent
 	forge    forgery             // how to spoil them
 	noBorrow bool                // ignore borrow_duration, as a server without borrowing
+	features bool                // answer a lease of the feature and version asked; false: ignore them, as a server without features
 	nonces   map[string][]string // the nonce of each request, by RPC ("acquire", "heartbeat", "stream", "wait"), in order
 
 	acquires, releases, streams int
@@ -65,6 +66,8 @@ type fakeLease struct {
 	ended     string // "" while live, else the reason heartbeats fail with
 	fp        string
 	borrowed  bool
+	feature   string // the feature and version asked (features on)
+	version   string
 }
 
 func newFakeServer() *fakeServer {
@@ -187,6 +190,9 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest, nonce string) (*seat
 		if d := req.GetBorrowDuration().AsDuration(); d > 0 && !f.noBorrow {
 			l.expiresAt, l.borrowed = now.Add(d), true
 		}
+		if f.features {
+			l.feature, l.version = req.GetFeature(), req.GetVersion()
+		}
 		f.leases[l.id] = l
 	}
 	if f.lostReplies > 0 {
@@ -196,6 +202,7 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest, nonce string) (*seat
 	return &seatdv1.AcquireSeatResponse{
 		Lease: &seatdv1.Lease{
 			Id: l.id, LicenseId: "lic-1", Fingerprint: f.answeredFingerprint(req.GetFingerprint()), Borrowed: l.borrowed,
+			Feature: l.feature, Version: l.version,
 			AcquiredAt: timestamppb.New(now), LastHeartbeatAt: timestamppb.New(now), ExpiresAt: timestamppb.New(l.expiresAt),
 		},
 		LeaseToken: l.token, HeartbeatInterval: durationpb.New(f.interval),

@@ -95,9 +95,12 @@
 // ensureLive does), then hands back a live lease of the request's keys in
 // any usable pool, or grants in the first usable pool with a free seat,
 // with acquire.lua's displacements (the lapsed leases of the request's
-// keys in any pool too) and borrow checks; else the sums over the usable
-// pools (EXHAUSTED), or why none is usable (inactive, not started:
-// conf 'starts', expired). The grant is recorded as any (insert checks
+// keys in any pool too) and borrow checks (a borrow must end by the
+// pool's expiry, conf 'exp'); else the sums over the usable pools
+// (EXHAUSTED), or why none is usable (inactive, not started: conf
+// 'starts', expired). A request no grant covers is judged on the
+// license's live state first (usable.lua, at Redis TIME: inactive or
+// expired says so; only that refused path pays the round trip). The grant is recorded as any (insert checks
 // the pool row's epoch and version). Base-pool calls are unchanged
 // (acquire.lua); a feature's acquisitions go through the same batching,
 // those on the same pools at the same grants version sharing a run

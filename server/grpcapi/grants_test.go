@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -200,6 +201,11 @@ func TestFeatureGrantLifecycle(t *testing.T) {
 	require.Equal(t, "render", lease.GetFeature())
 	require.Equal(t, "2024.3", lease.GetVersion())
 	require.Equal(t, g.GetId(), resp.GetGrant().GetId())
+	// A client sees what its seat is of, not the vendor's terms.
+	shown := &seatdv1.FeatureGrant{
+		Id: g.GetId(), LicenseId: lic.GetId(), Feature: "render", Version: "2025", Seats: 2, ExpiresAt: timestamppb.New(expires),
+	}
+	require.True(t, proto.Equal(shown, resp.GetGrant()), "AcquireSeatResponse.grant shows only id, license_id, feature, version, seats, starts_at, expires_at: %v", resp.GetGrant())
 	require.EqualValues(t, 1, resp.GetSeatsInUse())
 	require.EqualValues(t, 2, resp.GetSeatLimit(), "the grant's")
 

@@ -86,11 +86,21 @@ func (s *Server) acquireResponse(g service.Grant) *seatdv1.AcquireSeatResponse {
 		LeaseCertificate:  g.Certificate,
 	}
 	if g.Grant != nil {
-		resp.Grant = grantToProto(*g.Grant)
-		resp.Grant.SeatsInUse = int32(g.SeatsInUse)
+		resp.Grant = grantForClient(g.Grant)
 		resp.SeatLimit = int32(g.Grant.SeatLimit())
 	}
 	return resp
+}
+
+// grantForClient is what a client is shown of the grant its seat is of:
+// what the seat is and how long it may last, not the vendor's terms
+// (overdraft, borrowing limits) nor the record's times. seats_in_use and
+// seat_limit of the response are the grant's.
+func grantForClient(g *server.Grant) *seatdv1.FeatureGrant {
+	return &seatdv1.FeatureGrant{
+		Id: g.ID, LicenseId: g.LicenseID, Feature: g.Feature, Version: g.Version,
+		Seats: int32(g.Seats), StartsAt: ts(g.StartsAt), ExpiresAt: ts(g.ExpiresAt),
+	}
 }
 
 func (h *seatService) ReleaseSeat(ctx context.Context, req *seatdv1.ReleaseSeatRequest) (*seatdv1.ReleaseSeatResponse, error) {

@@ -41,14 +41,26 @@ func TestCertificateOfAGrantsLeaseNamesTheGrant(t *testing.T) {
 	require.Equal(t, "render", c.Feature)
 	require.Equal(t, "2024.3", c.Version)
 	require.Equal(t, g.ID, c.GrantID)
+	require.Equal(t, "2025", c.GrantVersion, "the versions the grant covers")
 	require.Equal(t, expires.Unix(), c.GrantExpiresAt)
 
-	// A heartbeat's certificate says the same, and follows a change of the
-	// grant's expiry made here.
-	later := expires.Add(24 * time.Hour)
-	_, err = e.svc.UpdateGrant(ctx, "operator", server.DefaultTenantID, lic.ID, GrantInput{ID: g.ID, ExpiresAt: &later}, []string{"expires_at"})
+	// The same machine asking at another version its grant covers is
+	// handed its lease back: the version claim is the one first asked,
+	// the grant's version says the seat covers the new one.
+	again, err := e.svc.AcquireSeat(ctx, SeatRequest{LicenseKey: lic.Key, Fingerprint: "a", Nonce: "n3", Feature: "render", Version: "2025"})
 	require.NoError(t, err)
-	l, err := e.svc.Heartbeat(ctx, got.Lease.ID, got.Token)
+	require.True(t, again.Existing)
+	c, err = signing.Verify(again.Certificate, keys)
+	require.NoError(t, err)
+	require.Equal(t, "2024.3", c.Version)
+	require.Equal(t, "2025", c.GrantVersion)
+
+	// A heartbeat's certificate says the same, and follows a change of the
+	// grant's expiry and version made here.
+	later := expires.Add(24 * time.Hour)
+	_, err = e.svc.UpdateGrant(ctx, "operator", server.DefaultTenantID, lic.ID, GrantInput{ID: g.ID, ExpiresAt: &later, Version: "2026"}, []string{"expires_at", "version"})
+	require.NoError(t, err)
+	l, err := e.svc.Heartbeat(ctx, got.Lease.ID, again.Token) // the hand-back rotated the token
 	require.NoError(t, err)
 	cert, err := e.svc.Certificate(ctx, l, "beat")
 	require.NoError(t, err)
@@ -58,12 +70,13 @@ func TestCertificateOfAGrantsLeaseNamesTheGrant(t *testing.T) {
 	require.Equal(t, signing.LicenseKeyHash(lic.Key), c.LicenseKeySHA256)
 	require.Equal(t, g.ID, c.GrantID)
 	require.Equal(t, later.Unix(), c.GrantExpiresAt)
+	require.Equal(t, "2026", c.GrantVersion)
 
 	base, err := e.svc.AcquireSeat(ctx, SeatRequest{LicenseKey: lic.Key, Fingerprint: "a", Nonce: "n2"})
 	require.NoError(t, err)
 	c, err = signing.Verify(base.Certificate, keys)
 	require.NoError(t, err)
-	require.Empty(t, c.Feature+c.Version+c.GrantID)
+	require.Empty(t, c.Feature+c.Version+c.GrantID+c.GrantVersion)
 	require.Zero(t, c.GrantExpiresAt)
 }
 

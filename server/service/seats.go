@@ -93,9 +93,11 @@ func (s *Service) acquire(ctx context.Context, req SeatRequest) (Grant, error) {
 	if err != nil {
 		return Grant{AcquireResult: res, Token: token}, err
 	}
-	cert, err := s.certify(ctx, res.Lease, signing.Binding{
-		KeyHash: signing.LicenseKeyHash(req.LicenseKey), Nonce: req.Nonce, GrantExpiresAt: grantExpiry(res.Grant),
-	})
+	b := signing.Binding{KeyHash: signing.LicenseKeyHash(req.LicenseKey), Nonce: req.Nonce}
+	if res.Grant != nil {
+		b.GrantExpiresAt, b.GrantVersion = res.Grant.ExpiresAt, res.Grant.Version
+	}
+	cert, err := s.certify(ctx, res.Lease, b)
 	if err != nil {
 		return Grant{}, err
 	}
@@ -107,13 +109,4 @@ func (s *Service) Release(ctx context.Context, leaseID, token string) (server.Le
 	l, err := s.store.Release(ctx, leaseID, server.HashSecret(token))
 	s.okReleases.count(s.metrics.Releases, err)
 	return l, err
-}
-
-// grantExpiry is the grant_expires_at claim of a lease of g (zero for the
-// base pool, or a grant that never expires).
-func grantExpiry(g *server.Grant) time.Time {
-	if g == nil {
-		return time.Time{}
-	}
-	return g.ExpiresAt
 }

@@ -42,14 +42,15 @@ func (s *Service) Certificate(ctx context.Context, l server.Lease, nonce string)
 	if err != nil {
 		return "", err
 	}
-	return s.certify(ctx, l, signing.Binding{KeyHash: facts.keyHash, Nonce: nonce, GrantExpiresAt: facts.grantExpiry[l.LicenseID]})
+	g := facts.grants[l.LicenseID]
+	return s.certify(ctx, l, signing.Binding{KeyHash: facts.keyHash, Nonce: nonce, GrantExpiresAt: g.expiresAt, GrantVersion: g.version})
 }
 
 // licenseFacts are what the certificates of l's license name: the
 // license_key_sha256 claim (a license's key never changes, so it is read
 // once per license and process, not at every heartbeat) and, for a lease
-// of a grant, the grant's expiry, which an admin may change: read again
-// when older than grantFactsTTL.
+// of a grant, the grant's expiry and version, which an admin may change:
+// read again when older than grantFactsTTL.
 func (s *Service) licenseFacts(ctx context.Context, l server.Lease) (licenseFacts, error) {
 	id := l.LicenseOf()
 	f, ok := s.keyHash.get(id)
@@ -60,16 +61,16 @@ func (s *Service) licenseFacts(ctx context.Context, l server.Lease) (licenseFact
 	if err != nil {
 		return licenseFacts{}, err
 	}
-	f = licenseFacts{keyHash: signing.LicenseKeyHash(lic.Key), readAt: s.now(), grantExpiry: map[string]time.Time{}}
+	f = licenseFacts{keyHash: signing.LicenseKeyHash(lic.Key), readAt: s.now(), grants: map[string]grantFacts{}}
 	for _, g := range lic.Grants {
-		f.grantExpiry[g.ID] = g.ExpiresAt
+		f.grants[g.ID] = grantFacts{expiresAt: g.ExpiresAt, version: g.Version}
 	}
 	s.keyHash.put(id, f)
 	return f, nil
 }
 
 // grantFactsTTL bounds how long a heartbeat's certificate may name a
-// grant's expiry from before the grant was changed.
+// grant's expiry or version from before the grant was changed.
 const grantFactsTTL = 5 * time.Second
 
 // forgetLicenseFacts drops what licenseFacts keeps of a license (its
@@ -82,14 +83,20 @@ func (s *Service) forgetLicenseFacts(licenseID string) { s.keyHash.drop(licenseI
 const maxKeyHashes = 1 << 16
 
 type licenseFacts struct {
-	keyHash     string
-	grantExpiry map[string]time.Time // by grant id
-	readAt      time.Time
+	keyHash string
+	grants  map[string]grantFacts // by grant id
+	readAt  time.Time
+}
+
+// grantFacts are what a certificate of a grant's lease says of the grant.
+type grantFacts struct {
+	expiresAt time.Time // zero: none
+	version   string    // "": every version
 }
 
 // fresh reports whether f knows grant id, read within grantFactsTTL.
 func (f licenseFacts) fresh(grantID string, now time.Time) bool {
-	_, known := f.grantExpiry[grantID]
+	_, known := f.grants[grantID]
 	return known && now.Sub(f.readAt) < grantFactsTTL
 }
 

@@ -42,21 +42,28 @@ type Claims struct {
 	Borrowed         bool   `json:"borrowed"`
 	Nonce            string `json:"nonce"` // the request's; "" when it sent none
 	// For a lease of a feature grant only (omitted otherwise): the feature
-	// and version asked for, the grant's id, and its expiry (Unix seconds;
-	// omitted when it has none). LicenseID stays the license's.
+	// and version first asked for, the grant's id, and its expiry (Unix
+	// seconds; omitted when it has none). LicenseID stays the license's.
 	Feature        string `json:"feature,omitempty"`
 	Version        string `json:"version,omitempty"`
 	GrantID        string `json:"grant_id,omitempty"`
 	GrantExpiresAt int64  `json:"grant_expires_at,omitempty"`
+	// GrantVersion is the highest version the grant covers (omitted: every
+	// version). A lease handed back to the same client asking again may
+	// have been first asked for at another version the grant covers, so
+	// a client checks that this covers its version, not Version.
+	GrantVersion string `json:"grant_version,omitempty"`
 }
 
 // Binding is what a certificate says beyond its lease: the hash of the
 // license key that opened it (LicenseKeyHash), the request's nonce, and
-// for a lease of a feature grant the grant's expiry (zero: none).
+// for a lease of a feature grant the grant's expiry (zero: none) and
+// version ("": every version).
 type Binding struct {
 	KeyHash        string
 	Nonce          string
 	GrantExpiresAt time.Time
+	GrantVersion   string
 }
 
 // The values of Claims.BoundTo.
@@ -99,7 +106,7 @@ func LeaseClaims(l server.Lease, b Binding, now time.Time) Claims {
 		Borrowed: l.Borrowed, Nonce: b.Nonce,
 	}
 	if g := l.GrantID(); g != "" {
-		c.Feature, c.Version, c.GrantID = l.Feature, l.Version, g
+		c.Feature, c.Version, c.GrantID, c.GrantVersion = l.Feature, l.Version, g, b.GrantVersion
 		if !b.GrantExpiresAt.IsZero() {
 			c.GrantExpiresAt = b.GrantExpiresAt.Unix()
 		}

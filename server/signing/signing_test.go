@@ -596,16 +596,20 @@ func TestGrantClaims(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	l := testLease("acme", now.Add(time.Minute))
 	l.LicenseID, l.Feature, l.Version = "lic_0123456789abcdef01234567.0a1b2c3d", "render", "2025.1"
-	c := LeaseClaims(l, Binding{KeyHash: testKeyHash, GrantExpiresAt: now.Add(time.Hour)}, now)
+	c := LeaseClaims(l, Binding{KeyHash: testKeyHash, GrantExpiresAt: now.Add(time.Hour), GrantVersion: "2026"}, now)
 	require.Equal(t, "lic_0123456789abcdef01234567", c.LicenseID)
 	require.Equal(t, "lic_0123456789abcdef01234567.0a1b2c3d", c.GrantID)
 	require.Equal(t, "render", c.Feature)
 	require.Equal(t, "2025.1", c.Version)
+	require.Equal(t, "2026", c.GrantVersion, "the grant's version, which a client checks coverage against")
 	require.Equal(t, now.Add(time.Hour).Unix(), c.GrantExpiresAt)
+	js, err := json.Marshal(c)
+	require.NoError(t, err)
+	require.Contains(t, string(js), `"grant_version":"2026"`)
 
 	base, err := json.Marshal(LeaseClaims(testLease("acme", now.Add(time.Minute)), Binding{KeyHash: testKeyHash}, now))
 	require.NoError(t, err)
-	for _, claim := range []string{"feature", "version", "grant_id", "grant_expires_at"} {
+	for _, claim := range []string{"feature", "version", "grant_id", "grant_expires_at", "grant_version"} {
 		require.NotContains(t, string(base), `"`+claim+`"`)
 	}
 }

@@ -40,7 +40,9 @@ type AcquireSeatRequest struct {
 	// server.
 	Nonce string `protobuf:"bytes,7,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	// Borrow the seat for offline use, for this long (at least 1s, at most
-	// the license's max_borrow_duration). The lease then needs no heartbeats and holds its
+	// the license's max_borrow_duration, or with a feature the grant's; and
+	// ending by the license's or the grant's expiry: else INVALID_ARGUMENT
+	// on borrow_duration). The lease then needs no heartbeats and holds its
 	// seat until it lapses or is returned with ReleaseSeat. Unset: a normal
 	// lease, kept alive by heartbeats.
 	BorrowDuration *durationpb.Duration `protobuf:"bytes,8,opt,name=borrow_duration,json=borrowDuration,proto3" json:"borrow_duration,omitempty"`
@@ -178,19 +180,28 @@ type AcquireSeatResponse struct {
 	// fingerprint, user or hostname), license_key_sha256 (hex SHA-256 of
 	// the license key), iat, exp (the lease's deadline, whole seconds,
 	// rounded down), borrowed, nonce (the request's); for a lease of a
-	// feature grant also feature, version (the request's), grant_id and
-	// grant_expires_at (the grant's expiry, Unix seconds; absent when it
-	// has none), and license_id is the grant's license. A client checks
-	// bound_to, license_key_sha256, feature and version against its own
-	// values, never the answer's.
+	// feature grant also feature, version (the version first asked for),
+	// grant_id, grant_version (the highest version the grant covers;
+	// absent: every version) and grant_expires_at (the grant's expiry, Unix
+	// seconds; absent when it has none), and license_id is the grant's
+	// license. A client checks bound_to, license_key_sha256 and feature
+	// against its own values, never the answer's, and that the grant covers
+	// the version it asks for: its version or grant_version is empty, or
+	// its version <= grant_version compared as dotted numbers (2024.2 <
+	// 2024.10, 3 = 3.0). Not the version claim: a lease handed back to the
+	// same client asking again may have been first asked for at another
+	// version its grant also covers.
 	// Set when the request carried a nonce, and for every borrow; empty
 	// otherwise (a signature costs the server a third of its heartbeat
 	// rate, which a client that does not verify should not pay). A client
 	// that verifies always sends a nonce and treats an answer without a
 	// certificate as a lost lease.
 	LeaseCertificate string `protobuf:"bytes,6,opt,name=lease_certificate,json=leaseCertificate,proto3" json:"lease_certificate,omitempty"`
-	// The feature grant the seat was taken from (with a feature): its
-	// version and expiry. seats_in_use and seat_limit are then the grant's.
+	// The feature grant the seat was taken from (with a feature): only its
+	// id, license_id, feature, version, seats, starts_at and expires_at are
+	// set (a client is not shown the grant's overdraft, borrowing limits,
+	// seats in use or times of record). seats_in_use and seat_limit above
+	// are then the grant's.
 	Grant         *FeatureGrant `protobuf:"bytes,7,opt,name=grant,proto3" json:"grant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
