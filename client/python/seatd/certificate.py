@@ -45,7 +45,14 @@ class Claims(collections.namedtuple("Claims", [
     "borrowed",     # a seat borrowed for offline use
     "nonce",        # the nonce of the request it answers
     "key_id",       # the kid of the key that signed it
-])):
+    # A lease of a feature grant (AcquireSeat's feature); each "" (0) for a
+    # lease of the license's base pool. Last and with defaults, so that
+    # Claims built by position before features keep working.
+    "feature",      # the feature the lease holds a seat of
+    "version",      # the version asked for ("" if none was)
+    "grant_id",     # the grant the seat was taken from
+    "grant_expires_at",  # the grant's expiry, Unix seconds; 0 if it has none
+], defaults=("", "", "", 0))):
     """What a lease certificate says (times in whole Unix seconds)."""
 
     __slots__ = ()
@@ -161,15 +168,17 @@ class SigningKeys:
         if not raw.get("sub") or raw.get("sub") != raw.get("lease_id"):
             raise errors.BadCertificate("sub %r and lease_id %r must name the same lease"
                                         % (raw.get("sub"), raw.get("lease_id")))
-        exp, iat = raw.get("exp"), raw.get("iat", 0)
-        if not _number(exp) or not _number(iat):
-            raise errors.BadCertificate("exp and iat must be numbers")
+        exp, iat, grant_exp = raw.get("exp"), raw.get("iat", 0), raw.get("grant_expires_at", 0)
+        if not _number(exp) or not _number(iat) or not _number(grant_exp):
+            raise errors.BadCertificate("exp, iat and grant_expires_at must be numbers")
         return Claims(issuer=raw["iss"], lease_id=raw["lease_id"], tenant_id=_str(raw, "tenant_id"),
                       license_id=_str(raw, "license_id"), fingerprint=_str(raw, "fingerprint"),
                       user=_str(raw, "user"), hostname=_str(raw, "hostname"), bound_to=_str(raw, "bound_to"),
                       license_key_sha256=_str(raw, "license_key_sha256"),
                       issued_at=int(iat), expiry=int(exp), borrowed=raw.get("borrowed") is True,
-                      nonce=_str(raw, "nonce"), key_id=kid)
+                      nonce=_str(raw, "nonce"), key_id=kid, feature=_str(raw, "feature"),
+                      version=_str(raw, "version"), grant_id=_str(raw, "grant_id"),
+                      grant_expires_at=int(grant_exp))
 
     def verify_returned(self, token, tenant_id, max_age=0, now=None):
         """Checks a signed list of returned certificates (GetReturnedCertificates,
@@ -237,16 +246,25 @@ class SigningKeys:
             raise errors.BadCertificate("claims are not a JSON object")
         return raw, kid
 
-    def check(self, cert, *, nonce, lease_id, holder, deadline, license_id="", borrowed=False, now=None):
+    def check(self, cert, *, nonce, lease_id, holder, deadline, license_id="", borrowed=False, now=None,
+              feature="", version="", grant_id=""):
         """Verifies the certificate of an answer (deadline: the one it told,
         Unix seconds): as verify, and it repeats our nonce, names this lease
-        and license, is for this client (holder, holder_of: our license key
-        and identity, never what an answer says), and its exp is that
-        deadline rounded down (less than a second apart), not passed.
-        Raises BadCertificate."""
+        and license (and grant_id, when the answer names one), is for this
+        client (holder, holder_of: our license key and identity, never what
+        an answer says) and for the feature and version it asked for ("":
+        the base pool; a version no grant covers is never certified), and
+        its exp is that deadline rounded down (less than a
+        second apart), not passed. Raises BadCertificate."""
         c = self._verify(cert)
         now = time.time() if now is None else _unix(now)
         _check_holder(c, holder)
+        if c.feature != feature:
+            raise errors.BadCertificate("for feature %r, not the %r asked for" % (c.feature, feature))
+        if c.version != version:
+            raise errors.BadCertificate("for version %r of the feature, not the %r asked for" % (c.version, version))
+        if grant_id and c.grant_id != grant_id:
+            raise errors.BadCertificate("for grant %r, not %r" % (c.grant_id, grant_id))
         if not nonce or c.nonce != nonce:
             raise errors.BadCertificate("nonce %r is not the one sent (a recorded answer replayed?)" % c.nonce)
         if c.lease_id != lease_id:
