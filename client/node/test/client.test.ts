@@ -293,22 +293,22 @@ for (const mode of modes) {
       admin.close();
     });
 
-    test("features: a 2024 request takes the expiring render grant, a 2025 request the newer; dedupe per feature; SeatsExhaustedError names the feature", async () => {
+    test("features: a request both render grants cover takes the one expiring first, a 2025 request the newer; dedupe per feature; SeatsExhaustedError names the feature", async () => {
       const lic = await newLicense(s, 1, 60_000);
       const r2024 = await newGrant(s, lic.id, "render", "2024", 1, 86400_000);
       const r2025 = await newGrant(s, lic.id, "render", "2025", 1, 365 * 86400_000);
       const c = mk(s.grpcAddr, { autoHeartbeat: false });
       const base = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1" });
       assert.deepEqual([base.feature, base.version, base.grantId, base.grantExpiresAt], ["", "", "", undefined]);
-      const old = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2024.1" });
+      const old = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2023.4" });
       assert.notEqual(old.id, base.id, "base and render seats of one machine are two leases");
-      assert.deepEqual([old.feature, old.version, old.grantId, old.licenseId], ["render", "2024.1", r2024.id, lic.id]);
+      assert.deepEqual([old.feature, old.version, old.grantId, old.licenseId], ["render", "2023.4", r2024.id, lic.id]);
       assert.equal(old.grantExpiresAt?.getTime(), timestampMs(r2024.expiresAt!));
       assert.deepEqual([old.seatsInUse, old.seatLimit], [1, 1], "the grant's");
       const recent = await c.lease({ licenseKey: lic.key, fingerprint: "fp-2", feature: "render", version: "2025" });
       assert.deepEqual([recent.grantId, recent.version], [r2025.id, "2025"]);
       assert.equal(recent.grantExpiresAt?.getTime(), timestampMs(r2025.expiresAt!));
-      const again = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2024.1" });
+      const again = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2023.4" });
       assert.equal(again.id, old.id, "dedupe is per feature");
       await assert.rejects(c.lease({ licenseKey: lic.key, fingerprint: "fp-3", feature: "render", version: "2024" }), (err) => {
         assert.ok(err instanceof SeatsExhaustedError, String(err));
@@ -365,9 +365,9 @@ for (const mode of modes) {
       const lic = await newLicense(s, 1, 2000);
       const render = await newGrant(s, lic.id, "render", "2025", 1, 86400_000);
       const c = mk(s.grpcAddr, { signingKeys: jwks });
-      const lease = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2025.1" });
+      const lease = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2024.3" });
       const got = verifyOffline(lease.certificate, jwks);
-      assert.deepEqual([got.feature, got.version, got.grantId, got.grantExpiresAt?.getTime()], ["render", "2025.1", render.id, timestampMs(render.expiresAt!)]);
+      assert.deepEqual([got.feature, got.version, got.grantId, got.grantExpiresAt?.getTime()], ["render", "2024.3", render.id, timestampMs(render.expiresAt!)]);
       assert.deepEqual([got.leaseId, got.licenseId], [lease.id, lic.id]);
       checkHolder(got, { licenseKey: lic.key, fingerprint: "fp-1" });
       const first = lease.certificate;

@@ -261,8 +261,8 @@ class Base:
 
     def test_feature_at_a_version(self):
         """features: a license with base seats and two grants of "render"
-        (2024 expiring soon, 2025 later): a 2024 request takes the expiring
-        grant, a 2025 request the newer; the lease says its feature, version,
+        (2024 expiring soon, 2025 later): a request both cover (2023.4)
+        takes the one expiring first, a 2025 request the newer; the lease says its feature, version,
         grant and the grant's expiry; one machine's base and render seats are
         two leases, and asking for render again hands its render lease back;
         with both grants full SeatsExhausted names the feature."""
@@ -272,16 +272,16 @@ class Base:
         c = self.client(auto_heartbeat=False)
         base = c.acquire(lic.key, "fp-1")
         self.assertEqual(("", "", "", None), (base.feature, base.version, base.grant_id, base.grant_expires_at))
-        old = c.acquire(lic.key, "fp-1", feature="render", version="2024.1")
+        old = c.acquire(lic.key, "fp-1", feature="render", version="2023.4")
         self.assertNotEqual(base.id, old.id, "base and render seats of one machine are two leases")
-        self.assertEqual(("render", "2024.1", r2024.id, lic.id),
+        self.assertEqual(("render", "2023.4", r2024.id, lic.id),
                          (old.feature, old.version, old.grant_id, old.license_id))
         self.assertEqual(r2024.expires_at.ToDatetime(tzinfo=datetime.timezone.utc), old.grant_expires_at)
         self.assertEqual((old.seats_in_use, old.seat_limit), (1, 1), "the grant's")
         new = c.acquire(lic.key, "fp-2", feature="render", version="2025")
         self.assertEqual((new.grant_id, new.version), (r2025.id, "2025"))
         self.assertEqual(r2025.expires_at.ToDatetime(tzinfo=datetime.timezone.utc), new.grant_expires_at)
-        again = c.acquire(lic.key, "fp-1", feature="render", version="2024.1")
+        again = c.acquire(lic.key, "fp-1", feature="render", version="2023.4")
         self.assertEqual(old.id, again.id, "dedupe is per feature")
         with self.assertRaises(seatd.SeatsExhausted) as cm:
             c.acquire(lic.key, "fp-3", feature="render", version="2024")
@@ -352,9 +352,9 @@ class Base:
         lic = self.license(seats=1, ttl=2)  # a heartbeat every 1/3 s
         render = self.grant(lic, "render", "2025", expires_in=86400)
         c = self.client(signing_keys=jwks)
-        with c.lease(lic.key, "fp-1", feature="render", version="2025.1") as lease:
+        with c.lease(lic.key, "fp-1", feature="render", version="2024.3") as lease:
             got = seatd.verify_offline(lease.certificate, jwks)
-            self.assertEqual(("render", "2025.1", render.id, render.expires_at.seconds),
+            self.assertEqual(("render", "2024.3", render.id, render.expires_at.seconds),
                              (got.feature, got.version, got.grant_id, got.grant_expires_at))
             self.assertEqual((got.lease_id, got.license_id), (lease.id, lic.id))
             got.check_holder(lic.key, "fp-1")
