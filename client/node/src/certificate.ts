@@ -120,6 +120,9 @@ export interface Holder {
   fingerprint?: string;
   user?: string;
   hostname?: string;
+  /** The feature and version it asks for (undefined: a base seat). */
+  feature?: string;
+  version?: string;
 }
 
 /** The license_key_sha256 claim of a license key: its SHA-256, lowercase hex. */
@@ -128,11 +131,13 @@ export function licenseKeyHash(licenseKey: string): string {
 }
 
 /** Throws BadCertificateError unless the certificate is for the client that
- * asks as h, with its own values: the hash of its license key, and the
- * identity boundTo names (its fingerprint, or its user or hostname for a
- * lease the license shares per user or hostname). Never compare with what an
- * answer says: a relay holding one lease would pass. A certificate of a
- * seatd that did not bind certificates is refused. */
+ * asks as h, with its own values: the hash of its license key, the identity
+ * boundTo names (its fingerprint, or its user or hostname for a lease the
+ * license shares per user or hostname), and the feature and version it asks
+ * for (none for a base seat: a seat of another module, or of another
+ * version, unlocks nothing). Never compare with what an answer says: a relay
+ * holding one lease would pass. A certificate of a seatd that did not bind
+ * certificates is refused. */
 export function checkHolder(c: Claims, h: Holder): void {
   if (!c.licenseKeySha256 || !c.boundTo) {
     throw new BadCertificateError("it names no license key or holder (signed by a seatd that does not bind certificates to their client: upgrade seatd)");
@@ -145,6 +150,10 @@ export function checkHolder(c: Claims, h: Holder): void {
   if (!pair) throw new BadCertificateError(`bound to "${c.boundTo}", which this client does not know`);
   const [theirs, ours] = pair;
   if (!ours || theirs !== ours) throw new BadCertificateError(`for ${c.boundTo} "${theirs}", not this client's "${ours}"`);
+  const [feature, version] = [h.feature ?? "", h.version ?? ""];
+  if (c.feature !== feature || c.version !== version) {
+    throw new BadCertificateError(`for feature "${c.feature}" version "${c.version}", not the "${feature}" version "${version}" this client asked for`);
+  }
 }
 
 /** A JWKS as text, bytes or parsed. */
@@ -155,15 +164,11 @@ export interface Expectation {
   nonce: string;
   leaseId: string;
   licenseId?: string;
-  /** This client's own license key and identity, never an answer's. */
+  /** This client's own license key, identity, feature and version, never an answer's. */
   holder: Holder;
   /** The deadline the same answer told, in ms. */
   deadlineMs: number;
   borrowed: boolean;
-  /** The feature and version this client asked for ("" for the base pool),
-   * never an answer's. */
-  feature: string;
-  version: string;
   /** The grant the answer names, if any. */
   grantId?: string;
 }
@@ -243,16 +248,14 @@ export class SigningKeys {
   }
 
   /** @internal verifies the certificate of an answer: as verify, and it is
-   * for this client (checkHolder) and the feature and version it asked for
-   * (a version no grant covers is never certified), repeats our nonce,
-   * names this lease, license and grant, and its exp is the deadline the
-   * answer told rounded down (less than a second apart), not passed. */
+   * for this client (checkHolder: its license key, identity, feature and
+   * version), repeats our nonce, names this lease, license and grant, and
+   * its exp is the deadline the answer told rounded down (less than a second
+   * apart), not passed. */
   check(cert: string, want: Expectation, now: number): Claims {
     const c = this.#verify(cert);
     const exp = c.expiry.getTime();
     checkHolder(c, want.holder);
-    if (c.feature !== want.feature) throw new BadCertificateError(`for feature "${c.feature}", not the "${want.feature}" asked for`);
-    if (c.version !== want.version) throw new BadCertificateError(`for version "${c.version}" of the feature, not the "${want.version}" asked for`);
     if (want.grantId && c.grantId !== want.grantId) throw new BadCertificateError(`for grant "${c.grantId}", not "${want.grantId}"`);
     if (!want.nonce || c.nonce !== want.nonce) throw new BadCertificateError(`nonce "${c.nonce}" is not the one sent (a recorded answer replayed?)`);
     if (c.leaseId !== want.leaseId) throw new BadCertificateError(`for lease "${c.leaseId}", not "${want.leaseId}"`);

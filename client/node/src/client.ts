@@ -313,8 +313,7 @@ export class Client implements AsyncDisposable {
     if (borrowed && !resp.leaseCertificate) throw new BadCertificateError("none in seatd's answer to a borrow");
     const st = stateOf(resp, 0);
     this.signingKeys?.check(resp.leaseCertificate, {
-      nonce, leaseId: st.id, licenseId: st.licenseId, holder: o, deadlineMs: st.expiresAtMs, borrowed,
-      feature: o.feature ?? "", version: o.version ?? "", grantId: st.grantId,
+      nonce, leaseId: st.id, licenseId: st.licenseId, holder: o, deadlineMs: st.expiresAtMs, borrowed, grantId: st.grantId,
     }, this.timing.now());
   }
 

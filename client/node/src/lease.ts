@@ -147,8 +147,7 @@ export class Lease implements AsyncDisposable {
    * extended lease st to expiresAtMs; throws BadCertificateError. */
   checkCertificate(st: LeaseState, nonce: string, cert: string, expiresAtMs: number): void {
     this.#client.signingKeys?.check(cert, {
-      nonce, leaseId: st.id, licenseId: st.licenseId, holder: this.#opts, deadlineMs: expiresAtMs, borrowed: st.borrowed,
-      feature: this.#opts.feature ?? "", version: this.#opts.version ?? "", grantId: st.grantId,
+      nonce, leaseId: st.id, licenseId: st.licenseId, holder: this.#opts, deadlineMs: expiresAtMs, borrowed: st.borrowed, grantId: st.grantId,
     }, this.#client.timing.now());
   }
 

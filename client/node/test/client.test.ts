@@ -369,7 +369,8 @@ for (const mode of modes) {
       const got = verifyOffline(lease.certificate, jwks);
       assert.deepEqual([got.feature, got.version, got.grantId, got.grantExpiresAt?.getTime()], ["render", "2024.3", render.id, timestampMs(render.expiresAt!)]);
       assert.deepEqual([got.leaseId, got.licenseId], [lease.id, lic.id]);
-      checkHolder(got, { licenseKey: lic.key, fingerprint: "fp-1" });
+      checkHolder(got, { licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2024.3" });
+      assert.throws(() => checkHolder(got, { licenseKey: lic.key, fingerprint: "fp-1" }), BadCertificateError, "no base seat");
       const first = lease.certificate;
       await until(5000, "a verified heartbeat's certificate", () => lease.certificate !== first);
       assert.equal(verifyOffline(lease.certificate, jwks).grantId, render.id);

@@ -53,7 +53,11 @@ describe("features (fake seatd)", () => {
     const lease = await mk().lease({ licenseKey: "key", fingerprint: "fp", feature: "render", version: "2025.1" });
     const c = verifyOffline(lease.certificate, jwks(signer));
     assert.deepEqual([c.feature, c.version, c.grantId, c.grantExpiresAt?.getTime()], ["render", "2025.1", GRANT_ID, GRANT_EXPIRES_AT * 1000]);
-    checkHolder(c, { licenseKey: "key", fingerprint: "fp" });
+    checkHolder(c, { licenseKey: "key", fingerprint: "fp", feature: "render", version: "2025.1" });
+    for (const other of [{}, { feature: "sim", version: "2025.1" }, { feature: "render", version: "2024" }]) {
+      // a seat of another module, or version, unlocks nothing
+      assert.throws(() => checkHolder(c, { licenseKey: "key", fingerprint: "fp", ...other }), BadCertificateError, JSON.stringify(other));
+    }
     await lease.release();
   });
 

@@ -57,19 +57,21 @@ class Claims(collections.namedtuple("Claims", [
 
     __slots__ = ()
 
-    def check_holder(self, license_key, fingerprint, user="", hostname=""):
+    def check_holder(self, license_key, fingerprint, user="", hostname="", feature="", version=""):
         """Raises BadCertificate unless the certificate is for the client
         that asks with these values, its own: the hash of its license key,
-        and the identity bound_to names (its fingerprint, or its user or
-        hostname for a lease the license shares per user or hostname).
-        Never compare with what an answer says: a relay holding one lease
-        would pass. A certificate of a seatd that did not bind certificates
-        (no bound_to or license_key_sha256) is refused."""
-        _check_holder(self, (license_key_hash(license_key), fingerprint, user, hostname))
+        the identity bound_to names (its fingerprint, or its user or
+        hostname for a lease the license shares per user or hostname), and
+        the feature and version it asks for ("" for a base seat: a seat of
+        another module, or of another version, unlocks nothing). Never
+        compare with what an answer says: a relay holding one lease would
+        pass. A certificate of a seatd that did not bind certificates (no
+        bound_to or license_key_sha256) is refused."""
+        _check_holder(self, (license_key_hash(license_key), fingerprint, user, hostname, feature, version))
 
 
 def _check_holder(c, holder):
-    key_hash, fingerprint, user, hostname = holder
+    key_hash, fingerprint, user, hostname, feature, version = holder
     if not c.license_key_sha256 or not c.bound_to:
         raise errors.BadCertificate("it names no license key or holder (signed by a seatd that does not bind "
                                     "certificates to their client: upgrade seatd)")
@@ -82,13 +84,16 @@ def _check_holder(c, holder):
     theirs, ours = pairs[c.bound_to]
     if not ours or theirs != ours:
         raise errors.BadCertificate("for %s %r, not this client's %r" % (c.bound_to, theirs, ours))
+    if (c.feature, c.version) != (feature, version):
+        raise errors.BadCertificate("for feature %r version %r, not the %r version %r this client asked for"
+                                    % (c.feature, c.version, feature, version))
 
 
 def holder_of(opts):
     """What a client knows of itself (its acquisition's options), which
     every certificate of its lease must name."""
     return (license_key_hash(opts["license_key"]), opts["fingerprint"], opts.get("user") or "",
-            opts.get("hostname") or "")
+            opts.get("hostname") or "", opts.get("feature") or "", opts.get("version") or "")
 
 
 def new_nonce():
@@ -247,22 +252,17 @@ class SigningKeys:
         return raw, kid
 
     def check(self, cert, *, nonce, lease_id, holder, deadline, license_id="", borrowed=False, now=None,
-              feature="", version="", grant_id=""):
+              grant_id=""):
         """Verifies the certificate of an answer (deadline: the one it told,
         Unix seconds): as verify, and it repeats our nonce, names this lease
         and license (and grant_id, when the answer names one), is for this
-        client (holder, holder_of: our license key and identity, never what
-        an answer says) and for the feature and version it asked for ("":
-        the base pool; a version no grant covers is never certified), and
-        its exp is that deadline rounded down (less than a
-        second apart), not passed. Raises BadCertificate."""
+        client (holder, holder_of: our license key, identity, feature and
+        version, never what an answer says), and its exp is that deadline
+        rounded down (less than a second apart), not passed. Raises
+        BadCertificate."""
         c = self._verify(cert)
         now = time.time() if now is None else _unix(now)
         _check_holder(c, holder)
-        if c.feature != feature:
-            raise errors.BadCertificate("for feature %r, not the %r asked for" % (c.feature, feature))
-        if c.version != version:
-            raise errors.BadCertificate("for version %r of the feature, not the %r asked for" % (c.version, version))
         if grant_id and c.grant_id != grant_id:
             raise errors.BadCertificate("for grant %r, not %r" % (c.grant_id, grant_id))
         if not nonce or c.nonce != nonce:

@@ -274,8 +274,8 @@ class Client(_Connected):
             return
         deadline = pl.expires_at.ToNanoseconds() / 1e9 if pl.HasField("expires_at") else None
         self.signing_keys.check(resp.lease_certificate, nonce=nonce, lease_id=pl.id, license_id=pl.license_id,
-                                holder=holder_of(opts), deadline=deadline, feature=opts["feature"],
-                                version=opts["version"], grant_id=pl.grant_id, borrowed=borrowed, now=self.t.now())
+                                holder=holder_of(opts), deadline=deadline, grant_id=pl.grant_id, borrowed=borrowed,
+                                now=self.t.now())
 
     def _give_back(self, lease_id, token):
         """Releases a seat we refuse, as far as the server is real and reachable."""
@@ -483,8 +483,7 @@ class Lease:
             return
         keys.check(cert, nonce=nonce, lease_id=self.id, license_id=self.license_id, holder=self._holder,
                    deadline=expires_at.ToNanoseconds() / 1e9 if expires_at.ByteSize() else None,
-                   feature=self._opts["feature"], version=self._opts["version"], grant_id=self.grant_id,
-                   borrowed=self.borrowed, now=self._c.t.now())
+                   grant_id=self.grant_id, borrowed=self.borrowed, now=self._c.t.now())
 
     def release(self, timeout=None):
         """Stops the heartbeats and gives the seat back. Idempotent; a lease

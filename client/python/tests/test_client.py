@@ -357,7 +357,9 @@ class Base:
             self.assertEqual(("render", "2024.3", render.id, render.expires_at.seconds),
                              (got.feature, got.version, got.grant_id, got.grant_expires_at))
             self.assertEqual((got.lease_id, got.license_id), (lease.id, lic.id))
-            got.check_holder(lic.key, "fp-1")
+            got.check_holder(lic.key, "fp-1", feature="render", version="2024.3")
+            with self.assertRaises(seatd.BadCertificate):
+                got.check_holder(lic.key, "fp-1")  # no base seat
             first = lease.certificate
             eventually(lambda: lease.certificate != first, 5, "a verified heartbeat's certificate")
             self.assertEqual(seatd.verify_offline(lease.certificate, jwks).grant_id, render.id)

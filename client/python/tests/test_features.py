@@ -56,7 +56,10 @@ class FeatureFakeTest(unittest.TestCase):
         c = seatd.verify_offline(lease.certificate, jwks(self.signer))
         self.assertEqual(("render", "2025.1", GRANT_ID, GRANT_EXPIRES_AT),
                          (c.feature, c.version, c.grant_id, c.grant_expires_at))
-        c.check_holder("key", "fp")
+        c.check_holder("key", "fp", feature="render", version="2025.1")
+        for other in (dict(), dict(feature="sim", version="2025.1"), dict(feature="render", version="2024")):
+            with self.assertRaises(seatd.BadCertificate, msg=other):
+                c.check_holder("key", "fp", **other)  # a seat of another module, or version, unlocks nothing
         lease.release()
 
     def test_request_carries_feature_and_version(self):
