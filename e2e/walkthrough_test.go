@@ -254,15 +254,21 @@ var shBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
 // readmeQuickstart is the sh blocks of README.md's "## Quickstart" section.
 func readmeQuickstart(t *testing.T) []string {
 	t.Helper()
+	return readmeSection(t, "Quickstart")
+}
+
+// readmeSection is the sh blocks of README.md's "## title" section, in order.
+func readmeSection(t *testing.T, title string) []string {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(raw), "\n## Quickstart\n")
-	require.True(t, ok, "README.md has a \"## Quickstart\" section")
+	_, section, ok := strings.Cut(string(raw), "\n## "+title+"\n")
+	require.True(t, ok, "README.md has a \"## %s\" section", title)
 	section, _, _ = strings.Cut(section, "\n## ")
 	var blocks []string
 	for _, m := range shBlock.FindAllStringSubmatch(section, -1) {
 		blocks = append(blocks, strings.TrimSpace(m[1]))
 	}
-	require.NotEmpty(t, blocks, "README.md's Quickstart has sh blocks")
+	require.NotEmpty(t, blocks, "README.md's %s has sh blocks", title)
 	return blocks
 }
