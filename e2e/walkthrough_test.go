@@ -260,15 +260,22 @@ func readmeQuickstart(t *testing.T) []string {
 // readmeSection is the sh blocks of README.md's "## title" section, in order.
 func readmeSection(t *testing.T, title string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
+	return markdownSection(t, "README.md", title)
+}
+
+// markdownSection is the sh blocks of the "## title" section of a page
+// (a path from the repository's root), in order.
+func markdownSection(t *testing.T, page, title string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", page))
 	require.NoError(t, err)
 	_, section, ok := strings.Cut(string(raw), "\n## "+title+"\n")
-	require.True(t, ok, "README.md has a \"## %s\" section", title)
+	require.True(t, ok, "%s has a \"## %s\" section", page, title)
 	section, _, _ = strings.Cut(section, "\n## ")
 	var blocks []string
 	for _, m := range shBlock.FindAllStringSubmatch(section, -1) {
 		blocks = append(blocks, strings.TrimSpace(m[1]))
 	}
-	require.NotEmpty(t, blocks, "README.md's %s has sh blocks", title)
+	require.NotEmpty(t, blocks, "%s's %s has sh blocks", page, title)
 	return blocks
 }
