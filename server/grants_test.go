@@ -81,8 +81,15 @@ func TestGrantsForPickOrder(t *testing.T) {
 	if _, err := l.GrantsFor("render", "2027"); ErrorReason(err) != ReasonVersionNotLicensed {
 		t.Fatalf("render 2027: %v", err)
 	}
-	if _, err := l.GrantsFor("cam", ""); ErrorReason(err) != ReasonFeatureNotLicensed {
-		t.Fatalf("cam: %v", err)
+	if _, err := l.GrantsFor("cad", ""); ErrorReason(err) != ReasonFeatureNotLicensed {
+		t.Fatalf("cad: %v", err)
+	}
+	// The grant that expires first goes first, even at a higher version.
+	l.Grants = append(l.Grants, Grant{ID: "lic_1.f", Feature: "cam", Version: "2025", ExpiresAt: now.Add(time.Hour)},
+		Grant{ID: "lic_1.g", Feature: "cam", Version: "2024", ExpiresAt: now.Add(10 * time.Hour)})
+	gs, err = l.GrantsFor("cam", "2024")
+	if err != nil || len(gs) != 2 || gs[0].ID != "lic_1.f" {
+		t.Fatalf("cam 2024: %v %v", ids(gs), err)
 	}
 	gs, err = l.GrantsFor("sim", "9.9")
 	if err != nil || len(gs) != 1 {

@@ -171,8 +171,11 @@ type LeaseStore interface {
 	// them are usable, FeatureSeatsExhausted summed over those; else the
 	// first one's CheckUsable error (ErrLicenseInactive,
 	// ErrLicenseExpired when all have expired, GrantNotStarted with the
-	// earliest start when some have yet to start). Borrowing is judged
-	// per grant (its pool's CheckBorrow) on the grant that would grant.
+	// earliest start when some have yet to start). A borrow passes over
+	// a grant whose pool's CheckBorrow refuses it; when no grant grants,
+	// that refusal is the answer unless some usable grant was only full.
+	// A live lease of a grant that is no longer usable (expired) is not
+	// handed back: a current grant grants instead.
 	Acquire(ctx context.Context, req AcquireRequest) (AcquireResult, error)
 
 	// Heartbeat renews an active lease to now+TTL and sets LastHeartbeatAt.
@@ -304,8 +307,8 @@ type ZombieDay struct {
 
 // LicenseZombies ranks one license by zombies in the window.
 type LicenseZombies struct {
-	LicenseID   string // a pool's id: a license's, or one of its grants' (each ranked on its own)
-	Feature     string // the grant's feature; "" for a base pool
+	LicenseID   string // the license's id (never a grant's)
+	Feature     string // "" for the base pool: a license's features are ranked apart, each one all its grants
 	LicenseName string
 	ZombieCount int64
 	LeaseCount  int64   // all leases ever acquired on the license
@@ -314,9 +317,11 @@ type LicenseZombies struct {
 
 // RecordStore reads the exactly-once records and writes the audit log.
 type RecordStore interface {
-	// UsageEvents returns the usage events of a license (any state), oldest first.
+	// UsageEvents returns the usage events of a pool (any state), oldest
+	// first: of a license's base pool, or of a grant (its id).
 	UsageEvents(ctx context.Context, tenantID, licenseID string) ([]UsageEvent, error)
-	// CleanupEvents returns the cleanup events of a license, oldest first.
+	// CleanupEvents returns the cleanup events of a pool (as UsageEvents),
+	// oldest first.
 	CleanupEvents(ctx context.Context, tenantID, licenseID string) ([]CleanupEvent, error)
 	// AppendAudit stores an audit entry (ID and At set by the caller).
 	AppendAudit(ctx context.Context, e AuditEntry) error

@@ -26,6 +26,7 @@ type SeatEvent struct {
 	Kind      SeatEventKind `json:"kind"`
 	At        time.Time     `json:"at"`
 	Wait      time.Duration `json:"wait,omitempty"` // SeatWaited only
+	Feature   string        `json:"feature,omitempty"` // the request's feature; "" for the base pool
 }
 
 // Usage report bounds (service fills in the defaults).
@@ -43,8 +44,8 @@ const (
 // (EINVALID) rather than cut.
 type UsageQuery struct {
 	TenantID  string
-	LicenseID string // a license's rows include its grants' (each a row of its own)
-	Feature   string // "": every pool; else only the pools of that feature's grants
+	LicenseID string // "": every license of the tenant
+	Feature   string // "": every feature and the base pools; else only that feature's leases and seat events
 	Start     time.Time
 	End       time.Time
 	Bucket    time.Duration
@@ -59,15 +60,15 @@ type UsageQuery struct {
 // its seat until its deadline, a lease revoked after its deadline only until
 // the deadline. Its user is Lease.User, or its fingerprint when it has none.
 type UsageReport struct {
-	Rows  []UsageRow  // by LicenseID (byte order: a license before its grants), then BucketStart; only buckets with something to say
+	Rows  []UsageRow  // by LicenseID, Feature, then BucketStart; only buckets with something to say
 	Users []UserUsage // by SeatHours desc, then User; at most UsageQuery.Users
 }
 
-// UsageRow is one pool (a license's base pool, or one of its grants) in
-// one bucket.
+// UsageRow is one license's base pool, or one feature of it (all its
+// grants together), in one bucket.
 type UsageRow struct {
-	LicenseID     string // the pool's id: a license's, or a grant's (PoolLicense)
-	Feature       string // the grant's feature; "" for a base pool
+	LicenseID     string // the license's id (never a grant's)
+	Feature       string // "" for the base pool
 	BucketStart   time.Time
 	PeakSeats     int           // the most leases holding a seat at one instant of the bucket
 	SeatHours     float64       // the leases' time in the bucket, in hours
@@ -113,7 +114,7 @@ func UsageEventOf(l *Lease) UsageEvent {
 	}
 	return UsageEvent{
 		LeaseID: l.ID, LicenseID: l.LicenseID, TenantID: l.TenantID, EndState: l.State,
-		StartedAt: l.AcquiredAt, EndedAt: end, Duration: end.Sub(l.AcquiredAt),
+		StartedAt: l.AcquiredAt, EndedAt: end, Duration: end.Sub(l.AcquiredAt), Feature: l.Feature,
 	}
 }
 
@@ -122,9 +123,12 @@ func UsageEventOf(l *Lease) UsageEvent {
 // out), as a store without a query language does. Peak concurrency is a
 // sweep over the leases' starts and ends.
 func BuildUsageReport(q UsageQuery, leases []Lease, events []SeatEvent, now time.Time) (UsageReport, error) {
+	// A row is a license's base pool, or one of its features: a lease of
+	// a grant counts for its license and feature.
+	type pool struct{ license, feature string }
 	type key struct {
-		license string
-		bucket  int
+		license, feature string
+		bucket           int
 	}
 	type acc struct {
 		row   UsageRow
@@ -134,11 +138,11 @@ func BuildUsageReport(q UsageQuery, leases []Lease, events []SeatEvent, now time
 	}
 	nb := int(q.End.Sub(q.Start) / q.Bucket)
 	rows := map[key]*acc{}
-	at := func(license string, b int) *acc {
-		k := key{license, b}
+	at := func(p pool, b int) *acc {
+		k := key{p.license, p.feature, b}
 		a := rows[k]
 		if a == nil {
-			a = &acc{row: UsageRow{LicenseID: license, BucketStart: q.Start.Add(time.Duration(b) * q.Bucket)}, users: map[string]bool{}}
+			a = &acc{row: UsageRow{LicenseID: p.license, Feature: p.feature, BucketStart: q.Start.Add(time.Duration(b) * q.Bucket)}, users: map[string]bool{}}
 			rows[k] = a
 		}
 		return a
@@ -150,12 +154,13 @@ func BuildUsageReport(q UsageQuery, leases []Lease, events []SeatEvent, now time
 		t time.Time
 		d int
 	}
-	edges := map[string][]edge{}
+	edges := map[pool][]edge{}
 	users := map[string]*UserUsage{}
 	var userHeld = map[string]time.Duration{}
 	for i := range leases {
 		l := &leases[i]
-		if l.TenantID != q.TenantID || (q.LicenseID != "" && l.LicenseID != q.LicenseID) {
+		p := pool{l.LicenseOf(), l.Feature}
+		if l.TenantID != q.TenantID || (q.LicenseID != "" && p.license != q.LicenseID) || (q.Feature != "" && p.feature != q.Feature) {
 			continue
 		}
 		start, end := l.AcquiredAt, SeatHeldUntil(l, now)
@@ -170,7 +175,7 @@ func BuildUsageReport(q UsageQuery, leases []Lease, events []SeatEvent, now time
 		}
 		u.Sessions++
 		if inRange(start) {
-			a := at(l.LicenseID, bucketOf(start))
+			a := at(p, bucketOf(start))
 			a.row.Acquisitions++
 			a.users[who] = true
 		}
@@ -178,21 +183,21 @@ func BuildUsageReport(q UsageQuery, leases []Lease, events []SeatEvent, now time
 			continue
 		}
 		userHeld[who] += minTime(end, q.End).Sub(maxTime(start, q.Start))
-		edges[l.LicenseID] = append(edges[l.LicenseID], edge{start, +1}, edge{end, -1})
+		edges[p] = append(edges[p], edge{start, +1}, edge{end, -1})
 		first := bucketOf(maxTime(start, q.Start))
 		for b := first; b < nb; b++ {
 			bs := q.Start.Add(time.Duration(b) * q.Bucket)
 			if !end.After(bs) {
 				break
 			}
-			a := at(l.LicenseID, b)
+			a := at(p, b)
 			a.held += minTime(end, bs.Add(q.Bucket)).Sub(maxTime(start, bs))
 			a.users[who] = true
 		}
 	}
 	// Peak: sweep each license's edges in time order, ends before starts at
 	// one instant (a seat given back and taken at once is one seat).
-	for license, es := range edges {
+	for p, es := range edges {
 		slices.SortFunc(es, func(x, y edge) int { return cmp.Or(x.t.Compare(y.t), cmp.Compare(x.d, y.d)) })
 		c, i := 0, 0
 		for b := range nb {
@@ -206,15 +211,15 @@ func BuildUsageReport(q UsageQuery, leases []Lease, events []SeatEvent, now time
 				peak = max(peak, c)
 			}
 			if peak > 0 {
-				at(license, b).row.PeakSeats = peak
+				at(p, b).row.PeakSeats = peak
 			}
 		}
 	}
 	for _, e := range events {
-		if !inRange(e.At) || e.TenantID != q.TenantID || (q.LicenseID != "" && e.LicenseID != q.LicenseID) {
+		if !inRange(e.At) || e.TenantID != q.TenantID || (q.LicenseID != "" && e.LicenseID != q.LicenseID) || (q.Feature != "" && e.Feature != q.Feature) {
 			continue
 		}
-		a := at(e.LicenseID, bucketOf(e.At))
+		a := at(pool{e.LicenseID, e.Feature}, bucketOf(e.At))
 		switch e.Kind {
 		case SeatDenied:
 			a.row.Denials++
@@ -237,7 +242,7 @@ func BuildUsageReport(q UsageQuery, leases []Lease, events []SeatEvent, now time
 		return UsageReport{}, ErrUsageReportTooLarge(q.MaxRows)
 	}
 	slices.SortFunc(rep.Rows, func(x, y UsageRow) int {
-		return cmp.Or(cmp.Compare(x.LicenseID, y.LicenseID), x.BucketStart.Compare(y.BucketStart))
+		return cmp.Or(cmp.Compare(x.LicenseID, y.LicenseID), cmp.Compare(x.Feature, y.Feature), x.BucketStart.Compare(y.BucketStart))
 	})
 	for who, u := range users {
 		u.SeatHours = userHeld[who].Hours()

@@ -60,9 +60,16 @@ var (
 	service     = []string{"./server/service/"}
 	client      = []string{"./client/"}
 	grpcapi     = []string{"./server/grpcapi/"}
+	domain      = []string{"./server/", "./server/storetest/"} // the rules of grants.go; the suite's reference store
 )
 
 var mutants = []mutant{
+	{"grants: the pick order ignores expiry", "server/grants.go",
+		"	if c := cmpExpiry(a.ExpiresAt, b.ExpiresAt); c != 0 {", "	if c := 0; c != 0 {", domain},
+	{"grants: versions compared as text", "server/grants.go",
+		"	if c := cmp.Compare(len(x), len(y)); c != 0 {", "	if c := 0; c != 0 {", domain},
+	{"grants: a grant covers one version less", "server/grants.go",
+		"CompareVersions(version, g.Version) <= 0", "CompareVersions(version, g.Version) < 0", domain},
 	{"acquire.lua: seat check >= becomes >", "server/distributed/live/lua/acquire.lua",
 		"  if n >= limit then\n    return {'EXHAUSTED'", "  if n > limit then\n    return {'EXHAUSTED'", distributed},
 	{"embedded revival: < becomes <=", "server/embedded/leases.go",

@@ -55,6 +55,7 @@ type memData struct {
 	Seats    []server.SeatEvent
 	Signing  []server.SigningKey // memsigningkeys_test.go
 	Returned map[string]server.ReturnedCertificate
+	Grants   map[string]server.Grant // features.go; deleted ones are removed
 }
 
 type memStore struct {
@@ -92,10 +93,14 @@ func openMem(disk *memDisk) (*memStore, error) {
 	s := &memStore{disk: disk, d: memData{
 		Tenants: map[string]server.Tenant{}, APIKeys: map[string]server.APIKey{},
 		Licenses: map[string]server.License{}, Deleted: map[string]bool{}, Leases: map[string]server.Lease{},
+		Grants: map[string]server.Grant{},
 	}}
 	if disk.data != nil {
 		if err := json.Unmarshal(disk.data, &s.d); err != nil {
 			return nil, err
+		}
+		if s.d.Grants == nil {
+			s.d.Grants = map[string]server.Grant{}
 		}
 	}
 	disk.open = true
@@ -149,7 +154,10 @@ func page[T any](items []T, p server.Page) ([]T, string, error) {
 	return slices.Clone(items[off:end]), next, nil
 }
 
-func cloneLicense(l server.License) server.License { l.Metadata = maps.Clone(l.Metadata); return l }
+func cloneLicense(l server.License) server.License {
+	l.Metadata, l.Grants = maps.Clone(l.Metadata), slices.Clone(l.Grants)
+	return l
+}
 func cloneLease(l server.Lease) server.Lease       { l.Metadata = maps.Clone(l.Metadata); return l }
 
 // Tenants and keys.
@@ -257,7 +265,55 @@ func (s *memStore) license(tenantID, id string) (server.License, error) {
 	if !ok || s.d.Deleted[id] || l.TenantID != tenantID {
 		return server.License{}, server.ErrLicenseNotFound
 	}
-	return l, nil
+	return s.withGrants(l), nil
+}
+
+// withGrants is l with its grants. Caller holds mu.
+func (s *memStore) withGrants(l server.License) server.License {
+	l.Grants = nil
+	for _, g := range s.d.Grants {
+		if g.LicenseID == l.ID {
+			l.Grants = append(l.Grants, g)
+		}
+	}
+	server.SortGrants(l.Grants)
+	return l
+}
+
+// pool is the License a pool's leases are counted under: a license, or a
+// grant's pool (Grant.Pool), whether or not deleted since. Caller holds mu.
+func (s *memStore) pool(id string) server.License {
+	lic := s.d.Licenses[server.PoolLicense(id)]
+	if !server.IsGrantID(id) {
+		return lic
+	}
+	g, ok := s.d.Grants[id]
+	if !ok {
+		return server.License{ID: id, TenantID: lic.TenantID, LeaseTTL: lic.LeaseTTL} // deleted: its leases were revoked
+	}
+	return g.Pool(&lic)
+}
+
+// poolOf checks that a pool id (a license's or a grant's) is the tenant's
+// and not deleted. Caller holds mu.
+func (s *memStore) poolOf(tenantID, id string) error {
+	if _, err := s.license(tenantID, server.PoolLicense(id)); err != nil {
+		return err
+	}
+	if _, ok := s.d.Grants[id]; server.IsGrantID(id) && !ok {
+		return server.ErrLicenseNotFound
+	}
+	return nil
+}
+
+// inLicense reports whether a pool id is a license's own or one of its
+// grants', when licenseID is a license's id; the pool itself when it is a
+// grant's.
+func inLicense(poolID, licenseID string) bool {
+	if server.IsGrantID(licenseID) {
+		return poolID == licenseID
+	}
+	return server.PoolLicense(poolID) == licenseID
 }
 
 func (s *memStore) CreateLicense(_ context.Context, l server.License) (server.License, error) {
@@ -296,7 +352,7 @@ func (s *memStore) LicenseByKey(_ context.Context, key string) (server.License, 
 	defer s.mu.Unlock()
 	for _, l := range s.d.Licenses {
 		if l.Key == key && !s.d.Deleted[l.ID] {
-			return cloneLicense(l), nil
+			return cloneLicense(s.withGrants(l)), nil
 		}
 	}
 	return server.License{}, server.ErrLicenseNotFound
@@ -310,7 +366,7 @@ func (s *memStore) ListLicenses(_ context.Context, tenantID string, p server.Pag
 	var all []server.License
 	for _, l := range s.d.Licenses {
 		if l.TenantID == tenantID && !s.d.Deleted[l.ID] {
-			all = append(all, cloneLicense(l))
+			all = append(all, cloneLicense(s.withGrants(l)))
 		}
 	}
 	slices.SortFunc(all, func(a, b server.License) int {
@@ -334,8 +390,10 @@ func (s *memStore) UpdateLicense(_ context.Context, tenantID, id string, update 
 		return server.License{}, err
 	}
 	l.ID, l.TenantID, l.Key, l.CreatedAt = old.ID, old.TenantID, old.Key, old.CreatedAt
-	l.UpdatedAt = now
-	s.d.Licenses[id] = cloneLicense(l)
+	l.UpdatedAt, l.Grants = now, old.Grants
+	stored := cloneLicense(l)
+	stored.Grants = nil
+	s.d.Licenses[id] = stored
 	return l, nil
 }
 
@@ -350,9 +408,14 @@ func (s *memStore) DeleteLicense(_ context.Context, tenantID, id string) (int, e
 	}
 	n := 0
 	for _, ls := range s.d.Leases {
-		if ls.LicenseID == id && ls.State == server.LeaseActive {
+		if ls.LicenseOf() == id && ls.State == server.LeaseActive {
 			s.end(ls, server.LeaseRevoked, now)
 			n++
+		}
+	}
+	for gid, g := range s.d.Grants {
+		if g.LicenseID == id {
+			delete(s.d.Grants, gid)
 		}
 	}
 	s.d.Deleted[id] = true
@@ -390,66 +453,130 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 	found := false
 	for _, l := range s.d.Licenses {
 		if l.Key == req.LicenseKey && !s.d.Deleted[l.ID] {
-			lic, found = l, true
+			lic, found = s.withGrants(l), true
 			break
 		}
 	}
 	if !found {
 		return server.AcquireResult{}, server.ErrLicenseNotFound
 	}
-	if err := lic.CheckUsable(now); err != nil {
-		return server.AcquireResult{}, err
+	pools := []server.License{lic}
+	var grants []server.Grant
+	if req.Feature != "" {
+		if grants, err = lic.GrantsFor(req.Feature, req.Version); err != nil {
+			return server.AcquireResult{}, err
+		}
+		pools = pools[:0]
+		for i := range grants {
+			pools = append(pools, grants[i].Pool(&lic))
+		}
+	}
+	result := func(ls server.Lease, i int, existing bool) server.AcquireResult {
+		r := server.AcquireResult{Lease: cloneLease(ls), License: cloneLicense(lic), SeatsInUse: s.live(pools[i].ID, now), Existing: existing}
+		if grants != nil {
+			g := grants[i]
+			r.Grant = &g
+		}
+		return r
 	}
 	borrowing := req.BorrowFor > 0
 	dedupe := server.DedupeKey(lic.LeasingStrategy, req.Fingerprint, req.User, req.Hostname)
 	if borrowing {
 		dedupe = ""
 	}
-	var existing *server.Lease
-	for _, ls := range s.d.Leases {
-		if ls.LicenseID != lic.ID || !ls.Live(now) || ls.Borrowed != borrowing {
+	// A live lease of the same keys in any of the pools is handed back;
+	// one of a grant that can no longer keep it (expired) is not: a
+	// renewal's grant may take over.
+	for i, p := range pools {
+		if err := p.CheckUsable(now); err != nil {
+			if req.Feature == "" {
+				return server.AcquireResult{}, err
+			}
 			continue
 		}
-		if req.IdempotencyKey != "" && ls.IdempotencyKey == req.IdempotencyKey {
-			existing = &ls
-			break
-		}
-		if dedupe != "" && ls.DedupeKey == dedupe && existing == nil {
-			existing = &ls
-		}
-	}
-	if existing != nil {
-		ls := *existing
-		ls.TokenHash, ls.LastHeartbeatAt = req.TokenHash, now
-		if !ls.Borrowed {
-			ls.ExpiresAt = now.Add(lic.LeaseTTL)
-		}
-		s.d.Leases[ls.ID] = ls
-		return server.AcquireResult{Lease: cloneLease(ls), License: cloneLicense(lic), SeatsInUse: s.live(lic.ID, now), Existing: true}, nil
-	}
-	if borrowing {
-		borrowed, returned := 0, 0
+		var existing *server.Lease
 		for _, ls := range s.d.Leases {
-			if ls.LicenseID == lic.ID && ls.Borrowed && ls.Live(now) {
-				borrowed++
+			if ls.LicenseID != p.ID || !ls.Live(now) || ls.Borrowed != borrowing {
+				continue
+			}
+			if req.IdempotencyKey != "" && ls.IdempotencyKey == req.IdempotencyKey {
+				existing = &ls
+				break
+			}
+			if dedupe != "" && ls.DedupeKey == dedupe && existing == nil {
+				existing = &ls
 			}
 		}
-		for _, rc := range s.d.Returned {
-			if rc.LicenseID == lic.ID && rc.ExpiresAt.After(now) {
-				returned++
+		if existing != nil {
+			ls := *existing
+			ls.TokenHash, ls.LastHeartbeatAt = req.TokenHash, now
+			if !ls.Borrowed {
+				ls.ExpiresAt = now.Add(lic.LeaseTTL)
+			}
+			s.d.Leases[ls.ID] = ls
+			return result(ls, i, true), nil
+		}
+	}
+	// Else the first usable pool with a free seat grants (a borrow: that
+	// its pool allows).
+	var firstRefusal, borrowRefusal error
+	inUse, limit, usable := 0, 0, 0
+	for i, p := range pools {
+		if err := p.CheckUsable(now); err != nil {
+			if firstRefusal == nil || server.ErrorReason(firstRefusal) == server.ReasonLicenseExpired {
+				firstRefusal = err // a grant yet to start says more than an expired one
+			}
+			continue
+		}
+		usable++
+		if borrowing {
+			if err := s.checkBorrow(p, req.BorrowFor, now); err != nil {
+				borrowRefusal = cmp.Or(borrowRefusal, err)
+				continue
 			}
 		}
-		if err := lic.CheckBorrow(req.BorrowFor, borrowed, returned); err != nil {
-			return server.AcquireResult{}, err
+		n := s.live(p.ID, now)
+		if n >= p.SeatLimit() {
+			inUse, limit = inUse+n, limit+p.SeatLimit()
+			continue
+		}
+		return result(s.grant(req, p, dedupe, now), i, false), nil
+	}
+	switch {
+	case usable == 0:
+		return server.AcquireResult{}, firstRefusal
+	case borrowRefusal != nil && (req.Feature == "" || limit == 0):
+		return server.AcquireResult{}, borrowRefusal
+	case req.Feature != "":
+		return server.AcquireResult{}, server.FeatureSeatsExhausted(req.Feature, inUse, limit)
+	}
+	return server.AcquireResult{}, server.SeatsExhausted(inUse, limit)
+}
+
+// checkBorrow judges a borrow from pool p. Caller holds mu.
+func (s *memStore) checkBorrow(p server.License, d time.Duration, now time.Time) error {
+	borrowed, returned := 0, 0
+	for _, ls := range s.d.Leases {
+		if ls.LicenseID == p.ID && ls.Borrowed && ls.Live(now) {
+			borrowed++
 		}
 	}
-	if n := s.live(lic.ID, now); n >= lic.SeatLimit() {
-		return server.AcquireResult{}, server.SeatsExhausted(n, lic.SeatLimit())
+	for _, rc := range s.d.Returned {
+		if rc.LicenseID == p.ID && rc.ExpiresAt.After(now) {
+			returned++
+		}
 	}
+	return p.CheckBorrow(d, borrowed, returned)
+}
+
+// grant makes a new lease of pool p, which has a free seat. Caller holds
+// mu.
+func (s *memStore) grant(req server.AcquireRequest, p server.License, dedupe string, now time.Time) server.Lease {
+	borrowing := req.BorrowFor > 0
 	// A lapsed lease of the same idempotency or dedupe key ends for good:
 	// it could otherwise revive beside the new one (invariant 4).
 	for _, ls := range s.d.Leases {
-		if ls.LicenseID == lic.ID && ls.State == server.LeaseActive && !ls.Live(now) && ls.Borrowed == borrowing &&
+		if ls.LicenseID == p.ID && ls.State == server.LeaseActive && !ls.Live(now) && ls.Borrowed == borrowing &&
 			((req.IdempotencyKey != "" && ls.IdempotencyKey == req.IdempotencyKey) || (dedupe != "" && ls.DedupeKey == dedupe)) {
 			s.expire(ls, now)
 		}
@@ -458,7 +585,7 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 	var lapsed []server.Lease
 	active := 0
 	for _, ls := range s.d.Leases {
-		if ls.LicenseID == lic.ID && ls.State == server.LeaseActive {
+		if ls.LicenseID == p.ID && ls.State == server.LeaseActive {
 			active++
 			if !ls.Live(now) {
 				lapsed = append(lapsed, ls)
@@ -466,20 +593,23 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 		}
 	}
 	slices.SortFunc(lapsed, func(a, b server.Lease) int { return a.ExpiresAt.Compare(b.ExpiresAt) })
-	for i := 0; i < active+1-lic.SeatLimit() && i < len(lapsed); i++ {
+	for i := 0; i < active+1-p.SeatLimit() && i < len(lapsed); i++ {
 		s.expire(lapsed[i], now)
 	}
 	ls := server.Lease{
-		ID: req.LeaseID, LicenseID: lic.ID, TenantID: lic.TenantID, TokenHash: req.TokenHash,
+		ID: req.LeaseID, LicenseID: p.ID, TenantID: p.TenantID, TokenHash: req.TokenHash,
 		Fingerprint: req.Fingerprint, User: req.User, Hostname: req.Hostname, Metadata: maps.Clone(req.Metadata),
 		IdempotencyKey: req.IdempotencyKey, DedupeKey: dedupe, State: server.LeaseActive,
-		AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(lic.LeaseTTL),
+		AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(p.LeaseTTL), Feature: req.Feature,
+	}
+	if req.Feature != "" {
+		ls.Version = req.Version
 	}
 	if borrowing {
 		ls.Borrowed, ls.ExpiresAt = true, now.Add(req.BorrowFor)
 	}
 	s.d.Leases[ls.ID] = ls
-	return server.AcquireResult{Lease: cloneLease(ls), License: cloneLicense(lic), SeatsInUse: s.live(lic.ID, now)}, nil
+	return ls
 }
 
 // authorized finds a lease by id and token hash. Caller holds mu.
@@ -512,7 +642,7 @@ func (s *memStore) Heartbeat(_ context.Context, leaseID, tokenHash string) (serv
 	case server.LeaseExpired:
 		return server.Lease{}, server.ErrLeaseExpired
 	}
-	lic := s.d.Licenses[ls.LicenseID]
+	lic := s.pool(ls.LicenseID)
 	if !now.Before(ls.ExpiresAt) {
 		revivable := !ls.Borrowed && now.Before(ls.ExpiresAt.Add(lic.RevivalWindow)) && s.live(lic.ID, now) < lic.SeatLimit()
 		if !revivable {
@@ -551,7 +681,7 @@ func (s *memStore) Release(_ context.Context, leaseID, tokenHash string) (server
 	case !now.Before(ls.ExpiresAt):
 		s.expire(ls, now) // observed ends are final
 		return server.Lease{}, server.ErrLeaseExpired
-	case ls.Borrowed && !s.d.Licenses[ls.LicenseID].AllowEarlyReturn:
+	case ls.Borrowed && !s.pool(ls.LicenseID).AllowEarlyReturn:
 		return server.Lease{}, server.BorrowedNotReturnable(ls.ExpiresAt)
 	case ls.Borrowed:
 		if s.d.Returned == nil {
@@ -632,12 +762,12 @@ func (s *memStore) ListLeases(_ context.Context, tenantID, licenseID string, sta
 		return nil, "", err
 	}
 	defer s.mu.Unlock()
-	if _, err := s.license(tenantID, licenseID); err != nil {
+	if err := s.poolOf(tenantID, licenseID); err != nil {
 		return nil, "", err
 	}
 	var all []server.Lease
 	for _, ls := range s.d.Leases {
-		if ls.LicenseID == licenseID && (state == "" || ls.State == state) {
+		if inLicense(ls.LicenseID, licenseID) && (state == "" || ls.State == state) {
 			all = append(all, cloneLease(ls))
 		}
 	}
@@ -653,7 +783,7 @@ func (s *memStore) SeatsInUse(_ context.Context, tenantID, licenseID string) (in
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	if _, err := s.license(tenantID, licenseID); err != nil {
+	if err := s.poolOf(tenantID, licenseID); err != nil {
 		return 0, err
 	}
 	return s.live(licenseID, now), nil
@@ -667,7 +797,7 @@ func (s *memStore) SeatsInUseOf(_ context.Context, tenantID string, licenseIDs [
 	defer s.mu.Unlock()
 	out := map[string]int{}
 	for _, id := range licenseIDs {
-		if _, err := s.license(tenantID, id); err == nil {
+		if err := s.poolOf(tenantID, id); err == nil {
 			out[id] = s.live(id, now)
 		}
 	}
@@ -726,7 +856,7 @@ func (s *memStore) expire(ls server.Lease, now time.Time) server.Lease {
 	s.d.Usage = append(s.d.Usage, server.UsageEventOf(&ls))
 	s.d.Cleanup = append(s.d.Cleanup, server.CleanupEvent{
 		LeaseID: ls.ID, LicenseID: ls.LicenseID, TenantID: ls.TenantID, CleanupType: server.CleanupTypeZombie,
-		LastHeartbeatAt: ls.LastHeartbeatAt, ExpiresAt: ls.ExpiresAt, CleanedAt: now,
+		LastHeartbeatAt: ls.LastHeartbeatAt, ExpiresAt: ls.ExpiresAt, CleanedAt: now, Feature: ls.Feature,
 	})
 	s.d.Audit = append(s.d.Audit, server.AuditEntry{
 		ID: server.NewID("aud_"), TenantID: ls.TenantID, Actor: "system", Action: "lease.expire",
@@ -742,18 +872,20 @@ func (s *memStore) ZombieReport(_ context.Context, q server.ZombieQuery) (server
 	defer s.mu.Unlock()
 	var rep server.ZombieReport
 	days := map[string]map[string]int64{} // date -> license -> zombies
-	perLicense := map[string]int64{}
+	type pool struct{ license, feature string }
+	perLicense := map[pool]int64{} // a license's features ranked apart
 	var minutes float64
 	for _, e := range s.d.Cleanup {
-		if e.TenantID != q.TenantID || e.CleanupType != server.CleanupTypeZombie || e.CleanedAt.Before(q.Start) || !e.CleanedAt.Before(q.End) {
+		if e.TenantID != q.TenantID || e.CleanupType != server.CleanupTypeZombie || e.CleanedAt.Before(q.Start) || !e.CleanedAt.Before(q.End) ||
+			(q.Feature != "" && e.Feature != q.Feature) {
 			continue
 		}
 		d := e.CleanedAt.UTC().Format(time.DateOnly)
 		if days[d] == nil {
 			days[d] = map[string]int64{}
 		}
-		days[d][e.LicenseID]++
-		perLicense[e.LicenseID]++
+		days[d][server.PoolLicense(e.LicenseID)]++
+		perLicense[pool{server.PoolLicense(e.LicenseID), e.Feature}]++
 		minutes += e.CleanedAt.Sub(e.LastHeartbeatAt).Minutes()
 		rep.Total++
 	}
@@ -764,21 +896,21 @@ func (s *memStore) ZombieReport(_ context.Context, q server.ZombieQuery) (server
 		}
 		rep.Days = append(rep.Days, server.ZombieDay{Date: d, ZombiesCleaned: n, AffectedLicenses: int64(len(days[d]))})
 	}
-	for id, n := range perLicense {
+	for p, n := range perLicense {
 		var leases int64
 		for _, ls := range s.d.Leases {
-			if ls.LicenseID == id {
+			if ls.LicenseOf() == p.license && ls.Feature == p.feature {
 				leases++
 			}
 		}
-		lz := server.LicenseZombies{LicenseID: id, LicenseName: s.d.Licenses[id].Name, ZombieCount: n, LeaseCount: leases}
+		lz := server.LicenseZombies{LicenseID: p.license, Feature: p.feature, LicenseName: s.d.Licenses[p.license].Name, ZombieCount: n, LeaseCount: leases}
 		if leases > 0 {
 			lz.Percentage = float64(n) / float64(leases) * 100
 		}
 		rep.TopLicenses = append(rep.TopLicenses, lz)
 	}
 	slices.SortFunc(rep.TopLicenses, func(a, b server.LicenseZombies) int {
-		return cmp.Or(cmp.Compare(b.ZombieCount, a.ZombieCount), cmp.Compare(a.LicenseID, b.LicenseID))
+		return cmp.Or(cmp.Compare(b.ZombieCount, a.ZombieCount), cmp.Compare(a.LicenseID, b.LicenseID), cmp.Compare(a.Feature, b.Feature))
 	})
 	top := q.TopLimit
 	if top <= 0 {
@@ -868,47 +1000,48 @@ func (s *memStore) ActiveLeases(context.Context) (int64, error) {
 // memRange filters items of r's tenant (and license) with their time in r,
 // sorts them by (time, id) and cuts the page. ErrLicenseNotFound for a
 // license that was never the tenant's.
-func memRange[T any](s *memStore, r server.EventRange, p server.Page, items func() []T, of func(T) (tenant, license string, at time.Time, id string)) ([]T, string, error) {
+func memRange[T any](s *memStore, r server.EventRange, p server.Page, items func() []T, of func(T) (tenant, license, feature string, at time.Time, id string)) ([]T, string, error) {
 	if _, err := s.lock(); err != nil {
 		return nil, "", err
 	}
 	defer s.mu.Unlock()
 	if r.LicenseID != "" {
-		if l, ok := s.d.Licenses[r.LicenseID]; !ok || l.TenantID != r.TenantID {
+		if l, ok := s.d.Licenses[server.PoolLicense(r.LicenseID)]; !ok || l.TenantID != r.TenantID {
 			return nil, "", server.ErrLicenseNotFound
 		}
 	}
 	var all []T
 	for _, e := range items() {
-		tenant, license, at, _ := of(e)
-		if tenant == r.TenantID && (r.LicenseID == "" || license == r.LicenseID) && r.Contains(at) {
+		tenant, license, feature, at, _ := of(e)
+		if tenant == r.TenantID && (r.LicenseID == "" || inLicense(license, r.LicenseID)) && (r.Feature == "" || feature == r.Feature) && r.Contains(at) {
 			all = append(all, e)
 		}
 	}
 	slices.SortStableFunc(all, func(a, b T) int {
-		_, _, ta, ia := of(a)
-		_, _, tb, ib := of(b)
+		_, _, _, ta, ia := of(a)
+		_, _, _, tb, ib := of(b)
 		return cmp.Or(ta.Compare(tb), cmp.Compare(ia, ib))
 	})
 	return page(all, p)
 }
 
 func (s *memStore) ListUsageEvents(_ context.Context, r server.EventRange, p server.Page) ([]server.UsageEvent, string, error) {
-	return memRange(s, r, p, func() []server.UsageEvent { return s.d.Usage }, func(e server.UsageEvent) (string, string, time.Time, string) {
-		return e.TenantID, e.LicenseID, e.EndedAt, e.LeaseID
+	return memRange(s, r, p, func() []server.UsageEvent { return s.d.Usage }, func(e server.UsageEvent) (string, string, string, time.Time, string) {
+		return e.TenantID, e.LicenseID, e.Feature, e.EndedAt, e.LeaseID
 	})
 }
 
 func (s *memStore) ListCleanupEvents(_ context.Context, r server.EventRange, p server.Page) ([]server.CleanupEvent, string, error) {
-	return memRange(s, r, p, func() []server.CleanupEvent { return s.d.Cleanup }, func(e server.CleanupEvent) (string, string, time.Time, string) {
-		return e.TenantID, e.LicenseID, e.CleanedAt, e.LeaseID
+	return memRange(s, r, p, func() []server.CleanupEvent { return s.d.Cleanup }, func(e server.CleanupEvent) (string, string, string, time.Time, string) {
+		return e.TenantID, e.LicenseID, e.Feature, e.CleanedAt, e.LeaseID
 	})
 }
 
 func (s *memStore) ListAuditEvents(_ context.Context, r server.EventRange, p server.Page) ([]server.AuditEntry, string, error) {
 	r.LicenseID = ""
-	return memRange(s, r, p, func() []server.AuditEntry { return s.d.Audit }, func(e server.AuditEntry) (string, string, time.Time, string) {
-		return e.TenantID, "", e.At, e.ID
+	r.Feature = ""
+	return memRange(s, r, p, func() []server.AuditEntry { return s.d.Audit }, func(e server.AuditEntry) (string, string, string, time.Time, string) {
+		return e.TenantID, "", "", e.At, e.ID
 	})
 }
 
@@ -936,21 +1069,75 @@ func (s *memStore) UsageReport(_ context.Context, q server.UsageQuery) (server.U
 	}
 	var leases []server.Lease
 	for _, l := range s.d.Leases {
-		if l.TenantID == q.TenantID && (q.LicenseID == "" || l.LicenseID == q.LicenseID) {
+		if l.TenantID == q.TenantID && (q.LicenseID == "" || l.LicenseOf() == q.LicenseID) {
 			leases = append(leases, l)
 		}
 	}
 	return server.BuildUsageReport(q, leases, slices.Clone(s.d.Seats), now)
 }
 
-func (s *memStore) CreateGrant(context.Context, server.Grant) (server.Grant, error) {
-	return server.Grant{}, errors.ErrUnsupported
+func (s *memStore) CreateGrant(_ context.Context, g server.Grant) (server.Grant, error) {
+	if _, err := s.lock(); err != nil {
+		return server.Grant{}, err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.license(g.TenantID, g.LicenseID); err != nil {
+		return server.Grant{}, err
+	}
+	if _, ok := s.d.Grants[g.ID]; ok {
+		return server.Grant{}, server.AlreadyExists("grant.id", "grant")
+	}
+	s.d.Grants[g.ID] = g
+	return g, nil
 }
 
-func (s *memStore) UpdateGrant(context.Context, string, string, string, func(*server.Grant) error) (server.Grant, error) {
-	return server.Grant{}, errors.ErrUnsupported
+// grantOf returns a grant of the tenant's license. Caller holds mu.
+func (s *memStore) grantOf(tenantID, licenseID, grantID string) (server.Grant, error) {
+	if _, err := s.license(tenantID, licenseID); err != nil {
+		return server.Grant{}, err
+	}
+	g, ok := s.d.Grants[grantID]
+	if !ok || g.LicenseID != licenseID {
+		return server.Grant{}, server.ErrGrantNotFound
+	}
+	return g, nil
 }
 
-func (s *memStore) DeleteGrant(context.Context, string, string, string) (int, error) {
-	return 0, errors.ErrUnsupported
+func (s *memStore) UpdateGrant(_ context.Context, tenantID, licenseID, grantID string, update func(*server.Grant) error) (server.Grant, error) {
+	now, err := s.lock()
+	if err != nil {
+		return server.Grant{}, err
+	}
+	defer s.mu.Unlock()
+	old, err := s.grantOf(tenantID, licenseID, grantID)
+	if err != nil {
+		return server.Grant{}, err
+	}
+	g := old
+	if err := update(&g); err != nil {
+		return server.Grant{}, err
+	}
+	g.ID, g.LicenseID, g.TenantID, g.Feature, g.CreatedAt, g.UpdatedAt = old.ID, old.LicenseID, old.TenantID, old.Feature, old.CreatedAt, now
+	s.d.Grants[grantID] = g
+	return g, nil
+}
+
+func (s *memStore) DeleteGrant(_ context.Context, tenantID, licenseID, grantID string) (int, error) {
+	now, err := s.lock()
+	if err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.grantOf(tenantID, licenseID, grantID); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ls := range s.d.Leases {
+		if ls.LicenseID == grantID && ls.State == server.LeaseActive {
+			s.end(ls, server.LeaseRevoked, now)
+			n++
+		}
+	}
+	delete(s.d.Grants, grantID)
+	return n, nil
 }

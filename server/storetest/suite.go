@@ -51,6 +51,7 @@ func Run(t *testing.T, newBackend Backend) {
 		{"Persistence", testPersistence}, // DESIGN "a restart loses nothing"
 		{"Borrow", testBorrow},           // invariants 1, 3, 5 for borrowed leases
 		{"Retention", testRetention},
+		{"Features", testFeatures}, // invariant 12: each grant a pool of its own
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
