@@ -21,7 +21,7 @@ type Minimums struct {
 // MinimumsFor are the minimums of a campaign of duration d that injects
 // each of kinds: one grant per 5 s, one grant of a feature per 20 s and
 // one heartbeat per second of the run (a healthy campaign of 30 clients on
-// 17 base seats and 7 of features makes about 1.5 grants, a third of them
+// 17 base seats and 8 of features makes about 1.5 grants, a third of them
 // of features, and 10 heartbeats a second; the margin is for faults and a
 // loaded machine), at least one release, and every fault kind at least
 // once (the nemesis runs until each has been injected, however short d is).
