@@ -153,13 +153,19 @@ type featureAsks struct {
 	versions []string
 }
 
-// campaignGrant is a grant the campaign creates; starts and expires are
-// fractions of the campaign's duration from its start (0: none).
+// campaignGrant is a grant the campaign creates; starts and expires say
+// when, from the campaign's start, given its duration (nil: none).
 type campaignGrant struct {
 	license          int
 	feature, version string
 	seats, overdraft int32
-	starts, expires  float64
+	starts, expires  func(time.Duration) time.Duration
+}
+
+func halfWay(d time.Duration) time.Duration    { return d / 2 }
+func quarterWay(d time.Duration) time.Duration { return d / 4 }
+func afterTheRun(d time.Duration) time.Duration {
+	return d + nemesisOver + time.Hour // the nemesis may go on past d
 }
 
 // campaignGrants: "render" on license 1 with three grants, in pick order
@@ -169,11 +175,11 @@ type campaignGrant struct {
 // "sim" on license 2 with a grant of every version and one of up to 3
 // that starts a quarter of the way in (before that it never grants).
 var campaignGrants = []campaignGrant{
-	{license: 1, feature: "render", version: "2024", seats: 1, overdraft: 1, expires: 0.5},
+	{license: 1, feature: "render", version: "2024", seats: 1, overdraft: 1, expires: halfWay},
 	{license: 1, feature: "render", version: "2025", seats: 2},
-	{license: 1, feature: "render", version: "2025.10", seats: 1, expires: 3},
+	{license: 1, feature: "render", version: "2025.10", seats: 1, expires: afterTheRun},
 	{license: 2, feature: "sim", seats: 2},
-	{license: 2, feature: "sim", version: "3", seats: 1, starts: 0.25},
+	{license: 2, feature: "sim", version: "3", seats: 1, starts: quarterWay},
 }
 
 var campaignAsks = map[int]featureAsks{
@@ -185,11 +191,11 @@ var campaignAsks = map[int]featureAsks{
 func (c *campaign) createGrants(d time.Duration) {
 	t := c.t
 	now := time.Now()
-	at := func(f float64) *timestamppb.Timestamp {
-		if f == 0 {
+	at := func(when func(time.Duration) time.Duration) *timestamppb.Timestamp {
+		if when == nil {
 			return nil
 		}
-		return timestamppb.New(now.Add(time.Duration(f * float64(d))))
+		return timestamppb.New(now.Add(when(d)))
 	}
 	p := c.procs[0]
 	for _, cg := range campaignGrants {
