@@ -762,7 +762,7 @@ func (c *campaign) verdict(want chaos.Minimums) {
 		fmt.Fprintf(&summary, "  op    %-22s %d\n", k, c.ops[k])
 	}
 	for _, k := range sortedKeys(c.taken) {
-		fmt.Fprintf(&summary, "  seats of %-19s %d granted\n", k, c.taken[k])
+		fmt.Fprintf(&summary, "  seats of %-24s %d granted\n", k, c.taken[k])
 	}
 	for _, k := range faultKinds {
 		fmt.Fprintf(&summary, "  fault %-22s %d\n", k, c.faults[k])
