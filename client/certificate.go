@@ -89,6 +89,14 @@ type Claims struct {
 	Borrowed         bool      // a seat borrowed for offline use (Client.Borrow)
 	Nonce            string    // the nonce of the request it answers
 	KeyID            string    // the kid of the key that signed it
+	// For a seat of a feature grant (AcquireOptions.Feature): the feature
+	// and version asked for (CheckHolder compares them with the client's
+	// own), the grant's id and its expiry (zero when it has none); all
+	// empty for the license's base seats.
+	Feature        string
+	Version        string
+	GrantID        string
+	GrantExpiresAt time.Time
 }
 
 // The values of Claims.BoundTo.
@@ -105,9 +113,10 @@ func LicenseKeyHash(licenseKey string) string {
 }
 
 // CheckHolder reports whether the certificate is for the client that asks
-// with o: o.LicenseKey's hash is LicenseKeySHA256, and the identity BoundTo
+// with o: o.LicenseKey's hash is LicenseKeySHA256, the identity BoundTo
 // names is o's own (o.Fingerprint, or o.User or o.Hostname for a lease
-// the license shares per user or hostname). It compares only with what
+// the license shares per user or hostname), and its feature and version
+// are o.Feature and o.Version (a seat of another module unlocks nothing). It compares only with what
 // the client knows of itself, never with what an answer says, so a relay
 // that holds one lease cannot serve other clients with its certificates.
 // A certificate of a seatd that did not bind its certificates (no
@@ -123,10 +132,12 @@ func (c Claims) CheckHolder(o AcquireOptions) error {
 // holder is what a client knows of itself, which a certificate must name.
 type holder struct {
 	keyHash, fingerprint, user, hostname string
+	feature, version                     string // what it asked for
 }
 
 func holderOf(o AcquireOptions) holder {
-	return holder{keyHash: LicenseKeyHash(o.LicenseKey), fingerprint: o.Fingerprint, user: o.User, hostname: o.Hostname}
+	return holder{keyHash: LicenseKeyHash(o.LicenseKey), fingerprint: o.Fingerprint, user: o.User, hostname: o.Hostname,
+		feature: o.Feature, version: o.Version}
 }
 
 // check refuses a certificate for another license key or another client.
@@ -151,6 +162,9 @@ func (h holder) check(c Claims) *CertificateError {
 	if ours == "" || theirs != ours {
 		return badCert("for %s %q, not this client's %q", c.BoundTo, theirs, ours)
 	}
+	if c.Feature != h.feature || c.Version != h.version {
+		return badCert("for feature %q version %q, not the %q version %q this client asked for", c.Feature, c.Version, h.feature, h.version)
+	}
 	return nil
 }
 
@@ -170,6 +184,10 @@ type claimsJSON struct {
 	Expiry      *jwt.NumericDate `json:"exp"`
 	Borrowed    bool             `json:"borrowed"`
 	Nonce       string           `json:"nonce"`
+	Feature     string           `json:"feature"`
+	Version     string           `json:"version"`
+	GrantID     string           `json:"grant_id"`
+	GrantExpiry *jwt.NumericDate `json:"grant_expires_at"`
 }
 
 // SigningKeys are a tenant's public keys (a JWKS, as GetSigningKeys and
@@ -306,9 +324,13 @@ func (k *SigningKeys) verify(cert string) (Claims, error) {
 		Issuer: raw.Issuer, LeaseID: raw.LeaseID, TenantID: raw.TenantID, LicenseID: raw.LicenseID,
 		Fingerprint: raw.Fingerprint, User: raw.User, Hostname: raw.Hostname, BoundTo: raw.BoundTo, LicenseKeySHA256: raw.KeySHA256,
 		Expiry: raw.Expiry.Time(), Borrowed: raw.Borrowed, Nonce: raw.Nonce, KeyID: kid,
+		Feature: raw.Feature, Version: raw.Version, GrantID: raw.GrantID,
 	}
 	if raw.IssuedAt != nil {
 		c.IssuedAt = raw.IssuedAt.Time()
+	}
+	if raw.GrantExpiry != nil {
+		c.GrantExpiresAt = raw.GrantExpiry.Time()
 	}
 	return c, nil
 }

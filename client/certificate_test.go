@@ -262,6 +262,37 @@ func TestCheckHolder(t *testing.T) {
 	require.ErrorIs(t, shared.CheckHolder(me), ErrBadCertificate, "an unknown binding")
 }
 
+// TestFeatureClaims: a certificate of a seat of a feature grant gives
+// its feature, version, grant and grant expiry, and is this client's only
+// for the feature and version the client asks for.
+func TestFeatureClaims(t *testing.T) {
+	signer := newTestSigner("k1")
+	deadline := time.Now().Add(time.Hour)
+	grantExpiry := time.Now().Add(30 * 24 * time.Hour)
+	cc := certClaims("lease-1", "fp", deadline, true, "n")
+	cc["feature"], cc["version"], cc["grant_id"], cc["grant_expires_at"] = "render", "2025", "lic-1.0a1b2c3d", grantExpiry.Unix()
+	claims, err := VerifyOffline(signer.certificate(forgeNothing, cc), jwks(signer), time.Now())
+	require.NoError(t, err)
+	require.Equal(t, "render", claims.Feature)
+	require.Equal(t, "2025", claims.Version)
+	require.Equal(t, "lic-1.0a1b2c3d", claims.GrantID)
+	require.Equal(t, time.Unix(grantExpiry.Unix(), 0), claims.GrantExpiresAt)
+
+	me := AcquireOptions{LicenseKey: "key", Fingerprint: "fp", Feature: "render", Version: "2025"}
+	require.NoError(t, claims.CheckHolder(me))
+	for _, other := range []AcquireOptions{
+		{LicenseKey: "key", Fingerprint: "fp"},
+		{LicenseKey: "key", Fingerprint: "fp", Feature: "sim", Version: "2025"},
+		{LicenseKey: "key", Fingerprint: "fp", Feature: "render", Version: "2024"},
+	} {
+		require.ErrorIs(t, claims.CheckHolder(other), ErrBadCertificate, "%+v", other)
+	}
+	base, err := VerifyOffline(signer.certificate(forgeNothing, certClaims("lease-2", "fp", deadline, true, "n")), jwks(signer), time.Now())
+	require.NoError(t, err)
+	require.ErrorIs(t, base.CheckHolder(me), ErrBadCertificate, "a base seat's certificate is no feature's")
+	require.True(t, base.GrantExpiresAt.IsZero())
+}
+
 func TestParseSigningKeys(t *testing.T) {
 	signer := newTestSigner("k1")
 	keys, err := ParseSigningKeys(jwks(signer))

@@ -38,8 +38,9 @@ type Options struct {
 	// (EdDSA) by the key of this set its kid names, issued by seatd, for
 	// this lease, for this client (Claims.CheckHolder: the hash of our
 	// license key, and our fingerprint, or our user or hostname when the
-	// license shares a lease per user or hostname, all as AcquireOptions
-	// sent them, never as an answer says), repeating the nonce the request carried,
+	// license shares a lease per user or hostname, and the feature and
+	// version asked for, all as AcquireOptions sent them, never as an
+	// answer says), repeating the nonce the request carried,
 	// with exp the deadline the answer told (rounded down to whole seconds)
 	// and not passed. An answer that fails is a lost lease: Acquire and
 	// WaitForSeat return the error (and give the seat back), a kept lease
@@ -143,6 +144,15 @@ type AcquireOptions struct {
 	Hostname       string
 	Metadata       map[string]string
 	IdempotencyKey string
+	// Feature asks for a seat of one of the license's feature grants
+	// (a module of the product) instead of its base seats; "" is the base
+	// pool. A license without a grant of it answers FEATURE_NOT_LICENSED.
+	Feature string
+	// Version is the version of the feature this program is, dotted
+	// numbers ("2025.1"): only a grant covering it may grant the seat
+	// (else VERSION_NOT_LICENSED). "": any grant of the feature. Only with
+	// Feature.
+	Version string
 }
 
 // named returns o with an idempotency key naming this one acquisition: the
@@ -163,6 +173,7 @@ func (o AcquireOptions) acquireRequest(nonce string) *seatdv1.AcquireSeatRequest
 	return &seatdv1.AcquireSeatRequest{
 		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
 		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey, Nonce: nonce,
+		Feature: o.Feature, Version: o.Version,
 	}
 }
 
@@ -182,6 +193,7 @@ func (o AcquireOptions) waitRequest() *seatdv1.WaitForSeatRequest {
 	return &seatdv1.WaitForSeatRequest{
 		LicenseKey: o.LicenseKey, Fingerprint: o.Fingerprint, User: o.User, Hostname: o.Hostname,
 		Metadata: o.Metadata, IdempotencyKey: o.IdempotencyKey,
+		Feature: o.Feature, Version: o.Version,
 	}
 }
 

@@ -52,6 +52,14 @@
 // Borrow takes a seat for offline use; VerifyOffline checks its stored
 // certificate at start-up without a network.
 //
+// A product sold in modules asks for a seat of one with
+// AcquireOptions.Feature (and Version, the version it is): seatd takes it
+// from one of the license's feature grants covering that version, the
+// one that expires first, instead of the license's base seats. The Lease
+// names its Feature, Version, GrantID and GrantExpiresAt, and its
+// certificates carry them: CheckHolder refuses a certificate of another
+// feature or version than the one asked for.
+//
 // # Retries in other languages
 //
 // ServiceConfig is a standard gRPC service config (the same text is in

@@ -38,6 +38,9 @@ type leaseState struct {
 	cert                  string // the latest lease certificate, "" if none came
 	holder                holder // this client's license key and identity, which its certificates must name
 	borrowed              bool
+	feature, version      string    // what the lease was taken for ("" for the base pool)
+	grantID               string    // the feature grant of its seat
+	grantExpiresAt        time.Time // that grant's expiry, zero if none
 }
 
 // stateOf reads a granted seat; sent is when we asked for it.
@@ -48,7 +51,11 @@ func stateOf(resp *seatdv1.AcquireSeatResponse, sent time.Time) leaseState {
 		interval: resp.GetHeartbeatInterval().AsDuration(), ttl: ttlOf(pl),
 		expiresAt:  pl.GetExpiresAt().AsTime(),
 		seatsInUse: int(resp.GetSeatsInUse()), seatLimit: int(resp.GetSeatLimit()),
-		cert: resp.GetLeaseCertificate(),
+		cert:    resp.GetLeaseCertificate(),
+		feature: pl.GetFeature(), version: pl.GetVersion(), grantID: pl.GetGrantId(),
+	}
+	if t := resp.GetGrant().GetExpiresAt(); t != nil {
+		st.grantExpiresAt = t.AsTime()
 	}
 	st.deadline = st.localDeadline(sent, st.expiresAt)
 	return st
@@ -85,17 +92,34 @@ func (l *Lease) ID() string { return l.state().id }
 // Token is the secret that heartbeats and releases the lease.
 func (l *Lease) Token() string { return l.state().token }
 
-// LicenseID is the license the seat belongs to.
+// LicenseID is the license the seat belongs to (also for a seat of one
+// of its feature grants).
 func (l *Lease) LicenseID() string { return l.state().licenseID }
+
+// Feature is the feature the seat was taken for (AcquireOptions.Feature),
+// "" for the license's base seats.
+func (l *Lease) Feature() string { return l.state().feature }
+
+// Version is the version it was taken for (AcquireOptions.Version).
+func (l *Lease) Version() string { return l.state().version }
+
+// GrantID is the feature grant the seat is of, "" for the base seats.
+func (l *Lease) GrantID() string { return l.state().grantID }
+
+// GrantExpiresAt is when that grant expires (its seats end then, at their
+// next heartbeat, as a license's expiry ends them); zero when it does not,
+// or for the base seats.
+func (l *Lease) GrantExpiresAt() time.Time { return l.state().grantExpiresAt }
 
 // HeartbeatInterval is how often the server wants a heartbeat.
 func (l *Lease) HeartbeatInterval() time.Duration { return l.state().interval }
 
-// SeatsInUse is the number of live leases on the license when this one was
-// granted, this one included.
+// SeatsInUse is the number of live leases on the license (on the grant,
+// for a seat of a feature) when this one was granted, this one included.
 func (l *Lease) SeatsInUse() int { return l.state().seatsInUse }
 
-// SeatLimit is the license's seat limit (seats + overdraft).
+// SeatLimit is the license's seat limit (seats + overdraft), or the
+// grant's for a seat of a feature.
 func (l *Lease) SeatLimit() int { return l.state().seatLimit }
 
 // ExpiresAt is the current deadline, by the server's clock.

@@ -244,8 +244,8 @@ type UsageEvent struct {
 	TenantID  string        `json:"tenant_id"`
 	EndState  LeaseState    `json:"end_state"`
 	StartedAt time.Time     `json:"started_at"`
-	EndedAt   time.Time     `json:"ended_at"` // the end of its seat time: SeatHeldUntil (its deadline, if that came before its end)
-	Duration  time.Duration `json:"duration"` // EndedAt - StartedAt
+	EndedAt   time.Time     `json:"ended_at"`          // the end of its seat time: SeatHeldUntil (its deadline, if that came before its end)
+	Duration  time.Duration `json:"duration"`          // EndedAt - StartedAt
 	Feature   string        `json:"feature,omitempty"` // the lease's (LicenseID is then its grant's id)
 }
 

@@ -25,7 +25,7 @@ type SeatEvent struct {
 	LicenseID string        `json:"license_id"`
 	Kind      SeatEventKind `json:"kind"`
 	At        time.Time     `json:"at"`
-	Wait      time.Duration `json:"wait,omitempty"` // SeatWaited only
+	Wait      time.Duration `json:"wait,omitempty"`    // SeatWaited only
 	Feature   string        `json:"feature,omitempty"` // the request's feature; "" for the base pool
 }
 

@@ -100,3 +100,71 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// featureBench is a license holding 50 grants, for the feature rows: a
+// base request takes the license's own seats; "feature" one of 50 grants
+// of 50 features; "feature-of-50" a feature whose 50 grants all cover the
+// request, the first 49 (in pick order) with no seat, so that every
+// acquisition judges all 50.
+func featureBench(b *testing.B) (*bundle, server.License, map[string]string) {
+	bb := setup(b)
+	l := bb.license(b, func(l *server.License) { l.Seats = server.MaxSeats })
+	expires := bb.clock.Now().Add(24 * time.Hour)
+	for i := range 49 {
+		bb.grant(b, l, fmt.Sprintf("f%02d", i), func(g *server.Grant) { g.Seats = server.MaxSeats })
+		bb.grant(b, l, "many", func(g *server.Grant) { g.Seats = 0; g.ExpiresAt = expires.Add(time.Duration(i) * time.Minute) })
+	}
+	bb.grant(b, l, "f49", func(g *server.Grant) { g.Seats = server.MaxSeats })
+	bb.grant(b, l, "many", func(g *server.Grant) { g.Seats = server.MaxSeats })
+	return bb, l, map[string]string{"base": "", "feature": "f25", "feature-of-50": "many"}
+}
+
+// BenchmarkFeatureAcquireRelease is BenchmarkAcquireRelease on a license
+// holding grants (featureBench): each row within 10% of "base".
+func BenchmarkFeatureAcquireRelease(b *testing.B) {
+	for _, row := range []string{"base", "feature", "feature-of-50"} {
+		b.Run(row, func(b *testing.B) {
+			bb, l, features := featureBench(b)
+			b.SetParallelism(16)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					ls, hash := bb.mustAcquireFeature(b, l, features[row], "", "bench")
+					if _, err := bb.s.Release(b.Context(), ls.ID, hash); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkFeatureHeartbeat is BenchmarkHeartbeat on leases of a license
+// holding grants (featureBench).
+func BenchmarkFeatureHeartbeat(b *testing.B) {
+	for _, row := range []string{"base", "feature", "feature-of-50"} {
+		b.Run(row, func(b *testing.B) {
+			bb, l, features := featureBench(b)
+			const n = 1024
+			ids, hashes := make([]string, n), make([]string, n)
+			for i := range n {
+				ls, hash := bb.mustAcquireFeature(b, l, features[row], "", "bench")
+				ids[i], hashes[i] = ls.ID, hash
+			}
+			var next atomic.Uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := next.Add(1) % n
+					if _, err := bb.s.Heartbeat(b.Context(), ids[i], hashes[i]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -3,6 +3,7 @@ package embedded
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 
 	"github.com/seatd/seatd/server"
 )
@@ -38,9 +39,25 @@ func decode[T any](b []byte) (T, error) {
 	return v, err
 }
 
+// cloneLicense is a license to hand out: nothing of it shared with memory.
 func cloneLicense(l server.License) server.License {
 	l.Metadata = maps.Clone(l.Metadata)
+	l.Grants = slices.Clone(l.Grants)
 	return l
+}
+
+// answerLicense is cloneLicense for the hot path: its Grants are shared
+// with memory, which never changes a Grants slice in place (syncGrants).
+func answerLicense(l server.License) server.License {
+	l.Metadata = maps.Clone(l.Metadata)
+	return l
+}
+
+// licenseToStore is a license's record: its grants have records of
+// their own.
+func licenseToStore(l server.License, deleted bool) licenseRecord {
+	l.Grants = nil
+	return licenseRecord{License: l, Deleted: deleted}
 }
 
 // normalize gives a license the shape it has after a round trip through the

@@ -33,6 +33,7 @@ func (s *Store) expiring(r ref, now time.Time) ending {
 		LastHeartbeatAt: l.LastHeartbeatAt,
 		ExpiresAt:       l.ExpiresAt,
 		CleanedAt:       now,
+		Feature:         l.Feature,
 	}
 	end.audit = systemAudit(l, "lease.expire", now, nil)
 	return end

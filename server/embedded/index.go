@@ -25,6 +25,15 @@ type license struct {
 	live     *btree.BTreeG[item] // deadline after the last partition time (deadlines.go)
 	stale    *btree.BTreeG[item] // at or past deadline, not cleaned up yet
 	borrowed map[ref]struct{}    // the active borrowed leases
+
+	// A feature grant is a pool of its own (invariant 12), kept as a
+	// license of its own: lic is then grant.Pool(&parent.lic), and its
+	// leases are counted, filed and cleaned up as a license's (grants.go).
+	parent *license
+	grant  server.Grant
+	// A license's grants: the undeleted ones in server.SortGrants order
+	// (lic.Grants lists them), and the deleted ones, whose history stays.
+	grants, former []*license
 }
 
 // index is all in-memory state, guarded by Store.mu. Memory is
@@ -81,7 +90,7 @@ func (x *index) addLicense(l *license) {
 		x.lics = append(x.lics, l)
 	}
 	x.licenses[l.lic.ID] = l
-	if !l.deleted {
+	if !l.deleted && l.parent == nil { // no key opens a grant
 		x.keys[l.lic.Key] = l
 	}
 }
@@ -90,7 +99,7 @@ func (x *index) addLicense(l *license) {
 // taken (nil), so that no slot can name another license by it.
 func (x *index) removeLicense(l *license) {
 	delete(x.licenses, l.lic.ID)
-	if x.keys[l.lic.Key] == l {
+	if l.parent == nil && x.keys[l.lic.Key] == l {
 		delete(x.keys, l.lic.Key)
 	}
 	x.lics[l.num] = nil

@@ -36,7 +36,8 @@ var (
 	bucketSeatEvents  = []byte("seat_events")    // licenseID 0 at id -> SeatEvent (denials, waits)
 	bucketSigningKeys = []byte("signing_keys")   // tenantID 0 created kid -> SigningKey (signingkeys.go)
 	bucketReturned    = []byte("returned_certs") // leaseID -> ReturnedCertificate (returned.go)
-	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}, {bucketSigningKeys, nil}, {bucketReturned, nil}}
+	bucketGrants      = []byte("grants")         // grantID -> grantRecord (grants.go)
+	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}, {bucketSigningKeys, nil}, {bucketReturned, nil}, {bucketGrants, nil}}
 
 	// Schema 1 kept the ids of the active leases here (leaseID -> ""),
 	// their records in bucketLeases; schema 2 moved them (migrate.go).

@@ -23,6 +23,14 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 			continue
 		}
 		now := s.now()
+		if req.Feature != "" {
+			res, again, err := s.acquireFeature(lic, req, now)
+			if again {
+				s.wait()
+				continue
+			}
+			return res, err
+		}
 		ns := now.UnixNano()
 		if err := lic.lic.CheckUsable(now); err != nil {
 			return server.AcquireResult{}, err
@@ -89,6 +97,9 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, no
 	if req.BorrowFor > 0 {
 		l.Borrowed, l.ExpiresAt = true, now.Add(req.BorrowFor)
 	}
+	if req.Feature != "" {
+		l.Feature, l.Version = req.Feature, req.Version
+	}
 	ends := make([]ending, len(displaced))
 	for i, d := range displaced {
 		ends[i] = s.expiring(d, now)
@@ -143,14 +154,21 @@ func (s *Store) renew(r ref, tokenHash string, now time.Time) (server.AcquireRes
 	return s.result(r, now, true), nil
 }
 
+// result is Acquire's answer; a lease of a grant names its license and
+// the grant, and counts the grant's seats.
 func (s *Store) result(r ref, now time.Time, existing bool) server.AcquireResult {
-	lic := s.idx.licenseOf(r)
-	return server.AcquireResult{
+	pool := s.idx.licenseOf(r)
+	res := server.AcquireResult{
 		Lease:      s.idx.lease(r),
-		License:    cloneLicense(lic.lic),
-		SeatsInUse: s.idx.liveCount(lic, now.UnixNano()),
+		License:    answerLicense(pool.lic),
+		SeatsInUse: s.idx.liveCount(pool, now.UnixNano()),
 		Existing:   existing,
 	}
+	if pool.parent != nil {
+		g := pool.grant
+		res.License, res.Grant = answerLicense(pool.parent.lic), &g
+	}
+	return res
 }
 
 func (s *Store) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.Lease, error) {
@@ -320,11 +338,11 @@ func (s *Store) GetLease(_ context.Context, tenantID, leaseID string) (server.Le
 func (s *Store) SeatsInUse(_ context.Context, tenantID, licenseID string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lic, err := s.license(tenantID, licenseID)
+	p, err := s.pool(tenantID, licenseID)
 	if err != nil {
 		return 0, err
 	}
-	return s.idx.liveCount(lic, s.now().UnixNano()), nil
+	return s.idx.liveCount(p, s.now().UnixNano()), nil
 }
 
 func (s *Store) SeatsInUseOf(_ context.Context, tenantID string, licenseIDs []string) (map[string]int, error) {
@@ -333,8 +351,8 @@ func (s *Store) SeatsInUseOf(_ context.Context, tenantID string, licenseIDs []st
 	now := s.now().UnixNano()
 	out := make(map[string]int, len(licenseIDs))
 	for _, id := range licenseIDs {
-		if lic, err := s.license(tenantID, id); err == nil {
-			out[id] = s.idx.liveCount(lic, now)
+		if p, err := s.pool(tenantID, id); err == nil {
+			out[id] = s.idx.liveCount(p, now)
 		}
 	}
 	return out, nil

@@ -16,7 +16,8 @@ import (
 // A lease's text is its strings in one immutable string, each a uvarint
 // length and its bytes, in this order: id, fingerprint, user, hostname,
 // idempotency key; then the dedupe key if its kind is dedupeOther, the
-// token hash if flagTokenText; then the metadata, a uvarint count and as
+// token hash if flagTokenText, the feature and version asked if
+// flagFeature (a lease of a grant); then the metadata, a uvarint count and as
 // many key, value pairs, sorted by key. The strings a lease answer holds
 // are substrings of it: one allocation per lease, and nothing for the
 // collector to scan. The same bytes (without the id) end the records on
@@ -24,6 +25,7 @@ import (
 type leaseText struct {
 	id, fingerprint, user, hostname, idem string
 	dedupe, token                         string // only with dedupeOther, flagTokenText
+	feature, version                      string // only with flagFeature
 	meta                                  string // the encoded metadata, count first
 }
 
@@ -92,6 +94,9 @@ func appendText(b []byte, t *leaseText, f flags, meta map[string]string) []byte 
 	if f&flagTokenText != 0 {
 		b = appendString(b, t.token)
 	}
+	if f&flagFeature != 0 {
+		b = appendString(appendString(b, t.feature), t.version)
+	}
 	b = binary.AppendUvarint(b, uint64(len(meta)))
 	for _, k := range slices.Sorted(maps.Keys(meta)) {
 		b = appendString(appendString(b, k), meta[k])
@@ -118,6 +123,9 @@ func parseText(s string, f flags) (leaseText, error) {
 	}
 	if f&flagTokenText != 0 {
 		t.token = r.bytes("token_hash")
+	}
+	if f&flagFeature != 0 {
+		t.feature, t.version = r.bytes("feature"), r.bytes("version")
 	}
 	t.meta = r.b
 	n := r.uvarint("metadata")
@@ -245,6 +253,10 @@ func compact(l *server.Lease, rev uint64) (slot, string) {
 		s.flags |= flagTokenText
 		t.token = l.TokenHash
 	}
+	if l.Feature != "" || l.Version != "" {
+		s.flags |= flagFeature
+		t.feature, t.version = l.Feature, l.Version
+	}
 	kind := dedupeKindOf(l.DedupeKey, l.Fingerprint, l.User, l.Hostname)
 	s.flags |= flags(kind) << dedupeShift
 	if kind == dedupeOther {
@@ -279,6 +291,8 @@ func expandWith(s *slot, text string, licenseID, tenantID, tokenHash string) ser
 		LastHeartbeatAt: timeOf(s.beat),
 		ExpiresAt:       timeOf(s.deadline),
 		Borrowed:        s.borrowed(),
+		Feature:         t.feature,
+		Version:         t.version,
 	}
 	switch {
 	case tokenHash != "":

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -9,6 +10,7 @@ import (
 )
 
 func (s *Store) CreateLicense(_ context.Context, l server.License) (server.License, error) {
+	l.Grants = nil // CreateGrant adds them
 	l = normalize(l)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -34,7 +36,7 @@ func (s *Store) CreateLicense(_ context.Context, l server.License) (server.Licen
 				return server.ErrTenantNotFound
 			}
 			return putAll(
-				put{tx.Bucket(bucketLicenses), []byte(l.ID), encode(licenseRecord{License: l})},
+				put{tx.Bucket(bucketLicenses), []byte(l.ID), encode(licenseToStore(l, false))},
 				put{writable(tx, bucketLicensesTenant), timeKey(l.TenantID, l.CreatedAt, l.ID), nil},
 			)
 		})
@@ -84,6 +86,14 @@ func (s *Store) ListLicenses(_ context.Context, tenantID string, p server.Page) 
 	if err != nil {
 		return nil, "", s.fail("list licenses", err)
 	}
+	// Grants: from memory (their records are apart).
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range out {
+		if lic := s.idx.licenses[out[i].ID]; lic != nil {
+			out[i].Grants = slices.Clone(lic.lic.Grants)
+		}
+	}
 	return out, next, nil
 }
 
@@ -110,9 +120,10 @@ func (s *Store) UpdateLicense(_ context.Context, tenantID, id string, update fun
 		}
 		next.ID, next.TenantID, next.Key, next.CreatedAt = cur.ID, cur.TenantID, cur.Key, cur.CreatedAt
 		next.UpdatedAt = s.now()
+		next.Grants = nil // UpdateGrant changes those
 		next = normalize(next)
 		err = s.commit.write(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketLicenses).Put([]byte(id), encode(licenseRecord{License: next}))
+			return tx.Bucket(bucketLicenses).Put([]byte(id), encode(licenseToStore(next, false)))
 		})
 		if err != nil {
 			err = s.fail("update license", err)
@@ -121,7 +132,9 @@ func (s *Store) UpdateLicense(_ context.Context, tenantID, id string, update fun
 	if err != nil {
 		return server.License{}, err
 	}
+	next.Grants = cur.Grants
 	lic.lic = next
+	lic.repool() // its grants' pools take its settings at once
 	return cloneLicense(next), nil
 }
 
@@ -132,34 +145,16 @@ func (s *Store) DeleteLicense(_ context.Context, tenantID, id string) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	lic.busy = true // no new acquisitions
-	defer func() {
-		lic.busy = false
-		s.idle.Broadcast()
-	}()
-	// Let writes already in flight on its leases settle first.
-	for s.anyBusy(s.idx.entries(lic)) {
-		s.wait()
+	defer s.hold(lic)() // no new acquisitions
+	rec := licenseToStore(lic.lic, true)
+	grants := make([]grantRecord, len(lic.grants))
+	for i, p := range lic.grants {
+		grants[i] = grantRecord{Grant: p.grant, Deleted: true}
 	}
-
-	now := s.now()
-	rs := s.idx.entries(lic)
-	ends := make([]ending, len(rs))
-	for i, r := range rs {
-		ends[i] = s.revoking(r, now)
-		ends[i].audit = systemAudit(ends[i].lease, "lease.revoke", now, map[string]string{"reason": "license deleted"})
-	}
-	rec := licenseRecord{License: lic.lic, Deleted: true}
-	revoked := 0
-	err = s.writeBusy(rs, func(tx *bolt.Tx) error {
-		revoked = 0
-		for _, end := range ends {
-			ok, err := endLease(tx, end)
-			if err != nil {
+	revoked, err := s.revokeAll(lic.pools(), "license deleted", func(tx *bolt.Tx) error {
+		for _, g := range grants {
+			if err := tx.Bucket(bucketGrants).Put([]byte(g.ID), encode(g)); err != nil {
 				return err
-			}
-			if ok {
-				revoked++
 			}
 		}
 		// History keeps the record; listings and the key index drop it.
@@ -171,9 +166,12 @@ func (s *Store) DeleteLicense(_ context.Context, tenantID, id string) (int, erro
 	if err != nil {
 		return 0, s.fail("delete license", err)
 	}
-	for _, r := range rs {
-		s.idx.remove(r)
+	for _, p := range lic.grants {
+		p.deleted = true
 	}
+	lic.former = append(lic.former, lic.grants...)
+	lic.grants = nil
+	lic.syncGrants(s.idx)
 	lic.deleted = true
 	delete(s.idx.keys, lic.lic.Key)
 	return revoked, nil
@@ -182,7 +180,7 @@ func (s *Store) DeleteLicense(_ context.Context, tenantID, id string) (int, erro
 // license finds a visible license of the tenant. Call with s.mu held.
 func (s *Store) license(tenantID, id string) (*license, error) {
 	lic := s.idx.licenses[id]
-	if lic == nil || lic.deleted || lic.creating || lic.lic.TenantID != tenantID {
+	if lic == nil || lic.parent != nil || lic.deleted || lic.creating || lic.lic.TenantID != tenantID {
 		return nil, server.ErrLicenseNotFound
 	}
 	return lic, nil

@@ -94,12 +94,16 @@ func (s *Store) load() error {
 			if err != nil {
 				return fmt.Errorf("decode license: %w", err)
 			}
+			rec.Grants = nil // grants have records of their own
 			l := s.idx.newLicense(rec.License)
 			l.deleted = rec.Deleted
 			s.idx.addLicense(l)
 			return nil
 		})
 		if err != nil {
+			return err
+		}
+		if err := s.loadGrants(tx); err != nil {
 			return err
 		}
 		if err := s.loadReturned(tx); err != nil {

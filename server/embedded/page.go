@@ -99,11 +99,11 @@ func prefixEnd(pfx []byte) []byte {
 	return nil
 }
 
-// scanRange pages, ascending, through the timeKeys of b under scope with
+// scanRange pages, ascending, through the timeKeys of c under scope with
 // their time in r ([Start, End), a zero side open), strictly after the key
-// in p.Token: the event lists. It looks one item ahead so that a last page
-// has no token.
-func scanRange[T any](b *bolt.Bucket, scope string, r server.EventRange, p server.Page, fn func(v []byte) (T, error)) ([]T, string, error) {
+// in p.Token, of the items fn accepts: the event lists. It looks one item
+// ahead so that a last page has no token.
+func scanRange[T any](c cursor, scope string, r server.EventRange, p server.Page, fn func(v []byte) (T, bool, error)) ([]T, string, error) {
 	pfx := prefix(scope)
 	after, err := decodeToken(p.Token, pfx)
 	if err != nil {
@@ -115,7 +115,6 @@ func scanRange[T any](b *bolt.Bucket, scope string, r server.EventRange, p serve
 	}
 	size := p.PageSize()
 	var out []T
-	c := b.Cursor()
 	var k, v []byte
 	switch {
 	case after != nil:
@@ -130,12 +129,15 @@ func scanRange[T any](b *bolt.Bucket, scope string, r server.EventRange, p serve
 		if !r.Start.IsZero() && bytes.Compare(k, timeKey(scope, r.Start, "")) < 0 {
 			continue // a token from before the range
 		}
-		if len(out) == size {
-			return out, encodeToken(lastKey), nil
-		}
-		item, err := fn(v)
+		item, ok, err := fn(v)
 		if err != nil {
 			return nil, "", err
+		}
+		if !ok {
+			continue
+		}
+		if len(out) == size {
+			return out, encodeToken(lastKey), nil
 		}
 		out = append(out, item)
 		lastKey = bytes.Clone(k)
@@ -143,41 +145,50 @@ func scanRange[T any](b *bolt.Bucket, scope string, r server.EventRange, p serve
 	return out, "", nil
 }
 
-// unionCursor walks two cursors whose keys never coincide as one.
+// unionCursor walks cursors whose keys never coincide as one.
 type unionCursor struct {
-	a, b   cursor
-	ak, av []byte // a's position (nil: past its end in the walk's direction)
-	bk, bv []byte
-	back   bool // walking backwards: a and b are at or before the current key
-	onA    bool // the current key is a's
+	cs     []cursor
+	ks, vs [][]byte // each cursor's position (nil: past its end in the walk's direction)
+	back   bool     // walking backwards: the cursors are at or before the current key
+	cur    int      // the cursor the current key is of
+}
+
+func union(cs ...cursor) *unionCursor {
+	return &unionCursor{cs: cs, ks: make([][]byte, len(cs)), vs: make([][]byte, len(cs))}
+}
+
+// each moves every cursor with move.
+func (u *unionCursor) each(move func(c cursor) ([]byte, []byte)) {
+	for i, c := range u.cs {
+		u.ks[i], u.vs[i] = move(c)
+	}
 }
 
 func (u *unionCursor) First() ([]byte, []byte) {
-	u.ak, u.av = u.a.First()
-	u.bk, u.bv = u.b.First()
+	u.each(cursor.First)
 	u.back = false
 	return u.pick()
 }
 
 func (u *unionCursor) Last() ([]byte, []byte) {
-	u.ak, u.av = u.a.Last()
-	u.bk, u.bv = u.b.Last()
+	u.each(cursor.Last)
 	u.back = true
 	return u.pick()
 }
 
 func (u *unionCursor) Seek(k []byte) ([]byte, []byte) {
-	u.ak, u.av = u.a.Seek(k)
-	u.bk, u.bv = u.b.Seek(k)
+	u.each(func(c cursor) ([]byte, []byte) { return c.Seek(k) })
 	u.back = false
 	return u.pick()
 }
 
 func (u *unionCursor) Next() ([]byte, []byte) {
-	if u.back { // turn: both to the first key after the current one
-		cur := bytes.Clone(u.current())
-		u.Seek(cur)
-		if u.onA && bytes.Equal(u.ak, cur) || !u.onA && bytes.Equal(u.bk, cur) {
+	if len(u.cs) == 0 {
+		return nil, nil
+	}
+	if u.back { // turn: every cursor to the first key after the current one
+		cur := bytes.Clone(u.ks[u.cur])
+		if k, _ := u.Seek(cur); bytes.Equal(k, cur) {
 			return u.advance()
 		}
 		return u.pick()
@@ -186,10 +197,12 @@ func (u *unionCursor) Next() ([]byte, []byte) {
 }
 
 func (u *unionCursor) Prev() ([]byte, []byte) {
-	if !u.back { // turn: both to the last key before the current one
-		cur := bytes.Clone(u.current())
-		u.ak, u.av = before(u.a, cur)
-		u.bk, u.bv = before(u.b, cur)
+	if len(u.cs) == 0 {
+		return nil, nil
+	}
+	if !u.back { // turn: every cursor to the last key before the current one
+		cur := bytes.Clone(u.ks[u.cur])
+		u.each(func(c cursor) ([]byte, []byte) { return before(c, cur) })
 		u.back = true
 		return u.pick()
 	}
@@ -207,41 +220,69 @@ func before(c cursor, k []byte) ([]byte, []byte) {
 	return c.Prev()
 }
 
-func (u *unionCursor) current() []byte {
-	if u.onA {
-		return u.ak
-	}
-	return u.bk
-}
-
 // advance steps the cursor the current key came from, in the walk's
 // direction.
 func (u *unionCursor) advance() ([]byte, []byte) {
-	switch {
-	case u.onA && u.ak != nil:
-		u.ak, u.av = step(u.a, u.back)
-	case !u.onA && u.bk != nil:
-		u.bk, u.bv = step(u.b, u.back)
+	if u.ks[u.cur] != nil {
+		u.ks[u.cur], u.vs[u.cur] = step(u.cs[u.cur], u.back)
 	}
 	return u.pick()
 }
 
-// pick makes the nearer of the two positions the current key.
+// pick makes the nearest of the positions the current key.
 func (u *unionCursor) pick() ([]byte, []byte) {
-	switch {
-	case u.ak == nil && u.bk == nil:
-		u.onA = true
+	u.cur = 0
+	if len(u.cs) == 0 {
 		return nil, nil
-	case u.bk == nil:
-		u.onA = true
-	case u.ak == nil:
-		u.onA = false
-	default:
-		c := bytes.Compare(u.ak, u.bk)
-		u.onA = c < 0 != u.back
 	}
-	if u.onA {
-		return u.ak, u.av
+	for i, k := range u.ks {
+		if k == nil {
+			continue
+		}
+		if best := u.ks[u.cur]; best == nil || bytes.Compare(k, best) < 0 != u.back {
+			u.cur = i
+		}
 	}
-	return u.bk, u.bv
+	return u.ks[u.cur], u.vs[u.cur]
 }
+
+// rescoped shows the keys of one scope under another: a key
+// prefix(from)+rest as prefix(to)+rest, and nothing outside from. Under
+// a union of rescoped cursors, the history of a license's grants reads
+// as the license's own, in one order and with page tokens of its scope.
+type rescoped struct {
+	c        cursor
+	from, to []byte // prefixes
+}
+
+func (r *rescoped) show(k, v []byte) ([]byte, []byte) {
+	if k == nil || !bytes.HasPrefix(k, r.from) {
+		return nil, nil
+	}
+	return append(bytes.Clone(r.to), k[len(r.from):]...), v
+}
+
+func (r *rescoped) First() ([]byte, []byte) { return r.show(r.c.Seek(r.from)) }
+
+func (r *rescoped) Last() ([]byte, []byte) {
+	if end := prefixEnd(r.from); end != nil {
+		if k, _ := r.c.Seek(end); k != nil {
+			return r.show(r.c.Prev())
+		}
+	}
+	return r.show(r.c.Last())
+}
+
+func (r *rescoped) Seek(k []byte) ([]byte, []byte) {
+	if !bytes.HasPrefix(k, r.to) {
+		if bytes.Compare(k, r.to) < 0 {
+			return r.First()
+		}
+		return nil, nil
+	}
+	return r.show(r.c.Seek(append(bytes.Clone(r.from), k[len(r.to):]...)))
+}
+
+func (r *rescoped) Next() ([]byte, []byte) { return r.show(r.c.Next()) }
+
+func (r *rescoped) Prev() ([]byte, []byte) { return r.show(r.c.Prev()) }

@@ -24,11 +24,11 @@ func (s *Store) PruneRecords(_ context.Context, kind server.RecordKind, before t
 		prune = pruneCleanupEvents
 	case server.RecordSeatEvents:
 		prune = func(tx *bolt.Tx, before time.Time, limit int) (int, error) {
-			return pruneByTime(tx, bucketLicenses, writable(tx, bucketSeatEvents), before, limit)
+			return pruneByTime(tx, poolScopes(tx), writable(tx, bucketSeatEvents), before, limit)
 		}
 	case server.RecordAudit:
 		prune = func(tx *bolt.Tx, before time.Time, limit int) (int, error) {
-			return pruneByTime(tx, bucketTenants, writable(tx, bucketAudit), before, limit)
+			return pruneByTime(tx, scopesOf(tx, bucketTenants), writable(tx, bucketAudit), before, limit)
 		}
 	case server.RecordReturnedCertificates:
 		if limit <= 0 {
@@ -76,11 +76,17 @@ func olderKeys(b *bolt.Bucket, scope []byte, before time.Time, limit int) [][]by
 	return keys
 }
 
+// poolScopes lists the pools the history buckets of leases are keyed
+// by: the licenses and their grants.
+func poolScopes(tx *bolt.Tx) [][]byte {
+	return append(scopesOf(tx, bucketLicenses), scopesOf(tx, bucketGrants)...)
+}
+
 // pruneByTime removes records of b (keyed scope 0 time id) older than
 // before, scope by scope.
-func pruneByTime(tx *bolt.Tx, scopes []byte, b *bolt.Bucket, before time.Time, limit int) (int, error) {
+func pruneByTime(tx *bolt.Tx, scopes [][]byte, b *bolt.Bucket, before time.Time, limit int) (int, error) {
 	n := 0
-	for _, scope := range scopesOf(tx, scopes) {
+	for _, scope := range scopes {
 		for _, k := range olderKeys(b, scope, before, limit-n) {
 			if err := b.Delete(k); err != nil {
 				return 0, err
@@ -129,7 +135,7 @@ func pruneLeases(tx *bolt.Tx, before time.Time, limit int) (int, error) {
 	records, byLicense := tx.Bucket(bucketLeases), tx.Bucket(bucketLeasesLicense)
 	usage, usageTenant := writable(tx, bucketUsage), writable(tx, bucketUsageTenant)
 	n := 0
-	for _, lic := range scopesOf(tx, bucketLicenses) {
+	for _, lic := range poolScopes(tx) {
 		pfx := prefix(string(lic))
 		end := timeKey(string(lic), before, "")
 		var doomed []leaseRecord

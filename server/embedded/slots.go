@@ -32,6 +32,7 @@ const (
 	flagTokenText flags = 1 << 1 // the token hash is not 64 lowercase hex: kept in the text
 	dedupeShift         = 2      // bits 2-4: the dedupe key's kind (dedupeNone...)
 	dedupeMask    flags = 7 << dedupeShift
+	flagFeature   flags = 1 << 5 // a lease of a feature: its feature and version are in the text
 	storedFlags   flags = 0xff
 
 	flagUsed  flags = 1 << 8  // the slot holds a lease

@@ -21,39 +21,27 @@ func (s *Store) RecordSeatEvent(_ context.Context, e server.SeatEvent) error {
 	return nil
 }
 
-// UsageReport reads the leases of the tenant's licenses (deleted ones too)
-// acquired before the range ends, from disk, with the active ones from
-// memory (their deadlines may not be flushed yet), and the seat events in
-// the range; server.BuildUsageReport sweeps them.
+// UsageReport reads the leases of the tenant's pools (licenses and their
+// grants, deleted ones too) acquired before the range ends, from disk,
+// with the active ones from memory (their deadlines may not be flushed
+// yet), and the seat events in the range; server.BuildUsageReport sweeps
+// them, a row per pool.
 func (s *Store) UsageReport(_ context.Context, q server.UsageQuery) (server.UsageReport, error) {
-	var ids []string
-	s.mu.Lock()
-	if q.LicenseID != "" {
-		lic := s.idx.licenses[q.LicenseID]
-		if lic == nil || lic.creating || lic.lic.TenantID != q.TenantID {
-			s.mu.Unlock()
-			return server.UsageReport{}, server.ErrLicenseNotFound
-		}
-		ids = []string{q.LicenseID}
-	} else {
-		for id, lic := range s.idx.licenses {
-			if !lic.creating && lic.lic.TenantID == q.TenantID {
-				ids = append(ids, id)
-			}
-		}
+	ids, err := s.reportPools(q)
+	if err != nil {
+		return server.UsageReport{}, err
 	}
-	s.mu.Unlock()
 
 	var (
 		leases []server.Lease
 		events []server.SeatEvent
 	)
-	err := s.view(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		records := tx.Bucket(bucketLeases)
 		for _, id := range ids {
 			pfx := prefix(id)
 			end := timeKey(id, q.End, "")
-			leasesOf := &unionCursor{a: tx.Bucket(bucketLeasesLicense).Cursor(), b: tx.Bucket(bucketActiveLeases).Cursor()}
+			leasesOf := union(tx.Bucket(bucketLeasesLicense).Cursor(), tx.Bucket(bucketActiveLeases).Cursor())
 			for k, v := leasesOf.Seek(pfx); k != nil && bytes.Compare(k, end) < 0; k, v = leasesOf.Next() {
 				if len(v) > 0 { // an active lease's record
 					l, err := activeLease(k, v, q.TenantID)
@@ -98,4 +86,26 @@ func (s *Store) UsageReport(_ context.Context, q server.UsageQuery) (server.Usag
 	}
 	s.mu.Unlock()
 	return server.BuildUsageReport(q, leases, events, now)
+}
+
+// reportPools returns the ids a usage report reads the leases and seat
+// events of: the tenant's pools, or q.LicenseID's (the license's own and
+// its grants'). Deleted ones count: their history stays.
+func (s *Store) reportPools(q server.UsageQuery) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q.LicenseID != "" {
+		lic := s.idx.licenses[q.LicenseID]
+		if lic == nil || lic.parent != nil || lic.creating || lic.lic.TenantID != q.TenantID {
+			return nil, server.ErrLicenseNotFound
+		}
+		return poolIDs(lic.pools()), nil
+	}
+	var ids []string
+	for id, p := range s.idx.licenses {
+		if !p.creating && p.lic.TenantID == q.TenantID {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }

@@ -347,6 +347,8 @@ var restRoutes = []struct{ method, path string }{
 	{"POST", "/v1/leases/lse_000000000000000000000000:release"},
 	{"POST", "/v1/admin/licenses"},
 	{"PATCH", "/v1/admin/licenses/lic_000000000000000000000000"},
+	{"POST", "/v1/admin/licenses/lic_000000000000000000000000/grants"},
+	{"PATCH", "/v1/admin/licenses/lic_000000000000000000000000/grants/lic_000000000000000000000000.0123abcd"},
 	{"POST", "/v1/admin/tenants"},
 	{"POST", "/v1/admin/cleanup"},
 }

@@ -78,7 +78,16 @@ func licenseToProto(l server.License) *seatdv1.License {
 		MaxBorrowDuration: dur(l.MaxBorrowDuration), // unset: 0, no borrowing
 		MaxBorrowedSeats:  int32(l.MaxBorrowedSeats),
 		AllowEarlyReturn:  l.AllowEarlyReturn,
+		Grants:            grantsToProto(l.Grants),
 	}
+}
+
+func grantsToProto(gs []server.Grant) []*seatdv1.FeatureGrant {
+	var out []*seatdv1.FeatureGrant
+	for _, g := range gs {
+		out = append(out, grantToProto(g))
+	}
+	return out
 }
 
 // licenseViewToProto is licenseToProto with the seats in use counted.
@@ -86,15 +95,23 @@ func licenseViewToProto(v service.LicenseView) *seatdv1.License {
 	l := licenseToProto(v.License)
 	l.SeatsInUse = int32(v.SeatsInUse)
 	l.Waiting = int32(v.Waiting)
+	for _, g := range l.Grants {
+		g.SeatsInUse = int32(v.GrantsInUse[g.GetId()])
+	}
 	return l
 }
 
 // leaseToProto omits secrets (token hash) and shows the state as judged at
-// now (service.StateAt).
+// now (service.StateAt). A lease of a grant shows its license's id as
+// license_id and the grant's as grant_id (its store's LicenseID is the
+// grant's).
 func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
 	return &seatdv1.Lease{
 		Id:              l.ID,
-		LicenseId:       l.LicenseID,
+		LicenseId:       l.LicenseOf(),
+		GrantId:         l.GrantID(),
+		Feature:         l.Feature,
+		Version:         l.Version,
 		Fingerprint:     l.Fingerprint,
 		State:           stateToProto[service.StateAt(l, now)],
 		AcquiredAt:      ts(l.AcquiredAt),

@@ -56,8 +56,9 @@ func (h *adminService) ListUsageEvents(ctx context.Context, req *seatdv1.ListUsa
 		resp := &seatdv1.ListUsageEventsResponse{NextPageToken: next}
 		for _, e := range evs {
 			resp.UsageEvents = append(resp.UsageEvents, &seatdv1.UsageEvent{
-				LeaseId: e.LeaseID, LicenseId: e.LicenseID, EndState: stateToProto[e.EndState],
-				StartedAt: ts(e.StartedAt), EndedAt: ts(e.EndedAt), Duration: durationpb.New(e.EndedAt.Sub(e.StartedAt)),
+				LeaseId: e.LeaseID, LicenseId: server.PoolLicense(e.LicenseID), GrantId: grantOf(e.LicenseID), Feature: e.Feature,
+				EndState: stateToProto[e.EndState], StartedAt: ts(e.StartedAt), EndedAt: ts(e.EndedAt),
+				Duration: durationpb.New(e.EndedAt.Sub(e.StartedAt)),
 			})
 		}
 		return resp, nil
@@ -78,8 +79,8 @@ func (h *adminService) ListCleanupEvents(ctx context.Context, req *seatdv1.ListC
 		resp := &seatdv1.ListCleanupEventsResponse{NextPageToken: next}
 		for _, e := range evs {
 			resp.CleanupEvents = append(resp.CleanupEvents, &seatdv1.CleanupEvent{
-				LeaseId: e.LeaseID, LicenseId: e.LicenseID, CleanupType: e.CleanupType,
-				LastHeartbeatAt: ts(e.LastHeartbeatAt), ExpiresAt: ts(e.ExpiresAt), CleanedAt: ts(e.CleanedAt),
+				LeaseId: e.LeaseID, LicenseId: server.PoolLicense(e.LicenseID), GrantId: grantOf(e.LicenseID), Feature: e.Feature,
+				CleanupType: e.CleanupType, LastHeartbeatAt: ts(e.LastHeartbeatAt), ExpiresAt: ts(e.ExpiresAt), CleanedAt: ts(e.CleanedAt),
 			})
 		}
 		return resp, nil
@@ -106,4 +107,13 @@ func (h *adminService) ListAuditEvents(ctx context.Context, req *seatdv1.ListAud
 		}
 		return resp, nil
 	})
+}
+
+// grantOf is the grant_id of a pool id: the pool's own id when it is a
+// grant's, "" for a license's base pool.
+func grantOf(poolID string) string {
+	if server.IsGrantID(poolID) {
+		return poolID
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/service"
 )
 
 func (h *adminService) ListLeases(ctx context.Context, req *seatdv1.ListLeasesRequest) (*seatdv1.ListLeasesResponse, error) {
@@ -19,12 +20,15 @@ func (h *adminService) ListLeases(ctx context.Context, req *seatdv1.ListLeasesRe
 	if err == nil && !ok {
 		err = server.Invalid("state", "is not a known lease state")
 	}
+	if err == nil && req.GetFeature() != "" {
+		err = server.CheckFeature("feature", req.GetFeature())
+	}
 	if err != nil {
 		return nil, err
 	}
 	first := server.Page{Size: int(req.GetPageSize())}.PageSize()
 	return fitPage(first, func(size int) (*seatdv1.ListLeasesResponse, error) {
-		page, err := h.s.svc.ListLeases(ctx, tenant, req.GetLicenseId(), state, server.Page{Size: size, Token: req.GetPageToken()})
+		page, err := h.s.svc.ListLeases(ctx, tenant, req.GetLicenseId(), service.LeaseFilter{State: state, Feature: req.GetFeature()}, server.Page{Size: size, Token: req.GetPageToken()})
 		if err != nil {
 			return nil, err
 		}

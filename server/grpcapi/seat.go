@@ -44,13 +44,15 @@ type seatAsk interface {
 	GetIdempotencyKey() string
 	GetMetadata() map[string]string
 	GetNonce() string
+	GetFeature() string
+	GetVersion() string
 }
 
 func seatRequest(r seatAsk) service.SeatRequest {
 	return service.SeatRequest{
 		LicenseKey: r.GetLicenseKey(), Fingerprint: r.GetFingerprint(), User: r.GetUser(),
 		Hostname: r.GetHostname(), IdempotencyKey: r.GetIdempotencyKey(), Metadata: r.GetMetadata(),
-		Nonce: r.GetNonce(),
+		Nonce: r.GetNonce(), Feature: r.GetFeature(), Version: r.GetVersion(),
 	}
 }
 
@@ -72,8 +74,10 @@ func borrowDuration(d *durationpb.Duration) (time.Duration, error) {
 	return v, nil
 }
 
+// acquireResponse answers a seat taken: of a grant, with the grant and
+// the grant's seat counts (the store's SeatsInUse is then the grant's).
 func (s *Server) acquireResponse(g service.Grant) *seatdv1.AcquireSeatResponse {
-	return &seatdv1.AcquireSeatResponse{
+	resp := &seatdv1.AcquireSeatResponse{
 		Lease:             leaseToProto(g.Lease, s.svc.Now()),
 		LeaseToken:        g.Token,
 		HeartbeatInterval: durationpb.New(g.License.HeartbeatInterval()),
@@ -81,6 +85,12 @@ func (s *Server) acquireResponse(g service.Grant) *seatdv1.AcquireSeatResponse {
 		SeatLimit:         int32(g.License.SeatLimit()),
 		LeaseCertificate:  g.Certificate,
 	}
+	if g.Grant != nil {
+		resp.Grant = grantToProto(*g.Grant)
+		resp.Grant.SeatsInUse = int32(g.SeatsInUse)
+		resp.SeatLimit = int32(g.Grant.SeatLimit())
+	}
+	return resp
 }
 
 func (h *seatService) ReleaseSeat(ctx context.Context, req *seatdv1.ReleaseSeatRequest) (*seatdv1.ReleaseSeatResponse, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -36,6 +37,11 @@ func TestToStatus(t *testing.T) {
 		{name: "unavailable hides cause", err: server.Unavailable(errors.New("dial tcp 10.0.0.1:5432: refused")), code: codes.Unavailable, reason: "BACKEND_UNAVAILABLE", noInternal: "10.0.0.1"},
 		{name: "plain error is internal", err: errors.New("pq: relation \"x\" does not exist"), code: codes.Internal, msg: "internal error", noInternal: "relation"},
 		{name: "canceled", err: context.Canceled, code: codes.Canceled},
+		{name: "feature not licensed", err: server.FeatureNotLicensed("render"), code: codes.FailedPrecondition, reason: "FEATURE_NOT_LICENSED"},
+		{name: "version not licensed", err: server.VersionNotLicensed("render", "2026", []server.Grant{{Version: "2025"}}), code: codes.FailedPrecondition, reason: "VERSION_NOT_LICENSED"},
+		{name: "grant not started", err: server.GrantNotStarted("render", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)), code: codes.FailedPrecondition, reason: "GRANT_NOT_STARTED"},
+		{name: "grant not found", err: server.ErrGrantNotFound, code: codes.NotFound, reason: "GRANT_NOT_FOUND"},
+		{name: "feature seats exhausted", err: server.FeatureSeatsExhausted("render", 3, 3), code: codes.ResourceExhausted, reason: "SEATS_EXHAUSTED"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -141,8 +141,10 @@ func TestIdleStreamIsEnded(t *testing.T) {
 	e := newEnv(t, nil, func(c *Config) { c.StreamIdleTimeout = 100 * time.Millisecond })
 	lic := e.license(t, 1, time.Minute) // heartbeat interval 10 s: the idle floor is 20 s
 	lease := e.acquire(t, lic.GetKey(), "a")
-	s := openStream(t, e, lease)
+	// Before the stream opens: the server's idle clock starts at its last
+	// heartbeat on it, which openStream waits for the answer of.
 	start := time.Now()
+	s := openStream(t, e, lease)
 	_, err := recvEnd(t, s, 2*time.Minute)
 	requireStatus(t, err, codes.DeadlineExceeded, server.ReasonStreamIdleTimeout)
 	require.GreaterOrEqual(t, time.Since(start), 20*time.Second, "ended within two heartbeat intervals")

@@ -27,7 +27,7 @@ func (h *adminService) GetUsageReport(ctx context.Context, req *seatdv1.GetUsage
 	if !ok {
 		return nil, server.Invalid("bucket", "unknown bucket")
 	}
-	w := service.UsageWindow{LicenseID: req.GetLicenseId(), Bucket: bucket, Users: int(req.GetUserLimit())}
+	w := service.UsageWindow{LicenseID: req.GetLicenseId(), Feature: req.GetFeature(), Bucket: bucket, Users: int(req.GetUserLimit())}
 	start, err := optionalTime("start_time", req.GetStartTime())
 	if err != nil {
 		return nil, err
@@ -60,6 +60,7 @@ func (h *adminService) GetUsageReport(ctx context.Context, req *seatdv1.GetUsage
 			LicenseId: row.LicenseID, BucketStart: timestamppb.New(row.BucketStart), PeakSeats: int32(row.PeakSeats),
 			SeatHours: row.SeatHours, Acquisitions: row.Acquisitions, Denials: row.Denials,
 			DistinctUsers: row.DistinctUsers, QueueWaits: row.QueueWaits, MeanQueueWait: durationpb.New(row.MeanWait),
+			Feature: row.Feature,
 		})
 	}
 	for _, u := range r.Users {

@@ -81,6 +81,9 @@ func clientFields(r service.SeatRequest) error {
 	if err := validMetadata("metadata", r.Metadata); err != nil {
 		return err
 	}
+	if err := service.CheckFeatureRequest(r.Feature, r.Version); err != nil {
+		return err
+	}
 	return service.CheckNonce(r.Nonce)
 }
 

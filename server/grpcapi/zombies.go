@@ -33,7 +33,7 @@ func (h *adminService) GetZombieReport(ctx context.Context, req *seatdv1.GetZomb
 // zombieWindow converts the request's window; the service fills in the
 // defaults and checks the rest.
 func zombieWindow(req *seatdv1.GetZombieReportRequest) (service.ZombieWindow, error) {
-	w := service.ZombieWindow{TopLimit: int(req.GetTopLimit())}
+	w := service.ZombieWindow{TopLimit: int(req.GetTopLimit()), Feature: req.GetFeature()}
 	if t := req.GetEndTime(); t != nil {
 		if err := t.CheckValid(); err != nil {
 			return w, server.Invalid("end_time", "is not a valid timestamp")
@@ -61,7 +61,7 @@ func zombieReportToProto(q server.ZombieQuery, r server.ZombieReport) *seatdv1.G
 	}
 	for _, l := range r.TopLicenses {
 		resp.TopLicenses = append(resp.TopLicenses, &seatdv1.LicenseZombies{
-			LicenseId: l.LicenseID, LicenseName: l.LicenseName, ZombieCount: l.ZombieCount,
+			LicenseId: l.LicenseID, Feature: l.Feature, LicenseName: l.LicenseName, ZombieCount: l.ZombieCount,
 			LeaseCount: l.LeaseCount, ZombiePercentage: l.Percentage,
 		})
 	}

@@ -69,7 +69,7 @@ func (k *KeepAlive) Ended(ctx context.Context, tenantID, leaseID string) (askAga
 	if now.Before(l.ExpiresAt) {
 		return l.ExpiresAt, nil
 	}
-	lic, err := k.s.store.GetLicense(ctx, l.TenantID, l.LicenseID)
+	lic, err := k.s.store.GetLicense(ctx, l.TenantID, l.LicenseOf()) // a grant's pool has its license's revival window
 	if err == nil && now.Before(l.ExpiresAt.Add(lic.RevivalWindow)) {
 		return l.ExpiresAt.Add(lic.RevivalWindow), nil
 	}

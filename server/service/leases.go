@@ -25,11 +25,26 @@ type LeasePage struct {
 	At     time.Time
 }
 
-// ListLeases lists a license's leases newest first, only those whose state
-// as shown (StateAt) is state when state != "". An expired lease may still
-// be recorded active, so a filter on expired reads every recorded state and
-// one on active drops the lapsed: a page may then hold fewer than p.Size.
-func (s *Service) ListLeases(ctx context.Context, tenant, licenseID string, state server.LeaseState, p server.Page) (LeasePage, error) {
+// LeaseFilter narrows ListLeases: State != "" keeps the leases whose state
+// as shown (StateAt) is State; Feature != "" those of that feature's grants.
+type LeaseFilter struct {
+	State   server.LeaseState
+	Feature string
+}
+
+// ListLeases lists a license's leases newest first (its base pool's and
+// its grants'), only those f keeps. An expired lease may still be recorded
+// active, so a filter on expired reads every recorded state and one on
+// active drops the lapsed; the store lists every feature's leases, and the
+// feature filter drops the others' from each page: a page may then hold
+// fewer than p.Size (even none, with a next page token).
+func (s *Service) ListLeases(ctx context.Context, tenant, licenseID string, f LeaseFilter, p server.Page) (LeasePage, error) {
+	if f.Feature != "" {
+		if err := server.CheckFeature("feature", f.Feature); err != nil {
+			return LeasePage{}, err
+		}
+	}
+	state := f.State
 	recorded := state
 	if state == server.LeaseExpired {
 		recorded = ""
@@ -40,7 +55,7 @@ func (s *Service) ListLeases(ctx context.Context, tenant, licenseID string, stat
 	}
 	page := LeasePage{Next: next, At: s.now()}
 	for _, l := range ls {
-		if state == "" || StateAt(l, page.At) == state {
+		if (state == "" || StateAt(l, page.At) == state) && (f.Feature == "" || l.Feature == f.Feature) {
 			page.Leases = append(page.Leases, l)
 		}
 	}
@@ -80,6 +95,16 @@ func (s *Service) RevokeLease(ctx context.Context, actor, tenant, leaseID, reaso
 		return server.Lease{}, server.LeaseAlreadyEnded(l)
 	}
 	s.revocations.Revoked(ctx, l.ID)
-	s.audit(ctx, actor, tenant, "lease.revoke", "lease", l.ID, map[string]string{"license_id": l.LicenseID, "reason": reason})
+	s.audit(ctx, actor, tenant, "lease.revoke", "lease", l.ID, leaseDetails(l, map[string]string{"reason": reason}))
 	return l, nil
+}
+
+// leaseDetails are an audit entry's details of lease l: its license, and
+// its grant for a lease of a feature grant, with more.
+func leaseDetails(l server.Lease, more map[string]string) map[string]string {
+	more["license_id"] = l.LicenseOf()
+	if g := l.GrantID(); g != "" {
+		more["grant_id"] = g
+	}
+	return more
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/seatd/seatd/server"
@@ -79,7 +80,7 @@ func (s *Service) updateLicense(ctx context.Context, actor, tenant string, in Li
 	if s.quotas.Seats > 0 && slices.ContainsFunc(paths, func(p string) bool { return p == "seats" || p == "overdraft" }) {
 		defer s.quotaLocks.lock(tenant)()
 		var err error
-		if _, others, err = s.licenseUsage(ctx, tenant, in.ID); err != nil {
+		if _, others, err = s.seatUsage(ctx, tenant, in.ID); err != nil {
 			return server.License{}, err
 		}
 	}
@@ -125,8 +126,9 @@ func (s *Service) DeleteLicense(ctx context.Context, actor, tenant, id string) (
 // its live leases and its waiters counted when it was read.
 type LicenseView struct {
 	server.License
-	SeatsInUse int
-	Waiting    int // clients in its WaitForSeat queue
+	SeatsInUse  int            // of its base pool
+	Waiting     int            // clients in its WaitForSeat queue (of its base pool)
+	GrantsInUse map[string]int // live leases of each of its grants, by grant id
 }
 
 // waiting counts a license's WaitForSeat queue (named by its key's hash).
@@ -157,7 +159,35 @@ func (s *Service) view(ctx context.Context, l server.License) (LicenseView, erro
 	if err != nil {
 		return LicenseView{}, err
 	}
-	return LicenseView{License: l, SeatsInUse: n, Waiting: w}, nil
+	grants, err := s.seatsInUseOf(ctx, l.TenantID, grantIDs(l))
+	if err != nil {
+		return LicenseView{}, err
+	}
+	return LicenseView{License: l, SeatsInUse: n, Waiting: w, GrantsInUse: grants}, nil
+}
+
+func grantIDs(ls ...server.License) []string {
+	var ids []string
+	for _, l := range ls {
+		for _, g := range l.Grants {
+			ids = append(ids, g.ID)
+		}
+	}
+	return ids
+}
+
+// seatsInUseOf is SeatsInUseOf for any number of pools, MaxPageSize at a
+// time (a page of licenses may hold many grants).
+func (s *Service) seatsInUseOf(ctx context.Context, tenant string, ids []string) (map[string]int, error) {
+	out := map[string]int{}
+	for chunk := range slices.Chunk(ids, server.MaxPageSize) {
+		m, err := s.store.SeatsInUseOf(ctx, tenant, chunk)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, m)
+	}
+	return out, nil
 }
 
 // ListLicenses lists the tenant's licenses, oldest first, with their seats
@@ -171,7 +201,7 @@ func (s *Service) ListLicenses(ctx context.Context, tenant string, p server.Page
 	for i, l := range ls {
 		ids[i] = l.ID
 	}
-	inUse, err := s.store.SeatsInUseOf(ctx, tenant, ids)
+	inUse, err := s.seatsInUseOf(ctx, tenant, append(ids, grantIDs(ls...)...))
 	if err != nil {
 		return nil, "", err
 	}
@@ -181,7 +211,7 @@ func (s *Service) ListLicenses(ctx context.Context, tenant string, p server.Page
 		if err != nil {
 			return nil, "", err
 		}
-		out[i] = LicenseView{License: l, SeatsInUse: inUse[l.ID], Waiting: w}
+		out[i] = LicenseView{License: l, SeatsInUse: inUse[l.ID], Waiting: w, GrantsInUse: inUse}
 	}
 	return out, next, nil
 }

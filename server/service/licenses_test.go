@@ -73,7 +73,7 @@ func TestListLeasesFiltersByTheStateShown(t *testing.T) {
 	e.clock.Advance(20 * time.Second) // past lapsed's deadline, not live's; no cleanup ran
 
 	ids := func(state server.LeaseState) []string {
-		page, err := e.svc.ListLeases(t.Context(), server.DefaultTenantID, l.ID, state, server.Page{})
+		page, err := e.svc.ListLeases(t.Context(), server.DefaultTenantID, l.ID, LeaseFilter{State: state}, server.Page{})
 		require.NoError(t, err)
 		var out []string
 		for _, x := range page.Leases {

@@ -56,11 +56,13 @@ func (q *quotaLocks) lock(tenant string) func() {
 	return m.Unlock
 }
 
-// licenseUsage counts the tenant's licenses and sums their seat limits,
-// leaving out the license except (one being updated). It reads every
-// license of the tenant, at most the licenses quota of them (a page of
+// seatUsage counts the tenant's licenses and sums their seat limits and
+// their grants' (a grant sells seats as a license does), leaving out the
+// pool except names: a license's base pool (one being updated; the
+// license is then not counted either) or a grant. It reads every license
+// of the tenant, at most the licenses quota of them (a page of
 // MaxPageSize at a time): admin calls only.
-func (s *Service) licenseUsage(ctx context.Context, tenant, except string) (count, seats int64, err error) {
+func (s *Service) seatUsage(ctx context.Context, tenant, except string) (count, seats int64, err error) {
 	page := server.Page{Size: server.MaxPageSize}
 	for {
 		ls, next, err := s.store.ListLicenses(ctx, tenant, page)
@@ -71,6 +73,11 @@ func (s *Service) licenseUsage(ctx context.Context, tenant, except string) (coun
 			if l.ID != except {
 				count++
 				seats += int64(l.SeatLimit())
+			}
+			for _, g := range l.Grants {
+				if g.ID != except {
+					seats += int64(g.SeatLimit())
+				}
 			}
 		}
 		if next == "" {
@@ -87,7 +94,7 @@ func (s *Service) checkLicenseQuotas(ctx context.Context, l server.License) erro
 	if q.Licenses <= 0 && q.Seats <= 0 {
 		return nil
 	}
-	count, seats, err := s.licenseUsage(ctx, l.TenantID, l.ID)
+	count, seats, err := s.seatUsage(ctx, l.TenantID, l.ID)
 	if err != nil {
 		return err
 	}

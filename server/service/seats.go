@@ -22,6 +22,29 @@ type SeatRequest struct {
 	// BorrowFor > 0 borrows the seat for offline use
 	// (server.AcquireRequest.BorrowFor).
 	BorrowFor time.Duration
+	// Feature != "" takes a seat of one of the license's grants of that
+	// feature covering Version ("" any) instead of the base pool
+	// (server.AcquireRequest.Feature); CheckFeatureRequest.
+	Feature, Version string
+}
+
+// CheckFeatureRequest refuses a feature name or version a request may not
+// ask for, naming the field: a version is dotted numbers and asks only
+// with a feature.
+func CheckFeatureRequest(feature, version string) error {
+	if feature == "" {
+		if version != "" {
+			return server.Invalid("version", "names the version of a feature: set feature too (the base pool has no versions)")
+		}
+		return nil
+	}
+	if err := server.CheckFeature("feature", feature); err != nil {
+		return err
+	}
+	if version == "" {
+		return nil
+	}
+	return server.CheckVersion("version", version)
 }
 
 // Grant is a seat taken, with the lease token that only the client gets
@@ -57,17 +80,22 @@ func (s *Service) acquire(ctx context.Context, req SeatRequest) (Grant, error) {
 	if req.BorrowFor < 0 {
 		return Grant{}, server.Invalid("borrow_duration", "must be positive")
 	}
+	if err := CheckFeatureRequest(req.Feature, req.Version); err != nil {
+		return Grant{}, err
+	}
 	token := server.NewSecret(server.PrefixLeaseToken)
 	res, err := s.store.Acquire(ctx, server.AcquireRequest{
 		LicenseKey: req.LicenseKey, Fingerprint: req.Fingerprint, User: req.User, Hostname: req.Hostname,
 		Metadata: req.Metadata, IdempotencyKey: req.IdempotencyKey,
 		LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret(token),
-		BorrowFor: req.BorrowFor,
+		BorrowFor: req.BorrowFor, Feature: req.Feature, Version: req.Version,
 	})
 	if err != nil {
 		return Grant{AcquireResult: res, Token: token}, err
 	}
-	cert, err := s.certify(ctx, res.Lease, signing.LicenseKeyHash(req.LicenseKey), req.Nonce)
+	cert, err := s.certify(ctx, res.Lease, signing.Binding{
+		KeyHash: signing.LicenseKeyHash(req.LicenseKey), Nonce: req.Nonce, GrantExpiresAt: grantExpiry(res.Grant),
+	})
 	if err != nil {
 		return Grant{}, err
 	}
@@ -79,4 +107,13 @@ func (s *Service) Release(ctx context.Context, leaseID, token string) (server.Le
 	l, err := s.store.Release(ctx, leaseID, server.HashSecret(token))
 	s.okReleases.count(s.metrics.Releases, err)
 	return l, err
+}
+
+// grantExpiry is the grant_expires_at claim of a lease of g (zero for the
+// base pool, or a grant that never expires).
+func grantExpiry(g *server.Grant) time.Time {
+	if g == nil {
+		return time.Time{}
+	}
+	return g.ExpiresAt
 }

@@ -38,54 +38,87 @@ func (s *Service) Certificate(ctx context.Context, l server.Lease, nonce string)
 	if nonce == "" && !l.Borrowed {
 		return "", nil
 	}
-	keyHash, err := s.licenseKeyHash(ctx, l)
+	facts, err := s.licenseFacts(ctx, l)
 	if err != nil {
 		return "", err
 	}
-	return s.certify(ctx, l, keyHash, nonce)
+	return s.certify(ctx, l, signing.Binding{KeyHash: facts.keyHash, Nonce: nonce, GrantExpiresAt: facts.grantExpiry[l.LicenseID]})
 }
 
-// licenseKeyHash is the license_key_sha256 claim of l's license: a
-// license's key never changes, so it is read once per license and process
-// (keyHashes) and not at every heartbeat.
-func (s *Service) licenseKeyHash(ctx context.Context, l server.Lease) (string, error) {
-	if h, ok := s.keyHash.get(l.LicenseID); ok {
-		return h, nil
+// licenseFacts are what the certificates of l's license name: the
+// license_key_sha256 claim (a license's key never changes, so it is read
+// once per license and process, not at every heartbeat) and, for a lease
+// of a grant, the grant's expiry, which an admin may change: read again
+// when older than grantFactsTTL.
+func (s *Service) licenseFacts(ctx context.Context, l server.Lease) (licenseFacts, error) {
+	id := l.LicenseOf()
+	f, ok := s.keyHash.get(id)
+	if ok && (l.GrantID() == "" || f.fresh(l.GrantID(), s.now())) {
+		return f, nil
 	}
-	lic, err := s.store.GetLicense(ctx, l.TenantID, l.LicenseID)
+	lic, err := s.store.GetLicense(ctx, l.TenantID, id)
 	if err != nil {
-		return "", err
+		return licenseFacts{}, err
 	}
-	h := signing.LicenseKeyHash(lic.Key)
-	s.keyHash.put(l.LicenseID, h)
-	return h, nil
+	f = licenseFacts{keyHash: signing.LicenseKeyHash(lic.Key), readAt: s.now(), grantExpiry: map[string]time.Time{}}
+	for _, g := range lic.Grants {
+		f.grantExpiry[g.ID] = g.ExpiresAt
+	}
+	s.keyHash.put(id, f)
+	return f, nil
 }
+
+// grantFactsTTL bounds how long a heartbeat's certificate may name a
+// grant's expiry from before the grant was changed.
+const grantFactsTTL = 5 * time.Second
+
+// forgetLicenseFacts drops what licenseFacts keeps of a license (its
+// grants changed here).
+func (s *Service) forgetLicenseFacts(licenseID string) { s.keyHash.drop(licenseID) }
 
 // maxKeyHashes bounds keyHashes. Licenses are made by administrators (and
 // their number per tenant by the quotas), not by clients; past this many
 // the map starts again empty, which costs one license read per license.
 const maxKeyHashes = 1 << 16
 
-// keyHashes maps license ids to their license_key_sha256 claim.
+type licenseFacts struct {
+	keyHash     string
+	grantExpiry map[string]time.Time // by grant id
+	readAt      time.Time
+}
+
+// fresh reports whether f knows grant id, read within grantFactsTTL.
+func (f licenseFacts) fresh(grantID string, now time.Time) bool {
+	_, known := f.grantExpiry[grantID]
+	return known && now.Sub(f.readAt) < grantFactsTTL
+}
+
+// keyHashes maps license ids to their licenseFacts.
 type keyHashes struct {
 	mu sync.Mutex
-	m  map[string]string
+	m  map[string]licenseFacts
 }
 
-func (k *keyHashes) get(licenseID string) (string, bool) {
+func (k *keyHashes) get(licenseID string) (licenseFacts, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	h, ok := k.m[licenseID]
-	return h, ok
+	f, ok := k.m[licenseID]
+	return f, ok
 }
 
-func (k *keyHashes) put(licenseID, hash string) {
+func (k *keyHashes) put(licenseID string, f licenseFacts) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil || len(k.m) >= maxKeyHashes {
-		k.m = map[string]string{}
+		k.m = map[string]licenseFacts{}
 	}
-	k.m[licenseID] = hash
+	k.m[licenseID] = f
+}
+
+func (k *keyHashes) drop(licenseID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, licenseID)
 }
 
 // certify signs a certificate when the request carried a nonce, and always
@@ -96,11 +129,11 @@ func (k *keyHashes) put(licenseID, hash string) {
 // costs about 50 µs of CPU here: signing every heartbeat cut the embedded
 // heartbeat rate by a third (make bench), a price a client that does not
 // verify should not pay.
-func (s *Service) certify(ctx context.Context, l server.Lease, keyHash, nonce string) (string, error) {
-	if nonce == "" && !l.Borrowed {
+func (s *Service) certify(ctx context.Context, l server.Lease, b signing.Binding) (string, error) {
+	if b.Nonce == "" && !l.Borrowed {
 		return "", nil
 	}
-	return s.issuer.Certificate(ctx, l, keyHash, nonce)
+	return s.issuer.Certificate(ctx, l, b)
 }
 
 // GetSigningKeys returns the tenant's public keys a verifier needs now:

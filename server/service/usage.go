@@ -10,6 +10,7 @@ import (
 // UsageWindow asks for a usage report; the zero values take the defaults.
 type UsageWindow struct {
 	LicenseID  string
+	Feature    string        // "": every pool; else only that feature's grants
 	Start, End *time.Time    // End nil: now; Start nil: defaultUsageWindow before End
 	Bucket     time.Duration // time.Hour or 24 * time.Hour; 0: a day
 	Users      int           // 0: server.DefaultUsageUsers
@@ -23,8 +24,13 @@ const (
 // UsageQuery fills in w's defaults and checks it: the range is widened to
 // whole buckets (UTC) and holds at most server.MaxUsageBuckets of them.
 func (s *Service) UsageQuery(tenant string, w UsageWindow) (server.UsageQuery, error) {
-	q := server.UsageQuery{TenantID: tenant, LicenseID: w.LicenseID, Bucket: w.Bucket,
+	q := server.UsageQuery{TenantID: tenant, LicenseID: w.LicenseID, Feature: w.Feature, Bucket: w.Bucket,
 		MaxRows: server.MaxUsageRows}
+	if w.Feature != "" {
+		if err := server.CheckFeature("feature", w.Feature); err != nil {
+			return q, err
+		}
+	}
 	switch q.Bucket {
 	case 0:
 		q.Bucket = 24 * time.Hour
@@ -61,7 +67,7 @@ func (s *Service) UsageReport(ctx context.Context, q server.UsageQuery) (server.
 func (s *Service) AcquireSeat(ctx context.Context, req SeatRequest) (Grant, error) {
 	g, err := s.Acquire(ctx, req)
 	if server.ErrorReason(err) == server.ReasonSeatsExhausted {
-		s.recordSeatEvent(ctx, req.LicenseKey, server.SeatDenied, 0)
+		s.recordSeatEvent(ctx, req, server.SeatDenied, 0)
 	}
 	return g, err
 }
@@ -72,21 +78,24 @@ func (s *Service) WaitForSeatCounted(ctx context.Context, req SeatRequest, resum
 	start := s.now()
 	g, err := s.WaitForSeat(ctx, req, resume, moved)
 	if err == nil && !g.Existing {
-		s.recordSeatEvent(ctx, req.LicenseKey, server.SeatWaited, max(0, s.now().Sub(start)))
+		s.recordSeatEvent(ctx, req, server.SeatWaited, max(0, s.now().Sub(start)))
 	}
 	return g, err
 }
 
-// recordSeatEvent stores a denial or a wait of the license key opens. A
-// failure is logged: the call it counts is answered as it would be anyway.
-func (s *Service) recordSeatEvent(ctx context.Context, key string, kind server.SeatEventKind, wait time.Duration) {
+// recordSeatEvent stores a denial or a wait of req, on the license its
+// key opens and the feature it asked for (the usage report's row: a
+// license's base pool, or one feature of it). A failure is logged: the
+// call it counts is answered as it would be anyway.
+func (s *Service) recordSeatEvent(ctx context.Context, req SeatRequest, kind server.SeatEventKind, wait time.Duration) {
 	// Recorded even if the caller has gone away meanwhile.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seatEventTimeout)
 	defer cancel()
-	lic, err := s.store.LicenseByKey(ctx, key)
+	lic, err := s.store.LicenseByKey(ctx, req.LicenseKey)
 	if err == nil {
 		err = s.store.RecordSeatEvent(ctx, server.SeatEvent{
 			ID: server.NewID("sev_"), TenantID: lic.TenantID, LicenseID: lic.ID, Kind: kind, At: s.now(), Wait: wait,
+			Feature: req.Feature,
 		})
 	}
 	if err != nil {

@@ -24,7 +24,8 @@ type Place struct {
 	Ticket      string // resumes the place in a later wait
 }
 
-// WaitForSeat queues the caller FIFO per license until a seat frees. The
+// WaitForSeat queues the caller FIFO per license until a seat frees (per
+// license, feature and version for a request of a feature: queueName). The
 // head of the queue tries the store's atomic acquire every WaitPoll; others
 // only watch their place. moved is told each new place (and may end the
 // wait with an error). A granted seat must be heartbeated within WaitHold,
@@ -40,7 +41,17 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 	if err := lic.CheckUsable(s.now()); err != nil {
 		return Grant{}, err
 	}
-	name := server.HashSecret(req.LicenseKey)
+	if err := CheckFeatureRequest(req.Feature, req.Version); err != nil {
+		return Grant{}, err
+	}
+	if req.Feature != "" {
+		// A feature or version the license does not hold is refused at
+		// once (the store's own refusal names it), not waited for.
+		if _, err := lic.GrantsFor(req.Feature, req.Version); err != nil {
+			return Grant{}, err
+		}
+	}
+	name := queueName(req)
 	ticket, err := s.queue.Join(ctx, name, resume)
 	if errors.Is(err, waitqueue.ErrFull) {
 		return Grant{}, ErrQueueFull
@@ -124,3 +135,16 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 // between two looks at its place (2 s by default: well within the Redis
 // queue's 5 s liveness).
 const idleWaitPolls = 8
+
+// queueName names the queue of a request: its license key's hash for the
+// base pool (what LicenseView.Waiting counts); for a feature, the hash of
+// key, feature and version, so that a request no free seat can serve (a
+// newer version, say) never holds up those that one can. Requests of one
+// feature and version wait in one FIFO line; lines of other versions of the
+// feature take seats of the grants they share as their heads poll.
+func queueName(req SeatRequest) string {
+	if req.Feature == "" {
+		return server.HashSecret(req.LicenseKey)
+	}
+	return server.HashSecret(req.LicenseKey + "\x00" + req.Feature + "\x00" + req.Version)
+}

@@ -32,8 +32,8 @@ func (s *Service) holdForFirstHeartbeat(granted server.Lease) {
 			return
 		}
 		s.revocations.Revoked(ctx, l.ID)
-		s.audit(ctx, SystemActor, l.TenantID, "lease.revoke", "lease", l.ID, map[string]string{
-			"license_id": l.LicenseID, "reason": "seat granted to a waiter was not heartbeated within the hold window",
-		})
+		s.audit(ctx, SystemActor, l.TenantID, "lease.revoke", "lease", l.ID, leaseDetails(l, map[string]string{
+			"reason": "seat granted to a waiter was not heartbeated within the hold window",
+		}))
 	})
 }

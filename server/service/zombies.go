@@ -11,6 +11,7 @@ import (
 type ZombieWindow struct {
 	Start, End *time.Time // nil: the 7 days up to End; End nil: now
 	TopLimit   int        // 0: defaultTopLimit
+	Feature    string     // "": every zombie; else only those of that feature's grants
 }
 
 const (
@@ -21,7 +22,12 @@ const (
 
 // ZombieQuery fills in w's defaults and checks it.
 func (s *Service) ZombieQuery(tenant string, w ZombieWindow) (server.ZombieQuery, error) {
-	q := server.ZombieQuery{TenantID: tenant}
+	q := server.ZombieQuery{TenantID: tenant, Feature: w.Feature}
+	if w.Feature != "" {
+		if err := server.CheckFeature("feature", w.Feature); err != nil {
+			return q, err
+		}
+	}
 	var err error
 	if q.Start, q.End, err = s.timeRange(w.Start, w.End, defaultZombieWindow); err != nil {
 		return q, err

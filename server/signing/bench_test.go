@@ -23,7 +23,7 @@ func benchKey(b *testing.B) (string, ed25519.PrivateKey) {
 
 func benchClaims() Claims {
 	now := time.Now()
-	return LeaseClaims(testLease("default", now.Add(6*time.Minute)), LicenseKeyHash("slk_bench"), "q9Hn1rP0c2xYvN0bLk3W8A", now)
+	return LeaseClaims(testLease("default", now.Add(6*time.Minute)), Binding{KeyHash: LicenseKeyHash("slk_bench"), Nonce: "q9Hn1rP0c2xYvN0bLk3W8A"}, now)
 }
 
 func BenchmarkCertificateGoJose(b *testing.B) {
@@ -61,12 +61,12 @@ func BenchmarkCertificateDirectEd25519(b *testing.B) {
 func BenchmarkIssuerCertificate(b *testing.B) {
 	iss := NewIssuer(newMemKeys("default"), IssuerOptions{})
 	l := testLease("default", time.Now().Add(6*time.Minute))
-	if _, err := iss.Certificate(b.Context(), l, testKeyHash, "n"); err != nil {
+	if _, err := iss.Certificate(b.Context(), l, Binding{KeyHash: testKeyHash, Nonce: "n"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := iss.Certificate(b.Context(), l, testKeyHash, "q9Hn1rP0c2xYvN0bLk3W8A"); err != nil {
+		if _, err := iss.Certificate(b.Context(), l, Binding{KeyHash: testKeyHash, Nonce: "q9Hn1rP0c2xYvN0bLk3W8A"}); err != nil {
 			b.Fatal(err)
 		}
 	}

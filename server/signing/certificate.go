@@ -41,6 +41,22 @@ type Claims struct {
 	Expiry           int64  `json:"exp"` // the lease's deadline, Unix seconds rounded down
 	Borrowed         bool   `json:"borrowed"`
 	Nonce            string `json:"nonce"` // the request's; "" when it sent none
+	// For a lease of a feature grant only (omitted otherwise): the feature
+	// and version asked for, the grant's id, and its expiry (Unix seconds;
+	// omitted when it has none). LicenseID stays the license's.
+	Feature        string `json:"feature,omitempty"`
+	Version        string `json:"version,omitempty"`
+	GrantID        string `json:"grant_id,omitempty"`
+	GrantExpiresAt int64  `json:"grant_expires_at,omitempty"`
+}
+
+// Binding is what a certificate says beyond its lease: the hash of the
+// license key that opened it (LicenseKeyHash), the request's nonce, and
+// for a lease of a feature grant the grant's expiry (zero: none).
+type Binding struct {
+	KeyHash        string
+	Nonce          string
+	GrantExpiresAt time.Time
 }
 
 // The values of Claims.BoundTo.
@@ -71,17 +87,24 @@ func LicenseKeyHash(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// LeaseClaims are the claims of l's certificate issued at now for a
-// request that carried nonce, on the license whose key hashes to keyHash
-// (LicenseKeyHash).
-func LeaseClaims(l server.Lease, keyHash, nonce string, now time.Time) Claims {
-	return Claims{
+// LeaseClaims are the claims of l's certificate issued at now with b. The
+// license_id claim is the license's, also for a lease of a grant
+// (Lease.LicenseOf), whose grant the grant claims name.
+func LeaseClaims(l server.Lease, b Binding, now time.Time) Claims {
+	c := Claims{
 		Issuer: IssuerName, Subject: l.ID, LeaseID: l.ID,
-		TenantID: l.TenantID, LicenseID: l.LicenseID, Fingerprint: l.Fingerprint,
-		User: l.User, Hostname: l.Hostname, BoundTo: BoundTo(l), LicenseKeySHA256: keyHash,
+		TenantID: l.TenantID, LicenseID: l.LicenseOf(), Fingerprint: l.Fingerprint,
+		User: l.User, Hostname: l.Hostname, BoundTo: BoundTo(l), LicenseKeySHA256: b.KeyHash,
 		IssuedAt: now.Unix(), Expiry: l.ExpiresAt.Unix(),
-		Borrowed: l.Borrowed, Nonce: nonce,
+		Borrowed: l.Borrowed, Nonce: b.Nonce,
 	}
+	if g := l.GrantID(); g != "" {
+		c.Feature, c.Version, c.GrantID = l.Feature, l.Version, g
+		if !b.GrantExpiresAt.IsZero() {
+			c.GrantExpiresAt = b.GrantExpiresAt.Unix()
+		}
+	}
+	return c
 }
 
 // keySigner signs with one opened key.

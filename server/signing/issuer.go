@@ -91,9 +91,10 @@ func NewIssuer(store KeyStore, opts IssuerOptions) *Issuer {
 	return i
 }
 
-// Certificate signs l's certificate (tenant l.TenantID) for a request that
-// carried nonce, on the license whose key hashes to keyHash (LicenseKeyHash).
-func (i *Issuer) Certificate(ctx context.Context, l server.Lease, keyHash, nonce string) (string, error) {
+// Certificate signs l's certificate (tenant l.TenantID) with b: the
+// request's nonce, the hash of the license key (LicenseKeyHash), the
+// grant's expiry for a lease of a grant.
+func (i *Issuer) Certificate(ctx context.Context, l server.Lease, b Binding) (string, error) {
 	st, err := i.state(ctx, l.TenantID)
 	if err != nil {
 		return "", err
@@ -101,7 +102,7 @@ func (i *Issuer) Certificate(ctx context.Context, l server.Lease, keyHash, nonce
 	if st.openErr != nil {
 		return "", &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: st.openErr}
 	}
-	token, err := st.signer.sign(LeaseClaims(l, keyHash, nonce, i.now()))
+	token, err := st.signer.sign(LeaseClaims(l, b, i.now()))
 	if err != nil {
 		return "", &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
 	}

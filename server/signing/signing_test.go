@@ -327,7 +327,7 @@ func TestCertificateVerifiesAndOneFlippedByteFails(t *testing.T) {
 	deadline := c.now().Add(90*time.Second + 999*time.Millisecond)
 	l := testLease("acme", deadline)
 	l.Borrowed = true
-	token, err := iss.Certificate(ctx, l, testKeyHash, "n0nce-ABC_def")
+	token, err := iss.Certificate(ctx, l, Binding{KeyHash: testKeyHash, Nonce: "n0nce-ABC_def"})
 	require.NoError(t, err)
 
 	header, payload, sig := split(t, token)
@@ -395,7 +395,7 @@ func TestIssuerFirstKeyRotationAndPublishing(t *testing.T) {
 	b := NewIssuer(store, IssuerOptions{Now: c.now}) // another instance
 	ctx := t.Context()
 
-	_, err := a.Certificate(ctx, testLease("ghost", c.now().Add(time.Minute)), testKeyHash, "")
+	_, err := a.Certificate(ctx, testLease("ghost", c.now().Add(time.Minute)), Binding{KeyHash: testKeyHash, Nonce: ""})
 	require.ErrorIs(t, err, server.ErrTenantNotFound)
 	_, err = a.Published(ctx, "ghost")
 	require.Equal(t, server.ENOTFOUND, server.ErrorCode(err))
@@ -415,7 +415,7 @@ func TestIssuerFirstKeyRotationAndPublishing(t *testing.T) {
 	require.Equal(t, []string{next.ID, first.ID}, ids(embedded), "the next key is published with the one that signs")
 	require.Equal(t, server.KeyNext, next.State())
 
-	old, err := b.Certificate(ctx, testLease("acme", c.now().Add(server.MaxLeaseTTL)), testKeyHash, "x")
+	old, err := b.Certificate(ctx, testLease("acme", c.now().Add(server.MaxLeaseTTL)), Binding{KeyHash: testKeyHash, Nonce: "x"})
 	require.NoError(t, err)
 	rotated, err := a.Rotate(ctx, "acme")
 	require.NoError(t, err)
@@ -428,16 +428,16 @@ func TestIssuerFirstKeyRotationAndPublishing(t *testing.T) {
 		require.NoError(t, json.Unmarshal(h, &v))
 		return v.Kid
 	}
-	cert, err := a.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), testKeyHash, "")
+	cert, err := a.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), Binding{KeyHash: testKeyHash, Nonce: ""})
 	require.NoError(t, err)
 	require.Equal(t, rotated.ID, kidOf(cert), "the instance that rotated signs with the new key at once")
 	_, err = Verify(cert, embedded)
 	require.NoError(t, err, "the keys published before the rotation verify what the promoted key signs")
-	cert, err = b.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), testKeyHash, "")
+	cert, err = b.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), Binding{KeyHash: testKeyHash, Nonce: ""})
 	require.NoError(t, err)
 	require.Equal(t, first.ID, kidOf(cert), "another instance signs with its cached key within the TTL")
 	c.add(DefaultCacheTTL)
-	cert, err = b.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), testKeyHash, "")
+	cert, err = b.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), Binding{KeyHash: testKeyHash, Nonce: ""})
 	require.NoError(t, err)
 	require.Equal(t, rotated.ID, kidOf(cert), "and with the new key after the TTL")
 
@@ -469,7 +469,7 @@ func TestIssuerFirstKeyRotationAndPublishing(t *testing.T) {
 	second, err := a.Rotate(ctx, "acme")
 	require.NoError(t, err)
 	require.Equal(t, all[0].ID, second.ID)
-	cert, err = a.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), testKeyHash, "")
+	cert, err = a.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), Binding{KeyHash: testKeyHash, Nonce: ""})
 	require.NoError(t, err)
 	_, err = Verify(cert, embedded)
 	require.ErrorIs(t, err, ErrBadCertificate, "a JWKS from before the previous rotation is too old")
@@ -495,7 +495,7 @@ func TestIssuerGivesATenantWithoutNextKeyOne(t *testing.T) {
 	require.Len(t, pub, 2)
 	require.Equal(t, legacy.ID, pub[1].ID)
 	require.Equal(t, server.KeyNext, pub[0].State(), "and a next key published with it")
-	cert, err := iss.Certificate(t.Context(), testLease("acme", c.now().Add(time.Minute)), testKeyHash, "")
+	cert, err := iss.Certificate(t.Context(), testLease("acme", c.now().Add(time.Minute)), Binding{KeyHash: testKeyHash, Nonce: ""})
 	require.NoError(t, err)
 	_, err = Verify(cert, []server.SigningKey{legacy})
 	require.NoError(t, err, "still signed by the key that signed")
@@ -508,7 +508,7 @@ func TestIssuerCachesKeys(t *testing.T) {
 	iss := NewIssuer(store, IssuerOptions{Now: c.now})
 	ctx := t.Context()
 	for range 50 {
-		_, err := iss.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), testKeyHash, "")
+		_, err := iss.Certificate(ctx, testLease("acme", c.now().Add(time.Minute)), Binding{KeyHash: testKeyHash, Nonce: ""})
 		require.NoError(t, err)
 	}
 	store.mu.Lock()
@@ -527,7 +527,7 @@ func TestIssuerSealedKeyWithoutEncryptionKey(t *testing.T) {
 	plain := NewIssuer(store, IssuerOptions{})
 	_, err = plain.Ensure(t.Context(), "acme")
 	require.ErrorIs(t, err, ErrNoEncryptionKey, "a clear error at start")
-	_, err = plain.Certificate(t.Context(), testLease("acme", time.Now().Add(time.Minute)), testKeyHash, "")
+	_, err = plain.Certificate(t.Context(), testLease("acme", time.Now().Add(time.Minute)), Binding{KeyHash: testKeyHash, Nonce: ""})
 	require.Equal(t, server.EINTERNAL, server.ErrorCode(err), "signing fails as an internal error, without detail for the client")
 	require.ErrorIs(t, err, ErrNoEncryptionKey, "the logged cause says why")
 	keys, err := plain.Published(t.Context(), "acme")
@@ -544,7 +544,7 @@ func TestIssuerConcurrentFirstUse(t *testing.T) {
 	errs := make([]error, len(tokens))
 	for i := range tokens {
 		wg.Go(func() {
-			tokens[i], errs[i] = iss.Certificate(context.Background(), testLease("acme", time.Now().Add(time.Minute)), testKeyHash, "")
+			tokens[i], errs[i] = iss.Certificate(context.Background(), testLease("acme", time.Now().Add(time.Minute)), Binding{KeyHash: testKeyHash, Nonce: ""})
 		})
 	}
 	wg.Wait()
@@ -585,5 +585,27 @@ func TestKeysPrintWithoutTheirPrivateHalf(t *testing.T) {
 		require.Contains(t, out, k.ID)
 		require.NotContains(t, out, secret)
 		require.NotContains(t, out, printed, "the bytes as fmt prints a []byte")
+	}
+}
+
+// TestGrantClaims: a lease of a grant names its license (not the grant)
+// as license_id, and the feature, version, grant and grant expiry; a
+// lease of the base pool has none of those claims in its JSON.
+func TestGrantClaims(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	l := testLease("acme", now.Add(time.Minute))
+	l.LicenseID, l.Feature, l.Version = "lic_0123456789abcdef01234567.0a1b2c3d", "render", "2025.1"
+	c := LeaseClaims(l, Binding{KeyHash: testKeyHash, GrantExpiresAt: now.Add(time.Hour)}, now)
+	require.Equal(t, "lic_0123456789abcdef01234567", c.LicenseID)
+	require.Equal(t, "lic_0123456789abcdef01234567.0a1b2c3d", c.GrantID)
+	require.Equal(t, "render", c.Feature)
+	require.Equal(t, "2025.1", c.Version)
+	require.Equal(t, now.Add(time.Hour).Unix(), c.GrantExpiresAt)
+
+	base, err := json.Marshal(LeaseClaims(testLease("acme", now.Add(time.Minute)), Binding{KeyHash: testKeyHash}, now))
+	require.NoError(t, err)
+	for _, claim := range []string{"feature", "version", "grant_id", "grant_expires_at"} {
+		require.NotContains(t, string(base), `"`+claim+`"`)
 	}
 }

@@ -60,7 +60,9 @@ func grantVersion(v string) func(*server.Grant) { return func(g *server.Grant) {
 
 func grantSeats(n int) func(*server.Grant) { return func(g *server.Grant) { g.Seats = n } }
 
-func grantExpires(at time.Time) func(*server.Grant) { return func(g *server.Grant) { g.ExpiresAt = at } }
+func grantExpires(at time.Time) func(*server.Grant) {
+	return func(g *server.Grant) { g.ExpiresAt = at }
+}
 
 func grantStarts(at time.Time) func(*server.Grant) { return func(g *server.Grant) { g.StartsAt = at } }
 
@@ -333,7 +335,7 @@ func testFeatures(t *testing.T, newBackend Backend) {
 		s := openStore(t, newBackend)
 		tn := newTenant(t, s)
 		lic := newLicense(t, s, tn.ID, leaseTTL(3*time.Hour)) // outlives the wait below
-		wait := 2 * time.Second // the store's clock may not move: a short wait then
+		wait := 2 * time.Second                               // the store's clock may not move: a short wait then
 		if clockMoves(s) {
 			wait = time.Hour
 		}

@@ -158,7 +158,7 @@ func cloneLicense(l server.License) server.License {
 	l.Metadata, l.Grants = maps.Clone(l.Metadata), slices.Clone(l.Grants)
 	return l
 }
-func cloneLease(l server.Lease) server.Lease       { l.Metadata = maps.Clone(l.Metadata); return l }
+func cloneLease(l server.Lease) server.Lease { l.Metadata = maps.Clone(l.Metadata); return l }
 
 // Tenants and keys.
 

@@ -1610,8 +1610,11 @@ type LicenseZombies struct {
 	LeaseCount int64 `protobuf:"varint,4,opt,name=lease_count,json=leaseCount,proto3" json:"lease_count,omitempty"`
 	// zombie_count / lease_count * 100.
 	ZombiePercentage float64 `protobuf:"fixed64,5,opt,name=zombie_percentage,json=zombiePercentage,proto3" json:"zombie_percentage,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A license's features are ranked apart from its base pool, each one
+	// with all its grants: the feature's name; empty for the base pool.
+	Feature       string `protobuf:"bytes,6,opt,name=feature,proto3" json:"feature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LicenseZombies) Reset() {
@@ -1677,6 +1680,13 @@ func (x *LicenseZombies) GetZombiePercentage() float64 {
 		return x.ZombiePercentage
 	}
 	return 0
+}
+
+func (x *LicenseZombies) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
 }
 
 type GetZombieReportResponse struct {
@@ -3636,7 +3646,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\tZombieDay\x12\x12\n" +
 	"\x04date\x18\x01 \x01(\tR\x04date\x12'\n" +
 	"\x0fzombies_cleaned\x18\x02 \x01(\x03R\x0ezombiesCleaned\x12+\n" +
-	"\x11affected_licenses\x18\x03 \x01(\x03R\x10affectedLicenses\"\xc3\x01\n" +
+	"\x11affected_licenses\x18\x03 \x01(\x03R\x10affectedLicenses\"\xdd\x01\n" +
 	"\x0eLicenseZombies\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12!\n" +
@@ -3644,7 +3654,8 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\fzombie_count\x18\x03 \x01(\x03R\vzombieCount\x12\x1f\n" +
 	"\vlease_count\x18\x04 \x01(\x03R\n" +
 	"leaseCount\x12+\n" +
-	"\x11zombie_percentage\x18\x05 \x01(\x01R\x10zombiePercentage\"\xcd\x02\n" +
+	"\x11zombie_percentage\x18\x05 \x01(\x01R\x10zombiePercentage\x12\x18\n" +
+	"\afeature\x18\x06 \x01(\tR\afeature\"\xcd\x02\n" +
 	"\x17GetZombieReportResponse\x129\n" +
 	"\n" +
 	"start_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +

@@ -177,9 +177,12 @@ type AcquireSeatResponse struct {
 	// the lease is for under the license's leasing strategy: the
 	// fingerprint, user or hostname), license_key_sha256 (hex SHA-256 of
 	// the license key), iat, exp (the lease's deadline, whole seconds,
-	// rounded down), borrowed, nonce (the request's). A client checks
-	// bound_to and license_key_sha256 against its own values, never the
-	// answer's.
+	// rounded down), borrowed, nonce (the request's); for a lease of a
+	// feature grant also feature, version (the request's), grant_id and
+	// grant_expires_at (the grant's expiry, Unix seconds; absent when it
+	// has none), and license_id is the grant's license. A client checks
+	// bound_to, license_key_sha256, feature and version against its own
+	// values, never the answer's.
 	// Set when the request carried a nonce, and for every borrow; empty
 	// otherwise (a signature costs the server a third of its heartbeat
 	// rate, which a client that does not verify should not pay). A client

@@ -271,18 +271,20 @@ class GetZombieReportResponse(_message.Message):
     def __init__(self, start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., days: _Optional[_Iterable[_Union[ZombieDay, _Mapping]]] = ..., top_licenses: _Optional[_Iterable[_Union[LicenseZombies, _Mapping]]] = ..., mean_minutes_to_cleanup: _Optional[float] = ..., zombies_total: _Optional[int] = ...) -> None: ...
 
 class LicenseZombies(_message.Message):
-    __slots__ = ["lease_count", "license_id", "license_name", "zombie_count", "zombie_percentage"]
+    __slots__ = ["feature", "lease_count", "license_id", "license_name", "zombie_count", "zombie_percentage"]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
     LEASE_COUNT_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
     LICENSE_NAME_FIELD_NUMBER: _ClassVar[int]
     ZOMBIE_COUNT_FIELD_NUMBER: _ClassVar[int]
     ZOMBIE_PERCENTAGE_FIELD_NUMBER: _ClassVar[int]
+    feature: str
     lease_count: int
     license_id: str
     license_name: str
     zombie_count: int
     zombie_percentage: float
-    def __init__(self, license_id: _Optional[str] = ..., license_name: _Optional[str] = ..., zombie_count: _Optional[int] = ..., lease_count: _Optional[int] = ..., zombie_percentage: _Optional[float] = ...) -> None: ...
+    def __init__(self, license_id: _Optional[str] = ..., license_name: _Optional[str] = ..., zombie_count: _Optional[int] = ..., lease_count: _Optional[int] = ..., zombie_percentage: _Optional[float] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class ListApiKeysRequest(_message.Message):
     __slots__ = ["page_size", "page_token", "tenant_id"]
