@@ -47,6 +47,7 @@ func main() {
 	label := flag.String("label", "", "with -tsv: first column of every line (e.g. the storage mode)")
 	asTSV := flag.Bool("tsv", false, "print tab-separated lines: label op rps p50_ms p99_ms requests errors")
 	nslices := flag.Int("slices", 1, "split each phase but health into this many slices, each right after a health slice as long, and report the median ratio of the pairs (a ceiling that drifts with the machine's load then drifts with the operation)")
+	covering := flag.Int("covering", benchGrants, "feature phases: how many of the feature license's 50 grants are of the feature asked and cover the version asked (the others are of other features)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	waiters := flag.Int("waiters", 0, "before the phases, queue this many WaitForSeat callers on each of -waiter-licenses full licenses, and keep them waiting throughout")
 	waiterLicenses := flag.Int("waiter-licenses", 3, "with -waiters: how many full licenses they wait on")
@@ -79,7 +80,7 @@ func main() {
 		}
 		defer stop()
 	}
-	if err := run(*target, *opKey, *conc, *conns, *dur, max(*nslices, 1), strings.Split(*ops, ","), format, *label); err != nil {
+	if err := run(*target, *opKey, *conc, *conns, *dur, max(*nslices, 1), strings.Split(*ops, ","), format, *label, *covering); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -115,7 +116,7 @@ func (p *seatPool) request(fp string) *seatdv1.AcquireSeatRequest {
 
 func (b *bench) conn(i int) *grpc.ClientConn { return b.conns[i%len(b.conns)] }
 
-func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int, ops []string, format, label string) error {
+func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int, ops []string, format, label string, covering int) error {
 	b := &bench{opKey: opKey}
 	for range nconns {
 		c, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -149,7 +150,7 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 			if !featureTried {
 				featureTried = true
 				var err error
-				if b.feature, err = b.featurePool(ctx); err != nil {
+				if b.feature, err = b.featurePool(ctx, covering); err != nil {
 					return err
 				}
 			}
