@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func (b *browser) signIn(p *proc, key string) {
 // inUse is the JavaScript for a license's "in use / seats" text on the
 // overview.
 func inUse(licenseID string) string {
-	return fmt.Sprintf(`(document.querySelector('tr[data-license-id="%s"] .in-use') || {}).textContent`, licenseID)
+	return fmt.Sprintf(`(document.querySelector('tr[data-license-id="%s"] .seats-cell .in-use') || {}).textContent`, licenseID)
 }
 
 // requireLabelled checks that every control on the page has a name a
@@ -262,4 +263,86 @@ func TestConsoleShowsAPIErrorsAsStated(t *testing.T) {
 		require.True(t, eval[bool](b, noSideScroll), "the %s page fits 375 px", page.link)
 		b.screenshot(page.link + "-375px")
 	}
+}
+
+// TestConsoleShowsFeatureGrants: a license holding feature grants shows,
+// on the overview, its use per feature, and on its page a table of its
+// grants (feature, version, seats in use / seats, starts, expiry, state)
+// and each lease's feature and version, all as text.
+func TestConsoleShowsFeatureGrants(t *testing.T) {
+	t.Parallel()
+	p := start(t, options{})
+	lic := consoleLicense(t, p, map[string]any{"name": "ACME CAD", "seats": 3, "leaseTtl": "300s"})
+	licID, key := lic.str(t, "id"), lic.str(t, "key")
+	grant := func(body map[string]any) httpResp {
+		t.Helper()
+		return p.do(t, "POST", "/v1/admin/licenses/"+licID+"/grants", p.OperatorKey, body).requireCode(t, http.StatusOK)
+	}
+	soon := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Second)
+	later := time.Now().Add(90 * 24 * time.Hour).UTC().Truncate(time.Second)
+	r2024 := grant(map[string]any{"feature": "render", "version": "2024", "seats": 1, "expiresAt": soon.Format(time.RFC3339)})
+	r2025 := grant(map[string]any{"feature": "render", "version": "2025", "seats": 2, "overdraft": 1, "expiresAt": later.Format(time.RFC3339)})
+	future := grant(map[string]any{"feature": "sim", "seats": 4, "startsAt": soon.Format(time.RFC3339)})
+	lease := p.do(t, "POST", "/v1/leases", "", map[string]any{
+		"licenseKey": key, "fingerprint": "fp-ann", "user": "ann", "hostname": "ws-ann", "feature": "render", "version": "2023.4",
+	}).requireCode(t, http.StatusOK)
+	require.Equal(t, r2024.str(t, "id"), lease.str(t, "lease.grantId"))
+	consoleAcquire(t, p, key, "bob", "ws-bob") // the base pool
+
+	b := newBrowser(t, 1280, 860)
+	b.signIn(p, p.OperatorKey)
+
+	// The overview: the base pool, and render's use over its grants (sim
+	// has not started: none of its seats counts yet).
+	feature := func(name string) string {
+		return fmt.Sprintf(`(document.querySelector('tr[data-license-id="%s"] .features [data-feature="%s"]') || {}).textContent`, licID, name)
+	}
+	b.waitFor("render's use", feature("render")+` === 'render 1 / 3 (2 grants)'`)
+	require.Equal(t, "1 / 3", eval[string](b, inUse(licID)), "the base pool: bob")
+	require.Equal(t, "sim 0 / 0 (no current grant)", eval[string](b, feature("sim")))
+	b.requireLabelled("overview with features")
+	b.screenshot("overview-features")
+
+	// The license page: a row per grant, in the API's order, as text.
+	b.run("open ACME CAD", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))))
+	b.waitFor("the grants table", `document.querySelectorAll('#grants tr[data-grant-id]').length === 3`)
+	cells := func(grantID string) []string {
+		return eval[[]string](b, fmt.Sprintf(`[...document.querySelector('#grants tr[data-grant-id="%s"]').children].map((c) => c.innerText.trim())`, grantID))
+	}
+	localTime := func(ts time.Time) string { return ts.Local().Format("2006-01-02 15:04:05") }
+	row := cells(r2024.str(t, "id"))
+	require.Equal(t, []string{"render", "2024", "1 / 1"}, row[:3])
+	require.Equal(t, "at once", row[3])
+	require.True(t, strings.HasPrefix(row[4], localTime(soon)), "expiry %q", row[4])
+	require.Equal(t, []string{"current", r2024.str(t, "id")}, row[5:])
+	row = cells(r2025.str(t, "id"))
+	require.Equal(t, []string{"render", "2025", "0 / 2\n+1 overdraft"}, row[:3])
+	require.True(t, strings.HasPrefix(row[4], localTime(later)), "expiry %q", row[4])
+	row = cells(future.str(t, "id"))
+	require.Equal(t, []string{"sim", "all versions", "0 / 4"}, row[:3])
+	require.True(t, strings.HasPrefix(row[3], localTime(soon)), "start %q", row[3])
+	require.Equal(t, "never", row[4])
+	require.Equal(t, "not started", row[5])
+	order := eval[[]string](b, `[...document.querySelectorAll('#grants tr[data-grant-id]')].map((r) => r.dataset.grantId)`)
+	require.Equal(t, []string{r2024.str(t, "id"), r2025.str(t, "id"), future.str(t, "id")}, order, "the API's order")
+	// Text only: the cells hold text and the page's own elements, nothing
+	// parsed from the API's strings.
+	tags := eval[[]string](b, `[...new Set([...document.querySelectorAll('#grants tbody *')].map((e) => e.tagName.toLowerCase()))].sort()`)
+	require.Subset(t, []string{"code", "div", "span", "td", "th", "time", "tr"}, tags)
+
+	// Each lease's feature and version.
+	leaseRow := func(id string) string {
+		return eval[string](b, fmt.Sprintf(`document.querySelector('tr[data-lease-id="%s"] td.feature').textContent`, id))
+	}
+	b.waitFor("the leases", `document.querySelectorAll('#leases tr[data-lease-id]').length === 2`)
+	require.Equal(t, "render 2023.4", leaseRow(lease.str(t, "lease.id")))
+	bobLease := eval[string](b, `[...document.querySelectorAll('#leases tr[data-lease-id]')].find((r) => r.innerText.includes('ws-bob')).dataset.leaseId`)
+	require.Equal(t, "base", leaseRow(bobLease))
+	// The leases of one feature.
+	b.run("choose render", chromedp.SetValue(chromedp.CSS("#lease-feature"), "render"))
+	b.waitFor("render's leases only", fmt.Sprintf(`document.querySelectorAll('#leases tr[data-lease-id]').length === 1 && `+
+		`document.querySelector('#leases tr[data-lease-id="%s"]') !== null`, lease.str(t, "lease.id")))
+	require.Contains(t, eval[string](b, `document.getElementById('license-facts').innerText`), "1 / 3 of the base pool")
+	b.requireLabelled("license with features")
+	b.screenshot("license-features")
 }

@@ -517,7 +517,7 @@ func testSeatctlExport(t *testing.T, p *proc, c ctl, zombieLicense string) {
 	got := jsonLines(t, c.ok("export", "usage", "--since", "1d", "--format", "jsonl", "--page-size", "2"), func() *seatdv1.UsageEvent { return &seatdv1.UsageEvent{} })
 	requireProtoEqual(t, usage.GetUsageEvents(), got, "export usage --format jsonl (pages of 2) vs ListUsageEvents")
 	rows := csvRows(t, c.ok("export", "usage", "--since", "1d", "--license", zombieLicense))
-	require.Equal(t, []string{"lease_id", "license_id", "end_state", "started_at", "ended_at", "duration_seconds"}, rows[0])
+	require.Equal(t, []string{"lease_id", "license_id", "end_state", "started_at", "ended_at", "duration_seconds", "grant_id", "feature"}, rows[0])
 	require.Len(t, rows, 2)
 	require.Equal(t, zombieLicense, rows[1][1])
 	require.Equal(t, "expired", rows[1][2])

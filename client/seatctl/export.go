@@ -27,6 +27,8 @@ type exporter struct {
 	row     func(proto.Message) []string
 	page    func(ctx context.Context, admin seatdv1.AdminServiceClient, q exportQuery) (exportPage, error)
 	license bool // takes --license
+	// feature is an event's feature, for --feature; nil: the log has none.
+	feature func(proto.Message) string
 }
 
 type exportQuery struct {
@@ -45,12 +47,13 @@ func csvTime(ts *timestamppb.Timestamp) string {
 
 var exporters = map[string]exporter{
 	"usage": {
-		header:  []string{"lease_id", "license_id", "end_state", "started_at", "ended_at", "duration_seconds"},
+		header:  []string{"lease_id", "license_id", "end_state", "started_at", "ended_at", "duration_seconds", "grant_id", "feature"},
 		license: true,
+		feature: func(m proto.Message) string { return m.(*seatdv1.UsageEvent).GetFeature() },
 		row: func(m proto.Message) []string {
 			e := m.(*seatdv1.UsageEvent)
 			return []string{e.GetLeaseId(), e.GetLicenseId(), stateName(e.GetEndState()), csvTime(e.GetStartedAt()), csvTime(e.GetEndedAt()),
-				fmt.Sprint(e.GetDuration().AsDuration().Seconds())}
+				fmt.Sprint(e.GetDuration().AsDuration().Seconds()), e.GetGrantId(), e.GetFeature()}
 		},
 		page: func(ctx context.Context, admin seatdv1.AdminServiceClient, q exportQuery) (exportPage, error) {
 			r, err := admin.ListUsageEvents(ctx, &seatdv1.ListUsageEventsRequest{TenantId: q.tenant, LicenseId: q.license,
@@ -59,11 +62,13 @@ var exporters = map[string]exporter{
 		},
 	},
 	"cleanup": {
-		header:  []string{"lease_id", "license_id", "cleanup_type", "last_heartbeat_at", "expires_at", "cleaned_at"},
+		header:  []string{"lease_id", "license_id", "cleanup_type", "last_heartbeat_at", "expires_at", "cleaned_at", "grant_id", "feature"},
 		license: true,
+		feature: func(m proto.Message) string { return m.(*seatdv1.CleanupEvent).GetFeature() },
 		row: func(m proto.Message) []string {
 			e := m.(*seatdv1.CleanupEvent)
-			return []string{e.GetLeaseId(), e.GetLicenseId(), e.GetCleanupType(), csvTime(e.GetLastHeartbeatAt()), csvTime(e.GetExpiresAt()), csvTime(e.GetCleanedAt())}
+			return []string{e.GetLeaseId(), e.GetLicenseId(), e.GetCleanupType(), csvTime(e.GetLastHeartbeatAt()), csvTime(e.GetExpiresAt()), csvTime(e.GetCleanedAt()),
+				e.GetGrantId(), e.GetFeature()}
 		},
 		page: func(ctx context.Context, admin seatdv1.AdminServiceClient, q exportQuery) (exportPage, error) {
 			r, err := admin.ListCleanupEvents(ctx, &seatdv1.ListCleanupEventsRequest{TenantId: q.tenant, LicenseId: q.license,
@@ -92,12 +97,12 @@ var exporters = map[string]exporter{
 
 func exportCmd(g *globals) *cobra.Command {
 	var w window
-	var format, license string
+	var format, license, feature string
 	var size int32
 	c := &cobra.Command{
-		Use:       "export usage|audit|cleanup [--since 30d] [--until …] [--license ID] [--format csv|jsonl]",
+		Use:       "export usage|audit|cleanup [--since 30d] [--until …] [--license ID] [--feature F] [--format csv|jsonl]",
 		Short:     "Stream every usage, audit or cleanup event of a time window as CSV or JSON lines",
-		Long:      "Stream every usage, audit or cleanup event of a time window as CSV (a header line, UTC RFC 3339 times) or JSON lines (one event per line, the API's JSON), page after page as they arrive. -o does not apply.",
+		Long:      "Stream every usage, audit or cleanup event of a time window as CSV (a header line, UTC RFC 3339 times; grant_id and feature are empty for a license's base pool) or JSON lines (one event per line, the API's JSON), page after page as they arrive. -o does not apply.",
 		ValidArgs: []cobra.Completion{"usage", "audit", "cleanup"},
 		Args:      exactArgs("usage|audit|cleanup"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -110,6 +115,9 @@ func exportCmd(g *globals) *cobra.Command {
 			}
 			if license != "" && !ex.license {
 				return usageErrorf("--license: the %s log is not kept per license", args[0])
+			}
+			if feature != "" && ex.feature == nil {
+				return usageErrorf("--feature: the %s log is not kept per feature", args[0])
 			}
 			start, end, err := w.times()
 			if err != nil {
@@ -135,6 +143,10 @@ func exportCmd(g *globals) *cobra.Command {
 					return err
 				}
 				for _, e := range p.events {
+					// The API lists every feature's events: the cut is here.
+					if feature != "" && ex.feature(e) != feature {
+						continue
+					}
 					if cw != nil {
 						if err := cw.Write(ex.row(e)); err != nil {
 							return err
@@ -162,7 +174,8 @@ func exportCmd(g *globals) *cobra.Command {
 	}
 	w.register(c, "30d")
 	c.Flags().StringVar(&format, "format", "csv", "csv or jsonl")
-	c.Flags().StringVar(&license, "license", "", "only this license's events (usage, cleanup)")
+	c.Flags().StringVar(&license, "license", "", "only this license's events, its feature grants' included (usage, cleanup)")
+	c.Flags().StringVar(&feature, "feature", "", "only the events of this feature's grants (usage, cleanup)")
 	c.Flags().Int32Var(&size, "page-size", pageSize, "events per call (1-1000)")
 	_ = c.Flags().MarkHidden("page-size")
 	_ = c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"csv", "jsonl"}, cobra.ShellCompDirectiveNoFileComp))

@@ -27,15 +27,16 @@ func leasesCmd(g *globals) *cobra.Command {
 }
 
 func leaseListCmd(g *globals) *cobra.Command {
-	var state string
+	var state, feature string
 	c := &cobra.Command{
-		Use:               "ls LICENSE_ID [--state active|released|expired|revoked]",
+		Use:               "ls LICENSE_ID [--state active|released|expired|revoked] [--feature F]",
 		Aliases:           []string{"list"},
-		Short:             "List a license's leases, newest first (every page)",
+		Short:             "List a license's leases, newest first (every page): its base pool's and its feature grants'",
+		Long:              "List a license's leases, newest first (every page): its base pool's and its feature grants'. LICENSE_ID may be a grant's id (LICENSE_ID.1a2b3c4d) for that grant's leases only; --feature keeps the leases of that feature's grants.",
 		Args:              exactArgs("LICENSE_ID"),
 		ValidArgsFunction: g.completeLicenses,
 		RunE: func(c *cobra.Command, args []string) error {
-			req := &seatdv1.ListLeasesRequest{LicenseId: args[0], TenantId: g.tenant, PageSize: pageSize}
+			req := &seatdv1.ListLeasesRequest{LicenseId: args[0], TenantId: g.tenant, PageSize: pageSize, Feature: feature}
 			if state != "" {
 				s, ok := leaseStates[strings.ToLower(state)]
 				if !ok {
@@ -63,19 +64,20 @@ func leaseListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			now := time.Now()
-			t := newTable(g.stdout, "ID", "STATE", "BORROWED", "USER", "HOST", "FINGERPRINT", "ACQUIRED", "LAST HEARTBEAT", "EXPIRES")
+			t := newTable(g.stdout, "ID", "STATE", "BORROWED", "USER", "HOST", "FINGERPRINT", "FEATURE", "VERSION", "ACQUIRED", "LAST HEARTBEAT", "EXPIRES")
 			for _, l := range all {
 				expires := fmtUntil(l.GetExpiresAt(), now)
 				if l.GetState() != seatdv1.LeaseState_LEASE_STATE_ACTIVE {
 					expires = "ended " + fmtTime(l.GetEndedAt())
 				}
 				t.row(l.GetId(), stateName(l.GetState()), yesNo(l.GetBorrowed()), l.GetUser(), l.GetHostname(), l.GetFingerprint(),
-					fmtTime(l.GetAcquiredAt()), fmtTime(l.GetLastHeartbeatAt()), expires)
+					l.GetFeature(), l.GetVersion(), fmtTime(l.GetAcquiredAt()), fmtTime(l.GetLastHeartbeatAt()), expires)
 			}
 			return t.flush()
 		},
 	}
 	c.Flags().StringVar(&state, "state", "", "only leases in this state: active, released, expired or revoked (past-deadline leases are expired)")
+	c.Flags().StringVar(&feature, "feature", "", "only the leases of this feature's grants (FEATURE is empty, -, for the base pool's)")
 	_ = c.RegisterFlagCompletionFunc("state", cobra.FixedCompletions([]string{"active", "released", "expired", "revoked"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }

@@ -158,7 +158,7 @@ func licenseListCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List the tenant's licenses (every page)",
+		Short:   "List the tenant's licenses (every page), with the features they hold",
 		Args:    exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
 			all, err := g.allLicenses(c)
@@ -168,10 +168,11 @@ func licenseListCmd(g *globals) *cobra.Command {
 			if done, err := g.emit(&seatdv1.ListLicensesResponse{Licenses: all}); done {
 				return err
 			}
-			t := newTable(g.stdout, "ID", "NAME", "IN USE", "SEATS", "OVERDRAFT", "TTL", "STRATEGY", "MAX BORROW", "EXPIRES", "ACTIVE")
+			t := newTable(g.stdout, "ID", "NAME", "IN USE", "SEATS", "OVERDRAFT", "TTL", "STRATEGY", "MAX BORROW", "EXPIRES", "ACTIVE", "FEATURES")
 			for _, l := range all {
 				t.row(l.GetId(), l.GetName(), fmt.Sprint(l.GetSeatsInUse()), fmt.Sprint(l.GetSeats()), fmt.Sprint(l.GetOverdraft()),
-					fmtDuration(l.GetLeaseTtl()), strategyName(l.GetLeasingStrategy()), maxBorrow(l), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()))
+					fmtDuration(l.GetLeaseTtl()), strategyName(l.GetLeasingStrategy()), maxBorrow(l), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()),
+					featureNames(l))
 			}
 			return t.flush()
 		},
@@ -202,7 +203,7 @@ func (g *globals) allLicenses(c *cobra.Command) ([]*seatdv1.License, error) {
 func licenseGetCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:               "get LICENSE_ID",
-		Short:             "Show one license, with its key",
+		Short:             "Show one license, with its key and its feature grants",
 		Args:              exactArgs("LICENSE_ID"),
 		ValidArgsFunction: g.completeLicenses,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -296,7 +297,26 @@ func (g *globals) printLicense(l *seatdv1.License) error {
 	}
 	t.row("created", fmtTime(l.GetCreateTime()))
 	t.row("updated", fmtTime(l.GetUpdateTime()))
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(l.GetGrants()) == 0 {
+		return nil
+	}
+	fmt.Fprintln(g.stdout, "\nfeature grants (the seats above are the base pool):")
+	return grantTable(g.stdout, l, time.Now())
+}
+
+// featureNames are the features a license holds grants of, in the API's
+// order, each once: "render, sim".
+func featureNames(l *seatdv1.License) string {
+	var names []string
+	for _, gr := range l.GetGrants() {
+		if !slices.Contains(names, gr.GetFeature()) {
+			names = append(names, gr.GetFeature())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // maxBorrow is how long a seat may be borrowed ("off": not at all), with

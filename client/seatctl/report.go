@@ -37,6 +37,14 @@ func (w *window) times() (start, end *timestamppb.Timestamp, err error) {
 	return start, end, nil
 }
 
+// ofFeature is a report's title's cut: " of feature F", or nothing.
+func ofFeature(feature string) string {
+	if feature == "" {
+		return ""
+	}
+	return " of feature " + feature
+}
+
 func reportCmd(g *globals) *cobra.Command {
 	return group("report", "Zombie and usage reports over a time window", nil, zombiesCmd(g), usageCmd(g))
 }
@@ -44,9 +52,10 @@ func reportCmd(g *globals) *cobra.Command {
 func zombiesCmd(g *globals) *cobra.Command {
 	var w window
 	var top int32
+	var feature string
 	c := &cobra.Command{
-		Use:   "zombies [--since 30d] [--until …] [--top 20]",
-		Short: "Zombies cleaned per day, the licenses with the most, and the mean time to cleanup",
+		Use:   "zombies [--since 30d] [--until …] [--top 20] [--feature F]",
+		Short: "Zombies cleaned per day, the licenses (each feature apart from the base pool) with the most, and the mean time to cleanup",
 		Args:  exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
 			start, end, err := w.times()
@@ -54,7 +63,7 @@ func zombiesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			resp, err := call(g, c, seatdv1.AdminServiceClient.GetZombieReport, &seatdv1.GetZombieReportRequest{
-				TenantId: g.tenant, StartTime: start, EndTime: end, TopLimit: top,
+				TenantId: g.tenant, StartTime: start, EndTime: end, TopLimit: top, Feature: feature,
 			})
 			if err != nil {
 				return err
@@ -63,8 +72,8 @@ func zombiesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := g.stdout
-			fmt.Fprintf(out, "zombies %s … %s: %d cleaned, mean %.1f min from last heartbeat to cleanup\n\n",
-				fmtTime(resp.GetStartTime()), fmtTime(resp.GetEndTime()), resp.GetZombiesTotal(), resp.GetMeanMinutesToCleanup())
+			fmt.Fprintf(out, "zombies %s … %s%s: %d cleaned, mean %.1f min from last heartbeat to cleanup\n\n",
+				fmtTime(resp.GetStartTime()), fmtTime(resp.GetEndTime()), ofFeature(feature), resp.GetZombiesTotal(), resp.GetMeanMinutesToCleanup())
 			t := newTable(out, "DAY (UTC)", "ZOMBIES", "LICENSES")
 			for _, d := range resp.GetDays() {
 				t.row(d.GetDate(), fmt.Sprint(d.GetZombiesCleaned()), fmt.Sprint(d.GetAffectedLicenses()))
@@ -76,9 +85,9 @@ func zombiesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(out)
-			t = newTable(out, "LICENSE", "NAME", "ZOMBIES", "LEASES", "ZOMBIE %")
+			t = newTable(out, "LICENSE", "NAME", "FEATURE", "ZOMBIES", "LEASES", "ZOMBIE %")
 			for _, l := range resp.GetTopLicenses() {
-				t.row(l.GetLicenseId(), l.GetLicenseName(), fmt.Sprint(l.GetZombieCount()), fmt.Sprint(l.GetLeaseCount()),
+				t.row(l.GetLicenseId(), l.GetLicenseName(), l.GetFeature(), fmt.Sprint(l.GetZombieCount()), fmt.Sprint(l.GetLeaseCount()),
 					fmt.Sprintf("%.1f", l.GetZombiePercentage()))
 			}
 			if len(resp.GetTopLicenses()) == 0 {
@@ -89,6 +98,7 @@ func zombiesCmd(g *globals) *cobra.Command {
 	}
 	w.register(c, "7d")
 	c.Flags().Int32Var(&top, "top", 0, "how many licenses to list by zombie count, 1-100 (default 20)")
+	c.Flags().StringVar(&feature, "feature", "", "only the zombies of this feature's grants")
 	return c
 }
 
@@ -98,12 +108,13 @@ func usageCmd(g *globals) *cobra.Command {
 	var (
 		w       window
 		license string
+		feature string
 		by      string
 		users   int32
 	)
 	c := &cobra.Command{
-		Use:   "usage [--license ID] [--since 30d] [--until …] [--by day|hour] [--users 20]",
-		Short: "Peak seats, seat-hours, acquisitions, denials and queue waits per license and day or hour; seat-hours per user",
+		Use:   "usage [--license ID] [--feature F] [--since 30d] [--until …] [--by day|hour] [--users 20]",
+		Short: "Peak seats, seat-hours, acquisitions, denials and queue waits per license, feature and day or hour; seat-hours per user",
 		Args:  exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
 			start, end, err := w.times()
@@ -119,7 +130,7 @@ func usageCmd(g *globals) *cobra.Command {
 				return usageErrorf("--by must be day or hour, not %q", by)
 			}
 			resp, err := call(g, c, seatdv1.AdminServiceClient.GetUsageReport, &seatdv1.GetUsageReportRequest{
-				TenantId: g.tenant, LicenseId: license, StartTime: start, EndTime: end, Bucket: bucket, UserLimit: users,
+				TenantId: g.tenant, LicenseId: license, StartTime: start, EndTime: end, Bucket: bucket, UserLimit: users, Feature: feature,
 			})
 			if err != nil {
 				return err
@@ -128,10 +139,10 @@ func usageCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := g.stdout
-			fmt.Fprintf(out, "usage %s … %s, by %s\n\n", fmtTime(resp.GetStartTime()), fmtTime(resp.GetEndTime()), by)
-			t := newTable(out, "LICENSE", "FROM (UTC)", "PEAK", "SEAT-HOURS", "ACQUIRED", "DENIED", "USERS", "WAITS", "MEAN WAIT")
+			fmt.Fprintf(out, "usage %s … %s%s, by %s\n\n", fmtTime(resp.GetStartTime()), fmtTime(resp.GetEndTime()), ofFeature(feature), by)
+			t := newTable(out, "LICENSE", "FEATURE", "FROM (UTC)", "PEAK", "SEAT-HOURS", "ACQUIRED", "DENIED", "USERS", "WAITS", "MEAN WAIT")
 			for _, r := range resp.GetRows() {
-				t.row(r.GetLicenseId(), fmtTime(r.GetBucketStart()), fmt.Sprint(r.GetPeakSeats()),
+				t.row(r.GetLicenseId(), r.GetFeature(), fmtTime(r.GetBucketStart()), fmt.Sprint(r.GetPeakSeats()),
 					fmt.Sprintf("%.2f", r.GetSeatHours()), fmt.Sprint(r.GetAcquisitions()), fmt.Sprint(r.GetDenials()),
 					fmt.Sprint(r.GetDistinctUsers()), fmt.Sprint(r.GetQueueWaits()), fmtDuration(r.GetMeanQueueWait()))
 			}
@@ -154,6 +165,7 @@ func usageCmd(g *globals) *cobra.Command {
 	}
 	w.register(c, "30d")
 	c.Flags().StringVar(&license, "license", "", "only this license (its history too, if deleted)")
+	c.Flags().StringVar(&feature, "feature", "", "only the leases of this feature's grants (default: every lease, a row per license and feature; FEATURE - is the base pool)")
 	c.Flags().StringVar(&by, "by", "day", "bucket: day or hour (UTC)")
 	c.Flags().Int32Var(&users, "users", 0, "how many users to list by seat-hours, 1-1000 (default 100)")
 	return c

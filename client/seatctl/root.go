@@ -50,7 +50,11 @@ type globals struct {
 // Main runs seatctl with args (without the program name) and returns the
 // process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout}
+	return run(&globals{stdout: stdout}, args, stdout, stderr)
+}
+
+// run is Main with its globals (a test's hold a fake AdminService client).
+func run(g *globals, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -110,6 +114,7 @@ or unavailable, 6 refused (already exists, quota, failed precondition).`,
 	root.AddCommand(
 		statusCmd(g),
 		licensesCmd(g),
+		grantsCmd(g),
 		leasesCmd(g),
 		tenantsCmd(g),
 		apikeysCmd(g),

@@ -3,6 +3,8 @@ package seatctl
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -11,6 +13,42 @@ import (
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
+
+// statusTable is the licenses part of `seatctl status`: a row per license
+// (its base pool), then a row per feature grant of it, indented.
+func statusTable(out io.Writer, licenses []*seatdv1.License, now time.Time) error {
+	t := newTable(out, "LICENSE", "NAME", "IN USE", "SEATS", "WAITING", "TTL", "EXPIRES", "ACTIVE")
+	features := false
+	for _, l := range licenses {
+		t.row(l.GetId(), l.GetName(), fmt.Sprint(l.GetSeatsInUse()), seatsLabel(l.GetSeats(), l.GetOverdraft()), fmt.Sprint(l.GetWaiting()),
+			fmtDuration(l.GetLeaseTtl()), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()))
+		for _, gr := range l.GetGrants() {
+			features = true
+			t.row("  "+gr.GetId(), featureVersion(gr), fmt.Sprint(gr.GetSeatsInUse()),
+				seatsLabel(gr.GetSeats(), gr.GetOverdraft()), "", "", fmtTime(grantExpiry(l, gr)), grantState(l, gr, now))
+		}
+	}
+	if len(licenses) == 0 {
+		t.row("(no licenses)")
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if features {
+		_, err := fmt.Fprintln(out, "(indented: a license's feature grants, each its own pool; the license's row is its base pool)")
+		return err
+	}
+	return nil
+}
+
+// featureVersion names a grant for people: "render 2024", "sim (all
+// versions)".
+func featureVersion(gr *seatdv1.FeatureGrant) string {
+	if gr.GetVersion() == "" {
+		return gr.GetFeature() + " (all versions)"
+	}
+	return gr.GetFeature() + " " + gr.GetVersion()
+}
 
 // StatusView is what `seatctl status -o json` prints: the tenant's licenses
 // as the API gives them, and the cleanup status (null, with
@@ -24,8 +62,13 @@ type StatusView struct {
 func statusCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "One screen: every license with seats in use, TTL, expiry, active; the cleanup leader and last pass",
-		Args:  exactArgs(),
+		Short: "One screen: every license and its features with seats in use, TTL, expiry, active; the cleanup leader and last pass",
+		Long: `One screen, as lmstat -a: every license with its base pool's seats in use,
+then under it each of its feature grants (indented: grant id, feature and
+the highest version it covers) with its own seats in use, expiry and
+whether it grants seats now; then the cleanup leader and its last pass.
+-o json prints the licenses as the API gives them (each with its grants).`,
+		Args: exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {
 			licenses, err := g.allLicenses(c)
 			if err != nil {
@@ -61,19 +104,7 @@ func statusCmd(g *globals) *cobra.Command {
 				_, err = g.emitJSON(v)
 				return err
 			}
-			t := newTable(g.stdout, "LICENSE", "NAME", "IN USE", "SEATS", "WAITING", "TTL", "EXPIRES", "ACTIVE")
-			for _, l := range licenses {
-				seats := fmt.Sprint(l.GetSeats())
-				if l.GetOverdraft() > 0 {
-					seats += fmt.Sprintf(" +%d", l.GetOverdraft())
-				}
-				t.row(l.GetId(), l.GetName(), fmt.Sprint(l.GetSeatsInUse()), seats, fmt.Sprint(l.GetWaiting()),
-					fmtDuration(l.GetLeaseTtl()), fmtTime(l.GetExpiresAt()), yesNo(l.GetActive()))
-			}
-			if len(licenses) == 0 {
-				t.row("(no licenses)")
-			}
-			if err := t.flush(); err != nil {
+			if err := statusTable(g.stdout, licenses, time.Now()); err != nil {
 				return err
 			}
 			fmt.Fprintln(g.stdout)

@@ -21,6 +21,9 @@ import (
 const maxAttempts = 6
 
 func (s *Store) Acquire(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
+	if req.Feature != "" {
+		return s.acquireFeature(ctx, req) // features.go
+	}
 	var g live.Acquisition
 	for range maxAttempts {
 		licenseID, cached, err := s.resolveKey(ctx, req.LicenseKey)
@@ -110,12 +113,12 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *li
 	l.Fingerprint, l.User, l.Hostname, l.Metadata = req.Fingerprint, req.User, req.Hostname, cloneMap(req.Metadata)
 	l.IdempotencyKey, l.DedupeKey, l.State = req.IdempotencyKey, g.DedupeKey, server.LeaseActive
 	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = g.Acquired, g.Heartbeat, g.Deadline
-	l.Borrowed = req.BorrowFor > 0
+	l.Borrowed, l.Feature, l.Version = req.BorrowFor > 0, req.Feature, req.Version
 	// The lapsed leases whose seats or keys this grant took are recorded
 	// expired first: otherwise a rebuild (Redis loss) could count them
 	// again next to this one.
 	if len(g.Displaced) > 0 {
-		if err := s.expireDisplaced(ctx, l.LicenseID, g.Displaced); err != nil {
+		if err := s.expireDisplaced(ctx, l.LicenseID, g.Displaced, g.DisplacedPools); err != nil {
 			s.takeBack(ctx, l.LicenseID, l.ID)
 			return server.AcquireResult{}, false, s.fail("acquire: record the expiry of lapsed leases", err)
 		}
@@ -143,11 +146,16 @@ func (s *Store) insertSession(ctx context.Context, l *server.Lease, epoch, versi
 }
 
 // expireDisplaced records the expiry of lapsed leases a grant took the
-// seats or keys of (acquire.lua moved them to the expiring hash).
-func (s *Store) expireDisplaced(ctx context.Context, licenseID string, ids []string) error {
+// seats or keys of (acquire.lua moved them to the expiring hash); pools
+// names the pool of each when they may be in other pools of the license
+// (acquire_pools.lua), nil when all are the grant's.
+func (s *Store) expireDisplaced(ctx context.Context, licenseID string, ids, pools []string) error {
 	refs := make([]server.LeaseRef, len(ids))
 	for i, id := range ids {
 		refs[i] = server.LeaseRef{LicenseID: licenseID, LeaseID: id}
+		if pools != nil {
+			refs[i].LicenseID = pools[i]
+		}
 	}
 	_, err := s.ExpireLeases(ctx, refs)
 	return err
@@ -208,6 +216,8 @@ func (s *Store) notRecorded(ctx context.Context, req *server.AcquireRequest, lic
 func (s *Store) grantOutdated(ctx context.Context, req *server.AcquireRequest, licenseID string, g *live.Acquisition) (retry bool, _ error) {
 	lic, err := s.rec.License(ctx, licenseID)
 	switch {
+	case err == nil && lic.Deleted && lic.IsGrant():
+		return true, nil // the grant went: judge the license's grants anew
 	case errors.Is(err, record.ErrNotFound) || (err == nil && lic.Deleted):
 		s.licenseKeys.Drop(req.LicenseKey)
 		return false, server.ErrLicenseNotFound
@@ -283,6 +293,8 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 			case <-time.After(wait):
 			}
 			wait = min(2*wait, 50*time.Millisecond)
+		case lic.Deleted && lic.IsGrant():
+			return out, true, nil // the grant went: judge the license's grants anew
 		case lic.Deleted:
 			s.licenseKeys.Drop(req.LicenseKey)
 			return out, false, server.ErrLicenseNotFound

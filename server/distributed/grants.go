@@ -2,24 +2,157 @@ package distributed
 
 import (
 	"context"
+	"time"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/record"
 )
 
-// errGrantsUnsupported stands until the store keeps feature grants.
-var errGrantsUnsupported = server.Errorf(server.EPRECONDITION, server.ReasonFeatureNotLicensed, "feature grants are not supported by this store yet")
+// Feature grants. A grant is a pool of its own (invariant 12): a row of
+// licenses in the record (record/grants.go) with a live state of its own
+// under its license's hash tag (live/keys.go), counted, rebuilt, cleaned
+// up and tombstoned by the same code as a license, keyed by the grant's id.
+//
+// A feature acquisition needs the license's grants to choose the pools it
+// judges (License.GrantsFor). They are cached per process (licenseGrants)
+// with the license's settings version they were read at; every change of
+// a license's grants bumps that version in the record (in the same
+// transaction) and pushes it to the license's live settings before it
+// returns. acquire_pools.lua compares the version in Redis with the
+// cached one in the same atomic step as the grant: a cache older than
+// Redis is read again (STALE), so a grant created, changed or deleted is
+// what the next acquisition on any instance judges by, once the push
+// landed (if Redis refused it, the flush loop pushes it again every tick:
+// retryConf, and the leader's syncConf). A refusal judged on cached grants
+// (no grant of the feature or version) is confirmed against the version
+// in Redis first.
 
-// CreateGrant is not supported yet.
-func (s *Store) CreateGrant(context.Context, server.Grant) (server.Grant, error) {
-	return server.Grant{}, errGrantsUnsupported
+// licenseGrants is a license with its grants, at a settings version.
+type licenseGrants struct {
+	version int64
+	license server.License
 }
 
-// UpdateGrant is not supported yet.
-func (s *Store) UpdateGrant(context.Context, string, string, string, func(*server.Grant) error) (server.Grant, error) {
-	return server.Grant{}, errGrantsUnsupported
+// grantsOf returns a license with its grants: cached, unless fresh.
+// ErrLicenseNotFound if the license does not exist (any more).
+func (s *Store) grantsOf(ctx context.Context, licenseID string, fresh bool) (*licenseGrants, bool, error) {
+	if !fresh {
+		if g, ok := s.licenseGrants.Get(licenseID); ok {
+			return g, true, nil
+		}
+	}
+	r, err := s.rec.LicenseWithGrants(ctx, licenseID)
+	if err != nil {
+		return nil, false, err
+	}
+	g := &licenseGrants{version: r.Version, license: r.License}
+	s.licenseGrants.Put(licenseID, g)
+	return g, false, nil
 }
 
-// DeleteGrant is not supported yet.
-func (s *Store) DeleteGrant(context.Context, string, string, string) (int, error) {
-	return 0, errGrantsUnsupported
+// grantsChanged makes the new grants of a license the ones every instance
+// judges by: this process's cache forgets them, and the license's bumped
+// settings version goes to its live settings.
+func (s *Store) grantsChanged(ctx context.Context, lic record.LicenseRow) {
+	s.licenseGrants.Drop(lic.ID)
+	s.pushConf(ctx, lic)
+}
+
+// CreateGrant records the grant (a pool row of the license, whose version
+// it bumps) and pushes the license's new version to the live state. The
+// grant's own live state is built from the record on its first use.
+func (s *Store) CreateGrant(ctx context.Context, g server.Grant) (server.Grant, error) {
+	pool, lic, err := s.rec.CreateGrant(ctx, g)
+	if err != nil {
+		return server.Grant{}, err
+	}
+	s.grantsChanged(ctx, lic)
+	return pool.Grant(), nil
+}
+
+// UpdateGrant changes the grant's record, then its pool's live settings,
+// then the license's version (so that an instance that reads the new
+// grants finds the pool's new settings there already).
+func (s *Store) UpdateGrant(ctx context.Context, tenantID, licenseID, grantID string, update func(*server.Grant) error) (server.Grant, error) {
+	pool, lic, err := s.rec.UpdateGrant(ctx, tenantID, licenseID, grantID, update)
+	if err != nil {
+		return server.Grant{}, err
+	}
+	s.pushConf(ctx, pool)
+	s.grantsChanged(ctx, lic)
+	return pool.Grant(), nil
+}
+
+// DeleteGrant revokes the grant's leases and deletes it in one transaction
+// (record.DeleteGrant), then tombstones its pool's live state, as
+// DeleteLicense does for a license.
+func (s *Store) DeleteGrant(ctx context.Context, tenantID, licenseID, grantID string) (int, error) {
+	if _, err := s.rec.TenantLicense(ctx, tenantID, licenseID); err != nil {
+		return 0, err
+	}
+	if !server.IsGrantID(grantID) || server.PoolLicense(grantID) != licenseID {
+		return 0, server.ErrGrantNotFound
+	}
+	if _, err := s.rec.TenantPool(ctx, tenantID, grantID); server.ErrorReason(err) == server.ReasonLicenseNotFound {
+		return 0, s.grantDeletedAlready(ctx, tenantID, grantID)
+	} else if err != nil {
+		return 0, s.fail("delete grant", err)
+	}
+	vals, now, err := s.liveValues(ctx, grantID)
+	if err != nil {
+		return 0, s.fail("delete grant", err)
+	}
+	revoked, lic, pool, err := s.rec.DeleteGrant(ctx, tenantID, licenseID, grantID, now, vals)
+	switch server.ErrorReason(err) {
+	case server.ReasonGrantNotFound:
+		return 0, s.grantDeletedAlready(ctx, tenantID, grantID)
+	case server.ReasonLicenseNotFound:
+		return 0, err
+	}
+	if err != nil {
+		return 0, s.fail("delete grant", err)
+	}
+	s.grantsChanged(ctx, lic)
+	if err := s.live.Tombstone(ctx, grantID, pool.Version, pool.TenantID); err != nil {
+		return 0, s.fail("delete grant: drop live state", err)
+	}
+	s.hb.forget(vals.IDs...)
+	return revoked, nil
+}
+
+// grantDeletedAlready is deletedAlready for a grant: NOT_FOUND once its
+// pool's live state is tombstoned (a retried delete whose tombstone failed).
+func (s *Store) grantDeletedAlready(ctx context.Context, tenantID, grantID string) error {
+	err := s.deletedAlready(ctx, tenantID, grantID)
+	if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+		return server.ErrGrantNotFound
+	}
+	return err
+}
+
+// liveValues reads the live values of a pool's leases for their final
+// record (a delete).
+func (s *Store) liveValues(ctx context.Context, poolID string) (record.LiveValues, time.Time, error) {
+	var vals record.LiveValues
+	held, now, err := s.peek(ctx, poolID)
+	if err != nil {
+		return vals, now, err
+	}
+	for lid, v := range held {
+		vals.IDs, vals.Heartbeats, vals.Deadline = append(vals.IDs, lid), append(vals.Heartbeats, v.Heartbeat), append(vals.Deadline, v.Deadline)
+	}
+	return vals, now, nil
+}
+
+// withGrant returns a license for a caller and a copy of the grant of
+// poolID in it. The license's Grants are the cached ones (shared, never
+// modified: a change of grants caches a new licenseGrants): a feature's
+// acquisition copies no 50 grants.
+func withGrant(l server.License, poolID string) (server.License, *server.Grant) {
+	g := l.Grant(poolID)
+	if g == nil {
+		return l, nil
+	}
+	c := *g
+	return l, &c
 }

@@ -25,6 +25,8 @@ type leaseInfo struct {
 	DedupeKey      string
 	AcquiredAt     time.Time
 	Borrowed       bool
+	Feature        string // a grant's lease: what it asked for
+	Version        string
 }
 
 func infoOf(l *server.Lease) *leaseInfo {
@@ -32,6 +34,7 @@ func infoOf(l *server.Lease) *leaseInfo {
 		LicenseID: l.LicenseID, TenantID: l.TenantID, Fingerprint: l.Fingerprint, User: l.User,
 		Hostname: l.Hostname, Metadata: l.Metadata, IdempotencyKey: l.IdempotencyKey,
 		DedupeKey: l.DedupeKey, AcquiredAt: l.AcquiredAt, Borrowed: l.Borrowed,
+		Feature: l.Feature, Version: l.Version,
 	}
 }
 
@@ -42,6 +45,7 @@ func (i *leaseInfo) lease(id, tokenHash string, hb, deadline time.Time) server.L
 		Fingerprint: i.Fingerprint, User: i.User, Hostname: i.Hostname, Metadata: i.Metadata,
 		IdempotencyKey: i.IdempotencyKey, DedupeKey: i.DedupeKey, State: server.LeaseActive,
 		AcquiredAt: i.AcquiredAt, LastHeartbeatAt: hb, ExpiresAt: deadline, Borrowed: i.Borrowed,
+		Feature: i.Feature, Version: i.Version,
 	}
 }
 
@@ -89,11 +93,13 @@ const (
 	infoBorrowed      = 1 << iota
 	infoDedupeIsFP    // DedupeKey is "fp:" + Fingerprint (the default strategy's)
 	infoNoAcquireTime // AcquiredAt is the zero time
+	infoFeature       // Feature and Version follow the dedupe key (a grant's lease)
 )
 
 // appendTo encodes i: flags, AcquiredAt (UTC unix nanoseconds), then the
-// strings, each its length (uvarint) and bytes, and the metadata (count,
-// then key and value of each pair, in no particular order).
+// strings, each its length (uvarint) and bytes (Feature and Version only
+// for a grant's lease), and the metadata (count, then key and value of
+// each pair, in no particular order).
 func (i *leaseInfo) appendTo(b []byte) []byte {
 	var flags byte
 	if i.Borrowed {
@@ -110,10 +116,16 @@ func (i *leaseInfo) appendTo(b []byte) []byte {
 	} else {
 		at = i.AcquiredAt.UnixNano()
 	}
+	if i.Feature != "" || i.Version != "" {
+		flags |= infoFeature
+	}
 	b = append(b, flags)
 	b = binary.AppendVarint(b, at)
 	for _, s := range [...]string{i.LicenseID, i.TenantID, i.Fingerprint, i.User, i.Hostname, i.IdempotencyKey, dedupe} {
 		b = appendString(b, s)
+	}
+	if flags&infoFeature != 0 {
+		b = appendString(appendString(b, i.Feature), i.Version)
 	}
 	b = binary.AppendUvarint(b, uint64(len(i.Metadata)))
 	for k, v := range i.Metadata {
@@ -143,6 +155,9 @@ func decodeLeaseInfo(s string) (*leaseInfo, error) {
 	i.User, i.Hostname, i.IdempotencyKey, i.DedupeKey = d.string(), d.string(), d.string(), d.string()
 	if flags&infoDedupeIsFP != 0 {
 		i.DedupeKey = "fp:" + i.Fingerprint
+	}
+	if flags&infoFeature != 0 {
+		i.Feature, i.Version = d.string(), d.string()
 	}
 	if n := d.uvarint(); n > 0 && d.ok {
 		i.Metadata = make(map[string]string, min(n, uint64(len(s))))

@@ -22,6 +22,8 @@ func TestLeaseInfoEncodingRoundTrips(t *testing.T) {
 			AcquiredAt: at, Borrowed: true},
 		"dedupe like fp but not": {LicenseID: "lic_1", Fingerprint: "fp", DedupeKey: "fp:fpx", AcquiredAt: at},
 		"zero":                   {},
+		"a grant's lease":        {LicenseID: "lic_1.0a1b2c3d", Fingerprint: "fp", DedupeKey: "fp:fp", Feature: "render", Version: "2024.2"},
+		"any version":            {LicenseID: "lic_1.0a1b2c3d", Feature: "render"},
 		"long strings":           {LicenseID: string(make([]byte, 300)), Fingerprint: strings.Repeat("f", 70000), AcquiredAt: at},
 	} {
 		t.Run(name, func(t *testing.T) {

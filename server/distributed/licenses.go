@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/distributed/record"
@@ -16,13 +17,18 @@ import (
 // live state). Only a rebuild creates that copy (rebuild.go); changes update
 // it after they commit, and only ever to a higher version.
 
-// UpdateLicense changes the record, then copies the settings into the live
-// state (pushConf).
+// UpdateLicense changes the record (the license's row and the settings its
+// grants' pools take from it), then copies the settings into the live
+// state (pushConf): each grant's pool's, then the license's.
 func (s *Store) UpdateLicense(ctx context.Context, tenantID, id string, update func(*server.License) error) (server.License, error) {
-	next, err := s.rec.UpdateLicense(ctx, tenantID, id, update)
+	next, pools, err := s.rec.UpdateLicense(ctx, tenantID, id, update)
 	if err != nil {
 		return server.License{}, err
 	}
+	for _, p := range pools {
+		s.pushConf(ctx, p)
+	}
+	s.licenseGrants.Drop(id)
 	s.pushConf(ctx, next)
 	return next.License, nil
 }
@@ -134,16 +140,27 @@ func (s *Store) DeleteLicense(ctx context.Context, tenantID, id string) (int, er
 		return 0, s.fail("delete license", err)
 	}
 	// Take the live values (last heartbeats) of the leases for their final
-	// record; leases granted after this read keep their recorded values.
-	held, now, err := s.peek(ctx, id)
+	// record, the license's and its grants'; leases granted after this
+	// read keep their recorded values.
+	pools, err := s.rec.PoolsOf(ctx, id, false)
 	if err != nil {
 		return 0, s.fail("delete license", err)
 	}
-	var vals record.LiveValues
-	for lid, v := range held {
-		vals.IDs, vals.Heartbeats, vals.Deadline = append(vals.IDs, lid), append(vals.Heartbeats, v.Heartbeat), append(vals.Deadline, v.Deadline)
+	var (
+		vals record.LiveValues
+		now  time.Time
+	)
+	for _, p := range pools {
+		v, at, err := s.liveValues(ctx, p)
+		if err != nil {
+			return 0, s.fail("delete license", err)
+		}
+		vals.IDs, vals.Heartbeats, vals.Deadline = append(vals.IDs, v.IDs...), append(vals.Heartbeats, v.Heartbeats...), append(vals.Deadline, v.Deadline...)
+		if now.IsZero() {
+			now = at
+		}
 	}
-	revoked, lic, err := s.rec.DeleteLicense(ctx, tenantID, id, now, vals)
+	revoked, lic, grants, err := s.rec.DeleteLicense(ctx, tenantID, id, now, vals)
 	if server.ErrorReason(err) == server.ReasonLicenseNotFound {
 		return 0, s.deletedAlready(ctx, tenantID, id)
 	}
@@ -151,12 +168,18 @@ func (s *Store) DeleteLicense(ctx context.Context, tenantID, id string) (int, er
 		return 0, s.fail("delete license", err)
 	}
 	s.licenseKeys.Drop(lic.Key)
+	s.licenseGrants.Drop(id)
+	// The record is complete, but its leases may still heartbeat in
+	// Redis: not done until the tombstones are there. Acquisitions are
+	// refused meanwhile (they cannot be recorded on a deleted license),
+	// and the leader's reconciliation (syncConf) applies the tombstones if
+	// nobody retries.
+	for _, g := range grants {
+		if err := s.live.Tombstone(ctx, g.ID, g.Version, g.TenantID); err != nil {
+			return 0, s.fail("delete license: drop live state of a grant", err)
+		}
+	}
 	if err := s.live.Tombstone(ctx, id, lic.Version, lic.TenantID); err != nil {
-		// The record is complete, but its leases may still heartbeat in
-		// Redis: not done until the tombstone is there. Acquisitions are
-		// refused meanwhile (they cannot be recorded on a deleted
-		// license), and the leader's reconciliation (syncConf) applies the
-		// tombstone if nobody retries.
 		return 0, s.fail("delete license: drop live state", err)
 	}
 	s.hb.forget(vals.IDs...)

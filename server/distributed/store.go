@@ -110,7 +110,10 @@ type Store struct {
 	rebuilds singleflight.Group
 
 	licenseKeys *cache.Bounded[string, string] // license key -> license id
-	leaseInfo   leaseInfoCache                 // lease id -> immutable fields
+	// licenseGrants: license id -> its grants at a settings version, for
+	// feature acquisitions (grants.go: how they stay fresh).
+	licenseGrants *cache.Bounded[string, *licenseGrants]
+	leaseInfo     leaseInfoCache // lease id -> immutable fields
 
 	hb heartbeatBuffer
 
@@ -222,6 +225,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log:            log,
 		flushEvery:     cmp.Or(opts.HeartbeatFlushInterval, defaultFlushInterval),
 		licenseKeys:    cache.New[string, string](100_000),
+		licenseGrants:  cache.New[string, *licenseGrants](10_000),
 		leaseInfo:      newLeaseInfoCache(cmp.Or(opts.LeaseCacheSize, DefaultLeaseCacheSize)),
 		hb:             heartbeatBuffer{pending: map[string]pendingBeat{}},
 		confBehind:     map[string]bool{},

@@ -63,27 +63,36 @@ func (s *Store) GetLease(ctx context.Context, tenantID, leaseID string) (server.
 	return l, nil
 }
 
+// ListLeases lists a license's leases, its grants' included (a grant's
+// id: that grant's only).
 func (s *Store) ListLeases(ctx context.Context, tenantID, licenseID string, state server.LeaseState, p server.Page) ([]server.Lease, string, error) {
-	if _, err := s.rec.TenantLicense(ctx, tenantID, licenseID); err != nil {
+	if _, err := s.rec.TenantPool(ctx, tenantID, licenseID); err != nil {
 		return nil, "", err
 	}
-	page, next, err := s.rec.ListSessions(ctx, licenseID, state, p)
+	pools := []string{licenseID}
+	if !server.IsGrantID(licenseID) {
+		var err error
+		if pools, err = s.rec.PoolsOf(ctx, licenseID, true); err != nil {
+			return nil, "", err
+		}
+	}
+	page, next, err := s.rec.ListSessions(ctx, pools, state, p)
 	if err != nil {
 		return nil, "", err
 	}
-	var active []string
+	active := map[string][]string{} // pool -> its active leases of the page
 	for _, l := range page {
 		if l.State == server.LeaseActive {
-			active = append(active, l.ID)
+			active[l.LicenseID] = append(active[l.LicenseID], l.ID)
 		}
 	}
-	if len(active) > 0 {
-		vals, _, err := s.peek(ctx, licenseID, active...)
+	for pool, ids := range active {
+		vals, _, err := s.peek(ctx, pool, ids...)
 		if err != nil {
 			return nil, "", s.fail("list leases", err)
 		}
 		for i, l := range page {
-			if v, ok := vals[l.ID]; ok {
+			if v, ok := vals[l.ID]; ok && l.LicenseID == pool {
 				page[i] = overlay(l, v)
 			}
 		}

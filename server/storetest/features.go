@@ -404,6 +404,16 @@ func testFeatures(t *testing.T, newBackend Backend) {
 			})
 		}
 		wg.Wait()
+		// Whatever the concurrent ones got, later ones fill the raised
+		// limit and no more.
+		for i := 0; ; i++ {
+			require.Less(t, i, 5, "the raised limit never refuses")
+			_, _, err := tryAcquire(t.Context(), s, lic.Key, "late"+string(rune('A'+i)), ofFeature("render", ""))
+			if isCode(err, server.EEXHAUSTED, server.ReasonSeatsExhausted) {
+				break
+			}
+			require.NoError(t, err)
+		}
 		require.Equal(t, 5, seatsInUse(t, s, tn.ID, g.ID), "the raised limit is filled, not passed")
 		for _, h := range held {
 			require.Equal(t, server.LeaseActive, getLease(t, s, tn.ID, h.Lease.ID).State)

@@ -38,13 +38,18 @@ var shapes = map[*redis.Script]scriptShape{
 	scriptCheck:     {head: 2, width: 4, max: 128},
 	scriptEnd:       {max: 256}, // reply is a count, shared
 	scriptNoop:      {head: 1, width: 1, max: 128},
+	// A feature's acquisitions on the same pools (licReq.keys) share a run.
+	scriptAcquirePools: {head: 6, width: 12, max: 64},
 }
 
-// licReq is one call of a hot script on one license.
+// licReq is one call of a hot script on one license: on its keys
+// (keysOf), or on keys of its own; licenseID then names them (the calls of
+// one name share a run).
 type licReq struct {
 	script    *redis.Script
 	licenseID string
 	args      []any
+	keys      []string
 }
 
 // licRes is a hot script's answer to one call: the whole reply, and the
@@ -78,6 +83,7 @@ func (rs *Redis) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
 	type run struct {
 		script    *redis.Script
 		licenseID string
+		keys      []string // nil: keysOf(licenseID)
 		calls     []*groupcommit.Call[licReq, licRes]
 		cmd       *redis.Cmd
 	}
@@ -108,7 +114,7 @@ func (rs *Redis) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
 		k := runKey{c.Req.script, c.Req.licenseID}
 		r := find(k)
 		if r == nil || len(r.calls) == shapes[k.script].max {
-			r = &run{script: k.script, licenseID: k.licenseID}
+			r = &run{script: k.script, licenseID: k.licenseID, keys: c.Req.keys}
 			runs = append(runs, r)
 			if open == nil && len(runs) > 8 {
 				open = make(map[runKey]*run, 2*len(runs))
@@ -136,21 +142,27 @@ func (rs *Redis) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
 		}
 		return args
 	}
+	keysOf := func(r *run) []string {
+		if r.keys != nil {
+			return r.keys
+		}
+		return rs.keysOf(r.licenseID)
+	}
 	switch len(runs) {
 	case 0:
 		return
 	case 1:
 		r := runs[0]
-		r.cmd = r.script.Run(ctx, rs.rdb, rs.keysOf(r.licenseID), argsOf(r)...)
+		r.cmd = r.script.Run(ctx, rs.rdb, keysOf(r), argsOf(r)...)
 	default:
 		pipe := rs.rdb.Pipeline()
 		for _, r := range runs {
-			r.cmd = r.script.EvalSha(ctx, pipe, rs.keysOf(r.licenseID), argsOf(r)...)
+			r.cmd = r.script.EvalSha(ctx, pipe, keysOf(r), argsOf(r)...)
 		}
 		_, _ = pipe.Exec(ctx) // every command carries its own error
 		for _, r := range runs {
 			if redis.HasErrorPrefix(r.cmd.Err(), "NOSCRIPT") {
-				r.cmd = r.script.Run(ctx, rs.rdb, rs.keysOf(r.licenseID), argsOf(r)...)
+				r.cmd = r.script.Run(ctx, rs.rdb, keysOf(r), argsOf(r)...)
 			}
 		}
 	}
@@ -178,7 +190,7 @@ func (rs *Redis) runLicenseScripts(batch []*groupcommit.Call[licReq, licRes]) {
 
 // evalLicense runs a hot script call through the batcher.
 func (rs *Redis) evalLicense(ctx context.Context, script *redis.Script, licenseID string, args ...any) (licRes, error) {
-	return rs.batches.Do(ctx, licReq{script, licenseID, args})
+	return rs.batches.Do(ctx, licReq{script, licenseID, args, nil})
 }
 
 const (

@@ -3,11 +3,16 @@ package live
 import (
 	"fmt"
 	"hash/fnv"
+	"strings"
 )
 
 // Keyspace names the Redis keys of one store. Every key of a license
 // carries the license id as a hash tag, so that the scripts, which touch
-// only the keys of one license, stay within one cluster slot.
+// only the keys of one license, stay within one cluster slot. A grant's
+// pool (id <license id>.<8 hex>, server.NewGrantID) has keys of its own
+// under its license's hash tag, P{lic}:<hex>:v2:..., so that every pool of
+// a license shares one slot and a feature acquisition judges all of them
+// in one script (lua/acquire_pools.lua).
 type Keyspace struct{ Prefix string }
 
 // layout names the version of the live state's keys and values: the
@@ -35,7 +40,13 @@ func (k Keyspace) License(licenseID string) []string {
 	}
 }
 
-func (k Keyspace) base(licenseID string) string { return k.Prefix + "{" + licenseID + "}:" }
+// base is the prefix of a pool's keys.
+func (k Keyspace) base(poolID string) string {
+	if i := strings.IndexByte(poolID, '.'); i >= 0 {
+		return k.Prefix + "{" + poolID[:i] + "}:" + poolID[i+1:] + ":"
+	}
+	return k.Prefix + "{" + poolID + "}:"
+}
 
 // LiveKeys returns the keys of a license with, last, its incarnation key:
 // a random value that state.lua sets once and rebuild.lua requires

@@ -65,6 +65,7 @@ type Acquisition struct {
 	PrevFirst                     int64          // earliest deadline before the grant (unix µs), -1 if none
 	DedupeKey                     string
 	Displaced                     []string // lapsed leases whose seats or keys the grant took (now expiring)
+	DisplacedPools                []string // the pool of each of Displaced (AcquirePools; nil: the grant's own)
 	Message                       string
 }
 

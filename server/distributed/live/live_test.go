@@ -91,7 +91,7 @@ func TestHotScriptsAfterScriptFlush(t *testing.T) {
 	var calls []*groupcommit.Call[licReq, licRes]
 	for _, l := range leases {
 		calls = append(calls, &groupcommit.Call[licReq, licRes]{Ctx: t.Context(),
-			Req: licReq{scriptHeartbeat, l.licenseID, []any{leaseKey(l.id), tokenKey("h-" + l.id)}}})
+			Req: licReq{scriptHeartbeat, l.licenseID, []any{leaseKey(l.id), tokenKey("h-" + l.id)}, nil}})
 	}
 	rs.runLicenseScripts(calls)
 	for _, c := range calls {

@@ -17,23 +17,25 @@ var luaFS embed.FS
 // (lua/common.lua describes them) and is run with EVALSHA, falling back to
 // EVAL when Redis does not know it yet (a restart, SCRIPT FLUSH).
 var (
-	scriptAcquire   = loadScript("acquire")
-	scriptHeartbeat = loadScript("heartbeat")
-	scriptCheck     = loadScript("check")
-	scriptEnd       = loadScript("end")
-	scriptExpire    = loadScript("expire")
-	scriptTake      = loadScript("take")
-	scriptDue       = loadScript("due")
-	scriptPeek      = loadScript("peek")
-	scriptCount     = loadScript("count")
-	scriptRebuild   = loadScript("rebuild")
-	scriptSetConf   = loadScript("setconf")
-	scriptTombstone = loadScript("tombstone")
-	scriptAdopt     = loadScript("adopt")
-	scriptState     = loadScript("state")
-	scriptProgress  = loadScript("progress")
-	scriptFirsts    = loadScript("firsts") // the earliest deadline, for the reconciliation (Firsts)
-	scriptNoop      = loadScript("noop")   // make bench's ceiling only
+	scriptAcquire = loadScript("acquire")
+	// A feature's acquisition, over the pools of a license's grants.
+	scriptAcquirePools = loadScript("acquire_pools")
+	scriptHeartbeat    = loadScript("heartbeat")
+	scriptCheck        = loadScript("check")
+	scriptEnd          = loadScript("end")
+	scriptExpire       = loadScript("expire")
+	scriptTake         = loadScript("take")
+	scriptDue          = loadScript("due")
+	scriptPeek         = loadScript("peek")
+	scriptCount        = loadScript("count")
+	scriptRebuild      = loadScript("rebuild")
+	scriptSetConf      = loadScript("setconf")
+	scriptTombstone    = loadScript("tombstone")
+	scriptAdopt        = loadScript("adopt")
+	scriptState        = loadScript("state")
+	scriptProgress     = loadScript("progress")
+	scriptFirsts       = loadScript("firsts") // the earliest deadline, for the reconciliation (Firsts)
+	scriptNoop         = loadScript("noop")   // make bench's ceiling only
 
 	// These two work on the global expiry hint, not on a license.
 	scriptHint    = loadPlainScript("hint")
@@ -61,7 +63,7 @@ func concat(names ...string) *redis.Script {
 
 // scriptsByName are the scripts by their file's name, for Script.
 var scriptsByName = map[string]*redis.Script{
-	"acquire": scriptAcquire, "heartbeat": scriptHeartbeat, "check": scriptCheck, "end": scriptEnd,
+	"acquire": scriptAcquire, "acquire_pools": scriptAcquirePools, "heartbeat": scriptHeartbeat, "check": scriptCheck, "end": scriptEnd,
 	"expire": scriptExpire, "take": scriptTake, "due": scriptDue, "peek": scriptPeek, "count": scriptCount,
 	"rebuild": scriptRebuild, "setconf": scriptSetConf, "tombstone": scriptTombstone, "adopt": scriptAdopt,
 	"state": scriptState, "progress": scriptProgress, "firsts": scriptFirsts, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,

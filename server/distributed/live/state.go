@@ -24,7 +24,7 @@ type Conf struct {
 
 // args are the settings as the scripts take them (after the version):
 // seats, overdraft, ttl, revival, active, expires, strategy, tenant, json,
-// max borrow duration, max borrowed seats.
+// max borrow duration, max borrowed seats, starts (a grant's pool).
 func (c Conf) args(to []any) []any {
 	l := &c.License
 	active := 0
@@ -35,9 +35,13 @@ func (c Conf) args(to []any) []any {
 	if !l.ExpiresAt.IsZero() {
 		exp = timeUS(l.ExpiresAt)
 	}
+	var starts int64
+	if !l.StartsAt.IsZero() {
+		starts = timeUS(l.StartsAt)
+	}
 	js, _ := json.Marshal(l)
 	return append(to, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(), l.RevivalWindow.Microseconds(), active, exp,
-		string(l.LeasingStrategy), l.TenantID, string(js), l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats)
+		string(l.LeasingStrategy), l.TenantID, string(js), l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats, starts)
 }
 
 // State is what state.lua reads of a license's live state.
@@ -159,7 +163,7 @@ func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built 
 		args = append(args, flags, b.Epoch, timeUS(b.Snapshot), b.Incarnation, b.Slack.Microseconds())
 		if end == n {
 			args[0] = flags + "L"
-			args = append(args, 14+2*len(b.Returned), b.Conf.Version)
+			args = append(args, 15+2*len(b.Returned), b.Conf.Version)
 			args = append(b.Conf.args(args), rs.chunk, len(b.Returned))
 			for _, r := range b.Returned {
 				args = append(args, leaseKey(r.LeaseID), timeUS(r.Deadline))

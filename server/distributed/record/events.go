@@ -31,11 +31,17 @@ func (pg *Postgres) rangeArgs(ctx context.Context, r server.EventRange, p server
 		at, id = &t, after.ID
 	}
 	size := p.PageSize()
-	return []any{r.TenantID, r.LicenseID, optTime(r.Start), optTime(r.End), at, id, size + 1}, size, nil
+	return []any{r.TenantID, r.LicenseID, optTime(r.Start), optTime(r.End), at, id, size + 1, r.Feature}, size, nil
 }
 
-// byLicense keeps one license's events when $2 names one.
-const byLicense = `($2 = '' OR license_id = $2)`
+// byLicense keeps one pool's events when $2 names one (a license's include
+// its grants'), and one feature's when $8 names one.
+const byLicense = `($2 = '' OR license_id IN (` + poolsOfArg2 + `))
+		AND ($8 = '' OR license_id IN (SELECT l.id FROM licenses l WHERE l.tenant_id = $1 AND l.feature = $8))`
+
+// featureOf is the SQL of the feature of the pool of an event's
+// license_id: its grant's, empty for a license.
+const featureOf = `COALESCE((SELECT l.feature FROM licenses l WHERE l.id = license_id), '')`
 
 // rangeWhere is the condition of an event list on its time column col and
 // id column idCol; license is the license condition on $2.
@@ -52,7 +58,7 @@ func (pg *Postgres) ListUsageEvents(ctx context.Context, r server.EventRange, p 
 	if err != nil {
 		return nil, "", err
 	}
-	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at
+	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at, `+featureOf+`
 		FROM usage_events WHERE `+rangeWhere(byLicense, "ended_at", "lease_id"), args...)
 	out, err := pgx.CollectRows(rows, scanUsageEvent)
 	if err != nil {
@@ -69,7 +75,7 @@ func (pg *Postgres) ListCleanupEvents(ctx context.Context, r server.EventRange, 
 		return nil, "", err
 	}
 	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at,
-		expires_at, cleaned_at FROM cleanup_events WHERE `+rangeWhere(byLicense, "cleaned_at", "lease_id"), args...)
+		expires_at, cleaned_at, `+featureOf+` FROM cleanup_events WHERE `+rangeWhere(byLicense, "cleaned_at", "lease_id"), args...)
 	out, err := pgx.CollectRows(rows, scanCleanupEvent)
 	if err != nil {
 		return nil, "", pg.fail("list cleanup events", err)
@@ -80,14 +86,14 @@ func (pg *Postgres) ListCleanupEvents(ctx context.Context, r server.EventRange, 
 
 // ListAuditEvents pages through a tenant's audit entries by time.
 func (pg *Postgres) ListAuditEvents(ctx context.Context, r server.EventRange, p server.Page) ([]server.AuditEntry, string, error) {
-	r.LicenseID = "" // audit entries are the tenant's
+	r.LicenseID, r.Feature = "", "" // audit entries are the tenant's
 	args, size, err := pg.rangeArgs(ctx, r, p)
 	if err != nil {
 		return nil, "", err
 	}
 	// The audit log has no license column: $2 is always ''.
 	rows, _ := pg.pool.Query(ctx, `SELECT id, tenant_id, actor, action, resource, resource_id, details, at
-		FROM audit_log WHERE `+rangeWhere(`$2 = ''`, "at", "id"), args...)
+		FROM audit_log WHERE `+rangeWhere(`$2 = '' AND $8 = $8`, "at", "id"), args...)
 	out, err := pgx.CollectRows(rows, scanAuditEntry)
 	if err != nil {
 		return nil, "", pg.fail("list audit events", err)

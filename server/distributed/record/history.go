@@ -25,13 +25,13 @@ func (pg *Postgres) historyOf(ctx context.Context, tenantID, licenseID string) e
 }
 
 // scanUsageEvent reads lease_id, license_id, tenant_id, end_state,
-// started_at, ended_at.
+// started_at, ended_at, feature (featureOf).
 func scanUsageEvent(r pgx.CollectableRow) (server.UsageEvent, error) {
 	var (
 		e     server.UsageEvent
 		state string
 	)
-	err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &state, &e.StartedAt, &e.EndedAt)
+	err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &state, &e.StartedAt, &e.EndedAt, &e.Feature)
 	e.EndState = server.LeaseState(state)
 	e.StartedAt, e.EndedAt = e.StartedAt.UTC(), e.EndedAt.UTC()
 	e.Duration = e.EndedAt.Sub(e.StartedAt)
@@ -39,10 +39,10 @@ func scanUsageEvent(r pgx.CollectableRow) (server.UsageEvent, error) {
 }
 
 // scanCleanupEvent reads lease_id, license_id, tenant_id, cleanup_type,
-// last_heartbeat_at, expires_at, cleaned_at.
+// last_heartbeat_at, expires_at, cleaned_at, feature (featureOf).
 func scanCleanupEvent(r pgx.CollectableRow) (server.CleanupEvent, error) {
 	var e server.CleanupEvent
-	err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &e.CleanupType, &e.LastHeartbeatAt, &e.ExpiresAt, &e.CleanedAt)
+	err := r.Scan(&e.LeaseID, &e.LicenseID, &e.TenantID, &e.CleanupType, &e.LastHeartbeatAt, &e.ExpiresAt, &e.CleanedAt, &e.Feature)
 	e.LastHeartbeatAt, e.ExpiresAt, e.CleanedAt = e.LastHeartbeatAt.UTC(), e.ExpiresAt.UTC(), e.CleanedAt.UTC()
 	return e, err
 }
@@ -65,7 +65,7 @@ func (pg *Postgres) UsageEvents(ctx context.Context, tenantID, licenseID string)
 	if err := pg.historyOf(ctx, tenantID, licenseID); err != nil {
 		return nil, err
 	}
-	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at
+	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, end_state, started_at, ended_at, `+featureOf+`
 		FROM usage_events WHERE license_id = $1 ORDER BY ended_at, lease_id`, licenseID)
 	out, err := pgx.CollectRows(rows, scanUsageEvent)
 	if err != nil {
@@ -80,7 +80,7 @@ func (pg *Postgres) CleanupEvents(ctx context.Context, tenantID, licenseID strin
 		return nil, err
 	}
 	rows, _ := pg.pool.Query(ctx, `SELECT lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at,
-		expires_at, cleaned_at FROM cleanup_events WHERE license_id = $1 ORDER BY cleaned_at, lease_id`, licenseID)
+		expires_at, cleaned_at, `+featureOf+` FROM cleanup_events WHERE license_id = $1 ORDER BY cleaned_at, lease_id`, licenseID)
 	out, err := pgx.CollectRows(rows, scanCleanupEvent)
 	if err != nil {
 		return nil, pg.fail("cleanup events", err)
@@ -125,6 +125,10 @@ func (pg *Postgres) AuditLog(ctx context.Context, tenantID string, p server.Page
 	return page, next, nil
 }
 
+// zombieFeature is the feature of a cleanup event ce: its grant's, empty
+// for a license's base pool.
+const zombieFeature = `COALESCE((SELECT g.feature FROM licenses g WHERE g.id = ce.license_id), '')`
+
 // ZombieReport runs the seed's three analytics queries, scoped to the
 // tenant and the window [Start, End) (a zero Start or End is open), in one
 // round trip. The seed's zombie percentage divided integers (always 0 or
@@ -136,15 +140,22 @@ func (pg *Postgres) ZombieReport(ctx context.Context, q server.ZombieQuery) (ser
 	}
 	top := q.TopLimit
 	start, end := optTime(q.Start), optTime(q.End)
-	const window = `ce.tenant_id = $1 AND ce.cleanup_type = 'zombie'
+	// $4 (the top list: $5) is the feature, '' for every zombie.
+	window := func(feature string) string {
+		return `ce.tenant_id = $1 AND ce.cleanup_type = 'zombie'
 		AND ($2::timestamptz IS NULL OR ce.cleaned_at >= $2)
-		AND ($3::timestamptz IS NULL OR ce.cleaned_at < $3)`
+		AND ($3::timestamptz IS NULL OR ce.cleaned_at < $3)
+		AND (` + feature + ` = '' OR ` + zombieFeature + ` = ` + feature + `)`
+	}
 
 	var rep server.ZombieReport
 	b := &pgx.Batch{}
+	// A zombie counts for its license (the part of its pool's id before
+	// the dot) and its feature: a license's features are ranked apart.
 	// 1. Zombies cleaned per UTC day, and how many licenses they hit.
-	b.Queue(`SELECT to_char(ce.cleaned_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*), count(DISTINCT ce.license_id)
-		FROM cleanup_events ce WHERE `+window+` GROUP BY day ORDER BY day`, q.TenantID, start, end).
+	b.Queue(`SELECT to_char(ce.cleaned_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*),
+			count(DISTINCT split_part(ce.license_id, '.', 1))
+		FROM cleanup_events ce WHERE `+window("$4")+` GROUP BY day ORDER BY day`, q.TenantID, start, end, q.Feature).
 		Query(func(rows pgx.Rows) error {
 			var err error
 			rep.Days, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.ZombieDay, error) {
@@ -154,26 +165,30 @@ func (pg *Postgres) ZombieReport(ctx context.Context, q server.ZombieQuery) (ser
 			})
 			return err
 		})
-	// 2. Licenses with the most zombies, and their share of all leases.
-	b.Queue(`SELECT z.license_id, l.name, z.zombies, n.leases,
+	// 2. Licenses (and their features) with the most zombies, and their
+	// share of all their leases.
+	b.Queue(`SELECT z.lic, z.feature, l.name, z.zombies, n.leases,
 			COALESCE(z.zombies::float8 / NULLIF(n.leases, 0) * 100, 0)
-		FROM (SELECT ce.license_id, count(*) AS zombies FROM cleanup_events ce WHERE `+window+`
-			GROUP BY ce.license_id ORDER BY zombies DESC, ce.license_id LIMIT $4) z
-		JOIN licenses l ON l.id = z.license_id
-		CROSS JOIN LATERAL (SELECT count(*) AS leases FROM sessions s WHERE s.license_id = z.license_id) n
-		ORDER BY z.zombies DESC, z.license_id`, q.TenantID, start, end, top).
+		FROM (SELECT split_part(ce.license_id, '.', 1) AS lic, `+zombieFeature+` AS feature, count(*) AS zombies
+			FROM cleanup_events ce WHERE `+window("$5")+`
+			GROUP BY 1, 2
+			ORDER BY zombies DESC, split_part(ce.license_id, '.', 1) COLLATE "C", `+zombieFeature+` COLLATE "C" LIMIT $4) z
+		JOIN licenses l ON l.id = z.lic
+		CROSS JOIN LATERAL (SELECT count(*) AS leases FROM sessions s
+			WHERE s.license_id IN (`+poolsOf("z.lic")+`) AND s.feature = z.feature) n
+		ORDER BY z.zombies DESC, z.lic COLLATE "C", z.feature COLLATE "C"`, q.TenantID, start, end, top, q.Feature).
 		Query(func(rows pgx.Rows) error {
 			var err error
 			rep.TopLicenses, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.LicenseZombies, error) {
 				var z server.LicenseZombies
-				err := r.Scan(&z.LicenseID, &z.LicenseName, &z.ZombieCount, &z.LeaseCount, &z.Percentage)
+				err := r.Scan(&z.LicenseID, &z.Feature, &z.LicenseName, &z.ZombieCount, &z.LeaseCount, &z.Percentage)
 				return z, err
 			})
 			return err
 		})
 	// 3. Mean minutes from the last heartbeat to the cleanup, and the total.
 	b.Queue(`SELECT count(*), COALESCE(avg(EXTRACT(EPOCH FROM (ce.cleaned_at - ce.last_heartbeat_at))) / 60, 0)::float8
-		FROM cleanup_events ce WHERE `+window, q.TenantID, start, end).
+		FROM cleanup_events ce WHERE `+window("$4"), q.TenantID, start, end, q.Feature).
 		QueryRow(func(r pgx.Row) error { return r.Scan(&rep.Total, &rep.MeanMinutesToCleanup) })
 	if err := pg.pool.SendBatch(ctx, b).Close(); err != nil {
 		return server.ZombieReport{}, pg.fail("zombie report", err)

@@ -59,25 +59,78 @@ func (pg *Postgres) GetLicense(ctx context.Context, tenantID, id string) (server
 	if err != nil {
 		return server.License{}, err
 	}
-	return r.License, nil
+	return pg.withGrants(ctx, r.License)
 }
 
 func (pg *Postgres) LicenseByKey(ctx context.Context, key string) (server.License, error) {
-	r, err := scanLicense(pg.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses WHERE key = $1 AND deleted_at IS NULL`, key))
+	r, err := scanLicense(pg.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses
+		WHERE key = $1 AND deleted_at IS NULL AND parent_id IS NULL`, key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return server.License{}, server.ErrLicenseNotFound
 	}
 	if err != nil {
 		return server.License{}, pg.fail("find license by key", err)
 	}
-	return r.License, nil
+	return pg.withGrants(ctx, r.License)
+}
+
+// withGrants fills in the grants of a license.
+func (pg *Postgres) withGrants(ctx context.Context, l server.License) (server.License, error) {
+	gs, err := pg.grantsOf(ctx, pg.pool, l.ID)
+	if err != nil {
+		return server.License{}, pg.fail("read grants", err)
+	}
+	l.Grants = gs[l.ID]
+	return l, nil
+}
+
+// grantsOf reads the undeleted grants of licenses, by license, in
+// SortGrants order.
+func (pg *Postgres) grantsOf(ctx context.Context, q queryer, licenseIDs ...string) (map[string][]server.Grant, error) {
+	rows, _ := q.Query(ctx, `SELECT `+licenseCols+` FROM licenses
+		WHERE parent_id = ANY($1) AND deleted_at IS NULL`, licenseIDs)
+	grants, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Grant, error) {
+		row, err := scanLicense(r)
+		return row.Grant(), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]server.Grant, len(licenseIDs))
+	for _, g := range grants {
+		out[g.LicenseID] = append(out[g.LicenseID], g)
+	}
+	for _, gs := range out {
+		server.SortGrants(gs)
+	}
+	return out, nil
+}
+
+// queryer is a pool or a transaction.
+type queryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// LicenseWithGrants reads an undeleted license of the tenant with its
+// grants (the record's settings version too): ErrLicenseNotFound if none.
+func (pg *Postgres) LicenseWithGrants(ctx context.Context, id string) (LicenseRow, error) {
+	r, err := scanLicense(pg.pool.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses
+		WHERE id = $1 AND deleted_at IS NULL AND parent_id IS NULL`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return LicenseRow{}, server.ErrLicenseNotFound
+	}
+	if err != nil {
+		return LicenseRow{}, pg.fail("read license", err)
+	}
+	r.License, err = pg.withGrants(ctx, r.License)
+	return r, err
 }
 
 // liveLicense reads an undeleted license of the tenant, optionally with a
 // row lock ("FOR UPDATE", "FOR NO KEY UPDATE").
 func (pg *Postgres) liveLicense(ctx context.Context, q querier, tenantID, id, lock string) (LicenseRow, error) {
 	r, err := scanLicense(q.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses
-		WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL `+lock, id, tenantID))
+		WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL AND parent_id IS NULL `+lock, id, tenantID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return LicenseRow{}, server.ErrLicenseNotFound
 	}
@@ -101,10 +154,10 @@ func (pg *Postgres) ListLicenses(ctx context.Context, tenantID string, p server.
 	var rows pgx.Rows
 	if after == nil {
 		rows, _ = pg.pool.Query(ctx, `SELECT `+licenseCols+` FROM licenses
-			WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT $2`, tenantID, size+1)
+			WHERE tenant_id = $1 AND deleted_at IS NULL AND parent_id IS NULL ORDER BY created_at, id LIMIT $2`, tenantID, size+1)
 	} else {
 		rows, _ = pg.pool.Query(ctx, `SELECT `+licenseCols+` FROM licenses
-			WHERE tenant_id = $1 AND deleted_at IS NULL AND (created_at, id) > ($2, $3)
+			WHERE tenant_id = $1 AND deleted_at IS NULL AND parent_id IS NULL AND (created_at, id) > ($2, $3)
 			ORDER BY created_at, id LIMIT $4`, tenantID, after.time(), after.ID, size+1)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.License, error) {
@@ -115,15 +168,31 @@ func (pg *Postgres) ListLicenses(ctx context.Context, tenantID string, p server.
 		return nil, "", pg.fail("list licenses", err)
 	}
 	page, next := pageOf(out, size, func(l server.License) cursor { return cursor{At: timeUS(l.CreatedAt), ID: l.ID} })
+	ids := make([]string, len(page))
+	for i, l := range page {
+		ids[i] = l.ID
+	}
+	gs, err := pg.grantsOf(ctx, pg.pool, ids...)
+	if err != nil {
+		return nil, "", pg.fail("list licenses: grants", err)
+	}
+	for i := range page {
+		page[i].Grants = gs[page[i].ID]
+	}
 	return page, next, nil
 }
 
 // UpdateLicense changes a license under its row lock (FOR NO KEY UPDATE:
 // updates of the license are serialised, acquisitions go on) and bumps its
 // version. update's error is returned as is.
-func (pg *Postgres) UpdateLicense(ctx context.Context, tenantID, id string, update func(*server.License) error) (LicenseRow, error) {
+//
+// The settings a grant's pool takes from its license are rewritten in its
+// grants' rows in the same transaction (their versions bumped too): pools
+// are returned for pushing to the live state, the license with its Grants.
+func (pg *Postgres) UpdateLicense(ctx context.Context, tenantID, id string, update func(*server.License) error) (LicenseRow, []LicenseRow, error) {
 	var (
 		next      LicenseRow
+		pools     []LicenseRow
 		updateErr error // the caller's, returned as is
 	)
 	err := pgx.BeginFunc(ctx, pg.pool, func(tx pgx.Tx) error {
@@ -150,16 +219,43 @@ func (pg *Postgres) UpdateLicense(ctx context.Context, tenantID, id string, upda
 			id, l.Name, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(), l.RevivalWindow.Microseconds(),
 			string(l.LeasingStrategy), l.Active, optTime(l.ExpiresAt), jsonMap(l.Metadata),
 			l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats, l.AllowEarlyReturn))
-		return err
+		if err != nil {
+			return err
+		}
+		if pools, err = inheritSettings(ctx, tx, id); err != nil {
+			return err
+		}
+		next.Grants = make([]server.Grant, len(pools))
+		for i := range pools {
+			next.Grants[i] = pools[i].Grant()
+		}
+		server.SortGrants(next.Grants)
+		return nil
 	})
 	if updateErr != nil {
-		return LicenseRow{}, updateErr
+		return LicenseRow{}, nil, updateErr
 	}
 	if err != nil {
-		return LicenseRow{}, pg.fail("update license", err)
+		return LicenseRow{}, nil, pg.fail("update license", err)
 	}
-	return next, nil
+	return next, pools, nil
 }
+
+// inheritSettings copies a license's settings that its grants' pools take
+// from it into their rows (Grant.Pool), bumping their versions, and
+// returns the pools.
+func inheritSettings(ctx context.Context, tx pgx.Tx, licenseID string) ([]LicenseRow, error) {
+	rows, _ := tx.Query(ctx, `UPDATE licenses g SET name = l.name, lease_ttl_us = l.lease_ttl_us,
+			revival_window_us = l.revival_window_us, leasing_strategy = l.leasing_strategy, active = l.active,
+			allow_early_return = l.allow_early_return, expires_at = LEAST(g.grant_expires_at, l.expires_at),
+			version = g.version + 1
+		FROM licenses l WHERE l.id = $1 AND g.parent_id = $1 AND g.deleted_at IS NULL
+		RETURNING `+grantCols, licenseID)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (LicenseRow, error) { return scanLicense(r) })
+}
+
+// grantCols are licenseCols of the alias g.
+var grantCols = aliased("g", licenseCols)
 
 // License reads a license's row, deleted or not: ErrNotFound if none.
 func (pg *Postgres) License(ctx context.Context, id string) (LicenseRow, error) {
@@ -176,7 +272,7 @@ func (pg *Postgres) TenantLicense(ctx context.Context, tenantID, id string) (Lic
 // ErrLicenseNotFound if there is none.
 func (pg *Postgres) LicenseIDByKey(ctx context.Context, key string) (string, error) {
 	var id string
-	err := pg.pool.QueryRow(ctx, `SELECT id FROM licenses WHERE key = $1 AND deleted_at IS NULL`, key).Scan(&id)
+	err := pg.pool.QueryRow(ctx, `SELECT id FROM licenses WHERE key = $1 AND deleted_at IS NULL AND parent_id IS NULL`, key).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", server.ErrLicenseNotFound
 	}
@@ -211,48 +307,108 @@ type LiveValues struct {
 	Heartbeats, Deadline []time.Time
 }
 
-// DeleteLicense revokes a license's active leases (with their live
-// values, usage events and audit entries) and soft-deletes it, in one
-// transaction under its row lock (FOR UPDATE): every acquisition recording
-// a lease meanwhile waits and then finds the license deleted, so no lease
-// is ever recorded active on a deleted license. ErrLicenseNotFound if it
-// is not an undeleted license of the tenant.
-func (pg *Postgres) DeleteLicense(ctx context.Context, tenantID, id string, now time.Time, live LiveValues) (revoked int, lic LicenseRow, _ error) {
+// DeleteLicense revokes a license's active leases and its grants' (with
+// their live values, usage events and audit entries) and soft-deletes it
+// and its grants, in one transaction under their row locks (FOR UPDATE):
+// every acquisition recording a lease meanwhile waits and then finds the
+// pool deleted, so no lease is ever recorded active on a deleted license.
+// ErrLicenseNotFound if it is not an undeleted license of the tenant.
+// pools are the grants' rows, deleted (to tombstone their live state).
+func (pg *Postgres) DeleteLicense(ctx context.Context, tenantID, id string, now time.Time, live LiveValues) (revoked int, lic LicenseRow, pools []LicenseRow, _ error) {
 	err := pgx.BeginFunc(ctx, pg.pool, func(tx pgx.Tx) error {
 		var err error
 		if lic, err = pg.liveLicense(ctx, tx, tenantID, id, "FOR UPDATE"); err != nil {
 			return err
 		}
-		err = tx.QueryRow(ctx, `
-			WITH live AS (
-				SELECT * FROM unnest($3::text[], $4::timestamptz[], $5::timestamptz[]) AS v(id, hb, dl)
-			), locked AS (
-				SELECT id FROM sessions WHERE license_id = $1 AND state = 'active' ORDER BY id FOR UPDATE
-			), ended AS (
-				UPDATE sessions s SET state = 'revoked', ended_at = GREATEST($2, s.acquired_at),
-					last_heartbeat_at = GREATEST(s.last_heartbeat_at, (SELECT hb FROM live WHERE live.id = s.id)),
-					expires_at = COALESCE((SELECT dl FROM live WHERE live.id = s.id), s.expires_at)
-				FROM locked WHERE s.id = locked.id AND s.state = 'active'
-				RETURNING s.id, s.license_id, s.tenant_id, s.acquired_at, s.ended_at, s.expires_at
-			), usage AS (
-				INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
-				SELECT id, license_id, tenant_id, 'revoked', acquired_at, `+sqlSeatHeldUntil+`, `+sqlDurationUS(sqlSeatHeldUntil, "acquired_at")+`
-				FROM ended ON CONFLICT (lease_id) DO NOTHING
-			), audit AS (
-				INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
-				SELECT `+sqlAuditID+`, tenant_id, 'system', 'lease.revoke', 'lease', id,
-					jsonb_build_object('license_id', license_id, 'reason', 'license deleted'), ended_at
-				FROM ended
-			)
-			SELECT count(*) FROM ended`, id, now, live.IDs, live.Heartbeats, live.Deadline).Scan(&revoked)
-		if err != nil {
+		rows, _ := tx.Query(ctx, `SELECT `+licenseCols+` FROM licenses
+			WHERE parent_id = $1 AND deleted_at IS NULL ORDER BY id FOR UPDATE`, id)
+		if pools, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (LicenseRow, error) { return scanLicense(r) }); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE licenses SET deleted_at = $2, version = version + 1 WHERE id = $1`, id, now)
+		ids := []string{id}
+		for i := range pools {
+			ids = append(ids, pools[i].ID)
+			pools[i].Version++
+			pools[i].Deleted = true
+		}
+		revoked, err = deletePools(ctx, tx, ids, now, live, "license deleted")
 		lic.Version++
 		return err
 	})
-	return revoked, lic, err
+	return revoked, lic, pools, err
+}
+
+// DeleteGrant revokes a grant's active leases and soft-deletes it, as
+// DeleteLicense does for a license, and bumps its license's version (the
+// grants an acquisition judges by are those of a license version: see
+// server/distributed/grants.go). ErrLicenseNotFound / ErrGrantNotFound.
+func (pg *Postgres) DeleteGrant(ctx context.Context, tenantID, licenseID, grantID string, now time.Time, live LiveValues) (revoked int, lic, pool LicenseRow, _ error) {
+	err := pgx.BeginFunc(ctx, pg.pool, func(tx pgx.Tx) error {
+		var err error
+		if lic, err = pg.liveLicense(ctx, tx, tenantID, licenseID, "FOR NO KEY UPDATE"); err != nil {
+			return err
+		}
+		if pool, err = lockGrant(ctx, tx, licenseID, grantID, "FOR UPDATE"); err != nil {
+			return err
+		}
+		if revoked, err = deletePools(ctx, tx, []string{grantID}, now, live, "grant deleted"); err != nil {
+			return err
+		}
+		pool.Version++
+		pool.Deleted = true
+		lic, err = bumpLicense(ctx, tx, licenseID)
+		return err
+	})
+	return revoked, lic, pool, err
+}
+
+// lockGrant reads an undeleted grant of a license under a row lock:
+// ErrGrantNotFound if none.
+func lockGrant(ctx context.Context, tx pgx.Tx, licenseID, grantID, lock string) (LicenseRow, error) {
+	r, err := scanLicense(tx.QueryRow(ctx, `SELECT `+licenseCols+` FROM licenses
+		WHERE id = $1 AND parent_id = $2 AND deleted_at IS NULL `+lock, grantID, licenseID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return LicenseRow{}, server.ErrGrantNotFound
+	}
+	return r, err
+}
+
+// bumpLicense bumps a license's settings version: its grants changed.
+func bumpLicense(ctx context.Context, tx pgx.Tx, licenseID string) (LicenseRow, error) {
+	return scanLicense(tx.QueryRow(ctx, `UPDATE licenses SET version = version + 1 WHERE id = $1 RETURNING `+licenseCols, licenseID))
+}
+
+// deletePools revokes the active sessions of pools (license or grant rows,
+// locked FOR UPDATE by the caller) with their live values, usage events
+// and audit entries, and soft-deletes the rows (version + 1).
+func deletePools(ctx context.Context, tx pgx.Tx, ids []string, now time.Time, live LiveValues, reason string) (revoked int, err error) {
+	err = tx.QueryRow(ctx, `
+		WITH live AS (
+			SELECT * FROM unnest($3::text[], $4::timestamptz[], $5::timestamptz[]) AS v(id, hb, dl)
+		), locked AS (
+			SELECT id FROM sessions WHERE license_id = ANY($1) AND state = 'active' ORDER BY id FOR UPDATE
+		), ended AS (
+			UPDATE sessions s SET state = 'revoked', ended_at = GREATEST($2, s.acquired_at),
+				last_heartbeat_at = GREATEST(s.last_heartbeat_at, (SELECT hb FROM live WHERE live.id = s.id)),
+				expires_at = COALESCE((SELECT dl FROM live WHERE live.id = s.id), s.expires_at)
+			FROM locked WHERE s.id = locked.id AND s.state = 'active'
+			RETURNING s.id, s.license_id, s.tenant_id, s.acquired_at, s.ended_at, s.expires_at
+		), usage AS (
+			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
+			SELECT id, license_id, tenant_id, 'revoked', acquired_at, `+sqlSeatHeldUntil+`, `+sqlDurationUS(sqlSeatHeldUntil, "acquired_at")+`
+			FROM ended ON CONFLICT (lease_id) DO NOTHING
+		), audit AS (
+			INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
+			SELECT `+sqlAuditID+`, tenant_id, 'system', 'lease.revoke', 'lease', id,
+				jsonb_build_object('license_id', license_id, 'reason', $6::text), ended_at
+			FROM ended
+		)
+		SELECT count(*) FROM ended`, ids, now, live.IDs, live.Heartbeats, live.Deadline, reason).Scan(&revoked)
+	if err != nil {
+		return 0, err
+	}
+	_, err = tx.Exec(ctx, `UPDATE licenses SET deleted_at = $2, version = version + 1 WHERE id = ANY($1)`, ids, now)
+	return revoked, err
 }
 
 // DeletedVersion is the version of a deleted license of the tenant:

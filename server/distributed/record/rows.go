@@ -67,14 +67,33 @@ func fromOpt(t *time.Time) time.Time {
 // licenseCols are the columns scanLicense reads.
 const licenseCols = `id, tenant_id, key, name, seats, overdraft, lease_ttl_us, revival_window_us,
 	leasing_strategy, active, expires_at, metadata, created_at, updated_at, version, live_epoch, deleted_at,
-	max_borrow_us, max_borrowed_seats, allow_early_return`
+	max_borrow_us, max_borrowed_seats, allow_early_return, parent_id, feature, grant_version, starts_at,
+	grant_expires_at`
 
-// LicenseRow is a license with its bookkeeping columns.
+// LicenseRow is a license with its bookkeeping columns, or a grant's pool
+// (ParentID set: License is then Grant.Pool of the grant).
 type LicenseRow struct {
 	server.License
 	Version int64 // bumped by every change of the settings
 	Epoch   int64 // of the live state built from it (live_epoch)
 	Deleted bool
+	// A grant's row: its license, and its own expiry (License.ExpiresAt
+	// is the pool's, the earlier of it and the license's).
+	ParentID       string
+	GrantExpiresAt time.Time
+}
+
+// IsGrant reports whether the row is a grant's pool.
+func (r *LicenseRow) IsGrant() bool { return r.ParentID != "" }
+
+// Grant is a grant's row as a server.Grant.
+func (r *LicenseRow) Grant() server.Grant {
+	return server.Grant{
+		ID: r.ID, LicenseID: r.ParentID, TenantID: r.TenantID, Feature: r.Feature, Version: r.GrantVersion,
+		Seats: r.Seats, Overdraft: r.Overdraft, StartsAt: r.StartsAt, ExpiresAt: r.GrantExpiresAt,
+		MaxBorrowDuration: r.MaxBorrowDuration, MaxBorrowedSeats: r.MaxBorrowedSeats,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
 }
 
 func scanLicense(row pgx.Row) (LicenseRow, error) {
@@ -86,10 +105,13 @@ func scanLicense(row pgx.Row) (LicenseRow, error) {
 		expires, deleted *time.Time
 		meta             map[string]string
 		created, updated time.Time
+		parent, feature  *string
+		grantVersion     *string
+		starts, grantExp *time.Time
 	)
 	err := row.Scan(&r.ID, &r.TenantID, &r.Key, &r.Name, &r.Seats, &r.Overdraft, &ttlUS, &revivalUS,
 		&strategy, &r.Active, &expires, &meta, &created, &updated, &r.Version, &r.Epoch, &deleted,
-		&maxBorrowUS, &r.MaxBorrowedSeats, &r.AllowEarlyReturn)
+		&maxBorrowUS, &r.MaxBorrowedSeats, &r.AllowEarlyReturn, &parent, &feature, &grantVersion, &starts, &grantExp)
 	if err != nil {
 		return LicenseRow{}, err
 	}
@@ -101,7 +123,18 @@ func scanLicense(row pgx.Row) (LicenseRow, error) {
 	r.Metadata = nilIfEmpty(meta)
 	r.CreatedAt, r.UpdatedAt = created.UTC(), updated.UTC()
 	r.Deleted = deleted != nil
+	if parent != nil {
+		r.ParentID, r.Feature, r.GrantVersion = *parent, deref(feature), deref(grantVersion)
+		r.StartsAt, r.GrantExpiresAt = fromOpt(starts), fromOpt(grantExp)
+	}
 	return r, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // sessionCols are the columns scanSession reads, for a table alias ("" for
@@ -109,7 +142,7 @@ func scanLicense(row pgx.Row) (LicenseRow, error) {
 func sessionCols(alias string) string {
 	cols := []string{"id", "license_id", "tenant_id", "token_hash", "token_seq", "fingerprint", `"user"`,
 		"hostname", "metadata", "idempotency_key", "dedupe_key", "state", "acquired_at",
-		"last_heartbeat_at", "expires_at", "ended_at", "borrowed"}
+		"last_heartbeat_at", "expires_at", "ended_at", "borrowed", "feature", "version"}
 	if alias != "" {
 		for i, c := range cols {
 			cols[i] = alias + "." + c
@@ -133,7 +166,8 @@ func scanSession(row pgx.Row) (Session, error) {
 		ended                *time.Time
 	)
 	err := row.Scan(&r.ID, &r.LicenseID, &r.TenantID, &r.TokenHash, &r.TokenSeq, &r.Fingerprint, &r.User,
-		&r.Hostname, &meta, &r.IdempotencyKey, &r.DedupeKey, &state, &acquired, &hb, &expire, &ended, &r.Borrowed)
+		&r.Hostname, &meta, &r.IdempotencyKey, &r.DedupeKey, &state, &acquired, &hb, &expire, &ended, &r.Borrowed,
+		&r.Feature, &r.Version)
 	if err != nil {
 		return Session{}, err
 	}

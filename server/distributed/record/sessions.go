@@ -89,8 +89,9 @@ func (pg *Postgres) EndLease(ctx context.Context, leaseID string, state server.L
 	return row.Lease, true, nil
 }
 
-// ListSessions lists a license's leases, newest first, a page at a time.
-func (pg *Postgres) ListSessions(ctx context.Context, licenseID string, state server.LeaseState, p server.Page) ([]server.Lease, string, error) {
+// ListSessions lists the leases of pools (a license's and its grants':
+// PoolsOf), newest first, a page at a time.
+func (pg *Postgres) ListSessions(ctx context.Context, poolIDs []string, state server.LeaseState, p server.Page) ([]server.Lease, string, error) {
 	after, err := decodeToken(p.Token)
 	if err != nil {
 		return nil, "", err
@@ -105,9 +106,9 @@ func (pg *Postgres) ListSessions(ctx context.Context, licenseID string, state se
 		atFrom, idFrom = &t, &after.ID
 	}
 	rows, _ := pg.pool.Query(ctx, `SELECT `+sessionCols("")+` FROM sessions
-		WHERE license_id = $1 AND ($2 = '' OR state = $2)
+		WHERE license_id = ANY($1) AND ($2 = '' OR state = $2)
 		AND ($3::timestamptz IS NULL OR (acquired_at, id) < ($3, $4::text))
-		ORDER BY acquired_at DESC, id DESC LIMIT $5`, licenseID, string(state), atFrom, idFrom, size+1)
+		ORDER BY acquired_at DESC, id DESC LIMIT $5`, poolIDs, string(state), atFrom, idFrom, size+1)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {
 		l, err := scanSession(r)
 		return l.Lease, err

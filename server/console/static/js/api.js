@@ -87,8 +87,8 @@ export async function listLicenses(signal) {
 
 export const getLicense = (id, signal) => api('GET', `/v1/admin/licenses/${enc(id)}`, {signal});
 export const updateLicense = (id, fields) => api('PATCH', `/v1/admin/licenses/${enc(id)}`, {body: fields});
-export const listLeases = (id, state, signal) =>
-  api('GET', query(`/v1/admin/licenses/${enc(id)}/leases`, {state, pageSize: 1000}), {signal});
+export const listLeases = (id, state, feature, signal) =>
+  api('GET', query(`/v1/admin/licenses/${enc(id)}/leases`, {state, feature, pageSize: 1000}), {signal});
 export const revokeLease = (id, reason) => api('POST', `/v1/admin/leases/${enc(id)}:revoke`, {body: {reason}});
 export const cleanupStatus = (signal) => api('GET', '/v1/admin/cleanup', {signal});
 export const usageReport = (params, signal) => api('GET', query('/v1/admin/reports/usage', params), {signal});

@@ -33,6 +33,17 @@
 local K_CONF, K_LEASES, K_DL, K_DEDUPE, K_IDEM, K_EXP, K_ENDED = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local K_BOR = KEYS[8]
 
+-- POOL_KEYS is how many keys of a pool a script that judges several pools
+-- of one license takes (acquire_pools.lua): pool i's are KEYS[(i-1)*8+1 ..
+-- i*8], in the order above. use_pool points the K_* names (and every
+-- function below that uses them) at pool i's keys.
+local POOL_KEYS = 8
+local function use_pool(i)
+  local b = (i - 1) * POOL_KEYS
+  K_CONF, K_LEASES, K_DL, K_DEDUPE = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4]
+  K_IDEM, K_EXP, K_ENDED, K_BOR = KEYS[b + 5], KEYS[b + 6], KEYS[b + 7], KEYS[b + 8]
+end
+
 -- ENDED_KEEP (µs) is how long K_ENDED remembers an end. rebuild.lua refuses
 -- a snapshot older than REBUILD_MAX_AGE, which must stay well below it.
 -- A license of 500,000 leases takes more than 5 s from snapshot to write
@@ -84,7 +95,7 @@ end
 -- the first HOT_FIELDS of them (the license JSON, the largest field, would
 -- otherwise be read on every run).
 local CONF_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'revival', 'active', 'exp',
-  'strategy', 'tenant', 'json', 'version', 'maxborrow', 'maxborrowed'}
+  'strategy', 'tenant', 'json', 'version', 'maxborrow', 'maxborrowed', 'starts'}
 local HOT_FIELDS = 8
 
 -- load_conf returns the license settings (the first n fields, all when n
@@ -110,6 +121,7 @@ local function load_conf(n)
     version = v[12] or '0',
     maxborrow = tonumber(v[13] or '0'),
     maxborrowed = tonumber(v[14] or '0'),
+    starts = tonumber(v[15] or '0'), -- a grant's pool: not before (µs; 0: at once)
   }
 end
 
@@ -128,13 +140,18 @@ local function open_conf(n)
 end
 
 -- usable is nil when the license may grant and keep seats at now, else the
--- status naming why not.
+-- status naming why not (server.License.CheckUsable). A heartbeat reads
+-- only the HOT_FIELDS: a grant's start is judged by acquisitions alone
+-- (no lease of a pool exists before its start).
 local function usable(conf, now)
   if not conf.active then
     return 'INACTIVE'
   end
   if conf.exp > 0 and now >= conf.exp then
     return 'LICEXPIRED'
+  end
+  if conf.starts and conf.starts > 0 and now < conf.starts then
+    return 'NOTSTARTED'
   end
   return nil
 end

@@ -97,7 +97,7 @@ end
 local flags, epoch, snap, inc, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local nconf = tonumber(ARGV[6])
 local first, last = string.find(flags, 'F', 1, true) ~= nil, string.find(flags, 'L', 1, true) ~= nil
-local CHUNK = last and tonumber(ARGV[19]) -- leases given the time back a call
+local CHUNK = last and tonumber(ARGV[20]) -- leases given the time back a call
 
 local cur = redis.call('HMGET', K_CONF, 'epoch', 'deleted')
 if cur[2] == '1' or (cur[1] and tonumber(cur[1]) >= epoch) then
@@ -242,9 +242,9 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', L_ENDED, fmt(began), '+inf')) do
   unstage(legacy_key(id), now)
 end
 -- The record's borrowed leases returned early, still before their
--- deadline (ARGV[20]: how many pairs of id, deadline follow): they count
+-- deadline (ARGV[21]: how many pairs of id, deadline follow): they count
 -- against the borrow cap (end.lua).
-for j = 21, 20 + 2 * tonumber(ARGV[20]), 2 do
+for j = 22, 21 + 2 * tonumber(ARGV[21]), 2 do
   if tonumber(ARGV[j + 1]) > now then
     redis.call('ZADD', S_BOR, ARGV[j + 1], ARGV[j])
   end
@@ -263,5 +263,5 @@ local c = 7
 redis.call('HSET', K_CONF, 'epoch', fmt(epoch), 'version', ARGV[c], 'seats', ARGV[c + 1],
   'overdraft', ARGV[c + 2], 'ttl', ARGV[c + 3], 'revival', ARGV[c + 4], 'active', ARGV[c + 5],
   'exp', ARGV[c + 6], 'strategy', ARGV[c + 7], 'tenant', ARGV[c + 8], 'json', ARGV[c + 9], 'deleted', '0',
-  'maxborrow', ARGV[c + 10], 'maxborrowed', ARGV[c + 11])
+  'maxborrow', ARGV[c + 10], 'maxborrowed', ARGV[c + 11], 'starts', ARGV[c + 12])
 return {'OK', min_deadline()}

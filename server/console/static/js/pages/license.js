@@ -1,6 +1,8 @@
-// License: its leases (user, host, fingerprint, acquired, last heartbeat,
-// expires in), revoking one after a confirmation, and editing seats, lease
-// TTL and active. The leases refresh every 5 s; the form is left alone.
+// License: its feature grants (feature, version, seats in use / seats,
+// starts, expires), its leases (user, host, fingerprint, feature and
+// version, acquired, last heartbeat, expires in; by state and feature),
+// revoking one after a confirmation, and editing seats, lease TTL and
+// active. The grants and leases refresh every 5 s; the form is left alone.
 import {getLicense, listLeases, revokeLease, updateLicense} from '../api.js';
 import {h, replace, table, when, until, seconds, span, num} from '../dom.js';
 import {every, updatedText} from '../refresh.js';
@@ -14,22 +16,30 @@ export function render(main, [id], page) {
   page.title('License');
   const heading = h('h1', {tabindex: -1}, 'License');
   const facts = h('div', {id: 'license-facts'}, h('p', {class: 'loading'}, 'Loading the license…'));
+  const grantsBox = h('div', {id: 'grants'});
   const leasesBox = h('div', {id: 'leases'});
   const actionStatus = h('div', {id: 'lease-action', 'aria-live': 'polite'});
   const updated = h('p', {class: 'updated'});
   const filter = h('select', {id: 'lease-filter'},
     h('option', {value: 'LEASE_STATE_ACTIVE'}, 'Active leases'),
     h('option', {value: ''}, 'All leases, newest first'));
+  // The feature filter lists the license's features once it has any.
+  const featureFilter = h('select', {id: 'lease-feature'}, h('option', {value: ''}, 'every feature and the base pool'));
+  const featureLabel = h('label', {class: 'inline', hidden: true}, ' of ', featureFilter);
   const editor = h('div', {id: 'edit'});
   let formFilled = false;
 
   main.append(
     h('p', {class: 'crumbs'}, h('a', {href: '#/'}, 'Overview'), ' › ', h('span', {}, id)),
     heading, updated, facts,
+    h('section', {'aria-labelledby': 'grants-h'},
+      h('h2', {id: 'grants-h'}, 'Features'),
+      h('p', {class: 'help'}, 'Each feature grant is a pool of its own; the seats above are the base pool, for requests that name no feature.'),
+      grantsBox),
     h('section', {'aria-labelledby': 'leases-h'},
       h('div', {class: 'section-head'},
         h('h2', {id: 'leases-h'}, 'Leases'),
-        h('label', {class: 'inline'}, 'Show ', filter)),
+        h('span', {}, h('label', {class: 'inline'}, 'Show ', filter), featureLabel)),
       actionStatus, leasesBox),
     h('section', {'aria-labelledby': 'edit-h'}, h('h2', {id: 'edit-h'}, 'Settings'), editor),
     h('p', {}, h('a', {href: `#/usage/${encodeURIComponent(id)}`}, 'Usage of this license over 30 days')));
@@ -38,13 +48,15 @@ export function render(main, [id], page) {
     try {
       const [license, leases] = await Promise.all([
         getLicense(id, page.signal),
-        listLeases(id, filter.value, page.signal),
+        listLeases(id, filter.value, featureFilter.value, page.signal),
       ]);
       if (page.signal.aborted) return;
       const name = license.name || license.id;
       page.title(name);
       replace(heading, name);
       replace(facts, licenseFacts(license));
+      replace(grantsBox, grantTable(license));
+      listFeatures(featureFilter, featureLabel, license.grants || []);
       replace(leasesBox, leaseTable(leases.leases || [], confirmRevoke));
       if (!formFilled) {
         replace(editor, editForm(license, (saved) => replace(facts, licenseFacts(saved)), page));
@@ -57,6 +69,7 @@ export function render(main, [id], page) {
     }
   };
   filter.addEventListener('change', load);
+  featureFilter.addEventListener('change', load);
 
   // confirmRevoke asks before revoking: a modal dialog, Cancel first.
   function confirmRevoke(lease) {
@@ -98,7 +111,7 @@ function licenseFacts(l) {
   const inUse = l.seatsInUse || 0;
   const items = [
     ['Seats in use', [h('span', {class: 'in-use', id: 'license-in-use'}, `${inUse} / ${l.seats}`),
-      l.overdraft ? ` (+${l.overdraft} overdraft)` : '']],
+      l.overdraft ? ` (+${l.overdraft} overdraft)` : '', (l.grants || []).length ? ' of the base pool' : '']],
     ['Waiting', num(l.waiting)],
     ['Lease TTL', span(seconds(l.leaseTtl))],
     ['Borrowing', seconds(l.maxBorrowDuration) > 0
@@ -112,6 +125,66 @@ function licenseFacts(l) {
   return h('dl', {class: 'facts'}, items.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 }
 
+// listFeatures keeps the feature filter's options to the license's
+// features (the choice stays while its feature does), shown once there is
+// one.
+function listFeatures(select, label, grants) {
+  const names = [...new Set(grants.map((g) => g.feature))];
+  const have = [...select.options].slice(1).map((o) => o.value);
+  if (names.join('\n') !== have.join('\n')) {
+    const chosen = select.value;
+    replace(select, h('option', {value: ''}, 'every feature and the base pool'),
+      names.map((n) => h('option', {value: n}, `feature ${n}`)));
+    select.value = names.includes(chosen) ? chosen : '';
+  }
+  label.hidden = names.length === 0;
+}
+
+// grantTable lists the license's feature grants in the API's order (by
+// feature, then the order their seats are taken in).
+function grantTable(license) {
+  const grants = license.grants || [];
+  if (grants.length === 0) {
+    return h('p', {class: 'empty'}, 'No feature grants: every seat is of the base pool. Add one with seatctl grants create.');
+  }
+  const now = Date.now();
+  const rows = grants.map((g) => {
+    const inUse = g.seatsInUse || 0;
+    const seats = g.seats || 0;
+    return h('tr', {dataset: {grantId: g.id, feature: g.feature}},
+      h('th', {scope: 'row'}, g.feature),
+      h('td', {class: 'version'}, g.version ? g.version : h('span', {class: 'none'}, 'all versions')),
+      h('td', {},
+        h('span', {class: inUse >= seats ? 'in-use full' : 'in-use'}, `${inUse} / ${seats}`),
+        g.overdraft ? h('div', {class: 'sub'}, `+${g.overdraft} overdraft`) : null),
+      h('td', {class: 'starts'}, g.startsAt ? [when(g.startsAt), h('div', {class: 'sub'}, until(g.startsAt, now))]
+        : h('span', {class: 'none'}, 'at once')),
+      h('td', {class: 'expires'}, g.expiresAt ? [when(g.expiresAt), h('div', {class: 'sub'}, until(g.expiresAt, now))]
+        : h('span', {class: 'none'}, 'never')),
+      h('td', {}, grantState(license, g, now)),
+      h('td', {}, h('code', {}, g.id)));
+  });
+  return table('Feature grants',
+    ['Feature', 'Version (up to)', 'In use / seats', 'Starts', 'Expires', 'State', 'Grant'], rows, {class: 'grants'});
+}
+
+// grantState says whether a grant gives seats now: not before it starts,
+// nor once it or its license expired, nor while the license is inactive.
+function grantState(license, g, now) {
+  const past = (ts) => ts && new Date(ts).getTime() <= now;
+  if (past(g.expiresAt) || past(license.expiresAt)) return h('span', {class: 'badge bad'}, 'expired');
+  if (g.startsAt && !past(g.startsAt)) return h('span', {class: 'badge off'}, 'not started');
+  if (!license.active) return h('span', {class: 'badge off'}, 'inactive');
+  return h('span', {class: 'badge ok'}, 'current');
+}
+
+// leaseFeature is the feature and version a lease asked for; a lease of
+// the base pool asked for none.
+function leaseFeature(l) {
+  if (!l.feature) return h('span', {class: 'none'}, 'base');
+  return l.version ? `${l.feature} ${l.version}` : l.feature;
+}
+
 function leaseTable(leases, onRevoke) {
   if (leases.length === 0) return h('p', {class: 'empty'}, 'No leases to show.');
   const now = Date.now();
@@ -122,12 +195,13 @@ function leaseTable(leases, onRevoke) {
       h('th', {scope: 'row'}, l.user || h('span', {class: 'none'}, '—')),
       h('td', {}, l.hostname || h('span', {class: 'none'}, '—')),
       h('td', {}, h('code', {}, l.fingerprint)),
+      h('td', {class: 'feature'}, leaseFeature(l)),
       h('td', {}, when(l.acquiredAt)),
       h('td', {}, when(l.lastHeartbeatAt)),
       h('td', {}, active ? until(l.expiresAt, now) : [STATES[l.state] || l.state, ' ', when(l.endedAt)]),
       h('td', {}, revocable(l, who, onRevoke)));
   });
-  return table('Leases', ['User', 'Host', 'Fingerprint', 'Acquired', 'Last heartbeat', 'Expires in', 'Action'], rows, {class: 'leases'});
+  return table('Leases', ['User', 'Host', 'Fingerprint', 'Feature', 'Acquired', 'Last heartbeat', 'Expires in', 'Action'], rows, {class: 'leases'});
 }
 
 // revocable is a live lease's action: Revoke, except for a borrowed seat,

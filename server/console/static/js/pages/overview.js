@@ -1,6 +1,6 @@
 // Overview: each license's seats in use against its limit, its queue,
-// expiry and state; the cleanup leader and its last pass. Refreshes every
-// 5 s.
+// its features' use, expiry and state; the cleanup leader and its last
+// pass. Refreshes every 5 s.
 import {listLicenses, cleanupStatus, session, ApiError} from '../api.js';
 import {h, replace, table, when, until, seconds, span, num} from '../dom.js';
 import {every, updatedText} from '../refresh.js';
@@ -64,14 +64,40 @@ function licenseTable(licenses) {
           'aria-label': `${l.name || l.id}: ${inUse} of ${l.seats} seats in use`,
         }),
         h('span', {class: full ? 'in-use full' : 'in-use'}, `${inUse} / ${l.seats}`),
-        l.overdraft ? h('div', {class: 'sub'}, `+${l.overdraft} overdraft`) : null),
+        l.overdraft ? h('div', {class: 'sub'}, `+${l.overdraft} overdraft`) : null,
+        (l.grants || []).length ? h('div', {class: 'sub'}, 'base pool') : null),
+      h('td', {class: 'features'}, featureUse(l, now)),
       h('td', {class: 'queue'}, num(l.waiting)),
       h('td', {}, h('span', {}, `${span(seconds(l.leaseTtl))}`)),
       h('td', {}, l.expiresAt ? [when(l.expiresAt), h('div', {class: expired ? 'sub bad' : 'sub'},
         expired ? 'expired' : until(l.expiresAt, now))] : h('span', {class: 'none'}, 'never')),
       h('td', {}, l.active ? h('span', {class: 'badge ok'}, 'active') : h('span', {class: 'badge off'}, 'inactive')));
   });
-  return table('Licenses', ['License', 'In use / seats', 'Queue', 'Lease TTL', 'Expires', 'State'], rows, {class: 'licenses'});
+  return table('Licenses', ['License', 'In use / seats', 'Features', 'Queue', 'Lease TTL', 'Expires', 'State'], rows, {class: 'licenses'});
+}
+
+// featureUse is a license's use per feature, its grants summed: one line
+// per feature, "render 3 / 7". The seats are those of the grants current
+// now (started, not expired); seats in use count every grant's leases.
+function featureUse(license, now) {
+  const grants = license.grants || [];
+  if (grants.length === 0) return h('span', {class: 'none'}, '—');
+  const past = (ts) => ts && new Date(ts).getTime() <= now;
+  const byFeature = new Map();
+  for (const g of grants) {
+    const f = byFeature.get(g.feature) || {inUse: 0, seats: 0, grants: 0, current: 0};
+    const current = !past(g.expiresAt) && !past(license.expiresAt) && (!g.startsAt || past(g.startsAt));
+    f.inUse += g.seatsInUse || 0;
+    f.seats += current ? (g.seats || 0) : 0;
+    f.grants += 1;
+    f.current += current ? 1 : 0;
+    byFeature.set(g.feature, f);
+  }
+  return [...byFeature].map(([name, f]) => h('div', {class: 'feature-use', dataset: {feature: name}},
+    h('span', {class: 'feature-name'}, name), ' ',
+    h('span', {class: f.seats > 0 && f.inUse >= f.seats ? 'in-use full' : 'in-use'}, `${f.inUse} / ${f.seats}`),
+    f.current === 0 ? h('span', {class: 'sub'}, ' (no current grant)')
+      : f.grants > 1 ? h('span', {class: 'sub'}, ` (${f.grants} grants)`) : null));
 }
 
 function cleanupFacts(st) {

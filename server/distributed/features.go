@@ -1,0 +1,175 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
+)
+
+// A feature's acquisition: the grants that may grant it (License.GrantsFor,
+// on the license's grants at a settings version: grants.go) are judged in
+// one script run over their pools' keys (acquire_pools.lua, invariant 12);
+// the grant is then recorded exactly as a license's (acquire.go:
+// recordNew, recordRenewal), under the pool that granted it.
+
+func (s *Store) acquireFeature(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
+	var (
+		g     live.PoolAcquisition
+		fresh bool // read the grants from the record, not the cache
+	)
+	for range maxAttempts {
+		licenseID, cached, err := s.resolveKey(ctx, req.LicenseKey)
+		if err != nil {
+			return server.AcquireResult{}, err
+		}
+		lg, fromCache, err := s.grantsOf(ctx, licenseID, fresh)
+		if server.ErrorReason(err) == server.ReasonLicenseNotFound && cached {
+			s.licenseKeys.Drop(req.LicenseKey) // the key may open another license now
+			continue
+		}
+		if err != nil {
+			return server.AcquireResult{}, err
+		}
+		grants, err := lg.license.GrantsFor(req.Feature, req.Version)
+		if err != nil {
+			if fromCache && s.grantsMayHaveChanged(ctx, licenseID, lg.version) {
+				fresh = true
+				continue
+			}
+			return server.AcquireResult{}, err
+		}
+		pools := make([]string, len(grants))
+		for i := range grants {
+			pools[i] = grants[i].ID
+		}
+		if err := s.live.AcquirePools(ctx, licenseID, lg.version, pools, &req, &g); err != nil {
+			return server.AcquireResult{}, s.fail("acquire", err)
+		}
+		r, retry, err := s.judgedPools(ctx, &req, licenseID, cached, lg, &g)
+		if !retry {
+			return r, err
+		}
+		fresh = true
+	}
+	return server.AcquireResult{}, s.fail("acquire", errors.New("live state kept changing; giving up"))
+}
+
+// judgedPools acts on acquire_pools.lua's answer: records a grant, or
+// says why not, or asks for another round (retry).
+func (s *Store) judgedPools(ctx context.Context, req *server.AcquireRequest, licenseID string, cached bool, lg *licenseGrants, g *live.PoolAcquisition) (server.AcquireResult, bool, error) {
+	var (
+		r     server.AcquireResult
+		retry bool
+		err   error
+	)
+	switch g.Status {
+	case live.StatusGranted:
+		r, retry, err = s.recordNew(ctx, req, &g.Acquisition)
+	case live.StatusHandedBack:
+		r, retry, err = s.recordRenewal(ctx, *req, &g.Acquisition)
+	case live.StatusNoState:
+		retry, err = s.buildPools(ctx, req, licenseID, cached, g.NoState)
+	case live.StatusStale:
+		retry, err = s.staleGrants(ctx, licenseID, lg, g.RedisVersion)
+	case live.StatusDeleted:
+		if g.DeletedPool != licenseID {
+			return r, true, nil // a grant went: read the grants anew
+		}
+		s.licenseKeys.Drop(req.LicenseKey)
+		if !cached {
+			return r, false, server.ErrLicenseNotFound
+		}
+		return r, true, nil
+	case live.StatusUnusable:
+		return r, false, unusableError(req.Feature, g)
+	case live.StatusExhausted:
+		return r, false, server.FeatureSeatsExhausted(req.Feature, g.InUse, g.Limit)
+	default:
+		retry, err = s.acquireRefused(ctx, req, licenseID, cached, &g.Acquisition)
+	}
+	if err != nil || retry {
+		return server.AcquireResult{}, retry, err
+	}
+	r.License, r.Grant = withGrant(lg.license, g.PoolID)
+	if r.Grant == nil { // never: the pool is one of lg's grants
+		return server.AcquireResult{}, false, s.fail("acquire", fmt.Errorf("grant %s not among the license's", g.PoolID))
+	}
+	return r, false, nil
+}
+
+// buildPools builds the live state of the pools that have none (the
+// license's own too: its settings carry the version of its grants), as
+// ensureLive does for a license, before the script judges them again.
+func (s *Store) buildPools(ctx context.Context, req *server.AcquireRequest, licenseID string, cached bool, pools []string) (retry bool, err error) {
+	for _, p := range pools {
+		err := s.ensureLive(ctx, p)
+		switch {
+		case server.ErrorReason(err) != server.ReasonLicenseNotFound:
+		case p != licenseID:
+			continue // a grant deleted meanwhile: the next round reads the grants anew
+		default:
+			s.licenseKeys.Drop(req.LicenseKey)
+			if cached {
+				return true, nil // the key may open another license now
+			}
+		}
+		if err != nil {
+			return false, s.fail("acquire: build live state", err)
+		}
+	}
+	return true, nil
+}
+
+// staleGrants handles a license whose settings version in Redis is not
+// the one its grants were read at: older grants are read again (the
+// caller's next round does); a Redis behind the record gets the record's
+// settings first, as grantOutdated does for a license's.
+func (s *Store) staleGrants(ctx context.Context, licenseID string, lg *licenseGrants, inRedis int64) (retry bool, err error) {
+	if inRedis > lg.version {
+		return true, nil
+	}
+	lic, err := s.rec.License(ctx, licenseID)
+	if err != nil {
+		return false, s.fail("acquire: read license", err)
+	}
+	if lic.Version > inRedis {
+		if err := s.setConf(ctx, lic); err != nil {
+			return false, s.fail("acquire: push license settings", err)
+		}
+	}
+	return true, nil
+}
+
+// grantsMayHaveChanged reports whether the license's settings version in
+// Redis differs from the one its cached grants were read at (or cannot be
+// read): a refusal judged on them must then be judged on the record's.
+func (s *Store) grantsMayHaveChanged(ctx context.Context, licenseID string, version int64) bool {
+	v, err := s.live.ConfVersions(ctx, []string{licenseID})
+	return err != nil || !v[0].Present || v[0].Version != version
+}
+
+// unusableError is the refusal when no covering grant is usable now
+// (server.LeaseStore.Acquire): the license switched off; else, if some
+// grant has yet to start, GrantNotStarted with the earliest start; else
+// the grants (or the license) have expired.
+func unusableError(feature string, g *live.PoolAcquisition) error {
+	var first time.Time
+	for i, st := range g.Unusable {
+		switch st {
+		case live.StatusInactive:
+			return server.ErrLicenseInactive
+		case live.StatusNotStarted:
+			if at := g.Starts[i]; first.IsZero() || at.Before(first) {
+				first = at
+			}
+		}
+	}
+	if !first.IsZero() {
+		return server.GrantNotStarted(feature, first)
+	}
+	return server.ErrLicenseExpired
+}

@@ -1,0 +1,323 @@
+-- acquire_pools.lua is acquire.lua for a feature: an acquisition judged
+-- over the pools of the grants that may grant it (server.License.GrantsFor,
+-- in pick order), all of one license and so of one slot (../keys.go), in
+-- one atomic step (invariant 12). Like acquire.lua it takes the
+-- acquisitions on the same pools that arrived together (../batch.go) and
+-- judges each on its own, in order, as if it came alone:
+--   1. a live lease of the acquisition's idempotency key, else of its
+--      dedupe key, in any usable pool is handed back (new token);
+--      a replay of the script (same lease id and token) answers its grant;
+--   2. else the first usable pool with a free seat grants, exactly as
+--      acquire.lua does in one license: lapsed leases whose seat it needs
+--      are displaced, and so are the lapsed leases of the acquisition's
+--      keys in ANY of the pools (they could otherwise revive beside the new
+--      one); a borrow is judged by the pool's own limits (a pool that
+--      refuses it is passed over like a full one);
+--   3. else EXHAUSTED with the seats in use and the limits summed over the
+--      usable pools (or, if every usable pool refused the borrow, the first
+--      refusal), or UNUSABLE when no pool is usable now.
+-- KEYS: the 8 keys of each pool (common.lua, use_pool), then the license's
+--       own settings hash.
+-- ARGV: per acquisition 14 values: the license's settings version the
+--       caller's grants were read at and the number of pools (the same for
+--       every acquisition of a run), lease id, token hash, idempotency key,
+--       borrow (µs), 4 pairs of (strategy, dedupe key) as acquire.lua.
+-- Returns, for all of them, {{'NOCONF', i...}} (pools without live state;
+-- 0: the license), {{'DELETED', i}} (0: the license), {{'STALE', version
+-- in Redis}} (the grants changed); else {'OK', {each pool's json}, {epoch},
+-- {settings version}, {usable() status or ''}, {start (µs)}, then per
+-- acquisition 12 values: status, i, lease id, acquired, last_hb, deadline,
+-- token_seq, in use, previous first deadline of pool i, dedupe key,
+-- limit, displaced {pool, id, pool, id ...}}, status as acquire.lua's, or
+-- 'UNUSABLE'; i is the pool judged (0: none).
+local ARGS_PER, OUT_PER = 14, 12
+local npools = tonumber(ARGV[2])
+local LIC_CONF = KEYS[npools * POOL_KEYS + 1]
+
+local lic = redis.call('HMGET', LIC_CONF, 'epoch', 'deleted', 'version')
+local missing = {}
+if not lic[1] then
+  missing[1] = 0
+elseif lic[2] == '1' then
+  return {{'DELETED', 0}}
+elseif (lic[3] or '0') ~= ARGV[1] then
+  return {{'STALE', lic[3] or '0'}}
+end
+local confs = {}
+for i = 1, npools do
+  use_pool(i)
+  local c = load_conf()
+  if not c then
+    missing[#missing + 1] = i
+  elseif c.deleted then
+    return {{'DELETED', i}}
+  end
+  confs[i] = c
+end
+if #missing > 0 then
+  return {{'NOCONF', unpack(missing)}}
+end
+
+local now = now_us()
+local bads, starts = {}, {}
+for i = 1, npools do
+  bads[i] = usable(confs[i], now) or ''
+  starts[i] = confs[i].starts
+end
+
+-- count_of is the number of live leases of pool i (the current pool):
+-- counted once a run, then kept up to date by the grants (every
+-- acquisition of the run is judged at the same time, now).
+local counts = {}
+local function count_of(i)
+  if not counts[i] then
+    counts[i] = live_count(now)
+  end
+  return counts[i]
+end
+
+-- acquire judges the acquisition whose arguments start at ARGV[b]. Its
+-- reads come before its writes, so one that fails (pcall) has written
+-- nothing.
+local function acquire(b)
+  local id, tok, borrow = ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 3])
+  local borrowing = borrow > 0
+  local idem = idem_key(ARGV[b + 2], borrowing)
+
+  -- dedupe_of is the acquisition's dedupe key under a pool's strategy.
+  local function dedupe_of(conf)
+    if borrowing then
+      return ''
+    end
+    local dk, fallback = nil, ''
+    for j = b + 4, b + 11, 2 do
+      if ARGV[j] == conf.strategy then
+        dk = ARGV[j + 1]
+      end
+      if ARGV[j] == 'fingerprint' then
+        fallback = ARGV[j + 1]
+      end
+    end
+    return dk or fallback
+  end
+
+  local function reply(status, i, r, lid, n, prev, limit, displaced)
+    local acq, hb, dl, seq, dk = 0, 0, 0, 0, ''
+    if r then
+      acq, hb, dl, seq, dk = r[ACQ], r[HB], r[DL], r[SEQ], r[DEDUPE]
+    end
+    return {status, i, lid or '', acq, hb, dl, seq, n or 0, prev or -1, dk, limit or 0, displaced or {}}
+  end
+
+  -- 1. A replay of this script answers its own grant.
+  for i = 1, npools do
+    if bads[i] == '' then
+      use_pool(i)
+      local r = get_rec(K_LEASES, id)
+      if r and r[TOK] == tok and r[SEQ] == 0 then
+        local waiting = {}
+        for _, lid in ipairs(redis.call('HKEYS', K_EXP)) do
+          waiting[#waiting + 1] = i
+          waiting[#waiting + 1] = lid
+        end
+        return reply('NEW', i, r, id, count_of(i), first_deadline(), confs[i].seats + confs[i].overdraft, waiting)
+      end
+    end
+  end
+
+  -- The lease of a key in the current pool: live (and of this kind: a borrow
+  -- never hands back a normal lease, nor the reverse), or noted as lapsed.
+  local keyed = {} -- pool, id, pool, id ...: lapsed leases of this acquisition's keys
+  local function find(hash, key, i)
+    if key == '' then
+      return nil
+    end
+    local lid = redis.call('HGET', hash, key)
+    if not lid then
+      return nil
+    end
+    local r = get_rec(K_LEASES, lid)
+    if not r then
+      return nil
+    end
+    if r[DL] <= now then
+      keyed[#keyed + 1] = i
+      keyed[#keyed + 1] = lid
+      return nil
+    end
+    if (r[BOR] ~= nil) ~= borrowing then
+      return nil
+    end
+    return lid, r
+  end
+
+  -- hand_back renews the live lease lid of pool i (acquire.lua's EXISTING).
+  local function hand_back(i, lid, r)
+    local conf = confs[i]
+    local was = first_deadline()
+    r[TOK] = tok
+    r[HB] = now
+    if not r[BOR] then
+      r[DL] = now + conf.ttl
+    end
+    r[SEQ] = r[SEQ] + 1
+    put_rec(K_LEASES, lid, r)
+    redis.call('ZADD', K_DL, fmt(r[DL]), lid)
+    local n = count_of(i)
+    if r[DL] <= now then
+      n = n - 1 -- was live, is no longer (a zero TTL)
+      counts[i] = n
+    end
+    return reply('EXISTING', i, r, lid, n, was, conf.seats + conf.overdraft, {})
+  end
+
+  -- 2. The live lease of the idempotency key, else of the dedupe key, in
+  -- any usable pool.
+  local dks = {}
+  for i = 1, npools do
+    dks[i] = dedupe_of(confs[i])
+  end
+  for pass = 1, 2 do
+    keyed = {} -- the second pass notes every lapsed keyed lease again
+    for i = 1, npools do
+      use_pool(i)
+      local lid, r = find(K_IDEM, idem, i)
+      if not lid and pass == 2 then
+        lid, r = find(K_DEDUPE, dks[i], i)
+      end
+      if lid and bads[i] == '' then
+        return hand_back(i, lid, r)
+      end
+    end
+  end
+
+  -- 3. The first usable pool with a free seat (and, for a borrow, one whose
+  -- limits allow it).
+  local sum_n, sum_limit, any_usable, exhausted, refusal = 0, 0, false, false, nil
+  local pick, pick_n = nil, 0
+  for i = 1, npools do
+    if bads[i] == '' then
+      any_usable = true
+      use_pool(i)
+      local conf = confs[i]
+      local limit = conf.seats + conf.overdraft
+      local n = count_of(i)
+      local why, wn, wl = nil, 0, 0
+      local nb, nret = nil, 0
+      if borrowing then
+        if conf.maxborrow <= 0 then
+          why = 'NOBORROW'
+        elseif borrow > conf.maxborrow then
+          why = 'BORROWLONG'
+        else
+          nb, nret = borrowed_count(now)
+          if conf.maxborrowed > 0 and nb + nret >= conf.maxborrowed then
+            why, wn, wl = 'BORROWLIMIT', nb + nret, conf.maxborrowed
+          elseif conf.maxborrowed == 0 and nret > 0 and nb + nret >= limit then
+            why, wn, wl = 'BORROWLIMIT', nb + nret, limit
+          end
+        end
+      end
+      if why then
+        refusal = refusal or {why, i, wn, wl}
+      elseif n >= limit then
+        exhausted = true
+        sum_n, sum_limit = sum_n + n, sum_limit + limit
+      else
+        pick, pick_n = i, n
+        break
+      end
+    end
+  end
+  if not pick then
+    if not any_usable then
+      return reply('UNUSABLE', 0)
+    end
+    if exhausted or not refusal then
+      return reply('EXHAUSTED', 0, nil, '', sum_n, -1, sum_limit)
+    end
+    return reply(refusal[1], refusal[2], nil, '', refusal[3], -1, refusal[4])
+  end
+
+  local i = pick
+  use_pool(i)
+  local conf = confs[i]
+  local limit = conf.seats + conf.overdraft
+  if redis.call('HEXISTS', K_LEASES, id) == 1 or redis.call('HEXISTS', K_EXP, id) == 1 then
+    return reply('DUP', i, nil, '', 0, -1, limit)
+  end
+  -- The leases waiting in the pool's expiring hash are named (acquire.lua).
+  local displaced = {}
+  for _, lid in ipairs(redis.call('HKEYS', K_EXP)) do
+    displaced[#displaced + 1] = i
+    displaced[#displaced + 1] = lid
+  end
+  -- The lapsed leases of this acquisition's keys, in whichever pool, end
+  -- with the grant (invariant 4).
+  for k = 1, #keyed, 2 do
+    local j, lid = keyed[k], keyed[k + 1]
+    use_pool(j)
+    local raw = redis.call('HGET', K_LEASES, lid)
+    if raw then
+      unlink(lid, unpack_rec(raw))
+      redis.call('HSET', K_EXP, lid, raw)
+      displaced[#displaced + 1] = j
+      displaced[#displaced + 1] = lid
+    end
+  end
+  use_pool(i)
+  -- The seats of the earliest lapsed leases the grant needs.
+  local total = redis.call('ZCARD', K_DL)
+  if total >= limit then
+    for _, lid in ipairs(redis.call('ZRANGE', K_DL, 0, total - limit)) do
+      local raw = redis.call('HGET', K_LEASES, lid)
+      if raw then
+        unlink(lid, unpack_rec(raw))
+        redis.call('HSET', K_EXP, lid, raw)
+        displaced[#displaced + 1] = i
+        displaced[#displaced + 1] = lid
+      else
+        redis.call('ZREM', K_DL, lid)
+      end
+    end
+  end
+  local was = first_deadline()
+  local dk = dks[i]
+  local r = {tok, now, now, now + conf.ttl, dk, idem, 0}
+  if borrowing then
+    r[DL], r[BOR] = now + borrow, 1
+    redis.call('ZADD', K_BOR, fmt(r[DL]), id)
+  end
+  put_rec(K_LEASES, id, r)
+  redis.call('ZADD', K_DL, fmt(r[DL]), id)
+  if dk ~= '' then
+    redis.call('HSET', K_DEDUPE, dk, id)
+  end
+  if idem ~= '' then
+    redis.call('HSET', K_IDEM, idem, id)
+  end
+  local n = pick_n
+  if r[DL] > now then
+    n = n + 1
+  end
+  counts[i] = n
+  return reply('NEW', i, r, id, n, was, limit, displaced)
+end
+
+-- The pools' settings (json, epoch, version), usable() statuses and
+-- starts, once for all the acquisitions of the run.
+local jsons, epochs, versions = {}, {}, {}
+for i = 1, npools do
+  jsons[i], epochs[i], versions[i] = confs[i].json, confs[i].epoch, confs[i].version
+end
+local out = {'OK', jsons, epochs, versions, bads, starts}
+for b = 1, #ARGV, ARGS_PER do
+  local ok, r = pcall(acquire, b + 2)
+  if not ok then
+    r = {'ERR', 0, tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, -1, '', 0, {}}
+  end
+  for k = 1, OUT_PER do
+    out[#out + 1] = r[k]
+  end
+end
+return out
