@@ -17,10 +17,18 @@
 # 30% off one measured a minute later), so each operation runs in
 # BENCH_SLICES slices, each right after a health slice as long, and "vs gRPC"
 # is the median over those pairs of the operation's rate over the ceiling's.
+# feature-acquire, feature-heartbeat, feature-release: the same operations on
+# a feature of a license holding 50 grants of it (issue 26; bench/load's
+# featurePool says how they are laid out), measured after the base rows in
+# the same run, each beside its base row ("NN% of base"): the ratio of
+# their "vs gRPC" ratios (the machine's drift between the two phases cancels).
 # Knobs: BENCH_DURATION (per phase, default 10s), BENCH_SLICES (5), BENCH_CONCURRENCY (64),
-# BENCH_MODES ("embedded distributed"), BENCH_SEATD and BENCH_LOAD (a seatd
-# and a load binary to use instead of building this tree's, e.g. for a
-# before/after comparison).
+# BENCH_MODES ("embedded distributed"), BENCH_FEATURES (1; 0 leaves the feature
+# rows out), BENCH_COVERING (50: how many of the 50 grants cover the request;
+# the others are of other features), BENCH_SEATD and BENCH_LOAD (a seatd and a load binary to use
+# instead of building this tree's, e.g. for a before/after comparison: with a
+# load binary from before issue 26, set BENCH_FEATURES=0; a seatd from before
+# it has its feature rows skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +37,8 @@ SLICES=${BENCH_SLICES:-5}
 D=${BENCH_DURATION:-10s}
 MODES=${BENCH_MODES:-embedded distributed} # which storage modes to measure
 SECS=${D%s}
+FEATURE_OPS=
+[[ "${BENCH_FEATURES:-1}" == 0 ]] || FEATURE_OPS=,feature-acquire,feature-heartbeat,feature-release
 PG_URL=${SEATD_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 REDIS_URL=${SEATD_TEST_REDIS_URL:-redis://127.0.0.1:6379/0}
 OP=benchmark-operator-key
@@ -50,10 +60,12 @@ LOAD=${BENCH_LOAD:-bin/load}
 
 # start_seatd MODE ARGS... : starts seatd, waits for it, sets ADDR to its gRPC address.
 # The load generator is one client address: the per-address call limit is off.
+# The seats quota is off: the base rows' license alone has the default quota's
+# million seats, and the feature rows' license comes beside it.
 start_seatd() {
   local log="$work/$1.log"; shift
   "$SEATD" --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --operator-key "$OP" \
-    --drain-delay 0s --unauthenticated-call-rate 0 "$@" >"$log" 2>&1 &
+    --drain-delay 0s --unauthenticated-call-rate 0 --tenant-max-seats 0 "$@" >"$log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 300); do
     if grep -q 'seatd serving' "$log" 2>/dev/null; then
@@ -66,8 +78,10 @@ start_seatd() {
 
 results="$work/results.tsv"
 run_load() { # label addr [ops]
-  "$LOAD" -target "$2" -operator-key "$OP" -c "$C" -d "$D" -slices "$SLICES" -tsv -label "$1" \
-    -ops "${3:-health,acquire,heartbeat,release}" >>"$results"
+  local covering=()
+  [[ -z "$FEATURE_OPS" ]] || covering=(-covering "${BENCH_COVERING:-50}")
+  "$LOAD" -target "$2" -operator-key "$OP" -c "$C" -d "$D" -slices "$SLICES" -tsv -label "$1" "${covering[@]}" \
+    -ops "${3:-health,acquire,heartbeat,release}$FEATURE_OPS" >>"$results"
 }
 
 if [[ " $MODES " == *" embedded "* ]]; then
@@ -119,28 +133,42 @@ fi
 echo
 echo "seatd benchmark: $C concurrent callers, $D per phase, $(nproc) cores ($(uname -m)), load generator on the same machine"
 echo
-awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" '
+awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" -v covering="${BENCH_COVERING:-50}" '
   { rps[$1,$2]=$3; p50[$1,$2]=$4; p99[$1,$2]=$5; err[$1,$2]=$7; pceil[$1,$2]=$8; ratio[$1,$2]=$9; modes[$1]=1 }
+  # vs: an operation over the gRPC ceiling (the median of its paired slices)
+  function vs(m, o) { return ratio[m,o] > 0 ? ratio[m,o] : rps[m,o]/rps[m,"health"] }
+  function row(m, o, st) {
+    printf "%-12s %-17s %10.0f %9.2f %9.2f %7d %11.0f%% %14s\n", m, o, rps[m,o], p50[m,o], p99[m,o], err[m,o], 100*vs(m, o), st
+    if (pceil[m,o] > 0) paired = paired sprintf(" %s/%s %.0f", m, o, pceil[m,o])
+  }
   END {
-    printf "%-12s %-10s %10s %9s %9s %7s %12s %12s\n", "mode", "op", "req/s", "p50 ms", "p99 ms", "errors", "vs gRPC", "vs storage"
+    printf "%-12s %-17s %10s %9s %9s %7s %12s %14s\n", "mode", "op", "req/s", "p50 ms", "p99 ms", "errors", "vs gRPC", "vs storage"
     n = split("embedded distributed", order, " ")
+    split("acquire heartbeat release", ops, " ")
     for (i = 1; i <= n; i++) {
       m = order[i]; if (!(m in modes)) continue
       ceil = rps[m,"health"]
-      printf "%-12s %-10s %10.0f %9.2f %9.2f %7d %12s %12s\n", m, "grpc-ceil", ceil, p50[m,"health"], p99[m,"health"], err[m,"health"], "100%", "-"
+      printf "%-12s %-17s %10.0f %9.2f %9.2f %7d %12s %14s\n", m, "grpc-ceil", ceil, p50[m,"health"], p99[m,"health"], err[m,"health"], "100%", "-"
       if ((m, "redis-ceiling") in rps)
-        printf "%-12s %-10s %10.0f %9.2f %9.2f %7d %11.0f%% %12s\n", m, "redis-ceil", rps[m,"redis-ceiling"], p50[m,"redis-ceiling"], p99[m,"redis-ceiling"], err[m,"redis-ceiling"], 100*ratio[m,"redis-ceiling"], "-"
-      split("acquire heartbeat release", ops, " ")
+        printf "%-12s %-17s %10.0f %9.2f %9.2f %7d %11.0f%% %14s\n", m, "redis-ceil", rps[m,"redis-ceiling"], p50[m,"redis-ceiling"], p99[m,"redis-ceiling"], err[m,"redis-ceiling"], 100*ratio[m,"redis-ceiling"], "-"
       for (j = 1; j <= 3; j++) {
         o = ops[j]
         st = "-"
         if (o == "heartbeat" && redis > 0) st = sprintf("%.0f%% redis", 100*rps[m,o]/redis)
         if (o == "acquire" && pg > 0) st = sprintf("%.0f%% pg", 100*rps[m,o]/pg)
-        vs = ratio[m,o] > 0 ? 100*ratio[m,o] : 100*rps[m,o]/ceil
-        printf "%-12s %-10s %10.0f %9.2f %9.2f %7d %11.0f%% %12s\n", m, o, rps[m,o], p50[m,o], p99[m,o], err[m,o], vs, st
-        if (pceil[m,o] > 0) paired = paired sprintf(" %s/%s %.0f", m, o, pceil[m,o])
+        row(m, o, st)
       }
+      fline = ""
+      for (j = 1; j <= 3; j++) {
+        o = ops[j]; fo = "feature-" o
+        if (!((m, fo) in rps)) continue
+        fr = 100 * vs(m, fo) / vs(m, o)
+        row(m, fo, sprintf("%.0f%% of base", fr))
+        fline = fline sprintf(" %s %.0f%% (%s)", o, fr, (fr >= 90 ? "met" : "NOT met"))
+      }
+      if (fline != "") features = features sprintf("%s feature of a license with 50 grants (%d of them covering) vs the base pool (target >= 90%%):%s\n", m, covering, fline)
     }
+    if (features != "") printf "\n%s", features
     if (("distributed", "redis-ceiling") in rps && ratio["distributed","redis-ceiling"] > 0) {
       hb = 100 * ratio["distributed","heartbeat"] / ratio["distributed","redis-ceiling"]
       printf "\ndistributed heartbeat vs redis-ceil (gRPC + one no-op EVALSHA through the same batching): %.0f%% (target >= 90%%: %s), p99 %.2f ms (target <= 10 ms: %s)\n", hb, (hb >= 90 ? "met" : "NOT met"), p99["distributed","heartbeat"], (p99["distributed","heartbeat"] <= 10 ? "met" : "NOT met")

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/seatd/seatd/e2e/chaos"
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
@@ -34,8 +35,12 @@ import (
 // instances, empties, pauses and restarts Redis, cuts every connection to
 // it again and again, stalls PostgreSQL and makes Redis refuse scripts as
 // the stall ends, restarts PostgreSQL, cuts the leader's lock connection, revokes
-// leases and switches licenses off and on. Every operation is recorded; package chaos checks the history
-// and the final records.
+// leases and switches licenses off and on. Two of the three licenses hold
+// feature grants (campaignGrants: several versions of one feature, one
+// grant expiring mid-run, one starting mid-run) and half the clients'
+// requests on them ask for the feature at a version. Every operation is
+// recorded; package chaos checks the history and the final records, the
+// seat limit per pool (each license's base seats, each grant's).
 //
 // CHAOS_DURATION (default 60s; the nemesis goes on until every fault kind
 // was injected once) and CHAOS_SEED (default fixed, so that make test
@@ -60,6 +65,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos: seed %d, %v (replay: CHAOS_SEED=%d CHAOS_DURATION=%v make chaos)", seed, dur, seed, dur)
 
 	c := newCampaign(t, seed)
+	c.createGrants(dur)
 	c.run(dur)
 	c.verdict(chaos.MinimumsFor(dur, faultKinds))
 }
@@ -100,6 +106,10 @@ type campaign struct {
 	limits map[string]int
 	keys   []string // license keys, by index
 	ids    []string // license ids, by index
+	grants map[string]chaos.Grant
+	asks   map[int]featureAsks // by license index: what its clients' feature requests ask
+	taken  map[string]int      // OK grants by pool label, for the summary
+	labels map[string]string   // pool id -> label
 
 	mu    sync.Mutex
 	procs []*proc // by instance index; replaced on restart
@@ -115,7 +125,8 @@ type campaign struct {
 
 func newCampaign(t *testing.T, seed uint64) *campaign {
 	c := &campaign{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		limits: map[string]int{}, faults: map[string]int{}, ops: map[string]int{}}
+		limits: map[string]int{}, faults: map[string]int{}, ops: map[string]int{},
+		grants: map[string]chaos.Grant{}, asks: map[int]featureAsks{}, taken: map[string]int{}, labels: map[string]string{}}
 	c.pg = startPrivatePostgres(t)
 	c.redis = startPrivateRedis(t)
 	c.b = privateBackend(c.pg, c.redis.URL())
@@ -129,8 +140,116 @@ func newCampaign(t *testing.T, seed uint64) *campaign {
 		lic := newLicense(t, c.procs[0], seats, ttl, fmt.Sprintf("chaos-%d", i))
 		c.keys, c.ids = append(c.keys, lic.GetKey()), append(c.ids, lic.GetId())
 		c.limits[lic.GetId()] = int(seats)
+		c.labels[lic.GetId()] = fmt.Sprintf("chaos-%d base", i)
 	}
 	return c
+}
+
+// featureAsks are the feature a license's clients ask for and the
+// versions they ask it at ("": any), some covered by one grant only,
+// some by several, some by none (VERSION_NOT_LICENSED).
+type featureAsks struct {
+	feature  string
+	versions []string
+}
+
+// campaignGrant is a grant the campaign creates; starts and expires say
+// when, from the campaign's start, given its duration (nil: none).
+type campaignGrant struct {
+	license          int
+	feature, version string
+	seats, overdraft int32
+	starts, expires  func(time.Duration) time.Duration
+}
+
+func halfWay(d time.Duration) time.Duration    { return d / 2 }
+func quarterWay(d time.Duration) time.Duration { return d / 4 }
+func afterTheRun(d time.Duration) time.Duration {
+	return d + nemesisOver + time.Hour // the nemesis may go on past d
+}
+
+// campaignGrants: "render" on license 1 with three grants, in pick order
+// 2024 (expires half-way: its leases end at their next heartbeat, later
+// 2024 requests go to the next grant), 2025.10 (expires after the run),
+// 2025 (never; 2025.3 is covered by 2025.10 only: numeric components);
+// "sim" on license 2 with a grant of every version and one of up to 3
+// that starts a quarter of the way in (before that it never grants).
+var campaignGrants = []campaignGrant{
+	{license: 1, feature: "render", version: "2024", seats: 1, overdraft: 1, expires: halfWay},
+	{license: 1, feature: "render", version: "2025", seats: 2},
+	{license: 1, feature: "render", version: "2025.10", seats: 1, expires: afterTheRun},
+	{license: 2, feature: "sim", seats: 2},
+	{license: 2, feature: "sim", version: "3", seats: 1, starts: quarterWay},
+}
+
+var campaignAsks = map[int]featureAsks{
+	1: {"render", []string{"", "2023", "2024", "2024.5", "2025", "2025.3", "2025.10", "2026"}},
+	2: {"sim", []string{"", "2", "3", "3.0.1", "4"}},
+}
+
+// createGrants creates campaignGrants for a campaign of duration d.
+func (c *campaign) createGrants(d time.Duration) {
+	t := c.t
+	now := time.Now()
+	at := func(when func(time.Duration) time.Duration) *timestamppb.Timestamp {
+		if when == nil {
+			return nil
+		}
+		return timestamppb.New(now.Add(when(d)))
+	}
+	p := c.procs[0]
+	for _, cg := range campaignGrants {
+		ctx, cancel := callCtx(t.Context())
+		resp, err := p.admin().CreateFeatureGrant(p.asOperator(ctx), &seatdv1.CreateFeatureGrantRequest{
+			LicenseId: c.ids[cg.license], Grant: &seatdv1.FeatureGrant{Feature: cg.feature, Version: cg.version,
+				Seats: cg.seats, Overdraft: cg.overdraft, StartsAt: at(cg.starts), ExpiresAt: at(cg.expires)}})
+		cancel()
+		require.NoError(t, err, "create grant %+v", cg)
+		g := resp.GetGrant()
+		cgr := chaos.Grant{ID: g.GetId(), License: c.ids[cg.license], Feature: g.GetFeature(), Version: g.GetVersion(),
+			Limit: int(g.GetSeats() + g.GetOverdraft())}
+		if g.StartsAt != nil {
+			cgr.StartsAt = g.GetStartsAt().AsTime()
+		}
+		if g.ExpiresAt != nil {
+			cgr.ExpiresAt = g.GetExpiresAt().AsTime()
+		}
+		c.grants[cgr.ID] = cgr
+		c.labels[cgr.ID] = fmt.Sprintf("chaos-%d %s<=%s", cg.license, cgr.Feature, chaosVersion(cgr.Version))
+		t.Logf("chaos: grant %s: %s up to version %s, %d+%d seats, starts %s, expires %s", cgr.ID, cgr.Feature,
+			chaosVersion(cgr.Version), g.GetSeats(), g.GetOverdraft(), chaosTime(cgr.StartsAt), chaosTime(cgr.ExpiresAt))
+	}
+	c.asks = campaignAsks
+}
+
+func chaosVersion(v string) string {
+	if v == "" {
+		return "any"
+	}
+	return v
+}
+
+func chaosTime(at time.Time) string {
+	if at.IsZero() {
+		return "-"
+	}
+	return at.Format("15:04:05.000")
+}
+
+// ask is what a client's next request asks for on license li: half the
+// requests on a license with features name one at a version.
+func (c *campaign) ask(li int) (feature, version string) {
+	a, ok := c.asks[li]
+	if !ok || c.intn(2) == 0 {
+		return "", ""
+	}
+	return a.feature, a.versions[c.intn(len(a.versions))]
+}
+
+func (c *campaign) countGrant(op chaos.Op) {
+	if op.Outcome == chaos.OK {
+		c.count(c.taken, c.labels[op.Pool()])
+	}
 }
 
 func (c *campaign) intn(n int) int {
@@ -198,11 +317,12 @@ func (c *campaign) client(ctx context.Context, id int) {
 	for n := 0; ctx.Err() == nil; n++ {
 		li := c.intn(len(c.keys))
 		fp := fmt.Sprintf("c%d-%d", id, n)
+		feature, version := c.ask(li)
 		var l *seatdv1.AcquireSeatResponse
 		if c.intn(5) == 0 {
-			l = c.waitForSeat(ctx, id, li, fp)
+			l = c.waitForSeat(ctx, id, li, fp, feature, version)
 		} else {
-			l = c.acquire(ctx, id, li, fp)
+			l = c.acquire(ctx, id, li, fp, feature, version)
 		}
 		if l == nil {
 			sleepCtx(ctx, time.Duration(200+c.intn(400))*time.Millisecond)
@@ -214,23 +334,25 @@ func (c *campaign) client(ctx context.Context, id int) {
 	}
 }
 
-func (c *campaign) acquire(ctx context.Context, client, li int, fp string) *seatdv1.AcquireSeatResponse {
-	op := chaos.Op{Client: client, Kind: chaos.Acquire, License: c.ids[li], Start: time.Now()}
+func (c *campaign) acquire(ctx context.Context, client, li int, fp, feature, version string) *seatdv1.AcquireSeatResponse {
+	op := chaos.Op{Client: client, Kind: chaos.Acquire, License: c.ids[li], Feature: feature, Version: version, Start: time.Now()}
 	cctx, cancel := context.WithTimeout(ctx, chaosCallTime)
 	defer cancel()
-	resp, err := c.inst().seats().AcquireSeat(cctx, &seatdv1.AcquireSeatRequest{LicenseKey: c.keys[li], Fingerprint: fp})
+	resp, err := c.inst().seats().AcquireSeat(cctx, &seatdv1.AcquireSeatRequest{LicenseKey: c.keys[li], Fingerprint: fp,
+		Feature: feature, Version: version})
 	if err == nil {
-		op.Lease, op.Deadline = resp.GetLease().GetId(), resp.GetLease().GetExpiresAt().AsTime()
+		op.Lease, op.Deadline, op.Grant = resp.GetLease().GetId(), resp.GetLease().GetExpiresAt().AsTime(), resp.GetLease().GetGrantId()
 	}
-	c.record(op, err)
+	c.countGrant(c.record(op, err))
 	return resp
 }
 
-func (c *campaign) waitForSeat(ctx context.Context, client, li int, fp string) *seatdv1.AcquireSeatResponse {
-	op := chaos.Op{Client: client, Kind: chaos.Wait, License: c.ids[li], Start: time.Now()}
+func (c *campaign) waitForSeat(ctx context.Context, client, li int, fp, feature, version string) *seatdv1.AcquireSeatResponse {
+	op := chaos.Op{Client: client, Kind: chaos.Wait, License: c.ids[li], Feature: feature, Version: version, Start: time.Now()}
 	cctx, cancel := context.WithTimeout(ctx, 4*chaosCallTime)
 	defer cancel()
-	stream, err := c.inst().seats().WaitForSeat(cctx, &seatdv1.WaitForSeatRequest{LicenseKey: c.keys[li], Fingerprint: fp})
+	stream, err := c.inst().seats().WaitForSeat(cctx, &seatdv1.WaitForSeatRequest{LicenseKey: c.keys[li], Fingerprint: fp,
+		Feature: feature, Version: version})
 	var grant *seatdv1.AcquireSeatResponse
 	for err == nil && grant == nil {
 		var msg *seatdv1.WaitForSeatResponse
@@ -244,9 +366,9 @@ func (c *campaign) waitForSeat(ctx context.Context, client, li int, fp string) *
 	}
 	if grant != nil {
 		err = nil
-		op.Lease, op.Deadline = grant.GetLease().GetId(), grant.GetLease().GetExpiresAt().AsTime()
+		op.Lease, op.Deadline, op.Grant = grant.GetLease().GetId(), grant.GetLease().GetExpiresAt().AsTime(), grant.GetLease().GetGrantId()
 	}
-	c.record(op, err)
+	c.countGrant(c.record(op, err))
 	return grant
 }
 
@@ -614,7 +736,7 @@ func (c *campaign) verdict(want chaos.Minimums) {
 		ended[id] = at
 	}
 	require.NoError(t, rows.Err())
-	for id, r := range leaseRecords(t, db, c.ids...) {
+	for id, r := range leaseRecords(t, db, append(slices.Clone(c.ids), sortedKeys(c.grants)...)...) { // a grant's leases are its pool's
 		recs[id] = chaos.Record{ID: id, License: r.LicenseID, State: r.State, EndedAt: ended[id],
 			UsageEvents: r.UsageEvents, CleanupEvents: r.CleanupEvents}
 	}
@@ -631,12 +753,16 @@ func (c *campaign) verdict(want chaos.Minimums) {
 	}
 	violations := chaos.Check(ops, c.limits, recs, chaos.Params{Bound: chaosBound, Final: true, WaitHold: chaosWaitHold,
 		Flush: chaosFlush, Slack: chaosFlush + time.Second, // server.WriteBehindSlack for these TTLs
-		Repair: chaosFlush + 2*chaosCallTime}) // a stalled end records its time before the stall
+		Repair: chaosFlush + 2*chaosCallTime, // a stalled end records its time before the stall
+		Grants: c.grants})
 
 	var summary strings.Builder
 	fmt.Fprintf(&summary, "chaos summary: %d operations, %d leases recorded\n", len(ops), len(recs))
 	for _, k := range sortedKeys(c.ops) {
 		fmt.Fprintf(&summary, "  op    %-22s %d\n", k, c.ops[k])
+	}
+	for _, k := range sortedKeys(c.taken) {
+		fmt.Fprintf(&summary, "  seats of %-24s %d granted\n", k, c.taken[k])
 	}
 	for _, k := range faultKinds {
 		fmt.Fprintf(&summary, "  fault %-22s %d\n", k, c.faults[k])
@@ -655,7 +781,7 @@ func (c *campaign) verdict(want chaos.Minimums) {
 	}
 }
 
-func sortedKeys(m map[string]int) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -254,15 +254,28 @@ var shBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
 // readmeQuickstart is the sh blocks of README.md's "## Quickstart" section.
 func readmeQuickstart(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
+	return readmeSection(t, "Quickstart")
+}
+
+// readmeSection is the sh blocks of README.md's "## title" section, in order.
+func readmeSection(t *testing.T, title string) []string {
+	t.Helper()
+	return markdownSection(t, "README.md", title)
+}
+
+// markdownSection is the sh blocks of the "## title" section of a page
+// (a path from the repository's root), in order.
+func markdownSection(t *testing.T, page, title string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", page))
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(raw), "\n## Quickstart\n")
-	require.True(t, ok, "README.md has a \"## Quickstart\" section")
+	_, section, ok := strings.Cut(string(raw), "\n## "+title+"\n")
+	require.True(t, ok, "%s has a \"## %s\" section", page, title)
 	section, _, _ = strings.Cut(section, "\n## ")
 	var blocks []string
 	for _, m := range shBlock.FindAllStringSubmatch(section, -1) {
 		blocks = append(blocks, strings.TrimSpace(m[1]))
 	}
-	require.NotEmpty(t, blocks, "README.md's Quickstart has sh blocks")
+	require.NotEmpty(t, blocks, "%s's %s has sh blocks", page, title)
 	return blocks
 }

@@ -6,6 +6,10 @@
 // health calls grpc.health.v1.Health/Check (the gRPC ceiling of the same
 // server); acquire takes new seats on a large license; heartbeat renews one
 // lease per worker; release gives back the leases the acquire phase took.
+// feature-acquire, feature-heartbeat and feature-release do the same with
+// seats of a feature of another license, one holding 50 grants of it
+// (featurePool says how they are laid out); against a seatd without
+// feature grants they are skipped, with a note on stderr.
 // With -slices N each phase but health alternates with health slices, and
 // the result carries the median ratio of the pairs (what `make bench` shows).
 package main
@@ -38,11 +42,12 @@ func main() {
 	conc := flag.Int("c", 64, "concurrent callers")
 	dur := flag.Duration("d", 10*time.Second, "duration of each phase")
 	conns := flag.Int("conns", 4, "gRPC connections shared by the callers")
-	ops := flag.String("ops", "health,acquire,heartbeat,release", "phases to run, in order")
+	ops := flag.String("ops", "health,acquire,heartbeat,release", "phases to run, in order (also feature-acquire, feature-heartbeat, feature-release)")
 	asJSON := flag.Bool("json", false, "print JSON lines")
 	label := flag.String("label", "", "with -tsv: first column of every line (e.g. the storage mode)")
 	asTSV := flag.Bool("tsv", false, "print tab-separated lines: label op rps p50_ms p99_ms requests errors")
 	nslices := flag.Int("slices", 1, "split each phase but health into this many slices, each right after a health slice as long, and report the median ratio of the pairs (a ceiling that drifts with the machine's load then drifts with the operation)")
+	covering := flag.Int("covering", benchGrants, "feature phases: how many of the feature license's 50 grants are of the feature asked and cover the version asked (the others are of other features)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	waiters := flag.Int("waiters", 0, "before the phases, queue this many WaitForSeat callers on each of -waiter-licenses full licenses, and keep them waiting throughout")
 	waiterLicenses := flag.Int("waiter-licenses", 3, "with -waiters: how many full licenses they wait on")
@@ -75,7 +80,7 @@ func main() {
 		}
 		defer stop()
 	}
-	if err := run(*target, *opKey, *conc, *conns, *dur, max(*nslices, 1), strings.Split(*ops, ","), format, *label); err != nil {
+	if err := run(*target, *opKey, *conc, *conns, *dur, max(*nslices, 1), strings.Split(*ops, ","), format, *label, *covering); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -83,17 +88,36 @@ func main() {
 }
 
 type bench struct {
-	conns  []*grpc.ClientConn
-	key    string
-	licID  string
-	leases chan *seatdv1.AcquireSeatResponse // taken by acquire, given back by release
-	fps    atomic.Int64                      // acquire fingerprints: each new, across slices
+	conns   []*grpc.ClientConn
+	opKey   string
+	licID   string
+	base    *seatPool // the large license's base pool
+	feature *seatPool // a feature of the license with grants; nil until a feature phase needs it
+}
+
+// seatPool is where the acquire, heartbeat and release phases take their
+// seats: a license's base pool (feature "") or a feature at a version.
+type seatPool struct {
+	name             string // fingerprint prefix
+	key              string
+	feature, version string
+	leases           chan *seatdv1.AcquireSeatResponse // taken by acquire, given back by release
+	fps              atomic.Int64                      // acquire fingerprints: each new, across slices
+}
+
+func newSeatPool(name, key, feature, version string) *seatPool {
+	return &seatPool{name: name, key: key, feature: feature, version: version,
+		leases: make(chan *seatdv1.AcquireSeatResponse, 4_000_000)}
+}
+
+func (p *seatPool) request(fp string) *seatdv1.AcquireSeatRequest {
+	return &seatdv1.AcquireSeatRequest{LicenseKey: p.key, Fingerprint: fp, Feature: p.feature, Version: p.version}
 }
 
 func (b *bench) conn(i int) *grpc.ClientConn { return b.conns[i%len(b.conns)] }
 
-func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int, ops []string, format, label string) error {
-	b := &bench{leases: make(chan *seatdv1.AcquireSeatResponse, 4_000_000)}
+func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int, ops []string, format, label string, covering int) error {
+	b := &bench{opKey: opKey}
 	for range nconns {
 		c, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -112,23 +136,41 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 		if err != nil {
 			return fmt.Errorf("create license: %w", err)
 		}
-		b.key, b.licID = resp.GetLicense().GetKey(), resp.GetLicense().GetId()
+		b.licID = resp.GetLicense().GetId()
+		b.base = newSeatPool("load", resp.GetLicense().GetKey(), "", "")
 	}
 	health := loadgen.Health(b.conns)
+	featureTried := false
 	for _, op := range ops {
 		var call loadgen.Prepare
-		switch op {
+		pool, phase := b.base, op
+		if isFeatureOp(op) {
+			// Created when the first feature phase comes: the phases
+			// before it run as they did before there were features.
+			if !featureTried {
+				featureTried = true
+				var err error
+				if b.feature, err = b.featurePool(ctx, covering); err != nil {
+					return err
+				}
+			}
+			if b.feature == nil {
+				continue // no feature grants in this seatd
+			}
+			pool, phase = b.feature, strings.TrimPrefix(op, "feature-")
+		}
+		switch phase {
 		case "health":
 			call = health
 		case "acquire":
-			call = b.acquire
+			call = b.acquire(pool)
 		case "heartbeat":
 			var err error
-			if call, err = b.heartbeat(ctx, conc); err != nil {
+			if call, err = b.heartbeat(ctx, pool, conc); err != nil {
 				return err
 			}
 		case "release":
-			call = b.release
+			call = b.release(pool)
 		case "redis-ceiling":
 			call = loadgen.RedisCeiling(b.conns, b.licID)
 		default:
@@ -152,43 +194,49 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 	return nil
 }
 
-func (b *bench) acquire(_ context.Context, w int, _ int64) func(context.Context) error {
-	c := seatdv1.NewSeatServiceClient(b.conn(w))
-	fp := fmt.Sprintf("load-%d-%d", os.Getpid(), b.fps.Add(1))
-	return func(ctx context.Context) error {
-		resp, err := c.AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: b.key, Fingerprint: fp})
-		if err == nil {
-			select {
-			case b.leases <- resp:
-			default:
+func isFeatureOp(op string) bool {
+	return op == "feature-acquire" || op == "feature-heartbeat" || op == "feature-release"
+}
+
+func (b *bench) acquire(p *seatPool) loadgen.Prepare {
+	return func(_ context.Context, w int, _ int64) func(context.Context) error {
+		c := seatdv1.NewSeatServiceClient(b.conn(w))
+		fp := fmt.Sprintf("%s-%d-%d", p.name, os.Getpid(), p.fps.Add(1))
+		return func(ctx context.Context) error {
+			resp, err := c.AcquireSeat(ctx, p.request(fp))
+			if err == nil {
+				select {
+				case p.leases <- resp:
+				default:
+				}
 			}
+			return err
 		}
-		return err
 	}
 }
 
-func (b *bench) release(_ context.Context, w int, _ int64) func(context.Context) error {
-	var l *seatdv1.AcquireSeatResponse
-	select {
-	case l = <-b.leases:
-	default:
-		return nil // nothing left to release
-	}
-	c := seatdv1.NewSeatServiceClient(b.conn(w))
-	return func(ctx context.Context) error {
-		_, err := c.ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: l.GetLease().GetId(), LeaseToken: l.GetLeaseToken()})
-		return err
+func (b *bench) release(p *seatPool) loadgen.Prepare {
+	return func(_ context.Context, w int, _ int64) func(context.Context) error {
+		var l *seatdv1.AcquireSeatResponse
+		select {
+		case l = <-p.leases:
+		default:
+			return nil // nothing left to release
+		}
+		c := seatdv1.NewSeatServiceClient(b.conn(w))
+		return func(ctx context.Context) error {
+			_, err := c.ReleaseSeat(ctx, &seatdv1.ReleaseSeatRequest{LeaseId: l.GetLease().GetId(), LeaseToken: l.GetLeaseToken()})
+			return err
+		}
 	}
 }
 
 // heartbeat acquires one lease per worker (not measured), then each worker
 // heartbeats its own lease.
-func (b *bench) heartbeat(ctx context.Context, conc int) (loadgen.Prepare, error) {
+func (b *bench) heartbeat(ctx context.Context, p *seatPool, conc int) (loadgen.Prepare, error) {
 	mine := make([]*seatdv1.AcquireSeatResponse, conc)
 	for w := range conc {
-		resp, err := seatdv1.NewSeatServiceClient(b.conn(w)).AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{
-			LicenseKey: b.key, Fingerprint: fmt.Sprintf("hb-%d-%d", os.Getpid(), w),
-		})
+		resp, err := seatdv1.NewSeatServiceClient(b.conn(w)).AcquireSeat(ctx, p.request(fmt.Sprintf("%s-hb-%d-%d", p.name, os.Getpid(), w)))
 		if err != nil {
 			return nil, fmt.Errorf("acquire for heartbeat: %w", err)
 		}

@@ -1,9 +1,11 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -28,12 +30,36 @@ type Params struct {
 	// heartbeat (the record is the truth: within a flush interval, plus
 	// the clock tolerance).
 	Repair time.Duration
+	// Grants are the feature grants of the campaign's licenses, by id:
+	// each is a pool with its own seat limit, and what it may grant.
+	Grants map[string]Grant
 }
+
+// Grant is a feature grant as the campaign created it.
+type Grant struct {
+	ID, License string
+	Feature     string
+	Version     string // the highest version covered; "" every version
+	Limit       int    // seats + overdraft
+	// The grant grants nothing before StartsAt nor from ExpiresAt (zero:
+	// no bound), and no heartbeat of its leases succeeds from ExpiresAt.
+	StartsAt, ExpiresAt time.Time
+}
+
+// covers reports whether the grant may grant a seat of feature at version
+// ("": any version).
+func (g Grant) covers(feature, version string) bool {
+	return g.Feature == feature && (version == "" || g.Version == "" || compareVersions(version, g.Version) <= 0)
+}
+
+// clockGrain is how far apart the campaign's clock and a server's may put
+// one instant: the same machine's clock, stored to the millisecond.
+const clockGrain = 10 * time.Millisecond
 
 // Violation is a property the history breaks.
 type Violation struct {
-	Property string // "seat-limit", "final-end", "lost-end", "exactly-once", "deadline", "lost-grant"
-	License  string
+	Property string // "seat-limit", "final-end", "lost-end", "exactly-once", "deadline", "lost-grant", "grant-choice", "grant-version", "grant-expired"
+	License  string // the pool: the license's id, or the grant's
 	Lease    string
 	Detail   string
 	Ops      []Op // the operations that show it
@@ -51,6 +77,12 @@ func (v Violation) String() string {
 func (op Op) String() string {
 	s := fmt.Sprintf("client %d %s %s [%s .. %s] %s", op.Client, op.Kind, op.Lease,
 		op.Start.Format("15:04:05.000"), op.End.Format("15:04:05.000"), op.Outcome)
+	if op.Feature != "" {
+		s += " feature " + op.Feature + " version " + op.Version
+	}
+	if op.Grant != "" {
+		s += " grant " + op.Grant
+	}
 	if op.Reason != "" {
 		s += " " + op.Reason
 	}
@@ -64,12 +96,21 @@ func (op Op) String() string {
 }
 
 // Check proves the invariants from a history, the seat limit (seats +
-// overdraft) of each license, and the final records (by lease id):
+// overdraft) of each license's base pool (limits, by license id) and of
+// each grant (p.Grants), and the final records (by lease id):
 //
-//   - seat-limit: at no instant more leases held than the limit, where a
+//   - seat-limit: at no instant more leases held in a pool (a license's
+//     base pool, or one grant: invariant 12) than its limit, where a
 //     client surely holds a lease from the grant's answer until the first
 //     of: its last acknowledged deadline less Bound, the invocation of a
 //     release or revoke of it, the answer that told it ended;
+//   - grant-choice: a request without a feature took a base seat, one
+//     with a feature a seat of a grant of the campaign;
+//   - grant-version: the grant is of the feature asked and covers the
+//     version asked;
+//   - grant-expired: no seat was granted by a grant that had expired or
+//     not yet started, and no heartbeat invoked once its grant had
+//     expired succeeded;
 //   - final-end: no heartbeat succeeds that was invoked after anyone was
 //     told the lease ended (a release or revoke succeeded, a heartbeat or
 //     release answered LEASE_EXPIRED/RELEASED/REVOKED);
@@ -93,6 +134,7 @@ func Check(ops []Op, limits map[string]int, records map[string]Record, p Params)
 	out = append(out, checkSeatLimit(byLease, limits, p)...)
 	for _, id := range sortedKeys(byLease) {
 		lops := byLease[id]
+		out = append(out, checkGrant(id, lops, p)...)
 		out = append(out, checkFinal(id, lops)...)
 		out = append(out, checkDeadlines(id, lops, p)...)
 		out = append(out, checkRecorded(id, lops, records)...)
@@ -164,9 +206,9 @@ func secure(lops []Op, p Params) []bool {
 
 // held is the interval in which a client surely held a lease.
 type held struct {
-	lease, license string
-	from, to       time.Time
-	ops            []Op
+	lease, pool string
+	from, to    time.Time
+	ops         []Op
 }
 
 func holding(id string, lops []Op, p Params) (held, bool) {
@@ -201,7 +243,7 @@ func holding(id string, lops []Op, p Params) (held, bool) {
 	if !to.After(g.End) {
 		return held{}, false
 	}
-	return held{lease: id, license: g.License, from: g.End, to: to, ops: lops}, true
+	return held{lease: id, pool: g.Pool(), from: g.End, to: to, ops: lops}, true
 }
 
 // confirmedWithin reports whether a heartbeat answered success before t.
@@ -215,16 +257,19 @@ func confirmedWithin(lops []Op, t time.Time) bool {
 }
 
 func checkSeatLimit(byLease map[string][]Op, limits map[string]int, p Params) []Violation {
-	byLicense := map[string][]held{}
+	byPool := map[string][]held{}
 	for _, id := range sortedKeys(byLease) {
 		if h, ok := holding(id, byLease[id], p); ok {
-			byLicense[h.license] = append(byLicense[h.license], h)
+			byPool[h.pool] = append(byPool[h.pool], h)
 		}
 	}
 	var out []Violation
-	for _, lic := range sortedKeys(byLicense) {
-		hs := byLicense[lic]
-		limit, ok := limits[lic]
+	for _, pool := range sortedKeys(byPool) {
+		hs := byPool[pool]
+		limit, ok := limits[pool]
+		if g, isGrant := p.Grants[pool]; isGrant {
+			limit, ok = g.Limit, true
+		}
 		if !ok {
 			continue
 		}
@@ -253,8 +298,8 @@ func checkSeatLimit(byLease map[string][]Op, limits map[string]int, p Params) []
 			}
 			open = append(open, e.h)
 			if len(open) > limit && !reported {
-				reported = true // one report per license is enough to act on
-				v := Violation{Property: "seat-limit", License: lic,
+				reported = true // one report per pool is enough to act on
+				v := Violation{Property: "seat-limit", License: pool,
 					Detail: fmt.Sprintf("%d leases held at %s, limit %d", len(open), e.at.Format("15:04:05.000"), limit)}
 				for _, x := range open {
 					v.Lease += x.lease + " "
@@ -265,6 +310,66 @@ func checkSeatLimit(byLease map[string][]Op, limits map[string]int, p Params) []
 		}
 	}
 	return out
+}
+
+// checkGrant judges the pool a lease was granted from against the
+// request (grant-choice, grant-version) and the grant's dates
+// (grant-expired). A server judges between an op's invocation and its
+// answer, so an op is surely late only if invoked after an expiry, and
+// surely early only if answered before a start.
+func checkGrant(id string, lops []Op, p Params) []Violation {
+	g, ok := granted(lops)
+	if !ok {
+		return nil
+	}
+	bad := func(property, detail string, ops ...Op) []Violation {
+		return []Violation{{Property: property, License: g.Pool(), Lease: id, Detail: detail, Ops: ops}}
+	}
+	switch {
+	case g.Grant == "" && g.Feature == "":
+		return nil // a base seat, as asked
+	case g.Grant == "":
+		return bad("grant-choice", "a request for feature "+g.Feature+" took a seat of the base pool", g)
+	case g.Feature == "":
+		return bad("grant-choice", "a request without a feature took a seat of a grant", g)
+	}
+	grant, known := p.Grants[g.Grant]
+	switch {
+	case !known:
+		return bad("grant-choice", "granted by a grant the campaign did not create", g)
+	case !grant.covers(g.Feature, g.Version):
+		return bad("grant-version", fmt.Sprintf("granted by a grant of %s up to version %q for %s version %q",
+			grant.Feature, grant.Version, g.Feature, g.Version), g)
+	case !grant.ExpiresAt.IsZero() && g.Start.After(grant.ExpiresAt.Add(clockGrain)):
+		return bad("grant-expired", "granted by a grant that expired at "+grant.ExpiresAt.Format("15:04:05.000"), g)
+	case !grant.StartsAt.IsZero() && g.End.Before(grant.StartsAt.Add(-clockGrain)):
+		return bad("grant-expired", "granted by a grant that starts at "+grant.StartsAt.Format("15:04:05.000"), g)
+	}
+	if grant.ExpiresAt.IsZero() {
+		return nil
+	}
+	for _, op := range lops {
+		if op.Kind == Heartbeat && op.Outcome == OK && op.Start.After(grant.ExpiresAt.Add(clockGrain)) {
+			return bad("grant-expired", "a heartbeat succeeded after the grant expired at "+grant.ExpiresAt.Format("15:04:05.000"), g, op)
+		}
+	}
+	return nil
+}
+
+// compareVersions compares dotted versions component by component as
+// numbers, a missing component as 0 (issue 26): -1, 0 or 1. The checker
+// has its own, not the server's: it is the oracle.
+func compareVersions(a, b string) int {
+	for a != "" || b != "" {
+		var x, y string
+		x, a, _ = strings.Cut(a, ".")
+		y, b, _ = strings.Cut(b, ".")
+		x, y = strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
+		if c := cmp.Or(cmp.Compare(len(x), len(y)), strings.Compare(x, y)); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 func checkFinal(id string, lops []Op) []Violation {

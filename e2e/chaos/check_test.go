@@ -155,3 +155,94 @@ func TestRecordTruth(t *testing.T) {
 	soon := []Op{grant(1, "a", 0, 10, 9000), beat("a", 1500, 1510, OK, "", 10500)}
 	require.NotContains(t, props(Check(soon, nil, recs, p)), "record-truth", "within a flush interval")
 }
+
+// featureGrant is an acquisition of feature f at version v that took a
+// seat of grant g of license L.
+func featureGrant(client int, lease, g, f, v string, start, end, deadline int) Op {
+	op := grant(client, lease, start, end, deadline)
+	op.Feature, op.Version, op.Grant = f, v, g
+	return op
+}
+
+// renderGrants: license L (base limit 5) with two grants of "render":
+// G1 up to 2024, one seat, expiring at 4 s; G2 up to 2025.10, two seats.
+var renderGrants = map[string]Grant{
+	"L.g1": {ID: "L.g1", License: "L", Feature: "render", Version: "2024", Limit: 1, ExpiresAt: at(4000)},
+	"L.g2": {ID: "L.g2", License: "L", Feature: "render", Version: "2025.10", Limit: 2},
+}
+
+func released(ids ...string) map[string]Record {
+	m := map[string]Record{}
+	for _, id := range ids {
+		m[id] = Record{ID: id, License: "L", State: "released", UsageEvents: 1}
+	}
+	return m
+}
+
+// TestSeatLimitPerGrant: each grant is a pool of its own (invariant 12):
+// two leases held at once in a one-seat grant break its limit, although
+// the license's base pool and its other grant have seats free.
+func TestSeatLimitPerGrant(t *testing.T) {
+	t.Parallel()
+	limits := map[string]int{"L": 5}
+	p := params
+	p.Grants = renderGrants
+	recs := released("a", "b", "c")
+	over := []Op{featureGrant(1, "a", "L.g1", "render", "2024", 0, 10, 3000),
+		featureGrant(2, "b", "L.g1", "render", "2023", 100, 110, 3100),
+		release("a", 2000, 2010, OK, ""), release("b", 2000, 2010, OK, "")}
+	vs := Check(over, limits, recs, p)
+	require.Equal(t, []string{"seat-limit"}, props(vs))
+	require.Equal(t, "L.g1", vs[0].License, "the grant's limit, not the license's")
+	// One lease in each grant and one of the base pool: every pool within its limit.
+	spread := []Op{featureGrant(1, "a", "L.g1", "render", "2024", 0, 10, 3000),
+		featureGrant(2, "b", "L.g2", "render", "2024", 100, 110, 3100), grant(3, "c", 100, 110, 3100),
+		release("a", 2000, 2010, OK, ""), release("b", 2000, 2010, OK, ""), release("c", 2000, 2010, OK, "")}
+	require.Empty(t, Check(spread, limits, recs, p))
+	// Two leases of the two-seat grant: within its limit.
+	two := []Op{featureGrant(1, "a", "L.g2", "render", "2025", 0, 10, 3000),
+		featureGrant(2, "b", "L.g2", "render", "2025.3", 100, 110, 3100),
+		release("a", 2000, 2010, OK, ""), release("b", 2000, 2010, OK, "")}
+	require.Empty(t, Check(two, limits, recs, p))
+}
+
+// TestGrantChoice: a lease's grant is of the feature asked, covers the
+// version asked (numeric components), and had not expired.
+func TestGrantChoice(t *testing.T) {
+	t.Parallel()
+	p := params
+	p.Grants = renderGrants
+	recs := released("a")
+	judge := func(g Op, more ...Op) []string {
+		return props(Check(append([]Op{g, release("a", 4500, 4510, OK, "")}, more...), nil, recs, p))
+	}
+	require.Empty(t, judge(featureGrant(1, "a", "L.g2", "render", "2025.3", 0, 10, 3000)), "2025.3 < 2025.10")
+	require.Empty(t, judge(featureGrant(1, "a", "L.g1", "render", "", 0, 10, 3000)), "any version")
+	require.Equal(t, []string{"grant-version"}, judge(featureGrant(1, "a", "L.g1", "render", "2024.1", 0, 10, 3000)))
+	require.Equal(t, []string{"grant-version"}, judge(featureGrant(1, "a", "L.g2", "render", "2025.11", 0, 10, 3000)))
+	require.Equal(t, []string{"grant-version"}, judge(featureGrant(1, "a", "L.g2", "sim", "1", 0, 10, 3000)))
+	require.Equal(t, []string{"grant-choice"}, judge(featureGrant(1, "a", "", "render", "2024", 0, 10, 3000)), "a base seat")
+	require.Equal(t, []string{"grant-choice"}, judge(featureGrant(1, "a", "L.g2", "", "", 0, 10, 3000)), "no feature asked")
+	require.Equal(t, []string{"grant-choice"}, judge(featureGrant(1, "a", "L.g9", "render", "2024", 0, 10, 3000)), "an unknown grant")
+	// Expired at 4 s: a grant invoked after it, or a heartbeat, is late.
+	require.Equal(t, []string{"grant-expired"}, judge(featureGrant(1, "a", "L.g1", "render", "2024", 4100, 4110, 7000)))
+	require.Empty(t, judge(featureGrant(1, "a", "L.g1", "render", "2024", 3990, 4110, 7000)), "invoked before the expiry")
+	require.Equal(t, []string{"grant-expired"}, judge(featureGrant(1, "a", "L.g1", "render", "2024", 0, 10, 3000),
+		beat("a", 4100, 4110, OK, "", 7100)))
+	require.Empty(t, judge(featureGrant(1, "a", "L.g1", "render", "2024", 0, 10, 3000),
+		beat("a", 3900, 4110, OK, "", 6900)), "a heartbeat invoked before the expiry")
+	// Not started before 1 s.
+	p.Grants = map[string]Grant{"L.g1": {ID: "L.g1", License: "L", Feature: "render", Limit: 1, StartsAt: at(1000)}}
+	require.Equal(t, []string{"grant-expired"}, judge(featureGrant(1, "a", "L.g1", "render", "2024", 0, 500, 3000)))
+	require.Empty(t, judge(featureGrant(1, "a", "L.g1", "render", "2024", 0, 1010, 3000)), "answered after the start")
+}
+
+func TestCompareVersions(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"2024.2", "2024.10", -1}, {"1.10", "1.9", 1}, {"3", "3.0", 0}, {"3.0.1", "3", 1}, {"007", "7", 0}, {"2025", "2024.99", 1}} {
+		require.Equal(t, c.want, compareVersions(c.a, c.b), "%s vs %s", c.a, c.b)
+	}
+}

@@ -9,24 +9,29 @@ import (
 // anything: a checker that finds no violation in an empty history (no
 // grants, no heartbeats, no faults) proves nothing.
 type Minimums struct {
-	Grants     int            // acquisitions and waits answered with a lease
-	Heartbeats int            // heartbeats answered OK
-	Releases   int            // releases answered OK
-	Faults     map[string]int // injections of each fault kind
+	Grants int // acquisitions and waits answered with a lease
+	// FeatureGrants are those of them that asked for a feature (and took
+	// a seat of a grant): the per-grant limits are judged on them.
+	FeatureGrants int
+	Heartbeats    int            // heartbeats answered OK
+	Releases      int            // releases answered OK
+	Faults        map[string]int // injections of each fault kind
 }
 
 // MinimumsFor are the minimums of a campaign of duration d that injects
-// each of kinds: one grant per 5 s and one heartbeat per second of the run
-// (a healthy campaign of 30 clients on 17 seats makes about 1.5 grants and
-// 10 heartbeats a second; the margin is for faults and a loaded machine),
-// at least one release, and every fault kind at least once (the nemesis
-// runs until each has been injected, however short d is).
+// each of kinds: one grant per 5 s, one grant of a feature per 20 s and
+// one heartbeat per second of the run (a healthy campaign of 30 clients on
+// 17 base seats and 8 of features makes about 1.5 grants, a third of them
+// of features, and 10 heartbeats a second; the margin is for faults and a
+// loaded machine), at least one release, and every fault kind at least
+// once (the nemesis runs until each has been injected, however short d is).
 func MinimumsFor(d time.Duration, kinds []string) Minimums {
 	m := Minimums{
-		Grants:     max(1, int(d/(5*time.Second))),
-		Heartbeats: max(1, int(d/time.Second)),
-		Releases:   1,
-		Faults:     map[string]int{},
+		Grants:        max(1, int(d/(5*time.Second))),
+		FeatureGrants: max(1, int(d/(20*time.Second))),
+		Heartbeats:    max(1, int(d/time.Second)),
+		Releases:      1,
+		Faults:        map[string]int{},
 	}
 	for _, k := range kinds {
 		m.Faults[k] = 1
@@ -37,7 +42,7 @@ func MinimumsFor(d time.Duration, kinds []string) Minimums {
 // Shortfalls lists what ops and faults (injections by kind) did less of
 // than m requires, one line each; none when the campaign did enough.
 func (m Minimums) Shortfalls(ops []Op, faults map[string]int) []string {
-	var grants, beats, releases int
+	var grants, featureGrants, beats, releases int
 	for _, op := range ops {
 		if op.Outcome != OK {
 			continue
@@ -45,6 +50,9 @@ func (m Minimums) Shortfalls(ops []Op, faults map[string]int) []string {
 		switch op.Kind {
 		case Acquire, Wait:
 			grants++
+			if op.Feature != "" {
+				featureGrants++
+			}
 		case Heartbeat:
 			beats++
 		case Release:
@@ -58,6 +66,7 @@ func (m Minimums) Shortfalls(ops []Op, faults map[string]int) []string {
 		}
 	}
 	short("grants", grants, m.Grants)
+	short("grants of a feature", featureGrants, m.FeatureGrants)
 	short("heartbeats answered OK", beats, m.Heartbeats)
 	short("releases answered OK", releases, m.Releases)
 	for _, k := range sortedKeys(m.Faults) {

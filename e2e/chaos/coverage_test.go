@@ -15,6 +15,7 @@ func TestShortfallsOfAnEmptyHistory(t *testing.T) {
 	got := m.Shortfalls(nil, nil)
 	want := []string{
 		"grants: 0, at least 12 required",
+		"grants of a feature: 0, at least 3 required",
 		"heartbeats answered OK: 0, at least 60 required",
 		"releases answered OK: 0, at least 1 required",
 		"faults kill-9: 0, at least 1 required",
@@ -33,9 +34,9 @@ func TestShortfallsOfAnEmptyHistory(t *testing.T) {
 // TestShortfallsCountOnlyWhatSucceeded: failed and unknown answers do not
 // count, and a campaign that did enough has no shortfall.
 func TestShortfallsCountOnlyWhatSucceeded(t *testing.T) {
-	m := MinimumsFor(10*time.Second, []string{"kill-9"}) // 2 grants, 10 heartbeats, 1 release
+	m := MinimumsFor(10*time.Second, []string{"kill-9"}) // 2 grants (1 of a feature), 10 heartbeats, 1 release
 	ops := []Op{
-		grant(1, "a", 0, 10, 1000),
+		featureGrant(1, "a", "L.g1", "render", "2024", 0, 10, 1000),
 		{Kind: Wait, License: "L", Lease: "b", Start: at(0), End: at(10), Outcome: OK},
 		{Kind: Acquire, License: "L", Start: at(0), End: at(10), Outcome: Unknown},
 		release("a", 20, 30, OK, ""),
@@ -52,5 +53,9 @@ func TestShortfallsCountOnlyWhatSucceeded(t *testing.T) {
 	}
 	if s := m.Shortfalls(ops, map[string]int{}); len(s) != 1 || s[0] != "faults kill-9: 0, at least 1 required" {
 		t.Fatalf("shortfalls %q, want the missing fault", s)
+	}
+	ops[0].Feature, ops[0].Grant = "", ""
+	if s := m.Shortfalls(ops, map[string]int{"kill-9": 1}); len(s) != 1 || s[0] != "grants of a feature: 0, at least 1 required" {
+		t.Fatalf("shortfalls %q, want the missing grant of a feature", s)
 	}
 }

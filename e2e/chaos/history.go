@@ -66,6 +66,18 @@ type Op struct {
 	Reason     string    // the ErrorInfo reason (or code) of a failure
 	Deadline   time.Time // OK acquire, wait, heartbeat: the deadline told
 	State      string    // OK release, revoke: the lease state answered
+	// Acquire, wait: the feature and version asked ("": the base pool),
+	// and with OK the grant that granted the seat ("": the base pool).
+	Feature, Version, Grant string
+}
+
+// Pool is the pool an OK acquire or wait took its seat from: the grant,
+// or the license's base pool (its id).
+func (op Op) Pool() string {
+	if op.Grant != "" {
+		return op.Grant
+	}
+	return op.License
 }
 
 // tellsEnded reports whether the answer told its caller the lease ended.
@@ -104,8 +116,10 @@ func (h *History) Ops() []Op {
 
 // Record is a lease as the record (PostgreSQL) holds it at the end.
 type Record struct {
-	ID, License, State string
-	EndedAt            time.Time // zero while active
-	UsageEvents        int
-	CleanupEvents      int
+	ID            string
+	License       string // the pool: the license's id, or the grant's
+	State         string
+	EndedAt       time.Time // zero while active
+	UsageEvents   int
+	CleanupEvents int
 }

@@ -103,6 +103,14 @@ export interface Claims {
   nonce: string;
   /** The kid of the key that signed it. */
   keyId: string;
+  /** For a lease of a feature grant (AcquireOptions.feature): the feature,
+   * the version asked for ("" if none was) and the grant; "" for a lease of
+   * the license's base pool. */
+  feature: string;
+  version: string;
+  grantId: string;
+  /** The grant's expiry; undefined when it has none, and for a base lease. */
+  grantExpiresAt?: Date;
 }
 
 /** What a client knows of itself (AcquireOptions fit), which a
@@ -112,6 +120,9 @@ export interface Holder {
   fingerprint?: string;
   user?: string;
   hostname?: string;
+  /** The feature and version it asks for (undefined: a base seat). */
+  feature?: string;
+  version?: string;
 }
 
 /** The license_key_sha256 claim of a license key: its SHA-256, lowercase hex. */
@@ -120,11 +131,13 @@ export function licenseKeyHash(licenseKey: string): string {
 }
 
 /** Throws BadCertificateError unless the certificate is for the client that
- * asks as h, with its own values: the hash of its license key, and the
- * identity boundTo names (its fingerprint, or its user or hostname for a
- * lease the license shares per user or hostname). Never compare with what an
- * answer says: a relay holding one lease would pass. A certificate of a
- * seatd that did not bind certificates is refused. */
+ * asks as h, with its own values: the hash of its license key, the identity
+ * boundTo names (its fingerprint, or its user or hostname for a lease the
+ * license shares per user or hostname), and the feature and version it asks
+ * for (none for a base seat: a seat of another module, or of another
+ * version, unlocks nothing). Never compare with what an answer says: a relay
+ * holding one lease would pass. A certificate of a seatd that did not bind
+ * certificates is refused. */
 export function checkHolder(c: Claims, h: Holder): void {
   if (!c.licenseKeySha256 || !c.boundTo) {
     throw new BadCertificateError("it names no license key or holder (signed by a seatd that does not bind certificates to their client: upgrade seatd)");
@@ -137,6 +150,10 @@ export function checkHolder(c: Claims, h: Holder): void {
   if (!pair) throw new BadCertificateError(`bound to "${c.boundTo}", which this client does not know`);
   const [theirs, ours] = pair;
   if (!ours || theirs !== ours) throw new BadCertificateError(`for ${c.boundTo} "${theirs}", not this client's "${ours}"`);
+  const [feature, version] = [h.feature ?? "", h.version ?? ""];
+  if (c.feature !== feature || c.version !== version) {
+    throw new BadCertificateError(`for feature "${c.feature}" version "${c.version}", not the "${feature}" version "${version}" this client asked for`);
+  }
 }
 
 /** A JWKS as text, bytes or parsed. */
@@ -147,11 +164,13 @@ export interface Expectation {
   nonce: string;
   leaseId: string;
   licenseId?: string;
-  /** This client's own license key and identity, never an answer's. */
+  /** This client's own license key, identity, feature and version, never an answer's. */
   holder: Holder;
   /** The deadline the same answer told, in ms. */
   deadlineMs: number;
   borrowed: boolean;
+  /** The grant the answer names, if any. */
+  grantId?: string;
 }
 
 const B64URL = /^[A-Za-z0-9_-]*$/;
@@ -229,14 +248,15 @@ export class SigningKeys {
   }
 
   /** @internal verifies the certificate of an answer: as verify, and it is
-   * for this client (checkHolder), repeats our nonce, names this lease and
-   * license, and its exp
-   * is the deadline the answer told rounded down (less than a second apart),
-   * not passed. */
+   * for this client (checkHolder: its license key, identity, feature and
+   * version), repeats our nonce, names this lease, license and grant, and
+   * its exp is the deadline the answer told rounded down (less than a second
+   * apart), not passed. */
   check(cert: string, want: Expectation, now: number): Claims {
     const c = this.#verify(cert);
     const exp = c.expiry.getTime();
     checkHolder(c, want.holder);
+    if (want.grantId && c.grantId !== want.grantId) throw new BadCertificateError(`for grant "${c.grantId}", not "${want.grantId}"`);
     if (!want.nonce || c.nonce !== want.nonce) throw new BadCertificateError(`nonce "${c.nonce}" is not the one sent (a recorded answer replayed?)`);
     if (c.leaseId !== want.leaseId) throw new BadCertificateError(`for lease "${c.leaseId}", not "${want.leaseId}"`);
     if (want.licenseId && c.licenseId !== want.licenseId) throw new BadCertificateError(`for license "${c.licenseId}", not "${want.licenseId}"`);
@@ -274,11 +294,17 @@ export class SigningKeys {
     if (raw.iss !== "seatd") throw new BadCertificateError(`issuer ${JSON.stringify(raw.iss)}, want "seatd"`);
     if (!raw.sub || raw.sub !== raw.lease_id) throw new BadCertificateError(`sub ${JSON.stringify(raw.sub)} and lease_id ${JSON.stringify(raw.lease_id)} must name the same lease`);
     if (!num(raw.exp) || (raw.iat !== undefined && !num(raw.iat))) throw new BadCertificateError("exp and iat must be numbers");
+    if (raw.grant_expires_at !== undefined && !num(raw.grant_expires_at)) throw new BadCertificateError("grant_expires_at must be a number");
+    for (const k of ["feature", "version", "grant_id"]) {
+      if (raw[k] !== undefined && typeof raw[k] !== "string") throw new BadCertificateError(`${k} must be a string`);
+    }
     return {
       issuer: "seatd", leaseId: str(raw.lease_id), tenantId: str(raw.tenant_id), licenseId: str(raw.license_id),
       fingerprint: str(raw.fingerprint), user: str(raw.user), hostname: str(raw.hostname), boundTo: str(raw.bound_to),
       licenseKeySha256: str(raw.license_key_sha256), issuedAt: new Date(Math.trunc(num(raw.iat) ? raw.iat : 0) * 1000),
       expiry: new Date(Math.trunc(raw.exp) * 1000), borrowed: raw.borrowed === true, nonce: str(raw.nonce), keyId: kid,
+      feature: str(raw.feature), version: str(raw.version), grantId: str(raw.grant_id),
+      ...(num(raw.grant_expires_at) && raw.grant_expires_at > 0 ? { grantExpiresAt: new Date(Math.trunc(raw.grant_expires_at) * 1000) } : {}),
     };
   }
 

@@ -5,7 +5,7 @@ import { hostname, userInfo } from "node:os";
 import { create, toJson } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { BadCertificateError, SigningKeys, newNonce, type Jwks } from "./certificate.js";
-import { Code, SeatsExhaustedError, StreamClosed, codeOf, retryable, seatdError, type SeatdError } from "./errors.js";
+import { Code, SeatsExhaustedError, StreamClosed, codeOf, localError, retryable, seatdError, type SeatdError } from "./errors.js";
 import { GetSigningKeysResponseSchema, SeatService, type AcquireSeatRequest, type AcquireSeatResponse, type WaitForSeatResponse } from "./gen/seatd/v1/seat_service_pb.js";
 import { Keeper, Lease, stateOf } from "./lease.js";
 import { Conn, type CallOptions, type ConnectionOptions } from "./rpc.js";
@@ -48,6 +48,15 @@ export interface AcquireOptions {
   /** Retrying with the same key returns the same lease. Default: a new key
    * per acquisition, reused by every retry of it. */
   idempotencyKey?: string;
+  /** Take the seat from the license's grants of this feature (a module of
+   * the product) instead of its base pool. None covers the request:
+   * FeatureNotLicensedError, or VersionNotLicensedError (its subclass);
+   * none started yet: GrantNotStartedError; all full: SeatsExhaustedError.
+   * The lease says which grant it holds (grantId, grantExpiresAt). */
+  feature?: string;
+  /** The version of the feature this program is (dotted numbers, "2025.1"),
+   * which the grant must cover. Only with a feature. */
+  version?: string;
 }
 
 export interface WaitOptions {
@@ -156,7 +165,8 @@ export class Client implements AsyncDisposable {
   /** acquire is lease under the Go client's name. */
   acquire(o: AcquireOptions, call?: CallOptions): Promise<Lease> { return this.lease(o, call); }
 
-  /** Queues for a seat (FIFO per license) and returns it once granted, kept
+  /** Queues for a seat (FIFO per license; with a feature, the feature's:
+   * one that is not licensed throws at once) and returns it once granted, kept
    * alive like lease()'s. When the stream breaks (the server restarts) it
    * joins again with its queue ticket and keeps its place while the server
    * holds it. Against a server without the queue it polls with backoff. */
@@ -166,7 +176,8 @@ export class Client implements AsyncDisposable {
     const report = w.onPosition ?? (() => {});
     let ticket = "";
     for (let failures = 0; ;) {
-      const [lease, heard, err] = await this.#waitOnce(o, nonce, ticket, (t) => (ticket = t), report, w.signal);
+      const [lease, heard, err, refused] = await this.#waitOnce(o, nonce, ticket, (t) => (ticket = t), report, w.signal);
+      if (refused) throw err; // a grant we do not trust, given back: no use waiting again
       if (lease) {
         // The server holds a waiter's grant only until its first heartbeat
         // (--wait-hold): confirm it now.
@@ -197,12 +208,12 @@ export class Client implements AsyncDisposable {
   }
 
   /** One WaitForSeat stream, resuming ticket's place. */
-  #waitOnce(o: AcquireOptions, nonce: string, ticket: string, setTicket: (t: string) => void, report: (p: number, n: number) => void, signal?: AbortSignal): Promise<[Lease | undefined, boolean, unknown]> {
+  #waitOnce(o: AcquireOptions, nonce: string, ticket: string, setTicket: (t: string) => void, report: (p: number, n: number) => void, signal?: AbortSignal): Promise<[Lease | undefined, boolean, unknown, boolean?]> {
     return new Promise((resolve) => {
       let heard = false;
       let ended = false;
       const call = this.conn.serverStream(SeatService.method.waitForSeat, { ...this.acquireRequest(o, nonce), queueTicket: ticket });
-      const end = (r: [Lease | undefined, boolean, unknown], after?: Promise<void>) => {
+      const end = (r: [Lease | undefined, boolean, unknown, boolean?], after?: Promise<void>) => {
         if (ended) return;
         ended = true;
         signal?.removeEventListener("abort", onAbort);
@@ -222,7 +233,7 @@ export class Client implements AsyncDisposable {
           try {
             lease = this.hold(o, g, this.timing.now(), nonce, false);
           } catch (err) {
-            return end([undefined, true, err], this.giveBack(g.lease?.id ?? "", g.leaseToken));
+            return end([undefined, true, err, true], this.giveBack(g.lease?.id ?? "", g.leaseToken));
           }
           end([lease, true, undefined]);
         } else if (r.event.case === "position") {
@@ -273,7 +284,10 @@ export class Client implements AsyncDisposable {
   /** @internal asks for the seat with nonce (this.nonce()), which every
    * retry of this request repeats: the certificate answers the request. */
   acquireRequest(o: AcquireOptions, nonce: string): Omit<AcquireSeatRequest, "$typeName" | "$unknown" | "borrowDuration"> {
-    return { licenseKey: o.licenseKey, fingerprint: o.fingerprint ?? "", user: o.user ?? "", hostname: o.hostname ?? "", metadata: o.metadata ?? {}, idempotencyKey: o.idempotencyKey ?? "", nonce };
+    return {
+      licenseKey: o.licenseKey, fingerprint: o.fingerprint ?? "", user: o.user ?? "", hostname: o.hostname ?? "", metadata: o.metadata ?? {},
+      idempotencyKey: o.idempotencyKey ?? "", nonce, feature: o.feature ?? "", version: o.version ?? "",
+    };
   }
 
   /** @internal the nonce of a new request: a fresh one when this client
@@ -286,14 +300,20 @@ export class Client implements AsyncDisposable {
   }
 
   /** @internal throws BadCertificateError when a grant's certificate does
-   * not verify (or, for a borrow, is missing or not borrowed). */
+   * not verify (or, for a borrow, is missing or not borrowed), SeatdError
+   * (UNIMPLEMENTED) when the seat is not of the feature asked for. */
   checkGrant(resp: AcquireSeatResponse, nonce: string, o: AcquireOptions, borrowed: boolean): void {
     const pl = resp.lease;
+    if (o.feature && pl?.feature !== o.feature) {
+      // A seatd from before features ignores the field and grants a seat of
+      // the base pool, which must not unlock the feature.
+      throw localError(Code.UNIMPLEMENTED, "", `seatd granted a seat of "${pl?.feature ?? ""}", not of feature "${o.feature}" (a seatd without features? upgrade it)`);
+    }
     if (borrowed && !pl?.borrowed) throw new BadCertificateError("seatd granted a lease that is not borrowed (a server without borrowing?)");
     if (borrowed && !resp.leaseCertificate) throw new BadCertificateError("none in seatd's answer to a borrow");
     const st = stateOf(resp, 0);
     this.signingKeys?.check(resp.leaseCertificate, {
-      nonce, leaseId: st.id, licenseId: st.licenseId, holder: o, deadlineMs: st.expiresAtMs, borrowed,
+      nonce, leaseId: st.id, licenseId: st.licenseId, holder: o, deadlineMs: st.expiresAtMs, borrowed, grantId: st.grantId,
     }, this.timing.now());
   }
 

@@ -36,7 +36,38 @@ export class SeatsExhaustedError extends SeatdError {
   get seatsInUse(): number { return Number(this.metadata["seats_in_use"] ?? NaN); }
   /** The license's limit (seats + overdraft). */
   get seatLimit(): number { return Number(this.metadata["seat_limit"] ?? NaN); }
+  /** The feature asked for ("" for the base pool): seatsInUse and seatLimit
+   * are then summed over its current grants that cover the version. */
+  get feature(): string { return this.metadata["feature"] ?? ""; }
 }
+
+/** The license holds no grant of the feature asked for (FAILED_PRECONDITION
+ * FEATURE_NOT_LICENSED); VersionNotLicensedError, a subclass, when it holds
+ * grants of it but none covers the version. */
+export class FeatureNotLicensedError extends SeatdError {
+  override name = "FeatureNotLicensedError";
+  get feature(): string { return this.metadata["feature"] ?? ""; }
+  /** The version asked for; "" for FEATURE_NOT_LICENSED. */
+  get version(): string { return this.metadata["version"] ?? ""; }
+}
+/** No grant of the feature covers the version asked for (VERSION_NOT_LICENSED). */
+export class VersionNotLicensedError extends FeatureNotLicensedError {
+  override name = "VersionNotLicensedError";
+  /** The highest version the license's grants of the feature cover. */
+  get highestVersion(): string { return this.metadata["highest_version"] ?? ""; }
+}
+/** No grant of the feature that covers the version has started yet (GRANT_NOT_STARTED). */
+export class GrantNotStartedError extends SeatdError {
+  override name = "GrantNotStartedError";
+  get feature(): string { return this.metadata["feature"] ?? ""; }
+  /** When the first of them starts; undefined if the server did not say. */
+  get startsAt(): Date | undefined {
+    const t = Date.parse(this.metadata["starts_at"] ?? "");
+    return Number.isNaN(t) ? undefined : new Date(t);
+  }
+}
+/** No such feature grant on the license (NOT_FOUND GRANT_NOT_FOUND). */
+export class GrantNotFoundError extends SeatdError { override name = "GrantNotFoundError"; }
 
 /** The seat is no longer ours, whatever we retry: acquire a new one. */
 export class LeaseLostError extends SeatdError { override name = "LeaseLostError"; }
@@ -77,6 +108,10 @@ const byReason: Record<string, ErrorClass> = {
   LICENSE_NOT_FOUND: LicenseNotFoundError,
   LICENSE_INACTIVE: LicenseUnavailableError,
   LICENSE_EXPIRED: LicenseUnavailableError,
+  FEATURE_NOT_LICENSED: FeatureNotLicensedError,
+  VERSION_NOT_LICENSED: VersionNotLicensedError,
+  GRANT_NOT_STARTED: GrantNotStartedError,
+  GRANT_NOT_FOUND: GrantNotFoundError,
   QUEUE_FULL: QueueFullError,
   RATE_LIMITED: RateLimitedError,
   TOO_MANY_STREAMS: RateLimitedError,

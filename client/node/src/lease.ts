@@ -28,6 +28,10 @@ interface LeaseState {
   certificate: string; // the latest; "" from a server that sends none
   fingerprint: string; // the lease's, which its certificates name
   borrowed: boolean;
+  feature: string; // asked for; "" for the base pool
+  version: string;
+  grantId: string; // the grant the seat was taken from
+  grantExpiresAtMs: number; // its expiry, as the answer that granted the seat told it; 0 if none
 }
 
 const ms = (d?: Duration) => (d ? durationMs(d) : 0);
@@ -50,6 +54,8 @@ export function stateOf(resp: AcquireSeatResponse, sentMs: number, fingerprint =
     deadlineMs: ttlMs > 0 ? sentMs + ttlMs : expiresAtMs,
     seatsInUse: resp.seatsInUse, seatLimit: resp.seatLimit,
     certificate: resp.leaseCertificate, fingerprint: resp.lease?.fingerprint || fingerprint, borrowed,
+    feature: resp.lease?.feature ?? "", version: resp.lease?.version ?? "", grantId: resp.lease?.grantId ?? "",
+    grantExpiresAtMs: at(resp.grant?.expiresAt),
   };
 }
 
@@ -95,6 +101,17 @@ export class Lease implements AsyncDisposable {
   get certificate(): string { return this.#st.certificate; }
   /** Whether the lease was borrowed (client.borrow). */
   get borrowed(): boolean { return this.#st.borrowed; }
+  /** The feature the lease holds a seat of (AcquireOptions.feature); "" for
+   * a seat of the license's base pool. */
+  get feature(): string { return this.#st.feature; }
+  /** The version asked for (AcquireOptions.version), as given. */
+  get version(): string { return this.#st.version; }
+  /** The feature grant the seat was taken from; "" for a base seat.
+   * seatsInUse and seatLimit are then the grant's. */
+  get grantId(): string { return this.#st.grantId; }
+  /** The grant's expiry, as the answer that granted the seat told it;
+   * undefined when it has none, and for a base seat. */
+  get grantExpiresAt(): Date | undefined { return this.#st.grantExpiresAtMs ? new Date(this.#st.grantExpiresAtMs) : undefined; }
   /** Aborts once the lease is gone for good (expired, revoked, released or
    * taken over elsewhere); its reason is the LeaseLostError. Our own
    * release() does not abort it. */
@@ -130,7 +147,7 @@ export class Lease implements AsyncDisposable {
    * extended lease st to expiresAtMs; throws BadCertificateError. */
   checkCertificate(st: LeaseState, nonce: string, cert: string, expiresAtMs: number): void {
     this.#client.signingKeys?.check(cert, {
-      nonce, leaseId: st.id, licenseId: st.licenseId, holder: this.#opts, deadlineMs: expiresAtMs, borrowed: st.borrowed,
+      nonce, leaseId: st.id, licenseId: st.licenseId, holder: this.#opts, deadlineMs: expiresAtMs, borrowed: st.borrowed, grantId: st.grantId,
     }, this.#client.timing.now());
   }
 

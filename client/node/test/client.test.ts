@@ -9,9 +9,9 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { Backend, modes, newLicense, operatorKey, sleep, until, type Seatd } from "./harness.js";
-import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { AdminClient, BadCertificateError, CertificateExpiredError, Client, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, SigningKeys, checkHolder, seatdv1, serviceConfig, verifyOffline, type Log, type SeatdError } from "../src/index.js";
+import { Backend, modes, newGrant, newLicense, operatorKey, sleep, until, type Seatd } from "./harness.js";
+import { durationFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { AdminClient, BadCertificateError, CertificateExpiredError, Client, FeatureNotLicensedError, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, SigningKeys, VersionNotLicensedError, checkHolder, seatdv1, serviceConfig, verifyOffline, type Log, type SeatdError } from "../src/index.js";
 
 /** A log that keeps what it hears, to assert on reconnects and fallbacks. */
 function recorder(): Log & { messages: string[] } {
@@ -20,6 +20,15 @@ function recorder(): Log & { messages: string[] } {
     messages.push(message);
     if (process.env.SEATD_TEST_VERBOSE) console.log(message, fields);
   }, { messages });
+}
+
+async function activeLeases(s: Seatd, licenseId: string): Promise<string[]> {
+  const admin = s.admin();
+  try {
+    return (await admin.listLeases({ licenseId, state: seatdv1.LeaseState.ACTIVE })).leases.map((l) => l.id).sort();
+  } finally {
+    admin.close();
+  }
 }
 
 async function leaseState(s: Seatd, licenseId: string, leaseId: string): Promise<seatdv1.LeaseState | undefined> {
@@ -282,6 +291,96 @@ for (const mode of modes) {
       const plain = await newLicense(s, 1, 60_000);
       await assert.rejects(c.borrow({ licenseKey: plain.key }, 60_000), (err: SeatdError) => err.reason === "BORROW_NOT_ALLOWED");
       admin.close();
+    });
+
+    test("features: a request both render grants cover takes the one expiring first, a 2025 request the newer; dedupe per feature; SeatsExhaustedError names the feature", async () => {
+      const lic = await newLicense(s, 1, 60_000);
+      const r2024 = await newGrant(s, lic.id, "render", "2024", 1, 86400_000);
+      const r2025 = await newGrant(s, lic.id, "render", "2025", 1, 365 * 86400_000);
+      const c = mk(s.grpcAddr, { autoHeartbeat: false });
+      const base = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1" });
+      assert.deepEqual([base.feature, base.version, base.grantId, base.grantExpiresAt], ["", "", "", undefined]);
+      const old = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2023.4" });
+      assert.notEqual(old.id, base.id, "base and render seats of one machine are two leases");
+      assert.deepEqual([old.feature, old.version, old.grantId, old.licenseId], ["render", "2023.4", r2024.id, lic.id]);
+      assert.equal(old.grantExpiresAt?.getTime(), timestampMs(r2024.expiresAt!));
+      assert.deepEqual([old.seatsInUse, old.seatLimit], [1, 1], "the grant's");
+      const recent = await c.lease({ licenseKey: lic.key, fingerprint: "fp-2", feature: "render", version: "2025" });
+      assert.deepEqual([recent.grantId, recent.version], [r2025.id, "2025"]);
+      assert.equal(recent.grantExpiresAt?.getTime(), timestampMs(r2025.expiresAt!));
+      const again = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2023.4" });
+      assert.equal(again.id, old.id, "dedupe is per feature");
+      await assert.rejects(c.lease({ licenseKey: lic.key, fingerprint: "fp-3", feature: "render", version: "2024" }), (err) => {
+        assert.ok(err instanceof SeatsExhaustedError, String(err));
+        assert.deepEqual([err.reason, err.feature, err.seatsInUse, err.seatLimit], ["SEATS_EXHAUSTED", "render", 2, 2]);
+        return true;
+      });
+      assert.deepEqual(await activeLeases(s, lic.id), [base.id, old.id, recent.id].sort());
+      for (const l of [base, again, recent]) await l.release();
+    });
+
+    test("features: VERSION_NOT_LICENSED and FEATURE_NOT_LICENSED are VersionNotLicensedError and FeatureNotLicensedError with the reason; waitForSeat throws at once", async () => {
+      const lic = await newLicense(s, 1, 60_000);
+      await newGrant(s, lic.id, "render", "2024", 1, 86400_000);
+      await newGrant(s, lic.id, "render", "2025");
+      await newGrant(s, lic.id, "sim");
+      await assert.rejects(client.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2026" }), (err) => {
+        assert.ok(err instanceof VersionNotLicensedError, String(err));
+        assert.deepEqual([err.reason, err.code, err.feature, err.version, err.highestVersion], ["VERSION_NOT_LICENSED", grpc.status.FAILED_PRECONDITION, "render", "2026", "2025"]);
+        assert.match(err.message, /render/);
+        return true;
+      });
+      const notLicensed = (err: unknown) => {
+        assert.ok(err instanceof FeatureNotLicensedError, String(err));
+        assert.ok(!(err instanceof VersionNotLicensedError));
+        assert.deepEqual([err.reason, err.code, err.feature], ["FEATURE_NOT_LICENSED", grpc.status.FAILED_PRECONDITION, "cad-export"]);
+        return true;
+      };
+      await assert.rejects(client.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "cad-export" }), notLicensed);
+      await assert.rejects(client.waitForSeat({ licenseKey: lic.key, fingerprint: "fp-1", feature: "cad-export" }, { signal: AbortSignal.timeout(30_000) }), notLicensed);
+      {
+        await using sim = await client.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "sim", version: "7.3" }); // any version of sim
+        assert.deepEqual([sim.feature, sim.version], ["sim", "7.3"]);
+      }
+      assert.deepEqual(await activeLeases(s, lic.id), []);
+    });
+
+    test("features: waitForSeat of a feature queues for its grant (not the free base seat)", async () => {
+      const lic = await newLicense(s, 1, 60_000);
+      const render = await newGrant(s, lic.id, "render", "2025");
+      const holder = await client.lease({ licenseKey: lic.key, fingerprint: "holder", feature: "render", version: "2025" });
+      const positions: number[] = [];
+      const waiting = client.waitForSeat({ licenseKey: lic.key, fingerprint: "waiter", feature: "render", version: "2024.2" }, { onPosition: (p) => positions.push(p) });
+      await until(10_000, "a queue position", () => positions.length > 0);
+      assert.equal(positions[0], 1);
+      await holder.release();
+      const lease = await waiting;
+      assert.deepEqual([lease.feature, lease.version, lease.grantId], ["render", "2024.2", render.id]);
+      assert.deepEqual(await activeLeases(s, lic.id), [lease.id]);
+      await lease.release();
+    });
+
+    test("features: the certificate carries feature, version, grantId and grantExpiresAt, verified at acquire and every heartbeat; a base lease's none", async () => {
+      const jwks = await (await fetch(`http://${s.httpAddr}/v1/tenants/default/jwks.json`)).text();
+      const lic = await newLicense(s, 1, 2000);
+      const render = await newGrant(s, lic.id, "render", "2025", 1, 86400_000);
+      const c = mk(s.grpcAddr, { signingKeys: jwks });
+      const lease = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2024.3" });
+      const got = verifyOffline(lease.certificate, jwks);
+      assert.deepEqual([got.feature, got.version, got.grantId, got.grantExpiresAt?.getTime()], ["render", "2024.3", render.id, timestampMs(render.expiresAt!)]);
+      assert.deepEqual([got.leaseId, got.licenseId], [lease.id, lic.id]);
+      checkHolder(got, { licenseKey: lic.key, fingerprint: "fp-1", feature: "render", version: "2024.3" });
+      assert.throws(() => checkHolder(got, { licenseKey: lic.key, fingerprint: "fp-1" }), BadCertificateError, "no base seat");
+      const first = lease.certificate;
+      await until(5000, "a verified heartbeat's certificate", () => lease.certificate !== first);
+      assert.equal(verifyOffline(lease.certificate, jwks).grantId, render.id);
+      await sleep(1000);
+      assert.equal(lease.lost, false, String(lease.error));
+      await lease.release();
+      const base = await c.lease({ licenseKey: lic.key, fingerprint: "fp-1" });
+      const b = verifyOffline(base.certificate, jwks);
+      assert.deepEqual([b.feature, b.version, b.grantId, b.grantExpiresAt], ["", "", "", undefined]);
+      await base.release();
     });
 
     if (mode === "distributed") {

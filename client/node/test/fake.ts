@@ -3,9 +3,11 @@
 // might run to get seats for nothing, or a broken one.
 import { createHash, generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { create, fromBinary, toBinary, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
-import { durationFromMs, timestampFromMs, durationMs } from "@bufbuild/protobuf/wkt";
+import { anyPack, durationFromMs, timestampFromMs, durationMs } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import { seatdv1 } from "../src/index.js";
+import { ErrorInfoSchema } from "../src/gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "../src/gen/google/rpc/status_pb.js";
 
 const b64url = (b: Buffer | string) => Buffer.from(b).toString("base64url");
 
@@ -45,17 +47,34 @@ export const RELAY_FINGERPRINT = "relay-machine";
 
 export const keyHash = (licenseKey: string) => createHash("sha256").update(licenseKey, "utf8").digest("hex");
 
-/** seatd's claims for a lease of license key "key" bound to fingerprint. */
-export function claims(leaseId: string, fingerprint: string, deadlineMs: number, nonce: string, borrowed = false): Record<string, unknown> {
+// The one feature grant of the fake's license: every feature asked for is
+// granted from it (unless FakeSeatd.refuse says otherwise).
+export const GRANT_ID = "lic-1.0a1b2c3d";
+export const GRANT_EXPIRES_AT = 1893456000; // 2030-01-01T00:00:00Z, Unix seconds
+
+/** seatd's claims for a lease of license key "key" bound to fingerprint;
+ * with a feature, of the grant GRANT_ID. */
+export function claims(leaseId: string, fingerprint: string, deadlineMs: number, nonce: string, borrowed = false, feature = "", version = ""): Record<string, unknown> {
   return {
     iss: "seatd", sub: leaseId, lease_id: leaseId, tenant_id: "default", license_id: "lic-1", fingerprint, user: "", hostname: "",
     bound_to: "fingerprint", license_key_sha256: keyHash("key"), iat: Math.floor(Date.now() / 1000), exp: Math.floor(deadlineMs / 1000), borrowed, nonce,
+    ...(feature ? { feature, version, grant_id: GRANT_ID, grant_expires_at: GRANT_EXPIRES_AT } : {}),
   };
 }
 
+// Spoiled certificates of a lease of a feature: "base pool" (a base seat's
+// certificate, no feature claims: what a relay of a base seat would serve),
+// "other feature", "other version" (a grant of an older version), "other grant".
+export type FeatureForgery = "base pool" | "other feature" | "other version" | "other grant";
+export const featureForgeries: FeatureForgery[] = ["base pool", "other feature", "other version", "other grant"];
+
 /** certificate signs c with signer, spoiled by forge. */
-export function certificate(signer: Signer, c: Record<string, unknown>, forge?: Forgery): string {
+export function certificate(signer: Signer, c: Record<string, unknown>, forge?: Forgery | FeatureForgery): string {
   switch (forge) {
+    case "base pool": delete c.feature; delete c.version; delete c.grant_id; delete c.grant_expires_at; break;
+    case "other feature": c.feature = "sim"; break;
+    case "other version": c.version = "2023"; break;
+    case "other grant": c.grant_id = "lic-1.ffffffff"; break;
     case "missing": return "";
     case "other key": return signer.sign(c, undefined, new Signer(signer.kid));
     case "unknown kid": return new Signer(signer.kid + "-unknown").sign(c);
@@ -78,7 +97,7 @@ export function certificate(signer: Signer, c: Record<string, unknown>, forge?: 
   return `${h}.${b64url(raw)}.${s}`;
 }
 
-interface FakeLease { token: string; fingerprint: string; deadlineMs: number; borrowed: boolean; live: boolean }
+interface FakeLease { token: string; fingerprint: string; deadlineMs: number; borrowed: boolean; live: boolean; feature: string; version: string; expired?: boolean }
 
 function handler(m: DescMethod): grpc.MethodDefinition<unknown, unknown> {
   const ser = (d: DescMessage) => (v: unknown) => Buffer.from(toBinary(d, create(d, v as never)));
@@ -92,15 +111,32 @@ function handler(m: DescMethod): grpc.MethodDefinition<unknown, unknown> {
   };
 }
 
+/** refusal fails a call as seatd does: the status with an ErrorInfo in
+ * grpc-status-details-bin. */
+export function refusal(code: grpc.status, reason: string, metadata: Record<string, string>): grpc.ServiceError {
+  const info = create(ErrorInfoSchema, { reason, domain: "seatd", metadata });
+  const st = create(StatusSchema, { code, message: `refused (test): ${reason}`, details: [anyPack(ErrorInfoSchema, info)] });
+  const md = new grpc.Metadata();
+  md.set("grpc-status-details-bin", Buffer.from(toBinary(StatusSchema, st)));
+  return Object.assign(new Error(st.message), { code, details: st.message, metadata: md });
+}
+
 /** FakeSeatd keeps leases in memory and signs their certificates with
  * signer (none sent when undefined), spoiled by forge. Like seatd it signs
  * only when asked: a request with a nonce, or a borrow. nonces holds the
  * nonce of each request, by RPC ("acquire", "heartbeat", "stream", "wait"),
- * in order. */
+ * in order. A request's feature is granted from the one grant GRANT_ID,
+ * unless features is false (a seatd from before features: the field is
+ * ignored, the seat is the base pool's) or refuse is set (every acquisition
+ * fails FAILED_PRECONDITION with that reason and metadata). requests holds
+ * every AcquireSeat and WaitForSeat request. */
 export class FakeSeatd {
   readonly server = new grpc.Server();
   address = "";
-  forge?: Forgery;
+  forge?: Forgery | FeatureForgery;
+  features = true;
+  refuse?: [string, Record<string, string>];
+  readonly requests: (seatdv1.AcquireSeatRequest | seatdv1.WaitForSeatRequest)[] = [];
   lend = true; // false: ignore borrow_duration, as a server without borrowing
   beats = 0;
   nonces: Record<string, string[]> = {};
@@ -113,7 +149,9 @@ export class FakeSeatd {
     this.server.addService(def([seat.acquireSeat, seat.releaseSeat, seat.waitForSeat, seat.getSigningKeys]), {
       acquireSeat: (call: grpc.ServerUnaryCall<seatdv1.AcquireSeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         const r = call.request;
-        cb(null, this.#grant(r.fingerprint, this.#noted("acquire", r.nonce), r.borrowDuration ? durationMs(r.borrowDuration) : 0));
+        this.requests.push(r);
+        if (this.refuse) return cb(refusal(grpc.status.FAILED_PRECONDITION, ...this.refuse));
+        cb(null, this.#grant(r, this.#noted("acquire", r.nonce), r.borrowDuration ? durationMs(r.borrowDuration) : 0));
       },
       releaseSeat: (call: grpc.ServerUnaryCall<seatdv1.ReleaseSeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         const l = this.leases.get(call.request.leaseId);
@@ -122,15 +160,18 @@ export class FakeSeatd {
         cb(null, {});
       },
       waitForSeat: (call: grpc.ServerWritableStream<seatdv1.WaitForSeatRequest, unknown>) => {
+        this.requests.push(call.request);
+        if (this.refuse) return void call.emit("error", refusal(grpc.status.FAILED_PRECONDITION, ...this.refuse));
         this.#noted("wait", call.request.nonce);
         call.write({ event: { case: "position", value: { position: 1, queueLength: 1, ticket: "w1" } } });
-        call.write({ event: { case: "granted", value: this.#grant(call.request.fingerprint, call.request.nonce, 0) } });
+        call.write({ event: { case: "granted", value: this.#grant(call.request, call.request.nonce, 0) } });
         call.end();
       },
       getSigningKeys: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { keys: this.signer ? [this.signer.jwk()] : [] }),
     });
     this.server.addService(def([hb.heartbeat, hb.heartbeatStream]), {
       heartbeat: (call: grpc.ServerUnaryCall<seatdv1.HeartbeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        if (this.leases.get(call.request.leaseId)?.expired) return cb(refusal(grpc.status.FAILED_PRECONDITION, "LEASE_EXPIRED", {}));
         const r = this.#beat(call.request.leaseId, call.request.leaseToken, this.#noted("heartbeat", call.request.nonce));
         if (!r) return cb({ code: grpc.status.NOT_FOUND, details: "no such lease" });
         cb(null, { expiresAt: timestampFromMs(r[0]), heartbeatInterval: durationFromMs(this.intervalMs), leaseCertificate: r[1] });
@@ -140,6 +181,7 @@ export class FakeSeatd {
         let token = "";
         call.on("data", (req: seatdv1.HeartbeatStreamRequest) => {
           if (!id) [id, token] = [req.leaseId, req.leaseToken];
+          if (this.leases.get(id)?.expired) return call.destroy(refusal(grpc.status.FAILED_PRECONDITION, "LEASE_EXPIRED", {}));
           const r = this.#beat(id, token, this.#noted("stream", req.nonce));
           if (!r) return call.destroy(Object.assign(new Error("no such lease"), { code: grpc.status.NOT_FOUND }));
           call.write({ expiresAt: timestampFromMs(r[0]), heartbeatInterval: durationFromMs(this.intervalMs), leaseCertificate: r[1] });
@@ -168,18 +210,24 @@ export class FakeSeatd {
 
   #cert(id: string, nonce: string): string {
     const l = this.leases.get(id)!;
-    return this.signer && (nonce || l.borrowed) ? certificate(this.signer, claims(id, l.fingerprint, l.deadlineMs, nonce, l.borrowed), this.forge) : "";
+    return this.signer && (nonce || l.borrowed) ? certificate(this.signer, claims(id, l.fingerprint, l.deadlineMs, nonce, l.borrowed, l.feature, l.version), this.forge) : "";
   }
 
-  #grant(fingerprint: string, nonce: string, borrowMs: number) {
+  #grant(r: { fingerprint: string; feature: string; version: string }, nonce: string, borrowMs: number) {
+    const { fingerprint } = r;
+    const [feature, version] = this.features ? [r.feature, r.version] : ["", ""];
     const id = `lease-${this.leases.size + 1}`;
     const borrowed = borrowMs > 0 && this.lend;
     const now = Date.now();
     const deadlineMs = now + (borrowed ? borrowMs : this.ttlMs);
-    this.leases.set(id, { token: `token-${id}`, fingerprint, deadlineMs, borrowed, live: true });
+    this.leases.set(id, { token: `token-${id}`, fingerprint, deadlineMs, borrowed, live: true, feature, version });
     return {
-      lease: { id, licenseId: "lic-1", fingerprint: this.forge === "relayed" ? RELAY_FINGERPRINT : fingerprint, borrowed, acquiredAt: timestampFromMs(now), lastHeartbeatAt: timestampFromMs(now), expiresAt: timestampFromMs(deadlineMs) },
+      lease: {
+        id, licenseId: "lic-1", fingerprint: this.forge === "relayed" ? RELAY_FINGERPRINT : fingerprint, borrowed, acquiredAt: timestampFromMs(now), lastHeartbeatAt: timestampFromMs(now), expiresAt: timestampFromMs(deadlineMs),
+        feature, version, grantId: feature ? GRANT_ID : "",
+      },
       leaseToken: `token-${id}`, heartbeatInterval: durationFromMs(this.intervalMs), seatsInUse: 1, seatLimit: 10, leaseCertificate: this.#cert(id, nonce),
+      grant: feature ? { id: GRANT_ID, licenseId: "lic-1", feature, version: "2030", seats: 10, expiresAt: timestampFromMs(GRANT_EXPIRES_AT * 1000) } : undefined,
     };
   }
 

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import { durationFromMs, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { AdminClient, seatdv1 } from "../src/index.js";
 
 export const operatorKey = "node-test-operator-key-0123456789";
@@ -111,6 +111,15 @@ export async function newLicense(s: Seatd, seats: number, ttlMs: number, extra: 
   using admin = { c: s.admin(), [Symbol.dispose]() { this.c.close(); } };
   const resp = await admin.c.createLicense({ license: { name: "node test", seats, leaseTtl: durationFromMs(ttlMs), ...extra } });
   return resp.license!;
+}
+
+/** newGrant adds a feature grant to license licenseId; expiresInMs (from
+ * now, whole seconds) sets its expires_at. */
+export async function newGrant(s: Seatd, licenseId: string, feature: string, version = "", seats = 1, expiresInMs?: number): Promise<seatdv1.FeatureGrant> {
+  using admin = { c: s.admin(), [Symbol.dispose]() { this.c.close(); } };
+  const expiresAt = expiresInMs === undefined ? undefined : timestampFromMs(Math.floor((Date.now() + expiresInMs) / 1000) * 1000);
+  const resp = await admin.c.createFeatureGrant({ licenseId, grant: { feature, version, seats, expiresAt } });
+  return resp.grant!;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

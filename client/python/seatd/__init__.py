@@ -5,6 +5,10 @@
     with client.lease(license_key, fingerprint) as lease:
         ...  # heartbeated in the background; lease.lost is set if the seat is lost
 
+client.lease(license_key, fingerprint, feature="render", version="2025.1")
+takes a seat of a feature grant (a module of the product) that covers that
+version; FeatureNotLicensed / VersionNotLicensed say it is not licensed.
+
 Client(..., signing_keys=jwks) verifies the lease certificate of every
 answer; seatd.verify_offline(cert, jwks) checks a stored one (a borrowed
 seat) without a network, and refuses it when the signed list of returned
@@ -20,9 +24,9 @@ from seatd.errors import (
     SeatdError, SeatsExhausted, LeaseLost, LeaseExpired, LeaseRevoked, LeaseReleased, LeaseNotFound,
     LeaseTokenInvalid, LicenseNotFound, LicenseInactive, LicenseExpired, InvalidArgument, Unauthenticated,
     PermissionDenied, QueueFull, RateLimited, Unavailable, BadCertificate, CertificateExpired,
-    CertificateReturned,
+    CertificateReturned, FeatureNotLicensed, VersionNotLicensed, GrantNotStarted, GrantNotFound,
 )
-from seatd.v1.resources_pb2 import License, Lease as LeaseRecord, LeaseState, LeasingStrategy
+from seatd.v1.resources_pb2 import FeatureGrant, License, Lease as LeaseRecord, LeaseState, LeasingStrategy
 
 __all__ = [
     "AdminClient", "Client", "Lease", "Timing", "SERVICE_CONFIG", "License", "LeaseRecord", "LeaseState",
@@ -30,5 +34,6 @@ __all__ = [
     "LeaseReleased", "LeaseNotFound", "LeaseTokenInvalid", "LicenseNotFound", "LicenseInactive",
     "LicenseExpired", "InvalidArgument", "Unauthenticated", "PermissionDenied", "QueueFull", "RateLimited",
     "Unavailable", "BadCertificate", "CertificateExpired", "Claims", "SigningKeys", "license_key_hash",
-    "verify_offline", "CertificateReturned", "ReturnedList", "newer",
+    "verify_offline", "CertificateReturned", "ReturnedList", "newer", "FeatureGrant", "FeatureNotLicensed",
+    "VersionNotLicensed", "GrantNotStarted", "GrantNotFound",
 ]

@@ -45,24 +45,33 @@ class Claims(collections.namedtuple("Claims", [
     "borrowed",     # a seat borrowed for offline use
     "nonce",        # the nonce of the request it answers
     "key_id",       # the kid of the key that signed it
-])):
+    # A lease of a feature grant (AcquireSeat's feature); each "" (0) for a
+    # lease of the license's base pool. Last and with defaults, so that
+    # Claims built by position before features keep working.
+    "feature",      # the feature the lease holds a seat of
+    "version",      # the version asked for ("" if none was)
+    "grant_id",     # the grant the seat was taken from
+    "grant_expires_at",  # the grant's expiry, Unix seconds; 0 if it has none
+], defaults=("", "", "", 0))):
     """What a lease certificate says (times in whole Unix seconds)."""
 
     __slots__ = ()
 
-    def check_holder(self, license_key, fingerprint, user="", hostname=""):
+    def check_holder(self, license_key, fingerprint, user="", hostname="", feature="", version=""):
         """Raises BadCertificate unless the certificate is for the client
         that asks with these values, its own: the hash of its license key,
-        and the identity bound_to names (its fingerprint, or its user or
-        hostname for a lease the license shares per user or hostname).
-        Never compare with what an answer says: a relay holding one lease
-        would pass. A certificate of a seatd that did not bind certificates
-        (no bound_to or license_key_sha256) is refused."""
-        _check_holder(self, (license_key_hash(license_key), fingerprint, user, hostname))
+        the identity bound_to names (its fingerprint, or its user or
+        hostname for a lease the license shares per user or hostname), and
+        the feature and version it asks for ("" for a base seat: a seat of
+        another module, or of another version, unlocks nothing). Never
+        compare with what an answer says: a relay holding one lease would
+        pass. A certificate of a seatd that did not bind certificates (no
+        bound_to or license_key_sha256) is refused."""
+        _check_holder(self, (license_key_hash(license_key), fingerprint, user, hostname, feature, version))
 
 
 def _check_holder(c, holder):
-    key_hash, fingerprint, user, hostname = holder
+    key_hash, fingerprint, user, hostname, feature, version = holder
     if not c.license_key_sha256 or not c.bound_to:
         raise errors.BadCertificate("it names no license key or holder (signed by a seatd that does not bind "
                                     "certificates to their client: upgrade seatd)")
@@ -75,13 +84,16 @@ def _check_holder(c, holder):
     theirs, ours = pairs[c.bound_to]
     if not ours or theirs != ours:
         raise errors.BadCertificate("for %s %r, not this client's %r" % (c.bound_to, theirs, ours))
+    if (c.feature, c.version) != (feature, version):
+        raise errors.BadCertificate("for feature %r version %r, not the %r version %r this client asked for"
+                                    % (c.feature, c.version, feature, version))
 
 
 def holder_of(opts):
     """What a client knows of itself (its acquisition's options), which
     every certificate of its lease must name."""
     return (license_key_hash(opts["license_key"]), opts["fingerprint"], opts.get("user") or "",
-            opts.get("hostname") or "")
+            opts.get("hostname") or "", opts.get("feature") or "", opts.get("version") or "")
 
 
 def new_nonce():
@@ -161,15 +173,17 @@ class SigningKeys:
         if not raw.get("sub") or raw.get("sub") != raw.get("lease_id"):
             raise errors.BadCertificate("sub %r and lease_id %r must name the same lease"
                                         % (raw.get("sub"), raw.get("lease_id")))
-        exp, iat = raw.get("exp"), raw.get("iat", 0)
-        if not _number(exp) or not _number(iat):
-            raise errors.BadCertificate("exp and iat must be numbers")
+        exp, iat, grant_exp = raw.get("exp"), raw.get("iat", 0), raw.get("grant_expires_at", 0)
+        if not _number(exp) or not _number(iat) or not _number(grant_exp):
+            raise errors.BadCertificate("exp, iat and grant_expires_at must be numbers")
         return Claims(issuer=raw["iss"], lease_id=raw["lease_id"], tenant_id=_str(raw, "tenant_id"),
                       license_id=_str(raw, "license_id"), fingerprint=_str(raw, "fingerprint"),
                       user=_str(raw, "user"), hostname=_str(raw, "hostname"), bound_to=_str(raw, "bound_to"),
                       license_key_sha256=_str(raw, "license_key_sha256"),
                       issued_at=int(iat), expiry=int(exp), borrowed=raw.get("borrowed") is True,
-                      nonce=_str(raw, "nonce"), key_id=kid)
+                      nonce=_str(raw, "nonce"), key_id=kid, feature=_str(raw, "feature"),
+                      version=_str(raw, "version"), grant_id=_str(raw, "grant_id"),
+                      grant_expires_at=int(grant_exp))
 
     def verify_returned(self, token, tenant_id, max_age=0, now=None):
         """Checks a signed list of returned certificates (GetReturnedCertificates,
@@ -237,16 +251,20 @@ class SigningKeys:
             raise errors.BadCertificate("claims are not a JSON object")
         return raw, kid
 
-    def check(self, cert, *, nonce, lease_id, holder, deadline, license_id="", borrowed=False, now=None):
+    def check(self, cert, *, nonce, lease_id, holder, deadline, license_id="", borrowed=False, now=None,
+              grant_id=""):
         """Verifies the certificate of an answer (deadline: the one it told,
         Unix seconds): as verify, and it repeats our nonce, names this lease
-        and license, is for this client (holder, holder_of: our license key
-        and identity, never what an answer says), and its exp is that
-        deadline rounded down (less than a second apart), not passed.
-        Raises BadCertificate."""
+        and license (and grant_id, when the answer names one), is for this
+        client (holder, holder_of: our license key, identity, feature and
+        version, never what an answer says), and its exp is that deadline
+        rounded down (less than a second apart), not passed. Raises
+        BadCertificate."""
         c = self._verify(cert)
         now = time.time() if now is None else _unix(now)
         _check_holder(c, holder)
+        if grant_id and c.grant_id != grant_id:
+            raise errors.BadCertificate("for grant %r, not %r" % (c.grant_id, grant_id))
         if not nonce or c.nonce != nonce:
             raise errors.BadCertificate("nonce %r is not the one sent (a recorded answer replayed?)" % c.nonce)
         if c.lease_id != lease_id:

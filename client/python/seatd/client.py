@@ -175,12 +175,19 @@ class Client(_Connected):
         super().close()
 
     def acquire(self, license_key, fingerprint, *, user="", hostname="", metadata=None,
-                idempotency_key=None, timeout=None):
+                idempotency_key=None, timeout=None, feature="", version=""):
         """Takes a seat, or raises (SeatsExhausted when none is free). Every try
         of this one acquisition sends the same idempotency key, so a retry after
-        a lost reply gets the seat the first try took, never a second one."""
-        opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
-                    metadata=dict(metadata or {}))
+        a lost reply gets the seat the first try took, never a second one.
+
+        feature takes the seat from the license's grants of that feature (a
+        module of the product) instead of its base pool; version is the
+        version of the feature this program is (dotted numbers, "2025.1"),
+        which the grant must cover. Raises FeatureNotLicensed or
+        VersionNotLicensed (its subclass) when no grant does, GrantNotStarted
+        when none has started yet, SeatsExhausted when all are full. The
+        lease says which grant it holds (grant_id, grant_expires_at)."""
+        opts = _options(license_key, fingerprint, user, hostname, metadata, feature, version)
         req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(), nonce=self._nonce(),
                                                   **opts)
         sent = self.t.now()
@@ -189,7 +196,7 @@ class Client(_Connected):
     lease = acquire  # `with client.lease(key, fingerprint) as lease:` releases on exit
 
     def borrow(self, license_key, fingerprint, duration, *, user="", hostname="", metadata=None,
-               idempotency_key=None, timeout=None):
+               idempotency_key=None, timeout=None, feature="", version=""):
         """Borrows a seat for offline use for duration seconds (at most the
         license's max_borrow_duration). The Lease needs no heartbeats and is
         not kept; it holds its seat until lease.expires_at or an early
@@ -200,11 +207,11 @@ class Client(_Connected):
         every borrow) repeats it. An answer without a certificate, or not
         borrowed (a server without borrowing), raises BadCertificate and the
         seat is given back; with signing_keys the certificate is verified as
-        for acquire."""
+        for acquire. feature and version: as for acquire (the grant's own
+        borrowing limits apply)."""
         if duration <= 0:
             raise ValueError("borrow duration must be positive")
-        opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
-                    metadata=dict(metadata or {}))
+        opts = _options(license_key, fingerprint, user, hostname, metadata, feature, version)
         req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(),
                                                   nonce=self._nonce(borrow=True),
                                                   borrow_duration=_duration(duration), **opts)
@@ -250,8 +257,15 @@ class Client(_Connected):
 
     def _check(self, resp, nonce, opts, borrowed):
         """Raises BadCertificate if a grant's certificate does not verify
-        (or, for a borrow, is missing or not borrowed)."""
+        (or, for a borrow, is missing or not borrowed), SeatdError
+        (UNIMPLEMENTED) if the seat is not of the feature asked for."""
         pl = resp.lease
+        if opts["feature"] and pl.feature != opts["feature"]:
+            # A seatd from before features ignores the field and grants a
+            # seat of the base pool, which must not unlock the feature.
+            raise errors.local_error(errors.SeatdError, "", "seatd granted a seat of %r, not of feature %r "
+                                     "(a seatd without features? upgrade it)" % (pl.feature, opts["feature"]),
+                                     code=grpc.StatusCode.UNIMPLEMENTED)
         if borrowed and not pl.borrowed:
             raise errors.BadCertificate("seatd granted a lease that is not borrowed (a server without borrowing?)")
         if borrowed and not resp.lease_certificate:
@@ -260,8 +274,8 @@ class Client(_Connected):
             return
         deadline = pl.expires_at.ToNanoseconds() / 1e9 if pl.HasField("expires_at") else None
         self.signing_keys.check(resp.lease_certificate, nonce=nonce, lease_id=pl.id, license_id=pl.license_id,
-                                holder=holder_of(opts), deadline=deadline,
-                                borrowed=borrowed, now=self.t.now())
+                                holder=holder_of(opts), deadline=deadline, grant_id=pl.grant_id, borrowed=borrowed,
+                                now=self.t.now())
 
     def _give_back(self, lease_id, token):
         """Releases a seat we refuse, as far as the server is real and reachable."""
@@ -287,7 +301,7 @@ class Client(_Connected):
     def _hold(self, opts, resp, sent, nonce, borrowed=False):
         try:
             self._check(resp, nonce, opts, borrowed)
-        except errors.BadCertificate:
+        except errors.SeatdError:  # not the seat asked for, or not seatd's
             self._give_back(resp.lease.id, resp.lease_token)
             raise
         lease = Lease(self, opts, resp, sent, borrowed)
@@ -301,8 +315,10 @@ class Client(_Connected):
         return lease
 
     def wait_for_seat(self, license_key, fingerprint, *, user="", hostname="", metadata=None,
-                      on_position=None, timeout=None):
+                      on_position=None, timeout=None, feature="", version=""):
         """Queues for a seat (FIFO) and returns the Lease once granted.
+        feature and version: as for acquire; the queue is then the
+        feature's, and a feature or version not licensed raises at once.
 
         on_position(position, queue_length) hears the place on joining and on
         every change. If the stream drops it joins again with the queue
@@ -310,8 +326,7 @@ class Client(_Connected):
         it). Against a server without the queue it polls acquire. Raises
         TimeoutError when timeout (seconds) passes first.
         """
-        opts = dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
-                    metadata=dict(metadata or {}))
+        opts = _options(license_key, fingerprint, user, hostname, metadata, feature, version)
         end = None if timeout is None else self.t.now() + timeout
         key, nonce, ticket, failures = _new_key(), self._nonce(), "", 0  # one acquisition, however many streams
         report = on_position or (lambda position, length: None)
@@ -377,6 +392,13 @@ def _new_key():
     return "acq_" + secrets.token_hex(16)
 
 
+def _options(license_key, fingerprint, user, hostname, metadata, feature, version):
+    """What one acquisition asks for: the AcquireSeatRequest fields every
+    try of it (and a reacquisition after an expiry) repeats."""
+    return dict(license_key=license_key, fingerprint=fingerprint, user=user, hostname=hostname,
+                metadata=dict(metadata or {}), feature=feature or "", version=version or "")
+
+
 class Lease:
     """A seat held by this process; a context manager that releases it.
 
@@ -387,6 +409,12 @@ class Lease:
     expires_at is the deadline seatd told, a timezone-aware datetime in UTC
     (compare it with datetime.now(timezone.utc)); None from a server that
     sends none.
+
+    feature and version are what the acquisition asked for ("" for a seat
+    of the license's base pool); grant_id is the feature grant the seat was
+    taken from, grant_expires_at that grant's expiry as the acquisition's
+    answer told it (aware UTC; None when it has none, and for a base seat).
+    seats_in_use and seat_limit are then the grant's.
     """
 
     def __init__(self, client, opts, resp, sent, borrowed=False):
@@ -409,6 +437,9 @@ class Lease:
         # (the client then asks for none) but for a borrowed lease.
         self.certificate = resp.lease_certificate
         self.fingerprint = pl.fingerprint or self._opts["fingerprint"]
+        self.feature, self.version, self.grant_id = pl.feature, pl.version, pl.grant_id
+        grant = resp.grant if resp.HasField("grant") else None
+        self.grant_expires_at = _utc(grant.expires_at) if grant and grant.HasField("expires_at") else None
         self._holder = holder_of(self._opts)  # ours, which every certificate must name
         self.ttl = _ttl(pl)
         self._deadline = self._local_deadline(sent, pl.expires_at)
@@ -452,7 +483,7 @@ class Lease:
             return
         keys.check(cert, nonce=nonce, lease_id=self.id, license_id=self.license_id, holder=self._holder,
                    deadline=expires_at.ToNanoseconds() / 1e9 if expires_at.ByteSize() else None,
-                   borrowed=self.borrowed, now=self._c.t.now())
+                   grant_id=self.grant_id, borrowed=self.borrowed, now=self._c.t.now())
 
     def release(self, timeout=None):
         """Stops the heartbeats and gives the seat back. Idempotent; a lease
@@ -672,7 +703,7 @@ class _Keeper:
                 return False
             try:
                 self.l._c._check(resp, req.nonce, self.l._opts, False)
-            except errors.BadCertificate as e:
+            except errors.SeatdError as e:  # not the seat asked for, or not seatd's
                 self.l._c._give_back(resp.lease.id, resp.lease_token)
                 self.l._mark_lost(e)
                 return False

@@ -5,6 +5,8 @@ example SeatsExhausted for SEATS_EXHAUSTED); an error without an ErrorInfo is
 a plain SeatdError with reason "".
 """
 
+import datetime
+
 import grpc
 
 from seatd._rpc.google.rpc import error_details_pb2, status_pb2
@@ -35,6 +37,12 @@ class SeatsExhausted(SeatdError):
     @property
     def limit(self):
         return int(self.metadata.get("seat_limit", 0))
+
+    @property
+    def feature(self):
+        """The feature asked for; in_use and limit are then summed over its
+        current grants that cover the version. "" for the base pool."""
+        return self.metadata.get("feature", "")
 
 
 class LeaseLost(SeatdError):
@@ -102,6 +110,53 @@ class LicenseExpired(SeatdError):
     pass
 
 
+class FeatureNotLicensed(SeatdError):
+    """The license holds no grant of the feature asked for
+    (FAILED_PRECONDITION FEATURE_NOT_LICENSED). VersionNotLicensed, a
+    subclass, when it holds grants of it but none covers the version."""
+
+    @property
+    def feature(self):
+        return self.metadata.get("feature", "")
+
+    @property
+    def version(self):
+        """The version asked for; "" for FEATURE_NOT_LICENSED."""
+        return self.metadata.get("version", "")
+
+
+class VersionNotLicensed(FeatureNotLicensed):
+    """No grant of the feature covers the version asked for
+    (FAILED_PRECONDITION VERSION_NOT_LICENSED)."""
+
+    @property
+    def highest_version(self):
+        """The highest version the license's grants of the feature cover."""
+        return self.metadata.get("highest_version", "")
+
+
+class GrantNotStarted(SeatdError):
+    """No grant of the feature that covers the version has started yet
+    (FAILED_PRECONDITION GRANT_NOT_STARTED)."""
+
+    @property
+    def feature(self):
+        return self.metadata.get("feature", "")
+
+    @property
+    def starts_at(self):
+        """When the first of them starts: an aware datetime in UTC, or None."""
+        at = self.metadata.get("starts_at", "")
+        try:
+            return datetime.datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(datetime.timezone.utc)
+        except ValueError:
+            return None
+
+
+class GrantNotFound(SeatdError):
+    """No such feature grant on the license (NOT_FOUND GRANT_NOT_FOUND)."""
+
+
 class InvalidArgument(SeatdError):
     pass
 
@@ -136,6 +191,10 @@ REASONS = {
     "LICENSE_NOT_FOUND": LicenseNotFound,
     "LICENSE_INACTIVE": LicenseInactive,
     "LICENSE_EXPIRED": LicenseExpired,
+    "FEATURE_NOT_LICENSED": FeatureNotLicensed,
+    "VERSION_NOT_LICENSED": VersionNotLicensed,
+    "GRANT_NOT_STARTED": GrantNotStarted,
+    "GRANT_NOT_FOUND": GrantNotFound,
     "INVALID_ARGUMENT": InvalidArgument,
     "MALFORMED_REQUEST": InvalidArgument,
     "UNAUTHENTICATED": Unauthenticated,

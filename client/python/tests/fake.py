@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from seatd._rpc.google.rpc import error_details_pb2, status_pb2
 from seatd.v1 import heartbeat_service_pb2, heartbeat_service_pb2_grpc, resources_pb2, seat_service_pb2, \
     seat_service_pb2_grpc
 
@@ -47,12 +48,22 @@ def key_hash(license_key):
     return hashlib.sha256(license_key.encode()).hexdigest()
 
 
-def claims(lease_id, fingerprint, deadline, nonce, borrowed=False):
-    """seatd's claims for a lease of license key "key" bound to fingerprint."""
-    return {"iss": "seatd", "sub": lease_id, "lease_id": lease_id, "tenant_id": "default", "license_id": "lic-1",
-            "fingerprint": fingerprint, "user": "", "hostname": "", "bound_to": "fingerprint",
-            "license_key_sha256": key_hash("key"), "iat": int(time.time()), "exp": int(deadline),
-            "borrowed": borrowed, "nonce": nonce}
+def claims(lease_id, fingerprint, deadline, nonce, borrowed=False, feature="", version=""):
+    """seatd's claims for a lease of license key "key" bound to fingerprint;
+    with a feature, of the grant GRANT_ID (expiring at GRANT_EXPIRES_AT)."""
+    c = {"iss": "seatd", "sub": lease_id, "lease_id": lease_id, "tenant_id": "default", "license_id": "lic-1",
+         "fingerprint": fingerprint, "user": "", "hostname": "", "bound_to": "fingerprint",
+         "license_key_sha256": key_hash("key"), "iat": int(time.time()), "exp": int(deadline),
+         "borrowed": borrowed, "nonce": nonce}
+    if feature:
+        c.update(feature=feature, version=version, grant_id=GRANT_ID, grant_expires_at=GRANT_EXPIRES_AT)
+    return c
+
+
+# The one feature grant of the fake's license: every feature asked for is
+# granted from it (unless FakeSeatd.refuse says otherwise).
+GRANT_ID = "lic-1.0a1b2c3d"
+GRANT_EXPIRES_AT = 1893456000  # 2030-01-01T00:00:00Z
 
 
 # How a certificate is spoiled. "relayed": a relay serving its one lease to
@@ -62,6 +73,11 @@ def claims(lease_id, fingerprint, deadline, nonce, borrowed=False):
 # shared per user, another user's.
 FORGERIES = ["missing", "other key", "unknown kid", "other nonce", "later exp", "other lease", "other fingerprint",
              "one byte changed", "alg none", "relayed", "other license key", "unbound", "other user"]
+# Spoiled certificates of a lease of a feature: "base pool" (a certificate
+# of a base seat, no feature claims: what a relay of a base seat would
+# serve), "other feature", "other version" (a grant of an older version),
+# "other grant".
+FEATURE_FORGERIES = ["base pool", "other feature", "other version", "other grant"]
 RELAY_FINGERPRINT = "relay-machine"
 
 
@@ -89,6 +105,15 @@ def certificate(signer, c, forge=None):
         del c["bound_to"], c["license_key_sha256"]
     if forge == "other user":
         c["bound_to"], c["user"] = "user", "bob"
+    if forge == "base pool":
+        for k in ("feature", "version", "grant_id", "grant_expires_at"):
+            c.pop(k, None)
+    if forge == "other feature":
+        c["feature"] = "sim"
+    if forge == "other version":
+        c["version"] = "2023"
+    if forge == "other grant":
+        c["grant_id"] = "lic-1.ffffffff"
     if forge == "alg none":
         head = b64url(json.dumps({"alg": "none", "kid": signer.kid}).encode())
         return head + "." + b64url(json.dumps(c).encode()) + "."
@@ -100,6 +125,16 @@ def certificate(signer, c, forge=None):
         raw[i] ^= 1
         token = head + "." + b64url(bytes(raw)) + "." + sig
     return token
+
+
+def _abort(ctx, code, reason, metadata):
+    """Fails the call as seatd does: the status with an ErrorInfo in
+    grpc-status-details-bin."""
+    info = error_details_pb2.ErrorInfo(reason=reason, domain="seatd", metadata=metadata)
+    st = status_pb2.Status(code=code.value[0], message="refused (test): " + reason)
+    st.details.add().Pack(info)
+    ctx.set_trailing_metadata((("grpc-status-details-bin", st.SerializeToString()),))
+    ctx.abort(code, st.message)
 
 
 def _ts(t):
@@ -119,12 +154,19 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
     signed by signer (None: none sent) and spoiled by forge. Like seatd it
     signs only when asked: a request with a nonce, or a borrow. nonces holds
     the nonce of each request, by RPC ("acquire", "heartbeat", "stream",
-    "wait"), in order."""
+    "wait"), in order.
+
+    A request's feature is granted from the one grant GRANT_ID, unless
+    features is False (a seatd from before features: the field is ignored
+    and the seat is the base pool's) or refuse is (reason, metadata): every
+    acquisition then fails FAILED_PRECONDITION with that ErrorInfo."""
 
     def __init__(self, signer, ttl=5.0, interval=0.2):
         self.signer, self.ttl, self.interval = signer, ttl, interval
         self.forge = None
         self.lend = True  # False: ignore borrow_duration, as a server without borrowing
+        self.features = True
+        self.refuse = None
         self.mu = threading.Lock()
         self.leases = {}  # id -> dict(token, fingerprint, deadline, borrowed, live)
         self.beats = 0
@@ -155,30 +197,41 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
         l = self.leases[lease_id]
         if self.signer is None or not (nonce or l["borrowed"]):
             return ""
-        return certificate(self.signer, claims(lease_id, l["fingerprint"], l["deadline"], nonce, l["borrowed"]),
-                           self.forge)
+        return certificate(self.signer, claims(lease_id, l["fingerprint"], l["deadline"], nonce, l["borrowed"],
+                                               l["feature"], l["version"]), self.forge)
 
     def _grant(self, req, nonce, borrow=0.0):
         with self.mu:
             lease_id = "lease-%d" % (len(self.leases) + 1)
             borrowed = borrow > 0 and self.lend
             deadline = time.time() + (borrow if borrowed else self.ttl)
+            feature, version = (req.feature, req.version) if self.features else ("", "")
             self.leases[lease_id] = dict(token="token-" + lease_id, fingerprint=req.fingerprint, deadline=deadline,
-                                         borrowed=borrowed, live=True)
+                                         borrowed=borrowed, live=True, feature=feature, version=version)
             now = time.time()
+            grant = resources_pb2.FeatureGrant(id=GRANT_ID, license_id="lic-1", feature=feature, version="2030",
+                                               seats=10, expires_at=_ts(GRANT_EXPIRES_AT)) if feature else None
             return seat_service_pb2.AcquireSeatResponse(
                 lease=resources_pb2.Lease(id=lease_id, license_id="lic-1",
                                           fingerprint=RELAY_FINGERPRINT if self.forge == "relayed" else req.fingerprint,
                                           borrowed=borrowed, acquired_at=_ts(now), last_heartbeat_at=_ts(now),
-                                          expires_at=_ts(deadline)),
+                                          expires_at=_ts(deadline), feature=feature, version=version,
+                                          grant_id=GRANT_ID if feature else ""),
                 lease_token="token-" + lease_id, heartbeat_interval=_dur(self.interval), seats_in_use=1,
-                seat_limit=10, lease_certificate=self._cert(lease_id, nonce))
+                seat_limit=10, lease_certificate=self._cert(lease_id, nonce), grant=grant)
+
+    def _refused(self, ctx):
+        """Fails the call when refuse is set."""
+        if self.refuse is not None:
+            _abort(ctx, grpc.StatusCode.FAILED_PRECONDITION, *self.refuse)
 
     def AcquireSeat(self, req, ctx):
+        self._refused(ctx)
         borrow = req.borrow_duration.ToNanoseconds() / 1e9 if req.HasField("borrow_duration") else 0.0
         return self._grant(req, self._noted("acquire", req.nonce), borrow)
 
     def WaitForSeat(self, req, ctx):
+        self._refused(ctx)
         self._noted("wait", req.nonce)
         yield seat_service_pb2.WaitForSeatResponse(position=seat_service_pb2.QueuePosition(
             position=1, queue_length=1, ticket="w1"))
@@ -199,6 +252,8 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
     def _beat(self, lease_id, token, nonce, ctx):
         with self.mu:
             l = self.leases.get(lease_id)
+            if l is not None and l.get("expired"):
+                _abort(ctx, grpc.StatusCode.FAILED_PRECONDITION, "LEASE_EXPIRED", {})
             if l is None or l["token"] != token or not l["live"]:
                 ctx.abort(grpc.StatusCode.NOT_FOUND, "no such lease")
             l["deadline"] = time.time() + self.ttl

@@ -81,6 +81,14 @@ class Base:
         leases = self.admin.list_leases(license_id=lic.id, state=ACTIVE).leases
         return [l.id for l in leases]
 
+    def grant(self, lic, feature, version="", seats=1, expires_in=None):
+        """A feature grant on lic; expires_in (seconds from now, whole
+        seconds) sets its expires_at."""
+        g = resources_pb2.FeatureGrant(feature=feature, version=version, seats=seats)
+        if expires_in is not None:
+            g.expires_at.FromSeconds(int(time.time() + expires_in))
+        return self.admin.create_feature_grant(license_id=lic.id, grant=g).grant
+
     # ---- the behaviour table ----
 
     def test_acquire_heartbeat_release(self):
@@ -250,6 +258,116 @@ class Base:
         with c.lease(lic.key, "holder"):
             with self.assertRaises(TimeoutError):
                 c.wait_for_seat(lic.key, "waiter", timeout=1)
+
+    def test_feature_at_a_version(self):
+        """features: a license with base seats and two grants of "render"
+        (2024 expiring soon, 2025 later): a request both cover (2023.4)
+        takes the one expiring first, a 2025 request the newer; the lease says its feature, version,
+        grant and the grant's expiry; one machine's base and render seats are
+        two leases, and asking for render again hands its render lease back;
+        with both grants full SeatsExhausted names the feature."""
+        lic = self.license(seats=1, ttl=30)
+        r2024 = self.grant(lic, "render", "2024", expires_in=86400)
+        r2025 = self.grant(lic, "render", "2025", expires_in=365 * 86400)
+        c = self.client(auto_heartbeat=False)
+        base = c.acquire(lic.key, "fp-1")
+        self.assertEqual(("", "", "", None), (base.feature, base.version, base.grant_id, base.grant_expires_at))
+        old = c.acquire(lic.key, "fp-1", feature="render", version="2023.4")
+        self.assertNotEqual(base.id, old.id, "base and render seats of one machine are two leases")
+        self.assertEqual(("render", "2023.4", r2024.id, lic.id),
+                         (old.feature, old.version, old.grant_id, old.license_id))
+        self.assertEqual(r2024.expires_at.ToDatetime(tzinfo=datetime.timezone.utc), old.grant_expires_at)
+        self.assertEqual((old.seats_in_use, old.seat_limit), (1, 1), "the grant's")
+        new = c.acquire(lic.key, "fp-2", feature="render", version="2025")
+        self.assertEqual((new.grant_id, new.version), (r2025.id, "2025"))
+        self.assertEqual(r2025.expires_at.ToDatetime(tzinfo=datetime.timezone.utc), new.grant_expires_at)
+        again = c.acquire(lic.key, "fp-1", feature="render", version="2023.4")
+        self.assertEqual(old.id, again.id, "dedupe is per feature")
+        with self.assertRaises(seatd.SeatsExhausted) as cm:
+            c.acquire(lic.key, "fp-3", feature="render", version="2024")
+        e = cm.exception
+        self.assertEqual(("SEATS_EXHAUSTED", "render", 2, 2), (e.reason, e.feature, e.in_use, e.limit))
+        self.assertEqual(sorted(self.active(lic)), sorted([base.id, old.id, new.id]))
+        for lease in (base, again, new):
+            lease.release()
+
+    def test_feature_not_licensed(self):
+        """features: a version no grant covers raises VersionNotLicensed
+        (reason VERSION_NOT_LICENSED, the feature, the version asked and the
+        highest licensed); a feature the license holds no grant of raises
+        FeatureNotLicensed (FEATURE_NOT_LICENSED), wait_for_seat too, at
+        once; nothing is taken."""
+        lic = self.license(seats=1, ttl=30)
+        self.grant(lic, "render", "2024", expires_in=86400)
+        self.grant(lic, "render", "2025")
+        self.grant(lic, "sim")
+        c = self.client()
+        with self.assertRaises(seatd.VersionNotLicensed) as cm:
+            c.acquire(lic.key, "fp-1", feature="render", version="2026")
+        e = cm.exception
+        self.assertEqual(("VERSION_NOT_LICENSED", grpc.StatusCode.FAILED_PRECONDITION),
+                         (e.reason, e.code))
+        self.assertEqual(("render", "2026", "2025"), (e.feature, e.version, e.highest_version))
+        self.assertIn("render", e.message)
+        for call in (lambda: c.acquire(lic.key, "fp-1", feature="cad-export"),
+                     lambda: c.wait_for_seat(lic.key, "fp-1", feature="cad-export", timeout=30)):
+            with self.assertRaises(seatd.FeatureNotLicensed) as cm:
+                call()
+            e = cm.exception
+            self.assertNotIsInstance(e, seatd.VersionNotLicensed)
+            self.assertEqual(("FEATURE_NOT_LICENSED", grpc.StatusCode.FAILED_PRECONDITION, "cad-export"),
+                             (e.reason, e.code, e.feature))
+        with c.lease(lic.key, "fp-1", feature="sim", version="7.3") as lease:  # any version of sim
+            self.assertEqual(("sim", "7.3"), (lease.feature, lease.version))
+        self.assertEqual(self.active(lic), [])
+
+    def test_wait_for_seat_of_a_feature(self):
+        """features: wait_for_seat(feature=...) queues for the feature's
+        grant (the free base seat is not taken) and gets its seat when the
+        holder releases it."""
+        lic = self.license(seats=1, ttl=30)
+        render = self.grant(lic, "render", "2025")
+        c = self.client()
+        holder = c.acquire(lic.key, "holder", feature="render", version="2025")
+        positions, got = [], {}
+        t = threading.Thread(target=lambda: got.update(lease=c.wait_for_seat(
+            lic.key, "waiter", feature="render", version="2024.2",
+            on_position=lambda p, n: positions.append((p, n)), timeout=30)))
+        t.start()
+        eventually(lambda: positions, 10, "a queue position")
+        self.assertEqual(positions[0], (1, 1))
+        holder.release()
+        t.join(15)
+        lease = got["lease"]
+        self.assertEqual(("render", "2024.2", render.id), (lease.feature, lease.version, lease.grant_id))
+        self.assertEqual(self.active(lic), [lease.id])
+        lease.release()
+
+    def test_feature_certificate_claims(self):
+        """features: the certificate of a lease of a grant carries feature,
+        version, grant_id and grant_expires_at, verified by the client at
+        acquire and at every heartbeat (it must name the feature and version
+        asked for); a base lease's carries none."""
+        jwks = self.jwks()
+        lic = self.license(seats=1, ttl=2)  # a heartbeat every 1/3 s
+        render = self.grant(lic, "render", "2025", expires_in=86400)
+        c = self.client(signing_keys=jwks)
+        with c.lease(lic.key, "fp-1", feature="render", version="2024.3") as lease:
+            got = seatd.verify_offline(lease.certificate, jwks)
+            self.assertEqual(("render", "2024.3", render.id, render.expires_at.seconds),
+                             (got.feature, got.version, got.grant_id, got.grant_expires_at))
+            self.assertEqual((got.lease_id, got.license_id), (lease.id, lic.id))
+            got.check_holder(lic.key, "fp-1", feature="render", version="2024.3")
+            with self.assertRaises(seatd.BadCertificate):
+                got.check_holder(lic.key, "fp-1")  # no base seat
+            first = lease.certificate
+            eventually(lambda: lease.certificate != first, 5, "a verified heartbeat's certificate")
+            self.assertEqual(seatd.verify_offline(lease.certificate, jwks).grant_id, render.id)
+            time.sleep(1)
+            self.assertFalse(lease.lost.is_set(), lease.error)
+        with c.lease(lic.key, "fp-1") as base:
+            got = seatd.verify_offline(base.certificate, jwks)
+            self.assertEqual(("", "", "", 0), (got.feature, got.version, got.grant_id, got.grant_expires_at))
 
     def jwks(self, tenant="default"):
         """The tenant's JWKS as a vendor fetches it at build time (REST, no key)."""
