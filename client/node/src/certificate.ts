@@ -111,6 +111,9 @@ export interface Claims {
   grantId: string;
   /** The grant's expiry; undefined when it has none, and for a base lease. */
   grantExpiresAt?: Date;
+  /** The highest version the grant covers ("" every version): what the
+   * seat covers, where `version` is what was first asked. */
+  grantVersion: string;
 }
 
 /** What a client knows of itself (AcquireOptions fit), which a
@@ -151,9 +154,23 @@ export function checkHolder(c: Claims, h: Holder): void {
   const [theirs, ours] = pair;
   if (!ours || theirs !== ours) throw new BadCertificateError(`for ${c.boundTo} "${theirs}", not this client's "${ours}"`);
   const [feature, version] = [h.feature ?? "", h.version ?? ""];
-  if (c.feature !== feature || c.version !== version) {
-    throw new BadCertificateError(`for feature "${c.feature}" version "${c.version}", not the "${feature}" version "${version}" this client asked for`);
+  if (c.feature !== feature) throw new BadCertificateError(`for feature "${c.feature}", not the "${feature}" this client asked for`);
+  if (version && c.grantVersion && compareVersions(version, c.grantVersion) > 0) {
+    throw new BadCertificateError(`for a grant covering version ${c.grantVersion}, not the ${version} this client asked for`);
   }
+}
+
+/** Compares two dotted versions component by component as numbers of any
+ * length (1.9 < 1.10; a missing component is 0, so 3 == 3.0): -1, 0 or 1,
+ * as seatd does. */
+export function compareVersions(a: string, b: string): number {
+  const x = a.split("."), y = b.split(".");
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const p = (x[i] ?? "0").replace(/^0+/, ""), q = (y[i] ?? "0").replace(/^0+/, "");
+    if (p.length !== q.length) return p.length < q.length ? -1 : 1;
+    if (p !== q) return p < q ? -1 : 1;
+  }
+  return 0;
 }
 
 /** A JWKS as text, bytes or parsed. */
@@ -295,7 +312,7 @@ export class SigningKeys {
     if (!raw.sub || raw.sub !== raw.lease_id) throw new BadCertificateError(`sub ${JSON.stringify(raw.sub)} and lease_id ${JSON.stringify(raw.lease_id)} must name the same lease`);
     if (!num(raw.exp) || (raw.iat !== undefined && !num(raw.iat))) throw new BadCertificateError("exp and iat must be numbers");
     if (raw.grant_expires_at !== undefined && !num(raw.grant_expires_at)) throw new BadCertificateError("grant_expires_at must be a number");
-    for (const k of ["feature", "version", "grant_id"]) {
+    for (const k of ["feature", "version", "grant_id", "grant_version"]) {
       if (raw[k] !== undefined && typeof raw[k] !== "string") throw new BadCertificateError(`${k} must be a string`);
     }
     return {
@@ -303,7 +320,7 @@ export class SigningKeys {
       fingerprint: str(raw.fingerprint), user: str(raw.user), hostname: str(raw.hostname), boundTo: str(raw.bound_to),
       licenseKeySha256: str(raw.license_key_sha256), issuedAt: new Date(Math.trunc(num(raw.iat) ? raw.iat : 0) * 1000),
       expiry: new Date(Math.trunc(raw.exp) * 1000), borrowed: raw.borrowed === true, nonce: str(raw.nonce), keyId: kid,
-      feature: str(raw.feature), version: str(raw.version), grantId: str(raw.grant_id),
+      feature: str(raw.feature), version: str(raw.version), grantId: str(raw.grant_id), grantVersion: str(raw.grant_version),
       ...(num(raw.grant_expires_at) && raw.grant_expires_at > 0 ? { grantExpiresAt: new Date(Math.trunc(raw.grant_expires_at) * 1000) } : {}),
     };
   }

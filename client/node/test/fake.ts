@@ -51,6 +51,8 @@ export const keyHash = (licenseKey: string) => createHash("sha256").update(licen
 // granted from it (unless FakeSeatd.refuse says otherwise).
 export const GRANT_ID = "lic-1.0a1b2c3d";
 export const GRANT_EXPIRES_AT = 1893456000; // 2030-01-01T00:00:00Z, Unix seconds
+/** The highest version the fake grant covers. */
+export const GRANT_VERSION = "2030";
 
 /** seatd's claims for a lease of license key "key" bound to fingerprint;
  * with a feature, of the grant GRANT_ID. */
@@ -58,7 +60,7 @@ export function claims(leaseId: string, fingerprint: string, deadlineMs: number,
   return {
     iss: "seatd", sub: leaseId, lease_id: leaseId, tenant_id: "default", license_id: "lic-1", fingerprint, user: "", hostname: "",
     bound_to: "fingerprint", license_key_sha256: keyHash("key"), iat: Math.floor(Date.now() / 1000), exp: Math.floor(deadlineMs / 1000), borrowed, nonce,
-    ...(feature ? { feature, version, grant_id: GRANT_ID, grant_expires_at: GRANT_EXPIRES_AT } : {}),
+    ...(feature ? { feature, version, grant_id: GRANT_ID, grant_expires_at: GRANT_EXPIRES_AT, grant_version: GRANT_VERSION } : {}),
   };
 }
 
@@ -71,9 +73,9 @@ export const featureForgeries: FeatureForgery[] = ["base pool", "other feature",
 /** certificate signs c with signer, spoiled by forge. */
 export function certificate(signer: Signer, c: Record<string, unknown>, forge?: Forgery | FeatureForgery): string {
   switch (forge) {
-    case "base pool": delete c.feature; delete c.version; delete c.grant_id; delete c.grant_expires_at; break;
+    case "base pool": delete c.feature; delete c.version; delete c.grant_id; delete c.grant_expires_at; delete c.grant_version; break;
     case "other feature": c.feature = "sim"; break;
-    case "other version": c.version = "2023"; break;
+    case "other version": c.grant_version = "2023"; break;
     case "other grant": c.grant_id = "lic-1.ffffffff"; break;
     case "missing": return "";
     case "other key": return signer.sign(c, undefined, new Signer(signer.kid));
@@ -227,7 +229,7 @@ export class FakeSeatd {
         feature, version, grantId: feature ? GRANT_ID : "",
       },
       leaseToken: `token-${id}`, heartbeatInterval: durationFromMs(this.intervalMs), seatsInUse: 1, seatLimit: 10, leaseCertificate: this.#cert(id, nonce),
-      grant: feature ? { id: GRANT_ID, licenseId: "lic-1", feature, version: "2030", seats: 10, expiresAt: timestampFromMs(GRANT_EXPIRES_AT * 1000) } : undefined,
+      grant: feature ? { id: GRANT_ID, licenseId: "lic-1", feature, version: GRANT_VERSION, seats: 10, expiresAt: timestampFromMs(GRANT_EXPIRES_AT * 1000) } : undefined,
     };
   }
 

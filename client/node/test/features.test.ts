@@ -4,8 +4,8 @@
 import { afterEach, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
-import { BadCertificateError, Client, FeatureNotLicensedError, GrantNotStartedError, SeatdError, SigningKeys, VersionNotLicensedError, checkHolder, verifyOffline, type ClientOptions } from "../src/index.js";
-import { FakeSeatd, GRANT_EXPIRES_AT, GRANT_ID, Signer, certificate, claims, featureForgeries, jwks } from "./fake.js";
+import { BadCertificateError, Client, FeatureNotLicensedError, GrantNotStartedError, SeatdError, SigningKeys, VersionNotLicensedError, checkHolder, compareVersions, verifyOffline, type ClientOptions } from "../src/index.js";
+import { FakeSeatd, GRANT_EXPIRES_AT, GRANT_ID, GRANT_VERSION, Signer, certificate, claims, featureForgeries, jwks } from "./fake.js";
 import { until } from "./harness.js";
 
 const fast = { clockCheckMs: 20, backoffBaseMs: 10, backoffMaxMs: 100, reconnectJitterMs: 20, minIntervalMs: 20, lastChanceMs: 1000, callTimeoutMs: 5000 };
@@ -49,13 +49,24 @@ describe("features (fake seatd)", () => {
     await lease.release();
   });
 
-  test("verifyOffline exposes feature, version, grantId and grantExpiresAt", async () => {
+  test("compareVersions compares numbers component by component, as seatd", () => {
+    for (const [a, b, want] of [["1.9", "1.10", -1], ["3", "3.0", 0], ["03", "3", 0], ["3.0.1", "3", 1], ["2024.2", "2024.10", -1]] as const) {
+      assert.equal(compareVersions(a, b), want, `${a} ${b}`);
+      assert.equal(compareVersions(b, a), want === 0 ? 0 : -want, `${b} ${a}`);
+    }
+  });
+
+  test("verifyOffline exposes feature, version, grantId, grantExpiresAt and grantVersion", async () => {
     const lease = await mk().lease({ licenseKey: "key", fingerprint: "fp", feature: "render", version: "2025.1" });
     const c = verifyOffline(lease.certificate, jwks(signer));
-    assert.deepEqual([c.feature, c.version, c.grantId, c.grantExpiresAt?.getTime()], ["render", "2025.1", GRANT_ID, GRANT_EXPIRES_AT * 1000]);
-    checkHolder(c, { licenseKey: "key", fingerprint: "fp", feature: "render", version: "2025.1" });
-    for (const other of [{}, { feature: "sim", version: "2025.1" }, { feature: "render", version: "2024" }]) {
-      // a seat of another module, or version, unlocks nothing
+    assert.deepEqual([c.feature, c.version, c.grantId, c.grantExpiresAt?.getTime(), c.grantVersion], ["render", "2025.1", GRANT_ID, GRANT_EXPIRES_AT * 1000, GRANT_VERSION]);
+    // The seat covers any version up to the grant's: a lease handed back to
+    // a request for another version it covers is still this client's.
+    for (const covered of ["2025.1", "2024", "2030", "2030.0", ""]) {
+      checkHolder(c, { licenseKey: "key", fingerprint: "fp", feature: "render", version: covered });
+    }
+    for (const other of [{}, { feature: "sim", version: "2025.1" }, { feature: "render", version: "2030.1" }]) {
+      // a seat of another module, or past the grant, unlocks nothing
       assert.throws(() => checkHolder(c, { licenseKey: "key", fingerprint: "fp", ...other }), BadCertificateError, JSON.stringify(other));
     }
     await lease.release();

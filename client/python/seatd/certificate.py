@@ -52,7 +52,8 @@ class Claims(collections.namedtuple("Claims", [
     "version",      # the version asked for ("" if none was)
     "grant_id",     # the grant the seat was taken from
     "grant_expires_at",  # the grant's expiry, Unix seconds; 0 if it has none
-], defaults=("", "", "", 0))):
+    "grant_version",  # the highest version the grant covers ("" every version)
+], defaults=("", "", "", 0, ""))):
     """What a lease certificate says (times in whole Unix seconds)."""
 
     __slots__ = ()
@@ -63,7 +64,9 @@ class Claims(collections.namedtuple("Claims", [
         the identity bound_to names (its fingerprint, or its user or
         hostname for a lease the license shares per user or hostname), and
         the feature and version it asks for ("" for a base seat: a seat of
-        another module, or of another version, unlocks nothing). Never
+        another module, or of a grant that does not cover the version,
+        unlocks nothing; the grant_version claim says what the seat covers,
+        the version claim what was first asked). Never
         compare with what an answer says: a relay holding one lease would
         pass. A certificate of a seatd that did not bind certificates (no
         bound_to or license_key_sha256) is refused."""
@@ -84,9 +87,26 @@ def _check_holder(c, holder):
     theirs, ours = pairs[c.bound_to]
     if not ours or theirs != ours:
         raise errors.BadCertificate("for %s %r, not this client's %r" % (c.bound_to, theirs, ours))
-    if (c.feature, c.version) != (feature, version):
-        raise errors.BadCertificate("for feature %r version %r, not the %r version %r this client asked for"
-                                    % (c.feature, c.version, feature, version))
+    if c.feature != feature:
+        raise errors.BadCertificate("for feature %r, not the %r this client asked for" % (c.feature, feature))
+    if version and c.grant_version and compare_versions(version, c.grant_version) > 0:
+        raise errors.BadCertificate("for a grant covering version %s, not the %s this client asked for"
+                                    % (c.grant_version, version))
+
+
+def compare_versions(a, b):
+    """Compares two dotted versions component by component as numbers of
+    any length (1.9 < 1.10; a missing component is 0, so 3 == 3.0): -1, 0
+    or 1, as seatd does."""
+    x, y = a.split("."), b.split(".")
+    for i in range(max(len(x), len(y))):
+        p = (x[i] if i < len(x) else "0").lstrip("0")
+        q = (y[i] if i < len(y) else "0").lstrip("0")
+        if len(p) != len(q):
+            return -1 if len(p) < len(q) else 1
+        if p != q:
+            return -1 if p < q else 1
+    return 0
 
 
 def holder_of(opts):
@@ -183,7 +203,7 @@ class SigningKeys:
                       issued_at=int(iat), expiry=int(exp), borrowed=raw.get("borrowed") is True,
                       nonce=_str(raw, "nonce"), key_id=kid, feature=_str(raw, "feature"),
                       version=_str(raw, "version"), grant_id=_str(raw, "grant_id"),
-                      grant_expires_at=int(grant_exp))
+                      grant_expires_at=int(grant_exp), grant_version=_str(raw, "grant_version"))
 
     def verify_returned(self, token, tenant_id, max_age=0, now=None):
         """Checks a signed list of returned certificates (GetReturnedCertificates,

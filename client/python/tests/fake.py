@@ -56,7 +56,8 @@ def claims(lease_id, fingerprint, deadline, nonce, borrowed=False, feature="", v
          "license_key_sha256": key_hash("key"), "iat": int(time.time()), "exp": int(deadline),
          "borrowed": borrowed, "nonce": nonce}
     if feature:
-        c.update(feature=feature, version=version, grant_id=GRANT_ID, grant_expires_at=GRANT_EXPIRES_AT)
+        c.update(feature=feature, version=version, grant_id=GRANT_ID, grant_expires_at=GRANT_EXPIRES_AT,
+                 grant_version=GRANT_VERSION)
     return c
 
 
@@ -64,6 +65,7 @@ def claims(lease_id, fingerprint, deadline, nonce, borrowed=False, feature="", v
 # granted from it (unless FakeSeatd.refuse says otherwise).
 GRANT_ID = "lic-1.0a1b2c3d"
 GRANT_EXPIRES_AT = 1893456000  # 2030-01-01T00:00:00Z
+GRANT_VERSION = "2030"  # the highest version the grant covers
 
 
 # How a certificate is spoiled. "relayed": a relay serving its one lease to
@@ -106,12 +108,12 @@ def certificate(signer, c, forge=None):
     if forge == "other user":
         c["bound_to"], c["user"] = "user", "bob"
     if forge == "base pool":
-        for k in ("feature", "version", "grant_id", "grant_expires_at"):
+        for k in ("feature", "version", "grant_id", "grant_expires_at", "grant_version"):
             c.pop(k, None)
     if forge == "other feature":
         c["feature"] = "sim"
     if forge == "other version":
-        c["version"] = "2023"
+        c["grant_version"] = "2023"
     if forge == "other grant":
         c["grant_id"] = "lic-1.ffffffff"
     if forge == "alg none":
@@ -209,7 +211,7 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
             self.leases[lease_id] = dict(token="token-" + lease_id, fingerprint=req.fingerprint, deadline=deadline,
                                          borrowed=borrowed, live=True, feature=feature, version=version)
             now = time.time()
-            grant = resources_pb2.FeatureGrant(id=GRANT_ID, license_id="lic-1", feature=feature, version="2030",
+            grant = resources_pb2.FeatureGrant(id=GRANT_ID, license_id="lic-1", feature=feature, version=GRANT_VERSION,
                                                seats=10, expires_at=_ts(GRANT_EXPIRES_AT)) if feature else None
             return seat_service_pb2.AcquireSeatResponse(
                 lease=resources_pb2.Lease(id=lease_id, license_id="lic-1",

@@ -10,7 +10,7 @@ import unittest
 import grpc
 
 import seatd
-from fake import FEATURE_FORGERIES, GRANT_EXPIRES_AT, GRANT_ID, FakeSeatd, Signer, certificate, claims, jwks
+from fake import FEATURE_FORGERIES, GRANT_EXPIRES_AT, GRANT_ID, GRANT_VERSION, FakeSeatd, Signer, certificate, claims, jwks
 from test_certificate import FAST, eventually
 
 UTC = datetime.timezone.utc
@@ -50,16 +50,20 @@ class FeatureFakeTest(unittest.TestCase):
         lease.release()
 
     def test_certificate_claims(self):
-        """verify_offline exposes feature, version, grant_id and
-        grant_expires_at (Unix seconds)."""
+        """verify_offline exposes feature, version, grant_id,
+        grant_expires_at (Unix seconds) and grant_version; check_holder
+        refuses another feature, or a version the grant does not cover."""
         lease = self.client().acquire("key", "fp", feature="render", version="2025.1")
         c = seatd.verify_offline(lease.certificate, jwks(self.signer))
-        self.assertEqual(("render", "2025.1", GRANT_ID, GRANT_EXPIRES_AT),
-                         (c.feature, c.version, c.grant_id, c.grant_expires_at))
-        c.check_holder("key", "fp", feature="render", version="2025.1")
-        for other in (dict(), dict(feature="sim", version="2025.1"), dict(feature="render", version="2024")):
+        self.assertEqual(("render", "2025.1", GRANT_ID, GRANT_EXPIRES_AT, GRANT_VERSION),
+                         (c.feature, c.version, c.grant_id, c.grant_expires_at, c.grant_version))
+        # The seat covers any version up to the grant's: a lease handed back
+        # to a request for another version it covers is still this client's.
+        for covered in ("2025.1", "2024", "2030", "2030.0", ""):
+            c.check_holder("key", "fp", feature="render", version=covered)
+        for other in (dict(), dict(feature="sim", version="2025.1"), dict(feature="render", version="2030.1")):
             with self.assertRaises(seatd.BadCertificate, msg=other):
-                c.check_holder("key", "fp", **other)  # a seat of another module, or version, unlocks nothing
+                c.check_holder("key", "fp", **other)  # a seat of another module, or past the grant, unlocks nothing
         lease.release()
 
     def test_request_carries_feature_and_version(self):
@@ -164,3 +168,13 @@ class FeatureFakeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CompareVersionsTest(unittest.TestCase):
+    def test_numbers_component_by_component(self):
+        """As seatd compares them: 1.9 < 1.10, 3 == 3.0 == 03, 3.0.1 > 3."""
+        from seatd.certificate import compare_versions
+        for a, b, want in (("1.9", "1.10", -1), ("3", "3.0", 0), ("03", "3", 0), ("3.0.1", "3", 1),
+                           ("2024.2", "2024.10", -1), ("99999999999999999999", "99999999999999999998", 1)):
+            self.assertEqual(want, compare_versions(a, b), (a, b))
+            self.assertEqual(-want, compare_versions(b, a), (b, a))
