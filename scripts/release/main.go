@@ -202,6 +202,9 @@ func (c *config) run() (err error) {
 	// their hashes the linker recorded), so each describes exactly what
 	// ships. They wait mostly on license detection: all at once.
 	fmt.Fprintf(c.log, "release: %d CycloneDX SBOMs (cyclonedx-gomod)\n", len(bins))
+	if err := c.sbomTool(); err != nil {
+		return err
+	}
 	errs := make([]error, len(bins))
 	var wg sync.WaitGroup
 	for i, b := range bins {
@@ -219,12 +222,26 @@ func (c *config) run() (err error) {
 	return nil
 }
 
+// sbomTool builds the pinned cyclonedx-gomod once, with the module proxy
+// allowed: on a machine that never ran it, its own modules are not in the
+// cache, and sbom runs it with the proxy off.
+func (c *config) sbomTool() error {
+	if _, err := output(c.root, c.goCmd, nil,
+		"tool", "-modfile="+filepath.Join(c.root, "tools", "sbom", "go.mod"), "cyclonedx-gomod", "version"); err != nil {
+		return fmt.Errorf("cyclonedx-gomod (tools/sbom): %w", err)
+	}
+	return nil
+}
+
 // sbom writes the CycloneDX JSON SBOM of one binary. The go command it
 // runs to read module licenses stays off the network (GOPROXY=off): the
 // build has just put every module in the cache, and seatd itself is not
-// on a proxy (its license is the archive's LICENSE).
+// on a proxy (its license is the archive's LICENSE). It reads them outside
+// seatd's module, where go would check each against the checksum
+// database, which is off the network too (GOSUMDB=off): the build checked
+// them against go.sum when it put them in the cache.
 func (c *config) sbom(bin, out string) error {
-	_, err := output(c.root, c.goCmd, []string{"GOPROXY=off"},
+	_, err := output(c.root, c.goCmd, []string{"GOPROXY=off", "GOSUMDB=off"},
 		"tool", "-modfile="+filepath.Join(c.root, "tools", "sbom", "go.mod"), "cyclonedx-gomod",
 		"bin", "-json", "-licenses", "-version", c.version, "-output", out, bin)
 	if err != nil {
