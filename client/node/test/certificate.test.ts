@@ -196,7 +196,7 @@ describe("verifyOffline", () => {
       issuer: "seatd", leaseId: "lease-1", tenantId: "default", licenseId: "lic-1", fingerprint: "fp",
       user: "", hostname: "", boundTo: "fingerprint", licenseKeySha256: licenseKeyHash("key"),
       issuedAt: got.issuedAt, expiry: new Date(Math.floor(deadline / 1000) * 1000), borrowed: true, nonce: "n", keyId: "k1",
-      feature: "", version: "", grantId: "", // a lease of the base pool
+      feature: "", version: "", grantId: "", grantVersion: "", // a lease of the base pool
     });
     checkHolder(got, { licenseKey: "key", fingerprint: "fp" });
     verifyOffline(good, jwks(signer, other)); // after a rotation, more keys
