@@ -34,20 +34,16 @@ func (s *Store) acquireFeature(ctx context.Context, req server.AcquireRequest) (
 		if err != nil {
 			return server.AcquireResult{}, err
 		}
-		grants, err := lg.license.GrantsFor(req.Feature, req.Version)
-		if err != nil {
-			retry, err := s.notCovered(ctx, &req, licenseID, cached, lg, fromCache, err)
+		c := s.coverageOf(licenseID, lg, req.Feature, req.Version)
+		if c.err != nil {
+			retry, err := s.notCovered(ctx, &req, licenseID, cached, lg, fromCache, c.err)
 			if retry {
 				fresh = true
 				continue
 			}
 			return server.AcquireResult{}, err
 		}
-		pools := make([]string, len(grants))
-		for i := range grants {
-			pools[i] = grants[i].ID
-		}
-		if err := s.live.AcquirePools(ctx, licenseID, lg.version, pools, &req, &g); err != nil {
+		if err := s.live.AcquirePoolSet(ctx, c.set, &req, &g); err != nil {
 			return server.AcquireResult{}, s.fail("acquire", err)
 		}
 		r, retry, err := s.judgedPools(ctx, &req, licenseID, cached, lg, &g)

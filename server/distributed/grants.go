@@ -2,9 +2,12 @@ package distributed
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/distributed/live"
 	"github.com/seatd/seatd/server/distributed/record"
 )
 
@@ -31,6 +34,45 @@ import (
 type licenseGrants struct {
 	version int64
 	license server.License
+	// covering memoizes coverage per feature and version asked (the
+	// grants GrantsFor picks, and their PoolSet): a license's acquisitions
+	// mostly ask the same few. At most maxCovering entries: versions are
+	// the clients' strings, and the ones past that are judged unmemoized.
+	covering sync.Map // feature + "\x00" + version -> *coverage
+	memoized atomic.Int32
+}
+
+// maxCovering bounds licenseGrants.covering.
+const maxCovering = 64
+
+// coverage is what License.GrantsFor answers for a feature and version,
+// with the PoolSet of the grants it picks.
+type coverage struct {
+	grants []server.Grant
+	err    error
+	set    *live.PoolSet
+}
+
+// coverageOf returns the grants that may grant feature at version, in
+// pick order, and their PoolSet (or GrantsFor's refusal).
+func (s *Store) coverageOf(licenseID string, lg *licenseGrants, feature, version string) *coverage {
+	k := feature + "\x00" + version
+	if c, ok := lg.covering.Load(k); ok {
+		return c.(*coverage)
+	}
+	c := &coverage{}
+	c.grants, c.err = lg.license.GrantsFor(feature, version)
+	if c.err == nil {
+		pools := make([]string, len(c.grants))
+		for i := range c.grants {
+			pools[i] = c.grants[i].ID
+		}
+		c.set = s.live.NewPoolSet(licenseID, lg.version, pools)
+	}
+	if lg.memoized.Add(1) <= maxCovering {
+		lg.covering.Store(k, c)
+	}
+	return c
 }
 
 // grantsOf returns a license with its grants: cached, unless fresh.

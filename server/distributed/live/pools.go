@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,28 +31,52 @@ type PoolAcquisition struct {
 	Starts       []time.Time // per pool: its grant's start (zero: none)
 }
 
+// PoolSet is the pools of one license an acquisition is judged over, in
+// order, at a settings version of the license, with their keys and their
+// batching group made once (NewPoolSet): the store keeps one per license
+// version, feature and version asked, so that a feature's acquisition
+// does not build 8 keys a pool each time.
+type PoolSet struct {
+	licenseID string
+	version   int64
+	pools     []string
+	keys      []string
+	group     string
+}
+
+// NewPoolSet makes the PoolSet of pools of licenseID at its settings
+// version licVersion.
+func (rs *Redis) NewPoolSet(licenseID string, licVersion int64, pools []string) *PoolSet {
+	keys := make([]string, 0, 8*len(pools)+1)
+	for _, p := range pools {
+		keys = append(keys, rs.keysOf(p)...)
+	}
+	keys = append(keys, rs.keysOf(licenseID)[0])
+	// The acquisitions on the same pools at the same version that wait at
+	// the same moment share a run, in the pipeline of the other calls.
+	group := licenseID + "@" + strconv.FormatInt(licVersion, 10) + ":" + strings.Join(pools, ",")
+	return &PoolSet{licenseID: licenseID, version: licVersion, pools: slices.Clone(pools), keys: keys, group: group}
+}
+
 // AcquirePools judges one acquisition over pools of one license, in order
 // (acquire_pools.lua): a live lease of its keys in any of them is handed
 // back, else the first usable one with a free seat grants. licVersion is
 // the license's settings version the pools were chosen at: a newer one in
 // Redis answers StatusStale.
 func (rs *Redis) AcquirePools(ctx context.Context, licenseID string, licVersion int64, pools []string, req *server.AcquireRequest, out *PoolAcquisition) error {
-	keys := make([]string, 0, 8*len(pools)+1)
-	for _, p := range pools {
-		keys = append(keys, rs.keysOf(p)...)
-	}
-	keys = append(keys, rs.keysOf(licenseID)[0])
+	return rs.AcquirePoolSet(ctx, rs.NewPoolSet(licenseID, licVersion, pools), req, out)
+}
+
+// AcquirePoolSet is AcquirePools over a PoolSet.
+func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.AcquireRequest, out *PoolAcquisition) error {
+	licenseID, pools := set.licenseID, set.pools
 	args := make([]any, 0, 6+2*len(strategies))
-	args = append(args, strconv.FormatInt(licVersion, 10), len(pools))
+	args = append(args, strconv.FormatInt(set.version, 10), len(pools))
 	args = append(args, leaseKey(req.LeaseID), tokenKey(req.TokenHash), req.IdempotencyKey, borrowUS(req.BorrowFor))
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
 	}
-	// Through the hot path's batching: the acquisitions on the same pools
-	// at the same version that wait at the same moment share a run, in the
-	// pipeline of the other calls.
-	group := licenseID + "@" + strconv.FormatInt(licVersion, 10) + ":" + strings.Join(pools, ",")
-	r, err := rs.batches.Do(ctx, licReq{scriptAcquirePools, group, args, keys})
+	r, err := rs.batches.Do(ctx, licReq{scriptAcquirePools, set.group, args, set.keys})
 	if err != nil {
 		return err
 	}

@@ -133,3 +133,37 @@ func TestAcquirePoolsRunJudgesEachInTurn(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, map[Status]int{StatusGranted: 2, StatusExhausted: 3}, count)
 }
+
+// TestAcquirePoolsReplaysAKeylessBorrow: a borrow has no dedupe key, and
+// without an idempotency key its replay is found by its lease id, in
+// whichever pool granted it (here the second: the first is full), never
+// granted again in another pool.
+func TestAcquirePoolsReplaysAKeylessBorrow(t *testing.T) {
+	rs, _ := openLive(t)
+	lic := server.License{ID: server.NewID(server.PrefixLicenseID), TenantID: "tn", Seats: 1, LeaseTTL: time.Hour,
+		LeasingStrategy: server.PerFingerprint, Active: true, MaxBorrowDuration: 24 * time.Hour}
+	a, b := lic, lic
+	a.ID, b.ID = server.NewGrantID(lic.ID), server.NewGrantID(lic.ID)
+	buildPool(t, rs, lic)
+	buildPool(t, rs, a)
+	buildPool(t, rs, b)
+	borrow := func(fp string) *server.AcquireRequest {
+		return &server.AcquireRequest{Fingerprint: fp, LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret(fp), BorrowFor: time.Hour}
+	}
+	var g PoolAcquisition
+	require.NoError(t, rs.AcquirePools(t.Context(), lic.ID, 1, []string{a.ID, b.ID}, borrow("x"), &g))
+	require.Equal(t, StatusGranted, g.Status)
+	require.Equal(t, a.ID, g.PoolID)
+	r := borrow("y")
+	require.NoError(t, rs.AcquirePools(t.Context(), lic.ID, 1, []string{a.ID, b.ID}, r, &g))
+	require.Equal(t, StatusGranted, g.Status)
+	require.Equal(t, b.ID, g.PoolID, "A is full: B")
+	require.Equal(t, 1, g.InUse)
+
+	require.NoError(t, rs.AcquirePools(t.Context(), lic.ID, 1, []string{a.ID, b.ID}, r, &g))
+	require.Equal(t, StatusGranted, g.Status)
+	require.Equal(t, b.ID, g.PoolID)
+	require.Equal(t, r.LeaseID, g.LeaseID)
+	require.Equal(t, 1, g.InUse, "the replay answers the grant: no second lease")
+	require.Equal(t, b.ID, g.License.ID, "the answer carries the granting pool's settings")
+}

@@ -24,7 +24,8 @@
 --       borrow (µs), 4 pairs of (strategy, dedupe key) as acquire.lua.
 -- Returns, for all of them, {{'NOCONF', i...}} (pools without live state;
 -- 0: the license), {{'DELETED', i}} (0: the license), {{'STALE', version
--- in Redis}} (the grants changed); else {'OK', {each pool's json}, {epoch},
+-- in Redis}} (the grants changed); else {'OK', {each pool's json, or ''
+-- when no acquisition of the run was judged in it}, {epoch},
 -- {settings version}, {usable() status or ''}, {start (µs)}, then per
 -- acquisition 12 values: status, i, lease id, acquired, last_hb, deadline,
 -- token_seq, in use, previous first deadline of pool i, dedupe key,
@@ -44,10 +45,36 @@ elseif lic[2] == '1' then
 elseif (lic[3] or '0') ~= ARGV[1] then
   return {{'STALE', lic[3] or '0'}}
 end
+-- POOL_FIELDS are the settings an acquisition judges a pool by: all but
+-- the license JSON (the largest field, read below for the pools that grant
+-- in this run only) and those of heartbeats and the cleaner.
+local POOL_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'active', 'exp', 'strategy',
+  'version', 'maxborrow', 'maxborrowed', 'starts'}
+local function load_pool_conf()
+  local v = redis.call('HMGET', K_CONF, unpack(POOL_FIELDS))
+  if not v[1] then
+    return nil
+  end
+  return {
+    epoch = tonumber(v[1]),
+    deleted = v[2] == '1',
+    seats = tonumber(v[3] or '0'),
+    overdraft = tonumber(v[4] or '0'),
+    ttl = tonumber(v[5] or '0'),
+    active = v[6] == '1',
+    exp = tonumber(v[7] or '0'),
+    strategy = v[8] or '',
+    version = v[9] or '0',
+    maxborrow = tonumber(v[10] or '0'),
+    maxborrowed = tonumber(v[11] or '0'),
+    starts = tonumber(v[12] or '0'),
+  }
+end
+
 local confs = {}
 for i = 1, npools do
   use_pool(i)
-  local c = load_conf()
+  local c = load_pool_conf()
   if not c then
     missing[#missing + 1] = i
   elseif c.deleted then
@@ -110,50 +137,25 @@ local function acquire(b)
     return {status, i, lid or '', acq, hb, dl, seq, n or 0, prev or -1, dk, limit or 0, displaced or {}}
   end
 
-  -- 1. A replay of this script answers its own grant.
-  for i = 1, npools do
-    if bads[i] == '' then
-      use_pool(i)
-      local r = get_rec(K_LEASES, id)
-      if r and r[TOK] == tok and r[SEQ] == 0 then
-        local waiting = {}
-        for _, lid in ipairs(redis.call('HKEYS', K_EXP)) do
-          waiting[#waiting + 1] = i
-          waiting[#waiting + 1] = lid
-        end
-        return reply('NEW', i, r, id, count_of(i), first_deadline(), confs[i].seats + confs[i].overdraft, waiting)
-      end
+  -- replay answers the grant this acquisition got in an earlier run of the
+  -- script (the caller retried it: same lease id and token): lease r of
+  -- pool i.
+  local function replay(i, r)
+    use_pool(i)
+    local waiting = {}
+    for _, lid in ipairs(redis.call('HKEYS', K_EXP)) do
+      waiting[#waiting + 1] = i
+      waiting[#waiting + 1] = lid
     end
+    return reply('NEW', i, r, id, count_of(i), first_deadline(), confs[i].seats + confs[i].overdraft, waiting)
   end
-
-  -- The lease of a key in the current pool: live (and of this kind: a borrow
-  -- never hands back a normal lease, nor the reverse), or noted as lapsed.
-  local keyed = {} -- pool, id, pool, id ...: lapsed leases of this acquisition's keys
-  local function find(hash, key, i)
-    if key == '' then
-      return nil
-    end
-    local lid = redis.call('HGET', hash, key)
-    if not lid then
-      return nil
-    end
-    local r = get_rec(K_LEASES, lid)
-    if not r then
-      return nil
-    end
-    if r[DL] <= now then
-      keyed[#keyed + 1] = i
-      keyed[#keyed + 1] = lid
-      return nil
-    end
-    if (r[BOR] ~= nil) ~= borrowing then
-      return nil
-    end
-    return lid, r
+  local function is_replay(i, lid, r)
+    return lid == id and bads[i] == '' and r[TOK] == tok and r[SEQ] == 0
   end
 
   -- hand_back renews the live lease lid of pool i (acquire.lua's EXISTING).
   local function hand_back(i, lid, r)
+    use_pool(i)
     local conf = confs[i]
     local was = first_deadline()
     r[TOK] = tok
@@ -172,24 +174,62 @@ local function acquire(b)
     return reply('EXISTING', i, r, lid, n, was, conf.seats + conf.overdraft, {})
   end
 
-  -- 2. The live lease of the idempotency key, else of the dedupe key, in
-  -- any usable pool.
-  local dks = {}
+  local dks, any_key = {}, idem ~= ''
   for i = 1, npools do
     dks[i] = dedupe_of(confs[i])
+    any_key = any_key or dks[i] ~= ''
   end
-  for pass = 1, 2 do
-    keyed = {} -- the second pass notes every lapsed keyed lease again
+
+  -- 1. A replay of this script answers its own grant. A replayed
+  -- acquisition's keys still name its lease (a lease owns its keys until
+  -- it ends), so the lookups of step 2 find it; one without keys is looked
+  -- for by its id in every pool.
+  if not any_key then
     for i = 1, npools do
       use_pool(i)
-      local lid, r = find(K_IDEM, idem, i)
-      if not lid and pass == 2 then
-        lid, r = find(K_DEDUPE, dks[i], i)
-      end
-      if lid and bads[i] == '' then
-        return hand_back(i, lid, r)
+      local r = get_rec(K_LEASES, id)
+      if r and is_replay(i, id, r) then
+        return replay(i, r)
       end
     end
+  end
+
+  -- 2. The live lease of the idempotency key, else of the dedupe key, in
+  -- any usable pool (each pool's two keys read once: 2 calls a pool, the
+  -- bulk of a feature's acquisition). keyed notes the lapsed leases of
+  -- this acquisition's keys, pool, id, pool, id ...
+  local keyed, noted = {}, {}
+  local by_dedupe -- {pool, id, record} of the first usable live lease of the dedupe key
+  for i = 1, npools do
+    use_pool(i)
+    for k = 1, 2 do
+      local hash, key = K_IDEM, idem
+      if k == 2 then
+        hash, key = K_DEDUPE, dks[i]
+      end
+      local lid = key ~= '' and redis.call('HGET', hash, key)
+      local r = lid and get_rec(K_LEASES, lid)
+      if r then
+        if is_replay(i, lid, r) then
+          return replay(i, r)
+        end
+        if r[DL] <= now then
+          if not noted[lid] then
+            noted[lid] = true
+            keyed[#keyed + 1] = i
+            keyed[#keyed + 1] = lid
+          end
+        elseif (r[BOR] ~= nil) == borrowing and bads[i] == '' then
+          if k == 1 then
+            return hand_back(i, lid, r)
+          end
+          by_dedupe = by_dedupe or {i, lid, r}
+        end
+      end
+    end
+  end
+  if by_dedupe then
+    return hand_back(by_dedupe[1], by_dedupe[2], by_dedupe[3])
   end
 
   -- 3. The first usable pool with a free seat (and, for a borrow, one whose
@@ -309,20 +349,33 @@ local function acquire(b)
   return reply('NEW', i, r, id, n, was, limit, displaced)
 end
 
--- The pools' settings (json, epoch, version), usable() statuses and
--- starts, once for all the acquisitions of the run.
-local jsons, epochs, versions = {}, {}, {}
+-- The pools' settings (epoch, version), usable() statuses and starts,
+-- once for all the acquisitions of the run; the license JSON only of the
+-- pools that granted or handed back a lease in it ('' for the others).
+local epochs, versions = {}, {}
 for i = 1, npools do
-  jsons[i], epochs[i], versions[i] = confs[i].json, confs[i].epoch, confs[i].version
+  epochs[i], versions[i] = confs[i].epoch, confs[i].version
 end
+local jsons = {}
 local out = {'OK', jsons, epochs, versions, bads, starts}
+local granted = {}
 for b = 1, #ARGV, ARGS_PER do
   local ok, r = pcall(acquire, b + 2)
   if not ok then
     r = {'ERR', 0, tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, -1, '', 0, {}}
   end
+  if r[2] > 0 then
+    granted[r[2]] = true
+  end
   for k = 1, OUT_PER do
     out[#out + 1] = r[k]
+  end
+end
+for i = 1, npools do
+  jsons[i] = ''
+  if granted[i] then
+    use_pool(i)
+    jsons[i] = redis.call('HGET', K_CONF, 'json') or ''
   end
 end
 return out
