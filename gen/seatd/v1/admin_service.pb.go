@@ -3536,6 +3536,478 @@ func (x *RotateSigningKeyResponse) GetSigningKey() *SigningKey {
 	return nil
 }
 
+type GetLicensePolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LicenseId     string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	TenantId      string                 `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLicensePolicyRequest) Reset() {
+	*x = GetLicensePolicyRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLicensePolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLicensePolicyRequest) ProtoMessage() {}
+
+func (x *GetLicensePolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLicensePolicyRequest.ProtoReflect.Descriptor instead.
+func (*GetLicensePolicyRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *GetLicensePolicyRequest) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *GetLicensePolicyRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type GetLicensePolicyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Policy        *LicensePolicy         `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLicensePolicyResponse) Reset() {
+	*x = GetLicensePolicyResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLicensePolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLicensePolicyResponse) ProtoMessage() {}
+
+func (x *GetLicensePolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLicensePolicyResponse.ProtoReflect.Descriptor instead.
+func (*GetLicensePolicyResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *GetLicensePolicyResponse) GetPolicy() *LicensePolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+type SetLicensePolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LicenseId     string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	Policy        *LicensePolicy         `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	TenantId      string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLicensePolicyRequest) Reset() {
+	*x = SetLicensePolicyRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLicensePolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLicensePolicyRequest) ProtoMessage() {}
+
+func (x *SetLicensePolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLicensePolicyRequest.ProtoReflect.Descriptor instead.
+func (*SetLicensePolicyRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *SetLicensePolicyRequest) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *SetLicensePolicyRequest) GetPolicy() *LicensePolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *SetLicensePolicyRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type SetLicensePolicyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Policy        *LicensePolicy         `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLicensePolicyResponse) Reset() {
+	*x = SetLicensePolicyResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLicensePolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLicensePolicyResponse) ProtoMessage() {}
+
+func (x *SetLicensePolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLicensePolicyResponse.ProtoReflect.Descriptor instead.
+func (*SetLicensePolicyResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *SetLicensePolicyResponse) GetPolicy() *LicensePolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+type ListGroupsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsRequest) Reset() {
+	*x = ListGroupsRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsRequest) ProtoMessage() {}
+
+func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
+func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ListGroupsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type ListGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*IdentityGroup       `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsResponse) Reset() {
+	*x = ListGroupsResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsResponse) ProtoMessage() {}
+
+func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *ListGroupsResponse) GetGroups() []*IdentityGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+type PutGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         *IdentityGroup         `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	TenantId      string                 `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutGroupRequest) Reset() {
+	*x = PutGroupRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutGroupRequest) ProtoMessage() {}
+
+func (x *PutGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutGroupRequest.ProtoReflect.Descriptor instead.
+func (*PutGroupRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *PutGroupRequest) GetGroup() *IdentityGroup {
+	if x != nil {
+		return x.Group
+	}
+	return nil
+}
+
+func (x *PutGroupRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type PutGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         *IdentityGroup         `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutGroupResponse) Reset() {
+	*x = PutGroupResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutGroupResponse) ProtoMessage() {}
+
+func (x *PutGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutGroupResponse.ProtoReflect.Descriptor instead.
+func (*PutGroupResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *PutGroupResponse) GetGroup() *IdentityGroup {
+	if x != nil {
+		return x.Group
+	}
+	return nil
+}
+
+type DeleteGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	TenantId      string                 `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupRequest) Reset() {
+	*x = DeleteGroupRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupRequest) ProtoMessage() {}
+
+func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
+func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *DeleteGroupRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteGroupRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type DeleteGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupResponse) Reset() {
+	*x = DeleteGroupResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupResponse) ProtoMessage() {}
+
+func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
+func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{65}
+}
+
 var File_seatd_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_admin_service_proto_rawDesc = "" +
@@ -3815,11 +4287,37 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"Q\n" +
 	"\x18RotateSigningKeyResponse\x125\n" +
 	"\vsigning_key\x18\x01 \x01(\v2\x14.seatd.v1.SigningKeyR\n" +
-	"signingKey*X\n" +
+	"signingKey\"U\n" +
+	"\x17GetLicensePolicyRequest\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x01 \x01(\tR\tlicenseId\x12\x1b\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\"K\n" +
+	"\x18GetLicensePolicyResponse\x12/\n" +
+	"\x06policy\x18\x01 \x01(\v2\x17.seatd.v1.LicensePolicyR\x06policy\"\x86\x01\n" +
+	"\x17SetLicensePolicyRequest\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x01 \x01(\tR\tlicenseId\x12/\n" +
+	"\x06policy\x18\x02 \x01(\v2\x17.seatd.v1.LicensePolicyR\x06policy\x12\x1b\n" +
+	"\ttenant_id\x18\x03 \x01(\tR\btenantId\"K\n" +
+	"\x18SetLicensePolicyResponse\x12/\n" +
+	"\x06policy\x18\x01 \x01(\v2\x17.seatd.v1.LicensePolicyR\x06policy\"0\n" +
+	"\x11ListGroupsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"E\n" +
+	"\x12ListGroupsResponse\x12/\n" +
+	"\x06groups\x18\x01 \x03(\v2\x17.seatd.v1.IdentityGroupR\x06groups\"]\n" +
+	"\x0fPutGroupRequest\x12-\n" +
+	"\x05group\x18\x01 \x01(\v2\x17.seatd.v1.IdentityGroupR\x05group\x12\x1b\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\"A\n" +
+	"\x10PutGroupResponse\x12-\n" +
+	"\x05group\x18\x01 \x01(\v2\x17.seatd.v1.IdentityGroupR\x05group\"E\n" +
+	"\x12DeleteGroupRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\"\x15\n" +
+	"\x13DeleteGroupResponse*X\n" +
 	"\vUsageBucket\x12\x1c\n" +
 	"\x18USAGE_BUCKET_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11USAGE_BUCKET_HOUR\x10\x01\x12\x14\n" +
-	"\x10USAGE_BUCKET_DAY\x10\x022\xe2\x0f\n" +
+	"\x10USAGE_BUCKET_DAY\x10\x022\xf0\x12\n" +
 	"\fAdminService\x12P\n" +
 	"\rCreateLicense\x12\x1e.seatd.v1.CreateLicenseRequest\x1a\x1f.seatd.v1.CreateLicenseResponse\x12G\n" +
 	"\n" +
@@ -3829,7 +4327,13 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\rDeleteLicense\x12\x1e.seatd.v1.DeleteLicenseRequest\x1a\x1f.seatd.v1.DeleteLicenseResponse\x12_\n" +
 	"\x12CreateFeatureGrant\x12#.seatd.v1.CreateFeatureGrantRequest\x1a$.seatd.v1.CreateFeatureGrantResponse\x12_\n" +
 	"\x12UpdateFeatureGrant\x12#.seatd.v1.UpdateFeatureGrantRequest\x1a$.seatd.v1.UpdateFeatureGrantResponse\x12_\n" +
-	"\x12DeleteFeatureGrant\x12#.seatd.v1.DeleteFeatureGrantRequest\x1a$.seatd.v1.DeleteFeatureGrantResponse\x12G\n" +
+	"\x12DeleteFeatureGrant\x12#.seatd.v1.DeleteFeatureGrantRequest\x1a$.seatd.v1.DeleteFeatureGrantResponse\x12Y\n" +
+	"\x10GetLicensePolicy\x12!.seatd.v1.GetLicensePolicyRequest\x1a\".seatd.v1.GetLicensePolicyResponse\x12Y\n" +
+	"\x10SetLicensePolicy\x12!.seatd.v1.SetLicensePolicyRequest\x1a\".seatd.v1.SetLicensePolicyResponse\x12G\n" +
+	"\n" +
+	"ListGroups\x12\x1b.seatd.v1.ListGroupsRequest\x1a\x1c.seatd.v1.ListGroupsResponse\x12A\n" +
+	"\bPutGroup\x12\x19.seatd.v1.PutGroupRequest\x1a\x1a.seatd.v1.PutGroupResponse\x12J\n" +
+	"\vDeleteGroup\x12\x1c.seatd.v1.DeleteGroupRequest\x1a\x1d.seatd.v1.DeleteGroupResponse\x12G\n" +
 	"\n" +
 	"ListLeases\x12\x1b.seatd.v1.ListLeasesRequest\x1a\x1c.seatd.v1.ListLeasesResponse\x12J\n" +
 	"\vRevokeLease\x12\x1c.seatd.v1.RevokeLeaseRequest\x1a\x1d.seatd.v1.RevokeLeaseResponse\x12>\n" +
@@ -3861,7 +4365,7 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(UsageBucket)(0),                   // 0: seatd.v1.UsageBucket
 	(*CreateLicenseRequest)(nil),       // 1: seatd.v1.CreateLicenseRequest
@@ -3920,135 +4424,163 @@ var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(*ListSigningKeysResponse)(nil),    // 54: seatd.v1.ListSigningKeysResponse
 	(*RotateSigningKeyRequest)(nil),    // 55: seatd.v1.RotateSigningKeyRequest
 	(*RotateSigningKeyResponse)(nil),   // 56: seatd.v1.RotateSigningKeyResponse
-	nil,                                // 57: seatd.v1.AuditEvent.DetailsEntry
-	(*License)(nil),                    // 58: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),      // 59: google.protobuf.FieldMask
-	(*FeatureGrant)(nil),               // 60: seatd.v1.FeatureGrant
-	(LeaseState)(0),                    // 61: seatd.v1.LeaseState
-	(*Lease)(nil),                      // 62: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),      // 63: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 64: google.protobuf.Duration
-	(*Tenant)(nil),                     // 65: seatd.v1.Tenant
-	(*ApiKey)(nil),                     // 66: seatd.v1.ApiKey
-	(*SigningKey)(nil),                 // 67: seatd.v1.SigningKey
+	(*GetLicensePolicyRequest)(nil),    // 57: seatd.v1.GetLicensePolicyRequest
+	(*GetLicensePolicyResponse)(nil),   // 58: seatd.v1.GetLicensePolicyResponse
+	(*SetLicensePolicyRequest)(nil),    // 59: seatd.v1.SetLicensePolicyRequest
+	(*SetLicensePolicyResponse)(nil),   // 60: seatd.v1.SetLicensePolicyResponse
+	(*ListGroupsRequest)(nil),          // 61: seatd.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),         // 62: seatd.v1.ListGroupsResponse
+	(*PutGroupRequest)(nil),            // 63: seatd.v1.PutGroupRequest
+	(*PutGroupResponse)(nil),           // 64: seatd.v1.PutGroupResponse
+	(*DeleteGroupRequest)(nil),         // 65: seatd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),        // 66: seatd.v1.DeleteGroupResponse
+	nil,                                // 67: seatd.v1.AuditEvent.DetailsEntry
+	(*License)(nil),                    // 68: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),      // 69: google.protobuf.FieldMask
+	(*FeatureGrant)(nil),               // 70: seatd.v1.FeatureGrant
+	(LeaseState)(0),                    // 71: seatd.v1.LeaseState
+	(*Lease)(nil),                      // 72: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),      // 73: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 74: google.protobuf.Duration
+	(*Tenant)(nil),                     // 75: seatd.v1.Tenant
+	(*ApiKey)(nil),                     // 76: seatd.v1.ApiKey
+	(*SigningKey)(nil),                 // 77: seatd.v1.SigningKey
+	(*LicensePolicy)(nil),              // 78: seatd.v1.LicensePolicy
+	(*IdentityGroup)(nil),              // 79: seatd.v1.IdentityGroup
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	58, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	58, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	58, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	58, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	58, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	59, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	58, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	60, // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	60, // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	60, // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	59, // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	60, // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	61, // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	62, // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	62, // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	63, // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	64, // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	68, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	68, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	68, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	68, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	68, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	69, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	68, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	70, // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	70, // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	70, // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	69, // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	70, // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	71, // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	72, // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	72, // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	73, // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	74, // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
 	22, // 17: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
 	22, // 18: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	63, // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	64, // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	63, // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	63, // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	63, // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	63, // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	73, // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	74, // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	73, // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	73, // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	73, // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	73, // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	27, // 25: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
 	28, // 26: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	65, // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	65, // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	65, // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	66, // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	66, // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	66, // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	63, // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	63, // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	61, // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
-	63, // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
-	63, // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
-	64, // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	75, // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	75, // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	75, // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	76, // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	76, // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	76, // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	73, // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	73, // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	71, // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	73, // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	73, // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	74, // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
 	41, // 39: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
-	63, // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	63, // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	63, // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	63, // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
-	63, // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	73, // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	73, // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	73, // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	73, // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	73, // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
 	44, // 45: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
-	63, // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	63, // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	57, // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
-	63, // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	73, // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	73, // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	67, // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
+	73, // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	47, // 50: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
-	63, // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	63, // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	73, // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	73, // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
 	0,  // 53: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
-	63, // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
-	64, // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
-	63, // 56: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	63, // 57: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	73, // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
+	74, // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
+	73, // 56: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	73, // 57: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	0,  // 58: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
 	50, // 59: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
 	51, // 60: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
-	67, // 61: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
-	67, // 62: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
-	1,  // 63: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	3,  // 64: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	5,  // 65: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	7,  // 66: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	9,  // 67: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	11, // 68: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
-	13, // 69: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
-	15, // 70: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
-	17, // 71: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	19, // 72: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	21, // 73: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	24, // 74: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	26, // 75: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	30, // 76: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	32, // 77: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	34, // 78: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	36, // 79: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	38, // 80: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	40, // 81: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
-	43, // 82: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
-	46, // 83: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
-	49, // 84: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
-	53, // 85: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
-	55, // 86: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
-	2,  // 87: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	4,  // 88: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	6,  // 89: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	8,  // 90: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	10, // 91: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	12, // 92: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
-	14, // 93: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
-	16, // 94: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
-	18, // 95: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	20, // 96: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	23, // 97: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	25, // 98: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	29, // 99: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	31, // 100: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	33, // 101: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	35, // 102: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	37, // 103: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	39, // 104: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	42, // 105: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
-	45, // 106: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
-	48, // 107: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
-	52, // 108: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
-	54, // 109: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
-	56, // 110: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
-	87, // [87:111] is the sub-list for method output_type
-	63, // [63:87] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	77, // 61: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
+	77, // 62: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
+	78, // 63: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	78, // 64: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
+	78, // 65: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	79, // 66: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
+	79, // 67: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
+	79, // 68: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
+	1,  // 69: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	3,  // 70: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	5,  // 71: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	7,  // 72: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	9,  // 73: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	11, // 74: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
+	13, // 75: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
+	15, // 76: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
+	57, // 77: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
+	59, // 78: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
+	61, // 79: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
+	63, // 80: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
+	65, // 81: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
+	17, // 82: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	19, // 83: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	21, // 84: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	24, // 85: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	26, // 86: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	30, // 87: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	32, // 88: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	34, // 89: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	36, // 90: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	38, // 91: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	40, // 92: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	43, // 93: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	46, // 94: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	49, // 95: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
+	53, // 96: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
+	55, // 97: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
+	2,  // 98: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	4,  // 99: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	6,  // 100: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	8,  // 101: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	10, // 102: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	12, // 103: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
+	14, // 104: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
+	16, // 105: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
+	58, // 106: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
+	60, // 107: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
+	62, // 108: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
+	64, // 109: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
+	66, // 110: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
+	18, // 111: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	20, // 112: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	23, // 113: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	25, // 114: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	29, // 115: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	31, // 116: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	33, // 117: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	35, // 118: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	37, // 119: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	39, // 120: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	42, // 121: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	45, // 122: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	48, // 123: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	52, // 124: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
+	54, // 125: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
+	56, // 126: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
+	98, // [98:127] is the sub-list for method output_type
+	69, // [69:98] is the sub-list for method input_type
+	69, // [69:69] is the sub-list for extension type_name
+	69, // [69:69] is the sub-list for extension extendee
+	0,  // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -4063,7 +4595,7 @@ func file_seatd_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   57,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,11 @@ const (
 	AdminService_CreateFeatureGrant_FullMethodName = "/seatd.v1.AdminService/CreateFeatureGrant"
 	AdminService_UpdateFeatureGrant_FullMethodName = "/seatd.v1.AdminService/UpdateFeatureGrant"
 	AdminService_DeleteFeatureGrant_FullMethodName = "/seatd.v1.AdminService/DeleteFeatureGrant"
+	AdminService_GetLicensePolicy_FullMethodName   = "/seatd.v1.AdminService/GetLicensePolicy"
+	AdminService_SetLicensePolicy_FullMethodName   = "/seatd.v1.AdminService/SetLicensePolicy"
+	AdminService_ListGroups_FullMethodName         = "/seatd.v1.AdminService/ListGroups"
+	AdminService_PutGroup_FullMethodName           = "/seatd.v1.AdminService/PutGroup"
+	AdminService_DeleteGroup_FullMethodName        = "/seatd.v1.AdminService/DeleteGroup"
 	AdminService_ListLeases_FullMethodName         = "/seatd.v1.AdminService/ListLeases"
 	AdminService_RevokeLease_FullMethodName        = "/seatd.v1.AdminService/RevokeLease"
 	AdminService_Cleanup_FullMethodName            = "/seatd.v1.AdminService/Cleanup"
@@ -77,6 +82,23 @@ type AdminServiceClient interface {
 	// DeleteFeatureGrant revokes the grant's live leases (each gets its usage
 	// event) and removes it, as DeleteLicense does for a license.
 	DeleteFeatureGrant(ctx context.Context, in *DeleteFeatureGrantRequest, opts ...grpc.CallOption) (*DeleteFeatureGrantResponse, error)
+	// GetLicensePolicy answers a license's site policy: who may take its
+	// seats and how many (docs/concepts/policy.md). A license without one
+	// answers an empty policy.
+	GetLicensePolicy(ctx context.Context, in *GetLicensePolicyRequest, opts ...grpc.CallOption) (*GetLicensePolicyResponse, error)
+	// SetLicensePolicy replaces a license's policy as one document, validated
+	// as a whole (a refusal names the rule and field, and changes nothing).
+	// It applies to the next acquisition on every instance; no held lease
+	// ends. An empty policy removes it.
+	SetLicensePolicy(ctx context.Context, in *SetLicensePolicyRequest, opts ...grpc.CallOption) (*SetLicensePolicyResponse, error)
+	// ListGroups lists the tenant's groups of users and of hosts, by name.
+	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
+	// PutGroup creates or replaces a group (by name). The policies that name
+	// it judge by its new members from the next acquisition on.
+	PutGroup(ctx context.Context, in *PutGroupRequest, opts ...grpc.CallOption) (*PutGroupResponse, error)
+	// DeleteGroup removes a group no policy names (FAILED_PRECONDITION
+	// naming the licenses whose policies do).
+	DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error)
 	// ListLeases lists a license's leases in every state, newest first.
 	ListLeases(ctx context.Context, in *ListLeasesRequest, opts ...grpc.CallOption) (*ListLeasesResponse, error)
 	// RevokeLease ends a lease now; the holder's next heartbeat fails. A lease
@@ -204,6 +226,56 @@ func (c *adminServiceClient) DeleteFeatureGrant(ctx context.Context, in *DeleteF
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteFeatureGrantResponse)
 	err := c.cc.Invoke(ctx, AdminService_DeleteFeatureGrant_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetLicensePolicy(ctx context.Context, in *GetLicensePolicyRequest, opts ...grpc.CallOption) (*GetLicensePolicyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetLicensePolicyResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetLicensePolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) SetLicensePolicy(ctx context.Context, in *SetLicensePolicyRequest, opts ...grpc.CallOption) (*SetLicensePolicyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetLicensePolicyResponse)
+	err := c.cc.Invoke(ctx, AdminService_SetLicensePolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListGroupsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListGroups_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) PutGroup(ctx context.Context, in *PutGroupRequest, opts ...grpc.CallOption) (*PutGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutGroupResponse)
+	err := c.cc.Invoke(ctx, AdminService_PutGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteGroupResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteGroup_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -402,6 +474,23 @@ type AdminServiceServer interface {
 	// DeleteFeatureGrant revokes the grant's live leases (each gets its usage
 	// event) and removes it, as DeleteLicense does for a license.
 	DeleteFeatureGrant(context.Context, *DeleteFeatureGrantRequest) (*DeleteFeatureGrantResponse, error)
+	// GetLicensePolicy answers a license's site policy: who may take its
+	// seats and how many (docs/concepts/policy.md). A license without one
+	// answers an empty policy.
+	GetLicensePolicy(context.Context, *GetLicensePolicyRequest) (*GetLicensePolicyResponse, error)
+	// SetLicensePolicy replaces a license's policy as one document, validated
+	// as a whole (a refusal names the rule and field, and changes nothing).
+	// It applies to the next acquisition on every instance; no held lease
+	// ends. An empty policy removes it.
+	SetLicensePolicy(context.Context, *SetLicensePolicyRequest) (*SetLicensePolicyResponse, error)
+	// ListGroups lists the tenant's groups of users and of hosts, by name.
+	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
+	// PutGroup creates or replaces a group (by name). The policies that name
+	// it judge by its new members from the next acquisition on.
+	PutGroup(context.Context, *PutGroupRequest) (*PutGroupResponse, error)
+	// DeleteGroup removes a group no policy names (FAILED_PRECONDITION
+	// naming the licenses whose policies do).
+	DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error)
 	// ListLeases lists a license's leases in every state, newest first.
 	ListLeases(context.Context, *ListLeasesRequest) (*ListLeasesResponse, error)
 	// RevokeLease ends a lease now; the holder's next heartbeat fails. A lease
@@ -478,6 +567,21 @@ func (UnimplementedAdminServiceServer) UpdateFeatureGrant(context.Context, *Upda
 }
 func (UnimplementedAdminServiceServer) DeleteFeatureGrant(context.Context, *DeleteFeatureGrantRequest) (*DeleteFeatureGrantResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteFeatureGrant not implemented")
+}
+func (UnimplementedAdminServiceServer) GetLicensePolicy(context.Context, *GetLicensePolicyRequest) (*GetLicensePolicyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetLicensePolicy not implemented")
+}
+func (UnimplementedAdminServiceServer) SetLicensePolicy(context.Context, *SetLicensePolicyRequest) (*SetLicensePolicyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetLicensePolicy not implemented")
+}
+func (UnimplementedAdminServiceServer) ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListGroups not implemented")
+}
+func (UnimplementedAdminServiceServer) PutGroup(context.Context, *PutGroupRequest) (*PutGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutGroup not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteGroup not implemented")
 }
 func (UnimplementedAdminServiceServer) ListLeases(context.Context, *ListLeasesRequest) (*ListLeasesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListLeases not implemented")
@@ -688,6 +792,96 @@ func _AdminService_DeleteFeatureGrant_Handler(srv interface{}, ctx context.Conte
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdminServiceServer).DeleteFeatureGrant(ctx, req.(*DeleteFeatureGrantRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetLicensePolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetLicensePolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetLicensePolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetLicensePolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetLicensePolicy(ctx, req.(*GetLicensePolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_SetLicensePolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetLicensePolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).SetLicensePolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_SetLicensePolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).SetLicensePolicy(ctx, req.(*SetLicensePolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListGroups_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListGroups(ctx, req.(*ListGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_PutGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).PutGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_PutGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).PutGroup(ctx, req.(*PutGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteGroup(ctx, req.(*DeleteGroupRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1018,6 +1212,26 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteFeatureGrant",
 			Handler:    _AdminService_DeleteFeatureGrant_Handler,
+		},
+		{
+			MethodName: "GetLicensePolicy",
+			Handler:    _AdminService_GetLicensePolicy_Handler,
+		},
+		{
+			MethodName: "SetLicensePolicy",
+			Handler:    _AdminService_SetLicensePolicy_Handler,
+		},
+		{
+			MethodName: "ListGroups",
+			Handler:    _AdminService_ListGroups_Handler,
+		},
+		{
+			MethodName: "PutGroup",
+			Handler:    _AdminService_PutGroup_Handler,
+		},
+		{
+			MethodName: "DeleteGroup",
+			Handler:    _AdminService_DeleteGroup_Handler,
 		},
 		{
 			MethodName: "ListLeases",

@@ -203,6 +203,178 @@ func (SigningKeyState) EnumDescriptor() ([]byte, []int) {
 	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{2}
 }
 
+type PolicyRule_Kind int32
+
+const (
+	PolicyRule_KIND_UNSPECIFIED PolicyRule_Kind = 0
+	// Keep `count` seats for the subject: only its members take them,
+	// everyone else sees that many fewer free seats (FlexNet RESERVE).
+	PolicyRule_KIND_RESERVE PolicyRule_Kind = 1
+	// The subject never holds more than `count` leases at once (FlexNet
+	// MAX): a user, a host, or a group (as a whole, or each member
+	// separately: each_member).
+	PolicyRule_KIND_MAX PolicyRule_Kind = 2
+	// Once any include rule exists for a feature, only its subjects are
+	// granted it (FlexNet INCLUDE).
+	PolicyRule_KIND_INCLUDE PolicyRule_Kind = 3
+	// The subject is never granted (FlexNet EXCLUDE); an exclude wins over
+	// an include.
+	PolicyRule_KIND_EXCLUDE PolicyRule_Kind = 4
+)
+
+// Enum value maps for PolicyRule_Kind.
+var (
+	PolicyRule_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_RESERVE",
+		2: "KIND_MAX",
+		3: "KIND_INCLUDE",
+		4: "KIND_EXCLUDE",
+	}
+	PolicyRule_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"KIND_RESERVE":     1,
+		"KIND_MAX":         2,
+		"KIND_INCLUDE":     3,
+		"KIND_EXCLUDE":     4,
+	}
+)
+
+func (x PolicyRule_Kind) Enum() *PolicyRule_Kind {
+	p := new(PolicyRule_Kind)
+	*p = x
+	return p
+}
+
+func (x PolicyRule_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PolicyRule_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_seatd_v1_resources_proto_enumTypes[3].Descriptor()
+}
+
+func (PolicyRule_Kind) Type() protoreflect.EnumType {
+	return &file_seatd_v1_resources_proto_enumTypes[3]
+}
+
+func (x PolicyRule_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PolicyRule_Kind.Descriptor instead.
+func (PolicyRule_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{9, 0}
+}
+
+type PolicySubject_Kind int32
+
+const (
+	PolicySubject_KIND_UNSPECIFIED PolicySubject_Kind = 0
+	// An acquisition's `user`, compared exactly.
+	PolicySubject_KIND_USER PolicySubject_Kind = 1
+	// An acquisition's `hostname`, compared without regard to case.
+	PolicySubject_KIND_HOST PolicySubject_Kind = 2
+	// A group of users (IdentityGroup of kind USERS).
+	PolicySubject_KIND_GROUP PolicySubject_Kind = 3
+	// A group of hosts (IdentityGroup of kind HOSTS).
+	PolicySubject_KIND_HOST_GROUP PolicySubject_Kind = 4
+)
+
+// Enum value maps for PolicySubject_Kind.
+var (
+	PolicySubject_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_USER",
+		2: "KIND_HOST",
+		3: "KIND_GROUP",
+		4: "KIND_HOST_GROUP",
+	}
+	PolicySubject_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"KIND_USER":        1,
+		"KIND_HOST":        2,
+		"KIND_GROUP":       3,
+		"KIND_HOST_GROUP":  4,
+	}
+)
+
+func (x PolicySubject_Kind) Enum() *PolicySubject_Kind {
+	p := new(PolicySubject_Kind)
+	*p = x
+	return p
+}
+
+func (x PolicySubject_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PolicySubject_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_seatd_v1_resources_proto_enumTypes[4].Descriptor()
+}
+
+func (PolicySubject_Kind) Type() protoreflect.EnumType {
+	return &file_seatd_v1_resources_proto_enumTypes[4]
+}
+
+func (x PolicySubject_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PolicySubject_Kind.Descriptor instead.
+func (PolicySubject_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{10, 0}
+}
+
+type IdentityGroup_Kind int32
+
+const (
+	IdentityGroup_KIND_UNSPECIFIED IdentityGroup_Kind = 0
+	IdentityGroup_KIND_USERS       IdentityGroup_Kind = 1
+	IdentityGroup_KIND_HOSTS       IdentityGroup_Kind = 2
+)
+
+// Enum value maps for IdentityGroup_Kind.
+var (
+	IdentityGroup_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_USERS",
+		2: "KIND_HOSTS",
+	}
+	IdentityGroup_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"KIND_USERS":       1,
+		"KIND_HOSTS":       2,
+	}
+)
+
+func (x IdentityGroup_Kind) Enum() *IdentityGroup_Kind {
+	p := new(IdentityGroup_Kind)
+	*p = x
+	return p
+}
+
+func (x IdentityGroup_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IdentityGroup_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_seatd_v1_resources_proto_enumTypes[5].Descriptor()
+}
+
+func (IdentityGroup_Kind) Type() protoreflect.EnumType {
+	return &file_seatd_v1_resources_proto_enumTypes[5]
+}
+
+func (x IdentityGroup_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IdentityGroup_Kind.Descriptor instead.
+func (IdentityGroup_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11, 0}
+}
+
 // A License grants a fixed number of concurrent seats to the running copies of
 // one customer's product.
 type License struct {
@@ -1184,6 +1356,291 @@ func (x *ApiKey) GetRevokeTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// LicensePolicy is a license's site policy: the customer's rules for who
+// may take its seats (FlexNet's options file, RLM's ISV options). Rules
+// name identities from the acquisition (user, hostname): the client's own
+// claims, as in FlexNet; give each site its own API key (or mTLS) to trust
+// them.
+type LicensePolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The license it belongs to. Output only.
+	LicenseId string `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// At most 1000. Judged with the seat count, in one atomic step.
+	Rules []*PolicyRule `protobuf:"bytes,2,rep,name=rules,proto3" json:"rules,omitempty"`
+	// Output only: when the policy was last set (unset: never).
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LicensePolicy) Reset() {
+	*x = LicensePolicy{}
+	mi := &file_seatd_v1_resources_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LicensePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LicensePolicy) ProtoMessage() {}
+
+func (x *LicensePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_resources_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LicensePolicy.ProtoReflect.Descriptor instead.
+func (*LicensePolicy) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LicensePolicy) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *LicensePolicy) GetRules() []*PolicyRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *LicensePolicy) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+// PolicyRule is one line of a policy.
+type PolicyRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  PolicyRule_Kind        `protobuf:"varint,1,opt,name=kind,proto3,enum=seatd.v1.PolicyRule_Kind" json:"kind,omitempty"`
+	// The feature it applies to (all of the feature's grants); empty: the
+	// license's base seats.
+	Feature string `protobuf:"bytes,2,opt,name=feature,proto3" json:"feature,omitempty"`
+	// RESERVE and MAX: 1 or more. INCLUDE and EXCLUDE: 0.
+	Count   int32          `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	Subject *PolicySubject `protobuf:"bytes,4,opt,name=subject,proto3" json:"subject,omitempty"`
+	// MAX on a group: each member separately (false: the group as a whole).
+	EachMember    bool `protobuf:"varint,5,opt,name=each_member,json=eachMember,proto3" json:"each_member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyRule) Reset() {
+	*x = PolicyRule{}
+	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyRule) ProtoMessage() {}
+
+func (x *PolicyRule) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyRule.ProtoReflect.Descriptor instead.
+func (*PolicyRule) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PolicyRule) GetKind() PolicyRule_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return PolicyRule_KIND_UNSPECIFIED
+}
+
+func (x *PolicyRule) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
+func (x *PolicyRule) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *PolicyRule) GetSubject() *PolicySubject {
+	if x != nil {
+		return x.Subject
+	}
+	return nil
+}
+
+func (x *PolicyRule) GetEachMember() bool {
+	if x != nil {
+		return x.EachMember
+	}
+	return false
+}
+
+// PolicySubject is who a rule names.
+type PolicySubject struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  PolicySubject_Kind     `protobuf:"varint,1,opt,name=kind,proto3,enum=seatd.v1.PolicySubject_Kind" json:"kind,omitempty"`
+	// The user, host or group name: 1-128 printable characters.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicySubject) Reset() {
+	*x = PolicySubject{}
+	mi := &file_seatd_v1_resources_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicySubject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicySubject) ProtoMessage() {}
+
+func (x *PolicySubject) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_resources_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicySubject.ProtoReflect.Descriptor instead.
+func (*PolicySubject) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PolicySubject) GetKind() PolicySubject_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return PolicySubject_KIND_UNSPECIFIED
+}
+
+func (x *PolicySubject) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// IdentityGroup is a named set of users or of hosts, shared by the
+// tenant's policies (FlexNet GROUP, HOST_GROUP).
+type IdentityGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1-128 printable characters; unique in the tenant.
+	Name string             `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Kind IdentityGroup_Kind `protobuf:"varint,2,opt,name=kind,proto3,enum=seatd.v1.IdentityGroup_Kind" json:"kind,omitempty"`
+	// At most 10000, each 1-128 printable characters, no duplicates.
+	Members []string `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty"`
+	// Output only.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// Output only.
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IdentityGroup) Reset() {
+	*x = IdentityGroup{}
+	mi := &file_seatd_v1_resources_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IdentityGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IdentityGroup) ProtoMessage() {}
+
+func (x *IdentityGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_resources_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IdentityGroup.ProtoReflect.Descriptor instead.
+func (*IdentityGroup) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *IdentityGroup) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *IdentityGroup) GetKind() IdentityGroup_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return IdentityGroup_KIND_UNSPECIFIED
+}
+
+func (x *IdentityGroup) GetMembers() []string {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *IdentityGroup) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *IdentityGroup) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
 var File_seatd_v1_resources_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_resources_proto_rawDesc = "" +
@@ -1300,7 +1757,51 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\vcreate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vrevoke_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"revokeTime*\xc1\x01\n" +
+	"revokeTime\"\x97\x01\n" +
+	"\rLicensePolicy\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x01 \x01(\tR\tlicenseId\x12*\n" +
+	"\x05rules\x18\x02 \x03(\v2\x14.seatd.v1.PolicyRuleR\x05rules\x12;\n" +
+	"\vupdate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\xa1\x02\n" +
+	"\n" +
+	"PolicyRule\x12-\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x19.seatd.v1.PolicyRule.KindR\x04kind\x12\x18\n" +
+	"\afeature\x18\x02 \x01(\tR\afeature\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x05R\x05count\x121\n" +
+	"\asubject\x18\x04 \x01(\v2\x17.seatd.v1.PolicySubjectR\asubject\x12\x1f\n" +
+	"\veach_member\x18\x05 \x01(\bR\n" +
+	"eachMember\"`\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fKIND_RESERVE\x10\x01\x12\f\n" +
+	"\bKIND_MAX\x10\x02\x12\x10\n" +
+	"\fKIND_INCLUDE\x10\x03\x12\x10\n" +
+	"\fKIND_EXCLUDE\x10\x04\"\xb6\x01\n" +
+	"\rPolicySubject\x120\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1c.seatd.v1.PolicySubject.KindR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"_\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tKIND_USER\x10\x01\x12\r\n" +
+	"\tKIND_HOST\x10\x02\x12\x0e\n" +
+	"\n" +
+	"KIND_GROUP\x10\x03\x12\x13\n" +
+	"\x0fKIND_HOST_GROUP\x10\x04\"\xa7\x02\n" +
+	"\rIdentityGroup\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x120\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x1c.seatd.v1.IdentityGroup.KindR\x04kind\x12\x18\n" +
+	"\amembers\x18\x03 \x03(\tR\amembers\x12;\n" +
+	"\vcreate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vupdate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"<\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"KIND_USERS\x10\x01\x12\x0e\n" +
+	"\n" +
+	"KIND_HOSTS\x10\x02*\xc1\x01\n" +
 	"\x0fLeasingStrategy\x12 \n" +
 	"\x1cLEASING_STRATEGY_UNSPECIFIED\x10\x00\x12$\n" +
 	" LEASING_STRATEGY_PER_FINGERPRINT\x10\x01\x12\x1d\n" +
@@ -1332,60 +1833,75 @@ func file_seatd_v1_resources_proto_rawDescGZIP() []byte {
 	return file_seatd_v1_resources_proto_rawDescData
 }
 
-var file_seatd_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_seatd_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_seatd_v1_resources_proto_goTypes = []any{
 	(LeasingStrategy)(0),          // 0: seatd.v1.LeasingStrategy
 	(LeaseState)(0),               // 1: seatd.v1.LeaseState
 	(SigningKeyState)(0),          // 2: seatd.v1.SigningKeyState
-	(*License)(nil),               // 3: seatd.v1.License
-	(*FeatureGrant)(nil),          // 4: seatd.v1.FeatureGrant
-	(*Lease)(nil),                 // 5: seatd.v1.Lease
-	(*Tenant)(nil),                // 6: seatd.v1.Tenant
-	(*TenantQuotas)(nil),          // 7: seatd.v1.TenantQuotas
-	(*SigningKey)(nil),            // 8: seatd.v1.SigningKey
-	(*JsonWebKey)(nil),            // 9: seatd.v1.JsonWebKey
-	(*ApiKey)(nil),                // 10: seatd.v1.ApiKey
-	nil,                           // 11: seatd.v1.License.MetadataEntry
-	nil,                           // 12: seatd.v1.Lease.MetadataEntry
-	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(PolicyRule_Kind)(0),          // 3: seatd.v1.PolicyRule.Kind
+	(PolicySubject_Kind)(0),       // 4: seatd.v1.PolicySubject.Kind
+	(IdentityGroup_Kind)(0),       // 5: seatd.v1.IdentityGroup.Kind
+	(*License)(nil),               // 6: seatd.v1.License
+	(*FeatureGrant)(nil),          // 7: seatd.v1.FeatureGrant
+	(*Lease)(nil),                 // 8: seatd.v1.Lease
+	(*Tenant)(nil),                // 9: seatd.v1.Tenant
+	(*TenantQuotas)(nil),          // 10: seatd.v1.TenantQuotas
+	(*SigningKey)(nil),            // 11: seatd.v1.SigningKey
+	(*JsonWebKey)(nil),            // 12: seatd.v1.JsonWebKey
+	(*ApiKey)(nil),                // 13: seatd.v1.ApiKey
+	(*LicensePolicy)(nil),         // 14: seatd.v1.LicensePolicy
+	(*PolicyRule)(nil),            // 15: seatd.v1.PolicyRule
+	(*PolicySubject)(nil),         // 16: seatd.v1.PolicySubject
+	(*IdentityGroup)(nil),         // 17: seatd.v1.IdentityGroup
+	nil,                           // 18: seatd.v1.License.MetadataEntry
+	nil,                           // 19: seatd.v1.Lease.MetadataEntry
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
 }
 var file_seatd_v1_resources_proto_depIdxs = []int32{
-	13, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
-	13, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
+	20, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
+	20, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
 	0,  // 2: seatd.v1.License.leasing_strategy:type_name -> seatd.v1.LeasingStrategy
-	14, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
-	11, // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
-	14, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
-	14, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
-	13, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
-	4,  // 8: seatd.v1.License.grants:type_name -> seatd.v1.FeatureGrant
-	14, // 9: seatd.v1.FeatureGrant.starts_at:type_name -> google.protobuf.Timestamp
-	14, // 10: seatd.v1.FeatureGrant.expires_at:type_name -> google.protobuf.Timestamp
-	13, // 11: seatd.v1.FeatureGrant.max_borrow_duration:type_name -> google.protobuf.Duration
-	14, // 12: seatd.v1.FeatureGrant.create_time:type_name -> google.protobuf.Timestamp
-	14, // 13: seatd.v1.FeatureGrant.update_time:type_name -> google.protobuf.Timestamp
+	21, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
+	18, // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
+	21, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
+	21, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
+	20, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
+	7,  // 8: seatd.v1.License.grants:type_name -> seatd.v1.FeatureGrant
+	21, // 9: seatd.v1.FeatureGrant.starts_at:type_name -> google.protobuf.Timestamp
+	21, // 10: seatd.v1.FeatureGrant.expires_at:type_name -> google.protobuf.Timestamp
+	20, // 11: seatd.v1.FeatureGrant.max_borrow_duration:type_name -> google.protobuf.Duration
+	21, // 12: seatd.v1.FeatureGrant.create_time:type_name -> google.protobuf.Timestamp
+	21, // 13: seatd.v1.FeatureGrant.update_time:type_name -> google.protobuf.Timestamp
 	1,  // 14: seatd.v1.Lease.state:type_name -> seatd.v1.LeaseState
-	14, // 15: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
-	14, // 16: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
-	12, // 17: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
-	14, // 18: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	14, // 19: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
-	14, // 20: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	7,  // 21: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
-	14, // 22: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	14, // 23: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	14, // 24: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
-	9,  // 25: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
+	21, // 15: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
+	21, // 16: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
+	19, // 17: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
+	21, // 18: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	21, // 19: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
+	21, // 20: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	10, // 21: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
+	21, // 22: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	21, // 23: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	21, // 24: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
+	12, // 25: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
 	2,  // 26: seatd.v1.SigningKey.state:type_name -> seatd.v1.SigningKeyState
-	14, // 27: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
-	14, // 28: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	21, // 27: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
+	21, // 28: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
+	15, // 29: seatd.v1.LicensePolicy.rules:type_name -> seatd.v1.PolicyRule
+	21, // 30: seatd.v1.LicensePolicy.update_time:type_name -> google.protobuf.Timestamp
+	3,  // 31: seatd.v1.PolicyRule.kind:type_name -> seatd.v1.PolicyRule.Kind
+	16, // 32: seatd.v1.PolicyRule.subject:type_name -> seatd.v1.PolicySubject
+	4,  // 33: seatd.v1.PolicySubject.kind:type_name -> seatd.v1.PolicySubject.Kind
+	5,  // 34: seatd.v1.IdentityGroup.kind:type_name -> seatd.v1.IdentityGroup.Kind
+	21, // 35: seatd.v1.IdentityGroup.create_time:type_name -> google.protobuf.Timestamp
+	21, // 36: seatd.v1.IdentityGroup.update_time:type_name -> google.protobuf.Timestamp
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_resources_proto_init() }
@@ -1399,8 +1915,8 @@ func file_seatd_v1_resources_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_resources_proto_rawDesc), len(file_seatd_v1_resources_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   10,
+			NumEnums:      6,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -160,6 +160,18 @@ class DeleteFeatureGrantResponse(_message.Message):
     revoked_leases: int
     def __init__(self, revoked_leases: _Optional[int] = ...) -> None: ...
 
+class DeleteGroupRequest(_message.Message):
+    __slots__ = ["name", "tenant_id"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    tenant_id: str
+    def __init__(self, name: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class DeleteGroupResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class DeleteLicenseRequest(_message.Message):
     __slots__ = ["license_id", "tenant_id"]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -193,6 +205,20 @@ class GetCleanupStatusResponse(_message.Message):
     leader_id: str
     next_run_at: _timestamp_pb2.Timestamp
     def __init__(self, leader_id: _Optional[str] = ..., is_leader: bool = ..., instance_id: _Optional[str] = ..., last_run: _Optional[_Union[CleanupRun, _Mapping]] = ..., next_run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., interval: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class GetLicensePolicyRequest(_message.Message):
+    __slots__ = ["license_id", "tenant_id"]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    license_id: str
+    tenant_id: str
+    def __init__(self, license_id: _Optional[str] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class GetLicensePolicyResponse(_message.Message):
+    __slots__ = ["policy"]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: _resources_pb2.LicensePolicy
+    def __init__(self, policy: _Optional[_Union[_resources_pb2.LicensePolicy, _Mapping]] = ...) -> None: ...
 
 class GetLicenseRequest(_message.Message):
     __slots__ = ["license_id", "tenant_id"]
@@ -350,6 +376,18 @@ class ListCleanupEventsResponse(_message.Message):
     next_page_token: str
     def __init__(self, cleanup_events: _Optional[_Iterable[_Union[CleanupEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ListGroupsRequest(_message.Message):
+    __slots__ = ["tenant_id"]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class ListGroupsResponse(_message.Message):
+    __slots__ = ["groups"]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[_resources_pb2.IdentityGroup]
+    def __init__(self, groups: _Optional[_Iterable[_Union[_resources_pb2.IdentityGroup, _Mapping]]] = ...) -> None: ...
+
 class ListLeasesRequest(_message.Message):
     __slots__ = ["feature", "license_id", "page_size", "page_token", "state", "tenant_id"]
     FEATURE_FIELD_NUMBER: _ClassVar[int]
@@ -444,6 +482,20 @@ class ListUsageEventsResponse(_message.Message):
     usage_events: _containers.RepeatedCompositeFieldContainer[UsageEvent]
     def __init__(self, usage_events: _Optional[_Iterable[_Union[UsageEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class PutGroupRequest(_message.Message):
+    __slots__ = ["group", "tenant_id"]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    group: _resources_pb2.IdentityGroup
+    tenant_id: str
+    def __init__(self, group: _Optional[_Union[_resources_pb2.IdentityGroup, _Mapping]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class PutGroupResponse(_message.Message):
+    __slots__ = ["group"]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: _resources_pb2.IdentityGroup
+    def __init__(self, group: _Optional[_Union[_resources_pb2.IdentityGroup, _Mapping]] = ...) -> None: ...
+
 class RevokeApiKeyRequest(_message.Message):
     __slots__ = ["api_key_id"]
     API_KEY_ID_FIELD_NUMBER: _ClassVar[int]
@@ -483,6 +535,22 @@ class RotateSigningKeyResponse(_message.Message):
     SIGNING_KEY_FIELD_NUMBER: _ClassVar[int]
     signing_key: _resources_pb2.SigningKey
     def __init__(self, signing_key: _Optional[_Union[_resources_pb2.SigningKey, _Mapping]] = ...) -> None: ...
+
+class SetLicensePolicyRequest(_message.Message):
+    __slots__ = ["license_id", "policy", "tenant_id"]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    license_id: str
+    policy: _resources_pb2.LicensePolicy
+    tenant_id: str
+    def __init__(self, license_id: _Optional[str] = ..., policy: _Optional[_Union[_resources_pb2.LicensePolicy, _Mapping]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+
+class SetLicensePolicyResponse(_message.Message):
+    __slots__ = ["policy"]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    policy: _resources_pb2.LicensePolicy
+    def __init__(self, policy: _Optional[_Union[_resources_pb2.LicensePolicy, _Mapping]] = ...) -> None: ...
 
 class UpdateFeatureGrantRequest(_message.Message):
     __slots__ = ["grant", "license_id", "tenant_id", "update_mask"]

@@ -61,6 +61,31 @@ class AdminServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantResponse.FromString,
                 )
+        self.GetLicensePolicy = channel.unary_unary(
+                '/seatd.v1.AdminService/GetLicensePolicy',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.GetLicensePolicyRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetLicensePolicyResponse.FromString,
+                )
+        self.SetLicensePolicy = channel.unary_unary(
+                '/seatd.v1.AdminService/SetLicensePolicy',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.SetLicensePolicyRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.SetLicensePolicyResponse.FromString,
+                )
+        self.ListGroups = channel.unary_unary(
+                '/seatd.v1.AdminService/ListGroups',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListGroupsResponse.FromString,
+                )
+        self.PutGroup = channel.unary_unary(
+                '/seatd.v1.AdminService/PutGroup',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.PutGroupRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.PutGroupResponse.FromString,
+                )
+        self.DeleteGroup = channel.unary_unary(
+                '/seatd.v1.AdminService/DeleteGroup',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteGroupRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteGroupResponse.FromString,
+                )
         self.ListLeases = channel.unary_unary(
                 '/seatd.v1.AdminService/ListLeases',
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListLeasesRequest.SerializeToString,
@@ -208,6 +233,48 @@ class AdminServiceServicer(object):
     def DeleteFeatureGrant(self, request, context):
         """DeleteFeatureGrant revokes the grant's live leases (each gets its usage
         event) and removes it, as DeleteLicense does for a license.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLicensePolicy(self, request, context):
+        """GetLicensePolicy answers a license's site policy: who may take its
+        seats and how many (docs/concepts/policy.md). A license without one
+        answers an empty policy.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetLicensePolicy(self, request, context):
+        """SetLicensePolicy replaces a license's policy as one document, validated
+        as a whole (a refusal names the rule and field, and changes nothing).
+        It applies to the next acquisition on every instance; no held lease
+        ends. An empty policy removes it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListGroups(self, request, context):
+        """ListGroups lists the tenant's groups of users and of hosts, by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutGroup(self, request, context):
+        """PutGroup creates or replaces a group (by name). The policies that name
+        it judge by its new members from the next acquisition on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteGroup(self, request, context):
+        """DeleteGroup removes a group no policy names (FAILED_PRECONDITION
+        naming the licenses whose policies do).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -378,6 +445,31 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.DeleteFeatureGrant,
                     request_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantResponse.SerializeToString,
+            ),
+            'GetLicensePolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLicensePolicy,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetLicensePolicyRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.GetLicensePolicyResponse.SerializeToString,
+            ),
+            'SetLicensePolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetLicensePolicy,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.SetLicensePolicyRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.SetLicensePolicyResponse.SerializeToString,
+            ),
+            'ListGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListGroups,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListGroupsRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ListGroupsResponse.SerializeToString,
+            ),
+            'PutGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutGroup,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.PutGroupRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.PutGroupResponse.SerializeToString,
+            ),
+            'DeleteGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteGroup,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteGroupRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteGroupResponse.SerializeToString,
             ),
             'ListLeases': grpc.unary_unary_rpc_method_handler(
                     servicer.ListLeases,
@@ -609,6 +701,91 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/DeleteFeatureGrant',
             seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantRequest.SerializeToString,
             seatd_dot_v1_dot_admin__service__pb2.DeleteFeatureGrantResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetLicensePolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/GetLicensePolicy',
+            seatd_dot_v1_dot_admin__service__pb2.GetLicensePolicyRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.GetLicensePolicyResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetLicensePolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/SetLicensePolicy',
+            seatd_dot_v1_dot_admin__service__pb2.SetLicensePolicyRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.SetLicensePolicyResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ListGroups',
+            seatd_dot_v1_dot_admin__service__pb2.ListGroupsRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ListGroupsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PutGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/PutGroup',
+            seatd_dot_v1_dot_admin__service__pb2.PutGroupRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.PutGroupResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/DeleteGroup',
+            seatd_dot_v1_dot_admin__service__pb2.DeleteGroupRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.DeleteGroupResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

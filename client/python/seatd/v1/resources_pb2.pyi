@@ -66,6 +66,25 @@ class FeatureGrant(_message.Message):
     version: str
     def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., feature: _Optional[str] = ..., version: _Optional[str] = ..., seats: _Optional[int] = ..., overdraft: _Optional[int] = ..., starts_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., max_borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_borrowed_seats: _Optional[int] = ..., seats_in_use: _Optional[int] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class IdentityGroup(_message.Message):
+    __slots__ = ["create_time", "kind", "members", "name", "update_time"]
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    KIND_HOSTS: IdentityGroup.Kind
+    KIND_UNSPECIFIED: IdentityGroup.Kind
+    KIND_USERS: IdentityGroup.Kind
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    create_time: _timestamp_pb2.Timestamp
+    kind: IdentityGroup.Kind
+    members: _containers.RepeatedScalarFieldContainer[str]
+    name: str
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[_Union[IdentityGroup.Kind, str]] = ..., members: _Optional[_Iterable[str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class JsonWebKey(_message.Message):
     __slots__ = ["alg", "crv", "kid", "kty", "use", "x"]
     ALG_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +192,52 @@ class License(_message.Message):
     update_time: _timestamp_pb2.Timestamp
     waiting: int
     def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., waiting: _Optional[int] = ..., max_borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_borrowed_seats: _Optional[int] = ..., allow_early_return: bool = ..., grants: _Optional[_Iterable[_Union[FeatureGrant, _Mapping]]] = ...) -> None: ...
+
+class LicensePolicy(_message.Message):
+    __slots__ = ["license_id", "rules", "update_time"]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    license_id: str
+    rules: _containers.RepeatedCompositeFieldContainer[PolicyRule]
+    update_time: _timestamp_pb2.Timestamp
+    def __init__(self, license_id: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[PolicyRule, _Mapping]]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class PolicyRule(_message.Message):
+    __slots__ = ["count", "each_member", "feature", "kind", "subject"]
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    EACH_MEMBER_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    KIND_EXCLUDE: PolicyRule.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    KIND_INCLUDE: PolicyRule.Kind
+    KIND_MAX: PolicyRule.Kind
+    KIND_RESERVE: PolicyRule.Kind
+    KIND_UNSPECIFIED: PolicyRule.Kind
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    each_member: bool
+    feature: str
+    kind: PolicyRule.Kind
+    subject: PolicySubject
+    def __init__(self, kind: _Optional[_Union[PolicyRule.Kind, str]] = ..., feature: _Optional[str] = ..., count: _Optional[int] = ..., subject: _Optional[_Union[PolicySubject, _Mapping]] = ..., each_member: bool = ...) -> None: ...
+
+class PolicySubject(_message.Message):
+    __slots__ = ["kind", "name"]
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    KIND_GROUP: PolicySubject.Kind
+    KIND_HOST: PolicySubject.Kind
+    KIND_HOST_GROUP: PolicySubject.Kind
+    KIND_UNSPECIFIED: PolicySubject.Kind
+    KIND_USER: PolicySubject.Kind
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    kind: PolicySubject.Kind
+    name: str
+    def __init__(self, kind: _Optional[_Union[PolicySubject.Kind, str]] = ..., name: _Optional[str] = ...) -> None: ...
 
 class SigningKey(_message.Message):
     __slots__ = ["create_time", "kid", "public_key", "publish_until", "retire_time", "state", "tenant_id"]

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/resources.proto.
  */
 export const file_seatd_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("ChhzZWF0ZC92MS9yZXNvdXJjZXMucHJvdG8SCHNlYXRkLnYxItAFCgdMaWNlbnNlEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRINCgVzZWF0cxgDIAEoBRIsCglsZWFzZV90dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoGYWN0aXZlGAUgASgISACIAQESEQoJdGVuYW50X2lkGAYgASgJEgwKBG5hbWUYByABKAkSEQoJb3ZlcmRyYWZ0GAggASgFEjEKDnJldml2YWxfd2luZG93GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEGxlYXNpbmdfc3RyYXRlZ3kYCiABKA4yGS5zZWF0ZC52MS5MZWFzaW5nU3RyYXRlZ3kSLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoIbWV0YWRhdGEYDCADKAsyHy5zZWF0ZC52MS5MaWNlbnNlLk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxzZWF0c19pbl91c2UYDyABKAUSDwoHd2FpdGluZxgQIAEoBRI2ChNtYXhfYm9ycm93X2R1cmF0aW9uGBEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhoKEm1heF9ib3Jyb3dlZF9zZWF0cxgSIAEoBRIaChJhbGxvd19lYXJseV9yZXR1cm4YEyABKAgSJgoGZ3JhbnRzGBQgAygLMhYuc2VhdGQudjEuRmVhdHVyZUdyYW50Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYWN0aXZlIp0DCgxGZWF0dXJlR3JhbnQSCgoCaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIPCgdmZWF0dXJlGAMgASgJEg8KB3ZlcnNpb24YBCABKAkSDQoFc2VhdHMYBSABKAUSEQoJb3ZlcmRyYWZ0GAYgASgFEi0KCXN0YXJ0c19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoTbWF4X2JvcnJvd19kdXJhdGlvbhgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIaChJtYXhfYm9ycm93ZWRfc2VhdHMYCiABKAUSFAoMc2VhdHNfaW5fdXNlGAsgASgFEi8KC2NyZWF0ZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi7wMKBUxlYXNlEgoKAmlkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSEwoLZmluZ2VycHJpbnQYAyABKAkSIwoFc3RhdGUYBCABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi8KC2FjcXVpcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR1c2VyGAcgASgJEhAKCGhvc3RuYW1lGAggASgJEi8KCG1ldGFkYXRhGAkgAygLMh0uc2VhdGQudjEuTGVhc2UuTWV0YWRhdGFFbnRyeRI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGJvcnJvd2VkGAwgASgIEhAKCGdyYW50X2lkGA0gASgJEg8KB2ZlYXR1cmUYDiABKAkSDwoHdmVyc2lvbhgPIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiewoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSLwoLY3JlYXRlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBnF1b3RhcxgEIAEoCzIWLnNlYXRkLnYxLlRlbmFudFF1b3RhcyJNCgxUZW5hbnRRdW90YXMSFAoMbWF4X2xpY2Vuc2VzGAEgASgDEhEKCW1heF9zZWF0cxgCIAEoAxIUCgxtYXhfYXBpX2tleXMYAyABKAMilQIKClNpZ25pbmdLZXkSCwoDa2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIvCgtjcmVhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV0aXJlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDXB1Ymxpc2hfdW50aWwYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEigKCnB1YmxpY19rZXkYBiABKAsyFC5zZWF0ZC52MS5Kc29uV2ViS2V5EigKBXN0YXRlGAcgASgOMhkuc2VhdGQudjEuU2lnbmluZ0tleVN0YXRlIlgKCkpzb25XZWJLZXkSCwoDa3R5GAEgASgJEgsKA2NydhgCIAEoCRIJCgF4GAMgASgJEgsKA2tpZBgEIAEoCRILCgN1c2UYBSABKAkSCwoDYWxnGAYgASgJIpcBCgZBcGlLZXkSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jldm9rZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCrBAQoPTGVhc2luZ1N0cmF0ZWd5EiAKHExFQVNJTkdfU1RSQVRFR1lfVU5TUEVDSUZJRUQQABIkCiBMRUFTSU5HX1NUUkFURUdZX1BFUl9GSU5HRVJQUklOVBABEh0KGUxFQVNJTkdfU1RSQVRFR1lfUEVSX1VTRVIQAhIhCh1MRUFTSU5HX1NUUkFURUdZX1BFUl9IT1NUTkFNRRADEiQKIExFQVNJTkdfU1RSQVRFR1lfUEVSX0FDUVVJU0lUSU9OEAQqjQEKCkxlYXNlU3RhdGUSGwoXTEVBU0VfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJMRUFTRV9TVEFURV9BQ1RJVkUQARIYChRMRUFTRV9TVEFURV9SRUxFQVNFRBACEhcKE0xFQVNFX1NUQVRFX0VYUElSRUQQAxIXChNMRUFTRV9TVEFURV9SRVZPS0VEEAQqjgEKD1NpZ25pbmdLZXlTdGF0ZRIhCh1TSUdOSU5HX0tFWV9TVEFURV9VTlNQRUNJRklFRBAAEh0KGVNJR05JTkdfS0VZX1NUQVRFX1NJR05JTkcQARIaChZTSUdOSU5HX0tFWV9TVEFURV9ORVhUEAISHQoZU0lHTklOR19LRVlfU1RBVEVfUkVUSVJFRBADQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChhzZWF0ZC92MS9yZXNvdXJjZXMucHJvdG8SCHNlYXRkLnYxItAFCgdMaWNlbnNlEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRINCgVzZWF0cxgDIAEoBRIsCglsZWFzZV90dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoGYWN0aXZlGAUgASgISACIAQESEQoJdGVuYW50X2lkGAYgASgJEgwKBG5hbWUYByABKAkSEQoJb3ZlcmRyYWZ0GAggASgFEjEKDnJldml2YWxfd2luZG93GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEGxlYXNpbmdfc3RyYXRlZ3kYCiABKA4yGS5zZWF0ZC52MS5MZWFzaW5nU3RyYXRlZ3kSLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoIbWV0YWRhdGEYDCADKAsyHy5zZWF0ZC52MS5MaWNlbnNlLk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxzZWF0c19pbl91c2UYDyABKAUSDwoHd2FpdGluZxgQIAEoBRI2ChNtYXhfYm9ycm93X2R1cmF0aW9uGBEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhoKEm1heF9ib3Jyb3dlZF9zZWF0cxgSIAEoBRIaChJhbGxvd19lYXJseV9yZXR1cm4YEyABKAgSJgoGZ3JhbnRzGBQgAygLMhYuc2VhdGQudjEuRmVhdHVyZUdyYW50Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYWN0aXZlIp0DCgxGZWF0dXJlR3JhbnQSCgoCaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIPCgdmZWF0dXJlGAMgASgJEg8KB3ZlcnNpb24YBCABKAkSDQoFc2VhdHMYBSABKAUSEQoJb3ZlcmRyYWZ0GAYgASgFEi0KCXN0YXJ0c19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoTbWF4X2JvcnJvd19kdXJhdGlvbhgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIaChJtYXhfYm9ycm93ZWRfc2VhdHMYCiABKAUSFAoMc2VhdHNfaW5fdXNlGAsgASgFEi8KC2NyZWF0ZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi7wMKBUxlYXNlEgoKAmlkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSEwoLZmluZ2VycHJpbnQYAyABKAkSIwoFc3RhdGUYBCABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi8KC2FjcXVpcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR1c2VyGAcgASgJEhAKCGhvc3RuYW1lGAggASgJEi8KCG1ldGFkYXRhGAkgAygLMh0uc2VhdGQudjEuTGVhc2UuTWV0YWRhdGFFbnRyeRI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGJvcnJvd2VkGAwgASgIEhAKCGdyYW50X2lkGA0gASgJEg8KB2ZlYXR1cmUYDiABKAkSDwoHdmVyc2lvbhgPIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiewoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSLwoLY3JlYXRlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBnF1b3RhcxgEIAEoCzIWLnNlYXRkLnYxLlRlbmFudFF1b3RhcyJNCgxUZW5hbnRRdW90YXMSFAoMbWF4X2xpY2Vuc2VzGAEgASgDEhEKCW1heF9zZWF0cxgCIAEoAxIUCgxtYXhfYXBpX2tleXMYAyABKAMilQIKClNpZ25pbmdLZXkSCwoDa2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIvCgtjcmVhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV0aXJlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDXB1Ymxpc2hfdW50aWwYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEigKCnB1YmxpY19rZXkYBiABKAsyFC5zZWF0ZC52MS5Kc29uV2ViS2V5EigKBXN0YXRlGAcgASgOMhkuc2VhdGQudjEuU2lnbmluZ0tleVN0YXRlIlgKCkpzb25XZWJLZXkSCwoDa3R5GAEgASgJEgsKA2NydhgCIAEoCRIJCgF4GAMgASgJEgsKA2tpZBgEIAEoCRILCgN1c2UYBSABKAkSCwoDYWxnGAYgASgJIpcBCgZBcGlLZXkSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jldm9rZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ5Cg1MaWNlbnNlUG9saWN5EhIKCmxpY2Vuc2VfaWQYASABKAkSIwoFcnVsZXMYAiADKAsyFC5zZWF0ZC52MS5Qb2xpY3lSdWxlEi8KC3VwZGF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCL2AQoKUG9saWN5UnVsZRInCgRraW5kGAEgASgOMhkuc2VhdGQudjEuUG9saWN5UnVsZS5LaW5kEg8KB2ZlYXR1cmUYAiABKAkSDQoFY291bnQYAyABKAUSKAoHc3ViamVjdBgEIAEoCzIXLnNlYXRkLnYxLlBvbGljeVN1YmplY3QSEwoLZWFjaF9tZW1iZXIYBSABKAgiYAoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEAoMS0lORF9SRVNFUlZFEAESDAoIS0lORF9NQVgQAhIQCgxLSU5EX0lOQ0xVREUQAxIQCgxLSU5EX0VYQ0xVREUQBCKqAQoNUG9saWN5U3ViamVjdBIqCgRraW5kGAEgASgOMhwuc2VhdGQudjEuUG9saWN5U3ViamVjdC5LaW5kEgwKBG5hbWUYAiABKAkiXwoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASDQoJS0lORF9VU0VSEAESDQoJS0lORF9IT1NUEAISDgoKS0lORF9HUk9VUBADEhMKD0tJTkRfSE9TVF9HUk9VUBAEIvoBCg1JZGVudGl0eUdyb3VwEgwKBG5hbWUYASABKAkSKgoEa2luZBgCIAEoDjIcLnNlYXRkLnYxLklkZW50aXR5R3JvdXAuS2luZBIPCgdtZW1iZXJzGAMgAygJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPAoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASDgoKS0lORF9VU0VSUxABEg4KCktJTkRfSE9TVFMQAirBAQoPTGVhc2luZ1N0cmF0ZWd5EiAKHExFQVNJTkdfU1RSQVRFR1lfVU5TUEVDSUZJRUQQABIkCiBMRUFTSU5HX1NUUkFURUdZX1BFUl9GSU5HRVJQUklOVBABEh0KGUxFQVNJTkdfU1RSQVRFR1lfUEVSX1VTRVIQAhIhCh1MRUFTSU5HX1NUUkFURUdZX1BFUl9IT1NUTkFNRRADEiQKIExFQVNJTkdfU1RSQVRFR1lfUEVSX0FDUVVJU0lUSU9OEAQqjQEKCkxlYXNlU3RhdGUSGwoXTEVBU0VfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJMRUFTRV9TVEFURV9BQ1RJVkUQARIYChRMRUFTRV9TVEFURV9SRUxFQVNFRBACEhcKE0xFQVNFX1NUQVRFX0VYUElSRUQQAxIXChNMRUFTRV9TVEFURV9SRVZPS0VEEAQqjgEKD1NpZ25pbmdLZXlTdGF0ZRIhCh1TSUdOSU5HX0tFWV9TVEFURV9VTlNQRUNJRklFRBAAEh0KGVNJR05JTkdfS0VZX1NUQVRFX1NJR05JTkcQARIaChZTSUdOSU5HX0tFWV9TVEFURV9ORVhUEAISHQoZU0lHTklOR19LRVlfU1RBVEVfUkVUSVJFRBADQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * A License grants a fixed number of concurrent seats to the running copies of
@@ -646,6 +646,284 @@ export type ApiKey = Message<"seatd.v1.ApiKey"> & {
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
   messageDesc(file_seatd_v1_resources, 7);
+
+/**
+ * LicensePolicy is a license's site policy: the customer's rules for who
+ * may take its seats (FlexNet's options file, RLM's ISV options). Rules
+ * name identities from the acquisition (user, hostname): the client's own
+ * claims, as in FlexNet; give each site its own API key (or mTLS) to trust
+ * them.
+ *
+ * @generated from message seatd.v1.LicensePolicy
+ */
+export type LicensePolicy = Message<"seatd.v1.LicensePolicy"> & {
+  /**
+   * The license it belongs to. Output only.
+   *
+   * @generated from field: string license_id = 1;
+   */
+  licenseId: string;
+
+  /**
+   * At most 1000. Judged with the seat count, in one atomic step.
+   *
+   * @generated from field: repeated seatd.v1.PolicyRule rules = 2;
+   */
+  rules: PolicyRule[];
+
+  /**
+   * Output only: when the policy was last set (unset: never).
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 3;
+   */
+  updateTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.LicensePolicy.
+ * Use `create(LicensePolicySchema)` to create a new message.
+ */
+export const LicensePolicySchema: GenMessage<LicensePolicy> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_resources, 8);
+
+/**
+ * PolicyRule is one line of a policy.
+ *
+ * @generated from message seatd.v1.PolicyRule
+ */
+export type PolicyRule = Message<"seatd.v1.PolicyRule"> & {
+  /**
+   * @generated from field: seatd.v1.PolicyRule.Kind kind = 1;
+   */
+  kind: PolicyRule_Kind;
+
+  /**
+   * The feature it applies to (all of the feature's grants); empty: the
+   * license's base seats.
+   *
+   * @generated from field: string feature = 2;
+   */
+  feature: string;
+
+  /**
+   * RESERVE and MAX: 1 or more. INCLUDE and EXCLUDE: 0.
+   *
+   * @generated from field: int32 count = 3;
+   */
+  count: number;
+
+  /**
+   * @generated from field: seatd.v1.PolicySubject subject = 4;
+   */
+  subject?: PolicySubject | undefined;
+
+  /**
+   * MAX on a group: each member separately (false: the group as a whole).
+   *
+   * @generated from field: bool each_member = 5;
+   */
+  eachMember: boolean;
+};
+
+/**
+ * Describes the message seatd.v1.PolicyRule.
+ * Use `create(PolicyRuleSchema)` to create a new message.
+ */
+export const PolicyRuleSchema: GenMessage<PolicyRule> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_resources, 9);
+
+/**
+ * @generated from enum seatd.v1.PolicyRule.Kind
+ */
+export enum PolicyRule_Kind {
+  /**
+   * @generated from enum value: KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Keep `count` seats for the subject: only its members take them,
+   * everyone else sees that many fewer free seats (FlexNet RESERVE).
+   *
+   * @generated from enum value: KIND_RESERVE = 1;
+   */
+  RESERVE = 1,
+
+  /**
+   * The subject never holds more than `count` leases at once (FlexNet
+   * MAX): a user, a host, or a group (as a whole, or each member
+   * separately: each_member).
+   *
+   * @generated from enum value: KIND_MAX = 2;
+   */
+  MAX = 2,
+
+  /**
+   * Once any include rule exists for a feature, only its subjects are
+   * granted it (FlexNet INCLUDE).
+   *
+   * @generated from enum value: KIND_INCLUDE = 3;
+   */
+  INCLUDE = 3,
+
+  /**
+   * The subject is never granted (FlexNet EXCLUDE); an exclude wins over
+   * an include.
+   *
+   * @generated from enum value: KIND_EXCLUDE = 4;
+   */
+  EXCLUDE = 4,
+}
+
+/**
+ * Describes the enum seatd.v1.PolicyRule.Kind.
+ */
+export const PolicyRule_KindSchema: GenEnum<PolicyRule_Kind> = /*@__PURE__*/
+  enumDesc(file_seatd_v1_resources, 9, 0);
+
+/**
+ * PolicySubject is who a rule names.
+ *
+ * @generated from message seatd.v1.PolicySubject
+ */
+export type PolicySubject = Message<"seatd.v1.PolicySubject"> & {
+  /**
+   * @generated from field: seatd.v1.PolicySubject.Kind kind = 1;
+   */
+  kind: PolicySubject_Kind;
+
+  /**
+   * The user, host or group name: 1-128 printable characters.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message seatd.v1.PolicySubject.
+ * Use `create(PolicySubjectSchema)` to create a new message.
+ */
+export const PolicySubjectSchema: GenMessage<PolicySubject> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_resources, 10);
+
+/**
+ * @generated from enum seatd.v1.PolicySubject.Kind
+ */
+export enum PolicySubject_Kind {
+  /**
+   * @generated from enum value: KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * An acquisition's `user`, compared exactly.
+   *
+   * @generated from enum value: KIND_USER = 1;
+   */
+  USER = 1,
+
+  /**
+   * An acquisition's `hostname`, compared without regard to case.
+   *
+   * @generated from enum value: KIND_HOST = 2;
+   */
+  HOST = 2,
+
+  /**
+   * A group of users (IdentityGroup of kind USERS).
+   *
+   * @generated from enum value: KIND_GROUP = 3;
+   */
+  GROUP = 3,
+
+  /**
+   * A group of hosts (IdentityGroup of kind HOSTS).
+   *
+   * @generated from enum value: KIND_HOST_GROUP = 4;
+   */
+  HOST_GROUP = 4,
+}
+
+/**
+ * Describes the enum seatd.v1.PolicySubject.Kind.
+ */
+export const PolicySubject_KindSchema: GenEnum<PolicySubject_Kind> = /*@__PURE__*/
+  enumDesc(file_seatd_v1_resources, 10, 0);
+
+/**
+ * IdentityGroup is a named set of users or of hosts, shared by the
+ * tenant's policies (FlexNet GROUP, HOST_GROUP).
+ *
+ * @generated from message seatd.v1.IdentityGroup
+ */
+export type IdentityGroup = Message<"seatd.v1.IdentityGroup"> & {
+  /**
+   * 1-128 printable characters; unique in the tenant.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: seatd.v1.IdentityGroup.Kind kind = 2;
+   */
+  kind: IdentityGroup_Kind;
+
+  /**
+   * At most 10000, each 1-128 printable characters, no duplicates.
+   *
+   * @generated from field: repeated string members = 3;
+   */
+  members: string[];
+
+  /**
+   * Output only.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 4;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 5;
+   */
+  updateTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.IdentityGroup.
+ * Use `create(IdentityGroupSchema)` to create a new message.
+ */
+export const IdentityGroupSchema: GenMessage<IdentityGroup> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_resources, 11);
+
+/**
+ * @generated from enum seatd.v1.IdentityGroup.Kind
+ */
+export enum IdentityGroup_Kind {
+  /**
+   * @generated from enum value: KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: KIND_USERS = 1;
+   */
+  USERS = 1,
+
+  /**
+   * @generated from enum value: KIND_HOSTS = 2;
+   */
+  HOSTS = 2,
+}
+
+/**
+ * Describes the enum seatd.v1.IdentityGroup.Kind.
+ */
+export const IdentityGroup_KindSchema: GenEnum<IdentityGroup_Kind> = /*@__PURE__*/
+  enumDesc(file_seatd_v1_resources, 11, 0);
 
 /**
  * LeasingStrategy decides which acquisitions share one lease.
