@@ -64,6 +64,9 @@ type License struct {
 	// Grants are the license's feature grants (grants.go), in the order
 	// SortGrants gives; the stores fill them in every License they return.
 	Grants []Grant `json:"grants,omitempty"`
+	// Policy is the license's site policy (policy.go): who may use its
+	// seats and how many. nil: none, every client alike.
+	Policy *Policy `json:"policy,omitempty"`
 
 	// Set only on a grant's pool (Grant.Pool), never on a license: the
 	// grant's start, feature and version. CheckUsable judges StartsAt.
