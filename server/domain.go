@@ -192,6 +192,10 @@ type Lease struct {
 	// LicenseID (GrantID, LicenseOf).
 	Feature string `json:"feature,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Reservation is the key (Reservation.Key) of the site-policy
+	// reservation whose seat the lease took when granted, "" a shared
+	// seat (PolicyStore).
+	Reservation string `json:"reservation,omitempty"`
 }
 
 // GrantID is the id of the grant the lease holds a seat of, "" for the

@@ -67,12 +67,14 @@ const (
 	ReasonGrantNotFound      = "GRANT_NOT_FOUND"
 	// Site policy (policy.go, Judge); each reason's meaning is on its line.
 
-	ReasonSeatsReserved = "SEATS_RESERVED" // every seat left is reserved for users, hosts or groups the client is not one of
-	ReasonUserLimit     = "USER_LIMIT"     // the user (or a member of a group capped member by member) holds all the seats a max rule allows it
-	ReasonHostLimit     = "HOST_LIMIT"     // the host (or a member of a host group capped member by member) holds all the seats a max rule allows it
-	ReasonGroupLimit    = "GROUP_LIMIT"    // the group or host group as a whole holds all the seats a max rule allows it
-	ReasonNotIncluded   = "NOT_INCLUDED"   // the feature has include rules and none names the client
-	ReasonExcluded      = "EXCLUDED"       // an exclude rule names the client (exclude wins over include)
+	ReasonSeatsReserved = "SEATS_RESERVED"  // every seat left is reserved for users, hosts or groups the client is not one of
+	ReasonUserLimit     = "USER_LIMIT"      // the user (or a member of a group capped member by member) holds all the seats a max rule allows it
+	ReasonHostLimit     = "HOST_LIMIT"      // the host (or a member of a host group capped member by member) holds all the seats a max rule allows it
+	ReasonGroupLimit    = "GROUP_LIMIT"     // the group or host group as a whole holds all the seats a max rule allows it
+	ReasonNotIncluded   = "NOT_INCLUDED"    // the feature has include rules and none names the client
+	ReasonExcluded      = "EXCLUDED"        // an exclude rule names the client (exclude wins over include)
+	ReasonGroupNotFound = "GROUP_NOT_FOUND" // the tenant has no group of that name
+	ReasonGroupInUse    = "GROUP_IN_USE"    // a group that policies name cannot be deleted
 )
 
 // Error is a failure a caller may see. Message is written for the client and

@@ -689,3 +689,12 @@ func (v Verdict) Err(feature string) error {
 	}
 	return e
 }
+
+// ErrGroupNotFound: the tenant has no group of that name.
+var ErrGroupNotFound = Errorf(ENOTFOUND, ReasonGroupNotFound, "group not found")
+
+// GroupInUse refuses to delete a group that the policies of licenses name.
+func GroupInUse(name string, licenseIDs []string) error {
+	return Errorf(EPRECONDITION, ReasonGroupInUse, "group %q is named by the policy of license %s: change those policies first",
+		name, strings.Join(licenseIDs, ", "))
+}

@@ -78,6 +78,42 @@ type LicenseStore interface {
 	DeleteLicense(ctx context.Context, tenantID, id string) (int, error)
 
 	GrantStore
+	PolicyStore
+}
+
+// PolicyStore keeps the site policies of licenses and the tenants' groups
+// (policy.go). A license's policy is judged in the same atomic step as its
+// seat count (invariant 13): Acquire decides the request with the policy
+// (CompiledPolicy.Decide) and grants only what Judge grants, with
+//   - a cap's count: the live leases of the pool (the base pool, or all of
+//     a feature's grants) whose user/host the cap's subject names under
+//     the policy and groups as they are now (a change of either applies to
+//     the leases already held, from the next acquisition on);
+//   - a reservation's count: the live leases that took one of its seats
+//     (Lease.Reservation, set when granted and never changed: a lease held
+//     before a reservation existed counts as a shared seat).
+//
+// A policy change never ends a lease. GetLicense, LicenseByKey,
+// ListLicenses and UpdateLicense return each license with its Policy
+// (nil: none), its Groups filled.
+type PolicyStore interface {
+	// SetPolicy replaces the license's policy (nil, or one without rules:
+	// none) and returns the license. The store validates p against the
+	// license's grants and the tenant's groups (Policy.Validate) in the
+	// same atomic step, so that a group deleted meanwhile cannot slip in.
+	// ErrLicenseNotFound if the license is not the tenant's.
+	SetPolicy(ctx context.Context, tenantID, licenseID string, p *Policy) (License, error)
+	// PutGroup creates the tenant's group g.Name, or replaces its kind and
+	// members (the caller validated g: Group.Validate); the policies that
+	// name it judge by it from the next acquisition on. A change of kind
+	// that a policy naming the group would refuse is refused (Validate's
+	// error). QuotaExceeded past MaxTenantGroups; ErrTenantNotFound.
+	PutGroup(ctx context.Context, g Group) (Group, error)
+	// DeleteGroup removes a group. ErrGroupNotFound; GroupInUse (naming
+	// the licenses) if a policy names it.
+	DeleteGroup(ctx context.Context, tenantID, name string) error
+	// ListGroups lists the tenant's groups by name.
+	ListGroups(ctx context.Context, tenantID string) ([]Group, error)
 }
 
 // GrantStore keeps the feature grants of licenses (grants.go). A store

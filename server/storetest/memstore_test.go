@@ -1145,3 +1145,15 @@ func (s *memStore) DeleteGrant(_ context.Context, tenantID, licenseID, grantID s
 	delete(s.d.Grants, grantID)
 	return n, nil
 }
+
+// Site policies: not kept by the reference store yet.
+func (m *memStore) SetPolicy(ctx context.Context, tenantID, licenseID string, p *server.Policy) (server.License, error) {
+	return server.License{}, server.Errorf(server.EPRECONDITION, server.ReasonInvalidArgument, "not built")
+}
+func (m *memStore) PutGroup(ctx context.Context, g server.Group) (server.Group, error) {
+	return server.Group{}, server.Errorf(server.EPRECONDITION, server.ReasonInvalidArgument, "not built")
+}
+func (m *memStore) DeleteGroup(ctx context.Context, tenantID, name string) error { return nil }
+func (m *memStore) ListGroups(ctx context.Context, tenantID string) ([]server.Group, error) {
+	return nil, nil
+}
