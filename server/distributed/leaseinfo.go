@@ -27,6 +27,7 @@ type leaseInfo struct {
 	Borrowed       bool
 	Feature        string // a grant's lease: what it asked for
 	Version        string
+	Reservation    string // the site-policy reservation it took ("" none)
 }
 
 func infoOf(l *server.Lease) *leaseInfo {
@@ -34,7 +35,7 @@ func infoOf(l *server.Lease) *leaseInfo {
 		LicenseID: l.LicenseID, TenantID: l.TenantID, Fingerprint: l.Fingerprint, User: l.User,
 		Hostname: l.Hostname, Metadata: l.Metadata, IdempotencyKey: l.IdempotencyKey,
 		DedupeKey: l.DedupeKey, AcquiredAt: l.AcquiredAt, Borrowed: l.Borrowed,
-		Feature: l.Feature, Version: l.Version,
+		Feature: l.Feature, Version: l.Version, Reservation: l.Reservation,
 	}
 }
 
@@ -45,7 +46,7 @@ func (i *leaseInfo) lease(id, tokenHash string, hb, deadline time.Time) server.L
 		Fingerprint: i.Fingerprint, User: i.User, Hostname: i.Hostname, Metadata: i.Metadata,
 		IdempotencyKey: i.IdempotencyKey, DedupeKey: i.DedupeKey, State: server.LeaseActive,
 		AcquiredAt: i.AcquiredAt, LastHeartbeatAt: hb, ExpiresAt: deadline, Borrowed: i.Borrowed,
-		Feature: i.Feature, Version: i.Version,
+		Feature: i.Feature, Version: i.Version, Reservation: i.Reservation,
 	}
 }
 
@@ -94,12 +95,14 @@ const (
 	infoDedupeIsFP    // DedupeKey is "fp:" + Fingerprint (the default strategy's)
 	infoNoAcquireTime // AcquiredAt is the zero time
 	infoFeature       // Feature and Version follow the dedupe key (a grant's lease)
+	infoReservation   // Reservation follows (a lease that took a reserved seat)
 )
 
 // appendTo encodes i: flags, AcquiredAt (UTC unix nanoseconds), then the
 // strings, each its length (uvarint) and bytes (Feature and Version only
 // for a grant's lease), and the metadata (count, then key and value of
-// each pair, in no particular order).
+// each pair, in no particular order). Reservation, when set, comes
+// between the strings and the metadata.
 func (i *leaseInfo) appendTo(b []byte) []byte {
 	var flags byte
 	if i.Borrowed {
@@ -119,6 +122,9 @@ func (i *leaseInfo) appendTo(b []byte) []byte {
 	if i.Feature != "" || i.Version != "" {
 		flags |= infoFeature
 	}
+	if i.Reservation != "" {
+		flags |= infoReservation
+	}
 	b = append(b, flags)
 	b = binary.AppendVarint(b, at)
 	for _, s := range [...]string{i.LicenseID, i.TenantID, i.Fingerprint, i.User, i.Hostname, i.IdempotencyKey, dedupe} {
@@ -126,6 +132,9 @@ func (i *leaseInfo) appendTo(b []byte) []byte {
 	}
 	if flags&infoFeature != 0 {
 		b = appendString(appendString(b, i.Feature), i.Version)
+	}
+	if flags&infoReservation != 0 {
+		b = appendString(b, i.Reservation)
 	}
 	b = binary.AppendUvarint(b, uint64(len(i.Metadata)))
 	for k, v := range i.Metadata {
@@ -158,6 +167,9 @@ func decodeLeaseInfo(s string) (*leaseInfo, error) {
 	}
 	if flags&infoFeature != 0 {
 		i.Feature, i.Version = d.string(), d.string()
+	}
+	if flags&infoReservation != 0 {
+		i.Reservation = d.string()
 	}
 	if n := d.uvarint(); n > 0 && d.ok {
 		i.Metadata = make(map[string]string, min(n, uint64(len(s))))

@@ -20,11 +20,13 @@ func TestLeaseInfoEncodingRoundTrips(t *testing.T) {
 		"every field": {LicenseID: "lic_1", TenantID: "tn_1", Fingerprint: "fp", User: "ann", Hostname: "h.example",
 			Metadata: map[string]string{"a": "1", "b": "", "ключ": "значение"}, IdempotencyKey: "idem", DedupeKey: "user:ann",
 			AcquiredAt: at, Borrowed: true},
-		"dedupe like fp but not": {LicenseID: "lic_1", Fingerprint: "fp", DedupeKey: "fp:fpx", AcquiredAt: at},
-		"zero":                   {},
-		"a grant's lease":        {LicenseID: "lic_1.0a1b2c3d", Fingerprint: "fp", DedupeKey: "fp:fp", Feature: "render", Version: "2024.2"},
-		"any version":            {LicenseID: "lic_1.0a1b2c3d", Feature: "render"},
-		"long strings":           {LicenseID: string(make([]byte, 300)), Fingerprint: strings.Repeat("f", 70000), AcquiredAt: at},
+		"dedupe like fp but not":  {LicenseID: "lic_1", Fingerprint: "fp", DedupeKey: "fp:fpx", AcquiredAt: at},
+		"zero":                    {},
+		"a grant's lease":         {LicenseID: "lic_1.0a1b2c3d", Fingerprint: "fp", DedupeKey: "fp:fp", Feature: "render", Version: "2024.2"},
+		"any version":             {LicenseID: "lic_1.0a1b2c3d", Feature: "render"},
+		"a reserved seat":         {LicenseID: "lic_1", User: "ann", Reservation: "r:group\x00night", Metadata: map[string]string{"a": "1"}},
+		"a reserved feature seat": {LicenseID: "lic_1.0a1b2c3d", Feature: "render", Reservation: "r:user\x00ann"},
+		"long strings":            {LicenseID: string(make([]byte, 300)), Fingerprint: strings.Repeat("f", 70000), AcquiredAt: at},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := decodeLeaseInfo(string(i.appendTo(nil)))

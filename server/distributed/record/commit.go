@@ -62,8 +62,8 @@ func (pg *Postgres) InsertSession(ctx context.Context, l *server.Lease, epoch, v
 // recorded.
 const insertOneSQL = `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
 		fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
-		last_heartbeat_at, expires_at, borrowed, feature, version)
-	SELECT $1, l.id, l.tenant_id, $3, 0, $4, $5, $6, $7::jsonb, $8, $9, 'active', $10, $10, $11, $14, $15, $16
+		last_heartbeat_at, expires_at, borrowed, feature, version, reservation)
+	SELECT $1, l.id, l.tenant_id, $3, 0, $4, $5, $6, $7::jsonb, $8, $9, 'active', $10, $10, $11, $14, $15, $16, $17
 	FROM licenses l WHERE l.id = $2 AND l.deleted_at IS NULL AND l.live_epoch = $12 AND l.version = $13
 	FOR KEY SHARE`
 
@@ -74,13 +74,14 @@ const insertOneSQL = `INSERT INTO sessions (id, license_id, tenant_id, token_has
 // other licenses of the group are not held up.
 const insertManySQL = `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
 		fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
-		last_heartbeat_at, expires_at, borrowed, feature, version)
+		last_heartbeat_at, expires_at, borrowed, feature, version, reservation)
 	SELECT v.id, l.id, l.tenant_id, v.token_hash, 0, v.fp, v.usr, v.host, v.md::jsonb, v.idem, v.dk,
-		'active', v.acq, v.acq, v.exp, v.borrowed, v.feature, v.fversion
+		'active', v.acq, v.acq, v.exp, v.borrowed, v.feature, v.fversion, v.reservation
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::bigint[], $13::bigint[],
-		$14::boolean[], $15::text[], $16::text[])
-		AS v(id, lic, token_hash, fp, usr, host, md, idem, dk, acq, exp, epoch, version, borrowed, feature, fversion)
+		$14::boolean[], $15::text[], $16::text[], $17::text[])
+		AS v(id, lic, token_hash, fp, usr, host, md, idem, dk, acq, exp, epoch, version, borrowed, feature, fversion,
+			reservation)
 	JOIN licenses l ON l.id = v.lic
 	WHERE l.deleted_at IS NULL AND l.live_epoch = v.epoch AND l.version = v.version
 	FOR KEY SHARE OF l SKIP LOCKED
@@ -95,7 +96,8 @@ func (pg *Postgres) insertOne(ctx context.Context, n newSession) (bool, error) {
 	defer conn.Release()
 	tag, err := conn.Exec(ctx, insertOneSQL,
 		l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname, jsonMap(l.Metadata),
-		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, n.epoch, n.version, l.Borrowed, l.Feature, l.Version)
+		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, n.epoch, n.version, l.Borrowed, l.Feature, l.Version,
+		l.Reservation)
 	if err != nil {
 		return false, err
 	}
@@ -125,14 +127,14 @@ func (pg *Postgres) runInserts(batch []*groupcommit.Call[newSession, bool]) {
 		acqs, exps                         = make([]time.Time, n), make([]time.Time, n)
 		epochs, versions                   = make([]int64, n), make([]int64, n)
 		borrowed                           = make([]bool, n)
-		features, fversions                = make([]string, n), make([]string, n)
+		features, fversions, reservations  = make([]string, n), make([]string, n), make([]string, n)
 	)
 	for i, c := range live {
 		l := c.Req.lease
 		ids[i], lics[i], toks[i], fps[i], users[i], hosts[i] = l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname
 		mds[i], idems[i], dks[i] = jsonMap(l.Metadata), l.IdempotencyKey, l.DedupeKey
 		acqs[i], exps[i], epochs[i], versions[i] = l.AcquiredAt, l.ExpiresAt, c.Req.epoch, c.Req.version
-		borrowed[i], features[i], fversions[i] = l.Borrowed, l.Feature, l.Version
+		borrowed[i], features[i], fversions[i], reservations[i] = l.Borrowed, l.Feature, l.Version, l.Reservation
 	}
 	conn, err := pg.pool.Acquire(ctx)
 	if err != nil {
@@ -141,7 +143,8 @@ func (pg *Postgres) runInserts(batch []*groupcommit.Call[newSession, bool]) {
 		}
 		return
 	}
-	rows, _ := conn.Query(ctx, insertManySQL, ids, lics, toks, fps, users, hosts, mds, idems, dks, acqs, exps, epochs, versions, borrowed, features, fversions)
+	rows, _ := conn.Query(ctx, insertManySQL, ids, lics, toks, fps, users, hosts, mds, idems, dks, acqs, exps, epochs, versions, borrowed, features, fversions,
+		reservations)
 	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	conn.Release()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 func (pg *Postgres) CreateLicense(ctx context.Context, l server.License) (server.License, error) {
 	l = normalizeLicense(l)
+	l.Policy = nil // SetPolicy sets it, against the tenant's groups
 	_, err := pg.pool.Exec(ctx, `INSERT INTO licenses (id, tenant_id, key, name, seats, overdraft, lease_ttl_us,
 		revival_window_us, leasing_strategy, active, expires_at, metadata, created_at, updated_at,
 		max_borrow_us, max_borrowed_seats, allow_early_return)

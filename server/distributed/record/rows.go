@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -68,7 +69,7 @@ func fromOpt(t *time.Time) time.Time {
 const licenseCols = `id, tenant_id, key, name, seats, overdraft, lease_ttl_us, revival_window_us,
 	leasing_strategy, active, expires_at, metadata, created_at, updated_at, version, live_epoch, deleted_at,
 	max_borrow_us, max_borrowed_seats, allow_early_return, parent_id, feature, grant_version, starts_at,
-	grant_expires_at`
+	grant_expires_at, policy, policy_gen`
 
 // LicenseRow is a license with its bookkeeping columns, or a grant's pool
 // (ParentID set: License is then Grant.Pool of the grant).
@@ -81,6 +82,10 @@ type LicenseRow struct {
 	// is the pool's, the earlier of it and the license's).
 	ParentID       string
 	GrantExpiresAt time.Time
+	// PolicyGen is the settings version at which the license's site
+	// policy was last switched on, 0 without one; a grant's row carries
+	// its license's (migration 00011).
+	PolicyGen int64
 }
 
 // IsGrant reports whether the row is a grant's pool.
@@ -108,12 +113,20 @@ func scanLicense(row pgx.Row) (LicenseRow, error) {
 		parent, feature  *string
 		grantVersion     *string
 		starts, grantExp *time.Time
+		policy           []byte
 	)
 	err := row.Scan(&r.ID, &r.TenantID, &r.Key, &r.Name, &r.Seats, &r.Overdraft, &ttlUS, &revivalUS,
 		&strategy, &r.Active, &expires, &meta, &created, &updated, &r.Version, &r.Epoch, &deleted,
-		&maxBorrowUS, &r.MaxBorrowedSeats, &r.AllowEarlyReturn, &parent, &feature, &grantVersion, &starts, &grantExp)
+		&maxBorrowUS, &r.MaxBorrowedSeats, &r.AllowEarlyReturn, &parent, &feature, &grantVersion, &starts, &grantExp,
+		&policy, &r.PolicyGen)
 	if err != nil {
 		return LicenseRow{}, err
+	}
+	if policy != nil {
+		r.Policy = &server.Policy{}
+		if err := json.Unmarshal(policy, r.Policy); err != nil {
+			return LicenseRow{}, fmt.Errorf("license %s: stored policy: %w", r.ID, err)
+		}
 	}
 	r.LeaseTTL = time.Duration(ttlUS) * time.Microsecond
 	r.RevivalWindow = time.Duration(revivalUS) * time.Microsecond
@@ -142,7 +155,7 @@ func deref(s *string) string {
 func sessionCols(alias string) string {
 	cols := []string{"id", "license_id", "tenant_id", "token_hash", "token_seq", "fingerprint", `"user"`,
 		"hostname", "metadata", "idempotency_key", "dedupe_key", "state", "acquired_at",
-		"last_heartbeat_at", "expires_at", "ended_at", "borrowed", "feature", "version"}
+		"last_heartbeat_at", "expires_at", "ended_at", "borrowed", "feature", "version", "reservation"}
 	if alias != "" {
 		for i, c := range cols {
 			cols[i] = alias + "." + c
@@ -167,7 +180,7 @@ func scanSession(row pgx.Row) (Session, error) {
 	)
 	err := row.Scan(&r.ID, &r.LicenseID, &r.TenantID, &r.TokenHash, &r.TokenSeq, &r.Fingerprint, &r.User,
 		&r.Hostname, &meta, &r.IdempotencyKey, &r.DedupeKey, &state, &acquired, &hb, &expire, &ended, &r.Borrowed,
-		&r.Feature, &r.Version)
+		&r.Feature, &r.Version, &r.Reservation)
 	if err != nil {
 		return Session{}, err
 	}
