@@ -9,7 +9,9 @@
 -- license), and the policy index in Redis is trusted only when it was
 -- built for that generation (server/distributed/policyindex.go).
 -- sessions.reservation is Lease.Reservation: the reservation whose seat
--- the lease took when granted ('' a shared seat).
+-- the lease took when granted (empty: a shared seat); bytea, as the key
+-- holds a NUL between the subject's kind and name (server.Reservation.Key),
+-- which text refuses.
 
 -- +goose Up
 ALTER TABLE licenses
@@ -27,7 +29,7 @@ CREATE TABLE policy_groups (
     updated_at timestamptz NOT NULL,
     PRIMARY KEY (tenant_id, name)
 );
-ALTER TABLE sessions ADD COLUMN reservation text NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN reservation bytea NOT NULL DEFAULT ''::bytea;
 
 -- +goose Down
 ALTER TABLE sessions DROP COLUMN reservation;

@@ -75,9 +75,6 @@ const (
 	ReasonExcluded      = "EXCLUDED"        // an exclude rule names the client (exclude wins over include)
 	ReasonGroupNotFound = "GROUP_NOT_FOUND" // the tenant has no group of that name
 	ReasonGroupInUse    = "GROUP_IN_USE"    // a group that policies name cannot be deleted
-	// ReasonPolicyNotSupported: the store does not enforce site policies
-	// (the distributed store, for now), so it refuses to keep one.
-	ReasonPolicyNotSupported = "POLICY_NOT_SUPPORTED"
 )
 
 // Error is a failure a caller may see. Message is written for the client and

@@ -22,13 +22,16 @@ const maxAttempts = 6
 
 func (s *Store) Acquire(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
 	if req.Feature != "" {
-		return s.acquireFeature(ctx, req) // features.go
+		return s.acquirePools(ctx, req) // features.go
 	}
 	var g live.Acquisition
 	for range maxAttempts {
 		licenseID, cached, err := s.resolveKey(ctx, req.LicenseKey)
 		if err != nil {
 			return server.AcquireResult{}, err
+		}
+		if s.hasPolicy(licenseID) {
+			return s.acquirePools(ctx, req) // policy.go
 		}
 		// req.LeaseID is a new one after a grant that was not recorded.
 		if err := s.live.Acquire(ctx, licenseID, &req, &g); err != nil {
@@ -43,6 +46,9 @@ func (s *Store) Acquire(ctx context.Context, req server.AcquireRequest) (server.
 			r, retry, err = s.recordNew(ctx, &req, &g)
 		case live.StatusHandedBack:
 			r, retry, err = s.recordRenewal(ctx, req, &g)
+		case live.StatusPolicy:
+			s.notePolicy(licenseID, true)
+			return s.acquirePools(ctx, req)
 		default:
 			retry, err = s.acquireRefused(ctx, &req, licenseID, cached, &g)
 		}
@@ -114,7 +120,7 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *li
 	l.Fingerprint, l.User, l.Hostname, l.Metadata = req.Fingerprint, req.User, req.Hostname, cloneMap(req.Metadata)
 	l.IdempotencyKey, l.DedupeKey, l.State = req.IdempotencyKey, g.DedupeKey, server.LeaseActive
 	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = g.Acquired, g.Heartbeat, g.Deadline
-	l.Borrowed, l.Feature, l.Version = req.BorrowFor > 0, req.Feature, req.Version
+	l.Borrowed, l.Feature, l.Version, l.Reservation = req.BorrowFor > 0, req.Feature, req.Version, g.Reservation
 	// The lapsed leases whose seats or keys this grant took are recorded
 	// expired first: otherwise a rebuild (Redis loss) could count them
 	// again next to this one.

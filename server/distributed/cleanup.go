@@ -94,7 +94,7 @@ func (s *Store) maybeReconcile(ctx context.Context, now time.Time) {
 	if err == nil {
 		err = s.rederiveHints(ctx, lics)
 	}
-	if err := errors.Join(err, s.sweepOrphans(ctx, now), s.dropRecordedEnds(ctx)); err != nil {
+	if err := errors.Join(err, s.sweepOrphans(ctx, now), s.dropRecordedEnds(ctx), s.prunePolicyIndexes(ctx)); err != nil {
 		s.log.Warn("distributed store: reconcile the live state with the record", "err", err)
 	}
 	if readErr != nil {

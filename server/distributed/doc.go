@@ -106,6 +106,37 @@
 // those on the same pools at the same grants version sharing a run
 // (BenchmarkHotPath's feature-* rows: a license of 50 grants).
 //
+// # Site policies (invariant 13)
+//
+// A license's policy (server.Policy) is a jsonb column of its row with the
+// groups it names copied in; policy_gen, on its row and its grants', is
+// the version at which it was switched on (migration 00011,
+// record/policy.go). A change of the policy, or of a group it names,
+// bumps the license's version in the same transaction and is pushed as a
+// grant change is. The live settings of every pool of such a license say
+// its generation ('policy') and revival 0: a lapsed lease is never
+// revived (its client acquires again, and is judged). acquire.lua answers
+// POLICY for such a license, whose acquisitions, base pool (alone in its
+// scope) included, all run acquire_pools.lua (policy.go): the process
+// decides each one (CompiledPolicy.Decide, compiled once per license
+// version) and passes the decision; the script, after handing back a live
+// lease of the request's keys (unjudged), judges it as server.Judge does
+// over the usable pools that may grant, counting from the policy index
+// ({lic}:v2:pol:index: who holds each live lease of the scope, and the
+// reservation it took) the leases of every grant of the feature; a grant
+// adds its holder's members, Lease.Reservation is recorded with the lease
+// (sessions.reservation), and a refusal's counts come back so that
+// server.Judge gives the embedded store's error. A version in Redis other
+// than the one decided at answers STALE. Members of ended leases are
+// removed as counts meet them and by the leader (prunePolicyIndexes). The
+// index is trusted only while its marker ({lic}:v2:pol:built) holds the
+// license's policy generation: a loss of Redis, a rebuild of any pool of
+// the license (rebuild.lua) or a tombstone of one takes it away, and
+// nothing is granted on the license until it is built again from the
+// record (buildPolicyIndex: the active sessions of all its pools, read
+// under their row locks so that no insert in flight is missed; a build
+// begun before a loss or a rebuild starts again).
+//
 // # Invariants
 //
 // Seat limit (1) and expired seats never block (2): acquire.lua counts the
@@ -393,6 +424,17 @@
 //     instance reads PostgreSQL once per lease it serves, and so does one
 //     serving more leases than its cache holds, per heartbeat of a lease
 //     it forgot.
+//   - A site policy's caps and reservations are counted per acquisition
+//     from the policy index: a cap or reservation costs a range read plus
+//     one ZSCORE per lease it counts (a group cap over many members reads
+//     all the scope's holders once). A license whose policy reserves
+//     hundreds of seats pays that on every acquisition.
+//   - A policy change (not a switch on or off) reaches a feature's
+//     acquisitions when its push lands: until then they may be judged by
+//     the policy before it (as a grant change; the base pool's are
+//     refused by the record's version check).
+//   - The embedded store may revive a lapsed lease of a license with a
+//     policy when the policy allows it; this store never does.
 //   - Redis keeps a small tombstone hash per deleted license, an
 //     incarnation key per license and one field per license in the expiry
 //     hint's gen hashes; none is ever removed.

@@ -14,11 +14,15 @@ import (
 // on the license's grants at a settings version: grants.go) are judged in
 // one script run over their pools' keys (acquire_pools.lua, invariant 12);
 // the grant is then recorded exactly as a license's (acquire.go:
-// recordNew, recordRenewal), under the pool that granted it.
+// recordNew, recordRenewal), under the pool that granted it. An
+// acquisition of the base pool of a license with a site policy comes this
+// way too (req.Feature ""), its pool the license's own: only
+// acquire_pools.lua judges a policy (policy.go).
 
-func (s *Store) acquireFeature(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
+func (s *Store) acquirePools(ctx context.Context, req server.AcquireRequest) (server.AcquireResult, error) {
 	var (
 		g     live.PoolAcquisition
+		d     server.Decision
 		fresh bool // read the grants from the record, not the cache
 	)
 	for range maxAttempts {
@@ -34,6 +38,9 @@ func (s *Store) acquireFeature(ctx context.Context, req server.AcquireRequest) (
 		if err != nil {
 			return server.AcquireResult{}, err
 		}
+		if req.Feature == "" {
+			s.notePolicy(licenseID, lg.policy != nil)
+		}
 		c := s.coverageOf(licenseID, lg, req.Feature, req.Version)
 		if c.err != nil {
 			retry, err := s.notCovered(ctx, &req, licenseID, cached, lg, fromCache, c.err)
@@ -43,10 +50,14 @@ func (s *Store) acquireFeature(ctx context.Context, req server.AcquireRequest) (
 			}
 			return server.AcquireResult{}, err
 		}
-		if err := s.live.AcquirePoolSet(ctx, c.set, &req, &g); err != nil {
+		var j *live.Judgement
+		if lg.policy != nil {
+			d, j = lg.policy.judgement(req.Feature, &req)
+		}
+		if err := s.live.AcquirePoolSet(ctx, c.set, &req, j, &g); err != nil {
 			return server.AcquireResult{}, s.fail("acquire", err)
 		}
-		r, retry, err := s.judgedPools(ctx, &req, licenseID, cached, lg, &g)
+		r, retry, err := s.judgedPools(ctx, &req, licenseID, cached, lg, &d, &g)
 		if !retry {
 			return r, err
 		}
@@ -56,8 +67,9 @@ func (s *Store) acquireFeature(ctx context.Context, req server.AcquireRequest) (
 }
 
 // judgedPools acts on acquire_pools.lua's answer: records a grant, or
-// says why not, or asks for another round (retry).
-func (s *Store) judgedPools(ctx context.Context, req *server.AcquireRequest, licenseID string, cached bool, lg *licenseGrants, g *live.PoolAcquisition) (server.AcquireResult, bool, error) {
+// says why not, or asks for another round (retry). d is the policy's
+// decision the script judged (the zero Decision without a policy).
+func (s *Store) judgedPools(ctx context.Context, req *server.AcquireRequest, licenseID string, cached bool, lg *licenseGrants, d *server.Decision, g *live.PoolAcquisition) (server.AcquireResult, bool, error) {
 	var (
 		r     server.AcquireResult
 		retry bool
@@ -72,6 +84,13 @@ func (s *Store) judgedPools(ctx context.Context, req *server.AcquireRequest, lic
 		retry, err = s.buildPools(ctx, req, licenseID, cached, g.NoState)
 	case live.StatusStale:
 		retry, err = s.staleGrants(ctx, licenseID, lg, g.RedisVersion)
+	case live.StatusNoPolicyIndex:
+		if err := s.buildPolicyIndex(ctx, licenseID); err != nil {
+			return r, false, s.fail("acquire: build the policy index", err)
+		}
+		return r, true, nil
+	case live.StatusPolicyRefused:
+		return r, false, s.policyRefusal(req.Feature, d, g)
 	case live.StatusDeleted:
 		if g.DeletedPool != licenseID {
 			return r, true, nil // a grant went: read the grants anew
@@ -84,12 +103,19 @@ func (s *Store) judgedPools(ctx context.Context, req *server.AcquireRequest, lic
 	case live.StatusUnusable:
 		return r, false, unusableError(req.Feature, g)
 	case live.StatusExhausted:
+		if req.Feature == "" {
+			return r, false, server.SeatsExhausted(g.InUse, g.Limit)
+		}
 		return r, false, server.FeatureSeatsExhausted(req.Feature, g.InUse, g.Limit)
 	default:
 		retry, err = s.acquireRefused(ctx, req, licenseID, cached, &g.Acquisition)
 	}
 	if err != nil || retry {
 		return server.AcquireResult{}, retry, err
+	}
+	if req.Feature == "" {
+		r.License = lg.license // the base pool: no grant
+		return r, false, nil
 	}
 	r.License, r.Grant = withGrant(lg.license, g.PoolID)
 	if r.Grant == nil { // never: the pool is one of lg's grants

@@ -2,6 +2,7 @@ package distributed
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,10 +31,12 @@ import (
 // (no grant of the feature or version) is confirmed against the version
 // in Redis first.
 
-// licenseGrants is a license with its grants, at a settings version.
+// licenseGrants is a license with its grants and its site policy, at a
+// settings version.
 type licenseGrants struct {
 	version int64
 	license server.License
+	policy  *licensePolicy // nil: the license has no policy
 	// covering memoizes coverage per feature and version asked (the
 	// grants GrantsFor picks, and their PoolSet): a license's acquisitions
 	// mostly ask the same few. At most maxCovering entries: versions are
@@ -54,25 +57,45 @@ type coverage struct {
 }
 
 // coverageOf returns the grants that may grant feature at version, in
-// pick order, and their PoolSet (or GrantsFor's refusal).
+// pick order, and their PoolSet (or GrantsFor's refusal). Feature "" is
+// the license's base pool (a license with a site policy: policy.go).
+// The PoolSet of a license with a policy has the feature's other grants
+// too: the policy counts the leases of all of them.
 func (s *Store) coverageOf(licenseID string, lg *licenseGrants, feature, version string) *coverage {
 	k := feature + "\x00" + version
 	if c, ok := lg.covering.Load(k); ok {
 		return c.(*coverage)
 	}
 	c := &coverage{}
-	c.grants, c.err = lg.license.GrantsFor(feature, version)
-	if c.err == nil {
+	if feature == "" {
+		c.set = s.poolSet(licenseID, lg, []string{licenseID}, nil)
+	} else if c.grants, c.err = lg.license.GrantsFor(feature, version); c.err == nil {
 		pools := make([]string, len(c.grants))
 		for i := range c.grants {
 			pools[i] = c.grants[i].ID
 		}
-		c.set = s.live.NewPoolSet(licenseID, lg.version, pools)
+		var others []string
+		if lg.policy != nil {
+			for _, g := range lg.license.Grants {
+				if g.Feature == feature && !slices.Contains(pools, g.ID) {
+					others = append(others, g.ID)
+				}
+			}
+		}
+		c.set = s.poolSet(licenseID, lg, pools, others)
 	}
 	if lg.memoized.Add(1) <= maxCovering {
 		lg.covering.Store(k, c)
 	}
 	return c
+}
+
+// poolSet is the PoolSet of pools (and others, with a policy) of lg.
+func (s *Store) poolSet(licenseID string, lg *licenseGrants, pools, others []string) *live.PoolSet {
+	if lg.policy != nil {
+		return s.live.NewPolicyPoolSet(licenseID, lg.version, pools, others)
+	}
+	return s.live.NewPoolSet(licenseID, lg.version, pools)
 }
 
 // grantsOf returns a license with its grants: cached, unless fresh.
@@ -87,7 +110,7 @@ func (s *Store) grantsOf(ctx context.Context, licenseID string, fresh bool) (*li
 	if err != nil {
 		return nil, false, err
 	}
-	g := &licenseGrants{version: r.Version, license: r.License}
+	g := &licenseGrants{version: r.Version, license: r.License, policy: newLicensePolicy(r.Policy)}
 	s.licenseGrants.Put(licenseID, g)
 	return g, false, nil
 }

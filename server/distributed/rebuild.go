@@ -266,7 +266,9 @@ func liveLease(r record.Session) live.Lease {
 }
 
 // confOf is a license's recorded settings as the live state takes them.
-func confOf(r record.LicenseRow) live.Conf { return live.Conf{License: r.License, Version: r.Version} }
+func confOf(r record.LicenseRow) live.Conf {
+	return live.Conf{License: r.License, Version: r.Version, PolicyGen: r.PolicyGen}
+}
 
 // peek reads the live values of leases of a license (all of them when ids
 // is empty), and the store's time. If Redis lost the license's live state,

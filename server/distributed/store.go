@@ -113,7 +113,10 @@ type Store struct {
 	// licenseGrants: license id -> its grants at a settings version, for
 	// feature acquisitions (grants.go: how they stay fresh).
 	licenseGrants *cache.Bounded[string, *licenseGrants]
-	leaseInfo     leaseInfoCache // lease id -> immutable fields
+	// policied holds the licenses last seen with a site policy: their
+	// base acquisitions go to acquire_pools.lua at once (policy.go).
+	policied  sync.Map       // license id -> struct{}
+	leaseInfo leaseInfoCache // lease id -> immutable fields
 
 	hb heartbeatBuffer
 
@@ -142,6 +145,9 @@ type Store struct {
 	lastReconcile time.Time
 	sweepAfter    string // the reconciliation's sweep continues after this lease id
 	hintsAfter    string // and its comparison of hints after this license id
+	// pruneAfter: where the pruning of each license's policy index goes
+	// on (prunePolicyIndexes).
+	pruneAfter map[string]string
 
 	// confBehind holds the licenses whose settings this process failed to
 	// copy into the live state (pushConf); the flush loop retries them,

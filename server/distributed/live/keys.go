@@ -60,16 +60,32 @@ func (k Keyspace) LiveKeys(licenseID string) []string {
 // RebuildKeys returns LiveKeys followed by the keys a rebuild writes
 // before it switches them in (the staging: its progress hash, then
 // leases, deadlines, dedupe, idem and borrowed as License names them),
-// then the keys of the previous layout, which the first rebuild drops.
+// then the keys of the previous layout, which the first rebuild drops,
+// then the keys of the policy index of the pool's license (Policy).
 // state.lua, rebuild.lua and tombstone.lua take them.
 func (k Keyspace) RebuildKeys(licenseID string) []string {
 	stage := k.base(licenseID) + layout + "stage:"
+	pol := k.Policy(licenseID)
 	return append(k.LiveKeys(licenseID),
 		stage+"progress", stage+"leases", stage+"deadlines", stage+"dedupe", stage+"idem", stage+"borrowed",
 		// Layout 1 (seatd before the compact records).
 		k.base(licenseID)+"conf", k.base(licenseID)+"leases", k.base(licenseID)+"deadlines",
 		k.base(licenseID)+"dedupe", k.base(licenseID)+"idem", k.base(licenseID)+"expiring",
-		k.base(licenseID)+"ended", k.base(licenseID)+"borrowed", k.base(licenseID)+"incarnation")
+		k.base(licenseID)+"ended", k.base(licenseID)+"borrowed", k.base(licenseID)+"incarnation",
+		// The policy index of the pool's license (Policy): a rebuild of
+		// any of its pools makes it untrusted, a tombstone drops it.
+		pol[0], pol[1])
+}
+
+// Policy returns the keys of the site-policy index of the license a pool
+// (the license itself or one of its grants) belongs to: the index, a
+// sorted set of the holders of its live leases by scope and identity,
+// read by lexicographic range, and its marker, the policy generation the
+// index was built for (lua/policy_index.lua, acquire_pools.lua).
+func (k Keyspace) Policy(poolID string) []string {
+	lic, _, _ := strings.Cut(poolID, ".")
+	base := k.Prefix + "{" + lic + "}:" + layout + "pol:"
+	return []string{base + "index", base + "built"}
 }
 
 // HintShards is how many pieces the expiry hint is split into. Each piece

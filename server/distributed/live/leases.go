@@ -16,6 +16,7 @@ const (
 	// For the whole license, whatever the call:
 	StatusNoState        Status = "NOCONF"     // the live state is missing: rebuild it, ask again
 	StatusDeleted        Status = "DELETED"    // the license is deleted
+	StatusPolicy         Status = "POLICY"     // acquire: the license has a site policy: AcquirePoolSet judges it
 	StatusInactive       Status = "INACTIVE"   // the license is switched off
 	StatusLicenseExpired Status = "LICEXPIRED" // the license's own end date passed
 
@@ -70,6 +71,9 @@ type Acquisition struct {
 	Displaced                     []string // lapsed leases whose seats or keys the grant took (now expiring)
 	DisplacedPools                []string // the pool of each of Displaced (AcquirePools; nil: the grant's own)
 	Message                       string
+	// Reservation is the site-policy reservation whose seat a new lease
+	// took (Judgement's key; "" a shared seat, or no policy).
+	Reservation string
 }
 
 // Acquire asks for a seat of the license under req.LeaseID, or for the

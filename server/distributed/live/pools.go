@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,6 +17,12 @@ const (
 	StatusStale      Status = "STALE"      // the license's grants changed since the caller read them
 	StatusUnusable   Status = "UNUSABLE"   // no pool is usable now (PoolAcquisition.Unusable says why)
 	StatusNotStarted Status = "NOTSTARTED" // a pool's grant has not started yet
+	// The license's site policy refused it (PoolAcquisition.CapCounts,
+	// Held, InUse and Limit: the counts it judged by).
+	StatusPolicyRefused Status = "POLICYREFUSED"
+	// The license's policy index is missing, or was built for another
+	// policy generation: build it (BuildPolicyIndex), ask again.
+	StatusNoPolicyIndex Status = "NOPOLICYINDEX"
 )
 
 // PoolAcquisition is acquire_pools.lua's answer: an Acquisition in the
@@ -29,6 +36,10 @@ type PoolAcquisition struct {
 	RedisVersion int64       // StatusStale: the license's settings version in Redis
 	Unusable     []Status    // per pool: why it may not grant now ("" usable)
 	Starts       []time.Time // per pool: its grant's start (zero: none)
+	// StatusPolicyRefused: the live leases counted under each cap of the
+	// Judgement and each of its reservations, as far as it judged them
+	// (InUse and Limit: the pools' seats in use and limit).
+	CapCounts, Held []int
 }
 
 // PoolSet is the pools of one license an acquisition is judged over, in
@@ -42,20 +53,62 @@ type PoolSet struct {
 	pools     []string
 	keys      []string
 	group     string
+	// A set for a license with a site policy: the pools of the scope that
+	// may not grant (all the grants of the feature count for the policy),
+	// after pools in keys, and the name each pool of the scope has in the
+	// policy index (JSON).
+	others []string
+	names  []byte
+}
+
+// at is the pool of each place of the script's KEYS (from 1).
+func (ps *PoolSet) at(i int) string {
+	if i <= len(ps.pools) {
+		return ps.pools[i-1]
+	}
+	return ps.others[i-1-len(ps.pools)]
 }
 
 // NewPoolSet makes the PoolSet of pools of licenseID at its settings
 // version licVersion.
 func (rs *Redis) NewPoolSet(licenseID string, licVersion int64, pools []string) *PoolSet {
-	keys := make([]string, 0, 8*len(pools)+1)
+	return rs.newPoolSet(licenseID, licVersion, pools, nil, false)
+}
+
+// NewPolicyPoolSet is NewPoolSet for a license with a site policy: pools
+// may grant (the license's own, alone, for its base pool), others are the
+// other pools of the scope (the feature's grants that do not cover the
+// version asked), whose leases count for the policy too.
+func (rs *Redis) NewPolicyPoolSet(licenseID string, licVersion int64, pools, others []string) *PoolSet {
+	return rs.newPoolSet(licenseID, licVersion, pools, others, true)
+}
+
+func (rs *Redis) newPoolSet(licenseID string, licVersion int64, pools, others []string, policy bool) *PoolSet {
+	keys := make([]string, 0, 8*(len(pools)+len(others))+3)
 	for _, p := range pools {
 		keys = append(keys, rs.keysOf(p)...)
 	}
+	for _, p := range others {
+		keys = append(keys, rs.keysOf(p)...)
+	}
 	keys = append(keys, rs.keysOf(licenseID)[0])
+	keys = append(keys, rs.keys.Policy(licenseID)...)
 	// The acquisitions on the same pools at the same version that wait at
 	// the same moment share a run, in the pipeline of the other calls.
 	group := licenseID + "@" + strconv.FormatInt(licVersion, 10) + ":" + strings.Join(pools, ",")
-	return &PoolSet{licenseID: licenseID, version: licVersion, pools: slices.Clone(pools), keys: keys, group: group}
+	if policy {
+		group += "+" + strings.Join(others, ",")
+	}
+	set := &PoolSet{licenseID: licenseID, version: licVersion, pools: slices.Clone(pools), keys: keys, group: group,
+		others: slices.Clone(others)}
+	if policy {
+		names := make([]string, 0, len(pools)+len(others))
+		for _, p := range append(slices.Clone(pools), others...) {
+			names = append(names, indexPoolName(p))
+		}
+		set.names, _ = json.Marshal(names)
+	}
+	return set
 }
 
 // AcquirePools judges one acquisition over pools of one license, in order
@@ -64,18 +117,26 @@ func (rs *Redis) NewPoolSet(licenseID string, licVersion int64, pools []string) 
 // the license's settings version the pools were chosen at: a newer one in
 // Redis answers StatusStale.
 func (rs *Redis) AcquirePools(ctx context.Context, licenseID string, licVersion int64, pools []string, req *server.AcquireRequest, out *PoolAcquisition) error {
-	return rs.AcquirePoolSet(ctx, rs.NewPoolSet(licenseID, licVersion, pools), req, out)
+	return rs.AcquirePoolSet(ctx, rs.NewPoolSet(licenseID, licVersion, pools), req, nil, out)
 }
 
-// AcquirePoolSet is AcquirePools over a PoolSet.
-func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.AcquireRequest, out *PoolAcquisition) error {
+// AcquirePoolSet is AcquirePools over a PoolSet. j is the decision of
+// the license's site policy on the acquisition (nil: the license has no
+// policy), on a set made by NewPolicyPoolSet: a grant then takes the seat
+// of the reservation out.Reservation names, or a shared one ("").
+func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.AcquireRequest, j *Judgement, out *PoolAcquisition) error {
 	licenseID, pools := set.licenseID, set.pools
-	args := make([]any, 0, 6+2*len(strategies))
-	args = append(args, strconv.FormatInt(set.version, 10), len(pools))
+	args := make([]any, 0, 8+2*len(strategies))
+	args = append(args, strconv.FormatInt(set.version, 10), len(pools), len(pools)+len(set.others))
 	args = append(args, leaseKey(req.LeaseID), tokenKey(req.TokenHash), req.IdempotencyKey, borrowUS(req.BorrowFor))
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
 	}
+	decision := ""
+	if j != nil {
+		decision = string(j.encode(set.names))
+	}
+	args = append(args, decision)
 	r, err := rs.batches.Do(ctx, licReq{scriptAcquirePools, set.group, args, set.keys})
 	if err != nil {
 		return err
@@ -86,7 +147,7 @@ func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.A
 		if i == 0 {
 			return licenseID
 		}
-		return pools[i-1]
+		return set.at(i)
 	}
 	res := r.mine
 	if res == nil { // for every acquisition of the run
@@ -113,11 +174,22 @@ func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.A
 		out.Status = StatusStale
 		out.RedisVersion, _ = strconv.ParseInt(replyString(res[1]), 10, 64)
 		return nil
+	case StatusNoPolicyIndex:
+		out.Status = StatusNoPolicyIndex
+		return nil
 	}
 	a := &out.Acquisition
 	a.Status = Status(replyString(res[0]))
-	if a.Status == StatusFailed {
+	switch a.Status {
+	case StatusFailed:
 		a.Message = replyString(res[2])
+		return nil
+	case StatusPolicyRefused:
+		a.InUse, a.Limit = int(replyInt(res[7])), int(replyInt(res[10]))
+		counts, _ := res[12].([]any)
+		if len(counts) == 2 {
+			out.CapCounts, out.Held = replyInts(counts[0]), replyInts(counts[1])
+		}
 		return nil
 	}
 	i := int(replyInt(res[1]))
@@ -140,6 +212,9 @@ func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.A
 	}
 	if i == 0 {
 		return nil
+	}
+	if k := int(replyInt(res[12])); j != nil && k > 0 && k <= len(j.Reservations) && a.Status == StatusGranted {
+		a.Reservation = j.Reservations[k-1].Key
 	}
 	jsons, _ := r.shared(1).([]any)
 	epochs, _ := r.shared(2).([]any)

@@ -41,6 +41,10 @@ var (
 	// These two work on the global expiry hint, not on a license.
 	scriptHint    = loadPlainScript("hint")
 	scriptFixHint = loadPlainScript("fixhint")
+
+	// A license's site-policy index: built from the record, pruned.
+	scriptPolicyIndex = loadPlainScript("policy_index")
+	scriptPolicyPrune = loadPlainScript("policy_prune")
 )
 
 // loadScript is lua/common.lua followed by lua/<name>.lua.
@@ -68,6 +72,7 @@ var scriptsByName = map[string]*redis.Script{
 	"expire": scriptExpire, "take": scriptTake, "due": scriptDue, "peek": scriptPeek, "count": scriptCount,
 	"rebuild": scriptRebuild, "setconf": scriptSetConf, "tombstone": scriptTombstone, "adopt": scriptAdopt,
 	"state": scriptState, "progress": scriptProgress, "firsts": scriptFirsts, "usable": scriptUsable, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,
+	"policy_index": scriptPolicyIndex, "policy_prune": scriptPolicyPrune,
 }
 
 // Script returns lua/<name>.lua as the store runs it, for tests that

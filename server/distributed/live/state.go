@@ -20,13 +20,23 @@ import (
 type Conf struct {
 	License server.License
 	Version int64 // the record's settings version
+	// PolicyGen is the generation of the site policy of the pool's
+	// license (0: none): the settings say it ('policy'), and a pool of a
+	// license with a policy revives no lapsed lease (its client acquires
+	// again, judged by the policy).
+	PolicyGen int64
 }
 
 // args are the settings as the scripts take them (after the version):
 // seats, overdraft, ttl, revival, active, expires, strategy, tenant, json,
-// max borrow duration, max borrowed seats, starts (a grant's pool).
+// max borrow duration, max borrowed seats, starts (a grant's pool),
+// policy generation (” none).
 func (c Conf) args(to []any) []any {
 	l := &c.License
+	revival, policy := l.RevivalWindow.Microseconds(), ""
+	if c.PolicyGen > 0 {
+		revival, policy = 0, strconv.FormatInt(c.PolicyGen, 10)
+	}
 	active := 0
 	if l.Active {
 		active = 1
@@ -39,9 +49,14 @@ func (c Conf) args(to []any) []any {
 	if !l.StartsAt.IsZero() {
 		starts = timeUS(l.StartsAt)
 	}
-	js, _ := json.Marshal(l)
-	return append(to, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(), l.RevivalWindow.Microseconds(), active, exp,
-		string(l.LeasingStrategy), l.TenantID, string(js), l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats, starts)
+	// The policy stays out of the license JSON, which acquisitions read
+	// back: it can be large, and the caller judges by the record's.
+	noPolicy := *l
+	noPolicy.Policy = nil
+	js, _ := json.Marshal(&noPolicy)
+	return append(to, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(), revival, active, exp,
+		string(l.LeasingStrategy), l.TenantID, string(js), l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats, starts,
+		policy)
 }
 
 // State is what state.lua reads of a license's live state.
@@ -163,7 +178,7 @@ func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built 
 		args = append(args, flags, b.Epoch, timeUS(b.Snapshot), b.Incarnation, b.Slack.Microseconds())
 		if end == n {
 			args[0] = flags + "L"
-			args = append(args, 15+2*len(b.Returned), b.Conf.Version)
+			args = append(args, 16+2*len(b.Returned), b.Conf.Version)
 			args = append(b.Conf.args(args), rs.chunk, len(b.Returned))
 			for _, r := range b.Returned {
 				args = append(args, leaseKey(r.LeaseID), timeUS(r.Deadline))

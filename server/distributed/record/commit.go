@@ -79,7 +79,7 @@ const insertManySQL = `INSERT INTO sessions (id, license_id, tenant_id, token_ha
 		'active', v.acq, v.acq, v.exp, v.borrowed, v.feature, v.fversion, v.reservation
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::bigint[], $13::bigint[],
-		$14::boolean[], $15::text[], $16::text[], $17::text[])
+		$14::boolean[], $15::text[], $16::text[], $17::bytea[])
 		AS v(id, lic, token_hash, fp, usr, host, md, idem, dk, acq, exp, epoch, version, borrowed, feature, fversion,
 			reservation)
 	JOIN licenses l ON l.id = v.lic
@@ -97,7 +97,7 @@ func (pg *Postgres) insertOne(ctx context.Context, n newSession) (bool, error) {
 	tag, err := conn.Exec(ctx, insertOneSQL,
 		l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname, jsonMap(l.Metadata),
 		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, n.epoch, n.version, l.Borrowed, l.Feature, l.Version,
-		l.Reservation)
+		[]byte(l.Reservation))
 	if err != nil {
 		return false, err
 	}
@@ -127,14 +127,15 @@ func (pg *Postgres) runInserts(batch []*groupcommit.Call[newSession, bool]) {
 		acqs, exps                         = make([]time.Time, n), make([]time.Time, n)
 		epochs, versions                   = make([]int64, n), make([]int64, n)
 		borrowed                           = make([]bool, n)
-		features, fversions, reservations  = make([]string, n), make([]string, n), make([]string, n)
+		features, fversions                = make([]string, n), make([]string, n)
+		reservations                       = make([][]byte, n)
 	)
 	for i, c := range live {
 		l := c.Req.lease
 		ids[i], lics[i], toks[i], fps[i], users[i], hosts[i] = l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname
 		mds[i], idems[i], dks[i] = jsonMap(l.Metadata), l.IdempotencyKey, l.DedupeKey
 		acqs[i], exps[i], epochs[i], versions[i] = l.AcquiredAt, l.ExpiresAt, c.Req.epoch, c.Req.version
-		borrowed[i], features[i], fversions[i], reservations[i] = l.Borrowed, l.Feature, l.Version, l.Reservation
+		borrowed[i], features[i], fversions[i], reservations[i] = l.Borrowed, l.Feature, l.Version, []byte(l.Reservation)
 	}
 	conn, err := pg.pool.Acquire(ctx)
 	if err != nil {

@@ -413,8 +413,12 @@ func (pg *Postgres) PolicyIndexSnapshot(ctx context.Context, licenseID string) (
 		rows, _ = tx.Query(ctx, `SELECT id, license_id, "user", hostname, reservation FROM sessions
 			WHERE license_id = ANY($1) AND state = 'active'`, ids)
 		snap.Holders, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (PolicyHolder, error) {
-			var h PolicyHolder
-			err := r.Scan(&h.LeaseID, &h.PoolID, &h.User, &h.Hostname, &h.Reservation)
+			var (
+				h   PolicyHolder
+				res []byte
+			)
+			err := r.Scan(&h.LeaseID, &h.PoolID, &h.User, &h.Hostname, &res)
+			h.Reservation = string(res)
 			return h, err
 		})
 		return err

@@ -177,14 +177,15 @@ func scanSession(row pgx.Row) (Session, error) {
 		meta                 map[string]string
 		acquired, hb, expire time.Time
 		ended                *time.Time
+		reservation          []byte
 	)
 	err := row.Scan(&r.ID, &r.LicenseID, &r.TenantID, &r.TokenHash, &r.TokenSeq, &r.Fingerprint, &r.User,
 		&r.Hostname, &meta, &r.IdempotencyKey, &r.DedupeKey, &state, &acquired, &hb, &expire, &ended, &r.Borrowed,
-		&r.Feature, &r.Version, &r.Reservation)
+		&r.Feature, &r.Version, &reservation)
 	if err != nil {
 		return Session{}, err
 	}
-	r.State = server.LeaseState(state)
+	r.State, r.Reservation = server.LeaseState(state), string(reservation)
 	r.Metadata = nilIfEmpty(meta)
 	r.AcquiredAt, r.LastHeartbeatAt, r.ExpiresAt = acquired.UTC(), hb.UTC(), expire.UTC()
 	r.EndedAt = fromOpt(ended)

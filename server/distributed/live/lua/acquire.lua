@@ -9,7 +9,9 @@
 --       of (leasing strategy, dedupe key) computed by the caller for every
 --       strategy; the license's current strategy picks one.
 -- Returns one of, for all of them:
---   {'NOCONF'} | {'DELETED'} | {'INACTIVE'} | {'LICEXPIRED'}
+--   {'NOCONF'} | {'DELETED'} | {'POLICY'} | {'INACTIVE'} | {'LICEXPIRED'}
+-- POLICY: the license has a site policy, which only acquire_pools.lua
+-- judges (with the decision its caller passes): ask it instead.
 -- else {'OK', license json, epoch, settings version, then for each
 --   acquisition 11 values: status, lease id, acquired, last_hb, deadline,
 --   token_seq, seats in use, previous first deadline, dedupe key, limit,
@@ -45,6 +47,9 @@ local ARGS_PER, OUT_PER = 12, 11
 local conf, refused = open_conf()
 if not conf then
   return refused
+end
+if conf.policy ~= '' then
+  return {'POLICY'}
 end
 local now = now_us()
 local bad = usable(conf, now)

@@ -16,27 +16,61 @@
 --   3. else EXHAUSTED with the seats in use and the limits summed over the
 --      usable pools (or, if every usable pool refused the borrow, the first
 --      refusal), or UNUSABLE when no pool is usable now.
--- KEYS: the 8 keys of each pool (common.lua, use_pool), then the license's
---       own settings hash.
--- ARGV: per acquisition 14 values: the license's settings version the
---       caller's grants were read at and the number of pools (the same for
---       every acquisition of a run), lease id, token hash, idempotency key,
---       borrow (µs), 4 pairs of (strategy, dedupe key) as acquire.lua.
+-- A license with a site policy (its settings' 'policy': the generation of
+-- its policy) is acquired only here, its base pool too (as the one pool
+-- of its scope: acquire.lua answers POLICY). Each acquisition then brings
+-- the policy's decision (../policy.go Judgement), judged between steps 2
+-- and 3 exactly as server.Judge judges it, with n and the limit summed
+-- over the usable pools it may take (each pool's count at most its
+-- limit), and, from the policy index (KEYS: index, marker), the live
+-- leases of the scope under each cap's identities and each reservation:
+--   index members are  scope \0 'u' \0 user \0 pool \0 lease,
+--                      scope \0 'h' \0 host \0 pool \0 lease (lower case),
+--                      scope \0 'r' \0 reservation key \0 pool \0 lease
+--   (score 0, read by lexicographic range; scope: '' the base pool, else
+--   the feature; pool: '' the license's, else its grant's id after the
+--   dot; lease: its key, ../ids.go). A member counts when its lease is in
+--   its pool's deadlines with a deadline after now; one whose lease is not
+--   there (ended, expiring, its grant gone) is removed as it is met. Every
+--   pool of the scope is passed (KEYS), the ones that may grant (in pick
+--   order) first. A grant adds its lease's members; nothing is granted
+--   unless the marker holds the settings' generation (the index was built
+--   for it: else NOPOLICYINDEX, and the caller builds it from the record:
+--   policy_index.lua).
+-- KEYS: the 8 keys of each pool of the scope (common.lua, use_pool), the
+--       ones that may grant first, then the license's own settings hash,
+--       then the policy index and its marker (../keys.go Policy).
+-- ARGV: per acquisition 16 values: the license's settings version the
+--       caller's grants were read at, the number of pools that may grant
+--       and of pools of the scope (the same for every acquisition of a
+--       run), lease id, token hash, idempotency key, borrow (µs), 4 pairs
+--       of (strategy, dedupe key) as acquire.lua, then the policy's
+--       decision ('' none: the license has no policy), JSON:
+--       [scope, user, host (lower case), refused (0/1), [pool of each
+--       KEYS pool: '' or the grant's id after the dot], [[tag 'u'|'h',
+--       limit, [names]] per cap], [[key, seats, member (0/1)] per
+--       reservation]].
 -- Returns, for all of them, {{'NOCONF', i...}} (pools without live state;
 -- 0: the license), {{'DELETED', i}} (0: the license), {{'STALE', version
--- in Redis}} (the grants changed); else {'OK', {each pool's json, or ''
--- when no acquisition of the run was judged in it}, {epoch},
--- {settings version}, {usable() status or ''}, {start (µs)}, then per
--- acquisition 12 values: status, i, lease id, acquired, last_hb, deadline,
--- token_seq, in use, previous first deadline of pool i, dedupe key,
--- limit, displaced {pool, id, pool, id ...}}, status as acquire.lua's, or
--- 'UNUSABLE'; i is the pool judged (0: none). A borrow refusal gives the
--- time it was judged at in place of acquired (acquire.lua).
-local ARGS_PER, OUT_PER = 14, 12
-local npools = tonumber(ARGV[2])
-local LIC_CONF = KEYS[npools * POOL_KEYS + 1]
+-- in Redis}} (the grants changed), {{'NOPOLICYINDEX', generation}}; else {'OK',
+-- {each pool's json, or '' when no acquisition of the run was judged in
+-- it}, {epoch}, {settings version}, {usable() status or ''}, {start
+-- (µs)} (of the pools that may grant), then per acquisition 13 values:
+-- status, i, lease id, acquired, last_hb, deadline, token_seq, in use,
+-- previous first deadline of pool i, dedupe key, limit, displaced {pool,
+-- id, pool, id ...}, policy}, status as acquire.lua's, or 'UNUSABLE', or
+-- 'POLICYREFUSED'; i is the pool judged (0: none). A borrow refusal gives
+-- the time it was judged at in place of acquired (acquire.lua). policy is
+-- for a grant the index (from 1) of the reservation whose seat it took (0
+-- a shared seat), for POLICYREFUSED {cap counts, reservation counts} of
+-- the caps and reservations judged (in use and limit: n and the limit),
+-- else 0.
+local ARGS_PER, OUT_PER = 16, 13
+local npools, nscope = tonumber(ARGV[2]), tonumber(ARGV[3])
+local LIC_CONF = KEYS[nscope * POOL_KEYS + 1]
+local K_IDX, K_MARK = KEYS[nscope * POOL_KEYS + 2], KEYS[nscope * POOL_KEYS + 3]
 
-local lic = redis.call('HMGET', LIC_CONF, 'epoch', 'deleted', 'version')
+local lic = redis.call('HMGET', LIC_CONF, 'epoch', 'deleted', 'version', 'policy')
 local missing = {}
 if not lic[1] then
   missing[1] = 0
@@ -45,6 +79,7 @@ elseif lic[2] == '1' then
 elseif (lic[3] or '0') ~= ARGV[1] then
   return {{'STALE', lic[3] or '0'}}
 end
+local policy_gen = lic[4] or ''
 -- POOL_FIELDS are the settings an acquisition judges a pool by: all but
 -- the license JSON (the largest field, read below for the pools that grant
 -- in this run only) and those of heartbeats and the cleaner.
@@ -72,7 +107,7 @@ local function load_pool_conf()
 end
 
 local confs = {}
-for i = 1, npools do
+for i = 1, nscope do
   use_pool(i)
   local c = load_pool_conf()
   if not c then
@@ -84,6 +119,9 @@ for i = 1, npools do
 end
 if #missing > 0 then
   return {{'NOCONF', unpack(missing)}}
+end
+if policy_gen ~= '' and redis.call('GET', K_MARK) ~= policy_gen then
+  return {{'NOPOLICYINDEX', policy_gen}}
 end
 
 local now = now_us()
@@ -104,13 +142,159 @@ local function count_of(i)
   return counts[i]
 end
 
+-- The site policy (see the top). pool_at maps a pool's name in the index
+-- ('' or the grant's id after the dot) to its place in KEYS, once a run.
+local pool_at
+local function map_pools(names)
+  if not pool_at then
+    pool_at = {}
+    for i, name in ipairs(names) do
+      pool_at[name] = i
+    end
+  end
+end
+
+-- held_live says whether the lease of an index member (rest: pool \0
+-- lease) is live (true), lapsed (false) or gone from its pool (nil).
+local function held_live(rest)
+  local z = string.find(rest, '\0', 1, true)
+  local i = z and pool_at[string.sub(rest, 1, z - 1)]
+  if not i then
+    return nil
+  end
+  local dl = redis.call('ZSCORE', KEYS[(i - 1) * POOL_KEYS + 3], string.sub(rest, z + 1))
+  if not dl then
+    return nil
+  end
+  return tonumber(dl) > now
+end
+
+-- count_prefix counts the live leases of the members that start with
+-- prefix (which ends with \0: the byte after it is a pool's name or \0,
+-- never 0xFF), and removes the members whose lease is gone.
+local function count_prefix(prefix)
+  local n = 0
+  for _, m in ipairs(redis.call('ZRANGEBYLEX', K_IDX, '[' .. prefix, '(' .. prefix .. '\255')) do
+    local live = held_live(string.sub(m, #prefix + 1))
+    if live == nil then
+      redis.call('ZREM', K_IDX, m)
+    elseif live then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- count_names counts the live leases of the scope held by any of names
+-- (users: tag 'u', hosts: 'h'): a range read per name, or, for a group
+-- with more members than the scope has holders, one read of all holders.
+local function count_names(scope, tag, names)
+  local lo = scope .. '\0' .. tag .. '\0'
+  local per_name = #names <= 16
+  if not per_name then
+    per_name = #names * 4 <= redis.call('ZLEXCOUNT', K_IDX, '[' .. lo, '(' .. lo .. '\255')
+  end
+  local n = 0
+  if per_name then
+    for _, name in ipairs(names) do
+      n = n + count_prefix(lo .. name .. '\0')
+    end
+    return n
+  end
+  local set = {}
+  for _, name in ipairs(names) do
+    set[name] = true
+  end
+  for _, m in ipairs(redis.call('ZRANGEBYLEX', K_IDX, '[' .. lo, '(' .. lo .. '\255')) do
+    local rest = string.sub(m, #lo + 1)
+    local z = string.find(rest, '\0', 1, true)
+    if z and set[string.sub(rest, 1, z - 1)] then
+      local live = held_live(string.sub(rest, z + 1))
+      if live == nil then
+        redis.call('ZREM', K_IDX, m)
+      elseif live then
+        n = n + 1
+      end
+    end
+  end
+  return n
+end
+
+-- judge is server.Judge of decision P over n leases of limit: nil to go
+-- on to the pools with the reservation to take (0: a shared seat), or the
+-- refusal's counts {caps, reservations}. A count at its limit (n >=
+-- limit) goes on too: step 3 answers EXHAUSTED as without a policy.
+local function judge(P, n, limit)
+  if P[4] == 1 then
+    return nil, {{}, {}}
+  end
+  local scope, caps = P[1], {}
+  for k, c in ipairs(P[6]) do
+    caps[k] = count_names(scope, c[1], c[3])
+    if caps[k] >= c[2] then
+      return nil, {caps, {}}
+    end
+  end
+  local held, unused, take = {}, 0, 0
+  for k, r in ipairs(P[7]) do
+    held[k] = count_prefix(scope .. '\0r\0' .. r[1] .. '\0')
+    local free = math.max(0, r[2] - held[k])
+    unused = unused + free
+    if take == 0 and r[3] == 1 and free > 0 then
+      take = k
+    end
+  end
+  if n >= limit or take > 0 or n + unused < limit then
+    return take
+  end
+  return nil, {caps, held}
+end
+
+-- index_members are the index members of lease id of pool i under P, with
+-- the reservation k it took (0: none).
+local function index_members(P, i, id, k)
+  local tail = '\0' .. P[5][i] .. '\0' .. id
+  local out = {}
+  if P[2] ~= '' then
+    out[#out + 1] = P[1] .. '\0u\0' .. P[2] .. tail
+  end
+  if P[3] ~= '' then
+    out[#out + 1] = P[1] .. '\0h\0' .. P[3] .. tail
+  end
+  if k > 0 then
+    out[#out + 1] = P[1] .. '\0r\0' .. P[7][k][1] .. tail
+  end
+  return out
+end
+
+-- taken is the reservation a lease of pool i granted under P took, from
+-- its index members (a replayed grant).
+local function taken(P, i, id)
+  for k = 1, #P[7] do
+    local m = index_members(P, i, id, k)
+    if redis.call('ZSCORE', K_IDX, m[#m]) then
+      return k
+    end
+  end
+  return 0
+end
+
 -- acquire judges the acquisition whose arguments start at ARGV[b]. Its
--- reads come before its writes, so one that fails (pcall) has written
--- nothing.
+-- reads come before its writes (but for the index members of ended leases
+-- that its counts remove, which were due to go anyway), so one that fails
+-- (pcall) has written nothing else.
 local function acquire(b)
   local id, tok, borrow = ARGV[b], ARGV[b + 1], tonumber(ARGV[b + 3])
   local borrowing = borrow > 0
   local idem = idem_key(ARGV[b + 2], borrowing)
+  local P -- the policy's decision, if the license has a policy
+  if policy_gen ~= '' then
+    if ARGV[b + 12] == '' then
+      error('the license has a site policy: the acquisition must bring its decision')
+    end
+    P = cjson.decode(ARGV[b + 12])
+    map_pools(P[5])
+  end
 
   -- dedupe_of is the acquisition's dedupe key under a pool's strategy.
   local function dedupe_of(conf)
@@ -129,12 +313,12 @@ local function acquire(b)
     return dk or fallback
   end
 
-  local function reply(status, i, r, lid, n, prev, limit, displaced)
+  local function reply(status, i, r, lid, n, prev, limit, displaced, pol)
     local acq, hb, dl, seq, dk = 0, 0, 0, 0, ''
     if r then
       acq, hb, dl, seq, dk = r[ACQ], r[HB], r[DL], r[SEQ], r[DEDUPE]
     end
-    return {status, i, lid or '', acq, hb, dl, seq, n or 0, prev or -1, dk, limit or 0, displaced or {}}
+    return {status, i, lid or '', acq, hb, dl, seq, n or 0, prev or -1, dk, limit or 0, displaced or {}, pol or 0}
   end
 
   -- replay answers the grant this acquisition got in an earlier run of the
@@ -147,7 +331,11 @@ local function acquire(b)
       waiting[#waiting + 1] = i
       waiting[#waiting + 1] = lid
     end
-    return reply('NEW', i, r, id, count_of(i), first_deadline(), confs[i].seats + confs[i].overdraft, waiting)
+    local k = 0
+    if P then
+      k = taken(P, i, id)
+    end
+    return reply('NEW', i, r, id, count_of(i), first_deadline(), confs[i].seats + confs[i].overdraft, waiting, k)
   end
   local function is_replay(i, lid, r)
     return lid == id and bads[i] == '' and r[TOK] == tok and r[SEQ] == 0
@@ -230,6 +418,27 @@ local function acquire(b)
   end
   if by_dedupe then
     return hand_back(by_dedupe[1], by_dedupe[2], by_dedupe[3])
+  end
+
+  -- The site policy: judged over the usable pools that may grant.
+  local take = 0
+  if P then
+    local n, limit, any = 0, 0, false
+    for i = 1, npools do
+      if bads[i] == '' then
+        any = true
+        use_pool(i)
+        local l = confs[i].seats + confs[i].overdraft
+        n, limit = n + math.min(count_of(i), l), limit + l
+      end
+    end
+    if any then
+      local refused
+      take, refused = judge(P, n, limit)
+      if refused then
+        return reply('POLICYREFUSED', 0, nil, '', n, -1, limit, {}, refused)
+      end
+    end
   end
 
   -- 3. The first usable pool with a free seat (and, for a borrow, one whose
@@ -341,12 +550,23 @@ local function acquire(b)
   if idem ~= '' then
     redis.call('HSET', K_IDEM, idem, id)
   end
+  if P then
+    local m = index_members(P, i, id, take)
+    if #m > 0 then
+      local args = {}
+      for _, x in ipairs(m) do
+        args[#args + 1] = 0
+        args[#args + 1] = x
+      end
+      redis.call('ZADD', K_IDX, unpack(args))
+    end
+  end
   local n = pick_n
   if r[DL] > now then
     n = n + 1
   end
   counts[i] = n
-  return reply('NEW', i, r, id, n, was, limit, displaced)
+  return reply('NEW', i, r, id, n, was, limit, displaced, take)
 end
 
 -- The pools' settings (epoch, version), usable() statuses and starts,
@@ -360,9 +580,9 @@ local jsons = {}
 local out = {'OK', jsons, epochs, versions, bads, starts}
 local granted = {}
 for b = 1, #ARGV, ARGS_PER do
-  local ok, r = pcall(acquire, b + 2)
+  local ok, r = pcall(acquire, b + 3)
   if not ok then
-    r = {'ERR', 0, tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, -1, '', 0, {}}
+    r = {'ERR', 0, tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, -1, '', 0, {}, 0}
   end
   if r[2] > 0 then
     granted[r[2]] = true

@@ -95,7 +95,7 @@ end
 -- the first HOT_FIELDS of them (the license JSON, the largest field, would
 -- otherwise be read on every run).
 local CONF_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'revival', 'active', 'exp',
-  'strategy', 'tenant', 'json', 'version', 'maxborrow', 'maxborrowed', 'starts'}
+  'strategy', 'tenant', 'json', 'version', 'maxborrow', 'maxborrowed', 'starts', 'policy'}
 local HOT_FIELDS = 8
 
 -- load_conf returns the license settings (the first n fields, all when n
@@ -122,6 +122,7 @@ local function load_conf(n)
     maxborrow = tonumber(v[13] or '0'),
     maxborrowed = tonumber(v[14] or '0'),
     starts = tonumber(v[15] or '0'), -- a grant's pool: not before (µs; 0: at once)
+    policy = v[16] or '', -- the generation of the license's site policy ('' none: setconf.lua)
   }
 end
 

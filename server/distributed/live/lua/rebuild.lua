@@ -43,17 +43,20 @@
 -- KEYS: ../keys.go RebuildKeys.
 -- ARGV: 1 flags ('F' first, 'L' last, both, or ''), 2 epoch, 3 snapshot
 --       time (Redis time read before the snapshot), 4 incarnation, 5
---       slack, 6 the number of values that follow (13 in the last call,
---       else 0): the settings (version, seats, overdraft, ttl, revival,
---       active (0/1), expires (0 = never), strategy, tenant, license json,
---       max borrow duration, max borrowed seats) and CHUNK, the caller's
---       chunk (../state.go DefaultRebuildChunk), then K and K pairs (lease
---       id, deadline) of the borrowed leases returned early (so 14 + 2K
---       values); then per lease 9 values: id,
+--       slack, 6 the number of values that follow (16 + 2K in the last
+--       call, else 0): the settings (version, seats, overdraft, ttl,
+--       revival, active (0/1), expires (0 = never), strategy, tenant,
+--       license json, max borrow duration, max borrowed seats, starts,
+--       policy generation) and CHUNK, the caller's chunk (../state.go
+--       DefaultRebuildChunk), then K and K pairs (lease id, deadline) of
+--       the borrowed leases returned early; then per lease 9 values: id,
 --       token hash, acquired, last_hb, deadline, dedupe key, idempotency
 --       key, token seq, borrowed (0/1) (ordered by acquisition, so that
 --       the newest lease wins a key). A borrowed lease gets no slack: no
 --       heartbeat of it can be lost.
+-- The last call also takes the marker of the license's policy index
+-- (KEYS[26], ../keys.go Policy) away: the index was built over the live
+-- states this rebuild replaces, and is built again before the next grant.
 -- The keys of layout 1 (an older seatd: KEYS[16..24]) are fenced off by
 -- the first call: the old settings hash becomes a string, on which every
 -- script of an older seatd fails (WRONGTYPE, answered UNAVAILABLE) instead
@@ -97,7 +100,7 @@ end
 local flags, epoch, snap, inc, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local nconf = tonumber(ARGV[6])
 local first, last = string.find(flags, 'F', 1, true) ~= nil, string.find(flags, 'L', 1, true) ~= nil
-local CHUNK = last and tonumber(ARGV[20]) -- leases given the time back a call
+local CHUNK = last and tonumber(ARGV[21]) -- leases given the time back a call
 
 local cur = redis.call('HMGET', K_CONF, 'epoch', 'deleted')
 if cur[2] == '1' or (cur[1] and tonumber(cur[1]) >= epoch) then
@@ -242,9 +245,9 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', L_ENDED, fmt(began), '+inf')) do
   unstage(legacy_key(id), now)
 end
 -- The record's borrowed leases returned early, still before their
--- deadline (ARGV[21]: how many pairs of id, deadline follow): they count
+-- deadline (ARGV[22]: how many pairs of id, deadline follow): they count
 -- against the borrow cap (end.lua).
-for j = 22, 21 + 2 * tonumber(ARGV[21]), 2 do
+for j = 23, 22 + 2 * tonumber(ARGV[22]), 2 do
   if tonumber(ARGV[j + 1]) > now then
     redis.call('ZADD', S_BOR, ARGV[j + 1], ARGV[j])
   end
@@ -263,5 +266,6 @@ local c = 7
 redis.call('HSET', K_CONF, 'epoch', fmt(epoch), 'version', ARGV[c], 'seats', ARGV[c + 1],
   'overdraft', ARGV[c + 2], 'ttl', ARGV[c + 3], 'revival', ARGV[c + 4], 'active', ARGV[c + 5],
   'exp', ARGV[c + 6], 'strategy', ARGV[c + 7], 'tenant', ARGV[c + 8], 'json', ARGV[c + 9], 'deleted', '0',
-  'maxborrow', ARGV[c + 10], 'maxborrowed', ARGV[c + 11], 'starts', ARGV[c + 12])
+  'maxborrow', ARGV[c + 10], 'maxborrowed', ARGV[c + 11], 'starts', ARGV[c + 12], 'policy', ARGV[c + 13])
+redis.call('DEL', KEYS[26])
 return {'OK', min_deadline()}
