@@ -42,6 +42,7 @@ type globals struct {
 	tlsCert     string
 	tlsKey      string
 	tlsServer   string
+	now         func() time.Time // nil: time.Now (a test's is fixed)
 	stdout      io.Writer
 	conn        *grpc.ClientConn
 	adminClient seatdv1.AdminServiceClient
@@ -123,8 +124,18 @@ or unavailable, 6 refused (already exists, quota, failed precondition).`,
 		exportCmd(g),
 		signingKeysCmd(g),
 		jwksCmd(g),
+		vendorCmd(g),
+		siteCmd(g),
 	)
 	return root
+}
+
+// clock is now, by the test's clock when it has one.
+func (g *globals) clock() time.Time {
+	if g.now != nil {
+		return g.now()
+	}
+	return time.Now()
 }
 
 func envOr(name, def string) string {

@@ -331,6 +331,11 @@ func (e *envelope) decode(v any) error {
 	return nil
 }
 
+// DecodeStrict is how every document of this package is read, for the
+// tools that read their inputs alike (a vendor's entitlements): the
+// errors are ErrUnknownField and ErrMalformed, naming the field.
+func DecodeStrict(data []byte, v any) error { return decodeStrict(data, v) }
+
 // decodeStrict reads one JSON object into v and refuses anything seatd
 // would otherwise read loosely: a field v does not have (ErrUnknownField),
 // a duplicate field name, a name not in lowercase (encoding/json matches

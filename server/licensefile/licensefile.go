@@ -114,6 +114,10 @@ const (
 	maxHostname  = 253
 )
 
+// DefaultLeaseTTL is the lease TTL a vendor's tool writes when its input
+// names none: seatd's own default.
+const DefaultLeaseTTL = Duration(server.DefaultLeaseTTL)
+
 // idPattern is a license's or grant's id: lowercase letters, digits, '-'
 // and '_', so that it is a seatd id as it stands (no '.', which separates
 // a grant's id from its license's: server.PoolLicense).
