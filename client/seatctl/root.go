@@ -84,7 +84,10 @@ SEATCTL_ADDR (default ` + DefaultAddr + `), SEATCTL_KEY or SEATCTL_KEY_FILE
 
 Exit codes: 0 ok, 1 other error, 2 usage or invalid input, 3 not found,
 4 not allowed (no key, unknown key, permission denied), 5 seatd unreachable
-or unavailable, 6 refused (already exists, quota, failed precondition).`,
+or unavailable, 6 refused (already exists, quota, failed precondition; a
+license file, site request, usage export or key that does not verify).
+
+vendor and site work on files only: license files for air-gapped sites.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       "v1",
