@@ -8,8 +8,9 @@ import (
 	"github.com/seatd/seatd/server/licensefile"
 )
 
-// machineIDPath is where systemd keeps the host's machine-id.
-const machineIDPath = "/etc/machine-id"
+// machineIDPath is where systemd keeps the host's machine-id (a test's
+// is its own file).
+var machineIDPath = "/etc/machine-id"
 
 func siteCmd(g *globals) *cobra.Command {
 	return group("site", "An air-gapped site's side: its key, and the request it sends its vendor for a license file (no seatd needed)", nil,

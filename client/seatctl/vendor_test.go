@@ -165,6 +165,25 @@ func TestSiteRequest(t *testing.T) {
 	_, site := a.keys(t)
 	require.True(t, req.PublicKey().Equal(site.Public()))
 
+	// --this-host: this host's name and machine-id (the file systemd keeps,
+	// here the test's).
+	idFile := filepath.Join(t.TempDir(), "machine-id")
+	require.NoError(t, os.WriteFile(idFile, []byte("fedcba9876543210fedcba9876543210\n"), 0o600))
+	defer func(p string) { machineIDPath = p }(machineIDPath)
+	machineIDPath = idFile
+	thisHost := filepath.Join(t.TempDir(), "request.txt")
+	runFilesOK(t, "site", "request", "--key", a.siteKey, "--name", "Plant 4", "--this-host", "-o", thisHost)
+	data, err = os.ReadFile(thisHost)
+	require.NoError(t, err)
+	req, err = licensefile.VerifyRequest(data)
+	require.NoError(t, err)
+	hostname, err := os.Hostname()
+	require.NoError(t, err)
+	require.Equal(t, hostname, req.Hostname)
+	require.Equal(t, "fedcba9876543210fedcba9876543210", req.MachineID)
+	machineIDPath = filepath.Join(t.TempDir(), "none")
+	requireExit(t, runFiles(t, "site", "request", "--key", a.siteKey, "--name", "x", "--this-host"), ExitUsage, "--this-host", "--machine-id")
+
 	// Without -o, to stdout.
 	out := runFilesOK(t, "site", "request", "--key", a.siteKey, "--name", "Plant 4")
 	require.True(t, strings.HasPrefix(out, "-----BEGIN SEATD SITE REQUEST-----\n"), out)
