@@ -31,7 +31,7 @@ import (
 // Why this layout, not a bare JWS or the JWS JSON serialization:
 //
 //   - The signature block is a whole, standard JWS (RFC 7515, EdDSA per
-//     RFC 8037, payload embedded): any JOSE library, or twenty lines of
+//     RFC 8037, payload embedded): any JOSE library, or a few dozen lines of
 //     Node's crypto (testdata/verify.mjs), verifies it alone, with no
 //     seatd code and no canonical JSON to agree on: the signature covers
 //     the payload's bytes as they were signed.

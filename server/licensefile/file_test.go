@@ -431,6 +431,12 @@ func TestKeyFiles(t *testing.T) {
 		require.NotContains(t, err.Error(), "PRIVATE KEY-----\n", name)
 	}
 
+	got, err := Ed25519Keys(vendorPub, otherPub)
+	require.NoError(t, err)
+	require.Equal(t, []ed25519.PublicKey{vendorPub, otherPub}, got)
+	_, err = Ed25519Keys(vendorPub, &rsaKey.PublicKey)
+	requireRefused(t, err, ErrKeyType, "key 1")
+
 	_, err = ParsePrivateKey(rsaPrivPEM)
 	requireRefused(t, err, ErrKeyType)
 	_, err = ParsePrivateKey(pubPEM)
