@@ -47,16 +47,16 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 			}
 			return s.renew(r, req.TokenHash, now)
 		}
+		// The site policy, in the same step as the count. Its
+		// SEATS_EXHAUSTED is the count's own, answered below.
+		v, judged := s.judgePolicy(lic, "", server.Identity{User: req.User, Host: req.Hostname}, []*license{lic}, ns, nil)
+		if judged && !v.Grant && v.Reason != server.ReasonSeatsExhausted {
+			return server.AcquireResult{}, v.Err("")
+		}
 		if borrowing {
 			if err := lic.lic.CheckBorrow(now, req.BorrowFor, s.idx.borrowedCount(lic, ns), s.idx.returnedCount(lic, ns)); err != nil {
 				return server.AcquireResult{}, err
 			}
-		}
-		// The site policy, in the same step as the count. Its
-		// SEATS_EXHAUSTED is the count's own, answered just below.
-		v, judged := s.judgePolicy(lic, "", server.Identity{User: req.User, Host: req.Hostname}, []*license{lic}, ns, nil)
-		if judged && !v.Grant && v.Reason != server.ReasonSeatsExhausted {
-			return server.AcquireResult{}, v.Err("")
 		}
 		if n, limit := s.idx.liveCount(lic, ns), lic.lic.SeatLimit(); n >= limit {
 			return server.AcquireResult{}, server.SeatsExhausted(n, limit)

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -295,19 +296,39 @@ func (s *Store) lockGroups(tenantID string) func() {
 	}
 }
 
-// groups reads the tenant's groups by name, with s.mu released.
-func (s *Store) groups(tenantID string) (map[string]server.Group, error) {
-	var all []server.Group
+// groups reads, with s.mu released, those of the tenant's groups named
+// that exist, by name, and (if count) how many groups the tenant has:
+// only what a policy or a group change needs, not every group.
+func (s *Store) groups(tenantID string, names []string, count bool) (map[string]server.Group, int, error) {
+	out := make(map[string]server.Group, len(names))
+	n := 0
 	var err error
-	s.unlocked(func() { all, err = scanAll[server.Group](s, "list groups", bucketGroups, prefix(tenantID)) })
+	s.unlocked(func() {
+		err = s.view(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketGroups)
+			for _, name := range names {
+				if v := b.Get(groupKey(tenantID, name)); v != nil {
+					g, err := decode[server.Group](v)
+					if err != nil {
+						return fmt.Errorf("decode group: %w", err)
+					}
+					out[name] = g
+				}
+			}
+			if count {
+				pfx := prefix(tenantID)
+				c := b.Cursor()
+				for k, _ := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, _ = c.Next() {
+					n++
+				}
+			}
+			return nil
+		})
+	})
 	if err != nil {
-		return nil, err
+		return nil, 0, s.fail("read groups", err)
 	}
-	out := make(map[string]server.Group, len(all))
-	for _, g := range all {
-		out[g.Name] = g
-	}
-	return out, nil
+	return out, n, nil
 }
 
 func groupKey(tenantID, name string) []byte { return append(prefix(tenantID), name...) }
@@ -363,7 +384,7 @@ func (s *Store) SetPolicy(_ context.Context, tenantID, licenseID string, p *serv
 	if !emptyPolicy(p) {
 		// Validated here, with the tenant's groups as they are: no group
 		// change can come between (lockGroups).
-		groups, err := s.groups(tenantID)
+		groups, _, err := s.groups(tenantID, named(p), false)
 		if err != nil {
 			return server.License{}, err
 		}
@@ -456,13 +477,18 @@ func (s *Store) PutGroup(_ context.Context, g server.Group) (server.Group, error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.lockGroups(g.TenantID)()
-	groups, err := s.groups(g.TenantID)
+	lics := s.naming(g.TenantID, g.Name)
+	names := []string{g.Name}
+	for _, lic := range lics {
+		names = append(names, named(lic.lic.Policy)...)
+	}
+	groups, count, err := s.groups(g.TenantID, names, true)
 	if err != nil {
 		return server.Group{}, err
 	}
 	now := s.now()
 	old, exists := groups[g.Name]
-	if !exists && len(groups) >= server.MaxTenantGroups {
+	if !exists && count >= server.MaxTenantGroups {
 		return server.Group{}, tooManyGroups()
 	}
 	g.Members = slices.Clone(g.Members)
@@ -475,7 +501,7 @@ func (s *Store) PutGroup(_ context.Context, g server.Group) (server.Group, error
 		return server.Group{}, s.fail("put group", err)
 	}
 	groups[g.Name] = g
-	lics := s.naming(g.TenantID, g.Name)
+	lics = s.naming(g.TenantID, g.Name) // reading released s.mu: wait out writes begun meanwhile
 	rewritten := make([]server.License, len(lics))
 	for i, lic := range lics {
 		if err := checkGroupKind(lic.lic.Policy, g); err != nil {
@@ -533,7 +559,7 @@ func (s *Store) DeleteGroup(_ context.Context, tenantID, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.lockGroups(tenantID)()
-	groups, err := s.groups(tenantID)
+	groups, _, err := s.groups(tenantID, []string{name}, false)
 	if err != nil {
 		return err
 	}
