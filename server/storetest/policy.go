@@ -22,10 +22,12 @@ import (
 // that the only reservation it may take is its own.
 
 // Rule and subject builders.
-func userS(name string) server.Subject      { return server.Subject{Kind: server.SubjectUser, Name: name} }
-func hostS(name string) server.Subject      { return server.Subject{Kind: server.SubjectHost, Name: name} }
-func groupS(name string) server.Subject     { return server.Subject{Kind: server.SubjectGroup, Name: name} }
-func hostGroupS(name string) server.Subject { return server.Subject{Kind: server.SubjectHostGroup, Name: name} }
+func userS(name string) server.Subject  { return server.Subject{Kind: server.SubjectUser, Name: name} }
+func hostS(name string) server.Subject  { return server.Subject{Kind: server.SubjectHost, Name: name} }
+func groupS(name string) server.Subject { return server.Subject{Kind: server.SubjectGroup, Name: name} }
+func hostGroupS(name string) server.Subject {
+	return server.Subject{Kind: server.SubjectHostGroup, Name: name}
+}
 
 func reserveRule(feature string, n int, s server.Subject) server.PolicyRule {
 	return server.PolicyRule{Kind: server.RuleReserve, Feature: feature, Count: n, Subject: s}
