@@ -29,7 +29,9 @@ func TestBadPolicyShapesAreRefusedNamingTheField(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	lic := e.license(t, 3)
-	good := func() server.PolicyRule { return server.PolicyRule{Kind: server.RuleMax, Count: 1, Subject: user("bob")} }
+	good := func() server.PolicyRule {
+		return server.PolicyRule{Kind: server.RuleMax, Count: 1, Subject: user("bob")}
+	}
 	for field, bad := range map[string]func(*server.PolicyRule){
 		"rules[1].kind":         func(r *server.PolicyRule) { r.Kind = "" },
 		"rules[1].count":        func(r *server.PolicyRule) { r.Count = 0 },
