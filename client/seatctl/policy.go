@@ -225,8 +225,9 @@ a refusal changes nothing. --dry-run prints and validates only.`,
 				return nil
 			}
 			for _, gr := range plan.puts {
+				// The lines printed so far say what was done before a refusal.
 				if _, err := call(g, c, seatdv1.AdminServiceClient.PutGroup, &seatdv1.PutGroupRequest{Group: gr, TenantId: g.tenant}); err != nil {
-					return fmt.Errorf("put group %s: %w", gr.GetName(), err)
+					return err
 				}
 				if g.output == "table" {
 					fmt.Fprintf(g.stdout, "put %s %s\n", groupKindWord(gr.GetKind()), gr.GetName())
@@ -236,7 +237,7 @@ a refusal changes nothing. --dry-run prints and validates only.`,
 				LicenseId: args[0], Policy: plan.policy, TenantId: g.tenant,
 			})
 			if err != nil {
-				return fmt.Errorf("set the policy: %w", err)
+				return err
 			}
 			if done, err := g.emitJSON(plan.view(false)); done {
 				return err
