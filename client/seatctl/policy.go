@@ -262,7 +262,7 @@ type importPlan struct {
 	license   string
 	notes     []flexopts.Note
 	puts      []*seatdv1.IdentityGroup
-	unchanged []string // groups the rules name, already as the file has them
+	unchanged []*seatdv1.IdentityGroup // groups the rules name, already as the file has them
 	replaced  map[string]*seatdv1.IdentityGroup
 	policy    *seatdv1.LicensePolicy
 	invalid   error
@@ -309,7 +309,7 @@ func planImport(lic *seatdv1.License, tenantGroups []*seatdv1.IdentityGroup, dat
 		want := &seatdv1.IdentityGroup{Name: gr.Name, Kind: groupKindProto(gr.Kind), Members: gr.Members}
 		if old, ok := current[gr.Name]; ok {
 			if old.GetKind() == want.GetKind() && slices.Equal(old.GetMembers(), want.GetMembers()) {
-				plan.unchanged = append(plan.unchanged, gr.Name)
+				plan.unchanged = append(plan.unchanged, want)
 				continue
 			}
 			plan.replaced[gr.Name] = old
@@ -376,8 +376,8 @@ func (p *importPlan) print(w io.Writer, dryRun bool) error {
 		}
 		fmt.Fprintf(w, "  put %s %s: %s (%s)\n", groupKindWord(gr.GetKind()), gr.GetName(), strings.Join(gr.GetMembers(), ", "), what)
 	}
-	for _, name := range p.unchanged {
-		fmt.Fprintf(w, "  group %s: already as the file has it\n", name)
+	for _, gr := range p.unchanged {
+		fmt.Fprintf(w, "  %s %s: already as the file has it\n", groupKindWord(gr.GetKind()), gr.GetName())
 	}
 	fmt.Fprintf(w, "  set the site policy, replacing the license's: %d rule(s)\n", len(p.policy.GetRules()))
 	for i, r := range p.policy.GetRules() {
