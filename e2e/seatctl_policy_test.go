@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
@@ -101,9 +102,13 @@ func testSeatctlPolicy(t *testing.T, bin string, p *proc) {
 	require.Contains(t, err.Error(), "excludes user intern")
 
 	// set takes back what get -o json printed, changed.
-	doc := c.ok(tc("policy", "get", lic.GetId(), "-o", "json")...)
-	doc = strings.Replace(doc, `"name": "bob"`, `"name": "bobby"`, 1)
-	c.ok(tc("policy", "set", lic.GetId(), "-f", writeTemp(t, "p.json", doc))...)
+	var doc seatdv1.LicensePolicy
+	c.json(&doc, tc("policy", "get", lic.GetId())...)
+	require.Equal(t, "bob", doc.GetRules()[1].GetSubject().GetName())
+	doc.GetRules()[1].GetSubject().Name = "bobby"
+	edited, err := protojson.Marshal(&doc)
+	require.NoError(t, err)
+	c.ok(tc("policy", "set", lic.GetId(), "-f", writeTemp(t, "p.json", string(edited)))...)
 	got, err = admin.GetLicensePolicy(op, &seatdv1.GetLicensePolicyRequest{LicenseId: lic.GetId(), TenantId: tenant})
 	require.NoError(t, err)
 	require.Equal(t, "bobby", got.GetPolicy().GetRules()[1].GetSubject().GetName())
