@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -282,4 +283,14 @@ func TestGroupsCommands(t *testing.T) {
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.err)
 		require.Empty(t, f.requests, "%v asked seatd", args)
 	}
+}
+
+// -f - reads standard input.
+func TestReadInputFromStandardInput(t *testing.T) {
+	c := &cobra.Command{}
+	c.SetIn(strings.NewReader(`{"rules": []}`))
+	data, err := readInput(c, "-")
+	require.NoError(t, err)
+	require.Equal(t, `{"rules": []}`, string(data))
+	require.Equal(t, "standard input", inputName("-"))
 }
