@@ -108,6 +108,9 @@ type Policy struct {
 	// license whose policy names it, so that deciding needs no other read.
 	// The stores fill them; Validate takes the tenant's groups apart.
 	Groups []Group `json:"groups,omitempty"`
+	// UpdatedAt is when the policy was last set: the service sets it, the
+	// stores keep it as given (the API's LicensePolicy.update_time).
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // Group is a tenant's named set of users (Kind group) or hosts (Kind

@@ -1,6 +1,6 @@
 // Package seatctl is the command-line client of seatd for operators and
-// tenant admins: licenses, leases, tenants, API keys, cleanup and reports,
-// over AdminService. client/cmd/seatctl is its main.
+// tenant admins: licenses, site policies, leases, tenants, API keys,
+// cleanup and reports, over AdminService. client/cmd/seatctl is its main.
 //
 // Output is a human table by default; -o json prints the API's own JSON
 // (protojson, lowerCamelCase, as over REST) and -o yaml the same as YAML.
@@ -119,6 +119,8 @@ vendor and site work on files only: license files for air-gapped sites.`,
 		statusCmd(g),
 		licensesCmd(g),
 		grantsCmd(g),
+		policyCmd(g),
+		groupsCmd(g),
 		leasesCmd(g),
 		tenantsCmd(g),
 		apikeysCmd(g),
