@@ -61,7 +61,7 @@ document ({} or no rules) removes the policy.`,
   seatctl policy set lic_123 -f policy.json
   echo '{"rules": [{"kind": "KIND_EXCLUDE", "subject": {"kind": "KIND_USER", "name": "intern"}}]}' | seatctl policy set lic_123 -f -`,
 		RunE: func(c *cobra.Command, args []string) error {
-			data, err := readInput(c, file)
+			data, err := readFileOrStdin(c, file)
 			if err != nil {
 				return err
 			}
@@ -83,8 +83,8 @@ document ({} or no rules) removes the policy.`,
 	return c
 }
 
-// readInput reads the file named by -f, or standard input for "-".
-func readInput(c *cobra.Command, file string) ([]byte, error) {
+// readFileOrStdin reads the file named by -f, or standard input for "-".
+func readFileOrStdin(c *cobra.Command, file string) ([]byte, error) {
 	var data []byte
 	var err error
 	if file == "-" {
@@ -191,7 +191,7 @@ a refusal changes nothing. --dry-run prints and validates only.`,
 		Example: `  seatctl policy import lic_123 -f acme.opt --base-feature cadsuite --dry-run
   seatctl policy import lic_123 -f acme.opt --base-feature cadsuite`,
 		RunE: func(c *cobra.Command, args []string) error {
-			data, err := readInput(c, file)
+			data, err := readFileOrStdin(c, file)
 			if err != nil {
 				return err
 			}

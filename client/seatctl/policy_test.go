@@ -289,7 +289,7 @@ func TestGroupsCommands(t *testing.T) {
 func TestReadInputFromStandardInput(t *testing.T) {
 	c := &cobra.Command{}
 	c.SetIn(strings.NewReader(`{"rules": []}`))
-	data, err := readInput(c, "-")
+	data, err := readFileOrStdin(c, "-")
 	require.NoError(t, err)
 	require.Equal(t, `{"rules": []}`, string(data))
 	require.Equal(t, "standard input", inputName("-"))
