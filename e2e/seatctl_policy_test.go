@@ -33,11 +33,11 @@ func TestSeatctlPolicy(t *testing.T) {
 		b := sharedBackend(t, "")
 		p := b.startSeatd(t, "ctlp-"+randomHex(3))
 		c := ctl{t: t, bin: bin, addr: p.GRPCAddr, key: p.OperatorKey}
-		require.Contains(t, c.fails(ctlRefused, "groups", "put", "night", "--users", "alice"), "site policies are not available")
+		require.Contains(t, c.fails(ctlRefused, "groups", "put", "night", "--users", "alice"), "POLICY_NOT_SUPPORTED")
 		var lic seatdv1.License
 		c.json(&lic, "licenses", "create", "--name", "site", "--seats", "1", "--ttl", "1h")
 		require.Contains(t, c.fails(ctlRefused, "policy", "set", lic.GetId(), "-f", writeTemp(t, "p.json",
-			`{"rules": [{"kind": "KIND_EXCLUDE", "subject": {"kind": "KIND_USER", "name": "intern"}}]}`)), "site policies are not available")
+			`{"rules": [{"kind": "KIND_EXCLUDE", "subject": {"kind": "KIND_USER", "name": "intern"}}]}`)), "POLICY_NOT_SUPPORTED")
 		require.Contains(t, c.ok("policy", "get", lic.GetId()), "has no site policy")
 	})
 }
