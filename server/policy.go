@@ -84,13 +84,13 @@ type PolicyRule struct {
 }
 
 // Linger keeps a released seat of the feature ("": the base pool) held
-// for Duration after its release (slice 2 of issue 27; validated only).
+// for Duration after its release (not enforced yet; validated only).
 type Linger struct {
 	Feature  string        `json:"feature,omitempty"`
 	Duration time.Duration `json:"duration"`
 }
 
-// Priority orders WaitForSeat's waiters of a feature (slice 2 of issue 27;
+// Priority orders WaitForSeat's waiters of a feature (not enforced yet;
 // validated only).
 type Priority struct {
 	Feature string  `json:"feature,omitempty"`

@@ -62,7 +62,7 @@ func ruleCounts(rules []server.PolicyRule) map[server.RuleKind]int {
 // checkPolicyShape refuses what no license could take, naming the field
 // (rules[2].count): the rules' number, each rule's kind, count, feature
 // name, subject kind and name, each_member. Lingers and priorities are not
-// served yet (slice 2 of issue 27): refused rather than kept unenforced.
+// served yet: refused rather than kept unenforced.
 func checkPolicyShape(p *server.Policy) error {
 	if p == nil {
 		return nil
