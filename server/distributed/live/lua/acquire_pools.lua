@@ -45,36 +45,10 @@ elseif lic[2] == '1' then
 elseif (lic[3] or '0') ~= ARGV[1] then
   return {{'STALE', lic[3] or '0'}}
 end
--- POOL_FIELDS are the settings an acquisition judges a pool by: all but
--- the license JSON (the largest field, read below for the pools that grant
--- in this run only) and those of heartbeats and the cleaner.
-local POOL_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'active', 'exp', 'strategy',
-  'version', 'maxborrow', 'maxborrowed', 'starts'}
-local function load_pool_conf()
-  local v = redis.call('HMGET', K_CONF, unpack(POOL_FIELDS))
-  if not v[1] then
-    return nil
-  end
-  return {
-    epoch = tonumber(v[1]),
-    deleted = v[2] == '1',
-    seats = tonumber(v[3] or '0'),
-    overdraft = tonumber(v[4] or '0'),
-    ttl = tonumber(v[5] or '0'),
-    active = v[6] == '1',
-    exp = tonumber(v[7] or '0'),
-    strategy = v[8] or '',
-    version = v[9] or '0',
-    maxborrow = tonumber(v[10] or '0'),
-    maxborrowed = tonumber(v[11] or '0'),
-    starts = tonumber(v[12] or '0'),
-  }
-end
-
 local confs = {}
 for i = 1, npools do
   use_pool(i)
-  local c = load_pool_conf()
+  local c = load_conf(ALL_BUT_JSON) -- the JSON only of the pools that grant (below)
   if not c then
     missing[#missing + 1] = i
   elseif c.deleted then
