@@ -5,9 +5,10 @@
 -- the tenant's, in policy_groups.
 -- policy_gen is the settings version at which the license's policy was
 -- last switched on (0: no policy), on the license's row and its grants':
--- the live state is told it (and to revive no lapsed lease of such a
--- license), and the policy index in Redis is trusted only when it was
--- built for that generation (server/distributed/policyindex.go).
+-- the live state is told it (and to leave the revival of a lapsed lease
+-- of such a license to the policy's judgement), and the policy index in
+-- Redis is trusted only when it was built for that generation
+-- (server/distributed/policy.go).
 -- sessions.reservation is Lease.Reservation: the reservation whose seat
 -- the lease took when granted (empty: a shared seat); bytea, as the key
 -- holds a NUL between the subject's kind and name (server.Reservation.Key),

@@ -84,13 +84,13 @@ type PolicyRule struct {
 }
 
 // Linger keeps a released seat of the feature ("": the base pool) held
-// for Duration after its release (slice 2 of issue 27; validated only).
+// for Duration after its release (not enforced yet; validated only).
 type Linger struct {
 	Feature  string        `json:"feature,omitempty"`
 	Duration time.Duration `json:"duration"`
 }
 
-// Priority orders WaitForSeat's waiters of a feature (slice 2 of issue 27;
+// Priority orders WaitForSeat's waiters of a feature (not enforced yet;
 // validated only).
 type Priority struct {
 	Feature string  `json:"feature,omitempty"`
@@ -108,6 +108,9 @@ type Policy struct {
 	// license whose policy names it, so that deciding needs no other read.
 	// The stores fill them; Validate takes the tenant's groups apart.
 	Groups []Group `json:"groups,omitempty"`
+	// UpdatedAt is when the policy was last set: the service sets it, the
+	// stores keep it as given (the API's LicensePolicy.update_time).
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // Group is a tenant's named set of users (Kind group) or hosts (Kind

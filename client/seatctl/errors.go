@@ -62,6 +62,9 @@ func describe(err error, addr string) (int, string) {
 	if errors.As(err, &u) {
 		return ExitUsage, oneLine(u.Error())
 	}
+	if errors.As(err, new(refusedError)) {
+		return ExitRefused, oneLine(err.Error())
+	}
 	if errors.As(err, new(noKeyError)) {
 		return ExitPermission, err.Error()
 	}

@@ -1,6 +1,6 @@
 // Package seatctl is the command-line client of seatd for operators and
-// tenant admins: licenses, leases, tenants, API keys, cleanup and reports,
-// over AdminService. client/cmd/seatctl is its main.
+// tenant admins: licenses, site policies, leases, tenants, API keys,
+// cleanup and reports, over AdminService. client/cmd/seatctl is its main.
 //
 // Output is a human table by default; -o json prints the API's own JSON
 // (protojson, lowerCamelCase, as over REST) and -o yaml the same as YAML.
@@ -42,6 +42,7 @@ type globals struct {
 	tlsCert     string
 	tlsKey      string
 	tlsServer   string
+	now         func() time.Time // nil: time.Now (a test's is fixed)
 	stdout      io.Writer
 	conn        *grpc.ClientConn
 	adminClient seatdv1.AdminServiceClient
@@ -83,7 +84,10 @@ SEATCTL_ADDR (default ` + DefaultAddr + `), SEATCTL_KEY or SEATCTL_KEY_FILE
 
 Exit codes: 0 ok, 1 other error, 2 usage or invalid input, 3 not found,
 4 not allowed (no key, unknown key, permission denied), 5 seatd unreachable
-or unavailable, 6 refused (already exists, quota, failed precondition).`,
+or unavailable, 6 refused (already exists, quota, failed precondition; a
+license file, site request, usage export or key that does not verify).
+
+vendor and site work on files only: license files for air-gapped sites.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       "v1",
@@ -115,6 +119,8 @@ or unavailable, 6 refused (already exists, quota, failed precondition).`,
 		statusCmd(g),
 		licensesCmd(g),
 		grantsCmd(g),
+		policyCmd(g),
+		groupsCmd(g),
 		leasesCmd(g),
 		tenantsCmd(g),
 		apikeysCmd(g),
@@ -123,8 +129,18 @@ or unavailable, 6 refused (already exists, quota, failed precondition).`,
 		exportCmd(g),
 		signingKeysCmd(g),
 		jwksCmd(g),
+		vendorCmd(g),
+		siteCmd(g),
 	)
 	return root
+}
+
+// clock is now, by the test's clock when it has one.
+func (g *globals) clock() time.Time {
+	if g.now != nil {
+		return g.now()
+	}
+	return time.Now()
 }
 
 func envOr(name, def string) string {

@@ -23,11 +23,11 @@ func TestConformanceOnRedisCluster(t *testing.T) {
 	t.Parallel()
 	testServers(t)
 	cluster := redistest.StartCluster(t, 3)
-	storetest.Run(t, func(t *testing.T) storetest.Opener {
+	storetest.RunWith(t, func(t *testing.T) storetest.Opener {
 		loc := newLocation(t)
 		loc.redisURL = cluster.URL()
 		return func(t *testing.T) server.Store { return loc.openFaulty(t, nil) }
-	})
+	}, storetest.Options{})
 }
 
 // TestSeatLimitAcrossInstancesOnRedisCluster: three stores on one cluster,

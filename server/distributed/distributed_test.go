@@ -186,10 +186,10 @@ func openStore(t *testing.T, mut func(*Options)) (location, *Store, server.Tenan
 
 func TestConformance(t *testing.T) {
 	testServers(t)
-	storetest.Run(t, func(t *testing.T) storetest.Opener {
+	storetest.RunWith(t, func(t *testing.T) storetest.Opener {
 		loc := newLocation(t)
 		return func(t *testing.T) server.Store { return loc.openFaulty(t, nil) }
-	})
+	}, storetest.Options{})
 }
 
 // db opens a pool on loc's schema, closed when the test ends: for

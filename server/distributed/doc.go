@@ -114,8 +114,10 @@
 // record/policy.go). A change of the policy, or of a group it names,
 // bumps the license's version in the same transaction and is pushed as a
 // grant change is. The live settings of every pool of such a license say
-// its generation ('policy') and revival 0: a lapsed lease is never
-// revived (its client acquires again, and is judged). acquire.lua answers
+// its generation ('policy') and hold the revival window negated: heartbeat.lua
+// leaves the revival of a lapsed lease to revive.lua, which revives it only
+// if the policy would grant its client a seat now (the reservation it may
+// take being its own), judged as an acquisition is. acquire.lua answers
 // POLICY for such a license, whose acquisitions, base pool (alone in its
 // scope) included, all run acquire_pools.lua (policy.go): the process
 // decides each one (CompiledPolicy.Decide, compiled once per license
@@ -433,8 +435,6 @@
 //     acquisitions when its push lands: until then they may be judged by
 //     the policy before it (as a grant change; the base pool's are
 //     refused by the record's version check).
-//   - The embedded store may revive a lapsed lease of a license with a
-//     policy when the policy allows it; this store never does.
 //   - Redis keeps a small tombstone hash per deleted license, an
 //     incarnation key per license and one field per license in the expiry
 //     hint's gen hashes; none is ever removed.

@@ -22,6 +22,11 @@ func (s *Store) Heartbeat(ctx context.Context, leaseID, tokenHash string) (serve
 		if err != nil {
 			return server.Lease{}, s.fail("heartbeat", err)
 		}
+		if b.Status == live.StatusJudgeRevival { // policy.go
+			if b, err = s.revive(ctx, info, leaseID, tokenHash); err != nil {
+				return server.Lease{}, err
+			}
+		}
 		if b.Status == live.StatusRenewed {
 			s.hb.add(leaseID, b.Heartbeat, b.Deadline)
 			s.live.NoteDeadline(ctx, info.LicenseID, b.PrevFirst, b.Deadline)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/seatd/seatd/server"
@@ -38,13 +39,16 @@ import (
 // granted on the license meanwhile. The cleanup leader prunes it
 // (prunePolicyIndexes).
 //
-// Revival: a pool of a license with a policy revives no lapsed lease (its
-// live settings say revival 0: live.Conf): its client acquires again, and
-// is judged.
+// Revival: the live settings of every pool of a license with a policy
+// hold the revival window negated (live.Conf), so that heartbeat.lua
+// leaves the revival of a lapsed lease to revive (revive.lua), which
+// revives it only if the policy would grant its client a seat now, the
+// reservation it may take being only its own.
 
 // SetPolicy writes the policy (record.SetPolicy), then pushes the new
 // settings: the grants' pools first when the policy was switched on or off
-// (they then revive no lapsed lease, or may again), then the license's.
+// (their revivals are then judged by the policy, or no longer), then the
+// license's.
 func (s *Store) SetPolicy(ctx context.Context, tenantID, licenseID string, p *server.Policy) (server.License, error) {
 	lic, pools, err := s.rec.SetPolicy(ctx, tenantID, licenseID, p)
 	if err != nil {
@@ -322,4 +326,89 @@ func (s *Store) prunePolicyIndexes(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// revive judges the revival of a lapsed lease of a license with a site
+// policy (heartbeat.lua answered StatusJudgeRevival) and gives
+// revive.lua's Beat; StatusDeleted when the lease's pool is gone.
+func (s *Store) revive(ctx context.Context, info *leaseInfo, leaseID, tokenHash string) (live.Beat, error) {
+	licenseID := server.PoolLicense(info.LicenseID)
+	fresh := false
+	for range maxAttempts {
+		lg, _, err := s.grantsOf(ctx, licenseID, fresh)
+		if server.ErrorReason(err) == server.ReasonLicenseNotFound {
+			return live.Beat{Status: live.StatusDeleted}, nil
+		}
+		if err != nil {
+			return live.Beat{}, s.fail("heartbeat: read license", err)
+		}
+		set := s.revivalSet(licenseID, lg, info)
+		if set == nil {
+			return live.Beat{Status: live.StatusDeleted}, nil // its grant went
+		}
+		var j *live.Judgement
+		if lg.policy != nil {
+			_, j = lg.policy.judgement(info.Feature, &server.AcquireRequest{User: info.User, Hostname: info.Hostname})
+			for i := range j.Reservations {
+				j.Reservations[i].Member = info.Reservation != "" && j.Reservations[i].Key == info.Reservation
+			}
+		}
+		r, err := s.live.Revive(ctx, set, info.LicenseID, leaseID, tokenHash, j)
+		if err != nil {
+			return live.Beat{}, s.fail("heartbeat: revive", err)
+		}
+		fresh = true
+		switch r.Status {
+		case live.StatusStale:
+			if _, err := s.staleGrants(ctx, licenseID, lg, r.RedisVersion); err != nil {
+				return live.Beat{}, err
+			}
+		case live.StatusNoState:
+			for _, p := range r.NoState {
+				if err := s.ensureLive(ctx, p); err != nil && server.ErrorReason(err) != server.ReasonLicenseNotFound {
+					return live.Beat{}, s.fail("heartbeat: build live state", err)
+				}
+			}
+		case live.StatusNoPolicyIndex:
+			if err := s.buildPolicyIndex(ctx, licenseID); err != nil {
+				return live.Beat{}, s.fail("heartbeat: build the policy index", err)
+			}
+		case live.StatusDeleted:
+			if r.DeletedPool == info.LicenseID || r.DeletedPool == licenseID {
+				return live.Beat{Status: live.StatusDeleted}, nil
+			}
+		default:
+			return r.Beat, nil
+		}
+	}
+	return live.Beat{}, s.fail("heartbeat", errors.New("live state kept changing; giving up"))
+}
+
+// revivalSet is the PoolSet a lapsed lease's revival is judged over: the
+// pools that may grant its feature and version (its base pool alone for a
+// license's lease), then the feature's other grants; nil when the lease's
+// pool is no longer one of them.
+func (s *Store) revivalSet(licenseID string, lg *licenseGrants, info *leaseInfo) *live.PoolSet {
+	if info.LicenseID == licenseID {
+		return s.live.NewPolicyPoolSet(licenseID, lg.version, []string{licenseID}, nil)
+	}
+	covering, _ := lg.license.GrantsFor(info.Feature, info.Version)
+	var pools, others []string
+	for _, g := range covering {
+		pools = append(pools, g.ID)
+	}
+	found := false
+	for _, g := range lg.license.Grants {
+		if g.Feature != info.Feature {
+			continue
+		}
+		found = found || g.ID == info.LicenseID
+		if !slices.Contains(pools, g.ID) {
+			others = append(others, g.ID)
+		}
+	}
+	if !found {
+		return nil
+	}
+	return s.live.NewPolicyPoolSet(licenseID, lg.version, pools, others)
 }

@@ -278,7 +278,7 @@ func TestPolicyRoutesBaseAcquisitions(t *testing.T) {
 	require.Equal(t, live.StatusPolicy, g.Status)
 	conf, err := s.rdb.HMGet(t.Context(), s.live.Keys().License(lic.ID)[0], "revival", "policy").Result()
 	require.NoError(t, err)
-	require.Equal(t, "0", conf[0], "no revival on a license with a policy")
+	require.Equal(t, "-60000000", conf[0], "revival judged by the policy: the window negated")
 	require.NotEmpty(t, conf[1])
 
 	other := loc.open(t, nil)

@@ -43,11 +43,13 @@ func decode[T any](b []byte) (T, error) {
 func cloneLicense(l server.License) server.License {
 	l.Metadata = maps.Clone(l.Metadata)
 	l.Grants = slices.Clone(l.Grants)
+	l.Policy = clonePolicy(l.Policy)
 	return l
 }
 
-// answerLicense is cloneLicense for the hot path: its Grants are shared
-// with memory, which never changes a Grants slice in place (syncGrants).
+// answerLicense is cloneLicense for the hot path: its Grants and Policy
+// are shared with memory, which never changes either in place
+// (syncGrants, applyPolicy: a change is a new slice, a new Policy).
 func answerLicense(l server.License) server.License {
 	l.Metadata = maps.Clone(l.Metadata)
 	return l

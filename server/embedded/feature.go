@@ -48,9 +48,19 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 			return res, false, err
 		}
 	}
+	// The site policy, in the same step as the count, over the pools the
+	// request may take. Its SEATS_EXHAUSTED is firstFree's own answer
+	// (borrow refusals included).
+	v, judged := s.judgePolicy(lic, req.Feature, server.Identity{User: req.User, Host: req.Hostname}, pools, ns, nil)
+	if judged && !v.Grant && v.Reason != server.ReasonSeatsExhausted {
+		return res, false, v.Err(req.Feature)
+	}
 	from, err := s.firstFree(pools, req, now)
 	if err != nil {
 		return res, false, err
+	}
+	if judged && !v.Grant { // cannot be: no usable pool had a free seat
+		return res, false, v.Err(req.Feature)
 	}
 	if _, dup := s.idx.lookup(req.LeaseID); dup {
 		return res, false, server.Errorf(server.ECONFLICT, server.ReasonAlreadyExists, "lease id already exists")
@@ -72,7 +82,7 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 	if !ok {
 		return res, true, nil
 	}
-	res, err = s.grant(from, req, dedupe, now, append(ending, displaced...))
+	res, err = s.grant(from, req, dedupe, v.Reservation, now, append(ending, displaced...))
 	return res, false, err
 }
 

@@ -34,6 +34,10 @@ type license struct {
 	// A license's grants: the undeleted ones in server.SortGrants order
 	// (lic.Grants lists them), and the deleted ones, whose history stays.
 	grants, former []*license
+
+	// policy: a license's site policy as acquisitions judge it, nil
+	// without one (policy.go).
+	policy *policyState
 }
 
 // index is all in-memory state, guarded by Store.mu. Memory is
@@ -60,15 +64,22 @@ type index struct {
 	pivot    string              // the id of pivotRef during a search
 
 	dirty []ref // heartbeats waiting for the flusher (flagDirty; a ref may repeat)
+
+	// policied: each tenant's licenses with a site policy (policy.go);
+	// groupsBusy: the tenants whose policies or groups are being written.
+	policied   map[string]map[*license]struct{}
+	groupsBusy map[string]bool
 }
 
 func newIndex() *index {
 	x := &index{
-		licenses: map[string]*license{},
-		returned: map[string]server.ReturnedCertificate{},
-		keys:     map[string]*license{},
-		seed:     maphash.MakeSeed(),
-		exactDue: zeroTime,
+		licenses:   map[string]*license{},
+		returned:   map[string]server.ReturnedCertificate{},
+		keys:       map[string]*license{},
+		seed:       maphash.MakeSeed(),
+		policied:   map[string]map[*license]struct{}{},
+		groupsBusy: map[string]bool{},
+		exactDue:   zeroTime,
 	}
 	x.expiry = x.newTree()
 	return x
@@ -144,6 +155,10 @@ func (x *index) add(l *license, s slot, text string) ref {
 	}
 	x.hashKeys(r)
 	x.file(l, r)
+	if l.licenseOf().policy != nil {
+		t := x.text(r)
+		x.hold(l, r, &t)
+	}
 	return r
 }
 
@@ -214,6 +229,7 @@ func (x *index) remove(r ref) {
 	l := x.lics[s.lic]
 	t := mustParseText(x.slots.text(r), s.flags)
 	x.unfile(l, r)
+	x.unhold(l, r, &t)
 	x.ids.remove(maphash.String(x.seed, t.id), r)
 	if t.idem != "" {
 		x.idem.remove(x.keyHash(l.num, "", t.idem), r)

@@ -37,7 +37,11 @@ var (
 	bucketSigningKeys = []byte("signing_keys")   // tenantID 0 created kid -> SigningKey (signingkeys.go)
 	bucketReturned    = []byte("returned_certs") // leaseID -> ReturnedCertificate (returned.go)
 	bucketGrants      = []byte("grants")         // grantID -> grantRecord (grants.go)
-	addedBuckets      = []addedBucket{{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}, {bucketSigningKeys, nil}, {bucketReturned, nil}, {bucketGrants, nil}}
+	bucketGroups      = []byte("groups")         // tenantID 0 name -> Group (policy.go)
+	addedBuckets      = []addedBucket{
+		{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}, {bucketSigningKeys, nil}, {bucketReturned, nil},
+		{bucketGrants, nil}, {bucketGroups, nil},
+	}
 
 	// Schema 1 kept the ids of the active leases here (leaseID -> ""),
 	// their records in bucketLeases; schema 2 moved them (migrate.go).

@@ -47,6 +47,12 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 			}
 			return s.renew(r, req.TokenHash, now)
 		}
+		// The site policy, in the same step as the count. Its
+		// SEATS_EXHAUSTED is the count's own, answered below.
+		v, judged := s.judgePolicy(lic, "", server.Identity{User: req.User, Host: req.Hostname}, []*license{lic}, ns, nil)
+		if judged && !v.Grant && v.Reason != server.ReasonSeatsExhausted {
+			return server.AcquireResult{}, v.Err("")
+		}
 		if borrowing {
 			if err := lic.lic.CheckBorrow(now, req.BorrowFor, s.idx.borrowedCount(lic, ns), s.idx.returnedCount(lic, ns)); err != nil {
 				return server.AcquireResult{}, err
@@ -70,7 +76,7 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 			s.wait()
 			continue
 		}
-		return s.grant(lic, req, dedupe, now, append(keyed, displaced...))
+		return s.grant(lic, req, dedupe, v.Reservation, now, append(keyed, displaced...))
 	}
 }
 
@@ -79,8 +85,9 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 // lapsed leases whose seats or keys it takes (displaced) are recorded
 // expired in the same transaction: an observed end is final, so none of
 // them can revive or count again once another client holds its seat, or
-// its client holds a new lease.
-func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, now time.Time, displaced []ref) (server.AcquireResult, error) {
+// its client holds a new lease. reservation is the site-policy
+// reservation whose seat the lease takes ("": a shared seat).
+func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe, reservation string, now time.Time, displaced []ref) (server.AcquireResult, error) {
 	l := server.Lease{
 		ID:              req.LeaseID,
 		TokenHash:       req.TokenHash,
@@ -93,6 +100,7 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe string, no
 		AcquiredAt:      now,
 		LastHeartbeatAt: now,
 		ExpiresAt:       now.Add(lic.lic.LeaseTTL),
+		Reservation:     reservation,
 	}
 	if req.BorrowFor > 0 {
 		l.Borrowed, l.ExpiresAt = true, now.Add(req.BorrowFor)
@@ -201,13 +209,16 @@ func (s *Store) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.
 }
 
 // revivable reports whether a lease past its deadline may come back: within
-// the license's revival window and only if a seat is free (invariant 3).
+// the license's revival window, only if a seat is free (invariant 3), and
+// only if the license's site policy would let it take that seat
+// (revivalAllowed): a revival never breaks a cap or a reservation.
 func (s *Store) revivable(r ref, now time.Time) bool {
 	sl, lic := s.idx.slots.at(r), s.idx.licenseOf(r)
 	l := &lic.lic
 	return !sl.borrowed() && l.RevivalWindow > 0 &&
 		now.UnixNano() < sl.deadline+int64(l.RevivalWindow) &&
-		s.idx.liveCount(lic, now.UnixNano()) < l.SeatLimit()
+		s.idx.liveCount(lic, now.UnixNano()) < l.SeatLimit() &&
+		s.revivalAllowed(lic, r, now.UnixNano())
 }
 
 func (s *Store) Release(_ context.Context, leaseID, tokenHash string) (server.Lease, error) {

@@ -17,7 +17,8 @@ import (
 // length and its bytes, in this order: id, fingerprint, user, hostname,
 // idempotency key; then the dedupe key if its kind is dedupeOther, the
 // token hash if flagTokenText, the feature and version asked if
-// flagFeature (a lease of a grant); then the metadata, a uvarint count and as
+// flagFeature (a lease of a grant), the site-policy reservation whose
+// seat it took if flagReserved; then the metadata, a uvarint count and as
 // many key, value pairs, sorted by key. The strings a lease answer holds
 // are substrings of it: one allocation per lease, and nothing for the
 // collector to scan. The same bytes (without the id) end the records on
@@ -26,6 +27,7 @@ type leaseText struct {
 	id, fingerprint, user, hostname, idem string
 	dedupe, token                         string // only with dedupeOther, flagTokenText
 	feature, version                      string // only with flagFeature
+	reservation                           string // only with flagReserved
 	meta                                  string // the encoded metadata, count first
 }
 
@@ -97,6 +99,9 @@ func appendText(b []byte, t *leaseText, f flags, meta map[string]string) []byte 
 	if f&flagFeature != 0 {
 		b = appendString(appendString(b, t.feature), t.version)
 	}
+	if f&flagReserved != 0 {
+		b = appendString(b, t.reservation)
+	}
 	b = binary.AppendUvarint(b, uint64(len(meta)))
 	for _, k := range slices.Sorted(maps.Keys(meta)) {
 		b = appendString(appendString(b, k), meta[k])
@@ -126,6 +131,9 @@ func parseText(s string, f flags) (leaseText, error) {
 	}
 	if f&flagFeature != 0 {
 		t.feature, t.version = r.bytes("feature"), r.bytes("version")
+	}
+	if f&flagReserved != 0 {
+		t.reservation = r.bytes("reservation")
 	}
 	t.meta = r.b
 	n := r.uvarint("metadata")
@@ -257,6 +265,10 @@ func compact(l *server.Lease, rev uint64) (slot, string) {
 		s.flags |= flagFeature
 		t.feature, t.version = l.Feature, l.Version
 	}
+	if l.Reservation != "" {
+		s.flags |= flagReserved
+		t.reservation = l.Reservation
+	}
 	kind := dedupeKindOf(l.DedupeKey, l.Fingerprint, l.User, l.Hostname)
 	s.flags |= flags(kind) << dedupeShift
 	if kind == dedupeOther {
@@ -293,6 +305,7 @@ func expandWith(s *slot, text string, licenseID, tenantID, tokenHash string) ser
 		Borrowed:        s.borrowed(),
 		Feature:         t.feature,
 		Version:         t.version,
+		Reservation:     t.reservation,
 	}
 	switch {
 	case tokenHash != "":

@@ -11,6 +11,7 @@ import (
 
 func (s *Store) CreateLicense(_ context.Context, l server.License) (server.License, error) {
 	l.Grants = nil // CreateGrant adds them
+	l.Policy = nil // SetPolicy sets it, against the tenant's groups
 	l = normalize(l)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +121,8 @@ func (s *Store) UpdateLicense(_ context.Context, tenantID, id string, update fun
 		}
 		next.ID, next.TenantID, next.Key, next.CreatedAt = cur.ID, cur.TenantID, cur.Key, cur.CreatedAt
 		next.UpdatedAt = s.now()
-		next.Grants = nil // UpdateGrant changes those
+		next.Grants = nil        // UpdateGrant changes those
+		next.Policy = cur.Policy // SetPolicy and PutGroup change it
 		next = normalize(next)
 		err = s.commit.write(func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketLicenses).Put([]byte(id), encode(licenseToStore(next, false)))
@@ -174,6 +176,7 @@ func (s *Store) DeleteLicense(_ context.Context, tenantID, id string) (int, erro
 	lic.syncGrants(s.idx)
 	lic.deleted = true
 	delete(s.idx.keys, lic.lic.Key)
+	delete(s.idx.policied[lic.lic.TenantID], lic)
 	return revoked, nil
 }
 

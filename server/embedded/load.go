@@ -122,7 +122,16 @@ func (s *Store) load() error {
 			s.log.Warn("embedded store: the last process did not shut down cleanly; active leases got the write-behind interval back",
 				"leases", extended)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// Site policies last: each files its license's active leases.
+		for _, lic := range s.idx.lics {
+			if lic != nil && lic.parent == nil && !lic.deleted && lic.lic.Policy != nil {
+				s.applyPolicy(lic, lic.lic.Policy, lic.lic.UpdatedAt)
+			}
+		}
+		return nil
 	})
 }
 

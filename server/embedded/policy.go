@@ -1,25 +1,611 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/seatd/seatd/server"
 )
 
-// Site policies (server.PolicyStore): not kept yet.
+// Site policies (server.PolicyStore). A license's policy is a field of
+// its record (License.Policy), with the groups it names copied in
+// (Policy.Groups): a group change rewrites every license naming it in the
+// same transaction, so that a license record alone says how to judge its
+// acquisitions, at Open as at run time. Groups are records of their own
+// in bucketGroups, keyed by tenant and name, read from disk only (admin
+// calls): acquisitions never need them.
+//
+// In memory a license with a policy has a policyState: the policy
+// compiled once per change (never per acquisition), the members of its
+// groups, and holders, its active leases by feature and by user, host and
+// reservation, so that counting a cap or a reservation costs the leases
+// it counts, not all the license's leases. Leases that have passed their
+// deadline stay in holders until they end, and are never counted
+// (slot.live).
+//
+// SetPolicy, PutGroup and DeleteGroup of one tenant run one at a time
+// (index.groupsBusy): each reads the tenant's groups and the policies
+// naming them, and writes, as one step. Each marks the licenses it
+// rewrites busy, as UpdateLicense does, so that acquisitions on them wait
+// for the new policy and no other write of those records interleaves.
 
-var errPolicyNotBuilt = server.Errorf(server.EPRECONDITION, server.ReasonInvalidArgument, "site policies are not available in this build")
-
-func (s *Store) SetPolicy(ctx context.Context, tenantID, licenseID string, p *server.Policy) (server.License, error) {
-	return server.License{}, errPolicyNotBuilt
+// policyState is a license's policy as acquisitions judge it.
+type policyState struct {
+	compiled *server.CompiledPolicy
+	// members are the members of each group the policy names, as compared
+	// (a host group's lower-cased), for the caps on a group as a whole.
+	members map[string]map[string]struct{}
+	// holders are the license's active leases by feature ("": the base
+	// pool), the whole feature (all its grants) together.
+	holders map[string]*holders
 }
 
-func (s *Store) PutGroup(ctx context.Context, g server.Group) (server.Group, error) {
-	return server.Group{}, errPolicyNotBuilt
+// holders are the active leases of one feature of a license by the user,
+// the host (lower-cased) and the reservation they count under.
+type holders struct {
+	users, hosts, reserved map[string][]ref
 }
 
-func (s *Store) DeleteGroup(ctx context.Context, tenantID, name string) error { return errPolicyNotBuilt }
+func newHolders() *holders {
+	return &holders{users: map[string][]ref{}, hosts: map[string][]ref{}, reserved: map[string][]ref{}}
+}
 
-func (s *Store) ListGroups(ctx context.Context, tenantID string) ([]server.Group, error) {
-	return nil, nil
+// noHolders stands for a feature none of whose leases is active.
+var noHolders = newHolders()
+
+func addRef(m map[string][]ref, key string, r ref) {
+	if key != "" {
+		m[key] = append(m[key], r)
+	}
+}
+
+func dropRef(m map[string][]ref, key string, r ref) {
+	rs := m[key]
+	if i := slices.Index(rs, r); i >= 0 {
+		rs[i] = rs[len(rs)-1]
+		rs = rs[:len(rs)-1]
+	}
+	if len(rs) == 0 {
+		delete(m, key)
+		return
+	}
+	m[key] = rs
+}
+
+// feature is the feature whose seats a pool holds: "" for a license's
+// base pool.
+func (l *license) feature() string {
+	if l.parent != nil {
+		return l.grant.Feature
+	}
+	return ""
+}
+
+// hold files an active lease of pool l under its license's policy, if
+// the license has one.
+func (x *index) hold(l *license, r ref, t *leaseText) {
+	ps := l.licenseOf().policy
+	if ps == nil {
+		return
+	}
+	h := ps.holders[l.feature()]
+	if h == nil {
+		h = newHolders()
+		ps.holders[l.feature()] = h
+	}
+	addRef(h.users, t.user, r)
+	addRef(h.hosts, strings.ToLower(t.hostname), r)
+	addRef(h.reserved, t.reservation, r)
+}
+
+// unhold forgets a lease that hold filed.
+func (x *index) unhold(l *license, r ref, t *leaseText) {
+	ps := l.licenseOf().policy
+	if ps == nil {
+		return
+	}
+	h := ps.holders[l.feature()]
+	if h == nil {
+		return
+	}
+	dropRef(h.users, t.user, r)
+	dropRef(h.hosts, strings.ToLower(t.hostname), r)
+	dropRef(h.reserved, t.reservation, r)
+}
+
+// setPolicy makes lic.lic.Policy the one its acquisitions judge by: it
+// compiles it and, for a license that had none, files its active leases
+// (those of its base pool and of its grants). Call with s.mu held.
+func (x *index) setPolicy(lic *license) {
+	p := lic.lic.Policy
+	if p == nil {
+		lic.policy = nil
+		return
+	}
+	ps := lic.policy
+	if ps == nil {
+		ps = &policyState{holders: map[string]*holders{}}
+		lic.policy = ps
+		for _, pool := range append([]*license{lic}, lic.grants...) {
+			for _, r := range x.entries(pool) {
+				t := x.text(r)
+				x.hold(pool, r, &t)
+			}
+		}
+	}
+	ps.compiled = server.Compile(p)
+	ps.members = make(map[string]map[string]struct{}, len(p.Groups))
+	for _, g := range p.Groups {
+		set := make(map[string]struct{}, len(g.Members))
+		for _, m := range g.Members {
+			if g.Kind == server.SubjectHostGroup {
+				m = strings.ToLower(m)
+			}
+			set[m] = struct{}{}
+		}
+		ps.members[g.Name] = set
+	}
+}
+
+// liveIn counts the leases of rs that are live at now.
+func (x *index) liveIn(rs []ref, now int64) int {
+	n := 0
+	for _, r := range rs {
+		if x.slots.at(r).live(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// liveOfMembers counts the live leases of by (users or hosts) whose key is
+// one of members: over the shorter of the two.
+func (x *index) liveOfMembers(by map[string][]ref, members map[string]struct{}, now int64) int {
+	n := 0
+	if len(members) < len(by) {
+		for m := range members {
+			n += x.liveIn(by[m], now)
+		}
+		return n
+	}
+	for k, rs := range by {
+		if _, ok := members[k]; ok {
+			n += x.liveIn(rs, now)
+		}
+	}
+	return n
+}
+
+// judge is server.Judge of d for id with the live counts of the
+// feature's leases: its caps' (under the groups as they are now) and its
+// reservations' (by the reservation each lease took). n and limit are the
+// pools' the request may take.
+func (x *index) judge(ps *policyState, feature string, d server.Decision, id server.Identity, n, limit int, now int64) server.Verdict {
+	h := ps.holders[feature]
+	if h == nil {
+		h = noHolders
+	}
+	var caps, held map[string]int
+	if len(d.Caps) > 0 {
+		caps = make(map[string]int, len(d.Caps))
+		host := strings.ToLower(id.Host)
+		for _, c := range d.Caps {
+			if _, done := caps[c.Key]; done {
+				continue
+			}
+			switch {
+			case c.Subject.Kind == server.SubjectUser || c.Subject.Kind == server.SubjectGroup && c.EachMember:
+				caps[c.Key] = x.liveIn(h.users[id.User], now)
+			case c.Subject.Kind == server.SubjectHost || c.Subject.Kind == server.SubjectHostGroup && c.EachMember:
+				caps[c.Key] = x.liveIn(h.hosts[host], now)
+			case c.Subject.Kind == server.SubjectGroup:
+				caps[c.Key] = x.liveOfMembers(h.users, ps.members[c.Subject.Name], now)
+			default:
+				caps[c.Key] = x.liveOfMembers(h.hosts, ps.members[c.Subject.Name], now)
+			}
+		}
+	}
+	if len(d.Reservations) > 0 {
+		held = make(map[string]int, len(d.Reservations))
+		for _, r := range d.Reservations {
+			held[r.Key] = x.liveIn(h.reserved[r.Key], now)
+		}
+	}
+	return server.Judge(d, n, limit, caps, held)
+}
+
+// judgePolicy judges a new lease of feature for id on lic's policy, over
+// the pools it may take (the base pool, or the covering grants): their
+// seats in use and limits summed over those usable at now, a pool over
+// its limit (lowered since) counted at its limit. judged is false when
+// the policy has nothing to say (no policy, no rule of the feature) or
+// no pool is usable (the caller says why). A verdict of
+// SEATS_EXHAUSTED is the caller's own count's: it answers as it does
+// without a policy.
+func (s *Store) judgePolicy(lic *license, feature string, id server.Identity, pools []*license, now int64, own func(*server.Decision)) (v server.Verdict, judged bool) {
+	ps := lic.policy
+	if ps == nil {
+		return v, false
+	}
+	d := ps.compiled.Decide(feature, id)
+	if d.Refusal == nil && len(d.Caps) == 0 && len(d.Reservations) == 0 {
+		return v, false
+	}
+	if own != nil {
+		own(&d)
+	}
+	at := timeOf(now)
+	n, limit, usable := 0, 0, false
+	for _, p := range pools {
+		if p.lic.CheckUsable(at) != nil {
+			continue
+		}
+		usable = true
+		most := p.lic.SeatLimit()
+		n, limit = n+min(s.idx.liveCount(p, now), most), limit+most
+	}
+	if !usable {
+		return v, false
+	}
+	return s.idx.judge(ps, feature, d, id, n, limit, now), true
+}
+
+// revivalAllowed judges, on a license with a policy, the revival of a
+// lapsed lease r of pool p as a new lease of the same client would be,
+// except that the reservation it may take is only its own (Lease.Reservation
+// is set once, at the grant): a revival that a cap, or a reservation it
+// does not hold, would refuse is refused, and the lease ends as any
+// lapsed lease that cannot revive. Call with s.mu held.
+func (s *Store) revivalAllowed(p *license, r ref, now int64) bool {
+	lic := p.licenseOf()
+	if lic.policy == nil {
+		return true
+	}
+	t := s.idx.text(r)
+	pools := []*license{p}
+	if p.parent != nil {
+		pools = lic.covering(p.grant.Feature, t.version)
+	}
+	own := func(d *server.Decision) {
+		for i := range d.Reservations {
+			d.Reservations[i].Member = t.reservation != "" && d.Reservations[i].Key == t.reservation
+		}
+	}
+	v, judged := s.judgePolicy(lic, p.feature(), server.Identity{User: t.user, Host: t.hostname}, pools, now, own)
+	return !judged || v.Grant
+}
+
+// lockGroups makes the caller the one SetPolicy, PutGroup or DeleteGroup
+// of the tenant running, and returns what ends that. Call with s.mu held,
+// before marking any license busy.
+func (s *Store) lockGroups(tenantID string) func() {
+	for s.idx.groupsBusy[tenantID] {
+		s.wait()
+	}
+	s.idx.groupsBusy[tenantID] = true
+	return func() {
+		delete(s.idx.groupsBusy, tenantID)
+		s.idle.Broadcast()
+	}
+}
+
+// groups reads, with s.mu released, those of the tenant's groups named
+// that exist, by name, and (if count) how many groups the tenant has:
+// only what a policy or a group change needs, not every group.
+func (s *Store) groups(tenantID string, names []string, count bool) (map[string]server.Group, int, error) {
+	out := make(map[string]server.Group, len(names))
+	n := 0
+	var err error
+	s.unlocked(func() {
+		err = s.view(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketGroups)
+			for _, name := range names {
+				if v := b.Get(groupKey(tenantID, name)); v != nil {
+					g, err := decode[server.Group](v)
+					if err != nil {
+						return fmt.Errorf("decode group: %w", err)
+					}
+					out[name] = g
+				}
+			}
+			if count {
+				pfx := prefix(tenantID)
+				c := b.Cursor()
+				for k, _ := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, _ = c.Next() {
+					n++
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, 0, s.fail("read groups", err)
+	}
+	return out, n, nil
+}
+
+func groupKey(tenantID, name string) []byte { return append(prefix(tenantID), name...) }
+
+// named lists the names of the groups a policy's rules and priorities
+// name, sorted.
+func named(p *server.Policy) []string {
+	var names []string
+	add := func(s server.Subject) {
+		if s.Kind.IsGroup() && !slices.Contains(names, s.Name) {
+			names = append(names, s.Name)
+		}
+	}
+	for _, r := range p.Rules {
+		add(r.Subject)
+	}
+	for _, pr := range p.Priorities {
+		add(pr.Subject)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// withGroups is a copy of p whose Groups are the groups it names, from
+// groups (by name), each with its own copy of its members.
+func withGroups(p *server.Policy, groups map[string]server.Group) *server.Policy {
+	c := clonePolicy(p)
+	c.Groups = nil
+	for _, name := range named(c) {
+		if g, ok := groups[name]; ok {
+			g.Members = slices.Clone(g.Members)
+			c.Groups = append(c.Groups, g)
+		}
+	}
+	return c
+}
+
+// emptyPolicy reports whether p says nothing: no policy.
+func emptyPolicy(p *server.Policy) bool {
+	return p == nil || len(p.Rules) == 0 && len(p.Linger) == 0 && len(p.Priorities) == 0
+}
+
+func (s *Store) SetPolicy(_ context.Context, tenantID, licenseID string, p *server.Policy) (server.License, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.lockGroups(tenantID)()
+	lic, err := s.idleLicense(tenantID, licenseID)
+	if err != nil {
+		return server.License{}, err
+	}
+	defer s.hold(lic)()
+	var next *server.Policy
+	if !emptyPolicy(p) {
+		// Validated here, with the tenant's groups as they are: no group
+		// change can come between (lockGroups).
+		groups, _, err := s.groups(tenantID, named(p), false)
+		if err != nil {
+			return server.License{}, err
+		}
+		if err := p.Validate(&lic.lic, groups); err != nil {
+			return server.License{}, err
+		}
+		next = withGroups(p, groups)
+	}
+	l := cloneLicense(lic.lic)
+	l.Policy, l.UpdatedAt = next, s.now()
+	l = normalize(l)
+	if err := s.writeLicenses("set policy", []server.License{l}, nil); err != nil {
+		return server.License{}, err
+	}
+	s.applyPolicy(lic, l.Policy, l.UpdatedAt)
+	return cloneLicense(lic.lic), nil
+}
+
+// applyPolicy gives a license in memory the policy just stored.
+func (s *Store) applyPolicy(lic *license, p *server.Policy, updated time.Time) {
+	lic.lic.Policy, lic.lic.UpdatedAt = p, updated
+	s.idx.setPolicy(lic)
+	byTenant := s.idx.policied[lic.lic.TenantID]
+	if p == nil {
+		delete(byTenant, lic)
+		return
+	}
+	if byTenant == nil {
+		byTenant = map[*license]struct{}{}
+		s.idx.policied[lic.lic.TenantID] = byTenant
+	}
+	byTenant[lic] = struct{}{}
+}
+
+// writeLicenses stores license records (with s.mu released), and the
+// group g too when not nil, in one transaction; the tenant must exist.
+func (s *Store) writeLicenses(op string, ls []server.License, g *server.Group) error {
+	var err error
+	s.unlocked(func() {
+		err = s.commit.write(func(tx *bolt.Tx) error {
+			if g != nil {
+				if tx.Bucket(bucketTenants).Get([]byte(g.TenantID)) == nil {
+					return server.ErrTenantNotFound
+				}
+				if err := tx.Bucket(bucketGroups).Put(groupKey(g.TenantID, g.Name), encode(g)); err != nil {
+					return err
+				}
+			}
+			for _, l := range ls {
+				if err := tx.Bucket(bucketLicenses).Put([]byte(l.ID), encode(licenseToStore(l, false))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return s.fail(op, err)
+	}
+	return nil
+}
+
+// naming returns the tenant's undeleted licenses whose policy names the
+// group, by id, once none of them is busy; it waits out those that are.
+// Call with s.mu held and the tenant's groups locked (no policy can
+// start naming it meanwhile).
+func (s *Store) naming(tenantID, name string) []*license {
+	for {
+		var out []*license
+		busy := false
+		for lic := range s.idx.policied[tenantID] {
+			if lic.deleted || !slices.Contains(named(lic.lic.Policy), name) {
+				continue
+			}
+			busy = busy || lic.busy
+			out = append(out, lic)
+		}
+		if !busy {
+			slices.SortFunc(out, func(a, b *license) int { return strings.Compare(a.lic.ID, b.lic.ID) })
+			return out
+		}
+		s.wait()
+	}
+}
+
+func (s *Store) PutGroup(_ context.Context, g server.Group) (server.Group, error) {
+	if err := g.Validate("group"); err != nil {
+		return server.Group{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.lockGroups(g.TenantID)()
+	lics := s.naming(g.TenantID, g.Name)
+	names := []string{g.Name}
+	for _, lic := range lics {
+		names = append(names, named(lic.lic.Policy)...)
+	}
+	groups, count, err := s.groups(g.TenantID, names, true)
+	if err != nil {
+		return server.Group{}, err
+	}
+	now := s.now()
+	old, exists := groups[g.Name]
+	if !exists && count >= server.MaxTenantGroups {
+		return server.Group{}, tooManyGroups()
+	}
+	g.Members = slices.Clone(g.Members)
+	g.CreatedAt, g.UpdatedAt = now, now
+	if exists {
+		g.CreatedAt = old.CreatedAt
+	}
+	g, err = decode[server.Group](encode(g)) // as it reads back
+	if err != nil {
+		return server.Group{}, s.fail("put group", err)
+	}
+	groups[g.Name] = g
+	lics = s.naming(g.TenantID, g.Name) // reading released s.mu: wait out writes begun meanwhile
+	rewritten := make([]server.License, len(lics))
+	for i, lic := range lics {
+		if err := checkGroupKind(lic.lic.Policy, g); err != nil {
+			return server.Group{}, err
+		}
+		l := cloneLicense(lic.lic)
+		l.Policy = withGroups(l.Policy, groups)
+		rewritten[i] = normalize(l)
+	}
+	for _, lic := range lics {
+		defer s.hold(lic)()
+	}
+	if err := s.writeLicenses("put group", rewritten, &g); err != nil {
+		return server.Group{}, err
+	}
+	for i, lic := range lics {
+		s.applyPolicy(lic, rewritten[i].Policy, lic.lic.UpdatedAt)
+	}
+	return cloneGroup(g), nil
+}
+
+// checkGroupKind refuses g's kind if a rule or priority of p names the
+// group as the other kind, with the error Policy.Validate gives it.
+func checkGroupKind(p *server.Policy, g server.Group) error {
+	check := func(field string, s server.Subject) error {
+		if s.Kind.IsGroup() && s.Name == g.Name && s.Kind != g.Kind {
+			return server.Invalid(field+".subject.name", "%q is a %s, not a %s", g.Name, g.Kind, s.Kind)
+		}
+		return nil
+	}
+	for i, r := range p.Rules {
+		if err := check(fmt.Sprintf("rules[%d]", i), r.Subject); err != nil {
+			return err
+		}
+	}
+	for i, pr := range p.Priorities {
+		if err := check(fmt.Sprintf("priorities[%d]", i), pr.Subject); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tooManyGroups refuses a group past server.MaxTenantGroups, as the
+// service's quotas answer.
+func tooManyGroups() error {
+	return &server.Error{
+		Code: server.EEXHAUSTED, Reason: server.ReasonQuotaExceeded,
+		Message:  fmt.Sprintf("a tenant has at most %d groups: delete one first", server.MaxTenantGroups),
+		Metadata: map[string]string{"quota": "groups", "limit": strconv.Itoa(server.MaxTenantGroups)},
+	}
+}
+
+func (s *Store) DeleteGroup(_ context.Context, tenantID, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.lockGroups(tenantID)()
+	groups, _, err := s.groups(tenantID, []string{name}, false)
+	if err != nil {
+		return err
+	}
+	if _, ok := groups[name]; !ok {
+		return server.ErrGroupNotFound
+	}
+	if lics := s.naming(tenantID, name); len(lics) > 0 {
+		ids := make([]string, len(lics))
+		for i, lic := range lics {
+			ids[i] = lic.lic.ID
+		}
+		return server.GroupInUse(name, ids)
+	}
+	s.unlocked(func() {
+		err = s.commit.write(func(tx *bolt.Tx) error { return tx.Bucket(bucketGroups).Delete(groupKey(tenantID, name)) })
+	})
+	if err != nil {
+		return s.fail("delete group", err)
+	}
+	return nil
+}
+
+func (s *Store) ListGroups(_ context.Context, tenantID string) ([]server.Group, error) {
+	gs, err := scanAll[server.Group](s, "list groups", bucketGroups, prefix(tenantID))
+	if err != nil {
+		return nil, err
+	}
+	return gs, nil
+}
+
+func cloneGroup(g server.Group) server.Group {
+	g.Members = slices.Clone(g.Members)
+	return g
+}
+
+// clonePolicy is a deep copy of p (nil: nil), for answers that share
+// nothing with memory.
+func clonePolicy(p *server.Policy) *server.Policy {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Rules, c.Linger, c.Priorities = slices.Clone(p.Rules), slices.Clone(p.Linger), slices.Clone(p.Priorities)
+	c.Groups = slices.Clone(p.Groups)
+	for i := range c.Groups {
+		c.Groups[i].Members = slices.Clone(c.Groups[i].Members)
+	}
+	return &c
 }

@@ -101,7 +101,7 @@ func encodeHistory(rec leaseRecord) ([]byte, error) {
 func body(r *reader[[]byte], s *slot, id, dst []byte) []byte {
 	s.rev = r.uvarint("rev")
 	f := r.byte("flags")
-	if f&^byte(flagBorrowed|flagTokenText|dedupeMask|flagFeature) != 0 {
+	if f&^byte(flagBorrowed|flagTokenText|dedupeMask|flagFeature|flagReserved) != 0 {
 		r.fail("flags", "unknown bits")
 	}
 	s.flags = flags(f)

@@ -11,7 +11,8 @@ import (
 )
 
 // sampleLeases covers every way a lease's fields are kept: each dedupe
-// kind, a token hash that is not hex, metadata, borrowing, every state.
+// kind, a token hash that is not hex, metadata, borrowing, a site-policy
+// reservation, every state.
 func sampleLeases() []leaseRecord {
 	at := time.Date(2030, 1, 2, 10, 0, 0, 123456789, time.UTC)
 	base := server.Lease{
@@ -36,6 +37,10 @@ func sampleLeases() []leaseRecord {
 			l.IdempotencyKey, l.Metadata = "f81d4fae-7dec-11d0-a765-00a0c91e6bf6", map[string]string{"os": "linux", "": "", "build": "é"}
 		}), Rev: 5},
 		{Lease: with(func(l *server.Lease) { l.Borrowed, l.ExpiresAt = true, at.Add(30*24*time.Hour) }), Rev: 6},
+		{Lease: with(func(l *server.Lease) { l.Reservation = "r:group\x00night" }), Rev: 10},
+		{Lease: with(func(l *server.Lease) {
+			l.Feature, l.Version, l.Reservation, l.State, l.EndedAt = "render", "2025", "r:host\x00ws1", server.LeaseReleased, at.Add(time.Hour)
+		}), Rev: 11},
 		{Lease: with(func(l *server.Lease) { l.State, l.EndedAt = server.LeaseReleased, at.Add(time.Hour) }), Rev: 7},
 		{Lease: with(func(l *server.Lease) { l.State, l.EndedAt = server.LeaseExpired, at.Add(time.Hour) }), Rev: 8},
 		{Lease: with(func(l *server.Lease) {

@@ -33,6 +33,7 @@ const (
 	dedupeShift         = 2      // bits 2-4: the dedupe key's kind (dedupeNone...)
 	dedupeMask    flags = 7 << dedupeShift
 	flagFeature   flags = 1 << 5 // a lease of a feature: its feature and version are in the text
+	flagReserved  flags = 1 << 6 // a lease that took a reserved seat: its reservation's key is in the text
 	storedFlags   flags = 0xff
 
 	flagUsed  flags = 1 << 8  // the slot holds a lease

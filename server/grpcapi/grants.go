@@ -8,9 +8,9 @@ import (
 	"github.com/seatd/seatd/server/service"
 )
 
-// grantWrite is what the three grant calls read first: who writes, in
-// which tenant, on which license.
-func grantWrite(ctx context.Context, tenantID, licenseID string) (actor, tenant string, _ error) {
+// licenseChange is what the calls that change a license's grants or policy
+// read first: who writes, in which tenant, on which license.
+func licenseChange(ctx context.Context, tenantID, licenseID string) (actor, tenant string, _ error) {
 	p := principalFrom(ctx)
 	tenant, err := p.tenant(tenantID)
 	if err == nil {
@@ -23,7 +23,7 @@ func grantWrite(ctx context.Context, tenantID, licenseID string) (actor, tenant 
 }
 
 func (h *adminService) CreateFeatureGrant(ctx context.Context, req *seatdv1.CreateFeatureGrantRequest) (*seatdv1.CreateFeatureGrantResponse, error) {
-	actor, tenant, err := grantWrite(ctx, req.GetTenantId(), req.GetLicenseId())
+	actor, tenant, err := licenseChange(ctx, req.GetTenantId(), req.GetLicenseId())
 	if err == nil && req.GetGrant() == nil {
 		err = server.Invalid("grant", "is required")
 	}
@@ -38,7 +38,7 @@ func (h *adminService) CreateFeatureGrant(ctx context.Context, req *seatdv1.Crea
 }
 
 func (h *adminService) UpdateFeatureGrant(ctx context.Context, req *seatdv1.UpdateFeatureGrantRequest) (*seatdv1.UpdateFeatureGrantResponse, error) {
-	actor, tenant, err := grantWrite(ctx, req.GetTenantId(), req.GetLicenseId())
+	actor, tenant, err := licenseChange(ctx, req.GetTenantId(), req.GetLicenseId())
 	if err == nil && req.GetGrant() == nil {
 		err = server.Invalid("grant", "is required")
 	}
@@ -53,7 +53,7 @@ func (h *adminService) UpdateFeatureGrant(ctx context.Context, req *seatdv1.Upda
 }
 
 func (h *adminService) DeleteFeatureGrant(ctx context.Context, req *seatdv1.DeleteFeatureGrantRequest) (*seatdv1.DeleteFeatureGrantResponse, error) {
-	actor, tenant, err := grantWrite(ctx, req.GetTenantId(), req.GetLicenseId())
+	actor, tenant, err := licenseChange(ctx, req.GetTenantId(), req.GetLicenseId())
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,15 @@ func TestToStatus(t *testing.T) {
 		{name: "grant not started", err: server.GrantNotStarted("render", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)), code: codes.FailedPrecondition, reason: "GRANT_NOT_STARTED"},
 		{name: "grant not found", err: server.ErrGrantNotFound, code: codes.NotFound, reason: "GRANT_NOT_FOUND"},
 		{name: "feature seats exhausted", err: server.FeatureSeatsExhausted("render", 3, 3), code: codes.ResourceExhausted, reason: "SEATS_EXHAUSTED"},
+		{name: "group not found", err: server.ErrGroupNotFound, code: codes.NotFound, reason: "GROUP_NOT_FOUND"},
+		{name: "group in use", err: server.GroupInUse("night", []string{"lic_a"}), code: codes.FailedPrecondition, reason: "GROUP_IN_USE"},
+		{name: "excluded", err: server.Verdict{Reason: server.ReasonExcluded, Rule: 2, Subject: server.Subject{Kind: server.SubjectUser, Name: "intern"}, Detail: "rule 2 excludes user intern"}.Err(""),
+			code: codes.PermissionDenied, reason: "EXCLUDED", msg: "the site policy excludes this client from the license: rule 2 excludes user intern"},
+		{name: "not included", err: server.Verdict{Reason: server.ReasonNotIncluded, Rule: -1}.Err("render"), code: codes.PermissionDenied, reason: "NOT_INCLUDED"},
+		{name: "seats reserved", err: server.Verdict{Reason: server.ReasonSeatsReserved, Rule: 0, InUse: 2, Limit: 3}.Err(""), code: codes.ResourceExhausted, reason: "SEATS_RESERVED"},
+		{name: "user limit", err: server.Verdict{Reason: server.ReasonUserLimit, Rule: 1, InUse: 1, Limit: 1}.Err(""), code: codes.ResourceExhausted, reason: "USER_LIMIT"},
+		{name: "host limit", err: server.Verdict{Reason: server.ReasonHostLimit, Rule: 1, InUse: 1, Limit: 1}.Err(""), code: codes.ResourceExhausted, reason: "HOST_LIMIT"},
+		{name: "group limit", err: server.Verdict{Reason: server.ReasonGroupLimit, Rule: 1, InUse: 1, Limit: 1}.Err(""), code: codes.ResourceExhausted, reason: "GROUP_LIMIT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +106,8 @@ func TestErrorTable(t *testing.T) {
 		{server.LeaseAlreadyEnded(server.Lease{State: server.LeaseRevoked}), codes.FailedPrecondition, "LEASE_REVOKED"},
 		{server.LeaseAlreadyEnded(server.Lease{State: server.LeaseReleased}), codes.FailedPrecondition, "LEASE_RELEASED"},
 		{server.LeaseAlreadyEnded(server.Lease{State: server.LeaseExpired}), codes.FailedPrecondition, "LEASE_EXPIRED"},
+		{server.ErrGroupNotFound, codes.NotFound, "GROUP_NOT_FOUND"},
+		{server.GroupInUse("night", []string{"lic_a", "lic_b"}), codes.FailedPrecondition, "GROUP_IN_USE"},
 		{server.Invalid("fingerprint", "is required"), codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{errNoCredentials, codes.Unauthenticated, "UNAUTHENTICATED"},
 		{Principal{TenantID: "acme"}.requireOperator(), codes.PermissionDenied, "PERMISSION_DENIED"},

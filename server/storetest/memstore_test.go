@@ -56,6 +56,7 @@ type memData struct {
 	Signing  []server.SigningKey // memsigningkeys_test.go
 	Returned map[string]server.ReturnedCertificate
 	Grants   map[string]server.Grant // features.go; deleted ones are removed
+	Groups   map[string]server.Group // mempolicy_test.go, by groupID
 }
 
 type memStore struct {
@@ -93,7 +94,7 @@ func openMem(disk *memDisk) (*memStore, error) {
 	s := &memStore{disk: disk, d: memData{
 		Tenants: map[string]server.Tenant{}, APIKeys: map[string]server.APIKey{},
 		Licenses: map[string]server.License{}, Deleted: map[string]bool{}, Leases: map[string]server.Lease{},
-		Grants: map[string]server.Grant{},
+		Grants: map[string]server.Grant{}, Groups: map[string]server.Group{},
 	}}
 	if disk.data != nil {
 		if err := json.Unmarshal(disk.data, &s.d); err != nil {
@@ -101,6 +102,9 @@ func openMem(disk *memDisk) (*memStore, error) {
 		}
 		if s.d.Grants == nil {
 			s.d.Grants = map[string]server.Grant{}
+		}
+		if s.d.Groups == nil {
+			s.d.Groups = map[string]server.Group{}
 		}
 	}
 	disk.open = true
@@ -156,6 +160,7 @@ func page[T any](items []T, p server.Page) ([]T, string, error) {
 
 func cloneLicense(l server.License) server.License {
 	l.Metadata, l.Grants = maps.Clone(l.Metadata), slices.Clone(l.Grants)
+	l.Policy = clonePolicy(l.Policy)
 	return l
 }
 func cloneLease(l server.Lease) server.Lease { l.Metadata = maps.Clone(l.Metadata); return l }
@@ -332,6 +337,7 @@ func (s *memStore) CreateLicense(_ context.Context, l server.License) (server.Li
 	if _, ok := s.d.Licenses[l.ID]; ok {
 		return server.License{}, &server.Error{Code: server.ECONFLICT, Reason: server.ReasonAlreadyExists, Field: "license.id", Message: "license id taken"}
 	}
+	l.Policy = nil // SetPolicy sets it, against the tenant's groups
 	s.d.Licenses[l.ID] = cloneLicense(l)
 	return cloneLicense(l), nil
 }
@@ -390,7 +396,7 @@ func (s *memStore) UpdateLicense(_ context.Context, tenantID, id string, update 
 		return server.License{}, err
 	}
 	l.ID, l.TenantID, l.Key, l.CreatedAt = old.ID, old.TenantID, old.Key, old.CreatedAt
-	l.UpdatedAt, l.Grants = now, old.Grants
+	l.UpdatedAt, l.Grants, l.Policy = now, old.Grants, clonePolicy(old.Policy) // SetPolicy and PutGroup change it
 	stored := cloneLicense(l)
 	stored.Grants = nil
 	s.d.Licenses[id] = stored
@@ -521,6 +527,12 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 			return result(ls, i, true), nil
 		}
 	}
+	// The site policy judges a new lease over the pools it may take; its
+	// SEATS_EXHAUSTED is the count's own, answered below.
+	v, judged := s.judgePolicy(lic, req.Feature, server.Identity{User: req.User, Host: req.Hostname}, pools, now, nil)
+	if judged && !v.Grant && v.Reason != server.ReasonSeatsExhausted {
+		return server.AcquireResult{}, v.Err(req.Feature)
+	}
 	// Else the first usable pool with a free seat grants (a borrow: that
 	// its pool allows).
 	var firstRefusal, borrowRefusal error
@@ -544,7 +556,7 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 			inUse, limit = inUse+n, limit+p.SeatLimit()
 			continue
 		}
-		return result(s.grant(req, p, dedupe, now), i, false), nil
+		return result(s.grant(req, p, dedupe, v.Reservation, now), i, false), nil
 	}
 	switch {
 	case usable == 0:
@@ -575,7 +587,7 @@ func (s *memStore) checkBorrow(p server.License, d time.Duration, now time.Time)
 
 // grant makes a new lease of pool p, which has a free seat. Caller holds
 // mu.
-func (s *memStore) grant(req server.AcquireRequest, p server.License, dedupe string, now time.Time) server.Lease {
+func (s *memStore) grant(req server.AcquireRequest, p server.License, dedupe, reservation string, now time.Time) server.Lease {
 	borrowing := req.BorrowFor > 0
 	// A lapsed lease of the same idempotency or dedupe key ends for good:
 	// it could otherwise revive beside the new one (invariant 4).
@@ -605,6 +617,7 @@ func (s *memStore) grant(req server.AcquireRequest, p server.License, dedupe str
 		Fingerprint: req.Fingerprint, User: req.User, Hostname: req.Hostname, Metadata: maps.Clone(req.Metadata),
 		IdempotencyKey: req.IdempotencyKey, DedupeKey: dedupe, State: server.LeaseActive,
 		AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(p.LeaseTTL), Feature: req.Feature,
+		Reservation: reservation,
 	}
 	if req.Feature != "" {
 		ls.Version = req.Version
@@ -648,7 +661,8 @@ func (s *memStore) Heartbeat(_ context.Context, leaseID, tokenHash string) (serv
 	}
 	lic := s.pool(ls.LicenseID)
 	if !now.Before(ls.ExpiresAt) {
-		revivable := !ls.Borrowed && now.Before(ls.ExpiresAt.Add(lic.RevivalWindow)) && s.live(lic.ID, now) < lic.SeatLimit()
+		revivable := !ls.Borrowed && now.Before(ls.ExpiresAt.Add(lic.RevivalWindow)) && s.live(lic.ID, now) < lic.SeatLimit() &&
+			s.revivalAllowed(ls, now)
 		if !revivable {
 			s.expire(ls, now) // observed ends are final
 			return server.Lease{}, server.ErrLeaseExpired
@@ -1144,16 +1158,4 @@ func (s *memStore) DeleteGrant(_ context.Context, tenantID, licenseID, grantID s
 	}
 	delete(s.d.Grants, grantID)
 	return n, nil
-}
-
-// Site policies: not kept by the reference store yet.
-func (m *memStore) SetPolicy(ctx context.Context, tenantID, licenseID string, p *server.Policy) (server.License, error) {
-	return server.License{}, server.Errorf(server.EPRECONDITION, server.ReasonInvalidArgument, "not built")
-}
-func (m *memStore) PutGroup(ctx context.Context, g server.Group) (server.Group, error) {
-	return server.Group{}, server.Errorf(server.EPRECONDITION, server.ReasonInvalidArgument, "not built")
-}
-func (m *memStore) DeleteGroup(ctx context.Context, tenantID, name string) error { return nil }
-func (m *memStore) ListGroups(ctx context.Context, tenantID string) ([]server.Group, error) {
-	return nil, nil
 }

@@ -22,6 +22,18 @@ import (
 //		})
 //	}
 func Run(t *testing.T, newBackend Backend) {
+	RunWith(t, newBackend, Options{})
+}
+
+// Options leave parts of the suite out, for a backend that does not
+// implement them yet.
+type Options struct {
+	// NoPolicy leaves out the site-policy cases (Policy).
+	NoPolicy bool
+}
+
+// RunWith is Run with options.
+func RunWith(t *testing.T, newBackend Backend, o Options) {
 	if newBackend == nil {
 		t.Fatal("storetest.Run: nil Backend")
 	}
@@ -52,6 +64,12 @@ func Run(t *testing.T, newBackend Backend) {
 		{"Borrow", testBorrow},           // invariants 1, 3, 5 for borrowed leases
 		{"Retention", testRetention},
 		{"Features", testFeatures}, // invariant 12: each grant a pool of its own
+	}
+	if !o.NoPolicy {
+		groups = append(groups, struct {
+			name string
+			run  func(*testing.T, Backend)
+		}{"Policy", testPolicy}) // invariant 13: the site policy judged with the count
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -42,11 +42,15 @@ const (
 	StatusWrongToken Status = "TOKEN"    // the token does not match
 	StatusExpired    Status = "EXPIRED"  // past its deadline, not revived
 	StatusBorrowed   Status = "BORROWED" // heartbeat: a borrowed lease, which keeps its deadline
+	// heartbeat: a lapsed lease within the revival window of a license with
+	// a site policy: Revive judges whether it comes back.
+	StatusJudgeRevival Status = "REVIVE"
 )
 
 // beatStatuses are heartbeat.lua's status codes, in code order (small
 // integers are cheaper to build in Lua and to read here than strings).
-var beatStatuses = [...]Status{StatusRenewed, StatusNoLease, StatusWrongToken, StatusExpired, StatusInactive, StatusLicenseExpired, StatusBorrowed}
+var beatStatuses = [...]Status{StatusRenewed, StatusNoLease, StatusWrongToken, StatusExpired, StatusInactive, StatusLicenseExpired,
+	StatusBorrowed, StatusJudgeRevival}
 
 // strategies are every leasing strategy: acquire.lua picks the dedupe key
 // of the license's current one from the keys computed here, so that the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -235,4 +236,76 @@ func (rs *Redis) PrunePolicyIndex(ctx context.Context, licenseID string, pools [
 		return "", 0, err
 	}
 	return replyString(res[0]), int(replyInt(res[1])), nil
+}
+
+// Revival is Revive's answer: the Beat, unless the license's live state
+// says otherwise (Status StatusNoState with NoState, StatusDeleted with
+// DeletedPool, StatusStale with RedisVersion, StatusNoPolicyIndex), as
+// AcquirePoolSet's.
+type Revival struct {
+	Beat
+	NoState      []string
+	DeletedPool  string
+	RedisVersion int64
+}
+
+// Revive judges the revival of the lapsed lease leaseID of pool poolID
+// (one of set's) of a license with a site policy, as heartbeat.lua would
+// revive it, and only if the policy's decision j on its client (the
+// reservation it may take: only its own) would grant it a seat now
+// (revive.lua). set is the PoolSet of the lease's feature and version
+// (NewPolicyPoolSet; j nil if the license has no policy any more).
+func (rs *Redis) Revive(ctx context.Context, set *PoolSet, poolID, leaseID, tokenHash string, j *Judgement) (Revival, error) {
+	at := 0
+	for i := 1; i <= len(set.pools)+len(set.others); i++ {
+		if set.at(i) == poolID {
+			at = i
+		}
+	}
+	if at == 0 {
+		return Revival{}, fmt.Errorf("revive: pool %s is not of the set", poolID)
+	}
+	decision := ""
+	if j != nil {
+		decision = string(j.encode(set.names))
+	}
+	res, err := scriptRevive.Run(ctx, rs.rdb, set.keys, strconv.FormatInt(set.version, 10), len(set.pools),
+		len(set.pools)+len(set.others), at, leaseKey(leaseID), tokenKey(tokenHash), decision).Slice()
+	if err != nil {
+		return Revival{}, err
+	}
+	poolOf := func(v any) string {
+		if i := int(replyInt(v)); i > 0 {
+			return set.at(i)
+		}
+		return set.licenseID
+	}
+	var out Revival
+	switch st := Status(replyString(res[0])); st {
+	case StatusNoState:
+		out.Status = st
+		for _, v := range res[1:] {
+			out.NoState = append(out.NoState, poolOf(v))
+		}
+	case StatusDeleted:
+		out.Status, out.DeletedPool = st, poolOf(res[1])
+	case StatusStale:
+		out.Status, out.RedisVersion = st, replyInt(res[1])
+	case StatusNoPolicyIndex:
+		out.Status = st
+	default:
+		if len(res) < 5 {
+			return Revival{}, fmt.Errorf("revive.lua: unexpected reply %v", res)
+		}
+		code := replyInt(res[1])
+		if code < 0 || code >= int64(len(beatStatuses)) {
+			return Revival{}, fmt.Errorf("revive.lua: unexpected code %d", code)
+		}
+		out.Status = beatStatuses[code]
+		if out.Status == StatusRenewed {
+			now := replyInt(res[2])
+			out.Heartbeat, out.Deadline, out.PrevFirst = usTime(now), usTime(now+replyInt(res[3])), replyInt(res[4])
+		}
+	}
+	return out, nil
 }

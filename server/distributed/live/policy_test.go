@@ -11,12 +11,13 @@ import (
 )
 
 // buildPolicyPool builds a pool of a license whose policy has generation
-// gen, at settings version 1, as a rebuild does.
-func buildPolicyPool(t *testing.T, rs *Redis, lic server.License, gen int64, epoch int64) {
+// gen, at settings version 1, holding leases, as a rebuild does.
+func buildPolicyPool(t *testing.T, rs *Redis, lic server.License, gen int64, epoch int64, leases ...Lease) {
 	t.Helper()
 	st, err := rs.State(t.Context(), lic.ID)
 	require.NoError(t, err)
-	b := Build{Epoch: epoch, Conf: Conf{License: lic, Version: 1, PolicyGen: gen}, Snapshot: st.Now, Incarnation: st.Incarnation}
+	b := Build{Epoch: epoch, Conf: Conf{License: lic, Version: 1, PolicyGen: gen}, Snapshot: st.Now, Incarnation: st.Incarnation,
+		Leases: leases}
 	built, _, err := rs.Rebuild(t.Context(), lic.ID, b)
 	require.NoError(t, err)
 	require.True(t, built)
@@ -53,7 +54,7 @@ func TestAcquirePoolsJudgesAPolicy(t *testing.T) {
 	buildPolicyPool(t, rs, lic, 5, 1)
 	conf, err := rdb.HMGet(t.Context(), rs.keysOf(lic.ID)[0], "policy", "revival").Result()
 	require.NoError(t, err)
-	require.Equal(t, []any{"5", "0"}, conf, "the settings say the generation, and no revival")
+	require.Equal(t, []any{"5", "-60000000"}, conf, "the settings say the generation, and the revival window negated")
 
 	req := func(fp, user string) *server.AcquireRequest {
 		return &server.AcquireRequest{Fingerprint: fp, User: user, Hostname: "Node-1", LeaseID: server.NewID(server.PrefixLeaseID),
@@ -209,4 +210,50 @@ func TestPolicyIndexCountsEveryPoolOfTheScope(t *testing.T) {
 	take(onlyA, "bob", EncodeNames(many...), 3)
 	require.Equal(t, StatusPolicyRefused, g.Status, "all at once: the same count")
 	require.Equal(t, []int{3}, g.CapCounts)
+}
+
+// TestReviveJudgesThePolicy: heartbeat.lua leaves a lapsed lease of a
+// license with a policy to revive.lua, which revives it within the window
+// only if the policy would grant its client a seat.
+func TestReviveJudgesThePolicy(t *testing.T) {
+	rs, _ := openLive(t)
+	now, err := rs.Now(t.Context())
+	require.NoError(t, err)
+	lic := server.License{ID: server.NewID(server.PrefixLicenseID), TenantID: "tn", Seats: 3, LeaseTTL: time.Hour,
+		RevivalWindow: time.Hour, LeasingStrategy: server.PerFingerprint, Active: true}
+	lapsed := Lease{ID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret("a1"), Acquired: now.Add(-time.Hour),
+		Heartbeat: now.Add(-time.Hour), Deadline: now.Add(-time.Minute), DedupeKey: "fp:a1"}
+	live := Lease{ID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret("a2"), Acquired: now,
+		Heartbeat: now, Deadline: now.Add(time.Hour), DedupeKey: "fp:a2"}
+	buildPolicyPool(t, rs, lic, 5, 1, lapsed, live)
+	token, _, err := rs.BeginPolicyIndex(t.Context(), lic.ID, 5)
+	require.NoError(t, err)
+	require.NoError(t, rs.WritePolicyIndex(t.Context(), lic.ID, token, 5, []PolicyHolder{
+		{PoolID: lic.ID, LeaseID: lapsed.ID, User: "ann"}, {PoolID: lic.ID, LeaseID: live.ID, User: "ann"}}))
+
+	b, err := rs.Heartbeat(t.Context(), lic.ID, lapsed.ID, lapsed.TokenHash)
+	require.NoError(t, err)
+	require.Equal(t, StatusJudgeRevival, b.Status)
+	set := rs.NewPolicyPoolSet(lic.ID, 1, []string{lic.ID}, nil)
+	capped := &Judgement{User: "ann", Caps: []JudgedCap{{Limit: 1, Names: EncodeNames("ann")}}}
+	r, err := rs.Revive(t.Context(), set, lic.ID, lapsed.ID, lapsed.TokenHash, capped)
+	require.NoError(t, err)
+	require.Equal(t, StatusExpired, r.Status, "ann holds her 1 seat with her other lease")
+	r, err = rs.Revive(t.Context(), set, lic.ID, lapsed.ID, "wrong", capped)
+	require.NoError(t, err)
+	require.Equal(t, StatusWrongToken, r.Status)
+
+	require.NoError(t, rs.End(t.Context(), lic.ID, []string{live.ID}))
+	r, err = rs.Revive(t.Context(), set, lic.ID, lapsed.ID, lapsed.TokenHash, capped)
+	require.NoError(t, err)
+	require.Equal(t, StatusRenewed, r.Status, "within her cap now")
+	require.True(t, r.Deadline.After(now))
+	b, err = rs.Heartbeat(t.Context(), lic.ID, lapsed.ID, lapsed.TokenHash)
+	require.NoError(t, err)
+	require.Equal(t, StatusRenewed, b.Status, "live again: a plain heartbeat")
+
+	stale := rs.NewPolicyPoolSet(lic.ID, 0, []string{lic.ID}, nil)
+	r, err = rs.Revive(t.Context(), stale, lic.ID, lapsed.ID, lapsed.TokenHash, capped)
+	require.NoError(t, err)
+	require.Equal(t, StatusStale, r.Status)
 }

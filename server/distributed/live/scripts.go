@@ -18,8 +18,11 @@ var luaFS embed.FS
 // EVAL when Redis does not know it yet (a restart, SCRIPT FLUSH).
 var (
 	scriptAcquire = loadScript("acquire")
-	// A feature's acquisition, over the pools of a license's grants.
-	scriptAcquirePools = loadScript("acquire_pools")
+	// A feature's acquisition, over the pools of a license's grants, and
+	// any acquisition of a license with a site policy; the revival of a
+	// lapsed lease of such a license (lua/policy.lua judges the policy).
+	scriptAcquirePools = concat("common", "policy", "acquire_pools")
+	scriptRevive       = concat("common", "policy", "revive")
 	scriptHeartbeat    = loadScript("heartbeat")
 	scriptCheck        = loadScript("check")
 	scriptEnd          = loadScript("end")
@@ -68,7 +71,7 @@ func concat(names ...string) *redis.Script {
 
 // scriptsByName are the scripts by their file's name, for Script.
 var scriptsByName = map[string]*redis.Script{
-	"acquire": scriptAcquire, "acquire_pools": scriptAcquirePools, "heartbeat": scriptHeartbeat, "check": scriptCheck, "end": scriptEnd,
+	"acquire": scriptAcquire, "acquire_pools": scriptAcquirePools, "revive": scriptRevive, "heartbeat": scriptHeartbeat, "check": scriptCheck, "end": scriptEnd,
 	"expire": scriptExpire, "take": scriptTake, "due": scriptDue, "peek": scriptPeek, "count": scriptCount,
 	"rebuild": scriptRebuild, "setconf": scriptSetConf, "tombstone": scriptTombstone, "adopt": scriptAdopt,
 	"state": scriptState, "progress": scriptProgress, "firsts": scriptFirsts, "usable": scriptUsable, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,

@@ -21,9 +21,9 @@ type Conf struct {
 	License server.License
 	Version int64 // the record's settings version
 	// PolicyGen is the generation of the site policy of the pool's
-	// license (0: none): the settings say it ('policy'), and a pool of a
-	// license with a policy revives no lapsed lease (its client acquires
-	// again, judged by the policy).
+	// license (0: none): the settings say it ('policy'), and hold the
+	// revival window negated, so that heartbeat.lua leaves the revival of
+	// a lapsed lease to revive.lua, which judges it by the policy.
 	PolicyGen int64
 }
 
@@ -35,7 +35,7 @@ func (c Conf) args(to []any) []any {
 	l := &c.License
 	revival, policy := l.RevivalWindow.Microseconds(), ""
 	if c.PolicyGen > 0 {
-		revival, policy = 0, strconv.FormatInt(c.PolicyGen, 10)
+		revival, policy = -revival, strconv.FormatInt(c.PolicyGen, 10)
 	}
 	active := 0
 	if l.Active {

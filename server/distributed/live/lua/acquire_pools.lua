@@ -80,36 +80,11 @@ elseif (lic[3] or '0') ~= ARGV[1] then
   return {{'STALE', lic[3] or '0'}}
 end
 local policy_gen = lic[4] or ''
--- POOL_FIELDS are the settings an acquisition judges a pool by: all but
--- the license JSON (the largest field, read below for the pools that grant
--- in this run only) and those of heartbeats and the cleaner.
-local POOL_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'active', 'exp', 'strategy',
-  'version', 'maxborrow', 'maxborrowed', 'starts'}
-local function load_pool_conf()
-  local v = redis.call('HMGET', K_CONF, unpack(POOL_FIELDS))
-  if not v[1] then
-    return nil
-  end
-  return {
-    epoch = tonumber(v[1]),
-    deleted = v[2] == '1',
-    seats = tonumber(v[3] or '0'),
-    overdraft = tonumber(v[4] or '0'),
-    ttl = tonumber(v[5] or '0'),
-    active = v[6] == '1',
-    exp = tonumber(v[7] or '0'),
-    strategy = v[8] or '',
-    version = v[9] or '0',
-    maxborrow = tonumber(v[10] or '0'),
-    maxborrowed = tonumber(v[11] or '0'),
-    starts = tonumber(v[12] or '0'),
-  }
-end
 
 local confs = {}
 for i = 1, nscope do
   use_pool(i)
-  local c = load_pool_conf()
+  local c = load_conf(ALL_BUT_JSON) -- the JSON only of the pools that grant (below)
   if not c then
     missing[#missing + 1] = i
   elseif c.deleted then
@@ -142,143 +117,6 @@ local function count_of(i)
   return counts[i]
 end
 
--- The site policy (see the top). pool_at maps a pool's name in the index
--- ('' or the grant's id after the dot) to its place in KEYS, once a run.
-local pool_at
-local function map_pools(names)
-  if not pool_at then
-    pool_at = {}
-    for i, name in ipairs(names) do
-      pool_at[name] = i
-    end
-  end
-end
-
--- held_live says whether the lease of an index member (rest: pool \0
--- lease) is live (true), lapsed (false) or gone from its pool (nil).
-local function held_live(rest)
-  local z = string.find(rest, '\0', 1, true)
-  local i = z and pool_at[string.sub(rest, 1, z - 1)]
-  if not i then
-    return nil
-  end
-  local dl = redis.call('ZSCORE', KEYS[(i - 1) * POOL_KEYS + 3], string.sub(rest, z + 1))
-  if not dl then
-    return nil
-  end
-  return tonumber(dl) > now
-end
-
--- count_prefix counts the live leases of the members that start with
--- prefix (which ends with \0: the byte after it is a pool's name or \0,
--- never 0xFF), and removes the members whose lease is gone.
-local function count_prefix(prefix)
-  local n = 0
-  for _, m in ipairs(redis.call('ZRANGEBYLEX', K_IDX, '[' .. prefix, '(' .. prefix .. '\255')) do
-    local live = held_live(string.sub(m, #prefix + 1))
-    if live == nil then
-      redis.call('ZREM', K_IDX, m)
-    elseif live then
-      n = n + 1
-    end
-  end
-  return n
-end
-
--- count_names counts the live leases of the scope held by any of names
--- (users: tag 'u', hosts: 'h'): a range read per name, or, for a group
--- with more members than the scope has holders, one read of all holders.
-local function count_names(scope, tag, names)
-  local lo = scope .. '\0' .. tag .. '\0'
-  local per_name = #names <= 16
-  if not per_name then
-    per_name = #names * 4 <= redis.call('ZLEXCOUNT', K_IDX, '[' .. lo, '(' .. lo .. '\255')
-  end
-  local n = 0
-  if per_name then
-    for _, name in ipairs(names) do
-      n = n + count_prefix(lo .. name .. '\0')
-    end
-    return n
-  end
-  local set = {}
-  for _, name in ipairs(names) do
-    set[name] = true
-  end
-  for _, m in ipairs(redis.call('ZRANGEBYLEX', K_IDX, '[' .. lo, '(' .. lo .. '\255')) do
-    local rest = string.sub(m, #lo + 1)
-    local z = string.find(rest, '\0', 1, true)
-    if z and set[string.sub(rest, 1, z - 1)] then
-      local live = held_live(string.sub(rest, z + 1))
-      if live == nil then
-        redis.call('ZREM', K_IDX, m)
-      elseif live then
-        n = n + 1
-      end
-    end
-  end
-  return n
-end
-
--- judge is server.Judge of decision P over n leases of limit: nil to go
--- on to the pools with the reservation to take (0: a shared seat), or the
--- refusal's counts {caps, reservations}. A count at its limit (n >=
--- limit) goes on too: step 3 answers EXHAUSTED as without a policy.
-local function judge(P, n, limit)
-  if P[4] == 1 then
-    return nil, {{}, {}}
-  end
-  local scope, caps = P[1], {}
-  for k, c in ipairs(P[6]) do
-    caps[k] = count_names(scope, c[1], c[3])
-    if caps[k] >= c[2] then
-      return nil, {caps, {}}
-    end
-  end
-  local held, unused, take = {}, 0, 0
-  for k, r in ipairs(P[7]) do
-    held[k] = count_prefix(scope .. '\0r\0' .. r[1] .. '\0')
-    local free = math.max(0, r[2] - held[k])
-    unused = unused + free
-    if take == 0 and r[3] == 1 and free > 0 then
-      take = k
-    end
-  end
-  if n >= limit or take > 0 or n + unused < limit then
-    return take
-  end
-  return nil, {caps, held}
-end
-
--- index_members are the index members of lease id of pool i under P, with
--- the reservation k it took (0: none).
-local function index_members(P, i, id, k)
-  local tail = '\0' .. P[5][i] .. '\0' .. id
-  local out = {}
-  if P[2] ~= '' then
-    out[#out + 1] = P[1] .. '\0u\0' .. P[2] .. tail
-  end
-  if P[3] ~= '' then
-    out[#out + 1] = P[1] .. '\0h\0' .. P[3] .. tail
-  end
-  if k > 0 then
-    out[#out + 1] = P[1] .. '\0r\0' .. P[7][k][1] .. tail
-  end
-  return out
-end
-
--- taken is the reservation a lease of pool i granted under P took, from
--- its index members (a replayed grant).
-local function taken(P, i, id)
-  for k = 1, #P[7] do
-    local m = index_members(P, i, id, k)
-    if redis.call('ZSCORE', K_IDX, m[#m]) then
-      return k
-    end
-  end
-  return 0
-end
-
 -- acquire judges the acquisition whose arguments start at ARGV[b]. Its
 -- reads come before its writes (but for the index members of ended leases
 -- that its counts remove, which were due to go anyway), so one that fails
@@ -293,7 +131,7 @@ local function acquire(b)
       error('the license has a site policy: the acquisition must bring its decision')
     end
     P = cjson.decode(ARGV[b + 12])
-    map_pools(P[5])
+    policy_use(K_IDX, now, P[5])
   end
 
   -- dedupe_of is the acquisition's dedupe key under a pool's strategy.

@@ -95,8 +95,11 @@ end
 -- the first HOT_FIELDS of them (the license JSON, the largest field, would
 -- otherwise be read on every run).
 local CONF_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'revival', 'active', 'exp',
-  'strategy', 'tenant', 'json', 'version', 'maxborrow', 'maxborrowed', 'starts', 'policy'}
+  'strategy', 'tenant', 'version', 'maxborrow', 'maxborrowed', 'starts', 'policy', 'json'}
 local HOT_FIELDS = 8
+-- ALL_BUT_JSON reads every field but the license JSON, last of them: what
+-- a feature's acquisition judges its pools by (acquire_pools.lua).
+local ALL_BUT_JSON = #CONF_FIELDS - 1
 
 -- load_conf returns the license settings (the first n fields, all when n
 -- is nil), or nil when the live state of the license is absent (never
@@ -117,12 +120,12 @@ local function load_conf(n)
     exp = tonumber(v[8] or '0'),
     strategy = v[9] or '',
     tenant = v[10] or '',
-    json = v[11] or '',
-    version = v[12] or '0',
-    maxborrow = tonumber(v[13] or '0'),
-    maxborrowed = tonumber(v[14] or '0'),
-    starts = tonumber(v[15] or '0'), -- a grant's pool: not before (µs; 0: at once)
-    policy = v[16] or '', -- the generation of the license's site policy ('' none: setconf.lua)
+    version = v[11] or '0',
+    maxborrow = tonumber(v[12] or '0'),
+    maxborrowed = tonumber(v[13] or '0'),
+    starts = tonumber(v[14] or '0'), -- a grant's pool: not before (µs; 0: at once)
+    policy = v[15] or '', -- the generation of the license's site policy ('' none: setconf.lua)
+    json = v[16] or '',
   }
 end
 

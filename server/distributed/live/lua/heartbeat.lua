@@ -10,9 +10,12 @@
 --    then for each lease one status code}
 -- with codes 0 renewed (last heartbeat now, deadline now + ttl), 1 no such
 -- lease, 2 wrong token, 3 expired, 4 license inactive, 5 license expired,
--- 6 borrowed (a borrowed lease keeps the deadline it was borrowed until).
+-- 6 borrowed (a borrowed lease keeps the deadline it was borrowed until),
+-- 7 to be judged: a lapsed lease within the revival window of a license
+-- with a site policy, whose settings hold the window negated (revival <
+-- 0): revive.lua revives it only if the policy allows.
 -- (Small integers: cheap to build here and to read in Go.)
-local RENEWED, NOLEASE, TOKEN, EXPIRED, BORROWED = 0, 1, 2, 3, 6
+local RENEWED, NOLEASE, TOKEN, EXPIRED, BORROWED, JUDGED = 0, 1, 2, 3, 6, 7
 local UNUSABLE = {INACTIVE = 4, LICEXPIRED = 5}
 local conf, refused = open_conf(HOT_FIELDS)
 if not conf then
@@ -71,8 +74,12 @@ local function renew(id, tok)
     return BORROWED
   end
   if r[DL] <= now then
-    if conf.revival <= 0 or now >= r[DL] + conf.revival then
+    local window = math.abs(conf.revival)
+    if window <= 0 or now >= r[DL] + window then
       return EXPIRED
+    end
+    if conf.revival < 0 then
+      return JUDGED -- a license with a site policy: revive.lua judges it
     end
     flush()
     if live_count(now) >= conf.seats + conf.overdraft then

@@ -1,0 +1,296 @@
+package seatctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// policyAdmin is fakeAdmin with a license's policy and the tenant's
+// groups; calls lists the calls that write, in order.
+type policyAdmin struct {
+	fakeAdmin
+	policy *seatdv1.LicensePolicy
+	groups []*seatdv1.IdentityGroup
+	calls  []string
+}
+
+func (f *policyAdmin) GetLicensePolicy(_ context.Context, req *seatdv1.GetLicensePolicyRequest, _ ...grpc.CallOption) (*seatdv1.GetLicensePolicyResponse, error) {
+	p := f.policy
+	if p == nil {
+		p = &seatdv1.LicensePolicy{LicenseId: req.GetLicenseId()}
+	}
+	return &seatdv1.GetLicensePolicyResponse{Policy: p}, f.keep("GetLicensePolicy", req)
+}
+
+func (f *policyAdmin) SetLicensePolicy(_ context.Context, req *seatdv1.SetLicensePolicyRequest, _ ...grpc.CallOption) (*seatdv1.SetLicensePolicyResponse, error) {
+	f.calls = append(f.calls, "SetLicensePolicy")
+	p := proto.Clone(req.GetPolicy()).(*seatdv1.LicensePolicy)
+	p.LicenseId, p.UpdateTime = req.GetLicenseId(), timestamppb.Now()
+	return &seatdv1.SetLicensePolicyResponse{Policy: p}, f.keep("SetLicensePolicy", req)
+}
+
+func (f *policyAdmin) ListGroups(_ context.Context, req *seatdv1.ListGroupsRequest, _ ...grpc.CallOption) (*seatdv1.ListGroupsResponse, error) {
+	return &seatdv1.ListGroupsResponse{Groups: f.groups}, f.keep("ListGroups", req)
+}
+
+func (f *policyAdmin) PutGroup(_ context.Context, req *seatdv1.PutGroupRequest, _ ...grpc.CallOption) (*seatdv1.PutGroupResponse, error) {
+	f.calls = append(f.calls, "PutGroup "+req.GetGroup().GetName())
+	gr := proto.Clone(req.GetGroup()).(*seatdv1.IdentityGroup)
+	gr.CreateTime, gr.UpdateTime = timestamppb.Now(), timestamppb.Now()
+	return &seatdv1.PutGroupResponse{Group: gr}, f.keep("PutGroup", req)
+}
+
+func (f *policyAdmin) DeleteGroup(_ context.Context, req *seatdv1.DeleteGroupRequest, _ ...grpc.CallOption) (*seatdv1.DeleteGroupResponse, error) {
+	f.calls = append(f.calls, "DeleteGroup "+req.GetName())
+	return &seatdv1.DeleteGroupResponse{}, f.keep("DeleteGroup", req)
+}
+
+func runPolicy(t *testing.T, f *policyAdmin, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	g := &globals{stdout: &out, adminClient: f}
+	code := run(g, append([]string{"--key", "test-key"}, args...), &out, &errb)
+	return result{out: out.String(), err: errb.String(), code: code}
+}
+
+func runPolicyOK(t *testing.T, f *policyAdmin, args ...string) string {
+	t.Helper()
+	r := runPolicy(t, f, args...)
+	require.Equal(t, ExitOK, r.code, "seatctl %v: %s", args, r.err)
+	return r.out
+}
+
+// writeFile writes content to a file of the test and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+// nightPolicy is the README's: one base seat kept for group night, bob
+// capped at one, intern excluded.
+func nightPolicy() *seatdv1.LicensePolicy {
+	return &seatdv1.LicensePolicy{LicenseId: "lic_cad", UpdateTime: timestamppb.New(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)), Rules: []*seatdv1.PolicyRule{
+		{Kind: seatdv1.PolicyRule_KIND_RESERVE, Count: 1, Subject: &seatdv1.PolicySubject{Kind: seatdv1.PolicySubject_KIND_GROUP, Name: "night"}},
+		{Kind: seatdv1.PolicyRule_KIND_MAX, Count: 1, Subject: &seatdv1.PolicySubject{Kind: seatdv1.PolicySubject_KIND_USER, Name: "bob"}},
+		{Kind: seatdv1.PolicyRule_KIND_EXCLUDE, Subject: &seatdv1.PolicySubject{Kind: seatdv1.PolicySubject_KIND_USER, Name: "intern"}},
+		{Kind: seatdv1.PolicyRule_KIND_MAX, Feature: "render", Count: 2, EachMember: true, Subject: &seatdv1.PolicySubject{Kind: seatdv1.PolicySubject_KIND_HOST_GROUP, Name: "farm"}},
+	}}
+}
+
+func TestPolicyGetShowsEachRule(t *testing.T) {
+	f := &policyAdmin{policy: nightPolicy()}
+	out := runPolicyOK(t, f, "policy", "get", "lic_cad", "--tenant", "acme")
+	req := f.requests["GetLicensePolicy"].(*seatdv1.GetLicensePolicyRequest)
+	require.Equal(t, "lic_cad", req.GetLicenseId())
+	require.Equal(t, "acme", req.GetTenantId())
+	require.Regexp(t, `^site policy of license lic_cad, set \S+ \S+: 4 rule\(s\)\n`, out)
+	require.Regexp(t, `#\s+RULE\s+POOL\s+COUNT\s+SUBJECT\s+MEANS\n`, out)
+	require.Regexp(t, `0\s+reserve\s+base\s+1\s+group night\s+1 seat\(s\) kept for group night\n`, out)
+	require.Regexp(t, `1\s+max\s+base\s+1\s+user bob\s+user bob holds at most 1\n`, out)
+	require.Regexp(t, `2\s+exclude\s+base\s+-\s+user intern\s+user intern is refused\n`, out)
+	require.Regexp(t, `3\s+max\s+feature render\s+2\s+host group farm \(each member\)\s+each member of host group farm holds at most 2\n`, out)
+
+	// -o json is the LicensePolicy, which policy set takes back.
+	var got seatdv1.LicensePolicy
+	require.NoError(t, protojson.Unmarshal([]byte(runPolicyOK(t, f, "policy", "get", "lic_cad", "-o", "json")), &got))
+	require.True(t, proto.Equal(nightPolicy(), &got), "%v", &got)
+
+	require.Equal(t, "license lic_cad has no site policy: any client may take any free seat\n",
+		runPolicyOK(t, &policyAdmin{}, "policy", "get", "lic_cad"))
+}
+
+func TestPolicySetSendsTheDocument(t *testing.T) {
+	f := &policyAdmin{policy: nightPolicy()}
+	path := writeFile(t, "policy.json", runPolicyOK(t, f, "policy", "get", "lic_cad", "-o", "json"))
+	out := runPolicyOK(t, f, "policy", "set", "lic_cad", "-f", path)
+	req := f.requests["SetLicensePolicy"].(*seatdv1.SetLicensePolicyRequest)
+	require.Equal(t, "lic_cad", req.GetLicenseId())
+	require.Len(t, req.GetPolicy().GetRules(), 4)
+	require.True(t, proto.Equal(nightPolicy().GetRules()[3], req.GetPolicy().GetRules()[3]))
+	require.Contains(t, out, "4 rule(s)")
+
+	// snake_case field names, as the API documents them, read too.
+	path = writeFile(t, "p.json", `{"rules": [{"kind": "KIND_MAX", "count": 1, "each_member": true, "subject": {"kind": "KIND_GROUP", "name": "night"}}]}`)
+	runPolicyOK(t, f, "policy", "set", "lic_cad", "-f", path)
+	require.True(t, f.requests["SetLicensePolicy"].(*seatdv1.SetLicensePolicyRequest).GetPolicy().GetRules()[0].GetEachMember())
+
+	for _, args := range [][]string{
+		{"policy", "set", "lic_cad"}, // no -f
+		{"policy", "set", "lic_cad", "-f", writeFile(t, "bad.json", `{"rules": [{"kind": "RESERVE"}]}`)},
+		{"policy", "set", "lic_cad", "-f", writeFile(t, "bad.json", `rules: []`)},
+		{"policy", "set", "lic_cad", "-f", filepath.Join(t.TempDir(), "missing.json")},
+		{"policy", "set", "-f", path}, // no license
+	} {
+		f := &policyAdmin{}
+		r := runPolicy(t, f, args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.err)
+		require.True(t, strings.HasPrefix(r.err, "seatctl: ") && strings.Count(r.err, "\n") == 1, "%v: %q", args, r.err)
+		require.Empty(t, f.requests, "%v asked seatd", args)
+	}
+}
+
+// readmeOptions is the options file of the README's section "Who gets a
+// seat: site policy", with a line seatd does not map.
+const readmeOptions = `# ACME's cadsuite options
+GROUP night alice carol
+RESERVE 1 cadsuite GROUP night
+MAX 1 cadsuite USER bob
+EXCLUDE cadsuite USER intern
+TIMEOUTALL 3600
+LINGER cadsuite 60
+GROUP day erin
+`
+
+func TestPolicyImportPutsGroupsThenSetsThePolicy(t *testing.T) {
+	f := &policyAdmin{
+		fakeAdmin: fakeAdmin{licenses: []*seatdv1.License{{Id: "lic_cad", Seats: 3}}},
+		groups:    []*seatdv1.IdentityGroup{{Name: "night", Kind: seatdv1.IdentityGroup_KIND_USERS, Members: []string{"alice"}}},
+	}
+	path := writeFile(t, "acme.opt", readmeOptions)
+	out := runPolicyOK(t, f, "policy", "import", "lic_cad", "-f", path, "--base-feature", "cadsuite")
+	require.Equal(t, []string{"PutGroup night", "SetLicensePolicy"}, f.calls, "the groups first, then the policy")
+	put := f.requests["PutGroup"].(*seatdv1.PutGroupRequest)
+	require.True(t, proto.Equal(&seatdv1.IdentityGroup{Name: "night", Kind: seatdv1.IdentityGroup_KIND_USERS, Members: []string{"alice", "carol"}}, put.GetGroup()), "%v", put.GetGroup())
+	set := f.requests["SetLicensePolicy"].(*seatdv1.SetLicensePolicyRequest)
+	want := nightPolicy().GetRules()[:3]
+	require.Len(t, set.GetPolicy().GetRules(), 3)
+	for i := range want {
+		require.True(t, proto.Equal(want[i], set.GetPolicy().GetRules()[i]), "rule %d: %v", i, set.GetPolicy().GetRules()[i])
+	}
+
+	// Line by line: what it could not map, and what it does.
+	require.Contains(t, out, path+": not mapped as written:\n")
+	require.Contains(t, out, "  line 6: TIMEOUTALL 3600\n      TIMEOUTALL is not mapped: seatd reclaims a seat when its lease misses its heartbeats")
+	require.Contains(t, out, "  LINGER of the base pool, 1m: not set: seatd does not hold released seats yet\n")
+	require.Contains(t, out, "  group day: not put: no rule names it\n")
+	require.Contains(t, out, "to do on license lic_cad:\n")
+	require.Contains(t, out, "  put group night: alice, carol (replaces group night (alice): every policy naming it follows)\n")
+	require.Contains(t, out, "    0  reserve, base pool: 1 seat(s) kept for group night\n")
+	require.Contains(t, out, "    2  exclude, base pool: user intern is refused\n")
+	require.True(t, strings.HasSuffix(out, "put group night\nset the site policy of license lic_cad: 3 rule(s)\n"), out)
+
+	// A group already as the file has it is not put again.
+	f.groups[0].Members = []string{"alice", "carol"}
+	f.calls = nil
+	out = runPolicyOK(t, f, "policy", "import", "lic_cad", "-f", path, "--base-feature", "cadsuite")
+	require.Equal(t, []string{"SetLicensePolicy"}, f.calls)
+	require.Contains(t, out, "  group night: already as the file has it\n")
+
+	// -o json: the notes, the groups put and the policy, as the API has them.
+	var view ImportView
+	require.NoError(t, json.Unmarshal([]byte(runPolicyOK(t, f, "policy", "import", "lic_cad", "-f", path, "--base-feature", "cadsuite", "-o", "json")), &view))
+	require.False(t, view.DryRun)
+	require.Len(t, view.Notes, 3, "TIMEOUTALL, LINGER, group day: %v", view.Notes)
+	require.Equal(t, 6, view.Notes[0].Line)
+	require.Zero(t, view.Notes[1].Line)
+	var p seatdv1.LicensePolicy
+	require.NoError(t, protojson.Unmarshal(view.Policy, &p))
+	require.Len(t, p.GetRules(), 3)
+}
+
+func TestPolicyImportDryRunChangesNothing(t *testing.T) {
+	f := &policyAdmin{fakeAdmin: fakeAdmin{licenses: []*seatdv1.License{{Id: "lic_cad", Seats: 3}}}}
+	path := writeFile(t, "acme.opt", readmeOptions)
+	out := runPolicyOK(t, f, "policy", "import", "lic_cad", "-f", path, "--base-feature", "cadsuite", "--dry-run")
+	require.Empty(t, f.calls)
+	require.Contains(t, out, "would do on license lic_cad (dry run):\n")
+	require.Contains(t, out, "  put group night: alice, carol (new)\n")
+	require.True(t, strings.HasSuffix(out, "dry run: validated, nothing changed\n"), out)
+	var view ImportView
+	require.NoError(t, json.Unmarshal([]byte(runPolicyOK(t, f, "policy", "import", "lic_cad", "-f", path, "--base-feature", "cadsuite", "--dry-run", "-o", "json")), &view))
+	require.True(t, view.DryRun)
+	require.Len(t, view.Groups, 1)
+	require.Empty(t, f.calls)
+}
+
+// What seatd would refuse is refused before anything is written: a usage
+// error naming the field as seatd would.
+func TestPolicyImportRefusesWhatSeatdWould(t *testing.T) {
+	lic := &seatdv1.License{Id: "lic_cad", Seats: 3, Grants: []*seatdv1.FeatureGrant{{Id: "lic_cad.00000001", Feature: "render", Seats: 2}}}
+	for _, tc := range []struct{ file, want string }{
+		{"GROUP night alice\nRESERVE 4 cadsuite GROUP night\n", "rules: reservations of the base pool sum to 4, more than its 3 seats"},
+		{"RESERVE 2 render USER a\nRESERVE 1 render USER b\n", "reservations of render sum to 3, more than its 2 seats"},
+		{"TIMEOUTALL 3600\nEXCLUDE sim USER bob\n", "no rule could be mapped: nothing to set"},
+	} {
+		f := &policyAdmin{fakeAdmin: fakeAdmin{licenses: []*seatdv1.License{lic}}}
+		r := runPolicy(t, f, "policy", "import", "lic_cad", "-f", writeFile(t, "x.opt", tc.file), "--base-feature", "cadsuite")
+		require.Equal(t, ExitUsage, r.code, "%s: %s", tc.file, r.err)
+		require.Contains(t, r.err, tc.want)
+		require.Empty(t, f.calls, "%s: nothing written", tc.file)
+	}
+	// Without --base-feature, the base pool's FlexNet name is no feature:
+	// the note says how to name it.
+	f := &policyAdmin{fakeAdmin: fakeAdmin{licenses: []*seatdv1.License{lic}}}
+	r := runPolicy(t, f, "policy", "import", "lic_cad", "-f", writeFile(t, "x.opt", readmeOptions), "--dry-run")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.out, `the license has no grant of feature "cadsuite" (if it is the license's base pool, say so with --base-feature cadsuite)`)
+	require.Equal(t, ExitNotFound, runPolicy(t, f, "policy", "import", "lic_nope", "-f", writeFile(t, "x.opt", readmeOptions)).code)
+}
+
+func TestGroupsCommands(t *testing.T) {
+	many := []string{"a", "b", "c", "d", "e", "f", "g"}
+	f := &policyAdmin{groups: []*seatdv1.IdentityGroup{
+		{Name: "farm", Kind: seatdv1.IdentityGroup_KIND_HOSTS, Members: []string{"node01", "node02"}},
+		{Name: "night", Kind: seatdv1.IdentityGroup_KIND_USERS, Members: many},
+	}}
+	out := runPolicyOK(t, f, "groups", "ls")
+	require.Regexp(t, `NAME\s+KIND\s+MEMBERS\s+UPDATED\n`, out)
+	require.Regexp(t, `farm\s+hosts\s+node01, node02\s+-\n`, out)
+	require.Regexp(t, `night\s+users\s+a, b, c, d, e \(\+2 more\)\s+-\n`, out)
+	var list seatdv1.ListGroupsResponse
+	require.NoError(t, protojson.Unmarshal([]byte(runPolicyOK(t, f, "groups", "ls", "-o", "json")), &list))
+	require.Len(t, list.GetGroups(), 2)
+	require.Contains(t, runPolicyOK(t, &policyAdmin{}, "groups", "ls"), "(no groups)")
+
+	out = runPolicyOK(t, f, "groups", "put", "night", "--users", "alice,bob", "--users", "carol")
+	put := f.requests["PutGroup"].(*seatdv1.PutGroupRequest)
+	require.True(t, proto.Equal(&seatdv1.IdentityGroup{Name: "night", Kind: seatdv1.IdentityGroup_KIND_USERS, Members: []string{"alice", "bob", "carol"}}, put.GetGroup()))
+	require.Regexp(t, `members\s+alice, bob, carol\n`, out)
+	runPolicyOK(t, f, "groups", "put", "farm", "--hosts", "node01", "--tenant", "acme")
+	put = f.requests["PutGroup"].(*seatdv1.PutGroupRequest)
+	require.Equal(t, seatdv1.IdentityGroup_KIND_HOSTS, put.GetGroup().GetKind())
+	require.Equal(t, "acme", put.GetTenantId())
+
+	require.Equal(t, "deleted group night\n", runPolicyOK(t, f, "groups", "rm", "night"))
+	require.Equal(t, "night", f.requests["DeleteGroup"].(*seatdv1.DeleteGroupRequest).GetName())
+
+	for _, args := range [][]string{
+		{"groups", "put", "night"},
+		{"groups", "put", "night", "--users", "a", "--hosts", "h"},
+		{"groups", "put", "night", "--users", ""},
+		{"groups", "put", "--users", "a"},
+		{"groups", "rm"},
+	} {
+		f := &policyAdmin{}
+		r := runPolicy(t, f, args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.err)
+		require.Empty(t, f.requests, "%v asked seatd", args)
+	}
+}
+
+// -f - reads standard input.
+func TestReadInputFromStandardInput(t *testing.T) {
+	c := &cobra.Command{}
+	c.SetIn(strings.NewReader(`{"rules": []}`))
+	data, err := readFileOrStdin(c, "-")
+	require.NoError(t, err)
+	require.Equal(t, `{"rules": []}`, string(data))
+	require.Equal(t, "standard input", inputName("-"))
+}

@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
+)
+
+// TestSeatctlPolicy runs seatctl's site policy and group commands against
+// a real seatd. Embedded mode keeps and enforces policies: an options file
+// imported (a dry run first, which changes nothing), the policy read back
+// and set from its own JSON, groups put and kept while named, a client
+// refused by the policy; distributed mode the same.
+func TestSeatctlPolicy(t *testing.T) {
+	t.Parallel()
+	bin := buildSeatctl(t)
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		testSeatctlPolicy(t, bin, start(t, options{}))
+	})
+	t.Run("distributed", func(t *testing.T) {
+		t.Parallel()
+		b := sharedBackend(t, "")
+		testSeatctlPolicy(t, bin, b.startSeatd(t, "ctlp-"+randomHex(3)))
+	})
+}
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+func testSeatctlPolicy(t *testing.T, bin string, p *proc) {
+	ctx := testContext(t)
+	op := p.asOperator(ctx)
+	admin := p.admin()
+	c := ctl{t: t, bin: bin, addr: p.GRPCAddr, key: p.OperatorKey}
+	tenant := "pol-" + randomHex(3)
+	c.ok("tenants", "create", "--id", tenant, "--name", "Policies")
+	tc := func(args ...string) []string { return append([]string{"--tenant", tenant}, args...) }
+
+	var lic seatdv1.License
+	c.json(&lic, tc("licenses", "create", "--name", "ACME site", "--seats", "3", "--ttl", "1h")...)
+	c.ok(tc("grants", "create", lic.GetId(), "--feature", "render", "--seats", "2")...)
+	var farm seatdv1.IdentityGroup
+	c.json(&farm, tc("groups", "put", "farm", "--hosts", "node01,node02")...)
+	require.Equal(t, seatdv1.IdentityGroup_KIND_HOSTS, farm.GetKind())
+
+	opts := writeTemp(t, "acme.opt", strings.Join([]string{
+		"GROUP night alice carol",
+		"RESERVE 1 cadsuite GROUP night",
+		"MAX 1 cadsuite USER bob",
+		"EXCLUDE cadsuite USER intern",
+		"INCLUDE render HOST_GROUP farm",
+		"HOST_GROUP farm node01 node02",
+		"TIMEOUTALL 3600",
+	}, "\n"))
+	dry := c.ok(tc("policy", "import", lic.GetId(), "-f", opts, "--base-feature", "cadsuite", "--dry-run")...)
+	require.Contains(t, dry, "line 7: TIMEOUTALL 3600")
+	require.Contains(t, dry, "put group night: alice, carol (new)")
+	require.Contains(t, dry, "host group farm: already as the file has it")
+	require.Contains(t, dry, "dry run: validated, nothing changed")
+	got, err := admin.GetLicensePolicy(op, &seatdv1.GetLicensePolicyRequest{LicenseId: lic.GetId(), TenantId: tenant})
+	require.NoError(t, err)
+	require.Empty(t, got.GetPolicy().GetRules(), "a dry run changes nothing")
+	groups, err := admin.ListGroups(op, &seatdv1.ListGroupsRequest{TenantId: tenant})
+	require.NoError(t, err)
+	require.Len(t, groups.GetGroups(), 1, "a dry run changes nothing")
+
+	out := c.ok(tc("policy", "import", lic.GetId(), "-f", opts, "--base-feature", "cadsuite")...)
+	require.Contains(t, out, "set the site policy of license "+lic.GetId()+": 4 rule(s)")
+	got, err = admin.GetLicensePolicy(op, &seatdv1.GetLicensePolicyRequest{LicenseId: lic.GetId(), TenantId: tenant})
+	require.NoError(t, err)
+	require.Len(t, got.GetPolicy().GetRules(), 4)
+	var shown seatdv1.LicensePolicy
+	c.json(&shown, tc("policy", "get", lic.GetId())...)
+	require.True(t, proto.Equal(got.GetPolicy(), &shown), "policy get -o json is the API's: %v", &shown)
+	require.Regexp(t, `3\s+include\s+feature render\s+-\s+host group farm\s`, c.ok(tc("policy", "get", lic.GetId())...))
+
+	// The client meets it.
+	_, err = p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "ws-9", User: "intern", Hostname: "ws-9"})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+	require.Contains(t, err.Error(), "excludes user intern")
+
+	// set takes back what get -o json printed, changed.
+	var doc seatdv1.LicensePolicy
+	c.json(&doc, tc("policy", "get", lic.GetId())...)
+	require.Equal(t, "bob", doc.GetRules()[1].GetSubject().GetName())
+	doc.GetRules()[1].GetSubject().Name = "bobby"
+	edited, err := protojson.Marshal(&doc)
+	require.NoError(t, err)
+	c.ok(tc("policy", "set", lic.GetId(), "-f", writeTemp(t, "p.json", string(edited)))...)
+	got, err = admin.GetLicensePolicy(op, &seatdv1.GetLicensePolicyRequest{LicenseId: lic.GetId(), TenantId: tenant})
+	require.NoError(t, err)
+	require.Equal(t, "bobby", got.GetPolicy().GetRules()[1].GetSubject().GetName())
+	msg := c.fails(ctlUsage, tc("policy", "set", lic.GetId(), "-f", writeTemp(t, "bad.json",
+		`{"rules": [{"kind": "KIND_RESERVE", "count": 1, "subject": {"kind": "KIND_GROUP", "name": "day"}}]}`))...)
+	require.Contains(t, msg, "rules[0].subject.name")
+
+	// A group that a policy names is kept; once the policy is gone it goes.
+	require.Contains(t, c.fails(ctlRefused, tc("groups", "rm", "night")...), "GROUP_IN_USE")
+	require.Contains(t, c.ok(tc("groups", "ls")...), "alice, carol")
+	c.ok(tc("policy", "set", lic.GetId(), "-f", writeTemp(t, "empty.json", `{}`))...)
+	require.Equal(t, "deleted group night\n", c.ok(tc("groups", "rm", "night")...))
+	c.fails(ctlNotFound, tc("groups", "rm", "night")...)
+}

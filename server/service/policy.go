@@ -1,0 +1,155 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/seatd/seatd/server"
+)
+
+// Site policies and groups (server/policy.go, issue 27). The service
+// refuses a request of the wrong shape before the store is asked; what
+// needs the license and the tenant's groups (a feature the license holds,
+// a group that exists, reservations within the seats, no rule twice) the
+// store judges with Policy.Validate in the same step as the write.
+
+// GetPolicy reads a license of the tenant with its policy (nil: none).
+func (s *Service) GetPolicy(ctx context.Context, tenant, licenseID string) (server.License, error) {
+	if err := required("license_id", licenseID); err != nil {
+		return server.License{}, err
+	}
+	return s.store.GetLicense(ctx, tenant, licenseID)
+}
+
+// SetPolicy replaces the policy of a license of the tenant (nil or no
+// rules: none) and audits it. No held lease ends: the policy judges the
+// next acquisitions.
+func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string, p *server.Policy) (server.License, error) {
+	if err := required("license_id", licenseID); err != nil {
+		return server.License{}, err
+	}
+	if err := checkPolicyShape(p); err != nil {
+		return server.License{}, err
+	}
+	var set *server.Policy
+	if p != nil && len(p.Rules) > 0 {
+		// Groups are the store's to fill; the time is this call's.
+		set = &server.Policy{Rules: p.Rules, UpdatedAt: s.now()}
+	}
+	l, err := s.store.SetPolicy(ctx, tenant, licenseID, set)
+	if err != nil {
+		return server.License{}, err
+	}
+	details := map[string]string{"license_id": licenseID, "rules": itoa(0)}
+	if set != nil {
+		details["rules"] = itoa(len(set.Rules))
+		for kind, n := range ruleCounts(set.Rules) {
+			details["rules."+string(kind)] = itoa(n)
+		}
+	}
+	s.audit(ctx, actor, tenant, "policy.set", "license_policy", licenseID, details)
+	return l, nil
+}
+
+func ruleCounts(rules []server.PolicyRule) map[server.RuleKind]int {
+	n := map[server.RuleKind]int{}
+	for _, r := range rules {
+		n[r.Kind]++
+	}
+	return n
+}
+
+// checkPolicyShape refuses what no license could take, naming the field
+// (rules[2].count): the rules' number, each rule's kind, count, feature
+// name, subject kind and name, each_member. Lingers and priorities are not
+// served yet: refused rather than kept unenforced.
+func checkPolicyShape(p *server.Policy) error {
+	if p == nil {
+		return nil
+	}
+	if len(p.Linger) > 0 {
+		return server.Invalid("linger", "lingering seats are not available yet")
+	}
+	if len(p.Priorities) > 0 {
+		return server.Invalid("priorities", "priorities are not available yet")
+	}
+	if len(p.Rules) > server.MaxPolicyRules {
+		return server.Invalid("rules", "must be at most %d rules", server.MaxPolicyRules)
+	}
+	for i, r := range p.Rules {
+		f := fmt.Sprintf("rules[%d]", i)
+		switch r.Kind {
+		case server.RuleReserve, server.RuleMax:
+			switch {
+			case r.Count < 1:
+				return server.Invalid(f+".count", "must be at least 1 for a %s rule", r.Kind)
+			case r.Count > server.MaxPolicyCount:
+				return server.Invalid(f+".count", "must be at most %d", server.MaxPolicyCount)
+			}
+		case server.RuleInclude, server.RuleExclude:
+			if r.Count != 0 {
+				return server.Invalid(f+".count", "must be 0 for an %s rule", r.Kind)
+			}
+		case "":
+			return server.Invalid(f+".kind", "is required: reserve, max, include or exclude")
+		default:
+			return server.Invalid(f+".kind", "must be reserve, max, include or exclude (got %q)", r.Kind)
+		}
+		if r.Feature != "" {
+			if err := server.CheckFeature(f+".feature", r.Feature); err != nil {
+				return err
+			}
+		}
+		switch r.Subject.Kind {
+		case server.SubjectUser, server.SubjectHost, server.SubjectGroup, server.SubjectHostGroup:
+		case "":
+			return server.Invalid(f+".subject.kind", "is required: user, host, group or host_group")
+		default:
+			return server.Invalid(f+".subject.kind", "must be user, host, group or host_group (got %q)", r.Subject.Kind)
+		}
+		if err := server.CheckPolicyName(f+".subject.name", r.Subject.Name); err != nil {
+			return err
+		}
+		if r.EachMember && (r.Kind != server.RuleMax || !r.Subject.Kind.IsGroup()) {
+			return server.Invalid(f+".each_member", "only a max rule on a group or host_group may count each member apart")
+		}
+	}
+	return nil
+}
+
+// ListGroups lists the tenant's groups by name.
+func (s *Service) ListGroups(ctx context.Context, tenant string) ([]server.Group, error) {
+	return s.store.ListGroups(ctx, tenant)
+}
+
+// PutGroup creates the tenant's group g.Name or replaces its kind and
+// members (validated first: Group.Validate, field "group"), and audits it.
+// The policies naming it judge by it from their next acquisition on.
+func (s *Service) PutGroup(ctx context.Context, actor, tenant string, g server.Group) (server.Group, error) {
+	if err := g.Validate("group"); err != nil {
+		return server.Group{}, err
+	}
+	now := s.now()
+	g.TenantID, g.CreatedAt, g.UpdatedAt = tenant, now, now
+	out, err := s.store.PutGroup(ctx, g)
+	if err != nil {
+		return server.Group{}, err
+	}
+	s.audit(ctx, actor, tenant, "group.put", "group", out.Name, map[string]string{
+		"kind": string(out.Kind), "members": itoa(len(out.Members)),
+	})
+	return out, nil
+}
+
+// DeleteGroup removes a group of the tenant that no policy names (the
+// store refuses with GroupInUse otherwise), and audits it.
+func (s *Service) DeleteGroup(ctx context.Context, actor, tenant, name string) error {
+	if err := server.CheckPolicyName("name", name); err != nil {
+		return err
+	}
+	if err := s.store.DeleteGroup(ctx, tenant, name); err != nil {
+		return err
+	}
+	s.audit(ctx, actor, tenant, "group.delete", "group", name, nil)
+	return nil
+}
