@@ -173,7 +173,8 @@ func afterTheRun(d time.Duration) time.Duration {
 // 2024 requests go to the next grant), 2025.10 (expires after the run),
 // 2025 (never; 2025.3 is covered by 2025.10 only: numeric components);
 // "sim" on license 2 with a grant of every version and one of up to 3
-// that starts a quarter of the way in (before that it never grants).
+// that starts a quarter of the way in (before that it never grants);
+// license 2 has a site policy too (createGrants).
 var campaignGrants = []campaignGrant{
 	{license: 1, feature: "render", version: "2024", seats: 1, overdraft: 1, expires: halfWay},
 	{license: 1, feature: "render", version: "2025", seats: 2},
@@ -220,6 +221,23 @@ func (c *campaign) createGrants(d time.Duration) {
 			chaosVersion(cgr.Version), g.GetSeats(), g.GetOverdraft(), chaosTime(cgr.StartsAt), chaosTime(cgr.ExpiresAt))
 	}
 	c.asks = campaignAsks
+
+	// License 2 has a site policy that binds none of the campaign's
+	// clients (they claim no user or host): every acquisition of it, of its
+	// base pool and of its feature, takes the policy's path (decided, judged
+	// with the policy index, which each loss of Redis makes rebuild), under
+	// the same properties as the others.
+	ctx, cancel := callCtx(t.Context())
+	subject := func(kind seatdv1.PolicySubject_Kind, name string) *seatdv1.PolicySubject {
+		return &seatdv1.PolicySubject{Kind: kind, Name: name}
+	}
+	_, err := p.admin().SetLicensePolicy(p.asOperator(ctx), &seatdv1.SetLicensePolicyRequest{LicenseId: c.ids[2],
+		Policy: &seatdv1.LicensePolicy{Rules: []*seatdv1.PolicyRule{
+			{Kind: seatdv1.PolicyRule_KIND_MAX, Count: 100, Subject: subject(seatdv1.PolicySubject_KIND_USER, "nobody")},
+			{Kind: seatdv1.PolicyRule_KIND_EXCLUDE, Feature: "sim", Subject: subject(seatdv1.PolicySubject_KIND_HOST, "nowhere")},
+		}}})
+	cancel()
+	require.NoError(t, err, "set the site policy of license 2")
 }
 
 func chaosVersion(v string) string {
