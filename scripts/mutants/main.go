@@ -198,8 +198,8 @@ var mutants = []mutant{
 	{"embedded grant leaves the lapsed leases in its policy's way", "server/embedded/leases.go",
 		"			ending = append(ending, held...)", "			ending = append(ending, held[:0]...)", embedded},
 	{"embedded hands a lease back to another identity on a policy license", "server/embedded/policy.go",
-		"	return t.user != req.User || strings.ToLower(t.hostname) != strings.ToLower(req.Hostname)",
-		"	return false && (t.user != req.User || strings.ToLower(t.hostname) != strings.ToLower(req.Hostname))", embedded},
+		"	return t.user != req.User || !strings.EqualFold(t.hostname, req.Hostname)",
+		"	return false && (t.user != req.User || !strings.EqualFold(t.hostname, req.Hostname))", embedded},
 	// Killed by embedded TestCrashSlackSurvivesACleanRestart.
 	{"embedded load: the crash slack not marked for the flusher", "server/embedded/load.go",
 		"			s.idx.markDirty(r) // the flusher stores the new deadline\n", "", embedded},

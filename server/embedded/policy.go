@@ -477,7 +477,7 @@ func (s *Store) replaces(lic *license, feature string, r ref, req *server.Acquir
 		return false
 	}
 	t := s.idx.text(r)
-	return t.user != req.User || strings.ToLower(t.hostname) != strings.ToLower(req.Hostname)
+	return t.user != req.User || !strings.EqualFold(t.hostname, req.Hostname)
 }
 
 // lockGroups makes the caller the one SetPolicy, PutGroup or DeleteGroup
