@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -310,6 +311,32 @@ func (p *Policy) Validate(l *License, groups map[string]Group) error {
 	return nil
 }
 
+// CheckChange refuses a change of the license's seats or grants that
+// would leave its policy p one that Validate refuses: next is the license
+// as the change would leave it, prev as it is. The groups are p's own
+// (Policy.Groups: the stores keep them current). The error names the
+// rule as "policy."+Validate's field (INVALID_ARGUMENT), and nothing may
+// change. A policy that prev already breaks (kept from before this
+// check) does not block other changes.
+func (p *Policy) CheckChange(prev, next *License) error {
+	if p == nil {
+		return nil
+	}
+	groups := make(map[string]Group, len(p.Groups))
+	for _, g := range p.Groups {
+		groups[g.Name] = g
+	}
+	err := p.Validate(next, groups)
+	if err == nil || p.Validate(prev, groups) != nil {
+		return nil
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	return Invalid("policy."+e.Field, "%s after this change: change the license's site policy first", e.Message)
+}
+
 // checkSubject refuses a subject of an unknown kind, with a bad name, or
 // naming a group the tenant does not have (or has of the other kind).
 func checkSubject(field string, s Subject, groups map[string]Group) error {
@@ -500,6 +527,12 @@ func capKey(s Subject, name string, each bool) (key, reason string) {
 		return "g:" + name, ReasonGroupLimit
 	}
 	return "hg:" + name, ReasonGroupLimit
+}
+
+// HasRules reports whether the policy has rules of feature ("": the base
+// pool): whether it judges that pool's acquisitions at all.
+func (c *CompiledPolicy) HasRules(feature string) bool {
+	return c != nil && c.features[feature] != nil
 }
 
 // Decide says what the policy makes of id acquiring a seat of feature ("":

@@ -95,7 +95,43 @@ type LicenseStore interface {
 //
 // A policy change never ends a lease. GetLicense, LicenseByKey,
 // ListLicenses and UpdateLicense return each license with its Policy
-// (nil: none), its Groups filled.
+// (nil: none), its Groups filled. GetLicense and LicenseByKey may share
+// the Policy with the store and other answers (a store replaces a
+// policy, never changes one in place, so that reading a license costs
+// nothing of the size of its groups): callers treat it as read-only.
+//
+// On a license whose policy has rules of the pool (the base pool, or the
+// request's feature), Acquire also:
+//   - hands a live lease of the request's idempotency or dedupe key back
+//     only to a request that claims the lease's user and host (hosts
+//     without case). A request of another identity is judged as a new
+//     lease of its own, with that lease's seat counted free: refused,
+//     the lease is left as it was; granted, the new lease takes its place
+//     and the old one ends in the same step, revoked, with an audit entry
+//     (actor "system", action "lease.replace", details "replaced_by": the
+//     new lease's id). A borrowed lease is handed back as without a
+//     policy: it cannot be revoked;
+//   - ends (expired, as a displaced lease: observed ends are final) the
+//     lapsed leases that, were they live, would make Judge refuse the
+//     grant (judged with the reservation it takes, or none, as the only
+//     one it may take): a lapsed lease may come back without being
+//     judged (a revival judges it, but a crash's write-behind slack gives
+//     every active lease time back), so the grant must hold with them
+//     counted (borrowed ones aside: they never come back). While that
+//     judgment refuses, the earliest (by deadline,
+//     then id) lapsed lease that counts in the refusing figure ends: under
+//     the refusing cap; for a reservation, a shared lease of the pools (or
+//     one of a reservation over its seats, or of the reservation the
+//     grant takes), else any of them; for the seat count, one of the pool
+//     that grants, else of the pools. The others keep their chance to
+//     revive.
+//
+// UpdateLicense, UpdateGrant and DeleteGrant refuse, changing nothing, a
+// change of the license's seats or grants that its policy would no longer
+// pass (Policy.CheckChange: INVALID_ARGUMENT naming the rule as
+// "policy.rules[i]...", e.g. the only grant of a feature a rule names, or
+// seats under the pool's reservations), in the same atomic step as the
+// change.
 type PolicyStore interface {
 	// SetPolicy replaces the license's policy (nil, or one without rules:
 	// none) and returns the license. The store validates p against the
@@ -189,7 +225,9 @@ type LeaseStore interface {
 	//     non-empty), or the same DedupeKey per the license's leasing strategy
 	//     (when non-empty), that lease is returned with Existing=true, its
 	//     TokenHash replaced by req.TokenHash, LastHeartbeatAt=now and its
-	//     deadline renewed to now+TTL; no second seat is taken (invariant 4);
+	//     deadline renewed to now+TTL; no second seat is taken (invariant 4)
+	//     (on a license with a site policy, only to the lease's own user
+	//     and host: PolicyStore);
 	//   - otherwise, if fewer than SeatLimit() leases are live (Lease.Live:
 	//     leases past their deadline do not count, cleaned up or not), a new
 	//     active lease with ID req.LeaseID, AcquiredAt=LastHeartbeatAt=now and

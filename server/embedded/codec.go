@@ -47,6 +47,16 @@ func cloneLicense(l server.License) server.License {
 	return l
 }
 
+// readLicense is cloneLicense for reads (GetLicense, LicenseByKey): its
+// Policy is shared with memory, which replaces a policy and never changes
+// one in place (applyPolicy), so that a read costs nothing of the size of
+// the policy's groups; callers treat it as read-only (server.PolicyStore).
+func readLicense(l server.License) server.License {
+	l.Metadata = maps.Clone(l.Metadata)
+	l.Grants = slices.Clone(l.Grants)
+	return l
+}
+
 // answerLicense is cloneLicense for the hot path: its Grants and Policy
 // are shared with memory, which never changes either in place
 // (syncGrants, applyPolicy: a change is a new slice, a new Policy).

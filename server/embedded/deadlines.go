@@ -117,6 +117,17 @@ func (x *index) toDisplace(l *license, now int64, ending []ref) (rs []ref, ok bo
 	return rs, ok
 }
 
+// inPool returns those of rs that are leases of pool l.
+func (x *index) inPool(l *license, rs []ref) []ref {
+	var out []ref
+	for _, r := range rs {
+		if x.slots.at(r).lic == l.num {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // file puts a new lease in its license's live tree and the expiry tree,
 // under its deadline.
 func (x *index) file(l *license, r ref) {

@@ -39,6 +39,15 @@ func (s *Store) expiring(r ref, now time.Time) ending {
 	return end
 }
 
+// replacing ends a live lease whose seat a request of the same keys but
+// another user or host takes (Store.replaces): as revoked, audited with
+// the lease that replaces it.
+func (s *Store) replacing(r ref, now time.Time, by string) ending {
+	end := s.finish(r, server.LeaseRevoked, now)
+	end.audit = systemAudit(end.lease, "lease.replace", now, map[string]string{"replaced_by": by})
+	return end
+}
+
 func (s *Store) finish(r ref, st server.LeaseState, now time.Time) ending {
 	sl, text, lic := *s.idx.slots.at(r), s.idx.slots.text(r), &s.idx.licenseOf(r).lic
 	sl.rev++

@@ -35,7 +35,8 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 		dedupe = server.DedupeKey(lic.lic.LeasingStrategy, req.Fingerprint, req.User, req.Hostname)
 	}
 	// Dedupe and idempotency are per feature: a lease of the same keys in
-	// any pool that may grant is handed back.
+	// any pool that may grant is handed back (or replaced, policy.go).
+	var replaced []ref
 	for _, p := range pools {
 		if p.lic.CheckUsable(now) != nil {
 			continue
@@ -44,18 +45,23 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 			if s.idx.slots.at(r).busy() {
 				return res, true, nil
 			}
-			res, err := s.renew(r, req.TokenHash, now)
-			return res, false, err
+			if !s.replaces(lic, req.Feature, r, &req) {
+				res, err := s.renew(r, req.TokenHash, now)
+				return res, false, err
+			}
+			replaced = []ref{r}
+			break
 		}
 	}
 	// The site policy, in the same step as the count, over the pools the
 	// request may take. Its SEATS_EXHAUSTED is firstFree's own answer
 	// (borrow refusals included).
-	v, judged := s.judgePolicy(lic, req.Feature, server.Identity{User: req.User, Host: req.Hostname}, pools, ns, nil)
+	id := server.Identity{User: req.User, Host: req.Hostname}
+	v, judged := s.judgePolicy(lic, req.Feature, id, pools, &counting{now: ns, gone: replaced}, nil)
 	if judged && !v.Grant && v.Reason != server.ReasonSeatsExhausted {
 		return res, false, v.Err(req.Feature)
 	}
-	from, err := s.firstFree(pools, req, now)
+	from, err := s.firstFree(pools, req, now, replaced)
 	if err != nil {
 		return res, false, err
 	}
@@ -67,22 +73,28 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 	}
 	// Lapsed leases of the same keys, in any of the pools, end with this
 	// grant: they could otherwise revive beside the new lease (invariant 4).
-	var ending, own []ref
+	ending := slices.Clone(replaced)
 	for _, p := range pools {
 		keyed, ok := s.idx.lapsed(p, req.IdempotencyKey, dedupe, borrowing, ns)
 		if !ok {
 			return res, true, nil
 		}
-		if p == from {
-			own = keyed
-		}
 		ending = append(ending, keyed...)
 	}
-	displaced, ok := s.idx.toDisplace(from, ns, own)
+	// So do the lapsed leases in the way of the policy's caps and
+	// reservations, and those of from whose seats it needs.
+	if judged {
+		held, ok := s.policyEnds(lic, req.Feature, id, pools, from, v, ns, ending)
+		if !ok {
+			return res, true, nil
+		}
+		ending = append(ending, held...)
+	}
+	displaced, ok := s.idx.toDisplace(from, ns, s.idx.inPool(from, ending))
 	if !ok {
 		return res, true, nil
 	}
-	res, err = s.grant(from, req, dedupe, v.Reservation, now, append(ending, displaced...))
+	res, err = s.grant(from, req, dedupe, v.Reservation, now, append(ending, displaced...), replaced)
 	return res, false, err
 }
 
@@ -111,8 +123,9 @@ func (l *license) covering(feature, version string) []*license {
 // firstFree returns the first of the pools (pick order) that may grant
 // at now and has a free seat (a borrow: that its pool allows), or the
 // refusal: FeatureSeatsExhausted summed over those that were only full;
-// the first borrow refusal when none was; or why none may grant.
-func (s *Store) firstFree(pools []*license, req server.AcquireRequest, now time.Time) (*license, error) {
+// the first borrow refusal when none was; or why none may grant. The
+// live leases of replaced (ending with the grant) hold no seat.
+func (s *Store) firstFree(pools []*license, req server.AcquireRequest, now time.Time, replaced []ref) (*license, error) {
 	ns := now.UnixNano()
 	inUse, limit, usable := 0, 0, false
 	var refusedBorrow error
@@ -127,7 +140,7 @@ func (s *Store) firstFree(pools []*license, req server.AcquireRequest, now time.
 				continue
 			}
 		}
-		n, most := s.idx.liveCount(p, ns), p.lic.SeatLimit()
+		n, most := s.idx.liveCount(p, ns)-len(s.idx.inPool(p, replaced)), p.lic.SeatLimit()
 		if n < most {
 			return p, nil
 		}

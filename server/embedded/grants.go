@@ -79,6 +79,10 @@ func (s *Store) UpdateGrant(_ context.Context, tenantID, licenseID, grantID stri
 	if err != nil {
 		return server.Grant{}, err
 	}
+	// Its license's policy must stay valid (seats under the reservations).
+	if err := lic.lic.Policy.CheckChange(&lic.lic, withGrant(&lic.lic, cur.ID, &next)); err != nil {
+		return server.Grant{}, err
+	}
 	if err := s.writeGrant("update grant", grantRecord{Grant: next}); err != nil {
 		return server.Grant{}, err
 	}
@@ -96,6 +100,11 @@ func (s *Store) DeleteGrant(_ context.Context, tenantID, licenseID, grantID stri
 		return 0, err
 	}
 	defer s.hold(lic)()
+	// Its license's policy must stay valid (no rule of a feature it no
+	// longer holds).
+	if err := lic.lic.Policy.CheckChange(&lic.lic, withGrant(&lic.lic, grantID, nil)); err != nil {
+		return 0, err
+	}
 	rec := grantRecord{Grant: p.grant, Deleted: true}
 	revoked, err := s.revokeAll([]*license{p}, "grant deleted", func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketGrants).Put([]byte(rec.ID), encode(rec))
@@ -108,6 +117,22 @@ func (s *Store) DeleteGrant(_ context.Context, tenantID, licenseID, grantID stri
 	lic.former = append(lic.former, p)
 	lic.syncGrants(s.idx)
 	return revoked, nil
+}
+
+// withGrant is a copy of l with its grant id replaced by g, or removed
+// (g nil): the license a grant change would leave, for its policy's check.
+func withGrant(l *server.License, id string, g *server.Grant) *server.License {
+	c := *l
+	c.Grants = make([]server.Grant, 0, len(l.Grants))
+	for _, old := range l.Grants {
+		switch {
+		case old.ID != id:
+			c.Grants = append(c.Grants, old)
+		case g != nil:
+			c.Grants = append(c.Grants, *g)
+		}
+	}
+	return &c
 }
 
 // writeGrant stores a grant's record, with s.mu released.

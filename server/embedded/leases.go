@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"crypto/subtle"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -40,16 +41,22 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 		if borrowing {
 			dedupe = "" // a borrowed lease is never shared
 		}
+		var replaced []ref // a lease of the same keys whose seat this request takes (replaces)
 		if r, ok := s.idx.match(lic, req.IdempotencyKey, dedupe, borrowing, ns); ok {
 			if s.idx.slots.at(r).busy() {
 				s.wait()
 				continue
 			}
-			return s.renew(r, req.TokenHash, now)
+			if !s.replaces(lic, "", r, &req) {
+				return s.renew(r, req.TokenHash, now)
+			}
+			replaced = []ref{r}
 		}
 		// The site policy, in the same step as the count. Its
 		// SEATS_EXHAUSTED is the count's own, answered below.
-		v, judged := s.judgePolicy(lic, "", server.Identity{User: req.User, Host: req.Hostname}, []*license{lic}, ns, nil)
+		id := server.Identity{User: req.User, Host: req.Hostname}
+		pools := []*license{lic}
+		v, judged := s.judgePolicy(lic, "", id, pools, &counting{now: ns, gone: replaced}, nil)
 		if judged && !v.Grant && v.Reason != server.ReasonSeatsExhausted {
 			return server.AcquireResult{}, v.Err("")
 		}
@@ -58,7 +65,7 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 				return server.AcquireResult{}, err
 			}
 		}
-		if n, limit := s.idx.liveCount(lic, ns), lic.lic.SeatLimit(); n >= limit {
+		if n, limit := s.idx.liveCount(lic, ns)-len(replaced), lic.lic.SeatLimit(); n >= limit {
 			return server.AcquireResult{}, server.SeatsExhausted(n, limit)
 		}
 		if _, dup := s.idx.lookup(req.LeaseID); dup {
@@ -71,12 +78,23 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 			s.wait()
 			continue
 		}
-		displaced, ok := s.idx.toDisplace(lic, ns, keyed)
+		ending := append(keyed, replaced...)
+		// So do the lapsed leases in the way of the policy's caps and
+		// reservations, and those whose seats it needs.
+		if judged {
+			held, ok := s.policyEnds(lic, "", id, pools, lic, v, ns, ending)
+			if !ok {
+				s.wait()
+				continue
+			}
+			ending = append(ending, held...)
+		}
+		displaced, ok := s.idx.toDisplace(lic, ns, ending)
 		if !ok {
 			s.wait()
 			continue
 		}
-		return s.grant(lic, req, dedupe, v.Reservation, now, append(keyed, displaced...))
+		return s.grant(lic, req, dedupe, v.Reservation, now, append(ending, displaced...), replaced)
 	}
 }
 
@@ -86,8 +104,10 @@ func (s *Store) Acquire(_ context.Context, req server.AcquireRequest) (server.Ac
 // expired in the same transaction: an observed end is final, so none of
 // them can revive or count again once another client holds its seat, or
 // its client holds a new lease. reservation is the site-policy
-// reservation whose seat the lease takes ("": a shared seat).
-func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe, reservation string, now time.Time, displaced []ref) (server.AcquireResult, error) {
+// reservation whose seat the lease takes ("": a shared seat). Those of
+// displaced that are replaced (live leases of the same keys and another
+// identity, policy.go) end as revoked, the others as expired.
+func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe, reservation string, now time.Time, displaced, replaced []ref) (server.AcquireResult, error) {
 	l := server.Lease{
 		ID:              req.LeaseID,
 		TokenHash:       req.TokenHash,
@@ -110,7 +130,11 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe, reservati
 	}
 	ends := make([]ending, len(displaced))
 	for i, d := range displaced {
-		ends[i] = s.expiring(d, now)
+		if slices.Contains(replaced, d) {
+			ends[i] = s.replacing(d, now, l.ID)
+		} else {
+			ends[i] = s.expiring(d, now)
+		}
 	}
 	sl, text := compact(&l, 1)
 	r := s.idx.add(lic, sl, text)

@@ -58,7 +58,7 @@ func (s *Store) GetLicense(_ context.Context, tenantID, id string) (server.Licen
 	if err != nil {
 		return server.License{}, err
 	}
-	return cloneLicense(lic.lic), nil
+	return readLicense(lic.lic), nil
 }
 
 func (s *Store) LicenseByKey(_ context.Context, key string) (server.License, error) {
@@ -68,7 +68,7 @@ func (s *Store) LicenseByKey(_ context.Context, key string) (server.License, err
 	if lic == nil || lic.creating || lic.deleted {
 		return server.License{}, server.ErrLicenseNotFound
 	}
-	return cloneLicense(lic.lic), nil
+	return readLicense(lic.lic), nil
 }
 
 func (s *Store) ListLicenses(_ context.Context, tenantID string, p server.Page) ([]server.License, string, error) {
@@ -123,6 +123,12 @@ func (s *Store) UpdateLicense(_ context.Context, tenantID, id string, update fun
 		next.UpdatedAt = s.now()
 		next.Grants = nil        // UpdateGrant changes those
 		next.Policy = cur.Policy // SetPolicy and PutGroup change it
+		// Its policy must stay valid (seats under the reservations).
+		changed := next
+		changed.Grants = cur.Grants
+		if err = cur.Policy.CheckChange(&cur, &changed); err != nil {
+			return
+		}
 		next = normalize(next)
 		err = s.commit.write(func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketLicenses).Put([]byte(id), encode(licenseToStore(next, false)))

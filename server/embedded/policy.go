@@ -27,8 +27,8 @@ import (
 // groups, and holders, its active leases by feature and by user, host and
 // reservation, so that counting a cap or a reservation costs the leases
 // it counts, not all the license's leases. Leases that have passed their
-// deadline stay in holders until they end, and are never counted
-// (slot.live).
+// deadline stay in holders until they end: an acquisition's judgment
+// counts the live ones (slot.live), and policyEnds the lapsed ones too.
 //
 // SetPolicy, PutGroup and DeleteGroup of one tenant run one at a time
 // (index.groupsBusy): each reads the tenant's groups and the policies
@@ -154,40 +154,98 @@ func (x *index) setPolicy(lic *license) {
 	}
 }
 
-// liveIn counts the leases of rs that are live at now.
-func (x *index) liveIn(rs []ref, now int64) int {
+// counting says which of a license's active leases a judgment counts:
+// those live at now, and with lapsed those past their deadline that may
+// still come back (a revival, or the write-behind slack after a crash: all
+// but borrowed ones), except those ending with the grant judged (gone).
+type counting struct {
+	now    int64
+	lapsed bool
+	gone   []ref
+}
+
+func (x *index) counts(c *counting, r ref) bool {
+	s := x.slots.at(r)
+	return (s.live(c.now) || c.lapsed && !s.borrowed()) && !slices.Contains(c.gone, r)
+}
+
+// countIn counts the leases of rs that c counts.
+func (x *index) countIn(rs []ref, c *counting) int {
 	n := 0
 	for _, r := range rs {
-		if x.slots.at(r).live(now) {
+		if x.counts(c, r) {
 			n++
 		}
 	}
 	return n
 }
 
-// liveOfMembers counts the live leases of by (users or hosts) whose key is
-// one of members: over the shorter of the two.
-func (x *index) liveOfMembers(by map[string][]ref, members map[string]struct{}, now int64) int {
-	n := 0
-	if len(members) < len(by) {
-		for m := range members {
-			n += x.liveIn(by[m], now)
+// poolCount is the number of pool l's leases that c counts, from the
+// sizes of its trees: it costs the leases gone and borrowed, not all.
+func (x *index) poolCount(l *license, c *counting) int {
+	n := x.liveCount(l, c.now) // partitions l: stale holds the lapsed ones
+	if c.lapsed {
+		n += l.stale.Len()
+		for r := range l.borrowed {
+			if !x.slots.at(r).live(c.now) {
+				n--
+			}
 		}
-		return n
 	}
-	for k, rs := range by {
-		if _, ok := members[k]; ok {
-			n += x.liveIn(rs, now)
+	for _, r := range c.gone {
+		if s := x.slots.at(r); s.lic == l.num && (s.live(c.now) || c.lapsed && !s.borrowed()) {
+			n--
 		}
 	}
 	return n
 }
 
-// judge is server.Judge of d for id with the live counts of the
+// under calls f with each lease of h that counts under cap k of id (host
+// lower-cased), while f returns true: a group's over the shorter of its
+// members and h's users (or hosts).
+func (ps *policyState) under(h *holders, k server.Cap, id server.Identity, host string, f func(ref) bool) {
+	each := func(rs []ref) bool {
+		for _, r := range rs {
+			if !f(r) {
+				return false
+			}
+		}
+		return true
+	}
+	var by map[string][]ref
+	switch {
+	case k.Subject.Kind == server.SubjectUser || k.Subject.Kind == server.SubjectGroup && k.EachMember:
+		each(h.users[id.User])
+		return
+	case k.Subject.Kind == server.SubjectHost || k.Subject.Kind == server.SubjectHostGroup && k.EachMember:
+		each(h.hosts[host])
+		return
+	case k.Subject.Kind == server.SubjectGroup:
+		by = h.users
+	default:
+		by = h.hosts
+	}
+	members := ps.members[k.Subject.Name]
+	if len(members) < len(by) {
+		for m := range members {
+			if !each(by[m]) {
+				return
+			}
+		}
+		return
+	}
+	for key, rs := range by {
+		if _, ok := members[key]; ok && !each(rs) {
+			return
+		}
+	}
+}
+
+// judge is server.Judge of d for id with the counts c takes of the
 // feature's leases: its caps' (under the groups as they are now) and its
-// reservations' (by the reservation each lease took). n and limit are the
-// pools' the request may take.
-func (x *index) judge(ps *policyState, feature string, d server.Decision, id server.Identity, n, limit int, now int64) server.Verdict {
+// reservations' (by the reservation each lease took). n and limit are
+// the pools' the request may take.
+func (x *index) judge(ps *policyState, feature string, d server.Decision, id server.Identity, n, limit int, c *counting) server.Verdict {
 	h := ps.holders[feature]
 	if h == nil {
 		h = noHolders
@@ -196,40 +254,38 @@ func (x *index) judge(ps *policyState, feature string, d server.Decision, id ser
 	if len(d.Caps) > 0 {
 		caps = make(map[string]int, len(d.Caps))
 		host := strings.ToLower(id.Host)
-		for _, c := range d.Caps {
-			if _, done := caps[c.Key]; done {
+		for _, k := range d.Caps {
+			if _, done := caps[k.Key]; done {
 				continue
 			}
-			switch {
-			case c.Subject.Kind == server.SubjectUser || c.Subject.Kind == server.SubjectGroup && c.EachMember:
-				caps[c.Key] = x.liveIn(h.users[id.User], now)
-			case c.Subject.Kind == server.SubjectHost || c.Subject.Kind == server.SubjectHostGroup && c.EachMember:
-				caps[c.Key] = x.liveIn(h.hosts[host], now)
-			case c.Subject.Kind == server.SubjectGroup:
-				caps[c.Key] = x.liveOfMembers(h.users, ps.members[c.Subject.Name], now)
-			default:
-				caps[c.Key] = x.liveOfMembers(h.hosts, ps.members[c.Subject.Name], now)
-			}
+			in := 0
+			ps.under(h, k, id, host, func(r ref) bool {
+				if x.counts(c, r) {
+					in++
+				}
+				return true
+			})
+			caps[k.Key] = in
 		}
 	}
 	if len(d.Reservations) > 0 {
 		held = make(map[string]int, len(d.Reservations))
 		for _, r := range d.Reservations {
-			held[r.Key] = x.liveIn(h.reserved[r.Key], now)
+			held[r.Key] = x.countIn(h.reserved[r.Key], c)
 		}
 	}
 	return server.Judge(d, n, limit, caps, held)
 }
 
 // judgePolicy judges a new lease of feature for id on lic's policy, over
-// the pools it may take (the base pool, or the covering grants): their
-// seats in use and limits summed over those usable at now, a pool over
-// its limit (lowered since) counted at its limit. judged is false when
-// the policy has nothing to say (no policy, no rule of the feature) or
-// no pool is usable (the caller says why). A verdict of
+// the pools it may take (the base pool, or the covering grants): the
+// leases c counts and the limits summed over those usable at now, a pool
+// over its limit (lowered since) counted at its limit. judged is false
+// when the policy has nothing to say (no policy, no rule of the feature)
+// or no pool is usable (the caller says why). A verdict of
 // SEATS_EXHAUSTED is the caller's own count's: it answers as it does
-// without a policy.
-func (s *Store) judgePolicy(lic *license, feature string, id server.Identity, pools []*license, now int64, own func(*server.Decision)) (v server.Verdict, judged bool) {
+// without a policy. own, if set, adjusts the decision.
+func (s *Store) judgePolicy(lic *license, feature string, id server.Identity, pools []*license, c *counting, own func(*server.Decision)) (v server.Verdict, judged bool) {
 	ps := lic.policy
 	if ps == nil {
 		return v, false
@@ -241,20 +297,146 @@ func (s *Store) judgePolicy(lic *license, feature string, id server.Identity, po
 	if own != nil {
 		own(&d)
 	}
-	at := timeOf(now)
-	n, limit, usable := 0, 0, false
+	n, limit, usable := s.poolCounts(pools, c)
+	if !usable {
+		return v, false
+	}
+	return s.idx.judge(ps, feature, d, id, n, limit, c), true
+}
+
+// poolCounts sums over the pools usable at c.now the leases c counts
+// (each pool's at most its limit) and their limits.
+func (s *Store) poolCounts(pools []*license, c *counting) (n, limit int, usable bool) {
+	at := timeOf(c.now)
 	for _, p := range pools {
 		if p.lic.CheckUsable(at) != nil {
 			continue
 		}
 		usable = true
 		most := p.lic.SeatLimit()
-		n, limit = n+min(s.idx.liveCount(p, now), most), limit+most
+		n, limit = n+min(s.idx.poolCount(p, c), most), limit+most
 	}
-	if !usable {
-		return v, false
+	return n, limit, usable
+}
+
+// policyEnds returns the lapsed leases that must end with a grant on
+// lic's policy (invariant: an observed end is final): a lapsed lease may
+// still come back without being judged (the write-behind slack after a
+// crash or a restore gives every active lease time back), so the grant
+// must hold with every lapsed lease that may come back counted, as
+// toDisplace makes the seat count hold. v is the grant's verdict (judged
+// on live leases), from the pool it takes, gone the leases that end with
+// it already. While Judge, counting the lapsed leases too (and with the
+// grant held to the reservation v gave it), would refuse, the earliest
+// lapsed lease that stands in the refusing figure's way ends: one under
+// the cap that refuses; for the seat count, one of from; for a
+// reservation, a shared one (or one of a reservation over its seats, or
+// of the grant's own). Without lapsed leases the counts are the live
+// ones, which granted: it ends as few as that takes, and a lapsed lease
+// that stands in no way keeps its chance to revive. ok is false if one of
+// them is being written: wait.
+func (s *Store) policyEnds(lic *license, feature string, id server.Identity, pools []*license, from *license, v server.Verdict, now int64, gone []ref) (ends []ref, ok bool) {
+	ps := lic.policy
+	if ps == nil {
+		return nil, true
 	}
-	return s.idx.judge(ps, feature, d, id, n, limit, now), true
+	d := ps.compiled.Decide(feature, id)
+	if d.Refusal != nil || len(d.Caps) == 0 && len(d.Reservations) == 0 {
+		return nil, true
+	}
+	for i := range d.Reservations {
+		d.Reservations[i].Member = d.Reservations[i].Key == v.Reservation
+	}
+	c := &counting{now: now, lapsed: true, gone: slices.Clone(gone)}
+	for {
+		n, limit, _ := s.poolCounts(pools, c)
+		w := s.idx.judge(ps, feature, d, id, n, limit, c)
+		if w.Grant {
+			return ends, true
+		}
+		r, found := s.idx.inTheWay(ps, feature, d, id, w, pools, from, v.Reservation, c)
+		if !found {
+			return ends, true // cannot be (see above); the live counts granted
+		}
+		if s.idx.slots.at(r).busy() {
+			return nil, false
+		}
+		ends = append(ends, r)
+		c.gone = append(c.gone, r)
+	}
+}
+
+// inTheWay picks the lapsed lease c counts that policyEnds ends next for
+// the refusal w: the earliest (by deadline) that counts in the figure w
+// refused on. found is false if there is none.
+func (x *index) inTheWay(ps *policyState, feature string, d server.Decision, id server.Identity, w server.Verdict, pools []*license, from *license, own string, c *counting) (r ref, found bool) {
+	lapsed := func(r ref) bool { return !x.slots.at(r).live(c.now) && x.counts(c, r) }
+	var best ref
+	consider := func(r ref) bool {
+		if lapsed(r) && (!found || x.earlier(r, best)) {
+			best, found = r, true
+		}
+		return true
+	}
+	h := ps.holders[feature]
+	if h == nil {
+		h = noHolders
+	}
+	for _, k := range d.Caps {
+		if k.Rule == w.Rule && k.Reason == w.Reason {
+			ps.under(h, k, id, strings.ToLower(id.Host), consider)
+			return best, found
+		}
+	}
+	// A pool's stale tree holds its lapsed leases by deadline. Only the
+	// usable pools count in the judgment.
+	firstIn := func(pools []*license, ok func(ref) bool) {
+		for _, p := range pools {
+			if p.lic.CheckUsable(timeOf(c.now)) != nil {
+				continue
+			}
+			x.partition(p, c.now)
+			p.stale.Ascend(func(it item) bool {
+				if lapsed(it.r) && ok(it.r) {
+					consider(it.r)
+					return false
+				}
+				return true
+			})
+		}
+	}
+	all := func(ref) bool { return true }
+	if w.Reason == server.ReasonSeatsReserved {
+		// Ending a lease of a reservation within its seats frees a seat
+		// and adds one unused reserved seat: nothing changes.
+		over := map[string]bool{own: true}
+		keys := map[string]bool{}
+		for _, res := range d.Reservations {
+			keys[res.Key] = true
+			if x.countIn(h.reserved[res.Key], c) > res.Seats {
+				over[res.Key] = true
+			}
+		}
+		firstIn(pools, func(r ref) bool {
+			t := x.text(r)
+			return !keys[t.reservation] || over[t.reservation]
+		})
+		if !found {
+			firstIn(pools, all)
+		}
+		return best, found
+	}
+	firstIn([]*license{from}, all)
+	if !found {
+		firstIn(pools, all)
+	}
+	return best, found
+}
+
+// earlier orders leases as a license's trees do: by deadline, then id.
+func (x *index) earlier(a, b ref) bool {
+	da, db := x.slots.at(a).deadline, x.slots.at(b).deadline
+	return da < db || da == db && x.itemID(a) < x.itemID(b)
 }
 
 // revivalAllowed judges, on a license with a policy, the revival of a
@@ -278,8 +460,24 @@ func (s *Store) revivalAllowed(p *license, r ref, now int64) bool {
 			d.Reservations[i].Member = t.reservation != "" && d.Reservations[i].Key == t.reservation
 		}
 	}
-	v, judged := s.judgePolicy(lic, p.feature(), server.Identity{User: t.user, Host: t.hostname}, pools, now, own)
+	v, judged := s.judgePolicy(lic, p.feature(), server.Identity{User: t.user, Host: t.hostname}, pools, &counting{now: now}, own)
 	return !judged || v.Grant
+}
+
+// replaces reports whether the live lease r that a request's keys match
+// is replaced rather than handed back: on a license whose policy has
+// rules of the pool's feature, a lease is handed back only to a request
+// that claims its user and host (hosts without case). Another identity
+// is judged as a new acquisition of its own, with r's seat free, and if
+// granted takes r's place: r ends (revoked) with the grant. A borrowed
+// lease is handed back as ever: it cannot be revoked (its certificate
+// stays valid offline).
+func (s *Store) replaces(lic *license, feature string, r ref, req *server.AcquireRequest) bool {
+	if lic.policy == nil || !lic.policy.compiled.HasRules(feature) || s.idx.slots.at(r).borrowed() {
+		return false
+	}
+	t := s.idx.text(r)
+	return t.user != req.User || !strings.EqualFold(t.hostname, req.Hostname)
 }
 
 // lockGroups makes the caller the one SetPolicy, PutGroup or DeleteGroup

@@ -119,6 +119,8 @@ func TestPolicyHoldersFollowTheLeases(t *testing.T) {
 	_, err = b.s.Release(t.Context(), r1.Lease.ID, tok1)
 	require.NoError(t, err)
 	require.Equal(t, map[string]map[string][]string{"render": {"u:bob": {r2.Lease.ID}}}, b.holdersOf(l))
+	// A grant a rule names cannot go: the rule first.
+	b.setPolicy(t, l, server.PolicyRule{Kind: server.RuleReserve, Count: 1, Subject: server.Subject{Kind: server.SubjectGroup, Name: "night"}})
 	_, err = b.s.DeleteGrant(t.Context(), b.tenant, l.ID, g.ID)
 	require.NoError(t, err)
 	require.Empty(t, b.holdersOf(l), "a deleted grant's leases are gone")

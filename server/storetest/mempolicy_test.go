@@ -194,12 +194,12 @@ func (s *memStore) ListGroups(_ context.Context, tenantID string) ([]server.Grou
 }
 
 // judgePolicy judges a new lease of feature for id on lic's policy over
-// the pools it may take: live leases and limits summed over those usable
-// at now (a pool over its limit counted at it), caps and reservations
-// counted over the live leases of the whole feature. judged is false
-// when the policy says nothing of the feature or no pool is usable. own,
-// if set, adjusts the decision (a revival). Caller holds mu.
-func (s *memStore) judgePolicy(lic server.License, feature string, id server.Identity, pools []server.License, now time.Time, own func(*server.Decision)) (server.Verdict, bool) {
+// the pools it may take: the leases counts says count, and limits, summed
+// over those usable at now (a pool over its limit counted at it), caps
+// and reservations counted over the leases of the whole feature. judged
+// is false when the policy says nothing of the feature or no pool is
+// usable. own, if set, adjusts the decision (a revival). Caller holds mu.
+func (s *memStore) judgePolicy(lic server.License, feature string, id server.Identity, pools []server.License, now time.Time, own func(*server.Decision), counts func(server.Lease) bool) (server.Verdict, bool) {
 	if lic.Policy == nil {
 		return server.Verdict{}, false
 	}
@@ -214,14 +214,52 @@ func (s *memStore) judgePolicy(lic server.License, feature string, id server.Ide
 	for _, p := range pools {
 		if p.CheckUsable(now) == nil {
 			usable = true
-			n, limit = n+min(s.live(p.ID, now), p.SeatLimit()), limit+p.SeatLimit()
+			in := 0
+			for _, ls := range s.d.Leases {
+				if ls.LicenseID == p.ID && counts(ls) {
+					in++
+				}
+			}
+			n, limit = n+min(in, p.SeatLimit()), limit+p.SeatLimit()
 		}
 	}
 	if !usable {
 		return server.Verdict{}, false
 	}
+	members := policyMembers(lic.Policy)
+	caps, held := map[string]int{}, map[string]int{}
+	for _, ls := range s.d.Leases {
+		if !counts(ls) || !leaseOfFeature(ls, lic.ID, feature) {
+			continue
+		}
+		for _, c := range d.Caps {
+			if countsUnder(ls, c, id, members) {
+				caps[c.Key]++
+			}
+		}
+		if ls.Reservation != "" {
+			held[ls.Reservation]++
+		}
+	}
+	return server.Judge(d, n, limit, caps, held), true
+}
+
+// live counts the leases live at now.
+func liveAt(now time.Time) func(server.Lease) bool {
+	return func(ls server.Lease) bool { return ls.Live(now) }
+}
+
+// leaseOfFeature reports whether ls is a lease of license licenseID's feature
+// ("": its base pool).
+func leaseOfFeature(ls server.Lease, licenseID, feature string) bool {
+	return ls.LicenseOf() == licenseID && ls.Feature == feature && server.IsGrantID(ls.LicenseID) == (feature != "")
+}
+
+// policyMembers are the members of the policy's groups by name, as
+// compared (hosts lower-cased).
+func policyMembers(p *server.Policy) map[string]map[string]bool {
 	members := map[string]map[string]bool{}
-	for _, g := range lic.Policy.Groups {
+	for _, g := range p.Groups {
 		set := map[string]bool{}
 		for _, m := range g.Members {
 			if g.Kind == server.SubjectHostGroup {
@@ -231,34 +269,130 @@ func (s *memStore) judgePolicy(lic server.License, feature string, id server.Ide
 		}
 		members[g.Name] = set
 	}
-	host := strings.ToLower(id.Host)
-	caps, held := map[string]int{}, map[string]int{}
-	for _, ls := range s.d.Leases {
-		if !ls.Live(now) || ls.LicenseOf() != lic.ID || ls.Feature != feature || server.IsGrantID(ls.LicenseID) != (feature != "") {
-			continue
-		}
-		lh := strings.ToLower(ls.Hostname)
-		for _, c := range d.Caps {
-			var counts bool
-			switch {
-			case c.Subject.Kind == server.SubjectUser || c.Subject.Kind == server.SubjectGroup && c.EachMember:
-				counts = ls.User == id.User
-			case c.Subject.Kind == server.SubjectHost || c.Subject.Kind == server.SubjectHostGroup && c.EachMember:
-				counts = lh == host
-			case c.Subject.Kind == server.SubjectGroup:
-				counts = members[c.Subject.Name][ls.User]
-			default:
-				counts = members[c.Subject.Name][lh]
-			}
-			if counts {
-				caps[c.Key]++
-			}
-		}
-		if ls.Reservation != "" {
-			held[ls.Reservation]++
+	return members
+}
+
+// countsUnder reports whether lease ls counts under cap c of id.
+func countsUnder(ls server.Lease, c server.Cap, id server.Identity, members map[string]map[string]bool) bool {
+	lh := strings.ToLower(ls.Hostname)
+	switch {
+	case c.Subject.Kind == server.SubjectUser || c.Subject.Kind == server.SubjectGroup && c.EachMember:
+		return ls.User == id.User
+	case c.Subject.Kind == server.SubjectHost || c.Subject.Kind == server.SubjectHostGroup && c.EachMember:
+		return lh == strings.ToLower(id.Host)
+	case c.Subject.Kind == server.SubjectGroup:
+		return members[c.Subject.Name][ls.User]
+	}
+	return members[c.Subject.Name][lh]
+}
+
+// replaces reports whether the live lease ls of the same keys as req is
+// replaced rather than handed back: the license's policy has rules of
+// the feature and req claims another user or host. A borrowed lease is
+// handed back. Caller holds mu.
+func replaces(lic server.License, ls server.Lease, req server.AcquireRequest) bool {
+	return lic.Policy != nil && server.Compile(lic.Policy).HasRules(req.Feature) && !ls.Borrowed &&
+		(ls.User != req.User || !strings.EqualFold(ls.Hostname, req.Hostname))
+}
+
+// replace ends a lease whose seat a request of another identity took:
+// revoked, audited. Caller holds mu.
+func (s *memStore) replace(ls server.Lease, by string, now time.Time) {
+	s.end(ls, server.LeaseRevoked, now)
+	s.d.Audit = append(s.d.Audit, server.AuditEntry{
+		ID: server.NewID("aud_"), TenantID: ls.TenantID, Actor: "system", Action: "lease.replace",
+		Resource: "lease", ResourceID: ls.ID, At: now,
+		Details: map[string]string{"license_id": ls.LicenseID, "replaced_by": by},
+	})
+}
+
+// policyEnds expires the lapsed leases in the way of a grant of v to id
+// on lic's policy from pool from: while the grant, judged with every
+// active lease that may come back counted (and held to the reservation v
+// gave it), would be refused, the earliest (by deadline, then id) lapsed
+// lease in the refusing figure: under the refusing cap; for a
+// reservation, a shared one of the pools (or one of a reservation over
+// its seats, or of the grant's own), else any of them; for the seat
+// count, one of from, else of the pools. Caller holds mu.
+func (s *memStore) policyEnds(lic server.License, feature string, id server.Identity, pools []server.License, from server.License, v server.Verdict, now time.Time) {
+	if lic.Policy == nil {
+		return
+	}
+	held := func(d *server.Decision) {
+		for i := range d.Reservations {
+			d.Reservations[i].Member = d.Reservations[i].Key == v.Reservation
 		}
 	}
-	return server.Judge(d, n, limit, caps, held), true
+	mayReturn := func(ls server.Lease) bool { return ls.State == server.LeaseActive && (ls.Live(now) || !ls.Borrowed) }
+	lapsed := func(ls server.Lease) bool { return mayReturn(ls) && !ls.Live(now) }
+	earliest := func(ok func(server.Lease) bool) (server.Lease, bool) {
+		var best server.Lease
+		found := false
+		for _, ls := range s.d.Leases {
+			if lapsed(ls) && ok(ls) && (!found || ls.ExpiresAt.Before(best.ExpiresAt) || ls.ExpiresAt.Equal(best.ExpiresAt) && ls.ID < best.ID) {
+				best, found = ls, true
+			}
+		}
+		return best, found
+	}
+	inPools := func(pools []server.License) func(server.Lease) bool {
+		return func(ls server.Lease) bool {
+			for _, p := range pools {
+				if p.ID == ls.LicenseID && p.CheckUsable(now) == nil {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	d := server.Compile(lic.Policy).Decide(feature, id)
+	held(&d)
+	for {
+		w, judged := s.judgePolicy(lic, feature, id, pools, now, held, mayReturn)
+		if !judged || w.Grant {
+			return
+		}
+		var next server.Lease
+		found := false
+		for _, c := range d.Caps {
+			if c.Rule == w.Rule && c.Reason == w.Reason {
+				members := policyMembers(lic.Policy)
+				next, found = earliest(func(ls server.Lease) bool {
+					return leaseOfFeature(ls, lic.ID, feature) && countsUnder(ls, c, id, members)
+				})
+				break
+			}
+		}
+		switch {
+		case found:
+		case w.Reason == server.ReasonSeatsReserved:
+			keys, over := map[string]bool{}, map[string]bool{v.Reservation: true}
+			for _, r := range d.Reservations {
+				keys[r.Key] = true
+				n := 0
+				for _, ls := range s.d.Leases {
+					if ls.Reservation == r.Key && mayReturn(ls) && leaseOfFeature(ls, lic.ID, feature) {
+						n++
+					}
+				}
+				over[r.Key] = over[r.Key] || n > r.Seats
+			}
+			next, found = earliest(func(ls server.Lease) bool {
+				return inPools(pools)(ls) && (!keys[ls.Reservation] || over[ls.Reservation])
+			})
+			if !found {
+				next, found = earliest(inPools(pools))
+			}
+		default:
+			if next, found = earliest(inPools([]server.License{from})); !found {
+				next, found = earliest(inPools(pools))
+			}
+		}
+		if !found {
+			return
+		}
+		s.expire(next, now)
+	}
 }
 
 // revivalAllowed judges, on a license with a policy, the revival of the
@@ -282,6 +416,6 @@ func (s *memStore) revivalAllowed(ls server.Lease, now time.Time) bool {
 			d.Reservations[i].Member = ls.Reservation != "" && d.Reservations[i].Key == ls.Reservation
 		}
 	}
-	v, judged := s.judgePolicy(lic, ls.Feature, server.Identity{User: ls.User, Host: ls.Hostname}, pools, now, own)
+	v, judged := s.judgePolicy(lic, ls.Feature, server.Identity{User: ls.User, Host: ls.Hostname}, pools, now, own, liveAt(now))
 	return !judged || v.Grant
 }

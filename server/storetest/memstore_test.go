@@ -397,6 +397,9 @@ func (s *memStore) UpdateLicense(_ context.Context, tenantID, id string, update 
 	}
 	l.ID, l.TenantID, l.Key, l.CreatedAt = old.ID, old.TenantID, old.Key, old.CreatedAt
 	l.UpdatedAt, l.Grants, l.Policy = now, old.Grants, clonePolicy(old.Policy) // SetPolicy and PutGroup change it
+	if err := old.Policy.CheckChange(&old, &l); err != nil {
+		return server.License{}, err
+	}
 	stored := cloneLicense(l)
 	stored.Grants = nil
 	s.d.Licenses[id] = stored
@@ -496,7 +499,10 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 	}
 	// A live lease of the same keys in any of the pools is handed back;
 	// one of a grant that can no longer keep it (expired) is not: a
-	// renewal's grant may take over.
+	// renewal's grant may take over. On a license whose policy has rules
+	// of the feature, only to its own user and host: another identity's
+	// request is judged as a new lease that takes its seat (replaced).
+	var replaced *server.Lease
 	for i, p := range pools {
 		if err := p.CheckUsable(now); err != nil {
 			if req.Feature == "" {
@@ -517,6 +523,10 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 				existing = &ls
 			}
 		}
+		if existing != nil && replaces(lic, *existing, req) {
+			replaced = existing
+			break
+		}
 		if existing != nil {
 			ls := *existing
 			ls.TokenHash, ls.LastHeartbeatAt = req.TokenHash, now
@@ -529,7 +539,12 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 	}
 	// The site policy judges a new lease over the pools it may take; its
 	// SEATS_EXHAUSTED is the count's own, answered below.
-	v, judged := s.judgePolicy(lic, req.Feature, server.Identity{User: req.User, Host: req.Hostname}, pools, now, nil)
+	counts := liveAt(now)
+	if replaced != nil {
+		counts = func(ls server.Lease) bool { return ls.Live(now) && ls.ID != replaced.ID }
+	}
+	id := server.Identity{User: req.User, Host: req.Hostname}
+	v, judged := s.judgePolicy(lic, req.Feature, id, pools, now, nil, counts)
 	if judged && !v.Grant && v.Reason != server.ReasonSeatsExhausted {
 		return server.AcquireResult{}, v.Err(req.Feature)
 	}
@@ -552,11 +567,22 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 			}
 		}
 		n := s.live(p.ID, now)
+		if replaced != nil && replaced.LicenseID == p.ID {
+			n-- // its seat is the request's
+		}
 		if n >= p.SeatLimit() {
 			inUse, limit = inUse+n, limit+p.SeatLimit()
 			continue
 		}
-		return result(s.grant(req, p, dedupe, v.Reservation, now), i, false), nil
+		if replaced != nil {
+			s.replace(*replaced, req.LeaseID, now)
+		}
+		ls := s.grant(req, p, dedupe, v.Reservation, now, func() {
+			if judged {
+				s.policyEnds(lic, req.Feature, id, pools, p, v, now)
+			}
+		})
+		return result(ls, i, false), nil
 	}
 	switch {
 	case usable == 0:
@@ -585,9 +611,10 @@ func (s *memStore) checkBorrow(p server.License, d time.Duration, now time.Time)
 	return p.CheckBorrow(now, d, borrowed, returned)
 }
 
-// grant makes a new lease of pool p, which has a free seat. Caller holds
-// mu.
-func (s *memStore) grant(req server.AcquireRequest, p server.License, dedupe, reservation string, now time.Time) server.Lease {
+// grant makes a new lease of pool p, which has a free seat; policyEnds
+// expires the lapsed leases in the way of the site policy, once those of
+// the same keys have. Caller holds mu.
+func (s *memStore) grant(req server.AcquireRequest, p server.License, dedupe, reservation string, now time.Time, policyEnds func()) server.Lease {
 	borrowing := req.BorrowFor > 0
 	// A lapsed lease of the same idempotency or dedupe key ends for good:
 	// it could otherwise revive beside the new one (invariant 4).
@@ -597,6 +624,7 @@ func (s *memStore) grant(req server.AcquireRequest, p server.License, dedupe, re
 			s.expire(ls, now)
 		}
 	}
+	policyEnds()
 	// The earliest lapsed leases whose seats this grant needs end for good.
 	var lapsed []server.Lease
 	active := 0
@@ -1136,8 +1164,29 @@ func (s *memStore) UpdateGrant(_ context.Context, tenantID, licenseID, grantID s
 		return server.Grant{}, err
 	}
 	g.ID, g.LicenseID, g.TenantID, g.Feature, g.CreatedAt, g.UpdatedAt = old.ID, old.LicenseID, old.TenantID, old.Feature, old.CreatedAt, now
+	if err := s.checkGrantChange(licenseID, grantID, &g); err != nil {
+		return server.Grant{}, err
+	}
 	s.d.Grants[grantID] = g
 	return g, nil
+}
+
+// checkGrantChange refuses to replace the license's grant grantID by g
+// (nil: delete it) if its policy would no longer be valid. Caller holds
+// mu.
+func (s *memStore) checkGrantChange(licenseID, grantID string, g *server.Grant) error {
+	prev := s.withGrants(s.d.Licenses[licenseID])
+	next := prev
+	next.Grants = nil
+	for _, old := range prev.Grants {
+		switch {
+		case old.ID != grantID:
+			next.Grants = append(next.Grants, old)
+		case g != nil:
+			next.Grants = append(next.Grants, *g)
+		}
+	}
+	return prev.Policy.CheckChange(&prev, &next)
 }
 
 func (s *memStore) DeleteGrant(_ context.Context, tenantID, licenseID, grantID string) (int, error) {
@@ -1147,6 +1196,9 @@ func (s *memStore) DeleteGrant(_ context.Context, tenantID, licenseID, grantID s
 	}
 	defer s.mu.Unlock()
 	if _, err := s.grantOf(tenantID, licenseID, grantID); err != nil {
+		return 0, err
+	}
+	if err := s.checkGrantChange(licenseID, grantID, nil); err != nil {
 		return 0, err
 	}
 	n := 0

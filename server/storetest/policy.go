@@ -17,9 +17,15 @@ import (
 // or all of a feature's grants) whose user or host the rule names under
 // the policy and groups as they are now; reservations count the live
 // leases that took one of their seats (Lease.Reservation). A policy change
-// ends no lease; handing back an existing lease is not judged (it is the
-// same seat); a revival is judged as a new lease of its client, except
-// that the only reservation it may take is its own.
+// ends no lease; handing back an existing lease to its own user and host
+// is not judged (it is the same seat), and another identity's request of
+// the same keys is judged as a new lease that takes its seat; a revival
+// is judged as a new lease of its client, except that the only
+// reservation it may take is its own. A grant ends (expired) the lapsed
+// leases that, back, would break its caps or reservations, and only
+// those: an observed end is final, and a lapsed lease may come back
+// unjudged (a crash's write-behind slack). A change of a license's seats
+// or grants that its policy would no longer pass is refused.
 
 // Rule and subject builders.
 func userS(name string) server.Subject  { return server.Subject{Kind: server.SubjectUser, Name: name} }
@@ -386,6 +392,76 @@ func testPolicy(t *testing.T, newBackend Backend) {
 		require.Equal(t, byKey.Lease.ID, keyed.Lease.ID)
 	})
 
+	t.Run("HandBackOnlyToItsOwnIdentity", func(t *testing.T) {
+		t.Parallel()
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(5), strategy(server.PerHostname)))
+		setPolicy(t, s, lic, excludeRule("", userS("intern")), maxRule("", 1, userS("bob")))
+		alice, tokA := acquire(t, s, lic, "fp1", as("alice", "ws1"))
+		acquire(t, s, lic, "fp0", as("bob", "ws0"))
+
+		// Another user on alice's host is judged as itself, and a refusal
+		// leaves her lease alone.
+		refused(t, s, lic.Key, "fp2", as("intern", "ws1"), server.EPERMISSION, server.ReasonExcluded, "excluded, on a host that holds a lease")
+		refused(t, s, lic.Key, "fp3", as("bob", "ws1"), server.EEXHAUSTED, server.ReasonUserLimit, "at his cap, on a host that holds a lease")
+		heartbeat(t, s, alice.Lease.ID, tokA)
+		again, tokA := acquire(t, s, lic, "fp4", as("alice", "ws1"))
+		require.True(t, again.Existing, "her own lease, handed back")
+		require.Equal(t, alice.Lease.ID, again.Lease.ID)
+
+		// One the policy grants takes the seat in a lease of its own; the
+		// old lease ends, revoked, audited.
+		carl, _ := acquire(t, s, lic, "fp5", as("carl", "ws1"))
+		require.False(t, carl.Existing)
+		require.NotEqual(t, alice.Lease.ID, carl.Lease.ID)
+		require.Equal(t, "carl", carl.Lease.User)
+		require.Equal(t, 2, carl.SeatsInUse, "alice's seat went to carl")
+		require.Equal(t, server.LeaseRevoked, getLease(t, s, tn.ID, alice.Lease.ID).State)
+		_, err := s.Heartbeat(t.Context(), alice.Lease.ID, server.HashSecret(tokA))
+		requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseRevoked)
+		require.Len(t, usageOf(usageEvents(t, s, tn.ID, lic.ID), alice.Lease.ID), 1, "the replaced lease's usage")
+		audit, _, err := s.AuditLog(t.Context(), tn.ID, server.Page{Size: 10})
+		require.NoError(t, err)
+		require.Len(t, audit, 1)
+		require.Equal(t, "system", audit[0].Actor)
+		require.Equal(t, "lease.replace", audit[0].Action)
+		require.Equal(t, alice.Lease.ID, audit[0].ResourceID)
+		require.Equal(t, carl.Lease.ID, audit[0].Details["replaced_by"])
+	})
+
+	t.Run("LicenseChangesKeepThePolicyValid", func(t *testing.T) {
+		t.Parallel()
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		putGroup(t, s, tn.ID, "night", server.SubjectGroup, "ann")
+		lic := newLicense(t, s, tn.ID, seats(5))
+		g := newGrant(t, s, lic, "render", grantSeats(2))
+		rules := []server.PolicyRule{reserveRule("", 4, groupS("night")), reserveRule("render", 2, groupS("night"))}
+		setPolicy(t, s, lic, rules...)
+
+		_, err := s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.Seats = 3; return nil })
+		requireCode(t, err, server.EINVALID, server.ReasonInvalidArgument, "seats under the reservations")
+		require.Equal(t, "policy.rules", errField(err))
+		_, err = s.UpdateGrant(t.Context(), tn.ID, lic.ID, g.ID, func(g *server.Grant) error { g.Seats = 1; return nil })
+		requireCode(t, err, server.EINVALID, server.ReasonInvalidArgument, "a grant's seats under the feature's reservations")
+		require.Equal(t, "policy.rules", errField(err))
+		_, err = s.DeleteGrant(t.Context(), tn.ID, lic.ID, g.ID)
+		requireCode(t, err, server.EINVALID, server.ReasonInvalidArgument, "the only grant of a feature a rule names")
+		require.Equal(t, "policy.rules[1].feature", errField(err))
+		got := getLicense(t, s, tn.ID, lic.ID)
+		require.Equal(t, 5, got.Seats, "nothing changed")
+		require.Len(t, got.Grants, 1)
+		require.Equal(t, 2, got.Grants[0].Seats)
+		setPolicy(t, s, lic, got.Policy.Rules...) // the policy kept is one SetPolicy takes
+
+		_, err = s.UpdateLicense(t.Context(), tn.ID, lic.ID, func(l *server.License) error { l.Seats, l.Name = 4, "smaller"; return nil })
+		require.NoError(t, err, "4 seats hold the 4 reserved")
+		setPolicy(t, s, lic, rules[0])
+		_, err = s.DeleteGrant(t.Context(), tn.ID, lic.ID, g.ID)
+		require.NoError(t, err, "no rule names render any more")
+	})
+
 	t.Run("GroupChangeAppliesAtOnce", func(t *testing.T) {
 		t.Parallel()
 		s := openStore(t, newBackend)
@@ -616,6 +692,49 @@ func testPolicy(t *testing.T, newBackend Backend) {
 
 		heartbeat(t, s, f.Lease.ID, tokF) // revived: within its cap
 		require.Equal(t, 1, seatsInUse(t, s, tn.ID, free.ID))
+	})
+
+	// Invariant: an observed end is final. A lapsed lease may come back
+	// without being judged (a crash's write-behind slack gives every
+	// active lease time back), so a grant that was judged without it ends
+	// it if, back, it would break the grant's cap or reservation; the
+	// lapsed leases in no such way stay, and may revive.
+	w.run("GrantEndsTheLapsedLeasesInItsWay", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		putGroup(t, s, tn.ID, "night", server.SubjectGroup, "ann")
+		lapsing := func(n int) func(*server.License) {
+			return func(l *server.License) { l.Seats, l.LeaseTTL, l.RevivalWindow = n, lapsingTTL(s), time.Hour }
+		}
+		long := func(l *server.License) error { l.LeaseTTL = longTTL; return nil }
+
+		capped := newLicense(t, s, tn.ID, lapsing(5))
+		setPolicy(t, s, capped, maxRule("", 1, userS("bob")))
+		b1, _ := acquire(t, s, capped, "b1", as("bob", "h1"))
+		c1, tokC := acquire(t, s, capped, "c1", as("carl", "h3"))
+		// 3 seats, 1 night's: x1's shared seat back would leave night's to
+		// x2 and x3.
+		reserving := newLicense(t, s, tn.ID, lapsing(3))
+		setPolicy(t, s, reserving, reserveRule("", 1, groupS("night")))
+		x1, _ := acquire(t, s, reserving, "x1", as("xavier", "h1"))
+		for _, l := range []server.License{capped, reserving} {
+			_, err := s.UpdateLicense(t.Context(), tn.ID, l.ID, long)
+			require.NoError(t, err)
+		}
+		passDeadlines(t, s, b1.Lease, c1.Lease, x1.Lease)
+
+		acquire(t, s, capped, "b2", as("bob", "h2"))
+		require.Equal(t, server.LeaseExpired, getLease(t, s, tn.ID, b1.Lease.ID).State, "bob's lapsed lease, back, would break his cap")
+		require.Len(t, cleanupOf(cleanupEvents(t, s, tn.ID, capped.ID), b1.Lease.ID), 1)
+		require.Equal(t, server.LeaseActive, getLease(t, s, tn.ID, c1.Lease.ID).State, "carl's is in no one's way")
+		heartbeat(t, s, c1.Lease.ID, tokC) // and revives
+
+		acquire(t, s, reserving, "y1", as("yves", "h2"))
+		require.Equal(t, server.LeaseActive, getLease(t, s, tn.ID, x1.Lease.ID).State, "1 + 1 + 1 reserved fits 3 seats")
+		acquire(t, s, reserving, "z1", as("zoe", "h3"))
+		require.Equal(t, server.LeaseExpired, getLease(t, s, tn.ID, x1.Lease.ID).State, "back, it would take night's seat")
+		a, _ := acquire(t, s, reserving, "a1", as("ann", "h4"))
+		require.Equal(t, reservationKey(groupS("night")), a.Lease.Reservation)
 	})
 
 	w.run("PolicyAndGroupsSurviveReopen", func(t *testing.T) {
