@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -78,6 +79,10 @@ const (
 	// ReasonPolicyNotSupported: the store does not enforce site policies
 	// (the distributed store, for now), so it refuses to keep one.
 	ReasonPolicyNotSupported = "POLICY_NOT_SUPPORTED"
+	// Locked mode (docs/concepts/license-files.md).
+	ReasonLicenseFileLocked        = "LICENSE_FILE_LOCKED"         // licenses and grants come only from the license file
+	ReasonLicenseFileRefused       = "LICENSE_FILE_REFUSED"        // a license file seatd will not serve (metadata cause says why)
+	ReasonLicenseFileNotConfigured = "LICENSE_FILE_NOT_CONFIGURED" // a license-file call on a seatd without --license-file
 )
 
 // Error is a failure a caller may see. Message is written for the client and
@@ -135,6 +140,18 @@ func ErrorReason(err error) string {
 		return e.Reason
 	}
 	return ""
+}
+
+// FileNotNewer refuses a license file whose serial is below the one in
+// force, or equal to it with other content (SetFileInForce).
+func FileNotNewer(serial int64, inForce LicenseFileRecord) *Error {
+	return &Error{
+		Code: EPRECONDITION, Reason: ReasonLicenseFileRefused,
+		Message: fmt.Sprintf("license file serial %d is not newer than the license file in force (serial %d)", serial, inForce.Serial),
+		Metadata: map[string]string{
+			"cause": "not_newer", "serial": strconv.FormatInt(serial, 10), "serial_in_force": strconv.FormatInt(inForce.Serial, 10),
+		},
+	}
 }
 
 // Common errors. Compare with ErrorCode/ErrorReason, not ==, since callers
