@@ -78,8 +78,7 @@ const (
 	ReasonGroupInUse    = "GROUP_IN_USE"    // a group that policies name cannot be deleted
 	// ReasonPolicyNotSupported: the store does not enforce site policies
 	// (the distributed store, for now), so it refuses to keep one.
-	ReasonPolicyNotSupported = "POLICY_NOT_SUPPORTED"
-	// Locked mode (docs/concepts/license-files.md).
+	ReasonPolicyNotSupported       = "POLICY_NOT_SUPPORTED"
 	ReasonLicenseFileLocked        = "LICENSE_FILE_LOCKED"         // licenses and grants come only from the license file
 	ReasonLicenseFileRefused       = "LICENSE_FILE_REFUSED"        // a license file seatd will not serve (metadata cause says why)
 	ReasonLicenseFileNotConfigured = "LICENSE_FILE_NOT_CONFIGURED" // a license-file call on a seatd without --license-file
@@ -168,6 +167,13 @@ var (
 	ErrLicenseInactive = Errorf(EPRECONDITION, ReasonLicenseInactive, "license is not active")
 	ErrLicenseExpired  = Errorf(EPRECONDITION, ReasonLicenseExpired, "license has expired")
 	// ErrBorrowNotAllowed: the license's max_borrow_duration is 0.
+	// ErrLicenseFileLocked: in locked mode licenses and feature grants
+	// come only from the license file (docs/concepts/license-files.md).
+	ErrLicenseFileLocked = Errorf(EPRECONDITION, ReasonLicenseFileLocked, "licenses and feature grants come from the license file (locked mode): they change only with a new file from the vendor")
+	// ErrLicenseFileNotConfigured: a license-file call on a seatd that
+	// serves none.
+	ErrLicenseFileNotConfigured = Errorf(EPRECONDITION, ReasonLicenseFileNotConfigured, "seatd runs without a license file (--license-file)")
+
 	ErrBorrowNotAllowed = Errorf(EPRECONDITION, ReasonBorrowNotAllowed, "license does not allow borrowing (max_borrow_duration is 0)")
 	// ErrLeaseBorrowed refuses a heartbeat of a borrowed lease: it keeps
 	// the deadline it was borrowed until.
