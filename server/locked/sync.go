@@ -3,6 +3,8 @@ package locked
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"strconv"
@@ -84,7 +86,12 @@ func (s *syncer) license(ctx context.Context, id string, fl licensefile.License)
 			s.audit(ctx, "license.create", "license", id, map[string]string{"seats": strconv.Itoa(l.Seats)})
 		case server.ErrorCode(err) == server.ECONFLICT:
 			// Another instance created it meanwhile: it is the file's too.
+			// Or it was deleted (before locked mode): a store never
+			// reuses a deleted license's id.
 			cur, err = s.st.GetLicense(ctx, tenant, id)
+			if server.ErrorCode(err) == server.ENOTFOUND {
+				return fmt.Errorf("a deleted license has its id (deleted before locked mode), and seatd never reuses a deleted license's id: the vendor must give it another id")
+			}
 		}
 	}
 	if err != nil {
@@ -140,65 +147,104 @@ func sameLicense(a, b server.License) bool {
 
 // grants makes l's grants those of fl: deletes first, so that the
 // license never holds more grants than either file allows.
+//
+// A store never reuses the id of a deleted grant (its leases and events
+// keep it), so a file grant has a sequence of seatd ids (grantIDs): the
+// first, licensefile.GrantID, and others for when it comes back after it
+// was deleted (a file dropped it, or changed its feature: a grant of
+// another feature is another grant, whose leases were taken for the old
+// one). It is the live grant whose id is one of those.
 func (s *syncer) grants(ctx context.Context, l server.License, fl licensefile.License) error {
-	want := map[string]server.Grant{}
-	for _, g := range fl.Grants {
-		sg := g.ServerGrant(l.ID)
-		want[sg.ID] = sg
-	}
-	have := map[string]server.Grant{}
+	live := map[string]server.Grant{}
 	for _, g := range l.Grants {
-		// A grant whose feature the file changed is another grant: its
-		// leases were taken for the old feature.
-		if w, ok := want[g.ID]; ok && w.Feature == g.Feature {
-			have[g.ID] = g
-			continue
+		live[g.ID] = g
+	}
+	have := map[string]server.Grant{} // by the vendor's grant id
+	for _, g := range fl.Grants {
+		for _, id := range grantIDs(l.ID, g.ID) {
+			if cur, ok := live[id]; ok && cur.Feature == g.Feature {
+				have[g.ID] = cur
+				delete(live, id) // each live grant is one file grant's
+				break
+			}
 		}
+	}
+	for _, g := range live { // the grants no file grant is
 		if err := s.deleteGrant(ctx, l.ID, g.ID); err != nil {
 			return err
 		}
 	}
 	for _, g := range fl.Grants {
-		w := want[licensefile.GrantID(l.ID, g)]
-		cur, ok := have[w.ID]
+		w := g.ServerGrant(l.ID)
+		cur, ok := have[g.ID]
 		switch {
 		case !ok:
-			if err := s.createGrant(ctx, w); err != nil {
-				return err
+			if err := s.createGrant(ctx, l.ID, g.ID, w); err != nil {
+				return fmt.Errorf("grant %s of the license file: %w", g.ID, err)
 			}
 		case !sameGrant(cur, w):
-			if _, err := s.st.UpdateGrant(ctx, tenant, l.ID, w.ID, func(g *server.Grant) error {
+			if _, err := s.st.UpdateGrant(ctx, tenant, l.ID, cur.ID, func(g *server.Grant) error {
 				setGrant(g, w)
 				return nil
 			}); err != nil {
-				return fmt.Errorf("grant %s (%s of the license file): %w", w.ID, g.ID, err)
+				return fmt.Errorf("grant %s (%s of the license file): %w", cur.ID, g.ID, err)
 			}
 			s.c.GrantsUpdated++
-			s.audit(ctx, "feature_grant.update", "feature_grant", w.ID, map[string]string{"license_id": l.ID, "feature": w.Feature, "seats": strconv.Itoa(w.Seats)})
+			s.audit(ctx, "feature_grant.update", "feature_grant", cur.ID, map[string]string{"license_id": l.ID, "feature": w.Feature, "seats": strconv.Itoa(w.Seats)})
 		}
 	}
 	return nil
 }
 
-func (s *syncer) createGrant(ctx context.Context, g server.Grant) error {
-	g.TenantID, g.CreatedAt, g.UpdatedAt = tenant, s.now, s.now
-	_, err := s.st.CreateGrant(ctx, g)
-	if server.ErrorCode(err) == server.ECONFLICT {
-		// Another instance created it meanwhile; make it the file's.
-		_, err = s.st.UpdateGrant(ctx, tenant, g.LicenseID, g.ID, func(cur *server.Grant) error {
-			setGrant(cur, g)
+// maxGrantIncarnations bounds how often one file grant may come back
+// after its seatd grant was deleted.
+const maxGrantIncarnations = 64
+
+// grantIDs are the seatd ids a file grant (the vendor's id vendorID) may
+// have in the license licenseID, in the order they are used.
+func grantIDs(licenseID, vendorID string) []string {
+	ids := make([]string, maxGrantIncarnations)
+	ids[0] = licensefile.GrantID(licenseID, licensefile.Grant{ID: vendorID})
+	for n := 1; n < maxGrantIncarnations; n++ {
+		sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", vendorID, n))
+		ids[n] = licenseID + "." + hex.EncodeToString(sum[:4])
+	}
+	return ids
+}
+
+// createGrant creates w under the first of the file grant's ids that no
+// grant, live or deleted, has; one created by another instance meanwhile
+// (live, of w's feature) is taken as it stands and made w's.
+func (s *syncer) createGrant(ctx context.Context, licenseID, vendorID string, w server.Grant) error {
+	w.TenantID, w.CreatedAt, w.UpdatedAt = tenant, s.now, s.now
+	for _, id := range grantIDs(licenseID, vendorID) {
+		w.ID = id
+		_, err := s.st.CreateGrant(ctx, w)
+		if err == nil {
+			s.c.GrantsCreated++
+			s.audit(ctx, "feature_grant.create", "feature_grant", w.ID, map[string]string{
+				"license_id": w.LicenseID, "feature": w.Feature, "version": server.FormatVersion(w.Version), "seats": strconv.Itoa(w.Seats),
+			})
 			return nil
-		})
-		return err
+		}
+		if server.ErrorCode(err) != server.ECONFLICT {
+			return err
+		}
+		l, err := s.st.GetLicense(ctx, tenant, licenseID)
+		if err != nil {
+			return err
+		}
+		if g := l.Grant(id); g != nil && g.Feature == w.Feature {
+			_, err := s.st.UpdateGrant(ctx, tenant, licenseID, id, func(cur *server.Grant) error {
+				setGrant(cur, w)
+				return nil
+			})
+			return err
+		}
+		// A deleted grant's id (or a live one of another feature, which
+		// the next sync deletes): the next id.
 	}
-	if err != nil {
-		return fmt.Errorf("grant %s: %w", g.ID, err)
-	}
-	s.c.GrantsCreated++
-	s.audit(ctx, "feature_grant.create", "feature_grant", g.ID, map[string]string{
-		"license_id": g.LicenseID, "feature": g.Feature, "version": server.FormatVersion(g.Version), "seats": strconv.Itoa(g.Seats),
-	})
-	return nil
+	return fmt.Errorf("it came back after its grant was deleted more than %d times: give it a new id", maxGrantIncarnations)
 }
 
 func (s *syncer) deleteGrant(ctx context.Context, licenseID, grantID string) error {
