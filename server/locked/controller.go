@@ -225,7 +225,7 @@ func (c *Controller) refuse(err error, next *licensefile.Signed) (Info, bool, er
 	if errors.As(err, &se) {
 		msg = se.Message // the store's refusal, as it tells clients
 	}
-	return c.info(c.cur), false, refused(cause, "license file refused: "+msg, serial, c.serial())
+	return c.info(c.cur), false, refused(cause, msg, serial, c.serial())
 }
 
 func refused(cause, msg string, serial, inForce int64) *server.Error {
