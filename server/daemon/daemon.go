@@ -69,13 +69,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seatd: %v\n", err)
 		return 1
 	}
+	hup, stopHangups := hangups(cfg)
+	defer stopHangups()
 	d, err := Start(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "seatd: %v\n", err)
 		return 1
 	}
 	if d.licenseFile != nil {
-		go reloadOnHangup(ctx, d.licenseFile)
+		go reloadOnHangup(ctx, d.licenseFile, hup)
 	}
 	<-ctx.Done()
 	if err := d.Shutdown(); err != nil {

@@ -82,13 +82,22 @@ func watchLicenseFile(c *locked.Controller, every time.Duration, r *readiness, l
 	}
 }
 
+// hangups catches SIGHUP for reloadOnHangup from before the start, so
+// that one sent as soon as seatd serves reloads rather than ends it (the
+// default action); nil stop: none caught.
+func hangups(cfg Config) (hup chan os.Signal, stop func()) {
+	if cfg.LicenseFile == "" {
+		return nil, func() {}
+	}
+	hup = make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	return hup, func() { signal.Stop(hup) }
+}
+
 // reloadOnHangup reloads the license file on each SIGHUP until ctx ends:
 // the controller logs the outcome (a refused file in one line, the file
 // in force staying).
-func reloadOnHangup(ctx context.Context, c *locked.Controller) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+func reloadOnHangup(ctx context.Context, c *locked.Controller, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():

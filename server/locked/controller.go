@@ -279,8 +279,10 @@ func (c *Controller) Watch(ctx context.Context) (why string, err error) {
 		return "the license file is not in force yet", nil
 	}
 	if data, rerr := os.ReadFile(c.cfg.Path); rerr == nil && !bytes.Equal(data, c.seen) {
+		prev := c.seen
 		c.seen = data
 		if _, _, err := c.load(ctx, data); err != nil && server.ErrorReason(err) != server.ReasonLicenseFileRefused {
+			c.seen = prev // the store failed, not the file: the next look loads it again
 			return "", err
 		}
 	}

@@ -2,6 +2,8 @@ package locked
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -237,4 +239,43 @@ func requireRefusal(t *testing.T, err error, cause string) {
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, cause, e.Metadata["cause"], "%v", err)
 	require.Equal(t, "7", e.Metadata["serial_in_force"])
+}
+
+// failingRecord is a store whose SetFileInForce fails while fail is set.
+type failingRecord struct {
+	server.Store
+	fail bool
+}
+
+func (s *failingRecord) SetFileInForce(ctx context.Context, f server.LicenseFileRecord) (server.LicenseFileRecord, error) {
+	if s.fail {
+		return server.LicenseFileRecord{}, server.Unavailable(errors.New("injected"))
+	}
+	return s.Store.SetFileInForce(ctx, f)
+}
+
+// TestWatchRetriesAfterAStoreFailure: a changed file the store could not
+// take is loaded again at the next look, not forgotten; the file in force
+// stays meanwhile.
+func TestWatchRetriesAfterAStoreFailure(t *testing.T) {
+	t.Parallel()
+	x := newFixture(t)
+	st := &failingRecord{Store: x.store}
+	x.store = st
+	now := during
+	x.write(t, x.signed(t, x.file(7, 2)))
+	c := x.controller(&now)
+	require.NoError(t, c.Start(t.Context()))
+
+	x.write(t, x.signed(t, x.file(8, 4)))
+	st.fail = true
+	_, err := c.Watch(t.Context())
+	require.Equal(t, server.EUNAVAILABLE, server.ErrorCode(err), "%v", err)
+	require.Equal(t, int64(7), c.InForce().Serial)
+	st.fail = false
+	why, err := c.Watch(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, why)
+	require.Equal(t, int64(8), c.InForce().Serial)
+	require.Equal(t, 4, x.license(t, "lic_cad").Seats)
 }
