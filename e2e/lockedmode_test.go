@@ -274,7 +274,7 @@ func TestLockedModeDistributed(t *testing.T) {
 
 	// p0 gets serial 2 (3 seats); p1 keeps serial 1: not ready until it
 	// has serial 2 too.
-	v.writeSigned(t, paths[0], lockedFile(site, 2, 3))
+	serial2 := v.writeSigned(t, paths[0], lockedFile(site, 2, 3))
 	r, err := p0.admin().ReloadLicenseFile(p0.asOperator(ctx), &seatdv1.ReloadLicenseFileRequest{})
 	if err == nil {
 		require.EqualValues(t, 2, r.GetLicenseFile().GetSerial())
@@ -286,7 +286,9 @@ func TestLockedModeDistributed(t *testing.T) {
 	_, err = p1.acquire(ctx, lic.GetKey(), "c")
 	require.NoError(t, err, "the record's terms (3 seats) apply on every instance")
 
-	v.writeSigned(t, paths[1], lockedFile(site, 2, 3))
+	// The same file (another signing of serial 2 would be another file,
+	// refused: one serial, one file).
+	writeAtomically(t, paths[1], serial2)
 	eventually(t, eventTimeout, "p1 ready again", func() bool { return ready(p1) == http.StatusOK })
 	got, err := p1.admin().GetLicenseFile(p1.asOperator(ctx), &seatdv1.GetLicenseFileRequest{})
 	require.NoError(t, err)

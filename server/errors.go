@@ -144,9 +144,12 @@ func ErrorReason(err error) string {
 // FileNotNewer refuses a license file whose serial is below the one in
 // force, or equal to it with other content (SetFileInForce).
 func FileNotNewer(serial int64, inForce LicenseFileRecord) *Error {
+	msg := fmt.Sprintf("license file serial %d is not newer than the license file in force (serial %d)", serial, inForce.Serial)
+	if serial == inForce.Serial {
+		msg = fmt.Sprintf("license file serial %d is another file than the license file in force, which has that serial too", serial)
+	}
 	return &Error{
-		Code: EPRECONDITION, Reason: ReasonLicenseFileRefused,
-		Message: fmt.Sprintf("license file serial %d is not newer than the license file in force (serial %d)", serial, inForce.Serial),
+		Code: EPRECONDITION, Reason: ReasonLicenseFileRefused, Message: msg,
 		Metadata: map[string]string{
 			"cause": "not_newer", "serial": strconv.FormatInt(serial, 10), "serial_in_force": strconv.FormatInt(inForce.Serial, 10),
 		},

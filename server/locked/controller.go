@@ -193,8 +193,11 @@ func (c *Controller) load(ctx context.Context, data []byte) (Info, bool, error) 
 		return c.refuse(err, next)
 	}
 	f, changes, err := c.putInForce(ctx, next)
-	if server.ErrorReason(err) == server.ReasonLicenseFileRefused {
-		return c.refuse(fmt.Errorf("%w: %w", licensefile.ErrNotNewer, err), next)
+	var se *server.Error
+	if server.ErrorReason(err) == server.ReasonLicenseFileRefused && errors.As(err, &se) {
+		// The store's record is newer than the file in force here: another
+		// instance (or an earlier run) put a newer file in force.
+		return c.refuse(fmt.Errorf("%w: %s", licensefile.ErrNotNewer, se.Message), next)
 	}
 	if err != nil {
 		c.log.Error("license file not put in force: the store failed; the file in force stays (reload again)", "path", c.cfg.Path, "serial", next.Serial, "err", err)
@@ -220,12 +223,7 @@ func (c *Controller) refuse(err error, next *licensefile.Signed) (Info, bool, er
 	}
 	cause := causeOf(err)
 	c.log.Error("license file refused; the file in force stays", "path", c.cfg.Path, "cause", cause, "serial_in_force", c.serial(), "err", err)
-	var se *server.Error
-	msg := err.Error()
-	if errors.As(err, &se) {
-		msg = se.Message // the store's refusal, as it tells clients
-	}
-	return c.info(c.cur), false, refused(cause, msg, serial, c.serial())
+	return c.info(c.cur), false, refused(cause, err.Error(), serial, c.serial())
 }
 
 func refused(cause, msg string, serial, inForce int64) *server.Error {
