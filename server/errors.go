@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -67,14 +68,17 @@ const (
 	ReasonGrantNotFound      = "GRANT_NOT_FOUND"
 	// Site policy (policy.go, Judge); each reason's meaning is on its line.
 
-	ReasonSeatsReserved = "SEATS_RESERVED"  // every seat left is reserved for users, hosts or groups the client is not one of
-	ReasonUserLimit     = "USER_LIMIT"      // the user (or a member of a group capped member by member) holds all the seats a max rule allows it
-	ReasonHostLimit     = "HOST_LIMIT"      // the host (or a member of a host group capped member by member) holds all the seats a max rule allows it
-	ReasonGroupLimit    = "GROUP_LIMIT"     // the group or host group as a whole holds all the seats a max rule allows it
-	ReasonNotIncluded   = "NOT_INCLUDED"    // the feature has include rules and none names the client
-	ReasonExcluded      = "EXCLUDED"        // an exclude rule names the client (exclude wins over include)
-	ReasonGroupNotFound = "GROUP_NOT_FOUND" // the tenant has no group of that name
-	ReasonGroupInUse    = "GROUP_IN_USE"    // a group that policies name cannot be deleted
+	ReasonSeatsReserved            = "SEATS_RESERVED"              // every seat left is reserved for users, hosts or groups the client is not one of
+	ReasonUserLimit                = "USER_LIMIT"                  // the user (or a member of a group capped member by member) holds all the seats a max rule allows it
+	ReasonHostLimit                = "HOST_LIMIT"                  // the host (or a member of a host group capped member by member) holds all the seats a max rule allows it
+	ReasonGroupLimit               = "GROUP_LIMIT"                 // the group or host group as a whole holds all the seats a max rule allows it
+	ReasonNotIncluded              = "NOT_INCLUDED"                // the feature has include rules and none names the client
+	ReasonExcluded                 = "EXCLUDED"                    // an exclude rule names the client (exclude wins over include)
+	ReasonGroupNotFound            = "GROUP_NOT_FOUND"             // the tenant has no group of that name
+	ReasonGroupInUse               = "GROUP_IN_USE"                // a group that policies name cannot be deleted
+	ReasonLicenseFileLocked        = "LICENSE_FILE_LOCKED"         // licenses and grants come only from the license file
+	ReasonLicenseFileRefused       = "LICENSE_FILE_REFUSED"        // a license file seatd will not serve (metadata cause says why)
+	ReasonLicenseFileNotConfigured = "LICENSE_FILE_NOT_CONFIGURED" // a license-file call on a seatd without --license-file
 )
 
 // Error is a failure a caller may see. Message is written for the client and
@@ -134,6 +138,21 @@ func ErrorReason(err error) string {
 	return ""
 }
 
+// FileNotNewer refuses a license file whose serial is below the one in
+// force, or equal to it with other content (SetFileInForce).
+func FileNotNewer(serial int64, inForce LicenseFileRecord) *Error {
+	msg := fmt.Sprintf("license file serial %d is not newer than the license file in force (serial %d)", serial, inForce.Serial)
+	if serial == inForce.Serial {
+		msg = fmt.Sprintf("license file serial %d is another file than the license file in force, which has that serial too", serial)
+	}
+	return &Error{
+		Code: EPRECONDITION, Reason: ReasonLicenseFileRefused, Message: msg,
+		Metadata: map[string]string{
+			"cause": "not_newer", "serial": strconv.FormatInt(serial, 10), "serial_in_force": strconv.FormatInt(inForce.Serial, 10),
+		},
+	}
+}
+
 // Common errors. Compare with ErrorCode/ErrorReason, not ==, since callers
 // may wrap them.
 var (
@@ -148,6 +167,13 @@ var (
 	ErrLicenseInactive = Errorf(EPRECONDITION, ReasonLicenseInactive, "license is not active")
 	ErrLicenseExpired  = Errorf(EPRECONDITION, ReasonLicenseExpired, "license has expired")
 	// ErrBorrowNotAllowed: the license's max_borrow_duration is 0.
+	// ErrLicenseFileLocked: in locked mode licenses and feature grants
+	// come only from the license file (docs/concepts/license-files.md).
+	ErrLicenseFileLocked = Errorf(EPRECONDITION, ReasonLicenseFileLocked, "licenses and feature grants come from the license file (locked mode): they change only with a new file from the vendor")
+	// ErrLicenseFileNotConfigured: a license-file call on a seatd that
+	// serves none.
+	ErrLicenseFileNotConfigured = Errorf(EPRECONDITION, ReasonLicenseFileNotConfigured, "seatd runs without a license file (--license-file)")
+
 	ErrBorrowNotAllowed = Errorf(EPRECONDITION, ReasonBorrowNotAllowed, "license does not allow borrowing (max_borrow_duration is 0)")
 	// ErrLeaseBorrowed refuses a heartbeat of a borrowed lease: it keeps
 	// the deadline it was borrowed until.

@@ -23,6 +23,7 @@ type Store interface {
 	UsageStore
 	SigningKeyStore
 	RetentionStore
+	LicenseFileStore
 	// Close flushes buffered writes (heartbeat write-behind) and releases the
 	// store's resources. A closed store must not be used again.
 	Close() error
@@ -413,6 +414,36 @@ type RecordStore interface {
 	// ListAuditEvents pages through the audit entries of r.TenantID with At
 	// in r, by (At, ID); r.LicenseID is not used.
 	ListAuditEvents(ctx context.Context, r EventRange, p Page) ([]AuditEntry, string, error)
+}
+
+// LicenseFileStore keeps what locked mode needs beyond licenses
+// (docs/concepts/license-files.md): the site key a license file names, and
+// which file is in force. Both live with the data, not beside it, so that
+// every instance of a distributed seatd holds the one site key and agrees
+// on the file in force.
+type LicenseFileStore interface {
+	// EnsureSiteKey stores k as the site key unless one is stored, in one
+	// step, and returns the site key stored: instances that ensure one at
+	// once all get the same key. k is kept as given (its private half as
+	// the caller sealed it); one with an empty ID is never stored, so
+	// EnsureSiteKey(ctx, SigningKey{}) reads the key (ID "": none yet).
+	EnsureSiteKey(ctx context.Context, k SigningKey) (SigningKey, error)
+	// FileInForce returns the license file in force (Serial 0: none yet).
+	FileInForce(ctx context.Context) (LicenseFileRecord, error)
+	// SetFileInForce records f (Serial, Hash) as in force and returns the
+	// record, its SetAt the store's clock, in one step: unless the record
+	// holds a higher serial, or f's serial with another hash, when it is
+	// FileNotNewer and nothing changes. f as in force already is returned
+	// unchanged. So a restart, a restore or another instance with an older
+	// file can never put it back.
+	SetFileInForce(ctx context.Context, f LicenseFileRecord) (LicenseFileRecord, error)
+}
+
+// LicenseFileRecord names the license file in force.
+type LicenseFileRecord struct {
+	Serial int64     `json:"serial"`
+	Hash   string    `json:"hash"`   // hex SHA-256 of its signed token: same serial, same file
+	SetAt  time.Time `json:"set_at"` // when it was first put in force
 }
 
 // RetentionStore removes old history (retention.go says what each kind is).

@@ -386,3 +386,45 @@ func TestReportsAndExportsByFeature(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.err, "not kept per feature")
 }
+
+func (f *fakeAdmin) GetLicenseFile(_ context.Context, req *seatdv1.GetLicenseFileRequest, _ ...grpc.CallOption) (*seatdv1.GetLicenseFileResponse, error) {
+	return &seatdv1.GetLicenseFileResponse{LicenseFile: testLicenseFile(7)}, f.keep("GetLicenseFile", req)
+}
+
+func (f *fakeAdmin) ReloadLicenseFile(_ context.Context, req *seatdv1.ReloadLicenseFileRequest, _ ...grpc.CallOption) (*seatdv1.ReloadLicenseFileResponse, error) {
+	return &seatdv1.ReloadLicenseFileResponse{LicenseFile: testLicenseFile(8), Changed: true}, f.keep("ReloadLicenseFile", req)
+}
+
+func testLicenseFile(serial int64) *seatdv1.LicenseFile {
+	return &seatdv1.LicenseFile{
+		Serial: serial, Customer: "Acme", SiteKeyId: "site-kid", VendorKeyId: "vendor-kid", LicenseCount: 2,
+		IssuedAt: timestamppb.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)), Sha256: "ab12",
+	}
+}
+
+// TestLicenseFileCommands: show and reload call their RPCs and print the
+// file in force; a refusal is an error naming its reason.
+func TestLicenseFileCommands(t *testing.T) {
+	t.Parallel()
+	f := &fakeAdmin{}
+	r := runFake(t, f, "license-file", "show")
+	require.Equal(t, 0, r.code, r.err)
+	require.Regexp(t, `serial\s+7\n`, r.out)
+	require.Regexp(t, `customer\s+Acme\n`, r.out)
+	require.Regexp(t, `site key\s+site-kid\n`, r.out)
+	require.Contains(t, f.requests, "GetLicenseFile")
+
+	r = runFake(t, f, "license-file", "reload")
+	require.Equal(t, 0, r.code, r.err)
+	require.Regexp(t, `serial\s+8\n`, r.out)
+	require.Regexp(t, `reload\s+reloaded: in force now\n`, r.out)
+
+	r = runFake(t, f, "license-file", "reload", "-o", "json")
+	require.Equal(t, 0, r.code, r.err)
+	require.Contains(t, r.out, `"changed": true`)
+
+	f.err = status.Error(codes.FailedPrecondition, "license file serial 7: made for another site key")
+	r = runFake(t, f, "lf", "reload")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.err, "made for another site key")
+}

@@ -129,6 +129,7 @@ vendor and site work on files only: license files for air-gapped sites.`,
 		exportCmd(g),
 		signingKeysCmd(g),
 		jwksCmd(g),
+		licenseFileCmd(g),
 		vendorCmd(g),
 		siteCmd(g),
 	)

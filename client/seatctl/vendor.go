@@ -269,7 +269,8 @@ func printLicenseFile(w io.Writer, v inspected) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	lt := newTable(w, "LICENSE", "NAME", "SEATS", "OVERDRAFT", "TTL", "STRATEGY", "BORROW", "EARLY RETURN", "EXPIRES")
+	// SEATD ID: what the licenses and grants are called in a locked seatd.
+	lt := newTable(w, "LICENSE", "NAME", "SEATS", "OVERDRAFT", "TTL", "STRATEGY", "BORROW", "EARLY RETURN", "EXPIRES", "SEATD ID")
 	var grants int
 	for _, l := range f.Licenses {
 		strategy := string(l.LeasingStrategy)
@@ -277,22 +278,23 @@ func printLicenseFile(w io.Writer, v inspected) error {
 			strategy = "fingerprint"
 		}
 		lt.row(l.ID, l.Name, strconv.Itoa(l.Seats), strconv.Itoa(l.Overdraft), shortDuration(l.LeaseTTL.Std()), strategy,
-			fmtBorrow(l.MaxBorrowDuration, l.MaxBorrowedSeats), yesNo(l.AllowEarlyReturn), fmtUTC(l.ExpiresAt))
+			fmtBorrow(l.MaxBorrowDuration, l.MaxBorrowedSeats), yesNo(l.AllowEarlyReturn), fmtUTC(l.ExpiresAt), licensefile.LicenseID(l.ID))
 		grants += len(l.Grants)
 	}
 	if err := lt.flush(); err != nil || grants == 0 {
 		return err
 	}
 	fmt.Fprintln(w)
-	gt := newTable(w, "GRANT", "FEATURE", "VERSION", "SEATS", "OVERDRAFT", "STARTS", "EXPIRES", "BORROW")
+	gt := newTable(w, "GRANT", "FEATURE", "VERSION", "SEATS", "OVERDRAFT", "STARTS", "EXPIRES", "BORROW", "SEATD ID")
 	for _, l := range f.Licenses {
 		for _, gr := range l.Grants {
 			version := gr.Version
 			if version == "" {
 				version = "any"
 			}
-			gt.row(licensefile.GrantID(l.ID, gr), gr.Feature, version, strconv.Itoa(gr.Seats), strconv.Itoa(gr.Overdraft),
-				fmtUTC(gr.StartsAt), fmtUTC(gr.ExpiresAt), fmtBorrow(gr.MaxBorrowDuration, gr.MaxBorrowedSeats))
+			gt.row(l.ID+"/"+gr.ID, gr.Feature, version, strconv.Itoa(gr.Seats), strconv.Itoa(gr.Overdraft),
+				fmtUTC(gr.StartsAt), fmtUTC(gr.ExpiresAt), fmtBorrow(gr.MaxBorrowDuration, gr.MaxBorrowedSeats),
+				licensefile.GrantID(licensefile.LicenseID(l.ID), gr))
 		}
 	}
 	return gt.flush()

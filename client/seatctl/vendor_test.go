@@ -305,9 +305,10 @@ func TestVendorInspect(t *testing.T) {
 	require.Regexp(t, `customer\s+Acme Fabrication & Sons\n`, out)
 	require.Regexp(t, `site key\s+`+licensefile.KeyID(site.Public().(ed25519.PublicKey))+`\n`, out)
 	require.Regexp(t, `host\s+any \(bound to the site key only\)\n`, out)
-	require.Regexp(t, `cad\s+ACME CAD\s+20\s+2\s+6m\s+fingerprint\s+3d \(5 seats\)\s+no\s+-\n`, out)
-	require.Regexp(t, `viewer\s+ACME Viewer\s+100\s+0\s+2m\s+user\s+no\s+no\s+-\n`, out)
-	require.Regexp(t, `cad\.render-2024\s+render\s+2024\.10\s+5\s+1\s+-\s+2026-09-01T00:00:00Z\s+no\n`, out)
+	require.Regexp(t, `cad\s+ACME CAD\s+20\s+2\s+6m\s+fingerprint\s+3d \(5 seats\)\s+no\s+-\s+lic_cad\n`, out)
+	require.Regexp(t, `viewer\s+ACME Viewer\s+100\s+0\s+2m\s+user\s+no\s+no\s+-\s+lic_viewer\n`, out)
+	// The seatd id: the license's, a dot, SHA-256("render-2024")'s first 4 bytes.
+	require.Regexp(t, `cad/render-2024\s+render\s+2024\.10\s+5\s+1\s+-\s+2026-09-01T00:00:00Z\s+no\s+lic_cad\.ea8af4b8\n`, out)
 
 	out = runFilesOK(t, "vendor", "inspect", lic)
 	require.Regexp(t, `signature\s+NOT CHECKED \(pass --pub vendor.pub\)`, out)

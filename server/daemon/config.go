@@ -115,6 +115,12 @@ type Config struct {
 	// 32 bytes, given as is or in a file. Never logged or echoed.
 	SigningKeyEncryptionKey     string
 	SigningKeyEncryptionKeyFile string
+
+	// Locked mode (locked.go): the vendor-signed license file served, the
+	// vendor's public keys that verify it, and how often it is looked at.
+	LicenseFile              string
+	VendorKey                string
+	LicenseFileWatchInterval time.Duration
 }
 
 // Distributed reports whether the config selects PostgreSQL + Redis.
@@ -202,6 +208,9 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.Int64Var(&c.TenantMaxSigningKeys, "tenant-max-signing-keys", grpcapi.DefaultQuotas.SigningKeys, "published lease-signing keys per tenant (its JWKS); a rotation that would publish more gets RESOURCE_EXHAUSTED QUOTA_EXCEEDED; 0: no quota")
 	fs.StringVar(&c.SigningKeyEncryptionKey, "signing-key-encryption-key", "", "seal the lease-signing keys' private halves at rest with AES-256-GCM under this key: base64 of 32 random bytes (openssl rand -base64 32); prefer its environment variable or --signing-key-encryption-key-file (a flag shows in ps). Every instance needs the same key")
 	fs.StringVar(&c.SigningKeyEncryptionKeyFile, "signing-key-encryption-key-file", "", "read --signing-key-encryption-key from this file (base64, surrounding white space ignored)")
+	fs.StringVar(&c.LicenseFile, "license-file", "", "locked mode: serve the licenses of this vendor-signed license file, and only those (docs/concepts/license-files.md); admin changes of licenses and grants are refused. Reloaded on SIGHUP, ReloadLicenseFile, or when it changes")
+	fs.StringVar(&c.VendorKey, "vendor-key", "", "locked mode: the vendor's public key(s) that sign --license-file: PEM (one or more PUBLIC KEY blocks), a JWK or a JWKS; not allowed in a seatd built with its vendor's key")
+	fs.DurationVar(&c.LicenseFileWatchInterval, "license-file-watch-interval", 10*time.Second, "locked mode: how often --license-file is read again (a changed file is reloaded) and compared with the file in force in the store (another one: not ready)")
 	fs.BoolVar(&c.AutoMigrate, "auto-migrate", true, "distributed mode: apply pending migrations at start (else run 'seatd migrate up')")
 	return fs
 }
@@ -217,6 +226,7 @@ const usageText = `Usage:
   seatd migrate [up|status] --postgres-url URL  apply or list the PostgreSQL schema migrations (distributed mode)
   seatd backup [--addr HOST:PORT] FILE          copy a running embedded seatd's data into FILE
   seatd restore FILE [--data-dir DIR]           with seatd stopped, put a backup back
+  seatd site-id [--name NAME] [--this-host]     print this seatd's site request (its site key, made if missing) for its vendor's license file
   seatd version                                 print the version, revision and Go version (also seatd --version)
 
 Run seatd <command> -h for a command's own flags.
@@ -247,6 +257,18 @@ func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (Co
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "max-connections" })
+	if err := applyEnv(fs, getenv); err != nil {
+		return c, err
+	}
+	c.MaxConnectionsGiven = given || getenv(EnvName("max-connections")) != ""
+	return c, c.validate()
+}
+
+// applyEnv sets each flag of fs not given on the command line from its
+// environment variable (EnvName), if set.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
@@ -260,11 +282,7 @@ func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (Co
 			}
 		}
 	})
-	if err != nil {
-		return c, err
-	}
-	c.MaxConnectionsGiven = given["max-connections"] || getenv(EnvName("max-connections")) != ""
-	return c, c.validate()
+	return err
 }
 
 func (c *Config) validate() error {
@@ -366,6 +384,9 @@ func (c *Config) validate() error {
 		return errors.New("--unauthenticated-call-rate must be a number, 0 or more, and --unauthenticated-call-burst between 1 and 1000000")
 	case c.TenantMaxLicenses < 0 || c.TenantMaxSeats < 0 || c.TenantMaxAPIKeys < 0 || c.TenantMaxSigningKeys < 0:
 		return errors.New("--tenant-max-licenses, --tenant-max-seats, --tenant-max-api-keys and --tenant-max-signing-keys must not be negative (0: no quota)")
+	}
+	if err := c.validateLocked(); err != nil {
+		return err
 	}
 	if c.SigningKeyEncryptionKey != "" && c.SigningKeyEncryptionKeyFile != "" {
 		return errors.New("--signing-key-encryption-key and --signing-key-encryption-key-file: give one of them, not both")

@@ -30,9 +30,11 @@ import (
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
 	"github.com/seatd/seatd/server/leader"
+	"github.com/seatd/seatd/server/locked"
 	"github.com/seatd/seatd/server/metrics"
 	"github.com/seatd/seatd/server/notify"
 	"github.com/seatd/seatd/server/retention"
+	"github.com/seatd/seatd/server/service"
 	"github.com/seatd/seatd/server/signing"
 	"github.com/seatd/seatd/server/waitqueue"
 )
@@ -49,6 +51,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "restore" {
 		return restoreMain(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "site-id" {
+		return siteIDMain(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 1 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version") {
 		return versionMain(stdout)
 	}
@@ -64,10 +69,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "seatd: %v\n", err)
 		return 1
 	}
+	hup, stopHangups := hangups(cfg)
+	defer stopHangups()
 	d, err := Start(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "seatd: %v\n", err)
 		return 1
+	}
+	if d.licenseFile != nil {
+		go reloadOnHangup(ctx, d.licenseFile, hup)
 	}
 	<-ctx.Done()
 	if err := d.Shutdown(); err != nil {
@@ -97,8 +107,12 @@ type Daemon struct {
 	httpLn    net.Listener
 	inProcess inProcess    // the gateway's way to the gRPC server
 	pprof     *http.Server // nil unless --pprof-addr
-	serveErr  chan error
-	closeOnce sync.Once
+	// Locked mode (locked.go): nil without --license-file.
+	licenseFile *locked.Controller
+	fileWatch   chan struct{} // closed to stop watchLicenseFile
+	fileWatched chan struct{} // closed when it has stopped
+	serveErr    chan error
+	closeOnce   sync.Once
 }
 
 // GRPCAddr and HTTPAddr are the addresses actually bound (useful with port 0).
@@ -150,6 +164,13 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	issuer := signing.NewIssuer(d.store, signing.IssuerOptions{Sealer: sealer, Logger: d.log})
 	if err := ensureSigningKey(ctx, issuer, sealer, d.log); err != nil {
 		return nil, err
+	}
+	var licenseFile service.LicenseFile // a nil *locked.Controller would not be a nil interface
+	if cfg.LicenseFile != "" {
+		if d.licenseFile, err = startLocked(ctx, cfg, d.store, sealer, d.log); err != nil {
+			return nil, err
+		}
+		licenseFile = d.licenseFile
 	}
 
 	reg := prometheus.NewRegistry()
@@ -244,7 +265,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		MaxStreams: cfg.MaxStreams, MaxStreamsPerAddress: cfg.MaxStreamsPerAddress,
 		FirstMessageTimeout: cfg.FirstMessageTimeout, StreamIdleTimeout: cfg.StreamIdleTimeout, Network: network,
 		FailedLookups: failedLookups, UnauthenticatedCalls: unauthenticatedCalls, Quotas: quotas,
-		Issuer: issuer,
+		Issuer: issuer, LicenseFile: licenseFile,
 	})
 	panicked := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)
@@ -324,12 +345,20 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if rc, ok := d.store.(server.ReadyChecker); ok {
 		d.ready.watch(rc, cfg.ReadinessInterval)
 	}
+	if d.licenseFile != nil {
+		d.fileWatch, d.fileWatched = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(d.fileWatched)
+			watchLicenseFile(d.licenseFile, cfg.LicenseFileWatchInterval, d.ready, d.log, d.fileWatch)
+		}()
+	}
 	where := slog.String("data_dir", cfg.DataDir)
 	if cfg.Distributed() {
 		where = slog.String("redis_key_prefix", cfg.RedisKeyPrefix)
 	}
 	d.log.Info("seatd serving", "mode", cfg.mode(), "grpc", d.GRPCAddr(), "http", d.HTTPAddr(), where,
-		"tls", tlsr != nil, "mtls", tlsr != nil && tlsr.MutualTLS(), "console", consoleURL(d.HTTPAddr(), tlsr != nil))
+		"tls", tlsr != nil, "mtls", tlsr != nil && tlsr.MutualTLS(), "console", consoleURL(d.HTTPAddr(), tlsr != nil),
+		"locked", d.licenseFile != nil)
 	return d, nil
 }
 
@@ -427,6 +456,10 @@ func (d *Daemon) closeAll() error {
 		}
 		if d.ready != nil {
 			d.ready.stopWatching() // it asks the store
+		}
+		if d.fileWatch != nil {
+			close(d.fileWatch) // it asks the store too
+			<-d.fileWatched
 		}
 		if d.notifier != nil {
 			d.notifier.Close()

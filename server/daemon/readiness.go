@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -25,6 +26,7 @@ type readiness struct {
 	started  bool
 	serving  bool   // started and not draining
 	storeWhy string // the store's reason, "" when it can write
+	fileWhy  string // locked mode: why this instance's license file is not the one in force, "" when it is
 	stop     chan struct{}
 	stopped  chan struct{} // nil unless watching
 }
@@ -33,7 +35,7 @@ func (r *readiness) update(f func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f()
-	why := r.storeWhy
+	why := cmp.Or(r.storeWhy, r.fileWhy)
 	switch {
 	case !r.started:
 		why = "starting"
@@ -104,4 +106,19 @@ func (r *readiness) stopWatching() {
 	}
 	close(stop)
 	<-stopped
+}
+
+// setLicenseFile is locked mode's part (watchLicenseFile): why this
+// instance's license file is not the one in force ("" when it is); a
+// change is logged once.
+func (r *readiness) setLicenseFile(why string) {
+	r.update(func() {
+		switch {
+		case why != "" && r.fileWhy != why:
+			r.log.Warn("not ready: this instance's license file is not the one in force; gRPC health says NOT_SERVING and /readyz 503 until it is", "why", why)
+		case why == "" && r.fileWhy != "":
+			r.log.Info("ready again: this instance's license file is the one in force", "was", r.fileWhy)
+		}
+		r.fileWhy = why
+	})
 }

@@ -139,3 +139,49 @@ func TestCheckBackupRefuses(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 }
+
+// TestRestoreKeepsTheLicenseFileInForce: restoring a backup from before
+// a newer license file (or from before locked mode) keeps the replaced
+// database's file in force and its site key: an older file is not
+// accepted again, and the file in force still names this seatd's key. A
+// backup with a newer record keeps its own.
+func TestRestoreKeepsTheLicenseFileInForce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	beforeLocked := writeBackup(t, b.s)
+	_, err := b.s.SetFileInForce(t.Context(), server.LicenseFileRecord{Serial: 3, Hash: "h3"})
+	require.NoError(t, err)
+	serial3 := writeBackup(t, b.s)
+	site := server.SigningKey{ID: "kid-site", PublicKey: []byte("pub"), PrivateKey: []byte("sealed"), CreatedAt: b.clock.Now()}
+	_, err = b.s.EnsureSiteKey(t.Context(), site)
+	require.NoError(t, err)
+	f7, err := b.s.SetFileInForce(t.Context(), server.LicenseFileRecord{Serial: 7, Hash: "h7"})
+	require.NoError(t, err)
+	serial7 := writeBackup(t, b.s)
+
+	for i, backup := range []string{beforeLocked, serial3} {
+		require.NoError(t, b.s.Close())
+		_, err = Restore(b.dir, backup, time.Date(2030, 1, 1, i, 0, 0, 0, time.UTC)) // a kept copy's name each
+		require.NoError(t, err)
+		b.open(t)
+		got, err := b.s.FileInForce(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, f7.Serial, got.Serial)
+		require.Equal(t, f7.Hash, got.Hash)
+		k, err := b.s.EnsureSiteKey(t.Context(), server.SigningKey{})
+		require.NoError(t, err)
+		require.Equal(t, site.ID, k.ID)
+		require.Equal(t, site.PrivateKey, k.PrivateKey)
+	}
+
+	_, err = b.s.SetFileInForce(t.Context(), server.LicenseFileRecord{Serial: 9, Hash: "h9"})
+	require.NoError(t, err)
+	require.NoError(t, b.s.Close())
+	require.NoError(t, os.Remove(filepath.Join(b.dir, dbFileName)))
+	_, err = Restore(b.dir, serial7, time.Now())
+	require.NoError(t, err)
+	b.open(t)
+	got, err := b.s.FileInForce(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(7), got.Serial, "no database replaced: the backup's record stands")
+}

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/seatd/seatd/server"
 )
 
 // CheckBackup returns nil if file is a sound seatd database: a sound
@@ -104,6 +107,9 @@ func Restore(dir, file string, now time.Time) (kept string, err error) {
 		return "", fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	target := filepath.Join(dir, dbFileName)
+	// Read before the lock, which a read would wait for: a seatd that
+	// starts meanwhile makes lockIdle refuse.
+	carry := lockedModeOf(target)
 	unlock, err := lockIdle(target)
 	if err != nil {
 		return "", err
@@ -112,6 +118,10 @@ func Restore(dir, file string, now time.Time) (kept string, err error) {
 
 	tmp := target + ".restoring"
 	if err := copyFileSynced(file, tmp); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	if err := carry.into(tmp); err != nil {
 		_ = os.Remove(tmp)
 		return "", err
 	}
@@ -166,6 +176,81 @@ func syncDir(dir string) error {
 	defer func() { _ = d.Close() }()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("sync data dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// lockedMode is what a restore keeps of the database it replaces, for
+// locked mode (licensefile.go): its site key, which the license file in
+// force names (a backup from before locked mode has none), and its record
+// of the file in force, whose serial must not go back with an older
+// backup (or an older file, with more seats perhaps, would be accepted
+// again). A database that cannot be read (a damaged one, the reason for
+// many restores) gives nothing: the backup's own record stands.
+type lockedMode struct {
+	siteKey, fileInForce []byte
+}
+
+func lockedModeOf(path string) (m lockedMode) {
+	if _, err := os.Stat(path); err != nil {
+		return m
+	}
+	_ = guard(path, func() error {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = db.Close() }()
+		return db.View(func(tx *bolt.Tx) error {
+			if meta := tx.Bucket(bucketMeta); meta != nil {
+				m.siteKey = bytes.Clone(meta.Get(keySiteKey))
+				m.fileInForce = bytes.Clone(meta.Get(keyFileInForce))
+			}
+			return nil
+		})
+	})
+	return m
+}
+
+// into writes m into the database at path (the restored copy, before
+// it is put in place) where it lacks a site key, or holds an older file
+// in force.
+func (m lockedMode) into(path string) error {
+	if m.siteKey == nil && m.fileInForce == nil {
+		return nil
+	}
+	var keep server.LicenseFileRecord
+	if m.fileInForce != nil {
+		var err error
+		if keep, err = decode[server.LicenseFileRecord](m.fileInForce); err != nil {
+			m.fileInForce = nil // not ours to judge: the restored copy's stands
+		}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		return fmt.Errorf("restore: open the restored copy: %w", err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if m.siteKey != nil && meta.Get(keySiteKey) == nil {
+			if err := meta.Put(keySiteKey, m.siteKey); err != nil {
+				return err
+			}
+		}
+		if m.fileInForce == nil {
+			return nil
+		}
+		cur, err := fileInForce(meta)
+		if err != nil || cur.Serial < keep.Serial {
+			return meta.Put(keyFileInForce, m.fileInForce)
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore: keep the license file in force: %w", err)
 	}
 	return nil
 }

@@ -46,6 +46,13 @@ func (f flakyStore) Acquire(ctx context.Context, r server.AcquireRequest) (serve
 // store, as server/daemon wires them.
 func newGateway(t testing.TB) (*Handler, *prometheus.Registry) {
 	t.Helper()
+	return newGatewayWith(t, nil)
+}
+
+// newGatewayWith is newGateway with configure changing the API's Config
+// (its Store set) first.
+func newGatewayWith(t testing.TB, configure func(*grpcapi.Config)) (*Handler, *prometheus.Registry) {
+	t.Helper()
 	st, err := embedded.Open(t.TempDir(), embedded.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
@@ -54,10 +61,14 @@ func newGateway(t testing.TB) (*Handler, *prometheus.Registry) {
 	store := flakyStore{st}
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
-	api := grpcapi.New(grpcapi.Config{
+	cfg := grpcapi.Config{
 		Store: store, Cleaner: cleanup.NewCleaner(store, cleanup.Config{}, nil, m),
 		Leadership: cleanup.Solo{ID: "gw"}, OperatorKey: operatorKey, Metrics: m,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	api := grpcapi.New(cfg)
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(api.UnaryInterceptors()...), grpc.ChainStreamInterceptor(api.StreamInterceptors()...))
 	api.Register(srv)
 	lis := bufconn.Listen(1 << 20)

@@ -85,6 +85,9 @@ type Config struct {
 	// Issuer signs lease certificates (default: one over Store that keeps
 	// new keys plain).
 	Issuer *signing.Issuer
+
+	// LicenseFile, when set, runs locked mode (service.LicenseFile).
+	LicenseFile service.LicenseFile
 }
 
 // Defaults for WaitForSeat (the service's, named here for the daemon's flags).
@@ -111,6 +114,7 @@ func New(cfg Config) *Server {
 		Logger: log, Metrics: cfg.Metrics,
 		WaitQueue: cfg.WaitQueue, Hub: cfg.Hub, Revocations: cfg.Revocations,
 		WaitHold: cfg.WaitHold, WaitPoll: cfg.WaitPoll, Quotas: cfg.Quotas, Issuer: cfg.Issuer,
+		LicenseFile: cfg.LicenseFile,
 	})
 	network := cfg.Network
 	if network == nil {

@@ -68,7 +68,9 @@ func TestGoldenFile(t *testing.T) {
 	got, err := Verify(want, []ed25519.PublicKey{vendorPub}, testSite, during)
 	require.NoError(t, err)
 	require.EqualValues(t, 7, got.Serial)
-	require.Equal(t, "cad.render-2024", GrantID("cad", got.Licenses[0].Grants[0]))
+	require.Equal(t, "lic_cad", LicenseID("cad"))
+	// The first 4 bytes of SHA-256("render-2024").
+	require.Equal(t, "lic_cad.ea8af4b8", GrantID(LicenseID("cad"), got.Licenses[0].Grants[0]))
 
 	vendorPEM, err := MarshalPublicKey(vendorPub)
 	require.NoError(t, err)
@@ -285,6 +287,8 @@ func TestSignRefusesWhatSeatdWould(t *testing.T) {
 		}},
 		{"licenses[0].grants[0].id", func(f *File) { grant(f).ID = "" }},
 		{"licenses[0].grants[1].id", func(f *File) { lic(f).Grants[1].ID = grant(f).ID }},
+		// Two ids whose seatd grant ids (GrantID) would be one.
+		{"licenses[0].grants[1].id", func(f *File) { grant(f).ID, lic(f).Grants[1].ID = "g19493", "g48715" }},
 		{"licenses[0].grants[0].feature", func(f *File) { grant(f).Feature = "" }},
 		{"licenses[0].grants[0].feature", func(f *File) { grant(f).Feature = "render!" }},
 		{"licenses[0].grants[0].version", func(f *File) { grant(f).Version = "2024.x" }},

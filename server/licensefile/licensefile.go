@@ -15,6 +15,8 @@
 package licensefile
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +72,8 @@ const (
 // only the vendor sets.
 type License struct {
 	// ID is the vendor's, stable across renewals: a renewal file that
-	// keeps it keeps the license (its leases, its usage history).
+	// keeps it keeps the license (its leases, its usage history). The
+	// license's seatd id is "lic_" and this (LicenseID).
 	ID   string `json:"id"`
 	Name string `json:"name"`
 	// Seats, Overdraft, LeaseTTL, the borrowing limits and ExpiresAt as
@@ -92,7 +95,7 @@ type License struct {
 // Grant is one feature grant of a license (server.Grant).
 type Grant struct {
 	// ID is the vendor's, stable across renewals, unique in its license:
-	// the grant's seatd id is the license's, a dot, and this (GrantID).
+	// the grant's seatd id is made from it (GrantID).
 	ID                string    `json:"id"`
 	Feature           string    `json:"feature"`
 	Version           string    `json:"version,omitempty"` // "": every version
@@ -123,8 +126,24 @@ const DefaultLeaseTTL = Duration(server.DefaultLeaseTTL)
 // a grant's id from its license's: server.PoolLicense).
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
-// GrantID is g's seatd grant id in the license with id licenseID.
-func GrantID(licenseID string, g Grant) string { return licenseID + "." + g.ID }
+// LicenseID is the seatd id of the file's license with the vendor's id
+// vendorID: the same in every renewal, and a seatd license id as it
+// stands (the vendor's ids are lowercase letters, digits, '-' and '_').
+func LicenseID(vendorID string) string { return server.PrefixLicenseID + vendorID }
+
+// GrantID is g's seatd grant id in the license with seatd id licenseID:
+// the license's id, a dot, and 8 hex digits of the SHA-256 of the
+// vendor's grant id, the form every seatd grant id has
+// (server.NewGrantID). A hash, not the vendor's id itself: its length
+// stays bounded (ids fit the API's 128 bytes whatever the vendor's are)
+// and the same in every renewal. Validate refuses a license two of whose
+// grants would share one.
+func GrantID(licenseID string, g Grant) string { return licenseID + "." + grantSuffix(g.ID) }
+
+func grantSuffix(vendorID string) string {
+	sum := sha256.Sum256([]byte(vendorID))
+	return hex.EncodeToString(sum[:4])
+}
 
 // Duration is a time.Duration written as Go writes one ("6m0s", "72h0m0s"),
 // readable where nanoseconds would not be.
@@ -250,17 +269,21 @@ func (l *License) validate(field string, issuedAt time.Time) error {
 	if len(l.Grants) > server.MaxGrantsPerLicense {
 		return invalid(field+".grants", "must hold at most %d grants", server.MaxGrantsPerLicense)
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{} // grantSuffix -> the vendor's id
 	for i, g := range l.Grants {
 		gf := fmt.Sprintf("%s.grants[%d]", field, i)
 		if !idPattern.MatchString(g.ID) {
 			return invalid(gf+".id", "must be 1-%d lowercase letters, digits, '-' or '_', starting with a letter or digit (got %q)", MaxIDLength, g.ID)
 		}
-		if seen[g.ID] {
+		switch earlier, ok := seen[grantSuffix(g.ID)]; {
+		case ok && earlier == g.ID:
 			return invalid(gf+".id", "%q is the id of an earlier grant of this license", g.ID)
+		case ok:
+			// About one license in 20,000 of 200 grants: rename either.
+			return invalid(gf+".id", "%q and the earlier grant %q would have one seatd grant id (%s): rename one", g.ID, earlier, GrantID(LicenseID(l.ID), g))
 		}
-		seen[g.ID] = true
-		sg := g.ServerGrant(l.ID)
+		seen[grantSuffix(g.ID)] = g.ID
+		sg := g.ServerGrant(LicenseID(l.ID))
 		if err := sg.Validate(gf); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
@@ -274,8 +297,9 @@ func (l *License) validate(field string, issuedAt time.Time) error {
 	return nil
 }
 
-// ServerGrant is g as seatd keeps it for the license with id licenseID
-// (no tenant, no creation times: the server's to fill).
+// ServerGrant is g as seatd keeps it for the license with seatd id
+// licenseID (LicenseID; no tenant, no creation times: the server's to
+// fill).
 func (g Grant) ServerGrant(licenseID string) server.Grant {
 	return server.Grant{
 		ID: GrantID(licenseID, g), LicenseID: licenseID,

@@ -140,6 +140,9 @@ func checkGrantID(licenseID, grantID string) error {
 // license, its seats within the tenant's seats quota (grants' seats count
 // as licenses' do), audited.
 func (s *Service) CreateGrant(ctx context.Context, actor, tenant, licenseID string, in GrantInput) (GrantView, error) {
+	if err := s.refuseLocked(); err != nil {
+		return GrantView{}, err
+	}
 	if err := required("license_id", licenseID); err != nil {
 		return GrantView{}, err
 	}
@@ -193,6 +196,9 @@ func (s *Service) CreateGrant(ctx context.Context, actor, tenant, licenseID stri
 // change; raising its seats stays within the seats quota. It answers the
 // grant with its live leases counted after the change.
 func (s *Service) UpdateGrant(ctx context.Context, actor, tenant, licenseID string, in GrantInput, paths []string) (GrantView, error) {
+	if err := s.refuseLocked(); err != nil {
+		return GrantView{}, err
+	}
 	if err := required("license_id", licenseID); err != nil {
 		return GrantView{}, err
 	}
@@ -258,6 +264,9 @@ func (s *Service) UpdateGrant(ctx context.Context, actor, tenant, licenseID stri
 // DeleteGrant removes a grant of a license of the tenant, revoking its
 // leases, and audits how many it revoked.
 func (s *Service) DeleteGrant(ctx context.Context, actor, tenant, licenseID, grantID string) (int, error) {
+	if err := s.refuseLocked(); err != nil {
+		return 0, err
+	}
 	if err := required("license_id", licenseID); err != nil {
 		return 0, err
 	}

@@ -11,6 +11,9 @@ import (
 // CreateLicense creates a license of the tenant with a new id and key,
 // within the tenant's quotas, and audits it.
 func (s *Service) CreateLicense(ctx context.Context, actor, tenant string, in LicenseInput) (server.License, error) {
+	if err := s.refuseLocked(); err != nil {
+		return server.License{}, err
+	}
 	if in.ID != "" {
 		return server.License{}, server.Invalid("license.id", "is assigned by the server; leave it empty")
 	}
@@ -62,6 +65,9 @@ func (s *Service) UpdateLicense(ctx context.Context, actor, tenant string, in Li
 }
 
 func (s *Service) updateLicense(ctx context.Context, actor, tenant string, in LicenseInput, paths []string) (server.License, error) {
+	if err := s.refuseLocked(); err != nil {
+		return server.License{}, err
+	}
 	if in.ID == "" {
 		return server.License{}, server.Invalid("license.id", "is required")
 	}
@@ -114,6 +120,9 @@ func (s *Service) updateLicense(ctx context.Context, actor, tenant string, in Li
 // DeleteLicense removes the license, revoking its leases, and audits how
 // many it revoked.
 func (s *Service) DeleteLicense(ctx context.Context, actor, tenant, id string) (int, error) {
+	if err := s.refuseLocked(); err != nil {
+		return 0, err
+	}
 	n, err := s.store.DeleteLicense(ctx, tenant, id)
 	if err != nil {
 		return 0, err

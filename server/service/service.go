@@ -40,6 +40,8 @@ type Service struct {
 	quotas     Quotas
 	quotaLocks *quotaLocks
 
+	licenseFile LicenseFile // locked mode (licensefile.go); nil: none
+
 	issuer  *signing.Issuer // lease certificates and the tenants' keys (signingkeys.go)
 	keyHash keyHashes       // the license_key_sha256 claim of a license (signingkeys.go)
 
@@ -82,6 +84,9 @@ type Config struct {
 	// Issuer signs lease certificates and keeps the tenants' signing keys
 	// (default: one over Store that keeps new keys plain).
 	Issuer *signing.Issuer
+
+	// LicenseFile, when set, runs locked mode (licensefile.go).
+	LicenseFile LicenseFile
 }
 
 // Defaults for WaitForSeat.
@@ -123,7 +128,7 @@ func New(cfg Config) *Service {
 		log: log, metrics: m, now: now,
 		queue: queue, revocations: revocations, hub: hub,
 		waitHold: cmp.Or(cfg.WaitHold, DefaultWaitHold), waitPoll: cmp.Or(cfg.WaitPoll, DefaultWaitPoll),
-		quotas: cfg.Quotas, quotaLocks: newQuotaLocks(), issuer: issuer,
+		quotas: cfg.Quotas, quotaLocks: newQuotaLocks(), issuer: issuer, licenseFile: cfg.LicenseFile,
 		shutdown: make(chan struct{}),
 	}
 }

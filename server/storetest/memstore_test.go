@@ -57,6 +57,8 @@ type memData struct {
 	Returned map[string]server.ReturnedCertificate
 	Grants   map[string]server.Grant // features.go; deleted ones are removed
 	Groups   map[string]server.Group // mempolicy_test.go, by groupID
+	SiteKey  *server.SigningKey      // memlicensefile_test.go
+	File     server.LicenseFileRecord
 }
 
 type memStore struct {

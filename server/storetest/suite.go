@@ -63,7 +63,8 @@ func RunWith(t *testing.T, newBackend Backend, o Options) {
 		{"Persistence", testPersistence}, // DESIGN "a restart loses nothing"
 		{"Borrow", testBorrow},           // invariants 1, 3, 5 for borrowed leases
 		{"Retention", testRetention},
-		{"Features", testFeatures}, // invariant 12: each grant a pool of its own
+		{"Features", testFeatures},       // invariant 12: each grant a pool of its own
+		{"LicenseFile", testLicenseFile}, // invariant 15: the file in force never goes back
 	}
 	if !o.NoPolicy {
 		groups = append(groups, struct {

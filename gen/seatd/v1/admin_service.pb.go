@@ -4008,6 +4008,293 @@ func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
 	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{65}
 }
 
+// LicenseFile is the vendor-signed license file a locked seatd serves.
+type LicenseFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The vendor's number for the site's files: a replacement must be higher.
+	Serial   int64                  `protobuf:"varint,1,opt,name=serial,proto3" json:"serial,omitempty"`
+	Customer string                 `protobuf:"bytes,2,opt,name=customer,proto3" json:"customer,omitempty"`
+	IssuedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
+	// From then on the file grants nothing (and a start with it is refused).
+	NotAfter *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
+	// The kid of the site key the file names (this seatd's).
+	SiteKeyId string `protobuf:"bytes,5,opt,name=site_key_id,json=siteKeyId,proto3" json:"site_key_id,omitempty"`
+	// The kid of the vendor key that signed it.
+	VendorKeyId string `protobuf:"bytes,6,opt,name=vendor_key_id,json=vendorKeyId,proto3" json:"vendor_key_id,omitempty"`
+	// How many licenses it holds (each a seatd license lic_<its id>).
+	LicenseCount int32 `protobuf:"varint,7,opt,name=license_count,json=licenseCount,proto3" json:"license_count,omitempty"`
+	// Hex SHA-256 of its signed token: the same serial with another hash is
+	// another file.
+	Sha256 string `protobuf:"bytes,8,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// When the store first had it in force (by any instance).
+	InForceSince  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=in_force_since,json=inForceSince,proto3" json:"in_force_since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LicenseFile) Reset() {
+	*x = LicenseFile{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LicenseFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LicenseFile) ProtoMessage() {}
+
+func (x *LicenseFile) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LicenseFile.ProtoReflect.Descriptor instead.
+func (*LicenseFile) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *LicenseFile) GetSerial() int64 {
+	if x != nil {
+		return x.Serial
+	}
+	return 0
+}
+
+func (x *LicenseFile) GetCustomer() string {
+	if x != nil {
+		return x.Customer
+	}
+	return ""
+}
+
+func (x *LicenseFile) GetIssuedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.IssuedAt
+	}
+	return nil
+}
+
+func (x *LicenseFile) GetNotAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotAfter
+	}
+	return nil
+}
+
+func (x *LicenseFile) GetSiteKeyId() string {
+	if x != nil {
+		return x.SiteKeyId
+	}
+	return ""
+}
+
+func (x *LicenseFile) GetVendorKeyId() string {
+	if x != nil {
+		return x.VendorKeyId
+	}
+	return ""
+}
+
+func (x *LicenseFile) GetLicenseCount() int32 {
+	if x != nil {
+		return x.LicenseCount
+	}
+	return 0
+}
+
+func (x *LicenseFile) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *LicenseFile) GetInForceSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.InForceSince
+	}
+	return nil
+}
+
+type GetLicenseFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLicenseFileRequest) Reset() {
+	*x = GetLicenseFileRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLicenseFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLicenseFileRequest) ProtoMessage() {}
+
+func (x *GetLicenseFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLicenseFileRequest.ProtoReflect.Descriptor instead.
+func (*GetLicenseFileRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{67}
+}
+
+type GetLicenseFileResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LicenseFile   *LicenseFile           `protobuf:"bytes,1,opt,name=license_file,json=licenseFile,proto3" json:"license_file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLicenseFileResponse) Reset() {
+	*x = GetLicenseFileResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLicenseFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLicenseFileResponse) ProtoMessage() {}
+
+func (x *GetLicenseFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLicenseFileResponse.ProtoReflect.Descriptor instead.
+func (*GetLicenseFileResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *GetLicenseFileResponse) GetLicenseFile() *LicenseFile {
+	if x != nil {
+		return x.LicenseFile
+	}
+	return nil
+}
+
+type ReloadLicenseFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReloadLicenseFileRequest) Reset() {
+	*x = ReloadLicenseFileRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReloadLicenseFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReloadLicenseFileRequest) ProtoMessage() {}
+
+func (x *ReloadLicenseFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReloadLicenseFileRequest.ProtoReflect.Descriptor instead.
+func (*ReloadLicenseFileRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{69}
+}
+
+type ReloadLicenseFileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The file in force after the reload.
+	LicenseFile *LicenseFile `protobuf:"bytes,1,opt,name=license_file,json=licenseFile,proto3" json:"license_file,omitempty"`
+	// Whether the reload put another file in force.
+	Changed       bool `protobuf:"varint,2,opt,name=changed,proto3" json:"changed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReloadLicenseFileResponse) Reset() {
+	*x = ReloadLicenseFileResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReloadLicenseFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReloadLicenseFileResponse) ProtoMessage() {}
+
+func (x *ReloadLicenseFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReloadLicenseFileResponse.ProtoReflect.Descriptor instead.
+func (*ReloadLicenseFileResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ReloadLicenseFileResponse) GetLicenseFile() *LicenseFile {
+	if x != nil {
+		return x.LicenseFile
+	}
+	return nil
+}
+
+func (x *ReloadLicenseFileResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
 var File_seatd_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_admin_service_proto_rawDesc = "" +
@@ -4313,11 +4600,28 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x12DeleteGroupRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\"\x15\n" +
-	"\x13DeleteGroupResponse*X\n" +
+	"\x13DeleteGroupResponse\"\xf6\x02\n" +
+	"\vLicenseFile\x12\x16\n" +
+	"\x06serial\x18\x01 \x01(\x03R\x06serial\x12\x1a\n" +
+	"\bcustomer\x18\x02 \x01(\tR\bcustomer\x127\n" +
+	"\tissued_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x127\n" +
+	"\tnot_after\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\x12\x1e\n" +
+	"\vsite_key_id\x18\x05 \x01(\tR\tsiteKeyId\x12\"\n" +
+	"\rvendor_key_id\x18\x06 \x01(\tR\vvendorKeyId\x12#\n" +
+	"\rlicense_count\x18\a \x01(\x05R\flicenseCount\x12\x16\n" +
+	"\x06sha256\x18\b \x01(\tR\x06sha256\x12@\n" +
+	"\x0ein_force_since\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\finForceSince\"\x17\n" +
+	"\x15GetLicenseFileRequest\"R\n" +
+	"\x16GetLicenseFileResponse\x128\n" +
+	"\flicense_file\x18\x01 \x01(\v2\x15.seatd.v1.LicenseFileR\vlicenseFile\"\x1a\n" +
+	"\x18ReloadLicenseFileRequest\"o\n" +
+	"\x19ReloadLicenseFileResponse\x128\n" +
+	"\flicense_file\x18\x01 \x01(\v2\x15.seatd.v1.LicenseFileR\vlicenseFile\x12\x18\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged*X\n" +
 	"\vUsageBucket\x12\x1c\n" +
 	"\x18USAGE_BUCKET_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11USAGE_BUCKET_HOUR\x10\x01\x12\x14\n" +
-	"\x10USAGE_BUCKET_DAY\x10\x022\xf0\x12\n" +
+	"\x10USAGE_BUCKET_DAY\x10\x022\xa3\x14\n" +
 	"\fAdminService\x12P\n" +
 	"\rCreateLicense\x12\x1e.seatd.v1.CreateLicenseRequest\x1a\x1f.seatd.v1.CreateLicenseResponse\x12G\n" +
 	"\n" +
@@ -4350,7 +4654,9 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x0fListAuditEvents\x12 .seatd.v1.ListAuditEventsRequest\x1a!.seatd.v1.ListAuditEventsResponse\x12S\n" +
 	"\x0eGetUsageReport\x12\x1f.seatd.v1.GetUsageReportRequest\x1a .seatd.v1.GetUsageReportResponse\x12V\n" +
 	"\x0fListSigningKeys\x12 .seatd.v1.ListSigningKeysRequest\x1a!.seatd.v1.ListSigningKeysResponse\x12Y\n" +
-	"\x10RotateSigningKey\x12!.seatd.v1.RotateSigningKeyRequest\x1a\".seatd.v1.RotateSigningKeyResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\x10RotateSigningKey\x12!.seatd.v1.RotateSigningKeyRequest\x1a\".seatd.v1.RotateSigningKeyResponse\x12S\n" +
+	"\x0eGetLicenseFile\x12\x1f.seatd.v1.GetLicenseFileRequest\x1a .seatd.v1.GetLicenseFileResponse\x12\\\n" +
+	"\x11ReloadLicenseFile\x12\".seatd.v1.ReloadLicenseFileRequest\x1a#.seatd.v1.ReloadLicenseFileResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_admin_service_proto_rawDescOnce sync.Once
@@ -4365,7 +4671,7 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(UsageBucket)(0),                   // 0: seatd.v1.UsageBucket
 	(*CreateLicenseRequest)(nil),       // 1: seatd.v1.CreateLicenseRequest
@@ -4434,153 +4740,167 @@ var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(*PutGroupResponse)(nil),           // 64: seatd.v1.PutGroupResponse
 	(*DeleteGroupRequest)(nil),         // 65: seatd.v1.DeleteGroupRequest
 	(*DeleteGroupResponse)(nil),        // 66: seatd.v1.DeleteGroupResponse
-	nil,                                // 67: seatd.v1.AuditEvent.DetailsEntry
-	(*License)(nil),                    // 68: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),      // 69: google.protobuf.FieldMask
-	(*FeatureGrant)(nil),               // 70: seatd.v1.FeatureGrant
-	(LeaseState)(0),                    // 71: seatd.v1.LeaseState
-	(*Lease)(nil),                      // 72: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),      // 73: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 74: google.protobuf.Duration
-	(*Tenant)(nil),                     // 75: seatd.v1.Tenant
-	(*ApiKey)(nil),                     // 76: seatd.v1.ApiKey
-	(*SigningKey)(nil),                 // 77: seatd.v1.SigningKey
-	(*LicensePolicy)(nil),              // 78: seatd.v1.LicensePolicy
-	(*IdentityGroup)(nil),              // 79: seatd.v1.IdentityGroup
+	(*LicenseFile)(nil),                // 67: seatd.v1.LicenseFile
+	(*GetLicenseFileRequest)(nil),      // 68: seatd.v1.GetLicenseFileRequest
+	(*GetLicenseFileResponse)(nil),     // 69: seatd.v1.GetLicenseFileResponse
+	(*ReloadLicenseFileRequest)(nil),   // 70: seatd.v1.ReloadLicenseFileRequest
+	(*ReloadLicenseFileResponse)(nil),  // 71: seatd.v1.ReloadLicenseFileResponse
+	nil,                                // 72: seatd.v1.AuditEvent.DetailsEntry
+	(*License)(nil),                    // 73: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),      // 74: google.protobuf.FieldMask
+	(*FeatureGrant)(nil),               // 75: seatd.v1.FeatureGrant
+	(LeaseState)(0),                    // 76: seatd.v1.LeaseState
+	(*Lease)(nil),                      // 77: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),      // 78: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 79: google.protobuf.Duration
+	(*Tenant)(nil),                     // 80: seatd.v1.Tenant
+	(*ApiKey)(nil),                     // 81: seatd.v1.ApiKey
+	(*SigningKey)(nil),                 // 82: seatd.v1.SigningKey
+	(*LicensePolicy)(nil),              // 83: seatd.v1.LicensePolicy
+	(*IdentityGroup)(nil),              // 84: seatd.v1.IdentityGroup
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	68, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	68, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	68, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	68, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	68, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	69, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	68, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	70, // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	70, // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	70, // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	69, // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	70, // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	71, // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	72, // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	72, // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	73, // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	74, // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
-	22, // 17: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
-	22, // 18: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	73, // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	74, // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	73, // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	73, // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	73, // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
-	27, // 25: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
-	28, // 26: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	75, // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	75, // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	75, // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	76, // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	76, // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	76, // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	73, // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	71, // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
-	73, // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
-	73, // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
-	74, // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
-	41, // 39: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
-	73, // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	73, // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	73, // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
-	73, // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
-	44, // 45: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
-	73, // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	67, // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
-	73, // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
-	47, // 50: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
-	73, // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	0,  // 53: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
-	73, // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
-	74, // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
-	73, // 56: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	73, // 57: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
-	0,  // 58: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
-	50, // 59: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
-	51, // 60: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
-	77, // 61: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
-	77, // 62: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
-	78, // 63: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	78, // 64: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
-	78, // 65: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	79, // 66: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
-	79, // 67: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
-	79, // 68: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
-	1,  // 69: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	3,  // 70: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	5,  // 71: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	7,  // 72: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	9,  // 73: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	11, // 74: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
-	13, // 75: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
-	15, // 76: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
-	57, // 77: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
-	59, // 78: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
-	61, // 79: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
-	63, // 80: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
-	65, // 81: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
-	17, // 82: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	19, // 83: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	21, // 84: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	24, // 85: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	26, // 86: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	30, // 87: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	32, // 88: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	34, // 89: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	36, // 90: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	38, // 91: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	40, // 92: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
-	43, // 93: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
-	46, // 94: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
-	49, // 95: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
-	53, // 96: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
-	55, // 97: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
-	2,  // 98: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	4,  // 99: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	6,  // 100: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	8,  // 101: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	10, // 102: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	12, // 103: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
-	14, // 104: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
-	16, // 105: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
-	58, // 106: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
-	60, // 107: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
-	62, // 108: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
-	64, // 109: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
-	66, // 110: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
-	18, // 111: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	20, // 112: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	23, // 113: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	25, // 114: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	29, // 115: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	31, // 116: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	33, // 117: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	35, // 118: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	37, // 119: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	39, // 120: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	42, // 121: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
-	45, // 122: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
-	48, // 123: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
-	52, // 124: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
-	54, // 125: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
-	56, // 126: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
-	98, // [98:127] is the sub-list for method output_type
-	69, // [69:98] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	73,  // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	73,  // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	73,  // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	73,  // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	73,  // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	74,  // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	73,  // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	75,  // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	75,  // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	75,  // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	74,  // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	75,  // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	76,  // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	77,  // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	77,  // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	78,  // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	79,  // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	22,  // 17: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
+	22,  // 18: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
+	78,  // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	79,  // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	78,  // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	78,  // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	78,  // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	78,  // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	27,  // 25: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
+	28,  // 26: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
+	80,  // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	80,  // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	80,  // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	81,  // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	81,  // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	81,  // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	78,  // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	78,  // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	76,  // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	78,  // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	78,  // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	79,  // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	41,  // 39: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
+	78,  // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	78,  // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	78,  // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	78,  // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	78,  // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	44,  // 45: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
+	78,  // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	78,  // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	72,  // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
+	78,  // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	47,  // 50: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
+	78,  // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	78,  // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	0,   // 53: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
+	78,  // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
+	79,  // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
+	78,  // 56: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	78,  // 57: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	0,   // 58: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
+	50,  // 59: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
+	51,  // 60: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
+	82,  // 61: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
+	82,  // 62: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
+	83,  // 63: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	83,  // 64: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
+	83,  // 65: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	84,  // 66: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
+	84,  // 67: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
+	84,  // 68: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
+	78,  // 69: seatd.v1.LicenseFile.issued_at:type_name -> google.protobuf.Timestamp
+	78,  // 70: seatd.v1.LicenseFile.not_after:type_name -> google.protobuf.Timestamp
+	78,  // 71: seatd.v1.LicenseFile.in_force_since:type_name -> google.protobuf.Timestamp
+	67,  // 72: seatd.v1.GetLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
+	67,  // 73: seatd.v1.ReloadLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
+	1,   // 74: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	3,   // 75: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	5,   // 76: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	7,   // 77: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	9,   // 78: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	11,  // 79: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
+	13,  // 80: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
+	15,  // 81: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
+	57,  // 82: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
+	59,  // 83: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
+	61,  // 84: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
+	63,  // 85: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
+	65,  // 86: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
+	17,  // 87: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	19,  // 88: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	21,  // 89: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	24,  // 90: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	26,  // 91: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	30,  // 92: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	32,  // 93: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	34,  // 94: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	36,  // 95: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	38,  // 96: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	40,  // 97: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	43,  // 98: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	46,  // 99: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	49,  // 100: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
+	53,  // 101: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
+	55,  // 102: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
+	68,  // 103: seatd.v1.AdminService.GetLicenseFile:input_type -> seatd.v1.GetLicenseFileRequest
+	70,  // 104: seatd.v1.AdminService.ReloadLicenseFile:input_type -> seatd.v1.ReloadLicenseFileRequest
+	2,   // 105: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	4,   // 106: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	6,   // 107: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	8,   // 108: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	10,  // 109: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	12,  // 110: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
+	14,  // 111: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
+	16,  // 112: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
+	58,  // 113: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
+	60,  // 114: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
+	62,  // 115: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
+	64,  // 116: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
+	66,  // 117: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
+	18,  // 118: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	20,  // 119: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	23,  // 120: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	25,  // 121: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	29,  // 122: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	31,  // 123: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	33,  // 124: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	35,  // 125: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	37,  // 126: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	39,  // 127: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	42,  // 128: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	45,  // 129: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	48,  // 130: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	52,  // 131: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
+	54,  // 132: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
+	56,  // 133: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
+	69,  // 134: seatd.v1.AdminService.GetLicenseFile:output_type -> seatd.v1.GetLicenseFileResponse
+	71,  // 135: seatd.v1.AdminService.ReloadLicenseFile:output_type -> seatd.v1.ReloadLicenseFileResponse
+	105, // [105:136] is the sub-list for method output_type
+	74,  // [74:105] is the sub-list for method input_type
+	74,  // [74:74] is the sub-list for extension type_name
+	74,  // [74:74] is the sub-list for extension extendee
+	0,   // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -4595,7 +4915,7 @@ func file_seatd_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   67,
+			NumMessages:   72,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -48,6 +48,8 @@ const (
 	AdminService_GetUsageReport_FullMethodName     = "/seatd.v1.AdminService/GetUsageReport"
 	AdminService_ListSigningKeys_FullMethodName    = "/seatd.v1.AdminService/ListSigningKeys"
 	AdminService_RotateSigningKey_FullMethodName   = "/seatd.v1.AdminService/RotateSigningKey"
+	AdminService_GetLicenseFile_FullMethodName     = "/seatd.v1.AdminService/GetLicenseFile"
+	AdminService_ReloadLicenseFile_FullMethodName  = "/seatd.v1.AdminService/ReloadLicenseFile"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -142,6 +144,19 @@ type AdminServiceClient interface {
 	// The retired key stays published until every certificate it signed has
 	// expired.
 	RotateSigningKey(ctx context.Context, in *RotateSigningKeyRequest, opts ...grpc.CallOption) (*RotateSigningKeyResponse, error)
+	// GetLicenseFile answers the license file in force (locked mode,
+	// docs/concepts/license-files.md): its serial, customer, dates and the
+	// site key it names. FAILED_PRECONDITION LICENSE_FILE_NOT_CONFIGURED on
+	// a seatd without --license-file.
+	GetLicenseFile(ctx context.Context, in *GetLicenseFileRequest, opts ...grpc.CallOption) (*GetLicenseFileResponse, error)
+	// ReloadLicenseFile reads the license file again, as SIGHUP does
+	// (operator only): a newer file this site may serve is put in force at
+	// once; the file in force again changes nothing (changed false). A file
+	// refused (unreadable, tampered, badly signed, for another site or host,
+	// past its not_after, not newer than the one in force) is
+	// FAILED_PRECONDITION LICENSE_FILE_REFUSED, its ErrorInfo metadata
+	// naming the cause; the file in force stays.
+	ReloadLicenseFile(ctx context.Context, in *ReloadLicenseFileRequest, opts ...grpc.CallOption) (*ReloadLicenseFileResponse, error)
 }
 
 type adminServiceClient struct {
@@ -442,6 +457,26 @@ func (c *adminServiceClient) RotateSigningKey(ctx context.Context, in *RotateSig
 	return out, nil
 }
 
+func (c *adminServiceClient) GetLicenseFile(ctx context.Context, in *GetLicenseFileRequest, opts ...grpc.CallOption) (*GetLicenseFileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetLicenseFileResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetLicenseFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ReloadLicenseFile(ctx context.Context, in *ReloadLicenseFileRequest, opts ...grpc.CallOption) (*ReloadLicenseFileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReloadLicenseFileResponse)
+	err := c.cc.Invoke(ctx, AdminService_ReloadLicenseFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -534,6 +569,19 @@ type AdminServiceServer interface {
 	// The retired key stays published until every certificate it signed has
 	// expired.
 	RotateSigningKey(context.Context, *RotateSigningKeyRequest) (*RotateSigningKeyResponse, error)
+	// GetLicenseFile answers the license file in force (locked mode,
+	// docs/concepts/license-files.md): its serial, customer, dates and the
+	// site key it names. FAILED_PRECONDITION LICENSE_FILE_NOT_CONFIGURED on
+	// a seatd without --license-file.
+	GetLicenseFile(context.Context, *GetLicenseFileRequest) (*GetLicenseFileResponse, error)
+	// ReloadLicenseFile reads the license file again, as SIGHUP does
+	// (operator only): a newer file this site may serve is put in force at
+	// once; the file in force again changes nothing (changed false). A file
+	// refused (unreadable, tampered, badly signed, for another site or host,
+	// past its not_after, not newer than the one in force) is
+	// FAILED_PRECONDITION LICENSE_FILE_REFUSED, its ErrorInfo metadata
+	// naming the cause; the file in force stays.
+	ReloadLicenseFile(context.Context, *ReloadLicenseFileRequest) (*ReloadLicenseFileResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -630,6 +678,12 @@ func (UnimplementedAdminServiceServer) ListSigningKeys(context.Context, *ListSig
 }
 func (UnimplementedAdminServiceServer) RotateSigningKey(context.Context, *RotateSigningKeyRequest) (*RotateSigningKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RotateSigningKey not implemented")
+}
+func (UnimplementedAdminServiceServer) GetLicenseFile(context.Context, *GetLicenseFileRequest) (*GetLicenseFileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetLicenseFile not implemented")
+}
+func (UnimplementedAdminServiceServer) ReloadLicenseFile(context.Context, *ReloadLicenseFileRequest) (*ReloadLicenseFileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReloadLicenseFile not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -1174,6 +1228,42 @@ func _AdminService_RotateSigningKey_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_GetLicenseFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetLicenseFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetLicenseFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetLicenseFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetLicenseFile(ctx, req.(*GetLicenseFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ReloadLicenseFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReloadLicenseFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ReloadLicenseFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ReloadLicenseFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ReloadLicenseFile(ctx, req.(*ReloadLicenseFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1296,6 +1386,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RotateSigningKey",
 			Handler:    _AdminService_RotateSigningKey_Handler,
+		},
+		{
+			MethodName: "GetLicenseFile",
+			Handler:    _AdminService_GetLicenseFile_Handler,
+		},
+		{
+			MethodName: "ReloadLicenseFile",
+			Handler:    _AdminService_ReloadLicenseFile_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

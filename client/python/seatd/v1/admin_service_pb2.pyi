@@ -206,6 +206,16 @@ class GetCleanupStatusResponse(_message.Message):
     next_run_at: _timestamp_pb2.Timestamp
     def __init__(self, leader_id: _Optional[str] = ..., is_leader: bool = ..., instance_id: _Optional[str] = ..., last_run: _Optional[_Union[CleanupRun, _Mapping]] = ..., next_run_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., interval: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
+class GetLicenseFileRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetLicenseFileResponse(_message.Message):
+    __slots__ = ["license_file"]
+    LICENSE_FILE_FIELD_NUMBER: _ClassVar[int]
+    license_file: LicenseFile
+    def __init__(self, license_file: _Optional[_Union[LicenseFile, _Mapping]] = ...) -> None: ...
+
 class GetLicensePolicyRequest(_message.Message):
     __slots__ = ["license_id", "tenant_id"]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -295,6 +305,28 @@ class GetZombieReportResponse(_message.Message):
     top_licenses: _containers.RepeatedCompositeFieldContainer[LicenseZombies]
     zombies_total: int
     def __init__(self, start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., days: _Optional[_Iterable[_Union[ZombieDay, _Mapping]]] = ..., top_licenses: _Optional[_Iterable[_Union[LicenseZombies, _Mapping]]] = ..., mean_minutes_to_cleanup: _Optional[float] = ..., zombies_total: _Optional[int] = ...) -> None: ...
+
+class LicenseFile(_message.Message):
+    __slots__ = ["customer", "in_force_since", "issued_at", "license_count", "not_after", "serial", "sha256", "site_key_id", "vendor_key_id"]
+    CUSTOMER_FIELD_NUMBER: _ClassVar[int]
+    IN_FORCE_SINCE_FIELD_NUMBER: _ClassVar[int]
+    ISSUED_AT_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    NOT_AFTER_FIELD_NUMBER: _ClassVar[int]
+    SERIAL_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    SITE_KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    VENDOR_KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    customer: str
+    in_force_since: _timestamp_pb2.Timestamp
+    issued_at: _timestamp_pb2.Timestamp
+    license_count: int
+    not_after: _timestamp_pb2.Timestamp
+    serial: int
+    sha256: str
+    site_key_id: str
+    vendor_key_id: str
+    def __init__(self, serial: _Optional[int] = ..., customer: _Optional[str] = ..., issued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., not_after: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., site_key_id: _Optional[str] = ..., vendor_key_id: _Optional[str] = ..., license_count: _Optional[int] = ..., sha256: _Optional[str] = ..., in_force_since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class LicenseZombies(_message.Message):
     __slots__ = ["feature", "lease_count", "license_id", "license_name", "zombie_count", "zombie_percentage"]
@@ -495,6 +527,18 @@ class PutGroupResponse(_message.Message):
     GROUP_FIELD_NUMBER: _ClassVar[int]
     group: _resources_pb2.IdentityGroup
     def __init__(self, group: _Optional[_Union[_resources_pb2.IdentityGroup, _Mapping]] = ...) -> None: ...
+
+class ReloadLicenseFileRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ReloadLicenseFileResponse(_message.Message):
+    __slots__ = ["changed", "license_file"]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_FILE_FIELD_NUMBER: _ClassVar[int]
+    changed: bool
+    license_file: LicenseFile
+    def __init__(self, license_file: _Optional[_Union[LicenseFile, _Mapping]] = ..., changed: bool = ...) -> None: ...
 
 class RevokeApiKeyRequest(_message.Message):
     __slots__ = ["api_key_id"]

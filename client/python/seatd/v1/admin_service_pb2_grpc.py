@@ -166,6 +166,16 @@ class AdminServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyResponse.FromString,
                 )
+        self.GetLicenseFile = channel.unary_unary(
+                '/seatd.v1.AdminService/GetLicenseFile',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.GetLicenseFileRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetLicenseFileResponse.FromString,
+                )
+        self.ReloadLicenseFile = channel.unary_unary(
+                '/seatd.v1.AdminService/ReloadLicenseFile',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -403,6 +413,29 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetLicenseFile(self, request, context):
+        """GetLicenseFile answers the license file in force (locked mode,
+        docs/concepts/license-files.md): its serial, customer, dates and the
+        site key it names. FAILED_PRECONDITION LICENSE_FILE_NOT_CONFIGURED on
+        a seatd without --license-file.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReloadLicenseFile(self, request, context):
+        """ReloadLicenseFile reads the license file again, as SIGHUP does
+        (operator only): a newer file this site may serve is put in force at
+        once; the file in force again changes nothing (changed false). A file
+        refused (unreadable, tampered, badly signed, for another site or host,
+        past its not_after, not newer than the one in force) is
+        FAILED_PRECONDITION LICENSE_FILE_REFUSED, its ErrorInfo metadata
+        naming the cause; the file in force stays.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -550,6 +583,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RotateSigningKey,
                     request_deserializer=seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyResponse.SerializeToString,
+            ),
+            'GetLicenseFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLicenseFile,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetLicenseFileRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.GetLicenseFileResponse.SerializeToString,
+            ),
+            'ReloadLicenseFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReloadLicenseFile,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1058,5 +1101,39 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/RotateSigningKey',
             seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyRequest.SerializeToString,
             seatd_dot_v1_dot_admin__service__pb2.RotateSigningKeyResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetLicenseFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/GetLicenseFile',
+            seatd_dot_v1_dot_admin__service__pb2.GetLicenseFileRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.GetLicenseFileResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReloadLicenseFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ReloadLicenseFile',
+            seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
