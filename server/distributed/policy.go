@@ -60,7 +60,8 @@ func (s *Store) SetPolicy(ctx context.Context, tenantID, licenseID string, p *se
 	s.policyChanged(ctx, lic)
 	if lic.PolicyGen == 0 {
 		// No policy: its index is of no use (one switched on again is
-		// built anew, for its new generation). Best effort.
+		// built for its new generation). Dropped only while the live
+		// settings say no policy (live.DropPolicyIndex). Best effort.
 		if err := s.live.DropPolicyIndex(ctx, lic.ID); err != nil {
 			s.log.Warn("distributed store: drop the policy index of a license without a policy", "license", lic.ID, "err", err)
 		}
@@ -303,14 +304,14 @@ func (s *Store) prunePolicyIndexes(ctx context.Context) error {
 	s.pruneAfter = make(map[string]string, len(lics))
 	s.reconcileMu.Unlock()
 	var errs []error
-	for id, pools := range lics {
-		ids := make([]string, 0, len(pools))
-		for p := range pools {
+	for id, pl := range lics {
+		ids := make([]string, 0, len(pl.Pools))
+		for p := range pl.Pools {
 			ids = append(ids, p)
 		}
 		after := from[id]
 		for range prunePerPass {
-			next, _, err := s.live.PrunePolicyIndex(ctx, id, ids, after, pruneBatch)
+			next, _, err := s.live.PrunePolicyIndex(ctx, id, pl.Version, ids, after, pruneBatch)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("prune the policy index of license %s: %w", id, err))
 				break

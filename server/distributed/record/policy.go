@@ -432,19 +432,29 @@ func (pg *Postgres) PolicyIndexSnapshot(ctx context.Context, licenseID string) (
 	return snap, nil
 }
 
-// PolicyPools lists the undeleted licenses that have a policy, each with
-// its undeleted pools (pool id -> feature, "" the license's own).
-func (pg *Postgres) PolicyPools(ctx context.Context) (map[string]map[string]string, error) {
-	rows, _ := pg.pool.Query(ctx, `SELECT l.id, p.id, COALESCE(p.feature, '') FROM licenses l
+// PolicyLicense is a license with a policy as the prune of its index
+// needs it: its settings version and its undeleted pools at that version
+// (pool id -> feature, "" the license's own), read in one snapshot.
+type PolicyLicense struct {
+	Version int64
+	Pools   map[string]string
+}
+
+// PolicyPools lists the undeleted licenses that have a policy, by id.
+func (pg *Postgres) PolicyPools(ctx context.Context) (map[string]PolicyLicense, error) {
+	rows, _ := pg.pool.Query(ctx, `SELECT l.id, l.version, p.id, COALESCE(p.feature, '') FROM licenses l
 		JOIN licenses p ON (p.id = l.id OR p.parent_id = l.id) AND p.deleted_at IS NULL
 		WHERE l.policy IS NOT NULL AND l.deleted_at IS NULL AND l.parent_id IS NULL`)
-	out := map[string]map[string]string{}
+	out := map[string]PolicyLicense{}
 	var lic, pool, feature string
-	_, err := pgx.ForEachRow(rows, []any{&lic, &pool, &feature}, func() error {
-		if out[lic] == nil {
-			out[lic] = map[string]string{}
+	var version int64
+	_, err := pgx.ForEachRow(rows, []any{&lic, &version, &pool, &feature}, func() error {
+		pl, ok := out[lic]
+		if !ok {
+			pl = PolicyLicense{Version: version, Pools: map[string]string{}}
+			out[lic] = pl
 		}
-		out[lic][pool] = feature
+		pl.Pools[pool] = feature
 		return nil
 	})
 	if err != nil {
