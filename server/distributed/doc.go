@@ -445,10 +445,12 @@
 //     one ZSCORE per lease it counts (a group cap over many members reads
 //     all the scope's holders once). A license whose policy reserves
 //     hundreds of seats pays that on every acquisition.
-//   - A policy change (not a switch on or off) reaches a feature's
-//     acquisitions when its push lands: until then they may be judged by
-//     the policy before it (as a grant change; the base pool's are
-//     refused by the record's version check).
+//   - A policy change reaches a feature's acquisitions when its push
+//     lands: until then they may be judged by the policy before it, but
+//     none of those is recorded once the change returned (it bumps the
+//     versions of the license's grants too, and the record's insert
+//     checks the pool's version: the acquisition is taken back and
+//     retried at the new one).
 //   - Redis keeps a small tombstone hash per deleted license, an
 //     incarnation key per license and one field per license in the expiry
 //     hint's gen hashes; none is ever removed.

@@ -46,9 +46,10 @@ import (
 // reservation it may take being only its own.
 
 // SetPolicy writes the policy (record.SetPolicy), then pushes the new
-// settings: the grants' pools first when the policy was switched on or off
-// (their revivals are then judged by the policy, or no longer), then the
-// license's.
+// settings: the grants' pools first (their versions bumped: a feature's
+// acquisition judged by the policy before is not recorded; switched on or
+// off, their revivals are then judged by the policy, or no longer), then
+// the license's.
 func (s *Store) SetPolicy(ctx context.Context, tenantID, licenseID string, p *server.Policy) (server.License, error) {
 	lic, pools, err := s.rec.SetPolicy(ctx, tenantID, licenseID, p)
 	if err != nil {
@@ -78,14 +79,18 @@ func (s *Store) policyChanged(ctx context.Context, lic record.LicenseRow) {
 }
 
 // PutGroup stores the group and rewrites the policies naming it
-// (record.PutGroup), then pushes each of those licenses' new settings.
+// (record.PutGroup), then pushes the new settings of those licenses'
+// grants (versions bumped, as SetPolicy's) and of the licenses.
 func (s *Store) PutGroup(ctx context.Context, g server.Group) (server.Group, error) {
 	if err := g.Validate("group"); err != nil {
 		return server.Group{}, err
 	}
-	out, lics, err := s.rec.PutGroup(ctx, g)
+	out, lics, pools, err := s.rec.PutGroup(ctx, g)
 	if err != nil {
 		return server.Group{}, err
+	}
+	for _, pool := range pools {
+		s.pushConf(ctx, pool)
 	}
 	for _, lic := range lics {
 		s.policyChanged(ctx, lic)

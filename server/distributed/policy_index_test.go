@@ -124,3 +124,30 @@ func TestPolicyIndexLateDropAfterSwitchOff(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "index and marker dropped")
 }
+
+// TestPolicyChangeVoidsFeatureGrantsDecidedBefore: a policy change that
+// keeps the generation bumps the grants' versions too, so that a feature
+// acquisition decided by the policy before it, not yet recorded when the
+// change returned, is not recorded: judged again, by the new policy.
+func TestPolicyChangeVoidsFeatureGrantsDecidedBefore(t *testing.T) {
+	t.Parallel()
+	loc, s, tn := openStore(t, nil)
+	other := loc.open(t, nil)
+	t.Cleanup(func() { _ = other.Close() })
+	lic := mkLicense(t, s, tn.ID, 2, time.Hour)
+	mkGrant(t, s, lic, "sim", "", 3, time.Time{})
+	setPolicy(t, s, lic, server.PolicyRule{Kind: server.RuleMax, Feature: "sim", Count: 2, Subject: userSubject("ann")})
+	ctx := t.Context()
+
+	var once atomic.Bool
+	s.insertHook = func(insert func() (bool, error)) (bool, error) {
+		if once.CompareAndSwap(false, true) {
+			// ann's sim lease is granted in Redis by the old policy.
+			setPolicy(t, other, lic, server.PolicyRule{Kind: server.RuleExclude, Feature: "sim", Subject: userSubject("ann")})
+		}
+		return insert()
+	}
+	_, _, err := tryAs(ctx, s, lic.Key, "a1", "ann", "h", "sim", "")
+	require.True(t, once.Load())
+	requirePolicyRefusal(t, err, server.EPERMISSION, server.ReasonExcluded, 0, "the change returned before the insert")
+}
