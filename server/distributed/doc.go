@@ -132,12 +132,26 @@
 // than the one decided at answers STALE. Members of ended leases are
 // removed as counts meet them and by the leader (prunePolicyIndexes). The
 // index is trusted only while its marker ({lic}:v2:pol:built) holds the
-// license's policy generation: a loss of Redis, a rebuild of any pool of
-// the license (rebuild.lua) or a tombstone of one takes it away, and
-// nothing is granted on the license until it is built again from the
-// record (buildPolicyIndex: the active sessions of all its pools, read
-// under their row locks so that no insert in flight is missed; a build
-// begun before a loss or a rebuild starts again).
+// license's policy generation: a loss of Redis or a rebuild of any pool
+// of the license (rebuild.lua) takes it away, and nothing is granted on
+// the license until it is built again from the record (buildPolicyIndex:
+// the active sessions of all its pools, read under their row locks so
+// that no insert in flight is missed; a build begun before a loss or a
+// rebuild starts again). A build adds to what the index holds.
+//
+// The index never loses the member of a live lease while the pools' live
+// state persists: a lease granted in Redis whose INSERT has not started
+// is in no snapshot of the record, so a build could not bring its members
+// back, and its caps would count it nowhere. Hence only the pool a member
+// names decides: members are removed when their lease is gone from its
+// pool (met by a count, or by the prune, which removes nothing while
+// Redis holds another settings version of the license than the one its
+// pool list was read at: a grant created since is not in the list); a
+// rebuild takes the marker, never the members; a grant's tombstone leaves
+// the index alone (its members go as met); only the license's own
+// tombstone drops it, and a switch-off drops it only in a script that
+// finds the live settings without a policy (policy_drop.lua: a late drop
+// cannot take the index of a policy switched on again).
 //
 // # Invariants
 //
@@ -431,10 +445,12 @@
 //     one ZSCORE per lease it counts (a group cap over many members reads
 //     all the scope's holders once). A license whose policy reserves
 //     hundreds of seats pays that on every acquisition.
-//   - A policy change (not a switch on or off) reaches a feature's
-//     acquisitions when its push lands: until then they may be judged by
-//     the policy before it (as a grant change; the base pool's are
-//     refused by the record's version check).
+//   - A policy change reaches a feature's acquisitions when its push
+//     lands: until then they may be judged by the policy before it, but
+//     none of those is recorded once the change returned (it bumps the
+//     versions of the license's grants too, and the record's insert
+//     checks the pool's version: the acquisition is taken back and
+//     retried at the new one).
 //   - Redis keeps a small tombstone hash per deleted license, an
 //     incarnation key per license and one field per license in the expiry
 //     hint's gen hashes; none is ever removed.

@@ -46,9 +46,10 @@ import (
 // reservation it may take being only its own.
 
 // SetPolicy writes the policy (record.SetPolicy), then pushes the new
-// settings: the grants' pools first when the policy was switched on or off
-// (their revivals are then judged by the policy, or no longer), then the
-// license's.
+// settings: the grants' pools first (their versions bumped: a feature's
+// acquisition judged by the policy before is not recorded; switched on or
+// off, their revivals are then judged by the policy, or no longer), then
+// the license's.
 func (s *Store) SetPolicy(ctx context.Context, tenantID, licenseID string, p *server.Policy) (server.License, error) {
 	lic, pools, err := s.rec.SetPolicy(ctx, tenantID, licenseID, p)
 	if err != nil {
@@ -60,7 +61,8 @@ func (s *Store) SetPolicy(ctx context.Context, tenantID, licenseID string, p *se
 	s.policyChanged(ctx, lic)
 	if lic.PolicyGen == 0 {
 		// No policy: its index is of no use (one switched on again is
-		// built anew, for its new generation). Best effort.
+		// built for its new generation). Dropped only while the live
+		// settings say no policy (live.DropPolicyIndex). Best effort.
 		if err := s.live.DropPolicyIndex(ctx, lic.ID); err != nil {
 			s.log.Warn("distributed store: drop the policy index of a license without a policy", "license", lic.ID, "err", err)
 		}
@@ -77,14 +79,18 @@ func (s *Store) policyChanged(ctx context.Context, lic record.LicenseRow) {
 }
 
 // PutGroup stores the group and rewrites the policies naming it
-// (record.PutGroup), then pushes each of those licenses' new settings.
+// (record.PutGroup), then pushes the new settings of those licenses'
+// grants (versions bumped, as SetPolicy's) and of the licenses.
 func (s *Store) PutGroup(ctx context.Context, g server.Group) (server.Group, error) {
 	if err := g.Validate("group"); err != nil {
 		return server.Group{}, err
 	}
-	out, lics, err := s.rec.PutGroup(ctx, g)
+	out, lics, pools, err := s.rec.PutGroup(ctx, g)
 	if err != nil {
 		return server.Group{}, err
+	}
+	for _, pool := range pools {
+		s.pushConf(ctx, pool)
 	}
 	for _, lic := range lics {
 		s.policyChanged(ctx, lic)
@@ -303,14 +309,14 @@ func (s *Store) prunePolicyIndexes(ctx context.Context) error {
 	s.pruneAfter = make(map[string]string, len(lics))
 	s.reconcileMu.Unlock()
 	var errs []error
-	for id, pools := range lics {
-		ids := make([]string, 0, len(pools))
-		for p := range pools {
+	for id, pl := range lics {
+		ids := make([]string, 0, len(pl.Pools))
+		for p := range pl.Pools {
 			ids = append(ids, p)
 		}
 		after := from[id]
 		for range prunePerPass {
-			next, _, err := s.live.PrunePolicyIndex(ctx, id, ids, after, pruneBatch)
+			next, _, err := s.live.PrunePolicyIndex(ctx, id, pl.Version, ids, after, pruneBatch)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("prune the policy index of license %s: %w", id, err))
 				break

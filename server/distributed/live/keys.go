@@ -73,7 +73,8 @@ func (k Keyspace) RebuildKeys(licenseID string) []string {
 		k.base(licenseID)+"dedupe", k.base(licenseID)+"idem", k.base(licenseID)+"expiring",
 		k.base(licenseID)+"ended", k.base(licenseID)+"borrowed", k.base(licenseID)+"incarnation",
 		// The policy index of the pool's license (Policy): a rebuild of
-		// any of its pools makes it untrusted, a tombstone drops it.
+		// any of its pools makes it untrusted (its members stay), the
+		// tombstone of the license itself drops it (a grant's leaves it).
 		pol[0], pol[1])
 }
 

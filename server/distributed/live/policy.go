@@ -212,21 +212,26 @@ func (rs *Redis) WritePolicyIndex(ctx context.Context, licenseID, token string, 
 	}
 }
 
-// DropPolicyIndex removes the policy index of a license (whose policy
-// went: a policy switched on again has a new generation, and its index is
-// built anew).
+// DropPolicyIndex removes the policy index of a license whose policy
+// went, if its live settings still say it has none (policy_drop.lua): a
+// late drop must not take the index of a policy switched on again, some
+// of whose members (leases granted, not yet recorded) no build from the
+// record would bring back.
 func (rs *Redis) DropPolicyIndex(ctx context.Context, licenseID string) error {
-	return rs.rdb.Unlink(ctx, rs.keys.Policy(licenseID)...).Err()
+	keys := append([]string{rs.keysOf(licenseID)[0]}, rs.keys.Policy(licenseID)...)
+	return scriptPolicyDrop.Run(ctx, rs.rdb, keys).Err()
 }
 
 // PrunePolicyIndex removes from the policy index of a license the members
-// whose lease is no longer in its pool (pools: every pool of the license),
-// up to limit members a call after the member after (” from the first):
-// the next place to go on from (” done) and how many it removed
-// (policy_prune.lua).
-func (rs *Redis) PrunePolicyIndex(ctx context.Context, licenseID string, pools []string, after string, limit int) (next string, removed int, err error) {
-	keys := rs.keys.Policy(licenseID)
-	args := []any{after, limit}
+// whose lease is no longer in its pool (pools: every pool of the license
+// at its settings version, read together), up to limit members a call
+// after the member after (” from the first): the next place to go on
+// from (” done) and how many it removed (policy_prune.lua). It removes
+// nothing while Redis holds another settings version of the license: a
+// grant created since the pools were read may have live leases already.
+func (rs *Redis) PrunePolicyIndex(ctx context.Context, licenseID string, version int64, pools []string, after string, limit int) (next string, removed int, err error) {
+	keys := append(rs.keys.Policy(licenseID), rs.keysOf(licenseID)[0])
+	args := []any{after, limit, version}
 	for _, p := range pools {
 		keys = append(keys, rs.keysOf(p)[2])
 		args = append(args, indexPoolName(p))

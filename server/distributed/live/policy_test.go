@@ -139,12 +139,12 @@ func TestAcquirePoolsJudgesAPolicy(t *testing.T) {
 	// Bob's lease ends and nobody counts him: the prune takes his members,
 	// and ann's old host member.
 	require.NoError(t, rs.End(t.Context(), lic.ID, []string{bob}))
-	next, removed, err := rs.PrunePolicyIndex(t.Context(), lic.ID, []string{lic.ID}, "", 2)
+	next, removed, err := rs.PrunePolicyIndex(t.Context(), lic.ID, 1, []string{lic.ID}, "", 2)
 	require.NoError(t, err)
 	require.NotEmpty(t, next, "a full page: go on")
 	for next != "" {
 		var n int
-		next, n, err = rs.PrunePolicyIndex(t.Context(), lic.ID, []string{lic.ID}, next, 2)
+		next, n, err = rs.PrunePolicyIndex(t.Context(), lic.ID, 1, []string{lic.ID}, next, 2)
 		require.NoError(t, err)
 		removed += n
 	}

@@ -45,9 +45,10 @@ var (
 	scriptHint    = loadPlainScript("hint")
 	scriptFixHint = loadPlainScript("fixhint")
 
-	// A license's site-policy index: built from the record, pruned.
+	// A license's site-policy index: built from the record, pruned, dropped.
 	scriptPolicyIndex = loadPlainScript("policy_index")
 	scriptPolicyPrune = loadPlainScript("policy_prune")
+	scriptPolicyDrop  = loadPlainScript("policy_drop")
 )
 
 // loadScript is lua/common.lua followed by lua/<name>.lua.
@@ -75,7 +76,7 @@ var scriptsByName = map[string]*redis.Script{
 	"expire": scriptExpire, "take": scriptTake, "due": scriptDue, "peek": scriptPeek, "count": scriptCount,
 	"rebuild": scriptRebuild, "setconf": scriptSetConf, "tombstone": scriptTombstone, "adopt": scriptAdopt,
 	"state": scriptState, "progress": scriptProgress, "firsts": scriptFirsts, "usable": scriptUsable, "noop": scriptNoop, "hint": scriptHint, "fixhint": scriptFixHint,
-	"policy_index": scriptPolicyIndex, "policy_prune": scriptPolicyPrune,
+	"policy_index": scriptPolicyIndex, "policy_prune": scriptPolicyPrune, "policy_drop": scriptPolicyDrop,
 }
 
 // Script returns lua/<name>.lua as the store runs it, for tests that

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -224,9 +225,15 @@ func (rs *Redis) SetConf(ctx context.Context, c Conf) error {
 }
 
 // Tombstone drops a deleted license's live state and marks its settings
-// deleted with an epoch no rebuild can beat (tombstone.lua).
+// deleted with an epoch no rebuild can beat (tombstone.lua). The policy
+// index of the license goes only with the license's own pool, never with
+// a grant's (the other grants' live leases are in it).
 func (rs *Redis) Tombstone(ctx context.Context, licenseID string, version int64, tenantID string) error {
-	return scriptTombstone.Run(ctx, rs.rdb, rs.keys.RebuildKeys(licenseID), version, tenantID).Err()
+	own := ""
+	if !strings.Contains(licenseID, ".") {
+		own = "1"
+	}
+	return scriptTombstone.Run(ctx, rs.rdb, rs.keys.RebuildKeys(licenseID), version, tenantID, own).Err()
 }
 
 // ConfVersion is the settings version a license's live state holds.

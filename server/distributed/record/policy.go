@@ -142,11 +142,10 @@ func policyJSON(p *server.Policy) ([]byte, error) {
 
 // SetPolicy replaces a license's policy (an empty one: none), validated
 // against its grants and the tenant's groups under the tenant's and the
-// license's row locks, and bumps its version. When the policy is switched
-// on or off, policy_gen changes on the license's row and its grants' (their
-// versions bumped too: a grant judged by their old settings is never
-// recorded), and the grants' rows are returned in pools, to push. The
-// license is returned with its grants. ErrLicenseNotFound; Validate's
+// license's row locks, and bumps its version and its grants' (bumpGrants;
+// policy_gen changes on all their rows when the policy is switched on or
+// off), whose rows are returned in pools, to push. The license is
+// returned with its grants. ErrLicenseNotFound; Validate's
 // error as is.
 func (pg *Postgres) SetPolicy(ctx context.Context, tenantID, licenseID string, p *server.Policy) (lic LicenseRow, pools []LicenseRow, _ error) {
 	var invalid error // Validate's, returned as is
@@ -190,12 +189,7 @@ func (pg *Postgres) SetPolicy(ctx context.Context, tenantID, licenseID string, p
 			return err
 		}
 		lic.Grants = cur.Grants
-		if gen == cur.PolicyGen {
-			return nil
-		}
-		rows, _ := tx.Query(ctx, `UPDATE licenses SET policy_gen = $2, version = version + 1
-			WHERE parent_id = $1 AND deleted_at IS NULL RETURNING `+licenseCols, licenseID, gen)
-		pools, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (LicenseRow, error) { return scanLicense(r) })
+		pools, err = bumpGrants(ctx, tx, licenseID, gen)
 		return err
 	})
 	switch {
@@ -207,6 +201,18 @@ func (pg *Postgres) SetPolicy(ctx context.Context, tenantID, licenseID string, p
 		return LicenseRow{}, nil, pg.fail("set policy", err)
 	}
 	return lic, pools, nil
+}
+
+// bumpGrants bumps the settings version of every undeleted grant of the
+// license, with the policy generation gen, and returns their rows, to
+// push: a feature's acquisition judged under the policy before the change
+// is recorded only at its pool's version (the record's insert checks it),
+// so that none judged by the old policy is recorded once the change
+// returned, even where its push has not landed.
+func bumpGrants(ctx context.Context, tx pgx.Tx, licenseID string, gen int64) ([]LicenseRow, error) {
+	rows, _ := tx.Query(ctx, `UPDATE licenses SET policy_gen = $2, version = version + 1
+		WHERE parent_id = $1 AND deleted_at IS NULL RETURNING `+licenseCols, licenseID, gen)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (LicenseRow, error) { return scanLicense(r) })
 }
 
 // namingSQL selects the undeleted licenses of tenant $1 whose policy may
@@ -238,13 +244,12 @@ func naming(ctx context.Context, tx pgx.Tx, tenantID, name, lock string) ([]Lice
 // PutGroup creates or replaces a tenant's group and rewrites the policy
 // of every license naming it (its version bumped), in one transaction
 // under the tenant's row lock. It returns the group as stored and the
-// licenses rewritten, to push. QuotaExceeded past server.MaxTenantGroups;
+// licenses rewritten and their grants (bumpGrants), to push. QuotaExceeded past server.MaxTenantGroups;
 // ErrTenantNotFound; a kind a policy naming the group refuses, with
 // Policy.Validate's error.
-func (pg *Postgres) PutGroup(ctx context.Context, g server.Group) (server.Group, []LicenseRow, error) {
+func (pg *Postgres) PutGroup(ctx context.Context, g server.Group) (_ server.Group, lics, pools []LicenseRow, _ error) {
 	var (
 		out     server.Group
-		lics    []LicenseRow
 		refused error // returned as is
 	)
 	err := pgx.BeginFunc(ctx, pg.pool, func(tx pgx.Tx) error {
@@ -292,18 +297,23 @@ func (pg *Postgres) PutGroup(ctx context.Context, g server.Group) (server.Group,
 				return err
 			}
 			lics = append(lics, row)
+			gs, err := bumpGrants(ctx, tx, l.ID, row.PolicyGen)
+			if err != nil {
+				return err
+			}
+			pools = append(pools, gs...)
 		}
 		return nil
 	})
 	switch {
 	case refused != nil:
-		return server.Group{}, nil, refused
+		return server.Group{}, nil, nil, refused
 	case errors.Is(err, server.ErrTenantNotFound):
-		return server.Group{}, nil, err
+		return server.Group{}, nil, nil, err
 	case err != nil:
-		return server.Group{}, nil, pg.fail("put group", err)
+		return server.Group{}, nil, nil, pg.fail("put group", err)
 	}
-	return out, lics, nil
+	return out, lics, pools, nil
 }
 
 func nonNil(s []string) []string {
@@ -432,19 +442,29 @@ func (pg *Postgres) PolicyIndexSnapshot(ctx context.Context, licenseID string) (
 	return snap, nil
 }
 
-// PolicyPools lists the undeleted licenses that have a policy, each with
-// its undeleted pools (pool id -> feature, "" the license's own).
-func (pg *Postgres) PolicyPools(ctx context.Context) (map[string]map[string]string, error) {
-	rows, _ := pg.pool.Query(ctx, `SELECT l.id, p.id, COALESCE(p.feature, '') FROM licenses l
+// PolicyLicense is a license with a policy as the prune of its index
+// needs it: its settings version and its undeleted pools at that version
+// (pool id -> feature, "" the license's own), read in one snapshot.
+type PolicyLicense struct {
+	Version int64
+	Pools   map[string]string
+}
+
+// PolicyPools lists the undeleted licenses that have a policy, by id.
+func (pg *Postgres) PolicyPools(ctx context.Context) (map[string]PolicyLicense, error) {
+	rows, _ := pg.pool.Query(ctx, `SELECT l.id, l.version, p.id, COALESCE(p.feature, '') FROM licenses l
 		JOIN licenses p ON (p.id = l.id OR p.parent_id = l.id) AND p.deleted_at IS NULL
 		WHERE l.policy IS NOT NULL AND l.deleted_at IS NULL AND l.parent_id IS NULL`)
-	out := map[string]map[string]string{}
+	out := map[string]PolicyLicense{}
 	var lic, pool, feature string
-	_, err := pgx.ForEachRow(rows, []any{&lic, &pool, &feature}, func() error {
-		if out[lic] == nil {
-			out[lic] = map[string]string{}
+	var version int64
+	_, err := pgx.ForEachRow(rows, []any{&lic, &version, &pool, &feature}, func() error {
+		pl, ok := out[lic]
+		if !ok {
+			pl = PolicyLicense{Version: version, Pools: map[string]string{}}
+			out[lic] = pl
 		}
-		out[lic][pool] = feature
+		pl.Pools[pool] = feature
 		return nil
 	})
 	if err != nil {
