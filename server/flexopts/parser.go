@@ -253,7 +253,7 @@ func (p *parser) group(ln line, kind server.SubjectKind) {
 		return
 	}
 	name := ln.words[1].s
-	if err := server.CheckPolicyName("name", name); err != nil {
+	if err := server.CheckGroupName("name", name); err != nil {
 		p.note(ln, "group name %q %s", name, message(err))
 		return
 	}
@@ -478,7 +478,11 @@ func (p *parser) subject(typ, name string) (server.Subject, string) {
 	default:
 		return server.Subject{}, fmt.Sprintf("type %q is not one of USER, HOST, GROUP, HOST_GROUP (DISPLAY, INTERNET, PROJECT)", typ)
 	}
-	if err := server.CheckPolicyName("name", name); err != nil {
+	checkName := server.CheckPolicyName
+	if kind.IsGroup() {
+		checkName = server.CheckGroupName
+	}
+	if err := checkName("name", name); err != nil {
 		return server.Subject{}, fmt.Sprintf("name %q %s", name, message(err))
 	}
 	switch kind {

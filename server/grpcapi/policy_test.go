@@ -111,6 +111,36 @@ func TestBadPoliciesAndGroupsAreRefusedNamingTheField(t *testing.T) {
 	require.Empty(t, groups.GetGroups(), "nothing created")
 }
 
+// TestGroupWithASlashOrNoMembersIsRefused: the REST API names a group in
+// its path (/v1/admin/groups/{name}), where no '/' can be part of a name:
+// a group named with one could be made over gRPC and never read, replaced
+// or deleted over REST. A group of nobody would reserve seats for no one
+// or, included, lock everyone out. Both are refused naming the field, and
+// nothing is created; a policy naming such a group is refused too.
+func TestGroupWithASlashOrNoMembersIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	lic := e.license(t, 3, time.Minute)
+	_, err := e.admin.PutGroup(operator(t), &seatdv1.PutGroupRequest{Group: &seatdv1.IdentityGroup{Name: "eng/ops", Kind: seatdv1.IdentityGroup_KIND_USERS, Members: []string{"alice"}}})
+	requireInvalid(t, err, "group.name")
+	require.Contains(t, err.Error(), "must not contain '/'")
+	for _, members := range [][]string{nil, {}} {
+		_, err = e.admin.PutGroup(operator(t), &seatdv1.PutGroupRequest{Group: &seatdv1.IdentityGroup{Name: "night", Kind: seatdv1.IdentityGroup_KIND_HOSTS, Members: members}})
+		requireInvalid(t, err, "group.members")
+		require.Contains(t, err.Error(), "at least one member")
+	}
+	_, err = e.admin.SetLicensePolicy(operator(t), &seatdv1.SetLicensePolicyRequest{LicenseId: lic.GetId(), Policy: &seatdv1.LicensePolicy{Rules: []*seatdv1.PolicyRule{
+		{Kind: seatdv1.PolicyRule_KIND_EXCLUDE, Subject: groupSubject("eng/ops")},
+	}}})
+	requireInvalid(t, err, "rules[0].subject.name")
+	require.Contains(t, err.Error(), "must not contain '/'")
+	groups, err := e.admin.ListGroups(operator(t), &seatdv1.ListGroupsRequest{})
+	require.NoError(t, err)
+	require.Empty(t, groups.GetGroups(), "nothing created")
+	// A user's name is no path segment: a '/' in it is fine.
+	e.putGroup(t, "ou", seatdv1.IdentityGroup_KIND_USERS, "ou/bob")
+}
+
 // TestPolicyCallsNeedAKeyOfTheTenant: no key is UNAUTHENTICATED; an API
 // key naming another tenant is PERMISSION_DENIED; another tenant's license
 // is not found, and the tenant's groups are its own.

@@ -107,7 +107,11 @@ func checkPolicyShape(p *server.Policy) error {
 		default:
 			return server.Invalid(f+".subject.kind", "must be user, host, group or host_group (got %q)", r.Subject.Kind)
 		}
-		if err := server.CheckPolicyName(f+".subject.name", r.Subject.Name); err != nil {
+		checkName := server.CheckPolicyName
+		if r.Subject.Kind.IsGroup() {
+			checkName = server.CheckGroupName // no '/'
+		}
+		if err := checkName(f+".subject.name", r.Subject.Name); err != nil {
 			return err
 		}
 		if r.EachMember && (r.Kind != server.RuleMax || !r.Subject.Kind.IsGroup()) {
