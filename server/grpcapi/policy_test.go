@@ -83,6 +83,14 @@ func TestBadPoliciesAndGroupsAreRefusedNamingTheField(t *testing.T) {
 	requireInvalid(t, err, "rules[0].count")
 	_, err = e.admin.SetLicensePolicy(operator(t), &seatdv1.SetLicensePolicyRequest{Policy: &seatdv1.LicensePolicy{Rules: []*seatdv1.PolicyRule{good()}}})
 	requireInvalid(t, err, "license_id")
+	// No policy at all is not a removal ({} is): policy is required.
+	held := e.license(t, 3, time.Minute)
+	e.setPolicy(t, held.GetId(), good())
+	_, err = e.admin.SetLicensePolicy(operator(t), &seatdv1.SetLicensePolicyRequest{LicenseId: held.GetId()})
+	requireInvalid(t, err, "policy")
+	kept, err := e.admin.GetLicensePolicy(operator(t), &seatdv1.GetLicensePolicyRequest{LicenseId: held.GetId()})
+	require.NoError(t, err)
+	require.Len(t, kept.GetPolicy().GetRules(), 1, "the policy is kept")
 	_, err = e.admin.GetLicensePolicy(operator(t), &seatdv1.GetLicensePolicyRequest{})
 	requireInvalid(t, err, "license_id")
 

@@ -3633,10 +3633,11 @@ func (x *GetLicensePolicyResponse) GetPolicy() *LicensePolicy {
 }
 
 type SetLicensePolicyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LicenseId     string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
-	Policy        *LicensePolicy         `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
-	TenantId      string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	LicenseId string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// Required; one without rules ({}) removes the license's policy.
+	Policy        *LicensePolicy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	TenantId      string         `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -89,7 +89,8 @@ type AdminServiceClient interface {
 	// SetLicensePolicy replaces a license's policy as one document, validated
 	// as a whole (a refusal names the rule and field, and changes nothing).
 	// It applies to the next acquisition on every instance; no held lease
-	// ends. An empty policy removes it.
+	// ends. An empty policy ({}) removes it; a request without a policy (over
+	// REST, a PUT without a body) is refused, INVALID_ARGUMENT naming policy.
 	SetLicensePolicy(ctx context.Context, in *SetLicensePolicyRequest, opts ...grpc.CallOption) (*SetLicensePolicyResponse, error)
 	// ListGroups lists the tenant's groups of users and of hosts, by name.
 	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
@@ -481,7 +482,8 @@ type AdminServiceServer interface {
 	// SetLicensePolicy replaces a license's policy as one document, validated
 	// as a whole (a refusal names the rule and field, and changes nothing).
 	// It applies to the next acquisition on every instance; no held lease
-	// ends. An empty policy removes it.
+	// ends. An empty policy ({}) removes it; a request without a policy (over
+	// REST, a PUT without a body) is refused, INVALID_ARGUMENT naming policy.
 	SetLicensePolicy(context.Context, *SetLicensePolicyRequest) (*SetLicensePolicyResponse, error)
 	// ListGroups lists the tenant's groups of users and of hosts, by name.
 	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)

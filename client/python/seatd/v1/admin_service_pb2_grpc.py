@@ -251,7 +251,8 @@ class AdminServiceServicer(object):
         """SetLicensePolicy replaces a license's policy as one document, validated
         as a whole (a refusal names the rule and field, and changes nothing).
         It applies to the next acquisition on every instance; no held lease
-        ends. An empty policy removes it.
+        ends. An empty policy ({}) removes it; a request without a policy (over
+        REST, a PUT without a body) is refused, INVALID_ARGUMENT naming policy.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1749,6 +1749,8 @@ export type SetLicensePolicyRequest = Message<"seatd.v1.SetLicensePolicyRequest"
   licenseId: string;
 
   /**
+   * Required; one without rules ({}) removes the license's policy.
+   *
    * @generated from field: seatd.v1.LicensePolicy policy = 2;
    */
   policy?: LicensePolicy | undefined;
@@ -2030,7 +2032,8 @@ export const AdminService: GenService<{
    * SetLicensePolicy replaces a license's policy as one document, validated
    * as a whole (a refusal names the rule and field, and changes nothing).
    * It applies to the next acquisition on every instance; no held lease
-   * ends. An empty policy removes it.
+   * ends. An empty policy ({}) removes it; a request without a policy (over
+   * REST, a PUT without a body) is refused, INVALID_ARGUMENT naming policy.
    *
    * @generated from rpc seatd.v1.AdminService.SetLicensePolicy
    */
