@@ -74,7 +74,7 @@ const (
 	ReasonNotIncluded   = "NOT_INCLUDED"    // the feature has include rules and none names the client
 	ReasonExcluded      = "EXCLUDED"        // an exclude rule names the client (exclude wins over include)
 	ReasonGroupNotFound = "GROUP_NOT_FOUND" // the tenant has no group of that name
-	ReasonGroupInUse    = "GROUP_IN_USE"    // a group that policies name cannot be deleted
+	ReasonGroupInUse    = "GROUP_IN_USE"    // a group that policies name cannot be deleted, nor change kind
 	// ReasonPolicyNotSupported: the store does not enforce site policies
 	// (the distributed store, for now), so it refuses to keep one.
 	ReasonPolicyNotSupported = "POLICY_NOT_SUPPORTED"

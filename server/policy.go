@@ -714,6 +714,13 @@ func (v Verdict) Err(feature string) error {
 // ErrGroupNotFound: the tenant has no group of that name.
 var ErrGroupNotFound = Errorf(ENOTFOUND, ReasonGroupNotFound, "group not found")
 
+// GroupKindInUse refuses to change the kind of a group (of kind) that the
+// policies of licenses name as one.
+func GroupKindInUse(name string, kind SubjectKind, licenseIDs []string) error {
+	return Errorf(EPRECONDITION, ReasonGroupInUse, "group %q is a %s, and the policy of license %s names it as one: its kind cannot change while a policy names it (change those policies first, or put a group of another name)",
+		name, kind, strings.Join(licenseIDs, ", "))
+}
+
 // GroupInUse refuses to delete a group that the policies of licenses name.
 func GroupInUse(name string, licenseIDs []string) error {
 	return Errorf(EPRECONDITION, ReasonGroupInUse, "group %q is named by the policy of license %s: change those policies first",

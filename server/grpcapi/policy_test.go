@@ -275,7 +275,8 @@ func TestSitePolicyEndToEnd(t *testing.T) {
 		requireInvalid(t, err, field, r)
 	}
 	_, err = e.admin.PutGroup(operator(t), &seatdv1.PutGroupRequest{Group: &seatdv1.IdentityGroup{Name: "night", Kind: seatdv1.IdentityGroup_KIND_HOSTS, Members: []string{"node09"}}})
-	requireStatus(t, err, codes.InvalidArgument, server.ReasonInvalidArgument, "a policy names night as a group of users")
+	st = requireStatus(t, err, codes.FailedPrecondition, server.ReasonGroupInUse, "a policy names night as a group of users")
+	require.Contains(t, st.Message(), `group "night" is a group, and the policy of license `+lic.GetId()+" names it as one")
 	_, err = e.admin.DeleteGroup(operator(t), &seatdv1.DeleteGroupRequest{Name: "night"})
 	st = requireStatus(t, err, codes.FailedPrecondition, server.ReasonGroupInUse)
 	require.Contains(t, st.Message(), lic.GetId())

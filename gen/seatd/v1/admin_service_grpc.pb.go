@@ -95,7 +95,9 @@ type AdminServiceClient interface {
 	// ListGroups lists the tenant's groups of users and of hosts, by name.
 	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
 	// PutGroup creates or replaces a group (by name). The policies that name
-	// it judge by its new members from the next acquisition on.
+	// it judge by its new members from the next acquisition on. A change of
+	// kind while a policy names the group is refused (FAILED_PRECONDITION
+	// GROUP_IN_USE, naming the licenses).
 	PutGroup(ctx context.Context, in *PutGroupRequest, opts ...grpc.CallOption) (*PutGroupResponse, error)
 	// DeleteGroup removes a group no policy names (FAILED_PRECONDITION
 	// naming the licenses whose policies do).
@@ -488,7 +490,9 @@ type AdminServiceServer interface {
 	// ListGroups lists the tenant's groups of users and of hosts, by name.
 	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
 	// PutGroup creates or replaces a group (by name). The policies that name
-	// it judge by its new members from the next acquisition on.
+	// it judge by its new members from the next acquisition on. A change of
+	// kind while a policy names the group is refused (FAILED_PRECONDITION
+	// GROUP_IN_USE, naming the licenses).
 	PutGroup(context.Context, *PutGroupRequest) (*PutGroupResponse, error)
 	// DeleteGroup removes a group no policy names (FAILED_PRECONDITION
 	// naming the licenses whose policies do).

@@ -267,7 +267,9 @@ class AdminServiceServicer(object):
 
     def PutGroup(self, request, context):
         """PutGroup creates or replaces a group (by name). The policies that name
-        it judge by its new members from the next acquisition on.
+        it judge by its new members from the next acquisition on. A change of
+        kind while a policy names the group is refused (FAILED_PRECONDITION
+        GROUP_IN_USE, naming the licenses).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

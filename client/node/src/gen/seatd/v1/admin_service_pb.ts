@@ -2054,7 +2054,9 @@ export const AdminService: GenService<{
   },
   /**
    * PutGroup creates or replaces a group (by name). The policies that name
-   * it judge by its new members from the next acquisition on.
+   * it judge by its new members from the next acquisition on. A change of
+   * kind while a policy names the group is refused (FAILED_PRECONDITION
+   * GROUP_IN_USE, naming the licenses).
    *
    * @generated from rpc seatd.v1.AdminService.PutGroup
    */
