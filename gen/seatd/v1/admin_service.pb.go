@@ -3100,8 +3100,10 @@ type UsageReportRow struct {
 	SeatHours float64 `protobuf:"fixed64,4,opt,name=seat_hours,json=seatHours,proto3" json:"seat_hours,omitempty"`
 	// Leases acquired in the bucket.
 	Acquisitions int64 `protobuf:"varint,5,opt,name=acquisitions,proto3" json:"acquisitions,omitempty"`
-	// AcquireSeat calls refused for want of a free seat (one per call;
-	// WaitForSeat's tries are not counted).
+	// Calls refused a seat, one per call: AcquireSeat calls refused for want
+	// of a free seat or by the license's site policy, and WaitForSeat calls
+	// the policy ended (WaitForSeat's tries are not counted). By reason:
+	// denials_by_reason.
 	Denials int64 `protobuf:"varint,6,opt,name=denials,proto3" json:"denials,omitempty"`
 	// Users (a lease's user, or its fingerprint when it has none) holding a
 	// seat in, or acquiring one in, the bucket.
@@ -3112,9 +3114,14 @@ type UsageReportRow struct {
 	MeanQueueWait *durationpb.Duration `protobuf:"bytes,9,opt,name=mean_queue_wait,json=meanQueueWait,proto3" json:"mean_queue_wait,omitempty"`
 	// The feature of the row's leases; empty for the license's base pool.
 	// A license with features has a row per feature in a bucket.
-	Feature       string `protobuf:"bytes,10,opt,name=feature,proto3" json:"feature,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Feature string `protobuf:"bytes,10,opt,name=feature,proto3" json:"feature,omitempty"`
+	// The denials by reason, summing to denials: SEATS_EXHAUSTED (no seat
+	// free), and the site policy's refusals (EXCLUDED, NOT_INCLUDED,
+	// USER_LIMIT, HOST_LIMIT, GROUP_LIMIT, SEATS_RESERVED). Empty when there
+	// are none.
+	DenialsByReason map[string]int64 `protobuf:"bytes,11,rep,name=denials_by_reason,json=denialsByReason,proto3" json:"denials_by_reason,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UsageReportRow) Reset() {
@@ -3215,6 +3222,13 @@ func (x *UsageReportRow) GetFeature() string {
 		return x.Feature
 	}
 	return ""
+}
+
+func (x *UsageReportRow) GetDenialsByReason() map[string]int64 {
+	if x != nil {
+		return x.DenialsByReason
+	}
+	return nil
 }
 
 // UserUsage is one user over the whole range.
@@ -4251,7 +4265,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x06bucket\x18\x05 \x01(\x0e2\x15.seatd.v1.UsageBucketR\x06bucket\x12\x1d\n" +
 	"\n" +
 	"user_limit\x18\x06 \x01(\x05R\tuserLimit\x12\x18\n" +
-	"\afeature\x18\a \x01(\tR\afeature\"\x8f\x03\n" +
+	"\afeature\x18\a \x01(\tR\afeature\"\xae\x04\n" +
 	"\x0eUsageReportRow\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12=\n" +
@@ -4267,7 +4281,11 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"queueWaits\x12A\n" +
 	"\x0fmean_queue_wait\x18\t \x01(\v2\x19.google.protobuf.DurationR\rmeanQueueWait\x12\x18\n" +
 	"\afeature\x18\n" +
-	" \x01(\tR\afeature\"Z\n" +
+	" \x01(\tR\afeature\x12Y\n" +
+	"\x11denials_by_reason\x18\v \x03(\v2-.seatd.v1.UsageReportRow.DenialsByReasonEntryR\x0fdenialsByReason\x1aB\n" +
+	"\x14DenialsByReasonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"Z\n" +
 	"\tUserUsage\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +
@@ -4366,7 +4384,7 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(UsageBucket)(0),                   // 0: seatd.v1.UsageBucket
 	(*CreateLicenseRequest)(nil),       // 1: seatd.v1.CreateLicenseRequest
@@ -4436,152 +4454,154 @@ var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(*DeleteGroupRequest)(nil),         // 65: seatd.v1.DeleteGroupRequest
 	(*DeleteGroupResponse)(nil),        // 66: seatd.v1.DeleteGroupResponse
 	nil,                                // 67: seatd.v1.AuditEvent.DetailsEntry
-	(*License)(nil),                    // 68: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),      // 69: google.protobuf.FieldMask
-	(*FeatureGrant)(nil),               // 70: seatd.v1.FeatureGrant
-	(LeaseState)(0),                    // 71: seatd.v1.LeaseState
-	(*Lease)(nil),                      // 72: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),      // 73: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 74: google.protobuf.Duration
-	(*Tenant)(nil),                     // 75: seatd.v1.Tenant
-	(*ApiKey)(nil),                     // 76: seatd.v1.ApiKey
-	(*SigningKey)(nil),                 // 77: seatd.v1.SigningKey
-	(*LicensePolicy)(nil),              // 78: seatd.v1.LicensePolicy
-	(*IdentityGroup)(nil),              // 79: seatd.v1.IdentityGroup
+	nil,                                // 68: seatd.v1.UsageReportRow.DenialsByReasonEntry
+	(*License)(nil),                    // 69: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),      // 70: google.protobuf.FieldMask
+	(*FeatureGrant)(nil),               // 71: seatd.v1.FeatureGrant
+	(LeaseState)(0),                    // 72: seatd.v1.LeaseState
+	(*Lease)(nil),                      // 73: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),      // 74: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 75: google.protobuf.Duration
+	(*Tenant)(nil),                     // 76: seatd.v1.Tenant
+	(*ApiKey)(nil),                     // 77: seatd.v1.ApiKey
+	(*SigningKey)(nil),                 // 78: seatd.v1.SigningKey
+	(*LicensePolicy)(nil),              // 79: seatd.v1.LicensePolicy
+	(*IdentityGroup)(nil),              // 80: seatd.v1.IdentityGroup
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	68, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	68, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	68, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	68, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	68, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	69, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	68, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	70, // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	70, // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	70, // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	69, // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	70, // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	71, // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	72, // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	72, // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	73, // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	74, // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	69, // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	69, // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	69, // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	69, // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	69, // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	70, // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	69, // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	71, // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	71, // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	71, // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	70, // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	71, // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	72, // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	73, // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	73, // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	74, // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	75, // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
 	22, // 17: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
 	22, // 18: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	73, // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	74, // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	73, // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	73, // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	73, // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	74, // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	75, // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	74, // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	74, // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	74, // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	74, // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	27, // 25: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
 	28, // 26: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	75, // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	75, // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	75, // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	76, // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	76, // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	76, // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	73, // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	71, // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
-	73, // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
-	73, // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
-	74, // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	76, // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	76, // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	76, // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	77, // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	77, // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	77, // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	74, // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	74, // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	72, // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	74, // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	74, // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	75, // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
 	41, // 39: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
-	73, // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	73, // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	73, // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
-	73, // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	74, // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	74, // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	74, // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	74, // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	74, // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
 	44, // 45: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
-	73, // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	74, // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	74, // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
 	67, // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
-	73, // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	74, // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	47, // 50: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
-	73, // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	73, // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	74, // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	74, // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
 	0,  // 53: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
-	73, // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
-	74, // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
-	73, // 56: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	73, // 57: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
-	0,  // 58: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
-	50, // 59: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
-	51, // 60: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
-	77, // 61: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
-	77, // 62: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
-	78, // 63: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	78, // 64: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
-	78, // 65: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	79, // 66: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
-	79, // 67: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
-	79, // 68: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
-	1,  // 69: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	3,  // 70: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	5,  // 71: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	7,  // 72: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	9,  // 73: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	11, // 74: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
-	13, // 75: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
-	15, // 76: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
-	57, // 77: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
-	59, // 78: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
-	61, // 79: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
-	63, // 80: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
-	65, // 81: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
-	17, // 82: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	19, // 83: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	21, // 84: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	24, // 85: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	26, // 86: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	30, // 87: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	32, // 88: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	34, // 89: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	36, // 90: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	38, // 91: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	40, // 92: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
-	43, // 93: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
-	46, // 94: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
-	49, // 95: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
-	53, // 96: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
-	55, // 97: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
-	2,  // 98: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	4,  // 99: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	6,  // 100: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	8,  // 101: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	10, // 102: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	12, // 103: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
-	14, // 104: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
-	16, // 105: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
-	58, // 106: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
-	60, // 107: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
-	62, // 108: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
-	64, // 109: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
-	66, // 110: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
-	18, // 111: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	20, // 112: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	23, // 113: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	25, // 114: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	29, // 115: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	31, // 116: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	33, // 117: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	35, // 118: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	37, // 119: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	39, // 120: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	42, // 121: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
-	45, // 122: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
-	48, // 123: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
-	52, // 124: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
-	54, // 125: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
-	56, // 126: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
-	98, // [98:127] is the sub-list for method output_type
-	69, // [69:98] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	74, // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
+	75, // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
+	68, // 56: seatd.v1.UsageReportRow.denials_by_reason:type_name -> seatd.v1.UsageReportRow.DenialsByReasonEntry
+	74, // 57: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	74, // 58: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	0,  // 59: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
+	50, // 60: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
+	51, // 61: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
+	78, // 62: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
+	78, // 63: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
+	79, // 64: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	79, // 65: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
+	79, // 66: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	80, // 67: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
+	80, // 68: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
+	80, // 69: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
+	1,  // 70: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	3,  // 71: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	5,  // 72: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	7,  // 73: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	9,  // 74: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	11, // 75: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
+	13, // 76: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
+	15, // 77: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
+	57, // 78: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
+	59, // 79: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
+	61, // 80: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
+	63, // 81: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
+	65, // 82: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
+	17, // 83: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	19, // 84: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	21, // 85: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	24, // 86: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	26, // 87: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	30, // 88: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	32, // 89: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	34, // 90: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	36, // 91: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	38, // 92: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	40, // 93: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	43, // 94: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	46, // 95: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	49, // 96: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
+	53, // 97: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
+	55, // 98: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
+	2,  // 99: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	4,  // 100: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	6,  // 101: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	8,  // 102: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	10, // 103: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	12, // 104: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
+	14, // 105: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
+	16, // 106: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
+	58, // 107: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
+	60, // 108: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
+	62, // 109: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
+	64, // 110: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
+	66, // 111: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
+	18, // 112: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	20, // 113: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	23, // 114: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	25, // 115: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	29, // 116: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	31, // 117: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	33, // 118: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	35, // 119: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	37, // 120: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	39, // 121: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	42, // 122: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	45, // 123: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	48, // 124: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	52, // 125: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
+	54, // 126: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
+	56, // 127: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
+	99, // [99:128] is the sub-list for method output_type
+	70, // [70:99] is the sub-list for method input_type
+	70, // [70:70] is the sub-list for extension type_name
+	70, // [70:70] is the sub-list for extension extendee
+	0,  // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -4596,7 +4616,7 @@ func file_seatd_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   67,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
