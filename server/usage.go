@@ -73,13 +73,13 @@ type UsageReport struct {
 // UsageRow is one license's base pool, or one feature of it (all its
 // grants together), in one bucket.
 type UsageRow struct {
-	LicenseID     string // the license's id (never a grant's)
-	Feature       string // "" for the base pool
-	BucketStart   time.Time
-	PeakSeats     int           // the most leases holding a seat at one instant of the bucket
-	SeatHours     float64       // the leases' time in the bucket, in hours
-	Acquisitions  int64         // leases acquired in the bucket
-	Denials       int64         // SeatDenied events in the bucket
+	LicenseID    string // the license's id (never a grant's)
+	Feature      string // "" for the base pool
+	BucketStart  time.Time
+	PeakSeats    int     // the most leases holding a seat at one instant of the bucket
+	SeatHours    float64 // the leases' time in the bucket, in hours
+	Acquisitions int64   // leases acquired in the bucket
+	Denials      int64   // SeatDenied events in the bucket
 	// PolicyDenials are those of Denials the site policy refused, by
 	// reason (EXCLUDED, NOT_INCLUDED, USER_LIMIT, HOST_LIMIT,
 	// GROUP_LIMIT, SEATS_RESERVED); nil when none. The others were
