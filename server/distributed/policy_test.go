@@ -545,3 +545,42 @@ func TestPolicyHoldsUnderRaces(t *testing.T) {
 	require.Positive(t, refused[server.ReasonSeatsReserved], "the reservation was contended")
 	t.Logf("granted %d, refused %v", granted.Load(), refused)
 }
+
+// TestHandBackComparesEmptyIdentities: a lease is handed back only to a
+// request of its own user and host, empty ones included (its identity
+// member holds both), hosts without case; any other is a new lease that
+// replaces it.
+func TestHandBackComparesEmptyIdentities(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 5, time.Hour)
+	setPolicy(t, s, lic, server.PolicyRule{Kind: server.RuleMax, Count: 2, Subject: userSubject("ann")})
+	ctx := t.Context()
+	anon, _, err := tryAs(ctx, s, lic.Key, "m1", "", "", "", "")
+	require.NoError(t, err)
+	again, _, err := tryAs(ctx, s, lic.Key, "m1", "", "", "", "")
+	require.NoError(t, err)
+	require.True(t, again.Existing, "no user, no host: its own")
+	require.Equal(t, anon.Lease.ID, again.Lease.ID)
+
+	ann, _, err := tryAs(ctx, s, lic.Key, "m1", "ann", "", "", "")
+	require.NoError(t, err)
+	require.False(t, ann.Existing, "a user where the lease has none")
+	require.Equal(t, server.LeaseRevoked, mustLease(t, s, tn.ID, anon.Lease.ID).State)
+	onHost, _, err := tryAs(ctx, s, lic.Key, "m1", "ann", "WS1", "", "")
+	require.NoError(t, err)
+	require.False(t, onHost.Existing, "a host where the lease has none")
+	require.Equal(t, server.LeaseRevoked, mustLease(t, s, tn.ID, ann.Lease.ID).State)
+	same, _, err := tryAs(ctx, s, lic.Key, "m1", "ann", "ws1", "", "")
+	require.NoError(t, err)
+	require.True(t, same.Existing, "hosts compare without case")
+	require.Equal(t, onHost.Lease.ID, same.Lease.ID)
+	require.Equal(t, 1, same.SeatsInUse, "each replaced lease gave its seat")
+}
+
+func mustLease(t *testing.T, s *Store, tenantID, id string) server.Lease {
+	t.Helper()
+	l, err := s.GetLease(t.Context(), tenantID, id)
+	require.NoError(t, err)
+	return l
+}
