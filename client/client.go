@@ -198,7 +198,10 @@ func (o AcquireOptions) waitRequest() *seatdv1.WaitForSeatRequest {
 }
 
 // Acquire takes a seat. When none is free the error satisfies
-// errors.Is(err, ErrNoSeat) and Reason(err) == "SEATS_EXHAUSTED". With
+// errors.Is(err, ErrNoSeat) and Reason(err) == "SEATS_EXHAUSTED" (or, under
+// the license's site policy, another reason of ErrNoSeat: a cap, seats
+// reserved for others); a policy that refuses the client satisfies
+// errors.Is(err, ErrNotAllowed). With
 // AutoHeartbeat the lease keeps itself alive until Release, Close, or its
 // loss; ctx bounds only this call, not the lease.
 //

@@ -63,6 +63,30 @@ func TestErrorReasons(t *testing.T) {
 	require.Nil(t, wrap(nil))
 }
 
+// TestPolicyRefusalReasons: a site policy's caps and reserved seats are
+// ErrNoSeat (no seat for this client now: they pass as leases end), its
+// exclusions ErrNotAllowed (no retry helps); ErrNoSeat used to match
+// SEATS_EXHAUSTED alone.
+func TestPolicyRefusalReasons(t *testing.T) {
+	for reason, want := range map[string]error{
+		ReasonSeatsExhausted: ErrNoSeat,
+		ReasonSeatsReserved:  ErrNoSeat,
+		ReasonUserLimit:      ErrNoSeat,
+		ReasonHostLimit:      ErrNoSeat,
+		ReasonGroupLimit:     ErrNoSeat,
+		ReasonExcluded:       ErrNotAllowed,
+		ReasonNotIncluded:    ErrNotAllowed,
+		"RATE_LIMITED":       nil,
+		"":                   nil,
+	} {
+		err := wrap(reasonErr(codes.ResourceExhausted, reason))
+		for _, sentinel := range []error{ErrNoSeat, ErrNotAllowed, ErrLeaseLost} {
+			require.Equal(t, sentinel == want, errors.Is(err, sentinel), "%s is %v", reason, sentinel)
+		}
+		require.Equal(t, reason, Reason(err))
+	}
+}
+
 func TestBackoffGrowsWithJitterAndLimit(t *testing.T) {
 	tm := defaultTiming
 	for n := 1; n <= 12; n++ {

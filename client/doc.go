@@ -5,7 +5,7 @@
 //	...
 //	defer c.Close()
 //	lease, err := c.Acquire(ctx, client.AcquireOptions{LicenseKey: key, Fingerprint: fp})
-//	if errors.Is(err, client.ErrNoSeat) { ... all seats taken ... }
+//	if errors.Is(err, client.ErrNoSeat) { ... no seat for us now: retry later ... }
 //	defer lease.Release(context.Background())
 //	select {
 //	case <-lease.Lost(): // expired, revoked, or taken over: stop using the product

@@ -11,8 +11,18 @@ import (
 
 // Errors to test with errors.Is.
 var (
-	ErrNoSeat    = errors.New("no seat free")
-	ErrLeaseLost = errors.New("lease lost (expired, revoked or released)")
+	// ErrNoSeat: no seat for this client now. None is free
+	// (ReasonSeatsExhausted), or the license's site policy keeps the free
+	// ones from it: a cap on its user, host or group (ReasonUserLimit,
+	// ReasonHostLimit, ReasonGroupLimit) or seats reserved for others
+	// (ReasonSeatsReserved). It passes as leases end: retry later (not at
+	// once), or WaitForSeat.
+	ErrNoSeat = errors.New("no seat free")
+	// ErrNotAllowed: the license's site policy refuses this client the
+	// license or feature (ReasonExcluded, ReasonNotIncluded). No retry
+	// helps until an administrator changes the policy.
+	ErrNotAllowed = errors.New("the site policy does not allow this client")
+	ErrLeaseLost  = errors.New("lease lost (expired, revoked or released)")
 )
 
 // Reasons (google.rpc.ErrorInfo) that Reason returns for the errors a lease
@@ -25,6 +35,33 @@ const (
 	ReasonLeaseNotFound     = "LEASE_NOT_FOUND"
 	ReasonLeaseTokenInvalid = "LEASE_TOKEN_INVALID" // another acquisition took the lease over
 )
+
+// Reasons of the refusals of a license's site policy (an acquisition's
+// user and hostname judged by its rules): ErrNoSeat for those that pass as
+// leases end, ErrNotAllowed for the others.
+const (
+	ReasonSeatsReserved = "SEATS_RESERVED" // every seat left is reserved for others
+	ReasonUserLimit     = "USER_LIMIT"     // the user (or each member of its group) holds as many as a max rule allows
+	ReasonHostLimit     = "HOST_LIMIT"     // the host (or each member of its host group) holds as many as a max rule allows
+	ReasonGroupLimit    = "GROUP_LIMIT"    // the group or host group as a whole holds as many as a max rule allows
+	ReasonExcluded      = "EXCLUDED"       // an exclude rule names the client
+	ReasonNotIncluded   = "NOT_INCLUDED"   // the license or feature has include rules, and none names the client
+)
+
+// noSeatReasons mean no seat for this client now: retry later.
+var noSeatReasons = map[string]bool{
+	ReasonSeatsExhausted: true,
+	ReasonSeatsReserved:  true,
+	ReasonUserLimit:      true,
+	ReasonHostLimit:      true,
+	ReasonGroupLimit:     true,
+}
+
+// notAllowedReasons mean the policy refuses this client, whatever it retries.
+var notAllowedReasons = map[string]bool{
+	ReasonExcluded:    true,
+	ReasonNotIncluded: true,
+}
 
 // lostReasons mean the seat is no longer ours, whatever we retry.
 var lostReasons = map[string]bool{
@@ -52,11 +89,14 @@ func (e *Error) Unwrap() error { return e.cause }
 // GRPCStatus lets status.FromError see through the wrapper.
 func (e *Error) GRPCStatus() *status.Status { return e.Status }
 
-// Is makes errors.Is(err, ErrNoSeat) and errors.Is(err, ErrLeaseLost) work.
+// Is makes errors.Is(err, ErrNoSeat), errors.Is(err, ErrNotAllowed) and
+// errors.Is(err, ErrLeaseLost) work.
 func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrNoSeat:
-		return e.Reason == ReasonSeatsExhausted
+		return noSeatReasons[e.Reason]
+	case ErrNotAllowed:
+		return notAllowedReasons[e.Reason]
 	case ErrLeaseLost:
 		return lostReasons[e.Reason]
 	}

@@ -40,6 +40,7 @@ type fakeServer struct {
 	signalOnly          bool     // end streams after an EXPIRED/REVOKED signal with OK, no status
 	acquireUnavailable  int      // fail this many AcquireSeat calls UNAVAILABLE
 	acquireRateLimited  int      // refuse this many AcquireSeat calls RATE_LIMITED (retry in 30 ms)
+	acquireRefusals     []error  // refuse the next AcquireSeat calls with these, in order (a site policy's)
 	lostReplies         int      // grant this many AcquireSeat calls, then answer UNAVAILABLE
 	idemKeys            []string // the idempotency_key of each AcquireSeat, in order
 	waitUnimplemented   bool
@@ -162,6 +163,11 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest, nonce string) (*seat
 	if f.acquireUnavailable > 0 {
 		f.acquireUnavailable--
 		return nil, reasonErr(codes.Unavailable, "BACKEND_UNAVAILABLE")
+	}
+	if len(f.acquireRefusals) > 0 {
+		err := f.acquireRefusals[0]
+		f.acquireRefusals = f.acquireRefusals[1:]
+		return nil, err
 	}
 	if f.acquireRateLimited > 0 {
 		f.acquireRateLimited--

@@ -17,7 +17,10 @@ import (
 // its place when the server still holds it (the queue ticket of the last
 // position, kept for a few seconds after a server shuts down). Against a
 // server without the queue it polls AcquireSeat with backoff while no seat is
-// free, reporting position 0. It returns ctx.Err() when ctx ends first.
+// free for it (ErrNoSeat: none free, or the site policy's cap or
+// reservations keep them from it), reporting position 0. A refusal that
+// no wait ends (ErrNotAllowed: the policy excludes the client) ends the
+// wait, as any other. It returns ctx.Err() when ctx ends first.
 func (c *Client) WaitForSeat(ctx context.Context, o AcquireOptions, onPosition func(position, queueLength int)) (*Lease, error) {
 	report := func(position, length int) {
 		if onPosition != nil {
@@ -107,7 +110,9 @@ func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, key, nonce stri
 }
 
 // pollForSeat stands in for the queue: try to acquire, back off while no
-// seat is free. Order among waiters is left to chance.
+// seat is free for this client (ErrNoSeat, a policy's cap and reserved
+// seats included: they pass as leases end). Order among waiters is left to
+// chance.
 func (c *Client) pollForSeat(ctx context.Context, o AcquireOptions, report func(int, int)) (*Lease, error) {
 	for n := 1; ; n++ {
 		lease, err := c.Acquire(ctx, o)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 )
 
 // positions records what WaitForSeat reports.
@@ -73,6 +74,47 @@ func TestWaitForSeatFallsBackToPolling(t *testing.T) {
 	require.Contains(t, p.all(), [2]int{0, 0}, "position 0 while polling")
 	eventually(t, func() bool { return b.fake.beats(l.ID()) >= 1 }, "the polled lease is kept alive")
 	require.NoError(t, l.Release(testContext(t)))
+}
+
+// TestWaitForSeatPollsThroughPolicyCaps: polling (a server without the
+// queue), a refusal by the site policy's caps or reserved seats is no
+// seat for now, as SEATS_EXHAUSTED is: the wait goes on until a seat is
+// granted. It used to end at the first such refusal.
+func TestWaitForSeatPollsThroughPolicyCaps(t *testing.T) {
+	b := setup(t, DefaultOptions(), func(f *fakeServer) {
+		f.waitUnimplemented = true
+		f.acquireRefusals = []error{
+			reasonErr(codes.ResourceExhausted, ReasonUserLimit),
+			reasonErr(codes.ResourceExhausted, ReasonSeatsReserved),
+			reasonErr(codes.ResourceExhausted, ReasonHostLimit),
+			reasonErr(codes.ResourceExhausted, ReasonGroupLimit),
+		}
+	})
+	var p positions
+	l, err := b.client.WaitForSeat(testContext(t), AcquireOptions{LicenseKey: "key", Fingerprint: "fp", User: "bob"}, p.report)
+	require.NoError(t, err)
+	require.Equal(t, 5, b.fake.read(func(f *fakeServer) int { return f.acquires }), "four refusals, then the seat")
+	require.Contains(t, p.all(), [2]int{0, 0}, "position 0 while polling")
+	require.NoError(t, l.Release(testContext(t)))
+}
+
+// TestWaitForSeatPollingEndsWhenThePolicyExcludes: EXCLUDED and
+// NOT_INCLUDED end a polled wait at once (ErrNotAllowed): no seat that
+// frees would be this client's.
+func TestWaitForSeatPollingEndsWhenThePolicyExcludes(t *testing.T) {
+	for _, reason := range []string{ReasonExcluded, ReasonNotIncluded} {
+		t.Run(reason, func(t *testing.T) {
+			b := setup(t, DefaultOptions(), func(f *fakeServer) {
+				f.waitUnimplemented = true
+				f.acquireRefusals = []error{reasonErr(codes.PermissionDenied, reason)}
+			})
+			_, err := b.client.WaitForSeat(testContext(t), AcquireOptions{LicenseKey: "key", Fingerprint: "fp", User: "intern"}, nil)
+			require.ErrorIs(t, err, ErrNotAllowed)
+			require.NotErrorIs(t, err, ErrNoSeat)
+			require.Equal(t, reason, Reason(err))
+			require.Equal(t, 1, b.fake.read(func(f *fakeServer) int { return f.acquires }), "one try")
+		})
+	}
 }
 
 func TestWaitForSeatRetriesUnavailable(t *testing.T) {

@@ -115,3 +115,67 @@ func testSeatctlPolicy(t *testing.T, bin string, p *proc) {
 	require.Equal(t, "deleted group night\n", c.ok(tc("groups", "rm", "night")...))
 	c.fails(ctlNotFound, tc("groups", "rm", "night")...)
 }
+
+// TestSeatctlPolicyImportNeverHalfDone: an options file that would change
+// the kind of a tenant's group (night, of hosts, named so by another
+// license's policy) is refused by the dry run and by the import, naming
+// the group and that license, before anything is written. It used to pass
+// the dry run ("validated"), then put group day (changing the other
+// license's exclusions with it), be refused at night, and leave the
+// license's own policy unset. Putting night as a group of users directly
+// is refused too, naming the license (GROUP_IN_USE).
+func TestSeatctlPolicyImportNeverHalfDone(t *testing.T) {
+	t.Parallel()
+	bin := buildSeatctl(t)
+	p := start(t, options{})
+	ctx := testContext(t)
+	op := p.asOperator(ctx)
+	admin := p.admin()
+	c := ctl{t: t, bin: bin, addr: p.GRPCAddr, key: p.OperatorKey}
+	tenant := "half-" + randomHex(3)
+	c.ok("tenants", "create", "--id", tenant, "--name", "Half")
+	tc := func(args ...string) []string { return append([]string{"--tenant", tenant}, args...) }
+	var other, lic seatdv1.License
+	c.json(&other, tc("licenses", "create", "--name", "other", "--seats", "3", "--ttl", "1h")...)
+	c.json(&lic, tc("licenses", "create", "--name", "site", "--seats", "3", "--ttl", "1h")...)
+	c.ok(tc("groups", "put", "day", "--users", "erin")...)
+	c.ok(tc("groups", "put", "night", "--hosts", "node01")...)
+	c.ok(tc("policy", "set", other.GetId(), "-f", writeTemp(t, "o.json", `{"rules": [
+		{"kind": "KIND_EXCLUDE", "subject": {"kind": "KIND_GROUP", "name": "day"}},
+		{"kind": "KIND_EXCLUDE", "subject": {"kind": "KIND_HOST_GROUP", "name": "night"}}]}`))...)
+
+	opts := writeTemp(t, "a.opt", strings.Join([]string{
+		"GROUP day zed",
+		"GROUP night alice",
+		"RESERVE 1 cadsuite GROUP day",
+		"RESERVE 1 cadsuite GROUP night",
+	}, "\n"))
+	for _, dry := range []bool{true, false} {
+		args := tc("policy", "import", lic.GetId(), "-f", opts, "--base-feature", "cadsuite")
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		msg := c.fails(ctlUsage, args...)
+		require.Contains(t, msg, "the tenant's host group night would become a group: import never changes a group's kind, and the policy of license "+other.GetId()+" names it as a host group", "dry run %v", dry)
+		require.Contains(t, msg, "nothing changed")
+	}
+	msg := c.fails(ctlRefused, tc("groups", "put", "night", "--users", "alice")...)
+	require.Contains(t, msg, "GROUP_IN_USE")
+	require.Contains(t, msg, `group "night" is a host_group, and the policy of license `+other.GetId()+" names it as one")
+
+	got, err := admin.GetLicensePolicy(op, &seatdv1.GetLicensePolicyRequest{LicenseId: lic.GetId(), TenantId: tenant})
+	require.NoError(t, err)
+	require.Empty(t, got.GetPolicy().GetRules(), "no policy set")
+	groups, err := admin.ListGroups(op, &seatdv1.ListGroupsRequest{TenantId: tenant})
+	require.NoError(t, err)
+	require.Len(t, groups.GetGroups(), 2)
+	for _, g := range groups.GetGroups() {
+		switch g.GetName() {
+		case "day":
+			require.Equal(t, []string{"erin"}, g.GetMembers(), "group day (and with it license %s's exclusions) unchanged", other.GetId())
+		case "night":
+			require.Equal(t, seatdv1.IdentityGroup_KIND_HOSTS, g.GetKind())
+			require.Equal(t, []string{"node01"}, g.GetMembers())
+		}
+	}
+}

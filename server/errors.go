@@ -75,7 +75,7 @@ const (
 	ReasonNotIncluded              = "NOT_INCLUDED"                // the feature has include rules and none names the client
 	ReasonExcluded                 = "EXCLUDED"                    // an exclude rule names the client (exclude wins over include)
 	ReasonGroupNotFound            = "GROUP_NOT_FOUND"             // the tenant has no group of that name
-	ReasonGroupInUse               = "GROUP_IN_USE"                // a group that policies name cannot be deleted
+	ReasonGroupInUse               = "GROUP_IN_USE"                // a group that policies name cannot be deleted, nor change kind
 	ReasonLicenseFileLocked        = "LICENSE_FILE_LOCKED"         // licenses and grants come only from the license file
 	ReasonLicenseFileRefused       = "LICENSE_FILE_REFUSED"        // a license file seatd will not serve (metadata cause says why)
 	ReasonLicenseFileNotConfigured = "LICENSE_FILE_NOT_CONFIGURED" // a license-file call on a seatd without --license-file

@@ -161,16 +161,34 @@ func CheckPolicyName(field, name string) error {
 	return nil
 }
 
+// CheckGroupName is CheckPolicyName for a group's name, which also may not
+// hold a '/': the REST API names a group in its path
+// (/v1/admin/groups/{name}), where no '/' can be part of one name.
+func CheckGroupName(field, name string) error {
+	if err := CheckPolicyName(field, name); err != nil {
+		return err
+	}
+	if strings.Contains(name, "/") {
+		return Invalid(field, "must not contain '/': the REST API names a group in its path (got %q)", name)
+	}
+	return nil
+}
+
 // Validate checks a group's own fields, naming the first bad one as
-// field+"."+name ("group.members[3]").
+// field+"."+name ("group.members[3]"). A group has at least one member: a
+// group of nobody would reserve seats for no one or, included, lock
+// everyone out.
 func (g *Group) Validate(field string) error {
-	if err := CheckPolicyName(field+".name", g.Name); err != nil {
+	if err := CheckGroupName(field+".name", g.Name); err != nil {
 		return err
 	}
 	if !g.Kind.IsGroup() {
 		return Invalid(field+".kind", "must be group or host_group (got %q)", g.Kind)
 	}
-	if len(g.Members) > MaxGroupMembers {
+	switch {
+	case len(g.Members) == 0:
+		return Invalid(field+".members", "must hold at least one member")
+	case len(g.Members) > MaxGroupMembers:
 		return Invalid(field+".members", "must be at most %d members", MaxGroupMembers)
 	}
 	seen := make(map[string]int, len(g.Members))
@@ -345,11 +363,11 @@ func checkSubject(field string, s Subject, groups map[string]Group) error {
 	default:
 		return Invalid(field+".kind", "must be user, host, group or host_group (got %q)", s.Kind)
 	}
-	if err := CheckPolicyName(field+".name", s.Name); err != nil {
-		return err
-	}
 	if !s.Kind.IsGroup() {
-		return nil
+		return CheckPolicyName(field+".name", s.Name)
+	}
+	if err := CheckGroupName(field+".name", s.Name); err != nil {
+		return err
 	}
 	g, ok := groups[s.Name]
 	if !ok {
@@ -728,6 +746,13 @@ func (v Verdict) Err(feature string) error {
 
 // ErrGroupNotFound: the tenant has no group of that name.
 var ErrGroupNotFound = Errorf(ENOTFOUND, ReasonGroupNotFound, "group not found")
+
+// GroupKindInUse refuses to change the kind of a group (of kind) that the
+// policies of licenses name as one.
+func GroupKindInUse(name string, kind SubjectKind, licenseIDs []string) error {
+	return Errorf(EPRECONDITION, ReasonGroupInUse, "group %q is a %s, and the policy of license %s names it as one: its kind cannot change while a policy names it (change those policies first, or put a group of another name)",
+		name, kind, strings.Join(licenseIDs, ", "))
+}
 
 // GroupInUse refuses to delete a group that the policies of licenses name.
 func GroupInUse(name string, licenseIDs []string) error {

@@ -10,8 +10,10 @@ import (
 type SeatEventKind string
 
 const (
-	// SeatDenied: an AcquireSeat call refused for want of a free seat
-	// (once per call; a waiter's own tries are not counted).
+	// SeatDenied: a client's call refused a seat, for want of a free one
+	// (SEATS_EXHAUSTED) or by the license's site policy (SeatEvent.Reason),
+	// once per call: an AcquireSeat, or a WaitForSeat the policy ends (a
+	// waiter's own tries are not counted).
 	SeatDenied SeatEventKind = "denied"
 	// SeatWaited: a WaitForSeat call that ended in a seat, and how long
 	// it waited.
@@ -27,6 +29,10 @@ type SeatEvent struct {
 	At        time.Time     `json:"at"`
 	Wait      time.Duration `json:"wait,omitempty"`    // SeatWaited only
 	Feature   string        `json:"feature,omitempty"` // the request's feature; "" for the base pool
+	// Reason is a denial's (SEATS_EXHAUSTED, or a policy's: EXCLUDED,
+	// USER_LIMIT...); "" for a wait, or a denial recorded before reasons
+	// were (SEATS_EXHAUSTED then) or by a store that keeps none.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Usage report bounds (service fills in the defaults).
@@ -67,16 +73,50 @@ type UsageReport struct {
 // UsageRow is one license's base pool, or one feature of it (all its
 // grants together), in one bucket.
 type UsageRow struct {
-	LicenseID     string // the license's id (never a grant's)
-	Feature       string // "" for the base pool
-	BucketStart   time.Time
-	PeakSeats     int           // the most leases holding a seat at one instant of the bucket
-	SeatHours     float64       // the leases' time in the bucket, in hours
-	Acquisitions  int64         // leases acquired in the bucket
-	Denials       int64         // SeatDenied events in the bucket
+	LicenseID    string // the license's id (never a grant's)
+	Feature      string // "" for the base pool
+	BucketStart  time.Time
+	PeakSeats    int     // the most leases holding a seat at one instant of the bucket
+	SeatHours    float64 // the leases' time in the bucket, in hours
+	Acquisitions int64   // leases acquired in the bucket
+	Denials      int64   // SeatDenied events in the bucket
+	// PolicyDenials are those of Denials the site policy refused, by
+	// reason (EXCLUDED, NOT_INCLUDED, USER_LIMIT, HOST_LIMIT,
+	// GROUP_LIMIT, SEATS_RESERVED); nil when none. The others were
+	// SEATS_EXHAUSTED (DenialsByReason).
+	PolicyDenials map[string]int64
 	DistinctUsers int64         // users with a lease holding a seat in, or acquired in, the bucket
 	QueueWaits    int64         // SeatWaited events in the bucket
 	MeanWait      time.Duration // of the queue waits, to the microsecond
+}
+
+// DenialsByReason is the row's denials by reason: PolicyDenials, and the
+// others SEATS_EXHAUSTED; nil when it has none. A store that keeps no
+// reasons enforces no policy: its denials are all SEATS_EXHAUSTED.
+func (r UsageRow) DenialsByReason() map[string]int64 {
+	if r.Denials == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(r.PolicyDenials)+1)
+	pool := r.Denials
+	for reason, n := range r.PolicyDenials {
+		out[reason] = n
+		pool -= n
+	}
+	if pool > 0 {
+		out[ReasonSeatsExhausted] = pool
+	}
+	return out
+}
+
+// IsPolicyRefusal reports whether reason is one a license's site policy
+// refuses an acquisition with.
+func IsPolicyRefusal(reason string) bool {
+	switch reason {
+	case ReasonExcluded, ReasonNotIncluded, ReasonUserLimit, ReasonHostLimit, ReasonGroupLimit, ReasonSeatsReserved:
+		return true
+	}
+	return false
 }
 
 // UserUsage is one user over the whole range.
@@ -223,6 +263,12 @@ func BuildUsageReport(q UsageQuery, leases []Lease, events []SeatEvent, now time
 		switch e.Kind {
 		case SeatDenied:
 			a.row.Denials++
+			if IsPolicyRefusal(e.Reason) {
+				if a.row.PolicyDenials == nil {
+					a.row.PolicyDenials = map[string]int64{}
+				}
+				a.row.PolicyDenials[e.Reason]++
+			}
 		case SeatWaited:
 			a.row.QueueWaits++
 			a.waits += e.Wait

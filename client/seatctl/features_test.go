@@ -88,7 +88,8 @@ func (f *fakeAdmin) ListLeases(_ context.Context, req *seatdv1.ListLeasesRequest
 
 func (f *fakeAdmin) GetUsageReport(_ context.Context, req *seatdv1.GetUsageReportRequest, _ ...grpc.CallOption) (*seatdv1.GetUsageReportResponse, error) {
 	return &seatdv1.GetUsageReportResponse{Rows: []*seatdv1.UsageReportRow{
-		{LicenseId: "lic_a", Feature: "render", PeakSeats: 2, BucketStart: timestamppb.Now()},
+		{LicenseId: "lic_a", Feature: "render", PeakSeats: 2, BucketStart: timestamppb.Now(), Denials: 5,
+			DenialsByReason: map[string]int64{"SEATS_EXHAUSTED": 1, "USER_LIMIT": 1, "EXCLUDED": 3}},
 	}}, f.keep("GetUsageReport", req)
 }
 
@@ -352,6 +353,8 @@ func TestReportsAndExportsByFeature(t *testing.T) {
 	require.Contains(t, out, " of feature render, by day")
 	require.Regexp(t, `LICENSE\s+FEATURE\s+FROM \(UTC\)\s+PEAK`, out)
 	require.Regexp(t, `lic_a\s+render\s+\S+ \S+\s+2\s`, out)
+	require.Regexp(t, `DENIED\s+BY POLICY\s+USERS`, out)
+	require.Regexp(t, `\s5\s+EXCLUDED 3, USER_LIMIT 1\s`, out, "the policy's denials, most first; the rest were SEATS_EXHAUSTED")
 	out = runOK(t, f, "report", "zombies", "--feature", "sim")
 	require.Equal(t, "sim", f.requests["GetZombieReport"].(*seatdv1.GetZombieReportRequest).GetFeature())
 	require.Contains(t, out, " of feature sim: 1 cleaned")

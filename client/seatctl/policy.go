@@ -181,8 +181,8 @@ func policyImportCmd(g *globals) *cobra.Command {
 EXCLUDE, INCLUDEALL, EXCLUDEALL, GROUP, HOST_GROUP) for a license, print
 every line it could not map (or maps otherwise than written) and why, and
 what it will do; then put the groups the rules name (tenant-wide: a group
-of that name is replaced, for every policy naming it) and set the policy,
-which replaces the license's. Feature names are the license's grants'
+of that name is replaced, for every policy naming it; one of the other
+kind is refused) and set the policy, which replaces the license's. Feature names are the license's grants'
 features; --base-feature names the FlexNet feature that stands for the
 license's own seats. The result is validated before anything is written:
 a refusal changes nothing. --dry-run prints and validates only.`,
@@ -203,7 +203,8 @@ a refusal changes nothing. --dry-run prints and validates only.`,
 			if err != nil {
 				return err
 			}
-			plan, err := planImport(lic.GetLicense(), existing.GetGroups(), data, inputName(file), flexopts.Options{BaseFeature: baseFeature})
+			namedBy := func(group string) []string { return g.policiesNaming(c, group) }
+			plan, err := planImport(lic.GetLicense(), existing.GetGroups(), data, inputName(file), flexopts.Options{BaseFeature: baseFeature}, namedBy)
 			if err != nil {
 				return err
 			}
@@ -224,11 +225,21 @@ a refusal changes nothing. --dry-run prints and validates only.`,
 				}
 				return nil
 			}
-			for _, gr := range plan.puts {
-				// The lines printed so far say what was done before a refusal.
-				if _, err := call(g, c, seatdv1.AdminServiceClient.PutGroup, &seatdv1.PutGroupRequest{Group: gr, TenantId: g.tenant}); err != nil {
+			// Everything a check could know was checked above; what fails
+			// now (a change made meanwhile, a limit of the server) says
+			// what was done before it.
+			var put []string
+			stopped := func(err error) error {
+				if len(put) == 0 {
 					return err
 				}
+				return fmt.Errorf("import stopped after putting %s; the policy was not set: %w", strings.Join(put, ", "), err)
+			}
+			for _, gr := range plan.puts {
+				if _, err := call(g, c, seatdv1.AdminServiceClient.PutGroup, &seatdv1.PutGroupRequest{Group: gr, TenantId: g.tenant}); err != nil {
+					return stopped(err)
+				}
+				put = append(put, groupKindWord(gr.GetKind())+" "+gr.GetName())
 				if g.output == "table" {
 					fmt.Fprintf(g.stdout, "put %s %s\n", groupKindWord(gr.GetKind()), gr.GetName())
 				}
@@ -237,7 +248,7 @@ a refusal changes nothing. --dry-run prints and validates only.`,
 				LicenseId: args[0], Policy: plan.policy, TenantId: g.tenant,
 			})
 			if err != nil {
-				return err
+				return stopped(err)
 			}
 			if done, err := g.emitJSON(plan.view(false)); done {
 				return err
@@ -255,8 +266,9 @@ a refusal changes nothing. --dry-run prints and validates only.`,
 }
 
 // importPlan is what policy import makes of a file: the notes, the groups
-// to put (those the rules name that are new or changed), the policy, and
-// why the server would refuse it (nil: it would not).
+// to put (those the rules name that are new or changed: the new ones
+// first, which no policy names yet, so that a put that fails has changed
+// no license), the policy, and why it must not be done (nil: it may).
 type importPlan struct {
 	file      string
 	license   string
@@ -269,8 +281,12 @@ type importPlan struct {
 }
 
 // planImport parses the options file for lic and validates the result
-// with the server's rules against the tenant's groups as they will be.
-func planImport(lic *seatdv1.License, tenantGroups []*seatdv1.IdentityGroup, data []byte, file string, opts flexopts.Options) (*importPlan, error) {
+// with the server's rules against the tenant's groups as they will be. It
+// refuses what would leave the groups changed and the policy not set: a
+// group of the tenant whose kind the file changes (namedBy, which may be
+// nil, names the licenses whose policies name it), more groups than a
+// tenant may have.
+func planImport(lic *seatdv1.License, tenantGroups []*seatdv1.IdentityGroup, data []byte, file string, opts flexopts.Options, namedBy func(group string) []string) (*importPlan, error) {
 	l := licenseForPolicy(lic)
 	res, err := flexopts.Parse(strings.NewReader(string(data)), l, opts)
 	if err != nil {
@@ -297,6 +313,10 @@ func planImport(lic *seatdv1.License, tenantGroups []*seatdv1.IdentityGroup, dat
 			named[r.Subject.Name] = true
 		}
 	}
+	var (
+		fresh, replaced []*seatdv1.IdentityGroup
+		kindChange      error // refused before anything else: no check of seatd's would say it
+	)
 	for i, gr := range res.Groups {
 		if !named[gr.Name] {
 			plan.notes = append(plan.notes, flexopts.Note{Text: groupKindWord(groupKindProto(gr.Kind)) + " " + gr.Name, Reason: "not put: no rule names it"})
@@ -307,14 +327,24 @@ func planImport(lic *seatdv1.License, tenantGroups []*seatdv1.IdentityGroup, dat
 		}
 		groups[gr.Name] = gr
 		want := &seatdv1.IdentityGroup{Name: gr.Name, Kind: groupKindProto(gr.Kind), Members: gr.Members}
-		if old, ok := current[gr.Name]; ok {
-			if old.GetKind() == want.GetKind() && slices.Equal(old.GetMembers(), want.GetMembers()) {
-				plan.unchanged = append(plan.unchanged, want)
-				continue
-			}
-			plan.replaced[gr.Name] = old
+		old, ok := current[gr.Name]
+		if !ok {
+			fresh = append(fresh, want)
+			continue
 		}
-		plan.puts = append(plan.puts, want)
+		if old.GetKind() == want.GetKind() && slices.Equal(old.GetMembers(), want.GetMembers()) {
+			plan.unchanged = append(plan.unchanged, want)
+			continue
+		}
+		if old.GetKind() != want.GetKind() && kindChange == nil {
+			kindChange = kindChangeRefused(file, old, want, namedBy)
+		}
+		plan.replaced[gr.Name] = old
+		replaced = append(replaced, want)
+	}
+	plan.puts = append(fresh, replaced...)
+	if n := len(current) + len(fresh); n > server.MaxTenantGroups && plan.invalid == nil {
+		plan.invalid = server.Invalid("groups", "the tenant would have %d groups, more than the %d it may have", n, server.MaxTenantGroups)
 	}
 	rules := slices.Clone(res.Policy.Rules)
 	if err := (&server.Policy{Rules: rules}).Validate(l, groups); err != nil && plan.invalid == nil {
@@ -328,10 +358,53 @@ func planImport(lic *seatdv1.License, tenantGroups []*seatdv1.IdentityGroup, dat
 			EachMember: r.EachMember,
 		})
 	}
-	if plan.invalid != nil {
+	switch {
+	case kindChange != nil:
+		plan.invalid = kindChange
+	case plan.invalid != nil:
 		plan.invalid = refusedImport(file, plan.invalid)
 	}
 	return plan, nil
+}
+
+// kindChangeRefused refuses to change the kind of the tenant's group old
+// into want's. seatd itself refuses it only while a policy names the group,
+// and then only when import has already put the groups before it: import
+// never does it, naming the licenses whose policies name the group when
+// namedBy can read them.
+func kindChangeRefused(file string, old, want *seatdv1.IdentityGroup, namedBy func(string) []string) error {
+	why := fmt.Sprintf("%s: the tenant's %s %s would become a %s: import never changes a group's kind", file,
+		groupKindWord(old.GetKind()), old.GetName(), groupKindWord(want.GetKind()))
+	if namedBy != nil {
+		if ids := namedBy(old.GetName()); len(ids) > 0 {
+			why += fmt.Sprintf(", and the policy of license %s names it as a %s", strings.Join(ids, ", "), groupKindWord(old.GetKind()))
+		}
+	}
+	return usageErrorf("%s; give the file's group another name (or change the tenant's with seatctl groups first); nothing changed", why)
+}
+
+// policiesNaming lists the licenses of the tenant whose policy names the
+// group, reading each license's policy (on the way to a refusal only);
+// nil when they cannot be read, as with a key that may not.
+func (g *globals) policiesNaming(c *cobra.Command, group string) []string {
+	lics, err := g.allLicenses(c)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, l := range lics {
+		resp, err := call(g, c, seatdv1.AdminServiceClient.GetLicensePolicy, &seatdv1.GetLicensePolicyRequest{LicenseId: l.GetId(), TenantId: g.tenant})
+		if err != nil {
+			return nil
+		}
+		if slices.ContainsFunc(resp.GetPolicy().GetRules(), func(r *seatdv1.PolicyRule) bool {
+			k := r.GetSubject().GetKind()
+			return (k == seatdv1.PolicySubject_KIND_GROUP || k == seatdv1.PolicySubject_KIND_HOST_GROUP) && r.GetSubject().GetName() == group
+		}) {
+			ids = append(ids, l.GetId())
+		}
+	}
+	return ids
 }
 
 // refusedImport is a policy or group the server would refuse, as a usage
@@ -373,6 +446,9 @@ func (p *importPlan) print(w io.Writer, dryRun bool) error {
 		what := "new"
 		if old, ok := p.replaced[gr.GetName()]; ok {
 			what = fmt.Sprintf("replaces %s %s (%s): every policy naming it follows", groupKindWord(old.GetKind()), old.GetName(), strings.Join(old.GetMembers(), ", "))
+			if old.GetKind() != gr.GetKind() {
+				what = fmt.Sprintf("refused: the tenant's %s %s is of the other kind", groupKindWord(old.GetKind()), old.GetName())
+			}
 		}
 		fmt.Fprintf(w, "  put %s %s: %s (%s)\n", groupKindWord(gr.GetKind()), gr.GetName(), strings.Join(gr.GetMembers(), ", "), what)
 	}

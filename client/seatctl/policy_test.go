@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -24,13 +26,21 @@ import (
 // groups; calls lists the calls that write, in order.
 type policyAdmin struct {
 	fakeAdmin
-	policy *seatdv1.LicensePolicy
-	groups []*seatdv1.IdentityGroup
-	calls  []string
+	policy    *seatdv1.LicensePolicy
+	policies  map[string]*seatdv1.LicensePolicy // by license, when set: policy is then none's
+	policyErr error                             // GetLicensePolicy's answer, when set
+	groups    []*seatdv1.IdentityGroup
+	calls     []string
 }
 
 func (f *policyAdmin) GetLicensePolicy(_ context.Context, req *seatdv1.GetLicensePolicyRequest, _ ...grpc.CallOption) (*seatdv1.GetLicensePolicyResponse, error) {
+	if f.policyErr != nil {
+		return nil, f.policyErr
+	}
 	p := f.policy
+	if f.policies != nil {
+		p = f.policies[req.GetLicenseId()]
+	}
 	if p == nil {
 		p = &seatdv1.LicensePolicy{LicenseId: req.GetLicenseId()}
 	}
@@ -242,6 +252,71 @@ func TestPolicyImportRefusesWhatSeatdWould(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.out, `the license has no grant of feature "cadsuite" (if it is the license's base pool, say so with --base-feature cadsuite)`)
 	require.Equal(t, ExitNotFound, runPolicy(t, f, "policy", "import", "lic_nope", "-f", writeFile(t, "x.opt", readmeOptions)).code)
+}
+
+// TestPolicyImportNeverChangesAGroupsKind: an options file that makes a
+// tenant's group of hosts a group of users (or the other way round) is
+// refused before anything is written, naming the group and the licenses
+// whose policies name it. seatd refuses such a put only while a policy
+// names the group, and import used to put the file's other groups first:
+// a dry run said "validated", then the import changed those groups (and
+// the policies of other licenses with them) and stopped short of the
+// policy.
+func TestPolicyImportNeverChangesAGroupsKind(t *testing.T) {
+	hostGroup := func(name string) *seatdv1.PolicyRule {
+		return &seatdv1.PolicyRule{Kind: seatdv1.PolicyRule_KIND_EXCLUDE, Subject: &seatdv1.PolicySubject{Kind: seatdv1.PolicySubject_KIND_HOST_GROUP, Name: name}}
+	}
+	newAdmin := func() *policyAdmin {
+		return &policyAdmin{
+			fakeAdmin: fakeAdmin{licenses: []*seatdv1.License{{Id: "lic_cad", Seats: 3}, {Id: "lic_other", Seats: 3}, {Id: "lic_third", Seats: 3}}},
+			groups: []*seatdv1.IdentityGroup{
+				{Name: "day", Kind: seatdv1.IdentityGroup_KIND_USERS, Members: []string{"erin"}},
+				{Name: "night", Kind: seatdv1.IdentityGroup_KIND_HOSTS, Members: []string{"node01"}},
+			},
+			policies: map[string]*seatdv1.LicensePolicy{
+				"lic_other": {Rules: []*seatdv1.PolicyRule{hostGroup("night")}},
+				"lic_third": {Rules: []*seatdv1.PolicyRule{hostGroup("other")}},
+			},
+		}
+	}
+	path := writeFile(t, "a.opt", "GROUP day zed\nGROUP night alice\nRESERVE 1 cadsuite GROUP day\nRESERVE 1 cadsuite GROUP night\n")
+	for _, dry := range []bool{true, false} {
+		f := newAdmin()
+		args := []string{"policy", "import", "lic_cad", "-f", path, "--base-feature", "cadsuite"}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		r := runPolicy(t, f, args...)
+		require.Equal(t, ExitUsage, r.code, "dry run %v: %s", dry, r.err)
+		require.Contains(t, r.err, "the tenant's host group night would become a group: import never changes a group's kind, and the policy of license lic_other names it as a host group")
+		require.Contains(t, r.err, "nothing changed")
+		require.NotContains(t, r.out, "validated")
+		require.Contains(t, r.out, "  put group night: alice (refused: the tenant's host group night is of the other kind)\n")
+		require.Empty(t, f.calls, "dry run %v: nothing written", dry)
+	}
+
+	// The policies cannot be read: the refusal names no license, and is a
+	// refusal still.
+	f := newAdmin()
+	f.policyErr = status.Error(codes.PermissionDenied, "no")
+	r := runPolicy(t, f, "policy", "import", "lic_cad", "-f", path, "--base-feature", "cadsuite")
+	require.Equal(t, ExitUsage, r.code, r.err)
+	require.Contains(t, r.err, "import never changes a group's kind; give the file's group another name")
+	require.Empty(t, f.calls)
+}
+
+// TestPolicyImportPutsNewGroupsFirst: the groups no policy names yet (new
+// ones) are put before those the import replaces, so that a put that
+// fails has changed no other license's policy; a failure says what was
+// put before it.
+func TestPolicyImportPutsNewGroupsFirst(t *testing.T) {
+	f := &policyAdmin{
+		fakeAdmin: fakeAdmin{licenses: []*seatdv1.License{{Id: "lic_cad", Seats: 3}}},
+		groups:    []*seatdv1.IdentityGroup{{Name: "day", Kind: seatdv1.IdentityGroup_KIND_USERS, Members: []string{"erin"}}},
+	}
+	path := writeFile(t, "a.opt", "GROUP day zed\nGROUP night alice\nRESERVE 1 cadsuite GROUP day\nRESERVE 1 cadsuite GROUP night\n")
+	runPolicyOK(t, f, "policy", "import", "lic_cad", "-f", path, "--base-feature", "cadsuite")
+	require.Equal(t, []string{"PutGroup night", "PutGroup day", "SetLicensePolicy"}, f.calls)
 }
 
 func TestGroupsCommands(t *testing.T) {

@@ -1,7 +1,10 @@
 package seatctl
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -140,11 +143,12 @@ func usageCmd(g *globals) *cobra.Command {
 			}
 			out := g.stdout
 			fmt.Fprintf(out, "usage %s … %s%s, by %s\n\n", fmtTime(resp.GetStartTime()), fmtTime(resp.GetEndTime()), ofFeature(feature), by)
-			t := newTable(out, "LICENSE", "FEATURE", "FROM (UTC)", "PEAK", "SEAT-HOURS", "ACQUIRED", "DENIED", "USERS", "WAITS", "MEAN WAIT")
+			t := newTable(out, "LICENSE", "FEATURE", "FROM (UTC)", "PEAK", "SEAT-HOURS", "ACQUIRED", "DENIED", "BY POLICY", "USERS", "WAITS", "MEAN WAIT")
 			for _, r := range resp.GetRows() {
 				t.row(r.GetLicenseId(), r.GetFeature(), fmtTime(r.GetBucketStart()), fmt.Sprint(r.GetPeakSeats()),
 					fmt.Sprintf("%.2f", r.GetSeatHours()), fmt.Sprint(r.GetAcquisitions()), fmt.Sprint(r.GetDenials()),
-					fmt.Sprint(r.GetDistinctUsers()), fmt.Sprint(r.GetQueueWaits()), fmtDuration(r.GetMeanQueueWait()))
+					policyDenials(r.GetDenialsByReason()), fmt.Sprint(r.GetDistinctUsers()), fmt.Sprint(r.GetQueueWaits()),
+					fmtDuration(r.GetMeanQueueWait()))
 			}
 			if len(resp.GetRows()) == 0 {
 				t.row("(none)")
@@ -169,4 +173,25 @@ func usageCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&by, "by", "day", "bucket: day or hour (UTC)")
 	c.Flags().Int32Var(&users, "users", 0, "how many users to list by seat-hours, 1-1000 (default 100)")
 	return c
+}
+
+// policyDenials lists the denials of a usage row the site policy made,
+// by reason ("USER_LIMIT 2, EXCLUDED 1", by count then reason; "-" for
+// none): DENIED less these were SEATS_EXHAUSTED.
+func policyDenials(byReason map[string]int64) string {
+	var reasons []string
+	for r := range byReason {
+		if r != "SEATS_EXHAUSTED" {
+			reasons = append(reasons, r)
+		}
+	}
+	if len(reasons) == 0 {
+		return "-"
+	}
+	slices.SortFunc(reasons, func(a, b string) int { return cmp.Or(cmp.Compare(byReason[b], byReason[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%s %d", r, byReason[r])
+	}
+	return strings.Join(parts, ", ")
 }

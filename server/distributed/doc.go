@@ -128,7 +128,11 @@
 // reservation it took) the leases of every grant of the feature; a grant
 // adds its holder's members, Lease.Reservation is recorded with the lease
 // (sessions.reservation), and a refusal's counts come back so that
-// server.Judge gives the embedded store's error. A version in Redis other
+// server.Judge gives the embedded store's error. A grant also ends the
+// lapsed leases that, back, would break its caps or reservations
+// (policy.lua policy_ends: they may come back unjudged after a loss of
+// Redis), recorded expired as the seat count's displaced leases are;
+// the others keep their chance to revive. A version in Redis other
 // than the one decided at answers STALE. Members of ended leases are
 // removed as counts meet them and by the leader (prunePolicyIndexes). The
 // index is trusted only while its marker ({lic}:v2:pol:built) holds the

@@ -171,7 +171,7 @@ func (s *Store) DeleteGrant(ctx context.Context, tenantID, licenseID, grantID st
 	switch server.ErrorReason(err) {
 	case server.ReasonGrantNotFound:
 		return 0, s.grantDeletedAlready(ctx, tenantID, grantID)
-	case server.ReasonLicenseNotFound:
+	case server.ReasonLicenseNotFound, server.ReasonInvalidArgument: // the policy would break
 		return 0, err
 	}
 	if err != nil {

@@ -253,7 +253,7 @@ func (p *parser) group(ln line, kind server.SubjectKind) {
 		return
 	}
 	name := ln.words[1].s
-	if err := server.CheckPolicyName("name", name); err != nil {
+	if err := server.CheckGroupName("name", name); err != nil {
 		p.note(ln, "group name %q %s", name, message(err))
 		return
 	}
@@ -365,7 +365,14 @@ func (p *parser) option(ln line) {
 			p.note(ln, "the license has no grant of any feature, and no --base-feature names its base pool")
 			return
 		}
-		p.rule(ln, server.RuleKind(strings.ToLower(strings.TrimSuffix(kw, "ALL"))), 0, all, args[0].s, args[1].s)
+		added := p.rule(ln, server.RuleKind(strings.ToLower(strings.TrimSuffix(kw, "ALL"))), 0, all, args[0].s, args[1].s)
+		if added > 0 && p.opts.BaseFeature == "" && p.l.Seats > 0 {
+			// FlexNet's "every feature" takes in the product's own seats;
+			// here they are no feature unless --base-feature says which:
+			// say that the base pool stays open (EXCLUDEALL) or shared
+			// with all (INCLUDEALL).
+			p.note(ln, "applies to the license's features only: the base pool (its %d seats) is left out, as no --base-feature names the FlexNet feature that stands for it", p.l.Seats)
+		}
 	case "LINGER":
 		p.linger(ln, args)
 	default:
@@ -378,13 +385,14 @@ func (p *parser) option(ln line) {
 }
 
 // rule adds the rule of kind for the subject (typ, name) to each feature
-// spec given (several for INCLUDEALL/EXCLUDEALL).
-func (p *parser) rule(ln line, kind server.RuleKind, count int, specs []word, typ, name string) {
+// spec given (several for INCLUDEALL/EXCLUDEALL), and returns how many
+// rules it added.
+func (p *parser) rule(ln line, kind server.RuleKind, count int, specs []word, typ, name string) int {
 	var subjects []server.Subject
 	switch {
 	case kind == server.RuleMax && strings.EqualFold(typ, "USER") && name == "ALL_USERS":
 		p.note(ln, "MAX for every user apart (USER ALL_USERS) is not mapped: a seatd max rule names one user, host or group (a max on a group with each_member caps each of its members)")
-		return
+		return 0
 	case kind == server.RuleMax && strings.EqualFold(typ, "GROUP") && name == "ALL_GROUPS":
 		// Revenera: the same as one MAX line for each group the file defines.
 		for _, g := range p.res.Groups {
@@ -394,13 +402,13 @@ func (p *parser) rule(ln line, kind server.RuleKind, count int, specs []word, ty
 		}
 		if len(subjects) == 0 {
 			p.note(ln, "GROUP ALL_GROUPS: the file defines no GROUP")
-			return
+			return 0
 		}
 	default:
 		s, why := p.subject(typ, name)
 		if why != "" {
 			p.note(ln, "%s", why)
-			return
+			return 0
 		}
 		subjects = append(subjects, s)
 	}
@@ -424,6 +432,7 @@ func (p *parser) rule(ln line, kind server.RuleKind, count int, specs []word, ty
 	case added == 0 && len(specs) > 1:
 		p.note(ln, "left out: every feature has this %s rule above already", kind)
 	}
+	return added
 }
 
 // add appends r unless the policy has its like already: a second RESERVE
@@ -478,7 +487,11 @@ func (p *parser) subject(typ, name string) (server.Subject, string) {
 	default:
 		return server.Subject{}, fmt.Sprintf("type %q is not one of USER, HOST, GROUP, HOST_GROUP (DISPLAY, INTERNET, PROJECT)", typ)
 	}
-	if err := server.CheckPolicyName("name", name); err != nil {
+	checkName := server.CheckPolicyName
+	if kind.IsGroup() {
+		checkName = server.CheckGroupName
+	}
+	if err := checkName("name", name); err != nil {
 		return server.Subject{}, fmt.Sprintf("name %q %s", name, message(err))
 	}
 	switch kind {

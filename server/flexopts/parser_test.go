@@ -192,7 +192,9 @@ func TestParseLines(t *testing.T) {
 			},
 			groups: []server.Group{{TenantID: "tnt", Name: "g", Kind: server.SubjectGroup, Members: []string{"a"}}},
 			notes: []Note{
+				{1, "INCLUDEALL GROUP g", "applies to the license's features only: the base pool (its 5 seats) is left out, as no --base-feature names the FlexNet feature that stands for it"},
 				{3, "INCLUDE sim GROUP g", "left out: a include rule of feature sim for group g is above, and the first applies"},
+				{4, "EXCLUDEALL USER z", "applies to the license's features only: the base pool (its 5 seats) is left out, as no --base-feature names the FlexNet feature that stands for it"},
 				{5, "EXCLUDEALL USER z", "left out: every feature has this exclude rule above already"},
 			}},
 		{name: "repeats: MAX and LINGER keep the first",
@@ -237,6 +239,31 @@ func TestParseINCLUDEALLNoFeature(t *testing.T) {
 	res, err = Parse(strings.NewReader("INCLUDEALL USER a\n"), &server.License{Seats: 3}, Options{BaseFeature: "cad"})
 	require.NoError(t, err)
 	require.Equal(t, []server.PolicyRule{{Kind: server.RuleInclude, Subject: user("a")}}, res.Policy.Rules)
+}
+
+// TestParseEXCLUDEALLWithoutBaseFeatureNotesTheBasePool: FlexNet's
+// EXCLUDEALL takes in every feature the vendor daemon serves, the
+// product's own seats too; without --base-feature the rules reach only the
+// license's features, and a note says the base pool is left out (open to
+// the excluded), where it used to be left out unsaid. With
+// --base-feature, or a license without base seats, there is nothing to say.
+func TestParseEXCLUDEALLWithoutBaseFeatureNotesTheBasePool(t *testing.T) {
+	l := &server.License{ID: "lic_a", TenantID: "t", Seats: 10, Grants: []server.Grant{{ID: "lic_a.00000001", Feature: "render", Seats: 2}}}
+	res, err := Parse(strings.NewReader("EXCLUDEALL USER intern\n"), l, Options{})
+	require.NoError(t, err)
+	require.Equal(t, []server.PolicyRule{{Kind: server.RuleExclude, Feature: "render", Subject: user("intern")}}, res.Policy.Rules)
+	require.Equal(t, []Note{{1, "EXCLUDEALL USER intern",
+		"applies to the license's features only: the base pool (its 10 seats) is left out, as no --base-feature names the FlexNet feature that stands for it"}}, res.Notes)
+
+	res, err = Parse(strings.NewReader("EXCLUDEALL USER intern\n"), l, Options{BaseFeature: "cad"})
+	require.NoError(t, err)
+	require.Len(t, res.Policy.Rules, 2, "the base pool and render")
+	require.Empty(t, res.Notes)
+
+	l.Seats = 0
+	res, err = Parse(strings.NewReader("EXCLUDEALL USER intern\n"), l, Options{})
+	require.NoError(t, err)
+	require.Empty(t, res.Notes, "no base seats to leave out")
 }
 
 func TestParseFails(t *testing.T) {

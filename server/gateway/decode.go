@@ -26,6 +26,13 @@ func (m namingMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		if err != nil {
 			return err
 		}
+		if _, field := v.(proto.Message); !field && len(bytes.TrimSpace(body)) == 0 {
+			// No body for a call whose body is one field of the request
+			// (body: "policy"): the field stays unset, as over gRPC, where
+			// JSONPb would make it an empty message, which for a policy
+			// means "remove it". The handlers refuse a missing field.
+			return io.EOF
+		}
 		err = m.JSONPb.NewDecoder(bytes.NewReader(body)).Decode(v)
 		if err == nil {
 			return nil

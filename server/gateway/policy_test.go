@@ -29,6 +29,33 @@ func TestBadPolicyOverRESTNamesTheRule(t *testing.T) {
 	require.Empty(t, got.json["rules"], "no policy: %s", got.body)
 }
 
+// TestPolicyPutWithoutABodyIsRefused: a PUT of .../policy without a body
+// sends no policy; it is refused (400 naming policy) and the policy kept,
+// where it used to remove it. {} is how a policy is removed, on purpose.
+func TestPolicyPutWithoutABodyIsRefused(t *testing.T) {
+	t.Parallel()
+	h, _ := newGateway(t)
+	lic := do(t, h, "POST", "/v1/admin/licenses", operatorKey, `{"seats": 3, "leaseTtl": "60s"}`)
+	require.Equal(t, http.StatusOK, lic.code, lic.body)
+	policy := "/v1/admin/licenses/" + str(t, lic.json, "id") + "/policy"
+	set := do(t, h, "PUT", policy, operatorKey, `{"rules": [{"kind": "KIND_EXCLUDE", "subject": {"kind": "KIND_USER", "name": "intern"}}]}`)
+	require.Equal(t, http.StatusOK, set.code, set.body)
+	for _, body := range []string{"", " \n", "null"} {
+		empty := do(t, h, "PUT", policy, operatorKey, body)
+		require.Equal(t, http.StatusBadRequest, empty.code, "body %q: %s", body, empty.body)
+		if body != "null" { // which does not decode: MALFORMED_REQUEST
+			require.Equal(t, "INVALID_ARGUMENT", empty.reason())
+			require.Contains(t, str(t, empty.json, "message"), "policy: is required")
+		}
+		got := do(t, h, "GET", policy, operatorKey, "")
+		require.Len(t, got.json["rules"], 1, "body %q: the policy is kept: %s", body, got.body)
+	}
+	removed := do(t, h, "PUT", policy, operatorKey, `{}`)
+	require.Equal(t, http.StatusOK, removed.code, removed.body)
+	got := do(t, h, "GET", policy, operatorKey, "")
+	require.Empty(t, got.json["rules"], "{} removes it: %s", got.body)
+}
+
 // TestSitePolicyOverREST: a group put under its name, a policy put as the
 // body and read back, a client refused by it (403 EXCLUDED, 429
 // USER_LIMIT), a group in use kept (400 GROUP_IN_USE), an unknown one 404.

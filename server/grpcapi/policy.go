@@ -28,6 +28,12 @@ func (h *adminService) GetLicensePolicy(ctx context.Context, req *seatdv1.GetLic
 
 func (h *adminService) SetLicensePolicy(ctx context.Context, req *seatdv1.SetLicensePolicyRequest) (*seatdv1.SetLicensePolicyResponse, error) {
 	actor, tenant, err := licenseChange(ctx, req.GetTenantId(), req.GetLicenseId())
+	if err == nil && req.GetPolicy() == nil {
+		// A request without a policy (over REST: a PUT without a body) is
+		// not taken for a removal: that is an empty policy, {}, sent on
+		// purpose.
+		err = server.Invalid("policy", "is required: the whole policy, or {} to remove the license's")
+	}
 	if err != nil {
 		return nil, err
 	}

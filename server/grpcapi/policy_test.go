@@ -83,6 +83,14 @@ func TestBadPoliciesAndGroupsAreRefusedNamingTheField(t *testing.T) {
 	requireInvalid(t, err, "rules[0].count")
 	_, err = e.admin.SetLicensePolicy(operator(t), &seatdv1.SetLicensePolicyRequest{Policy: &seatdv1.LicensePolicy{Rules: []*seatdv1.PolicyRule{good()}}})
 	requireInvalid(t, err, "license_id")
+	// No policy at all is not a removal ({} is): policy is required.
+	held := e.license(t, 3, time.Minute)
+	e.setPolicy(t, held.GetId(), good())
+	_, err = e.admin.SetLicensePolicy(operator(t), &seatdv1.SetLicensePolicyRequest{LicenseId: held.GetId()})
+	requireInvalid(t, err, "policy")
+	kept, err := e.admin.GetLicensePolicy(operator(t), &seatdv1.GetLicensePolicyRequest{LicenseId: held.GetId()})
+	require.NoError(t, err)
+	require.Len(t, kept.GetPolicy().GetRules(), 1, "the policy is kept")
 	_, err = e.admin.GetLicensePolicy(operator(t), &seatdv1.GetLicensePolicyRequest{})
 	requireInvalid(t, err, "license_id")
 
@@ -109,6 +117,36 @@ func TestBadPoliciesAndGroupsAreRefusedNamingTheField(t *testing.T) {
 	groups, err := e.admin.ListGroups(operator(t), &seatdv1.ListGroupsRequest{})
 	require.NoError(t, err)
 	require.Empty(t, groups.GetGroups(), "nothing created")
+}
+
+// TestGroupWithASlashOrNoMembersIsRefused: the REST API names a group in
+// its path (/v1/admin/groups/{name}), where no '/' can be part of a name:
+// a group named with one could be made over gRPC and never read, replaced
+// or deleted over REST. A group of nobody would reserve seats for no one
+// or, included, lock everyone out. Both are refused naming the field, and
+// nothing is created; a policy naming such a group is refused too.
+func TestGroupWithASlashOrNoMembersIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	lic := e.license(t, 3, time.Minute)
+	_, err := e.admin.PutGroup(operator(t), &seatdv1.PutGroupRequest{Group: &seatdv1.IdentityGroup{Name: "eng/ops", Kind: seatdv1.IdentityGroup_KIND_USERS, Members: []string{"alice"}}})
+	requireInvalid(t, err, "group.name")
+	require.Contains(t, err.Error(), "must not contain '/'")
+	for _, members := range [][]string{nil, {}} {
+		_, err = e.admin.PutGroup(operator(t), &seatdv1.PutGroupRequest{Group: &seatdv1.IdentityGroup{Name: "night", Kind: seatdv1.IdentityGroup_KIND_HOSTS, Members: members}})
+		requireInvalid(t, err, "group.members")
+		require.Contains(t, err.Error(), "at least one member")
+	}
+	_, err = e.admin.SetLicensePolicy(operator(t), &seatdv1.SetLicensePolicyRequest{LicenseId: lic.GetId(), Policy: &seatdv1.LicensePolicy{Rules: []*seatdv1.PolicyRule{
+		{Kind: seatdv1.PolicyRule_KIND_EXCLUDE, Subject: groupSubject("eng/ops")},
+	}}})
+	requireInvalid(t, err, "rules[0].subject.name")
+	require.Contains(t, err.Error(), "must not contain '/'")
+	groups, err := e.admin.ListGroups(operator(t), &seatdv1.ListGroupsRequest{})
+	require.NoError(t, err)
+	require.Empty(t, groups.GetGroups(), "nothing created")
+	// A user's name is no path segment: a '/' in it is fine.
+	e.putGroup(t, "ou", seatdv1.IdentityGroup_KIND_USERS, "ou/bob")
 }
 
 // TestPolicyCallsNeedAKeyOfTheTenant: no key is UNAUTHENTICATED; an API
@@ -237,7 +275,8 @@ func TestSitePolicyEndToEnd(t *testing.T) {
 		requireInvalid(t, err, field, r)
 	}
 	_, err = e.admin.PutGroup(operator(t), &seatdv1.PutGroupRequest{Group: &seatdv1.IdentityGroup{Name: "night", Kind: seatdv1.IdentityGroup_KIND_HOSTS, Members: []string{"node09"}}})
-	requireStatus(t, err, codes.InvalidArgument, server.ReasonInvalidArgument, "a policy names night as a group of users")
+	st = requireStatus(t, err, codes.FailedPrecondition, server.ReasonGroupInUse, "a policy names night as a group of users")
+	require.Contains(t, st.Message(), `group "night" is a group, and the policy of license `+lic.GetId()+" names it as one")
 	_, err = e.admin.DeleteGroup(operator(t), &seatdv1.DeleteGroupRequest{Name: "night"})
 	st = requireStatus(t, err, codes.FailedPrecondition, server.ReasonGroupInUse)
 	require.Contains(t, st.Message(), lic.GetId())

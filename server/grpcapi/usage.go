@@ -60,7 +60,7 @@ func (h *adminService) GetUsageReport(ctx context.Context, req *seatdv1.GetUsage
 			LicenseId: row.LicenseID, BucketStart: timestamppb.New(row.BucketStart), PeakSeats: int32(row.PeakSeats),
 			SeatHours: row.SeatHours, Acquisitions: row.Acquisitions, Denials: row.Denials,
 			DistinctUsers: row.DistinctUsers, QueueWaits: row.QueueWaits, MeanQueueWait: durationpb.New(row.MeanWait),
-			Feature: row.Feature,
+			Feature: row.Feature, DenialsByReason: row.DenialsByReason(),
 		})
 	}
 	for _, u := range r.Users {

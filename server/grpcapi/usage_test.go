@@ -102,13 +102,18 @@ func TestGetUsageReport(t *testing.T) {
 	require.True(t, span == 7*24*time.Hour || span == 7*24*time.Hour+time.Hour, "7 days, widened to whole hours: %v", span)
 	var denials, acquisitions int64
 	peak := int32(0)
+	byReason := map[string]int64{}
 	for _, r := range rep.GetRows() {
 		require.Equal(t, lic.GetId(), r.GetLicenseId())
 		denials += r.GetDenials()
+		for reason, n := range r.GetDenialsByReason() {
+			byReason[reason] += n
+		}
 		acquisitions += r.GetAcquisitions()
 		peak = max(peak, r.GetPeakSeats())
 	}
 	require.Equal(t, int64(2), denials)
+	require.Equal(t, map[string]int64{server.ReasonSeatsExhausted: 2}, byReason, "denials by reason sum to denials")
 	require.Equal(t, int64(1), acquisitions)
 	require.Equal(t, int32(1), peak)
 	require.Len(t, rep.GetUsers(), 1)

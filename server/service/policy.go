@@ -107,7 +107,11 @@ func checkPolicyShape(p *server.Policy) error {
 		default:
 			return server.Invalid(f+".subject.kind", "must be user, host, group or host_group (got %q)", r.Subject.Kind)
 		}
-		if err := server.CheckPolicyName(f+".subject.name", r.Subject.Name); err != nil {
+		checkName := server.CheckPolicyName
+		if r.Subject.Kind.IsGroup() {
+			checkName = server.CheckGroupName // no '/'
+		}
+		if err := checkName(f+".subject.name", r.Subject.Name); err != nil {
 			return err
 		}
 		if r.EachMember && (r.Kind != server.RuleMax || !r.Subject.Kind.IsGroup()) {
@@ -124,7 +128,9 @@ func (s *Service) ListGroups(ctx context.Context, tenant string) ([]server.Group
 
 // PutGroup creates the tenant's group g.Name or replaces its kind and
 // members (validated first: Group.Validate, field "group"), and audits it.
-// The policies naming it judge by it from their next acquisition on.
+// The policies naming it judge by it from their next acquisition on. A
+// change of kind that a policy naming the group would refuse is refused
+// with GroupKindInUse, naming the licenses.
 func (s *Service) PutGroup(ctx context.Context, actor, tenant string, g server.Group) (server.Group, error) {
 	if err := g.Validate("group"); err != nil {
 		return server.Group{}, err
@@ -132,6 +138,11 @@ func (s *Service) PutGroup(ctx context.Context, actor, tenant string, g server.G
 	now := s.now()
 	g.TenantID, g.CreatedAt, g.UpdatedAt = tenant, now, now
 	out, err := s.store.PutGroup(ctx, g)
+	if server.ErrorCode(err) == server.EINVALID {
+		// g is valid: the store refused the kind for a policy naming the
+		// group (its error names that policy's field, not the license).
+		err = s.kindRefusal(ctx, tenant, g, err)
+	}
 	if err != nil {
 		return server.Group{}, err
 	}
@@ -152,4 +163,57 @@ func (s *Service) DeleteGroup(ctx context.Context, actor, tenant, name string) e
 	}
 	s.audit(ctx, actor, tenant, "group.delete", "group", name, nil)
 	return nil
+}
+
+// kindRefusal is the refusal of g's kind as a group change: GroupKindInUse
+// naming the licenses whose policies name the group as the other kind,
+// found by reading the tenant's licenses (only on the way to this refusal:
+// at most the licenses quota of them, a page at a time). storeErr is
+// returned as it is when there are none (nor any to read).
+func (s *Service) kindRefusal(ctx context.Context, tenant string, g server.Group, storeErr error) error {
+	var ids []string
+	page := server.Page{Size: server.MaxPageSize}
+	for {
+		ls, next, err := s.store.ListLicenses(ctx, tenant, page)
+		if err != nil {
+			return storeErr
+		}
+		for _, l := range ls {
+			if namesAsOtherKind(l.Policy, g) {
+				ids = append(ids, l.ID)
+			}
+		}
+		if next == "" {
+			break
+		}
+		page.Token = next
+	}
+	if len(ids) == 0 {
+		return storeErr
+	}
+	other := server.SubjectGroup
+	if g.Kind == server.SubjectGroup {
+		other = server.SubjectHostGroup
+	}
+	return server.GroupKindInUse(g.Name, other, ids)
+}
+
+// namesAsOtherKind reports whether a rule or priority of p names group g
+// as the kind g is not.
+func namesAsOtherKind(p *server.Policy, g server.Group) bool {
+	if p == nil {
+		return false
+	}
+	other := func(s server.Subject) bool { return s.Kind.IsGroup() && s.Name == g.Name && s.Kind != g.Kind }
+	for _, r := range p.Rules {
+		if other(r.Subject) {
+			return true
+		}
+	}
+	for _, pr := range p.Priorities {
+		if other(pr.Subject) {
+			return true
+		}
+	}
+	return false
 }

@@ -144,3 +144,48 @@ func TestPolicyAndGroupAuditEntries(t *testing.T) {
 	require.Equal(t, "group", deleted.Resource)
 	require.Equal(t, server.ReasonGroupNotFound, server.ErrorReason(e.svc.DeleteGroup(ctx, "operator", server.DefaultTenantID, "night")))
 }
+
+// TestGroupKindChangeNamesTheLicenses: a group that policies name cannot
+// change kind; the refusal says so and names every license whose policy
+// names it (GROUP_IN_USE, FAILED_PRECONDITION, as a delete's), where it
+// used to be the store's INVALID_ARGUMENT naming a field of a policy the
+// caller never sent. Nothing changes; a group no policy names changes
+// kind freely.
+func TestGroupKindChangeNamesTheLicenses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	put := func(name string, kind server.SubjectKind, members ...string) error {
+		_, err := e.svc.PutGroup(ctx, "operator", server.DefaultTenantID, server.Group{Name: name, Kind: kind, Members: members})
+		return err
+	}
+	require.NoError(t, put("night", server.SubjectHostGroup, "node01"))
+	require.NoError(t, put("spare", server.SubjectHostGroup, "node02"))
+	a, b, c := e.license(t, 3), e.license(t, 3), e.license(t, 3)
+	for _, l := range []server.License{a, c} {
+		_, err := e.svc.SetPolicy(ctx, "operator", server.DefaultTenantID, l.ID, &server.Policy{Rules: []server.PolicyRule{
+			{Kind: server.RuleExclude, Subject: server.Subject{Kind: server.SubjectHostGroup, Name: "night"}},
+		}})
+		require.NoError(t, err)
+	}
+	_, err := e.svc.SetPolicy(ctx, "operator", server.DefaultTenantID, b.ID, &server.Policy{Rules: []server.PolicyRule{
+		{Kind: server.RuleExclude, Subject: user("night")}, // a user of that name is no group
+	}})
+	require.NoError(t, err)
+
+	err = put("night", server.SubjectGroup, "alice")
+	require.Equal(t, server.EPRECONDITION, server.ErrorCode(err), "%v", err)
+	require.Equal(t, server.ReasonGroupInUse, server.ErrorReason(err))
+	require.ErrorContains(t, err, `group "night" is a host_group, and the policy of license `)
+	require.ErrorContains(t, err, "names it as one: its kind cannot change while a policy names it")
+	require.ErrorContains(t, err, a.ID)
+	require.ErrorContains(t, err, c.ID)
+	require.NotContains(t, err.Error(), b.ID, "b names a user night, no group")
+	groups, err := e.svc.ListGroups(ctx, server.DefaultTenantID)
+	require.NoError(t, err)
+	require.Equal(t, server.SubjectHostGroup, groups[0].Kind, "unchanged: %+v", groups[0])
+	require.Equal(t, []string{"node01"}, groups[0].Members)
+
+	require.NoError(t, put("night", server.SubjectHostGroup, "node01", "node03"), "its members change")
+	require.NoError(t, put("spare", server.SubjectGroup, "alice"), "no policy names spare")
+}

@@ -20,7 +20,7 @@ import (
 // the Redis queue.
 type countedQueue struct {
 	waitqueue.Queue
-	joins, positions, leaves atomic.Int64
+	joins, positions, asides, leaves atomic.Int64
 }
 
 func (q *countedQueue) Join(ctx context.Context, name, resume string) (waitqueue.Ticket, error) {
@@ -32,16 +32,23 @@ func (q *countedQueue) Join(ctx context.Context, name, resume string) (waitqueue
 	return countedTicket{Ticket: t, q: q}, nil
 }
 
-func (q *countedQueue) calls() int64 { return q.joins.Load() + q.positions.Load() + q.leaves.Load() }
+func (q *countedQueue) calls() int64 {
+	return q.joins.Load() + q.positions.Load() + q.asides.Load() + q.leaves.Load()
+}
 
 type countedTicket struct {
 	waitqueue.Ticket
 	q *countedQueue
 }
 
-func (t countedTicket) Position(ctx context.Context) (int, int, error) {
+func (t countedTicket) Position(ctx context.Context) (waitqueue.Place, error) {
 	t.q.positions.Add(1)
 	return t.Ticket.Position(ctx)
+}
+
+func (t countedTicket) StandAside(ctx context.Context, aside bool) (string, error) {
+	t.q.asides.Add(1)
+	return t.Ticket.StandAside(ctx, aside)
 }
 
 func (t countedTicket) Leave(ctx context.Context) string {
@@ -121,8 +128,10 @@ func TestWaitQueueDrainIsLinear(t *testing.T) {
 	for name, newQueue := range testQueues {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			calls, positions := newDrain(t, newQueue, n).run(t)
+			d := newDrain(t, newQueue, n)
+			calls, positions := d.run(t)
 			t.Logf("draining %d waiters: %d queue calls, %d of them Position", n, calls, positions)
+			require.Zero(t, d.queue.asides.Load(), "without a policy nobody stands aside")
 			require.LessOrEqual(t, positions, int64(2*n), "Position calls to drain %d waiters", n)
 			require.LessOrEqual(t, calls, int64(4*n), "queue calls to drain %d waiters", n)
 		})

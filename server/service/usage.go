@@ -60,34 +60,39 @@ func (s *Service) UsageReport(ctx context.Context, q server.UsageQuery) (server.
 	return s.store.UsageReport(ctx, q)
 }
 
-// AcquireSeat is Acquire for a client's AcquireSeat call: a refusal for
-// want of a free seat is recorded (once per call) for the usage report
-// before the caller is answered. WaitForSeat's own tries go through
-// Acquire and are not counted.
+// AcquireSeat is Acquire for a client's AcquireSeat call: a refusal of a
+// seat, for want of a free one or by the site policy, is recorded (once
+// per call, with its reason) for the usage report before the caller is
+// answered. WaitForSeat's own tries go through Acquire and are not
+// counted.
 func (s *Service) AcquireSeat(ctx context.Context, req SeatRequest) (Grant, error) {
 	g, err := s.Acquire(ctx, req)
-	if server.ErrorReason(err) == server.ReasonSeatsExhausted {
-		s.recordSeatEvent(ctx, req, server.SeatDenied, 0)
+	if reason := server.ErrorReason(err); reason == server.ReasonSeatsExhausted || server.IsPolicyRefusal(reason) {
+		s.recordSeatEvent(ctx, req, server.SeatDenied, 0, reason)
 	}
 	return g, err
 }
 
 // WaitForSeatCounted is WaitForSeat for a client's call: a wait that ends
-// in a new seat is recorded with how long this call waited.
+// in a new seat is recorded with how long this call waited, one the site
+// policy ends (EXCLUDED, NOT_INCLUDED) as a denial.
 func (s *Service) WaitForSeatCounted(ctx context.Context, req SeatRequest, resume string, moved func(Place) error) (Grant, error) {
 	start := s.now()
 	g, err := s.WaitForSeat(ctx, req, resume, moved)
-	if err == nil && !g.Existing {
-		s.recordSeatEvent(ctx, req, server.SeatWaited, max(0, s.now().Sub(start)))
+	switch reason := server.ErrorReason(err); {
+	case err == nil && !g.Existing:
+		s.recordSeatEvent(ctx, req, server.SeatWaited, max(0, s.now().Sub(start)), "")
+	case server.IsPolicyRefusal(reason):
+		s.recordSeatEvent(ctx, req, server.SeatDenied, 0, reason)
 	}
 	return g, err
 }
 
-// recordSeatEvent stores a denial or a wait of req, on the license its
-// key opens and the feature it asked for (the usage report's row: a
-// license's base pool, or one feature of it). A failure is logged: the
-// call it counts is answered as it would be anyway.
-func (s *Service) recordSeatEvent(ctx context.Context, req SeatRequest, kind server.SeatEventKind, wait time.Duration) {
+// recordSeatEvent stores a denial (with its reason) or a wait of req, on
+// the license its key opens and the feature it asked for (the usage
+// report's row: a license's base pool, or one feature of it). A failure is
+// logged: the call it counts is answered as it would be anyway.
+func (s *Service) recordSeatEvent(ctx context.Context, req SeatRequest, kind server.SeatEventKind, wait time.Duration, reason string) {
 	// Recorded even if the caller has gone away meanwhile.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seatEventTimeout)
 	defer cancel()
@@ -95,7 +100,7 @@ func (s *Service) recordSeatEvent(ctx context.Context, req SeatRequest, kind ser
 	if err == nil {
 		err = s.store.RecordSeatEvent(ctx, server.SeatEvent{
 			ID: server.NewID("sev_"), TenantID: lic.TenantID, LicenseID: lic.ID, Kind: kind, At: s.now(), Wait: wait,
-			Feature: req.Feature,
+			Feature: req.Feature, Reason: reason,
 		})
 	}
 	if err != nil {

@@ -57,6 +57,47 @@ func TestUsageReportCountsDenialsOncePerCall(t *testing.T) {
 	require.Equal(t, int64(2), r.DistinctUsers, "ann and the waiter's fingerprint")
 }
 
+// TestUsageReportCountsPolicyRefusalsAsDenials: a call the site policy
+// refuses is a denial, by reason, as one refused for want of a seat is
+// (SEATS_EXHAUSTED): AcquireSeat refused USER_LIMIT or EXCLUDED, and a
+// WaitForSeat the policy ends. Only SEATS_EXHAUSTED used to count, so a
+// report said nothing of clients the policy kept out.
+func TestUsageReportCountsPolicyRefusalsAsDenials(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	lic := e.license(t, 2)
+	e.setPolicy(t, lic.ID,
+		server.PolicyRule{Kind: server.RuleMax, Count: 1, Subject: user("bob")},
+		server.PolicyRule{Kind: server.RuleExclude, Subject: user("intern")})
+	acquire := func(fingerprint, userName string) error {
+		_, err := e.svc.AcquireSeat(t.Context(), SeatRequest{LicenseKey: lic.Key, Fingerprint: fingerprint, User: userName, Hostname: "h"})
+		return err
+	}
+	require.NoError(t, acquire("b1", "bob"))
+	require.Equal(t, server.ReasonUserLimit, server.ErrorReason(acquire("b2", "bob")))
+	for range 2 {
+		require.Equal(t, server.ReasonExcluded, server.ErrorReason(acquire("i1", "intern")))
+	}
+	require.NoError(t, acquire("d1", "dave"))
+	require.Equal(t, server.ReasonSeatsExhausted, server.ErrorReason(acquire("e1", "erin")))
+	_, err := e.svc.WaitForSeatCounted(t.Context(), SeatRequest{LicenseKey: lic.Key, Fingerprint: "i2", User: "intern", Hostname: "h"}, "",
+		func(Place) error { return nil })
+	require.Equal(t, server.ReasonExcluded, server.ErrorReason(err), "the policy ends the wait")
+
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	end := start.Add(24 * time.Hour)
+	q, err := e.svc.UsageQuery(server.DefaultTenantID, UsageWindow{Start: &start, End: &end})
+	require.NoError(t, err)
+	rep, err := e.svc.UsageReport(t.Context(), q)
+	require.NoError(t, err)
+	require.Len(t, rep.Rows, 1)
+	r := rep.Rows[0]
+	require.Equal(t, int64(5), r.Denials, "every refused call, the wait the policy ended too")
+	require.Equal(t, map[string]int64{server.ReasonUserLimit: 1, server.ReasonExcluded: 3}, r.PolicyDenials)
+	require.Equal(t, map[string]int64{server.ReasonUserLimit: 1, server.ReasonExcluded: 3, server.ReasonSeatsExhausted: 1}, r.DenialsByReason())
+	require.Zero(t, r.QueueWaits, "a wait the policy ended is no queue wait")
+}
+
 func TestUsageQueryBounds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -26,11 +26,16 @@ type Place struct {
 
 // WaitForSeat queues the caller FIFO per license until a seat frees (per
 // license, feature and version for a request of a feature: queueName). The
-// head of the queue tries the store's atomic acquire every WaitPoll; others
-// only watch their place. moved is told each new place (and may end the
-// wait with an error). A granted seat must be heartbeated within WaitHold,
-// or it is revoked and goes to the next waiter. resume is a ticket of an
-// earlier wait whose place to take over ("" for none).
+// waiters whose turn it is try the store's atomic acquire every WaitPoll;
+// others only watch their place. Without a site policy that is the head
+// alone. A waiter refused for who it is (a cap of its own, seats reserved
+// for others: standsAside) keeps its place but stands aside, so that the
+// waiter behind it tries too (FIFO among those who can be served), until
+// a try of its own is refused for want of a seat, for anyone. moved is
+// told each new place (and may end the wait with an error). A granted seat
+// must be heartbeated within WaitHold, or it is revoked and goes to the
+// next waiter. resume is a ticket of an earlier wait whose place to take
+// over ("" for none).
 func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume string, moved func(Place) error) (Grant, error) {
 	// Only a key that opens a usable license gets a queue (named by the
 	// key's hash): nothing is written for a guess.
@@ -62,35 +67,37 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 	// A waiter that goes away leaves the queue. One this server sends away
 	// as it shuts down keeps its place: its ticket lapses within seconds
 	// unless the client waits again elsewhere with it (resume).
-	headed, unwatch := s.queueMoves.watch(ticket.ID())
+	myTurn, unwatch := s.queueMoves.watch(ticket.ID())
 	defer unwatch()
 	left := false // or kept its place
 	leave := func() {
 		if !left {
 			left = true
-			s.queueMoves.headIs(ticket.Leave(ctx)) // the next waiter moves up at once
+			s.queueMoves.turnOf(ticket.Leave(ctx)) // the next waiter tries at once
 		}
 	}
 	defer leave()
 
-	// The head of the queue tries for a seat every waitPoll; the others
-	// only keep their place alive and watch it, every idleWaitPolls polls,
-	// or at once when they become the head as the head leaves on this
-	// instance: a waiter's cost does not grow with the queue, nor does a
-	// departure's.
+	// The waiters whose turn it is try for a seat every waitPoll; the
+	// others only keep their place alive and watch it, every
+	// idleWaitPolls polls, or at once when a waiter on this instance
+	// makes it their turn (leaving, or standing aside): a waiter's cost
+	// does not grow with the queue, nor does a departure's.
 	lastPos := -1
+	aside := false   // the queue holds this waiter as standing aside
+	hadTurn := false // at the look before this one
 	for {
-		pos, length, err := ticket.Position(ctx)
+		place, err := ticket.Position(ctx)
 		if err != nil {
 			return Grant{}, server.Unavailable(err)
 		}
-		if pos != lastPos {
-			lastPos = pos
-			if err := moved(Place{Position: pos, QueueLength: length, Ticket: ticket.ID()}); err != nil {
+		if place.Position != lastPos {
+			lastPos = place.Position
+			if err := moved(Place{Position: place.Position, QueueLength: place.Length, Ticket: ticket.ID()}); err != nil {
 				return Grant{}, err
 			}
 		}
-		if pos == 1 {
+		if place.Turn {
 			// A try that finds no seat free is the wait going on, not a
 			// refused acquisition: it counts apart, and only the wait's
 			// end (a grant, or another refusal) counts as an acquisition.
@@ -108,11 +115,24 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 				return g, nil
 			}
 			if server.ErrorCode(err) != server.EEXHAUSTED {
-				return Grant{}, err // unknown key, inactive license...
+				return Grant{}, err // unknown key, inactive license, EXCLUDED...
+			}
+			// Stand aside while refused for who it is, back once refused
+			// for want of a seat. Standing aside on a turn just begun
+			// (again) passes the turn on to the waiter behind, as the first
+			// time did: a waiter does not tell whether that one was told.
+			if own := standsAside(err); own != aside || (own && !hadTurn) {
+				next, err := ticket.StandAside(ctx, own)
+				if err != nil {
+					return Grant{}, server.Unavailable(err)
+				}
+				aside = own
+				s.queueMoves.turnOf(next)
 			}
 		}
+		hadTurn = place.Turn
 		wait := s.waitPoll
-		if pos != 1 {
+		if !place.Turn {
 			wait *= idleWaitPolls
 		}
 		t := time.NewTimer(wait)
@@ -124,17 +144,31 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 			t.Stop()
 			left = true // keeps its place
 			return Grant{}, ErrShuttingDown
-		case <-headed:
+		case <-myTurn:
 			t.Stop()
 		case <-t.C:
 		}
 	}
 }
 
-// idleWaitPolls is how many head polls a waiter behind the head waits
+// idleWaitPolls is how many polls a waiter whose turn it is not waits
 // between two looks at its place (2 s by default: well within the Redis
 // queue's 5 s liveness).
 const idleWaitPolls = 8
+
+// standsAside reports whether a try refused with err was refused for the
+// waiter's identity rather than for want of a seat: a cap on its user,
+// host or group, or seats reserved for others. A waiter behind it may be
+// served then; it cannot take a seat the refused one could have taken,
+// since that one could take none. A seat that frees for it (a lease of its
+// own ends) is anyone's whose turn it is until its next try, a poll later.
+func standsAside(err error) bool {
+	switch server.ErrorReason(err) {
+	case server.ReasonUserLimit, server.ReasonHostLimit, server.ReasonGroupLimit, server.ReasonSeatsReserved:
+		return true
+	}
+	return false
+}
 
 // queueName names the queue of a request: its license key's hash for the
 // base pool (what LicenseView.Waiting counts); for a feature, the hash of

@@ -188,9 +188,9 @@ func TestShutdownEndsAWaitWithItsPlaceKept(t *testing.T) {
 	resumed, err := e.svc.queue.Join(t.Context(), server.HashSecret(lic.Key), ticket)
 	require.NoError(t, err)
 	defer resumed.Leave(t.Context())
-	pos, _, err := resumed.Position(t.Context())
+	place, err := resumed.Position(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, 1, pos)
+	require.Equal(t, 1, place.Position)
 }
 
 // TestUnconfirmedWaiterGrant: a waiter's grant is revoked after the hold

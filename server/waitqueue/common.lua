@@ -1,7 +1,7 @@
--- Prepended to join.lua, position.lua, leave.lua and length.lua
+-- Prepended to join.lua, position.lua, aside.lua, leave.lua and length.lua
 -- (redis.go): they first drop the waiters whose liveness ran out, by
 -- Redis's clock.
--- KEYS[1] waiters zset, KEYS[3] alive zset.
+-- KEYS[1] waiters zset, KEYS[3] alive zset, KEYS[4] aside zset.
 
 -- now_ms is Redis's time in milliseconds (one clock for every instance).
 local function now_ms()
@@ -15,5 +15,13 @@ local function drop_dead(now)
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
     redis.call('ZREM', KEYS[1], m)
     redis.call('ZREM', KEYS[3], m)
+    redis.call('ZREM', KEYS[4], m)
   end
+end
+
+-- is_turn reports whether the waiter of join sequence seq at 0-based rank
+-- may try for a seat: every waiter ahead of it stands aside (the aside
+-- zset is scored by join sequence too). O(log n).
+local function is_turn(seq, rank)
+  return redis.call('ZCOUNT', KEYS[4], '-inf', '(' .. seq) == rank
 end

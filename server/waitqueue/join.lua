@@ -1,5 +1,6 @@
 -- KEYS[1] waiters zset (ticket -> join sequence), KEYS[2] sequence,
--- KEYS[3] alive zset (ticket -> the time its liveness runs out, ms)
+-- KEYS[3] alive zset (ticket -> the time its liveness runs out, ms),
+-- KEYS[4] aside zset (ticket -> join sequence: the waiters standing aside)
 -- ARGV[1] new ticket id, ARGV[2] max length, ARGV[3] liveness ms,
 -- ARGV[4] ticket to resume ('' for none)
 -- Returns {length, resumed}: resumed is 1 when ARGV[1] took over the place
@@ -14,8 +15,10 @@ local kept = ARGV[4] ~= '' and redis.call('ZSCORE', KEYS[1], ARGV[4])
 if kept then
   -- The place moves to the new ticket: a stream still holding the old one
   -- (its client gave up on it first) loses it, and its Leave does nothing.
+  -- The new one does not stand aside: its stream has not tried yet.
   redis.call('ZREM', KEYS[1], ARGV[4])
   redis.call('ZREM', KEYS[3], ARGV[4])
+  redis.call('ZREM', KEYS[4], ARGV[4])
   redis.call('ZADD', KEYS[1], kept, ARGV[1])
   redis.call('ZADD', KEYS[3], until_, ARGV[1])
   return {redis.call('ZCARD', KEYS[1]), 1}

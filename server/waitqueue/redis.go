@@ -3,7 +3,6 @@ package waitqueue
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,9 +12,11 @@ import (
 )
 
 // Redis is the queue shared by every instance: per license a sorted set of
-// waiters scored by a join sequence, and a sorted set of the times their
-// liveness runs out, which Position pushes back. Waiters whose instance
-// died stop refreshing and are dropped by the next call. Every key is
+// waiters scored by a join sequence, a sorted set of the times their
+// liveness runs out, which Position pushes back, and a sorted set of the
+// waiters standing aside, scored by join sequence too (a turn is then two
+// counts: ZRANK and ZCOUNT). Waiters whose instance died stop refreshing
+// and are dropped by the next call. Every key is
 // declared to the scripts and hash-tagged per queue (one cluster slot),
 // none has a TTL, and the last waiter out removes them.
 type Redis struct {
@@ -40,6 +41,9 @@ var joinLua string
 //go:embed position.lua
 var positionLua string
 
+//go:embed aside.lua
+var asideLua string
+
 //go:embed leave.lua
 var leaveLua string
 
@@ -49,19 +53,20 @@ var lengthLua string
 var (
 	joinScript     = redis.NewScript(commonLua + "\n" + joinLua)
 	positionScript = redis.NewScript(commonLua + "\n" + positionLua)
+	asideScript    = redis.NewScript(commonLua + "\n" + asideLua)
 	leaveScript    = redis.NewScript(commonLua + "\n" + leaveLua)
 	lengthScript   = redis.NewScript(commonLua + "\n" + lengthLua)
 )
 
 type redisTicket struct {
 	q    *Redis
-	keys []string // waiters zset, sequence counter, alive zset
+	keys []string // waiters zset, sequence counter, alive zset, aside zset
 	id   string
 }
 
 func (q *Redis) keysFor(name string) []string {
 	tag := "{waitq:" + name + "}"
-	return []string{q.prefix + tag + ":waiters", q.prefix + tag + ":seq", q.prefix + tag + ":alive"}
+	return []string{q.prefix + tag + ":waiters", q.prefix + tag + ":seq", q.prefix + tag + ":alive", q.prefix + tag + ":aside"}
 }
 
 func (q *Redis) Join(ctx context.Context, name, resume string) (Ticket, error) {
@@ -89,15 +94,34 @@ func (q *Redis) Length(ctx context.Context, name string) (int, error) {
 	return n, nil
 }
 
-func (t *redisTicket) Position(ctx context.Context) (int, int, error) {
+func (t *redisTicket) Position(ctx context.Context) (Place, error) {
 	res, err := positionScript.Run(ctx, t.q.rdb, t.keys, t.id, t.q.liveness.Milliseconds()).Int64Slice()
 	if err != nil {
-		return 0, 0, fmt.Errorf("wait queue position: %w", err)
+		return Place{}, fmt.Errorf("wait queue position: %w", err)
 	}
-	if len(res) != 2 || res[0] == 0 {
-		return 0, 0, errors.New("ticket left the queue")
+	if len(res) != 3 || res[0] == 0 {
+		return Place{}, errLeft
 	}
-	return int(res[0]), int(res[1]), nil
+	return Place{Position: int(res[0]), Length: int(res[1]), Turn: res[2] == 1}, nil
+}
+
+func (t *redisTicket) StandAside(ctx context.Context, aside bool) (string, error) {
+	flag := "0"
+	if aside {
+		flag = "1"
+	}
+	res, err := asideScript.Run(ctx, t.q.rdb, t.keys, t.id, flag).Slice()
+	if err != nil {
+		return "", fmt.Errorf("wait queue stand aside: %w", err)
+	}
+	if len(res) != 2 {
+		return "", fmt.Errorf("wait queue stand aside: unexpected reply %v", res)
+	}
+	if found, _ := res[0].(int64); found == 0 {
+		return "", errLeft
+	}
+	next, _ := res[1].(string)
+	return next, nil
 }
 
 func (t *redisTicket) Leave(ctx context.Context) string {

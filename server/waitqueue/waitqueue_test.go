@@ -36,6 +36,12 @@ func redisQueue(t *testing.T, max int, liveness time.Duration) *Redis {
 	return NewRedis(rdb, prefix, max, liveness)
 }
 
+// positionOf is a ticket's position and queue length.
+func positionOf(ctx context.Context, tk Ticket) (int, int, error) {
+	p, err := tk.Position(ctx)
+	return p.Position, p.Length, err
+}
+
 func TestQueues(t *testing.T) {
 	t.Parallel()
 	impls := map[string]func(t *testing.T, max int) Queue{
@@ -54,7 +60,7 @@ func TestQueues(t *testing.T) {
 				tickets = append(tickets, tk)
 			}
 			for i, tk := range tickets {
-				pos, n, err := tk.Position(ctx)
+				pos, n, err := positionOf(ctx, tk)
 				require.NoError(t, err)
 				require.Equal(t, i+1, pos)
 				require.Equal(t, 50, n)
@@ -72,12 +78,12 @@ func TestQueues(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 49, n, "Length after one left")
 			for i, tk := range tickets[1:] {
-				pos, n, err := tk.Position(ctx)
+				pos, n, err := positionOf(ctx, tk)
 				require.NoError(t, err)
 				require.Equal(t, i+1, pos)
 				require.Equal(t, 49, n)
 			}
-			_, _, err = tickets[0].Position(ctx)
+			_, _, err = positionOf(ctx, tickets[0])
 			require.Error(t, err, "a ticket that left has no position")
 		})
 		t.Run(name+"/NewHead", func(t *testing.T) {
@@ -95,6 +101,62 @@ func TestQueues(t *testing.T) {
 			require.Empty(t, tk[0].Leave(ctx), "a second Leave does nothing")
 			require.Equal(t, tk[3].ID(), tk[1].Leave(ctx), "the one who left before is skipped")
 			require.Empty(t, tk[3].Leave(ctx), "the last one leaves: nobody is the head")
+		})
+		t.Run(name+"/StandAside", func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(t, 10)
+			ctx := context.Background()
+			var tk []Ticket
+			for range 4 {
+				x, err := q.Join(ctx, "lic", "")
+				require.NoError(t, err)
+				tk = append(tk, x)
+			}
+			turns := func() (out []bool) {
+				for _, x := range tk {
+					p, err := x.Position(ctx)
+					if err == nil {
+						out = append(out, p.Turn)
+					}
+				}
+				return out
+			}
+			require.Equal(t, []bool{true, false, false, false}, turns(), "the head's turn alone")
+			next, err := tk[0].StandAside(ctx, true)
+			require.NoError(t, err)
+			require.Equal(t, tk[1].ID(), next, "the head stands aside: the next one's turn too")
+			next, err = tk[1].StandAside(ctx, true)
+			require.NoError(t, err)
+			require.Equal(t, tk[2].ID(), next)
+			require.Equal(t, []bool{true, true, true, false}, turns(), "up to the first not standing aside")
+			p, err := tk[2].Position(ctx)
+			require.NoError(t, err)
+			require.Equal(t, Place{Position: 3, Length: 4, Turn: true}, p, "its place is kept")
+
+			next, err = tk[0].StandAside(ctx, false)
+			require.NoError(t, err)
+			require.Empty(t, next)
+			require.Equal(t, []bool{true, false, false, false}, turns(), "the head stands back: its turn alone")
+			next, err = tk[3].StandAside(ctx, true)
+			require.NoError(t, err)
+			require.Empty(t, next, "not its turn: nobody's turn begins")
+			next, err = tk[0].StandAside(ctx, true)
+			require.NoError(t, err)
+			require.Equal(t, tk[1].ID(), next)
+			require.Equal(t, []bool{true, true, true, false}, turns(), "tk[1] still stands aside, tk[2] does not")
+
+			require.Equal(t, tk[3].ID(), tk[2].Leave(ctx), "the first not standing aside leaves: the one in its place")
+			require.Empty(t, tk[1].Leave(ctx), "one standing aside leaves: nobody's turn begins")
+			tk = []Ticket{tk[0], tk[3]}
+			require.Equal(t, []bool{true, true}, turns())
+			// A resumed place does not stand aside (its stream has not tried).
+			again, err := q.Join(ctx, "lic", tk[0].ID())
+			require.NoError(t, err)
+			tk[0] = again
+			require.Equal(t, []bool{true, false}, turns())
+			require.Equal(t, tk[1].ID(), again.Leave(ctx), "a head that did not stand aside leaves: the next one's turn")
+			_, err = again.StandAside(ctx, true)
+			require.Error(t, err, "a ticket that left cannot stand aside")
 		})
 		t.Run(name+"/Bounded", func(t *testing.T) {
 			t.Parallel()
@@ -128,31 +190,31 @@ func TestQueues(t *testing.T) {
 			again, err := q.Join(ctx, "lic", tickets[0].ID())
 			require.NoError(t, err, "a resumed place is not a new one: no ErrFull")
 			require.NotEqual(t, tickets[0].ID(), again.ID(), "the place moves to a new ticket")
-			pos, n, err := again.Position(ctx)
+			pos, n, err := positionOf(ctx, again)
 			require.NoError(t, err)
 			require.Equal(t, [2]int{1, 3}, [2]int{pos, n}, "first again")
-			pos, _, err = tickets[1].Position(ctx)
+			pos, _, err = positionOf(ctx, tickets[1])
 			require.NoError(t, err)
 			require.Equal(t, 2, pos, "the others stay behind it")
 			// The old ticket (a stream its client gave up on) lost the place;
 			// its Leave takes nothing from the new one.
-			_, _, err = tickets[0].Position(ctx)
+			_, _, err = positionOf(ctx, tickets[0])
 			require.Error(t, err, "the old ticket has no place any more")
 			tickets[0].Leave(ctx)
-			pos, _, err = again.Position(ctx)
+			pos, _, err = positionOf(ctx, again)
 			require.NoError(t, err)
 			require.Equal(t, 1, pos, "the old ticket's Leave does not touch the new one")
 
 			// A ticket of another license, or one that left, gives no place.
 			_, err = q.Join(ctx, "other", tickets[1].ID())
 			require.NoError(t, err)
-			pos, n, err = tickets[1].Position(ctx)
+			pos, n, err = positionOf(ctx, tickets[1])
 			require.NoError(t, err)
 			require.Equal(t, [2]int{2, 3}, [2]int{pos, n}, "resuming into another queue moves nobody")
 			again.Leave(ctx)
 			fresh, err := q.Join(ctx, "lic", again.ID())
 			require.NoError(t, err)
-			pos, n, err = fresh.Position(ctx)
+			pos, n, err = positionOf(ctx, fresh)
 			require.NoError(t, err)
 			require.Equal(t, [2]int{3, 3}, [2]int{pos, n}, "at the back")
 		})
@@ -167,12 +229,12 @@ func TestRedisDropsDeadWaiters(t *testing.T) {
 	require.NoError(t, err)
 	alive, err := q.Join(ctx, "lic", "")
 	require.NoError(t, err)
-	pos, _, err := alive.Position(ctx)
+	pos, _, err := positionOf(ctx, alive)
 	require.NoError(t, err)
 	require.Equal(t, 2, pos)
 	_ = dead // its instance died: it never asks again
 	require.Eventually(t, func() bool {
-		pos, _, err := alive.Position(ctx)
+		pos, _, err := positionOf(ctx, alive)
 		return err == nil && pos == 1
 	}, 3*time.Second, 50*time.Millisecond)
 	n, err := q.Length(ctx, "lic")
@@ -192,18 +254,18 @@ func TestRedisResumeOnlyWhileTheTicketLives(t *testing.T) {
 	// first's server went away; its client is back within the liveness.
 	again, err := q.Join(ctx, "lic", first.ID())
 	require.NoError(t, err)
-	pos, _, err := again.Position(ctx)
+	pos, _, err := positionOf(ctx, again)
 	require.NoError(t, err)
 	require.Equal(t, 1, pos)
 
 	// Now it stays away past the liveness while second keeps asking.
 	require.Eventually(t, func() bool {
-		pos, _, err := second.Position(ctx)
+		pos, _, err := positionOf(ctx, second)
 		return err == nil && pos == 1
 	}, 3*time.Second, 50*time.Millisecond)
 	late, err := q.Join(ctx, "lic", again.ID())
 	require.NoError(t, err)
-	pos, n, err := late.Position(ctx)
+	pos, n, err := positionOf(ctx, late)
 	require.NoError(t, err)
 	require.Equal(t, [2]int{2, 2}, [2]int{pos, n})
 }
@@ -223,6 +285,8 @@ func TestRedisLeavesNoKeyBehind(t *testing.T) {
 	require.NoError(t, err)
 	b, err := q.Join(ctx, "lic", "")
 	require.NoError(t, err)
+	_, err = b.StandAside(ctx, true)
+	require.NoError(t, err)
 	require.NotEmpty(t, keys())
 	a.Leave(ctx)
 	b.Leave(ctx)
@@ -230,13 +294,15 @@ func TestRedisLeavesNoKeyBehind(t *testing.T) {
 
 	dead, err := q.Join(ctx, "lic", "")
 	require.NoError(t, err)
-	_ = dead // never asks again
+	_, err = dead.StandAside(ctx, true)
+	require.NoError(t, err)
+	// It never asks again.
 	require.Eventually(t, func() bool {
 		probe, err := q.Join(ctx, "lic", "")
 		if err != nil {
 			return false
 		}
-		pos, _, _ := probe.Position(ctx)
+		pos, _, _ := positionOf(ctx, probe)
 		probe.Leave(ctx)
 		return pos == 1 && len(keys()) == 0
 	}, 3*time.Second, 50*time.Millisecond, "the dead waiter is dropped and the queue's keys with it")
@@ -249,58 +315,103 @@ func TestRedisLeavesNoKeyBehind(t *testing.T) {
 // is one of the KEYS they are given (a Redis Cluster routes by them).
 func TestRedisScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 	t.Parallel()
-	for name, body := range map[string]string{"join": joinLua, "position": positionLua, "leave": leaveLua, "length": lengthLua} {
+	for name, body := range map[string]string{"common": commonLua, "join": joinLua, "position": positionLua, "aside": asideLua, "leave": leaveLua, "length": lengthLua} {
 		require.NotContains(t, body, "KEYS[3] ..", "%s.lua builds key names", name)
 		require.NotContains(t, body, "'PX'", "%s.lua sets a TTL", name)
 	}
 }
 
-// TestMemoryQueueMatchesAList: the memory queue's places (counted in its
-// Fenwick tree, over slots it compacts) are those of a plain list of the
-// waiters, through random joins, resumes and leaves from anywhere.
-func TestMemoryQueueMatchesAList(t *testing.T) {
+// TestQueuesMatchAList: the queues' places and turns (the memory queue's
+// counted in two Fenwick trees over slots it compacts, the Redis queue's in
+// sorted sets) are those of a plain list of the waiters, through random
+// joins, resumes, waiters standing aside and back, and leaves from
+// anywhere; StandAside and Leave name the waiter whose turn they make it.
+func TestQueuesMatchAList(t *testing.T) {
 	t.Parallel()
+	for name, c := range map[string]struct {
+		q     Queue
+		steps int
+	}{
+		"memory": {NewMemory(300), 20000},
+		"redis":  {redisQueue(t, 300, time.Hour), 3000},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			matchAList(t, c.q, c.steps)
+		})
+	}
+}
+
+func matchAList(t *testing.T, q Queue, steps int) {
 	ctx := context.Background()
-	q := NewMemory(300)
 	rnd := rand.New(rand.NewPCG(1, 2))
-	var list []Ticket // the waiters, in order
-	for step := range 20000 {
+	type waiter struct {
+		t     Ticket
+		aside bool
+	}
+	var list []waiter // the waiters, in order
+	turn := func(i int) bool {
+		for _, w := range list[:i] {
+			if !w.aside {
+				return false
+			}
+		}
+		return true
+	}
+	idAt := func(i int) string {
+		if i < len(list) {
+			return list[i].t.ID()
+		}
+		return ""
+	}
+	for step := range steps {
 		switch r := rnd.IntN(10); {
-		case r < 5 || len(list) == 0:
+		case r < 4 || len(list) == 0:
 			x, err := q.Join(ctx, "lic", "")
 			if len(list) == 300 {
 				require.ErrorIs(t, err, ErrFull)
 				continue
 			}
 			require.NoError(t, err)
-			list = append(list, x)
-		case r < 6:
+			list = append(list, waiter{t: x})
+		case r < 5:
 			i := rnd.IntN(len(list))
-			x, err := q.Join(ctx, "lic", list[i].ID())
+			x, err := q.Join(ctx, "lic", list[i].t.ID())
 			require.NoError(t, err)
-			list[i] = x
+			list[i] = waiter{t: x} // a resumed place does not stand aside
+		case r < 7:
+			i := rnd.IntN(min(len(list), 8)) // near the head, where turns are
+			aside := rnd.IntN(3) > 0
+			next, err := list[i].t.StandAside(ctx, aside)
+			require.NoError(t, err)
+			list[i].aside = aside
+			want := ""
+			if aside && turn(i) {
+				want = idAt(i + 1)
+			}
+			require.Equal(t, want, next, "step %d: standing aside at %d", step, i+1)
 		default:
 			i := rnd.IntN(len(list))
 			if rnd.IntN(2) == 0 {
 				i = 0 // drains from the head are the common case
 			}
-			head := list[i].Leave(ctx)
+			passes := turn(i) && !list[i].aside
+			next := list[i].t.Leave(ctx)
 			list = append(list[:i:i], list[i+1:]...)
-			switch {
-			case i == 0 && len(list) > 0:
-				require.Equal(t, list[0].ID(), head, "step %d: the new head", step)
-			default:
-				require.Empty(t, head, "step %d: the head did not change", step)
+			want := ""
+			if passes {
+				want = idAt(i)
 			}
+			require.Equal(t, want, next, "step %d: leaving from %d", step, i+1)
 		}
 		n, err := q.Length(ctx, "lic")
 		require.NoError(t, err)
 		require.Equal(t, len(list), n, "step %d", step)
 		if step%97 == 0 {
-			for i, x := range list {
-				pos, n, err := x.Position(ctx)
+			for i, w := range list {
+				p, err := w.t.Position(ctx)
 				require.NoError(t, err)
-				require.Equal(t, [2]int{i + 1, len(list)}, [2]int{pos, n}, "step %d", step)
+				require.Equal(t, Place{Position: i + 1, Length: len(list), Turn: turn(i)}, p, "step %d", step)
 			}
 		}
 	}

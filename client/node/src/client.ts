@@ -5,7 +5,7 @@ import { hostname, userInfo } from "node:os";
 import { create, toJson } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { BadCertificateError, SigningKeys, newNonce, type Jwks } from "./certificate.js";
-import { Code, SeatsExhaustedError, StreamClosed, codeOf, localError, retryable, seatdError, type SeatdError } from "./errors.js";
+import { Code, NoSeatError, SeatsExhaustedError, StreamClosed, codeOf, localError, retryable, seatdError, type SeatdError } from "./errors.js";
 import { GetSigningKeysResponseSchema, SeatService, type AcquireSeatRequest, type AcquireSeatResponse, type WaitForSeatResponse } from "./gen/seatd/v1/seat_service_pb.js";
 import { Keeper, Lease, stateOf } from "./lease.js";
 import { Conn, type CallOptions, type ConnectionOptions } from "./rpc.js";
@@ -96,7 +96,9 @@ export class Client implements AsyncDisposable {
     this.signingKeys = keys === undefined || keys instanceof SigningKeys ? keys : new SigningKeys(keys);
   }
 
-  /** Takes a seat. Throws SeatsExhaustedError when none is free. With
+  /** Takes a seat. Throws SeatsExhaustedError when none is free (under the
+   * license's site policy, another NoSeatError for a cap or reserved seats,
+   * or a NotAllowedError when it refuses the client). With
    * autoHeartbeat the lease keeps itself alive until released, the client
    * closed, or lost (lease.signal). */
   async lease(o: AcquireOptions, call: CallOptions = {}): Promise<Lease> {
@@ -169,7 +171,10 @@ export class Client implements AsyncDisposable {
    * one that is not licensed throws at once) and returns it once granted, kept
    * alive like lease()'s. When the stream breaks (the server restarts) it
    * joins again with its queue ticket and keeps its place while the server
-   * holds it. Against a server without the queue it polls with backoff. */
+   * holds it. Against a server without the queue it polls with backoff
+   * while no seat is free for it (NoSeatError, a site policy's cap and
+   * reserved seats included); a refusal no wait ends (NotAllowedError)
+   * throws. */
   async waitForSeat(o: AcquireOptions, w: WaitOptions = {}): Promise<Lease> {
     o = this.named(o); // every stream of this wait is one acquisition
     const nonce = this.nonce(); // and its grant answers each of them
@@ -248,14 +253,16 @@ export class Client implements AsyncDisposable {
     });
   }
 
-  /** Stands in for the queue: acquire, back off while no seat is free. */
+  /** Stands in for the queue: acquire, back off while no seat is free for
+   * this client (NoSeatError: a site policy's cap and reserved seats pass
+   * as leases end, as a full license does). */
   async #pollForSeat(o: AcquireOptions, report: (p: number, n: number) => void, signal?: AbortSignal): Promise<Lease> {
     for (let n = 1; ; n++) {
       try {
         return await this.lease(o, { signal });
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
-        if (err instanceof SeatsExhaustedError) report(0, 0);
+        if (err instanceof NoSeatError) report(0, 0);
         else if (!retryable(err)) throw err;
         if (!(await sleep(Math.max(backoff(this.timing, n, this.timing.backoffMaxMs), (err as SeatdError).retryDelayMs ?? 0), signal))) throw signal?.reason;
       }

@@ -29,8 +29,16 @@ export class SeatdError extends Error {
   }
 }
 
+/** No seat for this client now (RESOURCE_EXHAUSTED): none is free
+ * (SeatsExhaustedError), or the license's site policy keeps the free ones
+ * from it: a cap on its user, host or group (UserLimitError,
+ * HostLimitError, GroupLimitError) or seats reserved for others
+ * (SeatsReservedError). It passes as leases end: retry later (not at once),
+ * or waitForSeat. */
+export class NoSeatError extends SeatdError { override name = "NoSeatError"; }
+
 /** No seat is free (RESOURCE_EXHAUSTED, SEATS_EXHAUSTED). */
-export class SeatsExhaustedError extends SeatdError {
+export class SeatsExhaustedError extends NoSeatError {
   override name = "SeatsExhaustedError";
   /** Live leases on the license when the server refused. */
   get seatsInUse(): number { return Number(this.metadata["seats_in_use"] ?? NaN); }
@@ -39,6 +47,51 @@ export class SeatsExhaustedError extends SeatdError {
   /** The feature asked for ("" for the base pool): seatsInUse and seatLimit
    * are then summed over its current grants that cover the version. */
   get feature(): string { return this.metadata["feature"] ?? ""; }
+}
+
+/** The license's site policy keeps the free seats from this client now
+ * (RESOURCE_EXHAUSTED): a cap, or seats reserved for others. */
+export class PolicyLimitError extends NoSeatError {
+  override name = "PolicyLimitError";
+  /** The cap's live leases (the pool's, for SEATS_RESERVED). */
+  get inUse(): number { return Number(this.metadata["in_use"] ?? NaN); }
+  /** The cap's count (the pool's limit, for SEATS_RESERVED). */
+  get limit(): number { return Number(this.metadata["limit"] ?? NaN); }
+  /** The index of the rule that refused in the policy; undefined if none. */
+  get rule(): number | undefined { return policyRule(this.metadata); }
+  get subjectKind(): string { return this.metadata["subject_kind"] ?? ""; }
+  get subjectName(): string { return this.metadata["subject_name"] ?? ""; }
+  /** The feature asked for; "" for the base pool. */
+  get feature(): string { return this.metadata["feature"] ?? ""; }
+}
+/** Every seat left is reserved for subjects this client is not one of (SEATS_RESERVED). */
+export class SeatsReservedError extends PolicyLimitError { override name = "SeatsReservedError"; }
+/** The user (or each member of its group) holds as many seats as a max rule allows (USER_LIMIT). */
+export class UserLimitError extends PolicyLimitError { override name = "UserLimitError"; }
+/** The host (or each member of its host group) holds as many seats as a max rule allows (HOST_LIMIT). */
+export class HostLimitError extends PolicyLimitError { override name = "HostLimitError"; }
+/** The group or host group as a whole holds as many seats as a max rule allows (GROUP_LIMIT). */
+export class GroupLimitError extends PolicyLimitError { override name = "GroupLimitError"; }
+
+/** The license's site policy refuses this client the license or feature
+ * (PERMISSION_DENIED): no retry helps until an administrator changes it. */
+export class NotAllowedError extends SeatdError {
+  override name = "NotAllowedError";
+  /** The index of the exclude rule that refused; undefined for NOT_INCLUDED. */
+  get rule(): number | undefined { return policyRule(this.metadata); }
+  get subjectKind(): string { return this.metadata["subject_kind"] ?? ""; }
+  get subjectName(): string { return this.metadata["subject_name"] ?? ""; }
+  /** The feature asked for; "" for the base pool. */
+  get feature(): string { return this.metadata["feature"] ?? ""; }
+}
+/** An exclude rule names the client (EXCLUDED). */
+export class ExcludedError extends NotAllowedError { override name = "ExcludedError"; }
+/** The license or feature has include rules, and none names the client (NOT_INCLUDED). */
+export class NotIncludedError extends NotAllowedError { override name = "NotIncludedError"; }
+
+function policyRule(md: Readonly<Record<string, string>>): number | undefined {
+  const r = md["rule"];
+  return r === undefined ? undefined : Number(r);
 }
 
 /** The license holds no grant of the feature asked for (FAILED_PRECONDITION
@@ -100,6 +153,12 @@ type ErrorClass = new (...a: ConstructorParameters<typeof SeatdError>) => SeatdE
 
 const byReason: Record<string, ErrorClass> = {
   SEATS_EXHAUSTED: SeatsExhaustedError,
+  SEATS_RESERVED: SeatsReservedError,
+  USER_LIMIT: UserLimitError,
+  HOST_LIMIT: HostLimitError,
+  GROUP_LIMIT: GroupLimitError,
+  EXCLUDED: ExcludedError,
+  NOT_INCLUDED: NotIncludedError,
   LEASE_EXPIRED: LeaseExpiredError,
   LEASE_REVOKED: LeaseRevokedError,
   LEASE_RELEASED: LeaseReleasedError,

@@ -11,7 +11,7 @@ import { join, resolve } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { Backend, modes, newGrant, newLicense, operatorKey, sleep, until, type Seatd } from "./harness.js";
 import { durationFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import { AdminClient, BadCertificateError, CertificateExpiredError, Client, FeatureNotLicensedError, LeaseExpiredError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, SigningKeys, VersionNotLicensedError, checkHolder, seatdv1, serviceConfig, verifyOffline, type Log, type SeatdError } from "../src/index.js";
+import { AdminClient, BadCertificateError, CertificateExpiredError, Client, ExcludedError, FeatureNotLicensedError, LeaseExpiredError, NoSeatError, NotAllowedError, SeatsReservedError, UserLimitError, LeaseReleasedError, LeaseRevokedError, LicenseNotFoundError, SeatsExhaustedError, SigningKeys, VersionNotLicensedError, checkHolder, seatdv1, serviceConfig, verifyOffline, type Log, type SeatdError } from "../src/index.js";
 
 /** A log that keeps what it hears, to assert on reconnects and fallbacks. */
 function recorder(): Log & { messages: string[] } {
@@ -382,6 +382,38 @@ for (const mode of modes) {
       assert.deepEqual([b.feature, b.version, b.grantId, b.grantExpiresAt], ["", "", "", undefined]);
       await base.release();
     });
+
+    if (mode === "embedded") { // distributed mode keeps no site policy yet
+      test("site policy: USER_LIMIT and SEATS_RESERVED are NoSeatErrors with the rule, EXCLUDED a NotAllowedError", async () => {
+        const lic = await newLicense(s, 3, 60_000);
+        const admin = s.admin();
+        try {
+          await admin.putGroup({ group: { name: "night", kind: seatdv1.IdentityGroup_Kind.USERS, members: ["alice"] } });
+          const rule = seatdv1.PolicyRule_Kind;
+          const subject = seatdv1.PolicySubject_Kind;
+          await admin.setLicensePolicy({ licenseId: lic.id, policy: { rules: [
+            { kind: rule.RESERVE, count: 1, subject: { kind: subject.GROUP, name: "night" } },
+            { kind: rule.MAX, count: 1, subject: { kind: subject.USER, name: "bob" } },
+            { kind: rule.EXCLUDE, subject: { kind: subject.USER, name: "intern" } },
+          ] } });
+        } finally {
+          admin.close();
+        }
+        await using bob = await client.lease({ licenseKey: lic.key, fingerprint: "b1", user: "bob" });
+        await using dave = await client.lease({ licenseKey: lic.key, fingerprint: "d1", user: "dave" });
+        assert.ok(bob.id && dave.id);
+        const refusal = (user: string) => client.lease({ licenseKey: lic.key, fingerprint: user + "2", user }).then(() => assert.fail(user + ": granted"), (e: unknown) => e);
+        const capped = await refusal("bob");
+        assert.ok(capped instanceof UserLimitError && capped instanceof NoSeatError, String(capped));
+        assert.deepEqual([capped.rule, capped.subjectName, capped.inUse, capped.limit], [1, "bob", 1, 1]);
+        const reserved = await refusal("erin");
+        assert.ok(reserved instanceof SeatsReservedError, String(reserved));
+        assert.equal(reserved.subjectName, "night");
+        const excluded = await refusal("intern");
+        assert.ok(excluded instanceof ExcludedError && excluded instanceof NotAllowedError && !(excluded instanceof NoSeatError), String(excluded));
+        assert.equal(excluded.rule, 2);
+      });
+    }
 
     if (mode === "distributed") {
       test("SIGTERM of one of two instances: the stream reconnects to the other and the lease lives on", async () => {

@@ -138,6 +138,11 @@ export class FakeSeatd {
   forge?: Forgery | FeatureForgery;
   features = true;
   refuse?: [string, Record<string, string>];
+  /** The next AcquireSeat calls fail with these, one each (a site policy's). */
+  refusals: [grpc.status, string, Record<string, string>][] = [];
+  /** false: WaitForSeat is UNIMPLEMENTED, as a seatd without the queue. */
+  queue = true;
+  acquires = 0;
   readonly requests: (seatdv1.AcquireSeatRequest | seatdv1.WaitForSeatRequest)[] = [];
   lend = true; // false: ignore borrow_duration, as a server without borrowing
   beats = 0;
@@ -153,6 +158,9 @@ export class FakeSeatd {
         const r = call.request;
         this.requests.push(r);
         if (this.refuse) return cb(refusal(grpc.status.FAILED_PRECONDITION, ...this.refuse));
+        this.acquires++;
+        const refused = this.refusals.shift();
+        if (refused) return cb(refusal(...refused));
         cb(null, this.#grant(r, this.#noted("acquire", r.nonce), r.borrowDuration ? durationMs(r.borrowDuration) : 0));
       },
       releaseSeat: (call: grpc.ServerUnaryCall<seatdv1.ReleaseSeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
@@ -164,6 +172,7 @@ export class FakeSeatd {
       waitForSeat: (call: grpc.ServerWritableStream<seatdv1.WaitForSeatRequest, unknown>) => {
         this.requests.push(call.request);
         if (this.refuse) return void call.emit("error", refusal(grpc.status.FAILED_PRECONDITION, ...this.refuse));
+        if (!this.queue) return void call.emit("error", Object.assign(new Error("unknown method WaitForSeat"), { code: grpc.status.UNIMPLEMENTED }));
         this.#noted("wait", call.request.nonce);
         call.write({ event: { case: "position", value: { position: 1, queueLength: 1, ticket: "w1" } } });
         call.write({ event: { case: "granted", value: this.#grant(call.request, call.request.nonce, 0) } });

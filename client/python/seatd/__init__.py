@@ -24,7 +24,8 @@ from seatd.errors import (
     SeatdError, SeatsExhausted, LeaseLost, LeaseExpired, LeaseRevoked, LeaseReleased, LeaseNotFound,
     LeaseTokenInvalid, LicenseNotFound, LicenseInactive, LicenseExpired, InvalidArgument, Unauthenticated,
     PermissionDenied, QueueFull, RateLimited, Unavailable, BadCertificate, CertificateExpired,
-    CertificateReturned, FeatureNotLicensed, VersionNotLicensed, GrantNotStarted, GrantNotFound,
+    CertificateReturned, FeatureNotLicensed, VersionNotLicensed, GrantNotStarted, GrantNotFound, NoSeat,
+    PolicyLimit, SeatsReserved, UserLimit, HostLimit, GroupLimit, NotAllowed, Excluded, NotIncluded,
 )
 from seatd.v1.resources_pb2 import FeatureGrant, License, Lease as LeaseRecord, LeaseState, LeasingStrategy
 
@@ -35,5 +36,6 @@ __all__ = [
     "LicenseExpired", "InvalidArgument", "Unauthenticated", "PermissionDenied", "QueueFull", "RateLimited",
     "Unavailable", "BadCertificate", "CertificateExpired", "Claims", "SigningKeys", "license_key_hash",
     "verify_offline", "CertificateReturned", "ReturnedList", "newer", "FeatureGrant", "FeatureNotLicensed",
-    "VersionNotLicensed", "GrantNotStarted", "GrantNotFound",
+    "VersionNotLicensed", "GrantNotStarted", "GrantNotFound", "NoSeat", "PolicyLimit", "SeatsReserved",
+    "UserLimit", "HostLimit", "GroupLimit", "NotAllowed", "Excluded", "NotIncluded",
 ]

@@ -176,9 +176,11 @@ class Client(_Connected):
 
     def acquire(self, license_key, fingerprint, *, user="", hostname="", metadata=None,
                 idempotency_key=None, timeout=None, feature="", version=""):
-        """Takes a seat, or raises (SeatsExhausted when none is free). Every try
-        of this one acquisition sends the same idempotency key, so a retry after
-        a lost reply gets the seat the first try took, never a second one.
+        """Takes a seat, or raises (SeatsExhausted when none is free; under the
+        license's site policy, another NoSeat for a cap or reserved seats, or
+        NotAllowed when it refuses the client). Every try of this one
+        acquisition sends the same idempotency key, so a retry after a lost
+        reply gets the seat the first try took, never a second one.
 
         feature takes the seat from the license's grants of that feature (a
         module of the product) instead of its base pool; version is the
@@ -323,8 +325,11 @@ class Client(_Connected):
         on_position(position, queue_length) hears the place on joining and on
         every change. If the stream drops it joins again with the queue
         ticket of its last position (keeping its place while the server holds
-        it). Against a server without the queue it polls acquire. Raises
-        TimeoutError when timeout (seconds) passes first.
+        it). Against a server without the queue it polls acquire while no
+        seat is free for it (NoSeat: none free, or the site policy's cap or
+        reserved seats keep them from it); a refusal no wait ends (NotAllowed:
+        the policy excludes the client) raises. Raises TimeoutError when
+        timeout (seconds) passes first.
         """
         opts = _options(license_key, fingerprint, user, hostname, metadata, feature, version)
         end = None if timeout is None else self.t.now() + timeout
@@ -380,7 +385,7 @@ class Client(_Connected):
             try:
                 req = seat_service_pb2.AcquireSeatRequest(idempotency_key=_new_key(), nonce=self._nonce(), **opts)
                 return self._hold(opts, self._acquire(req, None, end), self.t.now(), req.nonce)
-            except errors.SeatsExhausted:
+            except errors.NoSeat:  # none free, or the site policy's cap or reserved seats: they pass
                 report(0, 0)
             wait = self.t.backoff(n, self.t.backoff_max)
             if end is not None and self.t.now() + wait > end:

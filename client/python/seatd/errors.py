@@ -27,7 +27,15 @@ class SeatdError(Exception):
         self.field_violations = list(field_violations)  # [(field, description)]
 
 
-class SeatsExhausted(SeatdError):
+class NoSeat(SeatdError):
+    """No seat for this client now (RESOURCE_EXHAUSTED): none is free
+    (SeatsExhausted), or the license's site policy keeps the free ones from
+    it: a cap on its user, host or group (UserLimit, HostLimit, GroupLimit)
+    or seats reserved for others (SeatsReserved). It passes as leases end:
+    retry later (not at once), or wait_for_seat."""
+
+
+class SeatsExhausted(NoSeat):
     """No seat free (RESOURCE_EXHAUSTED SEATS_EXHAUSTED)."""
 
     @property
@@ -43,6 +51,77 @@ class SeatsExhausted(SeatdError):
         """The feature asked for; in_use and limit are then summed over its
         current grants that cover the version. "" for the base pool."""
         return self.metadata.get("feature", "")
+
+
+class _PolicyRule:
+    """What a site policy's refusal says of the rule that refused: .rule
+    (its index, or None), .subject_kind and .subject_name, and .feature
+    ("" for the base pool)."""
+
+    @property
+    def rule(self):
+        r = self.metadata.get("rule")
+        return int(r) if r is not None else None
+
+    @property
+    def subject_kind(self):
+        return self.metadata.get("subject_kind", "")
+
+    @property
+    def subject_name(self):
+        return self.metadata.get("subject_name", "")
+
+    @property
+    def feature(self):
+        return self.metadata.get("feature", "")
+
+
+class PolicyLimit(_PolicyRule, NoSeat):
+    """The license's site policy keeps the free seats from this client now
+    (RESOURCE_EXHAUSTED): a cap, or seats reserved for others. .in_use and
+    .limit are the cap's figures (the pool's, for SEATS_RESERVED)."""
+
+    @property
+    def in_use(self):
+        return int(self.metadata.get("in_use", 0))
+
+    @property
+    def limit(self):
+        return int(self.metadata.get("limit", 0))
+
+
+class SeatsReserved(PolicyLimit):
+    """Every seat left is reserved for subjects this client is not one of
+    (SEATS_RESERVED)."""
+
+
+class UserLimit(PolicyLimit):
+    """The client's user (or each member of its group) holds as many seats as
+    a max rule allows (USER_LIMIT)."""
+
+
+class HostLimit(PolicyLimit):
+    """The client's host (or each member of its host group) holds as many
+    seats as a max rule allows (HOST_LIMIT)."""
+
+
+class GroupLimit(PolicyLimit):
+    """The client's group or host group as a whole holds as many seats as a
+    max rule allows (GROUP_LIMIT)."""
+
+
+class NotAllowed(_PolicyRule, SeatdError):
+    """The license's site policy refuses this client the license or feature
+    (PERMISSION_DENIED): no retry helps until an administrator changes it."""
+
+
+class Excluded(NotAllowed):
+    """An exclude rule names the client (EXCLUDED)."""
+
+
+class NotIncluded(NotAllowed):
+    """The license or feature has include rules, and none names the client
+    (NOT_INCLUDED)."""
 
 
 class LeaseLost(SeatdError):
@@ -183,6 +262,12 @@ class Unavailable(SeatdError):
 
 REASONS = {
     "SEATS_EXHAUSTED": SeatsExhausted,
+    "SEATS_RESERVED": SeatsReserved,
+    "USER_LIMIT": UserLimit,
+    "HOST_LIMIT": HostLimit,
+    "GROUP_LIMIT": GroupLimit,
+    "EXCLUDED": Excluded,
+    "NOT_INCLUDED": NotIncluded,
     "LEASE_EXPIRED": LeaseExpired,
     "LEASE_REVOKED": LeaseRevoked,
     "LEASE_RELEASED": LeaseReleased,

@@ -161,7 +161,10 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
     A request's feature is granted from the one grant GRANT_ID, unless
     features is False (a seatd from before features: the field is ignored
     and the seat is the base pool's) or refuse is (reason, metadata): every
-    acquisition then fails FAILED_PRECONDITION with that ErrorInfo."""
+    acquisition then fails FAILED_PRECONDITION with that ErrorInfo.
+    refusals are (code, reason, metadata) the next AcquireSeat calls fail
+    with, one each (a site policy's); queue False answers WaitForSeat
+    UNIMPLEMENTED, as a seatd without the queue."""
 
     def __init__(self, signer, ttl=5.0, interval=0.2):
         self.signer, self.ttl, self.interval = signer, ttl, interval
@@ -169,6 +172,9 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
         self.lend = True  # False: ignore borrow_duration, as a server without borrowing
         self.features = True
         self.refuse = None
+        self.refusals = []
+        self.queue = True
+        self.acquires = 0
         self.mu = threading.Lock()
         self.leases = {}  # id -> dict(token, fingerprint, deadline, borrowed, live)
         self.beats = 0
@@ -229,11 +235,18 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
 
     def AcquireSeat(self, req, ctx):
         self._refused(ctx)
+        with self.mu:
+            self.acquires += 1
+            refusal = self.refusals.pop(0) if self.refusals else None
+        if refusal is not None:
+            _abort(ctx, *refusal)
         borrow = req.borrow_duration.ToNanoseconds() / 1e9 if req.HasField("borrow_duration") else 0.0
         return self._grant(req, self._noted("acquire", req.nonce), borrow)
 
     def WaitForSeat(self, req, ctx):
         self._refused(ctx)
+        if not self.queue:
+            ctx.abort(grpc.StatusCode.UNIMPLEMENTED, "unknown method WaitForSeat")
         self._noted("wait", req.nonce)
         yield seat_service_pb2.WaitForSeatResponse(position=seat_service_pb2.QueuePosition(
             position=1, queue_length=1, ticket="w1"))

@@ -467,6 +467,35 @@ class EmbeddedTest(Base, unittest.TestCase):
             with self.assertRaises(seatd.SeatdError):
                 plain.acquire(lic.key, "fp-2", timeout=2)
 
+    def test_site_policy_refusals(self):
+        """site policy (embedded: distributed mode keeps none yet): seatd's
+        refusals raise their exceptions with the rule's metadata: a cap and
+        a reservation are NoSeat (retry later), an exclusion NotAllowed."""
+        lic = self.license(seats=3, ttl=30)
+        self.admin.put_group(group=resources_pb2.IdentityGroup(
+            name="night", kind=resources_pb2.IdentityGroup.KIND_USERS, members=["alice"]))
+        subject = resources_pb2.PolicySubject
+        rule = resources_pb2.PolicyRule
+        self.admin.set_license_policy(license_id=lic.id, policy=resources_pb2.LicensePolicy(rules=[
+            rule(kind=rule.KIND_RESERVE, count=1, subject=subject(kind=subject.KIND_GROUP, name="night")),
+            rule(kind=rule.KIND_MAX, count=1, subject=subject(kind=subject.KIND_USER, name="bob")),
+            rule(kind=rule.KIND_EXCLUDE, subject=subject(kind=subject.KIND_USER, name="intern")),
+        ]))
+        c = self.client()
+        with c.lease(lic.key, "b1", user="bob"), c.lease(lic.key, "d1", user="dave"):
+            with self.assertRaises(seatd.UserLimit) as cm:
+                c.acquire(lic.key, "b2", user="bob")
+            e = cm.exception
+            self.assertIsInstance(e, seatd.NoSeat)
+            self.assertEqual((1, "user", "bob", 1, 1), (e.rule, e.subject_kind, e.subject_name, e.in_use, e.limit))
+            with self.assertRaises(seatd.SeatsReserved) as cm:
+                c.acquire(lic.key, "e1", user="erin")
+            self.assertEqual((0, "night"), (cm.exception.rule, cm.exception.subject_name))
+            with self.assertRaises(seatd.Excluded) as cm:
+                c.acquire(lic.key, "i1", user="intern")
+            self.assertIsInstance(cm.exception, seatd.NotAllowed)
+            self.assertEqual((grpc.StatusCode.PERMISSION_DENIED, 2), (cm.exception.code, cm.exception.rule))
+
     def test_service_config_matches_go(self):
         """retries: the retry policy is the Go client's service_config.json."""
         with open(os.path.join(REPO, "client", "service_config.json")) as f:

@@ -3100,8 +3100,10 @@ type UsageReportRow struct {
 	SeatHours float64 `protobuf:"fixed64,4,opt,name=seat_hours,json=seatHours,proto3" json:"seat_hours,omitempty"`
 	// Leases acquired in the bucket.
 	Acquisitions int64 `protobuf:"varint,5,opt,name=acquisitions,proto3" json:"acquisitions,omitempty"`
-	// AcquireSeat calls refused for want of a free seat (one per call;
-	// WaitForSeat's tries are not counted).
+	// Calls refused a seat, one per call: AcquireSeat calls refused for want
+	// of a free seat or by the license's site policy, and WaitForSeat calls
+	// the policy ended (WaitForSeat's tries are not counted). By reason:
+	// denials_by_reason.
 	Denials int64 `protobuf:"varint,6,opt,name=denials,proto3" json:"denials,omitempty"`
 	// Users (a lease's user, or its fingerprint when it has none) holding a
 	// seat in, or acquiring one in, the bucket.
@@ -3112,9 +3114,14 @@ type UsageReportRow struct {
 	MeanQueueWait *durationpb.Duration `protobuf:"bytes,9,opt,name=mean_queue_wait,json=meanQueueWait,proto3" json:"mean_queue_wait,omitempty"`
 	// The feature of the row's leases; empty for the license's base pool.
 	// A license with features has a row per feature in a bucket.
-	Feature       string `protobuf:"bytes,10,opt,name=feature,proto3" json:"feature,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Feature string `protobuf:"bytes,10,opt,name=feature,proto3" json:"feature,omitempty"`
+	// The denials by reason, summing to denials: SEATS_EXHAUSTED (no seat
+	// free), and the site policy's refusals (EXCLUDED, NOT_INCLUDED,
+	// USER_LIMIT, HOST_LIMIT, GROUP_LIMIT, SEATS_RESERVED). Empty when there
+	// are none.
+	DenialsByReason map[string]int64 `protobuf:"bytes,11,rep,name=denials_by_reason,json=denialsByReason,proto3" json:"denials_by_reason,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UsageReportRow) Reset() {
@@ -3215,6 +3222,13 @@ func (x *UsageReportRow) GetFeature() string {
 		return x.Feature
 	}
 	return ""
+}
+
+func (x *UsageReportRow) GetDenialsByReason() map[string]int64 {
+	if x != nil {
+		return x.DenialsByReason
+	}
+	return nil
 }
 
 // UserUsage is one user over the whole range.
@@ -3633,10 +3647,11 @@ func (x *GetLicensePolicyResponse) GetPolicy() *LicensePolicy {
 }
 
 type SetLicensePolicyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LicenseId     string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
-	Policy        *LicensePolicy         `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
-	TenantId      string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	LicenseId string                 `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// Required; one without rules ({}) removes the license's policy.
+	Policy        *LicensePolicy `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	TenantId      string         `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4537,7 +4552,7 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x06bucket\x18\x05 \x01(\x0e2\x15.seatd.v1.UsageBucketR\x06bucket\x12\x1d\n" +
 	"\n" +
 	"user_limit\x18\x06 \x01(\x05R\tuserLimit\x12\x18\n" +
-	"\afeature\x18\a \x01(\tR\afeature\"\x8f\x03\n" +
+	"\afeature\x18\a \x01(\tR\afeature\"\xae\x04\n" +
 	"\x0eUsageReportRow\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12=\n" +
@@ -4553,7 +4568,11 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"queueWaits\x12A\n" +
 	"\x0fmean_queue_wait\x18\t \x01(\v2\x19.google.protobuf.DurationR\rmeanQueueWait\x12\x18\n" +
 	"\afeature\x18\n" +
-	" \x01(\tR\afeature\"Z\n" +
+	" \x01(\tR\afeature\x12Y\n" +
+	"\x11denials_by_reason\x18\v \x03(\v2-.seatd.v1.UsageReportRow.DenialsByReasonEntryR\x0fdenialsByReason\x1aB\n" +
+	"\x14DenialsByReasonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"Z\n" +
 	"\tUserUsage\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x1d\n" +
 	"\n" +
@@ -4671,7 +4690,7 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(UsageBucket)(0),                   // 0: seatd.v1.UsageBucket
 	(*CreateLicenseRequest)(nil),       // 1: seatd.v1.CreateLicenseRequest
@@ -4746,161 +4765,163 @@ var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(*ReloadLicenseFileRequest)(nil),   // 70: seatd.v1.ReloadLicenseFileRequest
 	(*ReloadLicenseFileResponse)(nil),  // 71: seatd.v1.ReloadLicenseFileResponse
 	nil,                                // 72: seatd.v1.AuditEvent.DetailsEntry
-	(*License)(nil),                    // 73: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),      // 74: google.protobuf.FieldMask
-	(*FeatureGrant)(nil),               // 75: seatd.v1.FeatureGrant
-	(LeaseState)(0),                    // 76: seatd.v1.LeaseState
-	(*Lease)(nil),                      // 77: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),      // 78: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 79: google.protobuf.Duration
-	(*Tenant)(nil),                     // 80: seatd.v1.Tenant
-	(*ApiKey)(nil),                     // 81: seatd.v1.ApiKey
-	(*SigningKey)(nil),                 // 82: seatd.v1.SigningKey
-	(*LicensePolicy)(nil),              // 83: seatd.v1.LicensePolicy
-	(*IdentityGroup)(nil),              // 84: seatd.v1.IdentityGroup
+	nil,                                // 73: seatd.v1.UsageReportRow.DenialsByReasonEntry
+	(*License)(nil),                    // 74: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),      // 75: google.protobuf.FieldMask
+	(*FeatureGrant)(nil),               // 76: seatd.v1.FeatureGrant
+	(LeaseState)(0),                    // 77: seatd.v1.LeaseState
+	(*Lease)(nil),                      // 78: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),      // 79: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 80: google.protobuf.Duration
+	(*Tenant)(nil),                     // 81: seatd.v1.Tenant
+	(*ApiKey)(nil),                     // 82: seatd.v1.ApiKey
+	(*SigningKey)(nil),                 // 83: seatd.v1.SigningKey
+	(*LicensePolicy)(nil),              // 84: seatd.v1.LicensePolicy
+	(*IdentityGroup)(nil),              // 85: seatd.v1.IdentityGroup
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	73,  // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	73,  // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	73,  // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	73,  // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	73,  // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	74,  // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	73,  // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	75,  // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	75,  // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	75,  // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	74,  // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	75,  // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	76,  // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	77,  // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	77,  // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	78,  // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	79,  // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	74,  // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	74,  // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	74,  // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	74,  // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	74,  // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	75,  // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	74,  // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	76,  // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	76,  // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	76,  // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	75,  // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	76,  // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	77,  // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	78,  // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	78,  // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	79,  // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	80,  // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
 	22,  // 17: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
 	22,  // 18: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	78,  // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	79,  // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	78,  // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	78,  // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	78,  // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	78,  // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	79,  // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	80,  // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	79,  // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	79,  // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	79,  // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	79,  // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	27,  // 25: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
 	28,  // 26: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	80,  // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	80,  // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	80,  // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	81,  // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	81,  // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	81,  // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	78,  // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	78,  // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	76,  // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
-	78,  // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
-	78,  // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
-	79,  // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	81,  // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	81,  // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	81,  // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	82,  // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	82,  // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	82,  // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	79,  // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	79,  // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	77,  // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	79,  // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	79,  // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	80,  // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
 	41,  // 39: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
-	78,  // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	78,  // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	78,  // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	78,  // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
-	78,  // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	79,  // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	79,  // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	79,  // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	79,  // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	79,  // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
 	44,  // 45: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
-	78,  // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	78,  // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	79,  // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	79,  // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
 	72,  // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
-	78,  // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	79,  // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	47,  // 50: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
-	78,  // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	78,  // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	79,  // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	79,  // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
 	0,   // 53: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
-	78,  // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
-	79,  // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
-	78,  // 56: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	78,  // 57: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
-	0,   // 58: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
-	50,  // 59: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
-	51,  // 60: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
-	82,  // 61: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
-	82,  // 62: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
-	83,  // 63: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	83,  // 64: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
-	83,  // 65: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	84,  // 66: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
-	84,  // 67: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
-	84,  // 68: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
-	78,  // 69: seatd.v1.LicenseFile.issued_at:type_name -> google.protobuf.Timestamp
-	78,  // 70: seatd.v1.LicenseFile.not_after:type_name -> google.protobuf.Timestamp
-	78,  // 71: seatd.v1.LicenseFile.in_force_since:type_name -> google.protobuf.Timestamp
-	67,  // 72: seatd.v1.GetLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
-	67,  // 73: seatd.v1.ReloadLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
-	1,   // 74: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	3,   // 75: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	5,   // 76: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	7,   // 77: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	9,   // 78: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	11,  // 79: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
-	13,  // 80: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
-	15,  // 81: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
-	57,  // 82: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
-	59,  // 83: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
-	61,  // 84: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
-	63,  // 85: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
-	65,  // 86: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
-	17,  // 87: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	19,  // 88: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	21,  // 89: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	24,  // 90: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	26,  // 91: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	30,  // 92: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	32,  // 93: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	34,  // 94: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	36,  // 95: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	38,  // 96: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	40,  // 97: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
-	43,  // 98: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
-	46,  // 99: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
-	49,  // 100: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
-	53,  // 101: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
-	55,  // 102: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
-	68,  // 103: seatd.v1.AdminService.GetLicenseFile:input_type -> seatd.v1.GetLicenseFileRequest
-	70,  // 104: seatd.v1.AdminService.ReloadLicenseFile:input_type -> seatd.v1.ReloadLicenseFileRequest
-	2,   // 105: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	4,   // 106: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	6,   // 107: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	8,   // 108: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	10,  // 109: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	12,  // 110: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
-	14,  // 111: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
-	16,  // 112: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
-	58,  // 113: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
-	60,  // 114: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
-	62,  // 115: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
-	64,  // 116: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
-	66,  // 117: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
-	18,  // 118: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	20,  // 119: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	23,  // 120: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	25,  // 121: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	29,  // 122: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	31,  // 123: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	33,  // 124: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	35,  // 125: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	37,  // 126: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	39,  // 127: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	42,  // 128: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
-	45,  // 129: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
-	48,  // 130: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
-	52,  // 131: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
-	54,  // 132: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
-	56,  // 133: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
-	69,  // 134: seatd.v1.AdminService.GetLicenseFile:output_type -> seatd.v1.GetLicenseFileResponse
-	71,  // 135: seatd.v1.AdminService.ReloadLicenseFile:output_type -> seatd.v1.ReloadLicenseFileResponse
-	105, // [105:136] is the sub-list for method output_type
-	74,  // [74:105] is the sub-list for method input_type
-	74,  // [74:74] is the sub-list for extension type_name
-	74,  // [74:74] is the sub-list for extension extendee
-	0,   // [0:74] is the sub-list for field type_name
+	79,  // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
+	80,  // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
+	73,  // 56: seatd.v1.UsageReportRow.denials_by_reason:type_name -> seatd.v1.UsageReportRow.DenialsByReasonEntry
+	79,  // 57: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	79,  // 58: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	0,   // 59: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
+	50,  // 60: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
+	51,  // 61: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
+	83,  // 62: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
+	83,  // 63: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
+	84,  // 64: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	84,  // 65: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
+	84,  // 66: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	85,  // 67: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
+	85,  // 68: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
+	85,  // 69: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
+	79,  // 70: seatd.v1.LicenseFile.issued_at:type_name -> google.protobuf.Timestamp
+	79,  // 71: seatd.v1.LicenseFile.not_after:type_name -> google.protobuf.Timestamp
+	79,  // 72: seatd.v1.LicenseFile.in_force_since:type_name -> google.protobuf.Timestamp
+	67,  // 73: seatd.v1.GetLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
+	67,  // 74: seatd.v1.ReloadLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
+	1,   // 75: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	3,   // 76: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	5,   // 77: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	7,   // 78: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	9,   // 79: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	11,  // 80: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
+	13,  // 81: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
+	15,  // 82: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
+	57,  // 83: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
+	59,  // 84: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
+	61,  // 85: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
+	63,  // 86: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
+	65,  // 87: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
+	17,  // 88: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	19,  // 89: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	21,  // 90: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	24,  // 91: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	26,  // 92: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	30,  // 93: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	32,  // 94: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	34,  // 95: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	36,  // 96: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	38,  // 97: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	40,  // 98: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	43,  // 99: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	46,  // 100: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	49,  // 101: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
+	53,  // 102: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
+	55,  // 103: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
+	68,  // 104: seatd.v1.AdminService.GetLicenseFile:input_type -> seatd.v1.GetLicenseFileRequest
+	70,  // 105: seatd.v1.AdminService.ReloadLicenseFile:input_type -> seatd.v1.ReloadLicenseFileRequest
+	2,   // 106: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	4,   // 107: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	6,   // 108: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	8,   // 109: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	10,  // 110: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	12,  // 111: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
+	14,  // 112: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
+	16,  // 113: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
+	58,  // 114: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
+	60,  // 115: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
+	62,  // 116: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
+	64,  // 117: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
+	66,  // 118: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
+	18,  // 119: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	20,  // 120: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	23,  // 121: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	25,  // 122: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	29,  // 123: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	31,  // 124: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	33,  // 125: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	35,  // 126: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	37,  // 127: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	39,  // 128: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	42,  // 129: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	45,  // 130: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	48,  // 131: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	52,  // 132: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
+	54,  // 133: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
+	56,  // 134: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
+	69,  // 135: seatd.v1.AdminService.GetLicenseFile:output_type -> seatd.v1.GetLicenseFileResponse
+	71,  // 136: seatd.v1.AdminService.ReloadLicenseFile:output_type -> seatd.v1.ReloadLicenseFileResponse
+	106, // [106:137] is the sub-list for method output_type
+	75,  // [75:106] is the sub-list for method input_type
+	75,  // [75:75] is the sub-list for extension type_name
+	75,  // [75:75] is the sub-list for extension extendee
+	0,   // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -4915,7 +4936,7 @@ func file_seatd_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   72,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

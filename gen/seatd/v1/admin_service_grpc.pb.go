@@ -91,12 +91,15 @@ type AdminServiceClient interface {
 	// SetLicensePolicy replaces a license's policy as one document, validated
 	// as a whole (a refusal names the rule and field, and changes nothing).
 	// It applies to the next acquisition on every instance; no held lease
-	// ends. An empty policy removes it.
+	// ends. An empty policy ({}) removes it; a request without a policy (over
+	// REST, a PUT without a body) is refused, INVALID_ARGUMENT naming policy.
 	SetLicensePolicy(ctx context.Context, in *SetLicensePolicyRequest, opts ...grpc.CallOption) (*SetLicensePolicyResponse, error)
 	// ListGroups lists the tenant's groups of users and of hosts, by name.
 	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
 	// PutGroup creates or replaces a group (by name). The policies that name
-	// it judge by its new members from the next acquisition on.
+	// it judge by its new members from the next acquisition on. A change of
+	// kind while a policy names the group is refused (FAILED_PRECONDITION
+	// GROUP_IN_USE, naming the licenses).
 	PutGroup(ctx context.Context, in *PutGroupRequest, opts ...grpc.CallOption) (*PutGroupResponse, error)
 	// DeleteGroup removes a group no policy names (FAILED_PRECONDITION
 	// naming the licenses whose policies do).
@@ -516,12 +519,15 @@ type AdminServiceServer interface {
 	// SetLicensePolicy replaces a license's policy as one document, validated
 	// as a whole (a refusal names the rule and field, and changes nothing).
 	// It applies to the next acquisition on every instance; no held lease
-	// ends. An empty policy removes it.
+	// ends. An empty policy ({}) removes it; a request without a policy (over
+	// REST, a PUT without a body) is refused, INVALID_ARGUMENT naming policy.
 	SetLicensePolicy(context.Context, *SetLicensePolicyRequest) (*SetLicensePolicyResponse, error)
 	// ListGroups lists the tenant's groups of users and of hosts, by name.
 	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
 	// PutGroup creates or replaces a group (by name). The policies that name
-	// it judge by its new members from the next acquisition on.
+	// it judge by its new members from the next acquisition on. A change of
+	// kind while a policy names the group is refused (FAILED_PRECONDITION
+	// GROUP_IN_USE, naming the licenses).
 	PutGroup(context.Context, *PutGroupRequest) (*PutGroupResponse, error)
 	// DeleteGroup removes a group no policy names (FAILED_PRECONDITION
 	// naming the licenses whose policies do).

@@ -1563,10 +1563,12 @@ func (x *PolicySubject) GetName() string {
 // tenant's policies (FlexNet GROUP, HOST_GROUP).
 type IdentityGroup struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// 1-128 printable characters; unique in the tenant.
+	// 1-128 printable characters, no '/' (REST names a group in its path);
+	// unique in the tenant.
 	Name string             `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Kind IdentityGroup_Kind `protobuf:"varint,2,opt,name=kind,proto3,enum=seatd.v1.IdentityGroup_Kind" json:"kind,omitempty"`
-	// At most 10000, each 1-128 printable characters, no duplicates.
+	// At least 1, at most 10000, each 1-128 printable characters, no
+	// duplicates.
 	Members []string `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty"`
 	// Output only.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`

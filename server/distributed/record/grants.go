@@ -57,9 +57,11 @@ func (pg *Postgres) CreateGrant(ctx context.Context, g server.Grant) (pool, lic 
 
 // UpdateGrant changes a grant under its license's and its own row locks
 // (FOR NO KEY UPDATE: acquisitions go on) and bumps both versions.
-// update's error is returned as is; ErrLicenseNotFound / ErrGrantNotFound.
+// update's error is returned as is, and so is Policy.CheckChange's if the
+// change breaks the license's policy (nothing written); ErrLicenseNotFound
+// / ErrGrantNotFound.
 func (pg *Postgres) UpdateGrant(ctx context.Context, tenantID, licenseID, grantID string, update func(*server.Grant) error) (pool, lic LicenseRow, _ error) {
-	var updateErr error // the caller's, returned as is
+	var updateErr error // the caller's or Policy.CheckChange's, returned as is
 	err := pgx.BeginFunc(ctx, pg.pool, func(tx pgx.Tx) error {
 		parent, err := pg.liveLicense(ctx, tx, tenantID, licenseID, "FOR NO KEY UPDATE")
 		if err != nil {
@@ -75,6 +77,16 @@ func (pg *Postgres) UpdateGrant(ctx context.Context, tenantID, licenseID, grantI
 		}
 		was := cur.Grant()
 		g.ID, g.LicenseID, g.TenantID, g.Feature, g.CreatedAt = was.ID, was.LicenseID, was.TenantID, was.Feature, was.CreatedAt
+		// Its license's policy must stay valid (seats under the feature's
+		// reservations).
+		refused, err := pg.policyRefusal(ctx, tx, parent, func(n *server.License) { replaceGrant(n, grantID, &g) })
+		if err != nil {
+			return err
+		}
+		if refused != nil {
+			updateErr = refused
+			return refused
+		}
 		p := g.Pool(&parent.License)
 		pool, err = scanLicense(tx.QueryRow(ctx, `UPDATE licenses SET seats = $2, overdraft = $3, expires_at = $4,
 			max_borrow_us = $5, max_borrowed_seats = $6, grant_version = $7, starts_at = $8, grant_expires_at = $9,

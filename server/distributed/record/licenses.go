@@ -185,7 +185,8 @@ func (pg *Postgres) ListLicenses(ctx context.Context, tenantID string, p server.
 
 // UpdateLicense changes a license under its row lock (FOR NO KEY UPDATE:
 // updates of the license are serialised, acquisitions go on) and bumps its
-// version. update's error is returned as is.
+// version. update's error is returned as is, and so is Policy.CheckChange's
+// if the change breaks the license's policy (nothing written).
 //
 // The settings a grant's pool takes from its license are rewritten in its
 // grants' rows in the same transaction (their versions bumped too): pools
@@ -194,7 +195,7 @@ func (pg *Postgres) UpdateLicense(ctx context.Context, tenantID, id string, upda
 	var (
 		next      LicenseRow
 		pools     []LicenseRow
-		updateErr error // the caller's, returned as is
+		updateErr error // the caller's or Policy.CheckChange's, returned as is
 	)
 	err := pgx.BeginFunc(ctx, pg.pool, func(tx pgx.Tx) error {
 		// FOR NO KEY UPDATE serialises updates of the license without
@@ -212,6 +213,19 @@ func (pg *Postgres) UpdateLicense(ctx context.Context, tenantID, id string, upda
 		}
 		l.ID, l.TenantID, l.Key, l.CreatedAt = cur.ID, cur.TenantID, cur.Key, cur.CreatedAt
 		l = normalizeLicense(l)
+		// Its policy must stay valid (seats under the reservations).
+		refused, err := pg.policyRefusal(ctx, tx, cur, func(n *server.License) {
+			grants := n.Grants
+			*n = l
+			n.Grants, n.Policy = grants, cur.Policy
+		})
+		if err != nil {
+			return err
+		}
+		if refused != nil {
+			updateErr = refused
+			return refused
+		}
 		next, err = scanLicense(tx.QueryRow(ctx, `UPDATE licenses SET name = $2, seats = $3, overdraft = $4,
 			lease_ttl_us = $5, revival_window_us = $6, leasing_strategy = $7, active = $8, expires_at = $9,
 			metadata = $10::jsonb, max_borrow_us = $11, max_borrowed_seats = $12, allow_early_return = $13,
@@ -342,8 +356,11 @@ func (pg *Postgres) DeleteLicense(ctx context.Context, tenantID, id string, now 
 // DeleteGrant revokes a grant's active leases and soft-deletes it, as
 // DeleteLicense does for a license, and bumps its license's version (the
 // grants an acquisition judges by are those of a license version: see
-// server/distributed/grants.go). ErrLicenseNotFound / ErrGrantNotFound.
+// server/distributed/grants.go). ErrLicenseNotFound / ErrGrantNotFound;
+// Policy.CheckChange's error (INVALID_ARGUMENT) if the license's policy
+// names the grant's feature and it is the feature's only grant.
 func (pg *Postgres) DeleteGrant(ctx context.Context, tenantID, licenseID, grantID string, now time.Time, live LiveValues) (revoked int, lic, pool LicenseRow, _ error) {
+	var refused error // Policy.CheckChange's, returned as is
 	err := pgx.BeginFunc(ctx, pg.pool, func(tx pgx.Tx) error {
 		var err error
 		if lic, err = pg.liveLicense(ctx, tx, tenantID, licenseID, "FOR NO KEY UPDATE"); err != nil {
@@ -351,6 +368,14 @@ func (pg *Postgres) DeleteGrant(ctx context.Context, tenantID, licenseID, grantI
 		}
 		if pool, err = lockGrant(ctx, tx, licenseID, grantID, "FOR UPDATE"); err != nil {
 			return err
+		}
+		// Its license's policy must stay valid (no rule of a feature it no
+		// longer holds).
+		if refused, err = pg.policyRefusal(ctx, tx, lic, func(n *server.License) { replaceGrant(n, grantID, nil) }); err != nil {
+			return err
+		}
+		if refused != nil {
+			return refused
 		}
 		if revoked, err = deletePools(ctx, tx, []string{grantID}, now, live, "grant deleted"); err != nil {
 			return err
@@ -360,6 +385,9 @@ func (pg *Postgres) DeleteGrant(ctx context.Context, tenantID, licenseID, grantI
 		lic, err = bumpLicense(ctx, tx, licenseID)
 		return err
 	})
+	if refused != nil {
+		return 0, LicenseRow{}, LicenseRow{}, refused
+	}
 	return revoked, lic, pool, err
 }
 

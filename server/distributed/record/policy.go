@@ -472,3 +472,34 @@ func (pg *Postgres) PolicyPools(ctx context.Context) (map[string]PolicyLicense, 
 	}
 	return out, nil
 }
+
+// policyRefusal is Policy.CheckChange of a change of a license's seats or
+// grants, read in the change's transaction under the license's row lock
+// (SetPolicy takes it too: the policy cannot change meanwhile). cur is the
+// license's row; change turns a copy of it, with its grants, into the
+// license as the change leaves it. refused is CheckChange's error, to
+// return as is (nothing written); err is the record's.
+func (pg *Postgres) policyRefusal(ctx context.Context, tx pgx.Tx, cur LicenseRow, change func(*server.License)) (refused, err error) {
+	if cur.Policy == nil {
+		return nil, nil
+	}
+	gs, err := pg.grantsOf(ctx, tx, cur.ID)
+	if err != nil {
+		return nil, err
+	}
+	prev := cur.License
+	prev.Grants = gs[cur.ID]
+	next := prev
+	next.Grants = slices.Clone(prev.Grants)
+	change(&next)
+	return cur.Policy.CheckChange(&prev, &next), nil
+}
+
+// replaceGrant replaces (g set) or removes (g nil) the grant id among l's
+// grants.
+func replaceGrant(l *server.License, id string, g *server.Grant) {
+	l.Grants = slices.DeleteFunc(l.Grants, func(old server.Grant) bool { return old.ID == id })
+	if g != nil {
+		l.Grants = append(l.Grants, *g)
+	}
+}

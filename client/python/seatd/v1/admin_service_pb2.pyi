@@ -651,9 +651,17 @@ class UsageEvent(_message.Message):
     def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., end_state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ...) -> None: ...
 
 class UsageReportRow(_message.Message):
-    __slots__ = ["acquisitions", "bucket_start", "denials", "distinct_users", "feature", "license_id", "mean_queue_wait", "peak_seats", "queue_waits", "seat_hours"]
+    __slots__ = ["acquisitions", "bucket_start", "denials", "denials_by_reason", "distinct_users", "feature", "license_id", "mean_queue_wait", "peak_seats", "queue_waits", "seat_hours"]
+    class DenialsByReasonEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     ACQUISITIONS_FIELD_NUMBER: _ClassVar[int]
     BUCKET_START_FIELD_NUMBER: _ClassVar[int]
+    DENIALS_BY_REASON_FIELD_NUMBER: _ClassVar[int]
     DENIALS_FIELD_NUMBER: _ClassVar[int]
     DISTINCT_USERS_FIELD_NUMBER: _ClassVar[int]
     FEATURE_FIELD_NUMBER: _ClassVar[int]
@@ -665,6 +673,7 @@ class UsageReportRow(_message.Message):
     acquisitions: int
     bucket_start: _timestamp_pb2.Timestamp
     denials: int
+    denials_by_reason: _containers.ScalarMap[str, int]
     distinct_users: int
     feature: str
     license_id: str
@@ -672,7 +681,7 @@ class UsageReportRow(_message.Message):
     peak_seats: int
     queue_waits: int
     seat_hours: float
-    def __init__(self, license_id: _Optional[str] = ..., bucket_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., peak_seats: _Optional[int] = ..., seat_hours: _Optional[float] = ..., acquisitions: _Optional[int] = ..., denials: _Optional[int] = ..., distinct_users: _Optional[int] = ..., queue_waits: _Optional[int] = ..., mean_queue_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., feature: _Optional[str] = ...) -> None: ...
+    def __init__(self, license_id: _Optional[str] = ..., bucket_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., peak_seats: _Optional[int] = ..., seat_hours: _Optional[float] = ..., acquisitions: _Optional[int] = ..., denials: _Optional[int] = ..., distinct_users: _Optional[int] = ..., queue_waits: _Optional[int] = ..., mean_queue_wait: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., feature: _Optional[str] = ..., denials_by_reason: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class UserUsage(_message.Message):
     __slots__ = ["seat_hours", "sessions", "user"]

@@ -261,7 +261,8 @@ class AdminServiceServicer(object):
         """SetLicensePolicy replaces a license's policy as one document, validated
         as a whole (a refusal names the rule and field, and changes nothing).
         It applies to the next acquisition on every instance; no held lease
-        ends. An empty policy removes it.
+        ends. An empty policy ({}) removes it; a request without a policy (over
+        REST, a PUT without a body) is refused, INVALID_ARGUMENT naming policy.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -276,7 +277,9 @@ class AdminServiceServicer(object):
 
     def PutGroup(self, request, context):
         """PutGroup creates or replaces a group (by name). The policies that name
-        it judge by its new members from the next acquisition on.
+        it judge by its new members from the next acquisition on. A change of
+        kind while a policy names the group is refused (FAILED_PRECONDITION
+        GROUP_IN_USE, naming the licenses).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -392,6 +392,11 @@ local function acquire(b)
       displaced[#displaced + 1] = lid
     end
   end
+  -- So do the lapsed leases in the way of the policy's caps and
+  -- reservations (policy.lua).
+  if P then
+    policy_ends(P, take, i, npools, nscope, bads, confs, displaced)
+  end
   use_pool(i)
   -- The seats of the earliest lapsed leases the grant needs.
   local total = redis.call('ZCARD', K_DL)

@@ -148,6 +148,244 @@ local function taken(P, i, id)
 end
 
 
+-- policy_ends ends the lapsed leases in the way of a grant under P (the
+-- reservation take, 0 a shared seat) from pool from, as
+-- server/embedded/policy.go policyEnds does (server.PolicyStore): a
+-- lapsed lease may come back unjudged (the write-behind slack after a
+-- loss of Redis gives every active lease time back), so the grant must
+-- hold with the lapsed leases counted too (but borrowed ones: they never
+-- come back). While that judgment refuses, the earliest (deadline, then
+-- id) lapsed lease that counts in the refusing figure ends: one under the
+-- refusing cap (of any pool of the scope); for the seat count, one of
+-- from, else of the usable pools; for a reservation, one of the usable
+-- pools that is shared (or of a reservation over its seats, or of take),
+-- else any of them. It ends as the seat count's displaced leases do: out
+-- of the live state into the expiring hash, named in displaced (pool,
+-- id ...), for the caller to record expired. The others keep their
+-- chance to revive. Call it once the other leases ending with the grant
+-- are out of the live state, before the seat count's displacement.
+local function policy_ends(P, take, from, npools, nscope, bads, confs, displaced)
+  if #P[6] == 0 and #P[7] == 0 then
+    return
+  end
+  local now = fmt(P_NOW)
+  local function dl_key(i) return KEYS[(i - 1) * POOL_KEYS + 3] end
+  local function leases_key(i) return KEYS[(i - 1) * POOL_KEYS + 2] end
+  -- Nothing lapsed in the scope (the usual case): nothing in the way.
+  local any = false
+  for i = 1, nscope do
+    if redis.call('ZCOUNT', dl_key(i), '-inf', now) > 0 then
+      any = true
+      break
+    end
+  end
+  if not any then
+    return
+  end
+
+  local function borrowed(i, id)
+    local raw = redis.call('HGET', leases_key(i), id)
+    return not raw or unpack_rec(raw)[BOR] ~= nil
+  end
+  -- lease_of is the lease of an index member (rest: pool \0 lease) if it
+  -- counts: {pool, id, deadline, lapsed}; nil if it is gone, or borrowed
+  -- and lapsed.
+  local function lease_of(rest)
+    local z = string.find(rest, '\0', 1, true)
+    local i = z and pool_at[string.sub(rest, 1, z - 1)]
+    if not i then
+      return nil
+    end
+    local id = string.sub(rest, z + 1)
+    local dl = redis.call('ZSCORE', dl_key(i), id)
+    if not dl then
+      return nil
+    end
+    dl = tonumber(dl)
+    if dl > P_NOW then
+      return {i, id, dl, false}
+    end
+    if borrowed(i, id) then
+      return nil
+    end
+    return {i, id, dl, true}
+  end
+  local function each_member(prefix, f)
+    for _, m in ipairs(redis.call('ZRANGEBYLEX', P_IDX, '[' .. prefix, '(' .. prefix .. '\255')) do
+      local l = lease_of(string.sub(m, #prefix + 1))
+      if l then
+        f(l)
+      end
+    end
+  end
+  -- each_under calls f with each lease that counts under cap c (as
+  -- count_names reads them).
+  local function each_under(c, f)
+    local lo = P[1] .. '\0' .. c[1] .. '\0'
+    local names = c[3]
+    if #names <= 16 or #names * 4 <= redis.call('ZLEXCOUNT', P_IDX, '[' .. lo, '(' .. lo .. '\255') then
+      for _, name in ipairs(names) do
+        each_member(lo .. name .. '\0', f)
+      end
+      return
+    end
+    local set = {}
+    for _, name in ipairs(names) do
+      set[name] = true
+    end
+    for _, m in ipairs(redis.call('ZRANGEBYLEX', P_IDX, '[' .. lo, '(' .. lo .. '\255')) do
+      local rest = string.sub(m, #lo + 1)
+      local z = string.find(rest, '\0', 1, true)
+      local l = z and set[string.sub(rest, 1, z - 1)] and lease_of(string.sub(rest, z + 1))
+      if l then
+        f(l)
+      end
+    end
+  end
+  -- reservation_of is the reservation of P a lease took (0: none of them).
+  local function reservation_of(i, id)
+    for k, r in ipairs(P[7]) do
+      if redis.call('ZSCORE', P_IDX, P[1] .. '\0r\0' .. r[1] .. '\0' .. P[5][i] .. '\0' .. id) then
+        return k
+      end
+    end
+    return 0
+  end
+  -- first_lapsed is the earliest lapsed lease of pool i (not borrowed)
+  -- that ok accepts, or nil.
+  local function first_lapsed(i, ok)
+    local off = 0
+    while true do
+      local batch = redis.call('ZRANGEBYSCORE', dl_key(i), '-inf', now, 'WITHSCORES', 'LIMIT', off, 64)
+      if #batch == 0 then
+        return nil
+      end
+      for j = 1, #batch, 2 do
+        local id = batch[j]
+        if not borrowed(i, id) and ok(i, id) then
+          return {i, id, tonumber(batch[j + 1]), true}
+        end
+      end
+      off = off + 64
+    end
+  end
+  -- The lapsed borrowed leases of a pool (its count with the lapsed
+  -- ones is its deadlines' size less those), counted only when the
+  -- judgment refuses without them taken off.
+  local lapsed_borrowed = {}
+  local function pool_count(i, exact)
+    local n = redis.call('ZCARD', dl_key(i))
+    if exact then
+      if not lapsed_borrowed[i] then
+        lapsed_borrowed[i] = 0
+        for _, id in ipairs(redis.call('ZRANGEBYSCORE', dl_key(i), '-inf', now)) do
+          if borrowed(i, id) then
+            lapsed_borrowed[i] = lapsed_borrowed[i] + 1
+          end
+        end
+      end
+      n = n - lapsed_borrowed[i]
+    end
+    return n
+  end
+  -- seats_verdict is server.Judge past the caps, with the lapsed leases
+  -- counted: nil (granted), 'seats' or 'reserved' and the reservations'
+  -- counts.
+  local function seats_verdict(exact)
+    local n, limit = 0, 0
+    for i = 1, npools do
+      if bads[i] == '' then
+        local l = confs[i].seats + confs[i].overdraft
+        n, limit = n + math.min(pool_count(i, exact), l), limit + l
+      end
+    end
+    local held, unused, takes = {}, 0, false
+    for k, r in ipairs(P[7]) do
+      held[k] = 0
+      each_member(P[1] .. '\0r\0' .. r[1] .. '\0', function() held[k] = held[k] + 1 end)
+      local free = math.max(0, r[2] - held[k])
+      unused = unused + free
+      takes = takes or (k == take and free > 0)
+    end
+    if n >= limit then
+      return 'seats', held
+    end
+    if takes or n + unused < limit then
+      return nil
+    end
+    return 'reserved', held
+  end
+
+  local all = function() return true end
+  while true do
+    local best
+    local function consider(l)
+      if l and l[4] and (not best or l[3] < best[3] or l[3] == best[3] and l[2] < best[2]) then
+        best = l
+      end
+    end
+    local refused = false
+    for _, c in ipairs(P[6]) do
+      local n = 0
+      best = nil
+      each_under(c, function(l)
+        n = n + 1
+        consider(l)
+      end)
+      if n >= c[2] then
+        refused = true
+        break
+      end
+    end
+    if not refused then
+      best = nil
+      local why, held = seats_verdict(false)
+      if why then
+        why, held = seats_verdict(true)
+      end
+      if not why then
+        return
+      end
+      if why == 'seats' then
+        consider(first_lapsed(from, all))
+      else
+        -- Ending a lease of a reservation within its seats frees a seat
+        -- and adds an unused reserved one: nothing changes.
+        local over = {}
+        for k, r in ipairs(P[7]) do
+          over[k] = held[k] > r[2] or k == take
+        end
+        local function shared_or_over(i, id)
+          local k = reservation_of(i, id)
+          return k == 0 or over[k]
+        end
+        for i = 1, npools do
+          if bads[i] == '' then
+            consider(first_lapsed(i, shared_or_over))
+          end
+        end
+      end
+      if not best then
+        for i = 1, npools do
+          if bads[i] == '' then
+            consider(first_lapsed(i, all))
+          end
+        end
+      end
+    end
+    if not best then
+      return -- cannot be: the live counts granted
+    end
+    local i, id = best[1], best[2]
+    local raw = redis.call('HGET', leases_key(i), id)
+    use_pool(i)
+    unlink(id, unpack_rec(raw))
+    redis.call('HSET', K_EXP, id, raw)
+    displaced[#displaced + 1] = i
+    displaced[#displaced + 1] = id
+  end
+end
+
 -- hands_back says whether the live lease lid (record r) of pool i, of
 -- the acquisition's keys, is handed back to it under decision P: always
 -- without rules for the pool (P nil, or P[8] ~= 1) and for a borrowed

@@ -859,7 +859,8 @@ export const PolicySubject_KindSchema: GenEnum<PolicySubject_Kind> = /*@__PURE__
  */
 export type IdentityGroup = Message<"seatd.v1.IdentityGroup"> & {
   /**
-   * 1-128 printable characters; unique in the tenant.
+   * 1-128 printable characters, no '/' (REST names a group in its path);
+   * unique in the tenant.
    *
    * @generated from field: string name = 1;
    */
@@ -871,7 +872,8 @@ export type IdentityGroup = Message<"seatd.v1.IdentityGroup"> & {
   kind: IdentityGroup_Kind;
 
   /**
-   * At most 10000, each 1-128 printable characters, no duplicates.
+   * At least 1, at most 10000, each 1-128 printable characters, no
+   * duplicates.
    *
    * @generated from field: repeated string members = 3;
    */
