@@ -122,8 +122,14 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *li
 	l.AcquiredAt, l.LastHeartbeatAt, l.ExpiresAt = g.Acquired, g.Heartbeat, g.Deadline
 	l.Borrowed, l.Feature, l.Version, l.Reservation = req.BorrowFor > 0, req.Feature, req.Version, g.Reservation
 	// The lapsed leases whose seats or keys this grant took are recorded
-	// expired first: otherwise a rebuild (Redis loss) could count them
-	// again next to this one.
+	// expired first, and the live lease it replaced revoked: otherwise a
+	// rebuild (Redis loss) could count them again next to this one.
+	if g.Replaced != nil {
+		if err := s.recordReplaced(ctx, l.ID, g.Replaced, g.Acquired); err != nil {
+			s.takeBack(ctx, l.LicenseID, l.ID)
+			return server.AcquireResult{}, false, s.fail("acquire: record the end of the lease replaced", err)
+		}
+	}
 	if len(g.Displaced) > 0 {
 		if err := s.expireDisplaced(ctx, l.LicenseID, g.Displaced, g.DisplacedPools); err != nil {
 			s.takeBack(ctx, l.LicenseID, l.ID)
@@ -141,6 +147,33 @@ func (s *Store) recordNew(ctx context.Context, req *server.AcquireRequest, g *li
 	}
 	retry, err = s.notRecorded(ctx, req, l.LicenseID, l.ID, g, err)
 	return server.AcquireResult{}, retry, err
+}
+
+// recordReplaced records the end of the live lease of another user or
+// host that a grant under a site policy replaced (acquire_pools.lua took
+// it out of the live state into the expiring hash, as take.lua does):
+// revoked, audited as the store's own act with the lease that replaced
+// it, then dropped from Redis. If it ended meanwhile (its expiry was
+// observed), that end stands, unaudited.
+func (s *Store) recordReplaced(ctx context.Context, by string, rp *live.ReplacedLease, now time.Time) error {
+	ended, ok, err := s.rec.EndLease(ctx, rp.LeaseID, server.LeaseRevoked, now, &rp.Heartbeat, &rp.Deadline)
+	if err != nil || !ok {
+		return err
+	}
+	err = s.rec.AppendAudit(ctx, server.AuditEntry{
+		ID: server.NewID("aud_"), TenantID: ended.TenantID, Actor: "system", Action: "lease.replace",
+		Resource: "lease", ResourceID: ended.ID, At: now,
+		Details: map[string]string{"license_id": ended.LicenseID, "replaced_by": by},
+	})
+	if err != nil {
+		return err
+	}
+	// Held in the expiring hash, it holds no seat: a failed drop is
+	// finished by the reconciliation of recorded ends (dropEnded).
+	if err := s.dropEnded(ctx, rp.PoolID, rp.LeaseID); err != nil {
+		s.log.Warn("distributed store: drop a replaced lease from Redis; the reconciliation will", "lease", rp.LeaseID, "err", err)
+	}
+	return nil
 }
 
 // insertSession records a granted lease (record.InsertSession), through

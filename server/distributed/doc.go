@@ -143,6 +143,20 @@
 // that no insert in flight is missed; a build begun before a loss or a
 // rebuild starts again). A build adds to what the index holds.
 //
+// On a scope the policy has rules of, a live lease of the request's keys
+// is handed back only to its own user and host (server.LeaseStore): every
+// lease has an identity member (scope, 'i', user and lower-cased host,
+// empty ones too) that the script looks up with one ZSCORE. For another
+// identity the lease's seat counts free (in its pool's count and in the
+// policy's counts) and the acquisition is judged as new; a grant moves
+// the old lease to the expiring hash in the same step (as take.lua does)
+// and names it, and recordNew records it revoked, with its audit entry
+// (actor "system", "lease.replace"), before the new lease's INSERT, as it
+// records displaced leases expired first. A crash in between leaves it
+// expiring: the cleanup records it expired. A borrowed lease is always
+// handed back. An index built before identity members existed lacks
+// them: its holders are replaced, not handed back, until it is rebuilt.
+//
 // The index never loses the member of a live lease while the pools' live
 // state persists: a lease granted in Redis whose INSERT has not started
 // is in no snapshot of the record, so a build could not bring its members

@@ -139,7 +139,8 @@ func newLicensePolicy(p *server.Policy) *licensePolicy {
 func (lp *licensePolicy) judgement(feature string, req *server.AcquireRequest) (server.Decision, *live.Judgement) {
 	d := lp.compiled.Decide(feature, server.Identity{User: req.User, Host: req.Hostname})
 	host := strings.ToLower(req.Hostname)
-	j := &live.Judgement{Scope: feature, User: req.User, Host: host, Refused: d.Refusal != nil}
+	j := &live.Judgement{Scope: feature, User: req.User, Host: host, Refused: d.Refusal != nil,
+		OwnHandBack: lp.compiled.HasRules(feature)}
 	if len(d.Caps) > 0 {
 		j.Caps = make([]live.JudgedCap, len(d.Caps))
 	}

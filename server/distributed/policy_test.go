@@ -371,14 +371,14 @@ func TestPolicyIndexDropsEndedLeases(t *testing.T) {
 	require.NoError(t, err)
 	b, btok, err := tryAs(ctx, s, lic.Key, "b1", "bob", "h", "", "")
 	require.NoError(t, err)
-	require.Len(t, indexOf(t, s, lic.ID), 4, "user and host of each")
+	require.Len(t, indexOf(t, s, lic.ID), 6, "identity, user and host of each")
 
 	_, err = s.Release(ctx, a.Lease.ID, server.HashSecret(tok))
 	require.NoError(t, err)
 	a2, _, err := tryAs(ctx, s, lic.Key, "a2", "ann", "h", "", "")
 	require.NoError(t, err, "ann's ended lease no longer counts")
 	ms := indexOf(t, s, lic.ID)
-	require.Len(t, ms, 5, "ann's old user member went as it was counted")
+	require.Len(t, ms, 8, "ann's old user member went as it was counted")
 	for _, m := range ms {
 		require.False(t, strings.HasPrefix(m, "\x00u\x00ann\x00") && strings.HasSuffix(m, live.LeaseKey(a.Lease.ID)))
 	}
@@ -387,7 +387,7 @@ func TestPolicyIndexDropsEndedLeases(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.prunePolicyIndexes(ctx))
 	ms = indexOf(t, s, lic.ID)
-	require.Len(t, ms, 2, "only the live lease's members are left")
+	require.Len(t, ms, 3, "only the live lease's members are left (the prune reads identity members too)")
 	for _, m := range ms {
 		require.True(t, strings.HasSuffix(m, "\x00\x00"+live.LeaseKey(a2.Lease.ID)), "the base pool's members name no grant")
 	}
@@ -544,4 +544,43 @@ func TestPolicyHoldsUnderRaces(t *testing.T) {
 	require.Positive(t, granted.Load())
 	require.Positive(t, refused[server.ReasonSeatsReserved], "the reservation was contended")
 	t.Logf("granted %d, refused %v", granted.Load(), refused)
+}
+
+// TestHandBackComparesEmptyIdentities: a lease is handed back only to a
+// request of its own user and host, empty ones included (its identity
+// member holds both), hosts without case; any other is a new lease that
+// replaces it.
+func TestHandBackComparesEmptyIdentities(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 5, time.Hour)
+	setPolicy(t, s, lic, server.PolicyRule{Kind: server.RuleMax, Count: 2, Subject: userSubject("ann")})
+	ctx := t.Context()
+	anon, _, err := tryAs(ctx, s, lic.Key, "m1", "", "", "", "")
+	require.NoError(t, err)
+	again, _, err := tryAs(ctx, s, lic.Key, "m1", "", "", "", "")
+	require.NoError(t, err)
+	require.True(t, again.Existing, "no user, no host: its own")
+	require.Equal(t, anon.Lease.ID, again.Lease.ID)
+
+	ann, _, err := tryAs(ctx, s, lic.Key, "m1", "ann", "", "", "")
+	require.NoError(t, err)
+	require.False(t, ann.Existing, "a user where the lease has none")
+	require.Equal(t, server.LeaseRevoked, mustLease(t, s, tn.ID, anon.Lease.ID).State)
+	onHost, _, err := tryAs(ctx, s, lic.Key, "m1", "ann", "WS1", "", "")
+	require.NoError(t, err)
+	require.False(t, onHost.Existing, "a host where the lease has none")
+	require.Equal(t, server.LeaseRevoked, mustLease(t, s, tn.ID, ann.Lease.ID).State)
+	same, _, err := tryAs(ctx, s, lic.Key, "m1", "ann", "ws1", "", "")
+	require.NoError(t, err)
+	require.True(t, same.Existing, "hosts compare without case")
+	require.Equal(t, onHost.Lease.ID, same.Lease.ID)
+	require.Equal(t, 1, same.SeatsInUse, "each replaced lease gave its seat")
+}
+
+func mustLease(t *testing.T, s *Store, tenantID, id string) server.Lease {
+	t.Helper()
+	l, err := s.GetLease(t.Context(), tenantID, id)
+	require.NoError(t, err)
+	return l
 }

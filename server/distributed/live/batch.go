@@ -39,7 +39,7 @@ var shapes = map[*redis.Script]scriptShape{
 	scriptEnd:       {max: 256}, // reply is a count, shared
 	scriptNoop:      {head: 1, width: 1, max: 128},
 	// A feature's acquisitions on the same pools (licReq.keys) share a run.
-	scriptAcquirePools: {head: 6, width: 13, max: 64},
+	scriptAcquirePools: {head: 6, width: 14, max: 64},
 }
 
 // licReq is one call of a hot script on one license: on its keys

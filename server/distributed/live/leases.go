@@ -78,6 +78,16 @@ type Acquisition struct {
 	// Reservation is the site-policy reservation whose seat a new lease
 	// took (Judgement's key; "" a shared seat, or no policy).
 	Reservation string
+	// Replaced is the live lease of the same keys but another user or
+	// host whose place a new lease took (AcquirePools, under a site
+	// policy): out of the live state, expiring, to be recorded revoked.
+	Replaced *ReplacedLease
+}
+
+// ReplacedLease is an Acquisition's Replaced.
+type ReplacedLease struct {
+	PoolID, LeaseID     string
+	Heartbeat, Deadline time.Time
 }
 
 // Acquire asks for a seat of the license under req.LeaseID, or for the

@@ -34,6 +34,10 @@ type Judgement struct {
 	Caps []JudgedCap
 	// Reservations are the decision's, in order.
 	Reservations []JudgedReservation
+	// OwnHandBack: the policy has rules of the scope, so a live lease of
+	// the acquisition's keys is handed back only to its own user and host
+	// (server.LeaseStore's policy section); another's grant replaces it.
+	OwnHandBack bool
 }
 
 // JudgedCap is a cap of a Judgement.
@@ -65,7 +69,7 @@ func EncodeNames(names ...string) Names {
 }
 
 // encode is the decision as acquire_pools.lua decodes it (JSON): [scope,
-// user, host, refused, pool names, caps, reservations].
+// user, host, refused, pool names, caps, reservations, own hand-back].
 func (j *Judgement) encode(poolNames []byte) []byte {
 	b := make([]byte, 0, 128+len(poolNames))
 	b = append(b, '[')
@@ -114,7 +118,10 @@ func (j *Judgement) encode(poolNames []byte) []byte {
 			b = append(b, ",0]"...)
 		}
 	}
-	return append(b, "]]"...)
+	if j.OwnHandBack {
+		return append(b, "],1]"...)
+	}
+	return append(b, "],0]"...)
 }
 
 func appendJSONString(b []byte, s string) []byte {
@@ -151,6 +158,7 @@ type PolicyHolder struct {
 // members are the holder's index members (lua/acquire_pools.lua).
 func (h PolicyHolder) members(to []any) []any {
 	tail := "\x00" + indexPoolName(h.PoolID) + "\x00" + leaseKey(h.LeaseID)
+	to = append(to, h.Scope+"\x00i\x00"+h.User+"\x00"+strings.ToLower(h.Host)+tail)
 	if h.User != "" {
 		to = append(to, h.Scope+"\x00u\x00"+h.User+tail)
 	}

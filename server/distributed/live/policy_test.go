@@ -125,19 +125,19 @@ func TestAcquirePoolsJudgesAPolicy(t *testing.T) {
 	require.NoError(t, rs.AcquirePoolSet(t.Context(), set, req("x", "ann"), judged("ann"), &g))
 	require.Equal(t, StatusHandedBack, g.Status, "a live lease of the same keys is handed back, not judged")
 	require.Equal(t, ann, g.LeaseID)
-	require.ElementsMatch(t, []string{"|u|ann", "|h|node-1", "|u|bob", "|h|node-1", "|r|r:group/night"}, indexMembers(t, rs, lic.ID))
+	require.ElementsMatch(t, []string{"|i|ann", "|u|ann", "|h|node-1", "|i|bob", "|u|bob", "|h|node-1", "|r|r:group/night"}, indexMembers(t, rs, lic.ID))
 
 	// Ann's lease ends: her user member goes when she is counted again
-	// (her host member stays: no cap counted it).
+	// (her host and identity members stay: no count met them).
 	require.NoError(t, rs.End(t.Context(), lic.ID, []string{ann}))
 	acquire("x3", "ann")
 	require.Equal(t, StatusGranted, g.Status)
 	require.NotEqual(t, ann, g.LeaseID)
-	require.ElementsMatch(t, []string{"|u|ann", "|h|node-1", "|h|node-1", "|u|bob", "|h|node-1", "|r|r:group/night"},
+	require.ElementsMatch(t, []string{"|i|ann", "|i|ann", "|u|ann", "|h|node-1", "|h|node-1", "|i|bob", "|u|bob", "|h|node-1", "|r|r:group/night"},
 		indexMembers(t, rs, lic.ID))
 
 	// Bob's lease ends and nobody counts him: the prune takes his members,
-	// and ann's old host member.
+	// and ann's old host and identity members.
 	require.NoError(t, rs.End(t.Context(), lic.ID, []string{bob}))
 	next, removed, err := rs.PrunePolicyIndex(t.Context(), lic.ID, 1, []string{lic.ID}, "", 2)
 	require.NoError(t, err)
@@ -148,8 +148,8 @@ func TestAcquirePoolsJudgesAPolicy(t *testing.T) {
 		require.NoError(t, err)
 		removed += n
 	}
-	require.Equal(t, 4, removed)
-	require.ElementsMatch(t, []string{"|u|ann", "|h|node-1"}, indexMembers(t, rs, lic.ID))
+	require.Equal(t, 6, removed)
+	require.ElementsMatch(t, []string{"|i|ann", "|u|ann", "|h|node-1"}, indexMembers(t, rs, lic.ID))
 
 	// A rebuild of the pool takes the marker away.
 	buildPolicyPool(t, rs, lic, 5, 2)

@@ -206,6 +206,10 @@ func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.A
 			a.Displaced = append(a.Displaced, leaseIDOf(replyString(d[k+1])))
 		}
 	}
+	if rp, _ := res[13].([]any); len(rp) == 4 {
+		a.Replaced = &ReplacedLease{PoolID: poolOf(rp[0]), LeaseID: leaseIDOf(replyString(rp[1])),
+			Heartbeat: usTime(replyInt(rp[2])), Deadline: usTime(replyInt(rp[3]))}
+	}
 	if a.Status == StatusUnusable {
 		unusable(r, out)
 		return nil

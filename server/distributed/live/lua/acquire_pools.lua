@@ -5,7 +5,10 @@
 -- acquisitions on the same pools that arrived together (../batch.go) and
 -- judges each on its own, in order, as if it came alone:
 --   1. a live lease of the acquisition's idempotency key, else of its
---      dedupe key, in any usable pool is handed back (new token);
+--      dedupe key, in any usable pool is handed back (new token) (with
+--      a policy of the scope, only to its own user and host: for another
+--      the lease's seat counts free, and a grant replaces the lease,
+--      policy.lua hands_back);
 --      a replay of the script (same lease id and token) answers its grant;
 --   2. else the first usable pool with a free seat grants, exactly as
 --      acquire.lua does in one license: lapsed leases whose seat it needs
@@ -24,7 +27,9 @@
 -- over the usable pools it may take (each pool's count at most its
 -- limit), and, from the policy index (KEYS: index, marker), the live
 -- leases of the scope under each cap's identities and each reservation:
---   index members are  scope \0 'u' \0 user \0 pool \0 lease,
+--   index members are  scope \0 'i' \0 user \0 host \0 pool \0 lease
+--                      (every lease's, empty user or host too),
+--                      scope \0 'u' \0 user \0 pool \0 lease,
 --                      scope \0 'h' \0 host \0 pool \0 lease (lower case),
 --                      scope \0 'r' \0 reservation key \0 pool \0 lease
 --   (score 0, read by lexicographic range; scope: '' the base pool, else
@@ -49,23 +54,25 @@
 --       [scope, user, host (lower case), refused (0/1), [pool of each
 --       KEYS pool: '' or the grant's id after the dot], [[tag 'u'|'h',
 --       limit, [names]] per cap], [[key, seats, member (0/1)] per
---       reservation]].
+--       reservation], the policy has rules of the scope (0/1): a lease
+--       is handed back only to its own user and host].
 -- Returns, for all of them, {{'NOCONF', i...}} (pools without live state;
 -- 0: the license), {{'DELETED', i}} (0: the license), {{'STALE', version
 -- in Redis}} (the grants changed), {{'NOPOLICYINDEX', generation}}; else {'OK',
 -- {each pool's json, or '' when no acquisition of the run was judged in
 -- it}, {epoch}, {settings version}, {usable() status or ''}, {start
--- (µs)} (of the pools that may grant), then per acquisition 13 values:
+-- (µs)} (of the pools that may grant), then per acquisition 14 values:
 -- status, i, lease id, acquired, last_hb, deadline, token_seq, in use,
 -- previous first deadline of pool i, dedupe key, limit, displaced {pool,
--- id, pool, id ...}, policy}, status as acquire.lua's, or 'UNUSABLE', or
+-- id, pool, id ...}, policy, replaced {pool, id, last_hb, deadline} (the
+-- live lease a grant took the place of, now expiring, or {})}, status as acquire.lua's, or 'UNUSABLE', or
 -- 'POLICYREFUSED'; i is the pool judged (0: none). A borrow refusal gives
 -- the time it was judged at in place of acquired (acquire.lua). policy is
 -- for a grant the index (from 1) of the reservation whose seat it took (0
 -- a shared seat), for POLICYREFUSED {cap counts, reservation counts} of
 -- the caps and reservations judged (in use and limit: n and the limit),
 -- else 0.
-local ARGS_PER, OUT_PER = 16, 13
+local ARGS_PER, OUT_PER = 16, 14
 local npools, nscope = tonumber(ARGV[2]), tonumber(ARGV[3])
 local LIC_CONF = KEYS[nscope * POOL_KEYS + 1]
 local K_IDX, K_MARK = KEYS[nscope * POOL_KEYS + 2], KEYS[nscope * POOL_KEYS + 3]
@@ -151,12 +158,12 @@ local function acquire(b)
     return dk or fallback
   end
 
-  local function reply(status, i, r, lid, n, prev, limit, displaced, pol)
+  local function reply(status, i, r, lid, n, prev, limit, displaced, pol, replaced)
     local acq, hb, dl, seq, dk = 0, 0, 0, 0, ''
     if r then
       acq, hb, dl, seq, dk = r[ACQ], r[HB], r[DL], r[SEQ], r[DEDUPE]
     end
-    return {status, i, lid or '', acq, hb, dl, seq, n or 0, prev or -1, dk, limit or 0, displaced or {}, pol or 0}
+    return {status, i, lid or '', acq, hb, dl, seq, n or 0, prev or -1, dk, limit or 0, displaced or {}, pol or 0, replaced or {}}
   end
 
   -- replay answers the grant this acquisition got in an earlier run of the
@@ -225,7 +232,7 @@ local function acquire(b)
   -- bulk of a feature's acquisition). keyed notes the lapsed leases of
   -- this acquisition's keys, pool, id, pool, id ...
   local keyed, noted = {}, {}
-  local by_dedupe -- {pool, id, record} of the first usable live lease of the dedupe key
+  local by_idem, by_dedupe -- {pool, id, record} of the first usable live lease of each key
   for i = 1, npools do
     use_pool(i)
     for k = 1, 2 do
@@ -246,17 +253,24 @@ local function acquire(b)
             keyed[#keyed + 1] = lid
           end
         elseif (r[BOR] ~= nil) == borrowing and bads[i] == '' then
-          if k == 1 then
+          if k == 1 and hands_back(P, i, lid, r) then
             return hand_back(i, lid, r)
+          elseif k == 1 then
+            by_idem = by_idem or {i, lid, r}
+          else
+            by_dedupe = by_dedupe or {i, lid, r}
           end
-          by_dedupe = by_dedupe or {i, lid, r}
         end
       end
     end
   end
-  if by_dedupe then
-    return hand_back(by_dedupe[1], by_dedupe[2], by_dedupe[3])
+  -- A lease the policy hands back only to its own user and host is,
+  -- for another, replaced: its seat counts free below, a grant ends it.
+  local held = by_idem or by_dedupe
+  if held and hands_back(P, held[1], held[2], held[3]) then
+    return hand_back(held[1], held[2], held[3])
   end
+  local gone = held and held[1] or 0 -- the pool of the lease replaced
 
   -- The site policy: judged over the usable pools that may grant.
   local take = 0
@@ -267,7 +281,11 @@ local function acquire(b)
         any = true
         use_pool(i)
         local l = confs[i].seats + confs[i].overdraft
-        n, limit = n + math.min(count_of(i), l), limit + l
+        local c = count_of(i)
+        if i == gone then
+          c = c - 1
+        end
+        n, limit = n + math.min(c, l), limit + l
       end
     end
     if any then
@@ -290,6 +308,9 @@ local function acquire(b)
       local conf = confs[i]
       local limit = conf.seats + conf.overdraft
       local n = count_of(i)
+      if i == gone then
+        n = n - 1
+      end
       local why, wn, wl = nil, 0, 0
       local nb, nret = nil, 0
       if borrowing then
@@ -343,6 +364,20 @@ local function acquire(b)
   for _, lid in ipairs(redis.call('HKEYS', K_EXP)) do
     displaced[#displaced + 1] = i
     displaced[#displaced + 1] = lid
+  end
+  -- The lease replaced leaves the live state for the expiring hash,
+  -- holding no seat: the caller records it revoked (as take.lua's).
+  local replaced = {}
+  if held then
+    local j, lid, hr = held[1], held[2], held[3]
+    use_pool(j)
+    if j ~= i then
+      counts[j] = count_of(j) - 1
+    end
+    local raw = redis.call('HGET', K_LEASES, lid)
+    unlink(lid, hr)
+    redis.call('HSET', K_EXP, lid, raw)
+    replaced = {j, lid, hr[HB], hr[DL]}
   end
   -- The lapsed leases of this acquisition's keys, in whichever pool, end
   -- with the grant (invariant 4).
@@ -409,7 +444,7 @@ local function acquire(b)
     n = n + 1
   end
   counts[i] = n
-  return reply('NEW', i, r, id, n, was, limit, displaced, take)
+  return reply('NEW', i, r, id, n, was, limit, displaced, take, replaced)
 end
 
 -- The pools' settings (epoch, version), usable() statuses and starts,
@@ -425,7 +460,7 @@ local granted = {}
 for b = 1, #ARGV, ARGS_PER do
   local ok, r = pcall(acquire, b + 3)
   if not ok then
-    r = {'ERR', 0, tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, -1, '', 0, {}, 0}
+    r = {'ERR', 0, tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, -1, '', 0, {}, 0, {}}
   end
   if r[2] > 0 then
     granted[r[2]] = true

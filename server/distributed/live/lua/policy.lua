@@ -5,8 +5,9 @@
 -- names of the pools of the scope in KEYS order (pool_at: a pool's name
 -- in the index, '' or the grant's id after the dot, to its place).
 local P_IDX, P_NOW, pool_at
+local P_GONE -- the member tail (pool \0 lease) of the lease the acquisition replaces, if any
 local function policy_use(idx, now, names)
-  P_IDX, P_NOW = idx, now
+  P_IDX, P_NOW, P_GONE = idx, now, nil
   if not pool_at then
     pool_at = {}
     for i, name in ipairs(names) do
@@ -18,6 +19,9 @@ end
 -- held_live says whether the lease of an index member (rest: pool \0
 -- lease) is live (true), lapsed (false) or gone from its pool (nil).
 local function held_live(rest)
+  if rest == P_GONE then
+    return false -- its seat is the acquisition's to take (hands_back)
+  end
   local z = string.find(rest, '\0', 1, true)
   local i = z and pool_at[string.sub(rest, 1, z - 1)]
   if not i then
@@ -118,7 +122,7 @@ end
 -- the reservation k it took (0: none).
 local function index_members(P, i, id, k)
   local tail = '\0' .. P[5][i] .. '\0' .. id
-  local out = {}
+  local out = {P[1] .. '\0i\0' .. P[2] .. '\0' .. P[3] .. tail}
   if P[2] ~= '' then
     out[#out + 1] = P[1] .. '\0u\0' .. P[2] .. tail
   end
@@ -380,4 +384,22 @@ local function policy_ends(P, take, from, npools, nscope, bads, confs, displaced
     displaced[#displaced + 1] = i
     displaced[#displaced + 1] = id
   end
+end
+
+-- hands_back says whether the live lease lid (record r) of pool i, of
+-- the acquisition's keys, is handed back to it under decision P: always
+-- without rules for the pool (P nil, or P[8] ~= 1) and for a borrowed
+-- lease; else only to a request of the lease's own user and host (its
+-- member 'i', which holds both, empty ones too). If not, the lease's seat
+-- counts free in the judgement that follows: the grant replaces it.
+local function hands_back(P, i, lid, r)
+  if not P or P[8] ~= 1 or r[BOR] then
+    return true
+  end
+  local tail = P[5][i] .. '\0' .. lid
+  if redis.call('ZSCORE', P_IDX, P[1] .. '\0i\0' .. P[2] .. '\0' .. P[3] .. '\0' .. tail) then
+    return true
+  end
+  P_GONE = tail
+  return false
 end

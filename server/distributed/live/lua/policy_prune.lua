@@ -12,7 +12,8 @@
 -- KEYS[4..]: the deadlines of each pool of the license; ARGV[4..]: the
 -- name of each ('' the license's own, else its grant's id after the dot).
 -- A member is scope \0 tag \0 name \0 pool \0 lease, the name of a
--- reservation ('r') holding one \0 of its own (acquire_pools.lua).
+-- reservation ('r') or an identity ('i': user \0 host) holding one \0 of
+-- its own (acquire_pools.lua).
 -- Returns {the last member read ('' when the index is done), removed}.
 local K_IDX, K_MARK, K_LIC = KEYS[1], KEYS[2], KEYS[3]
 local mark = redis.call('GET', K_MARK)
@@ -37,7 +38,8 @@ for _, m in ipairs(members) do
   local keep = false
   local a = string.find(m, '\0', 1, true)
   local z = a and string.find(m, '\0', a + 3, true)
-  if z and string.sub(m, a + 1, a + 1) == 'r' then
+  local tag = a and string.sub(m, a + 1, a + 1)
+  if z and (tag == 'r' or tag == 'i') then
     z = string.find(m, '\0', z + 1, true)
   end
   local e = z and string.find(m, '\0', z + 1, true)
