@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -758,4 +759,26 @@ func GroupKindInUse(name string, kind SubjectKind, licenseIDs []string) error {
 func GroupInUse(name string, licenseIDs []string) error {
 	return Errorf(EPRECONDITION, ReasonGroupInUse, "group %q is named by the policy of license %s: change those policies first",
 		name, strings.Join(licenseIDs, ", "))
+}
+
+// GroupNames lists the names of the groups the policy's rules and
+// priorities name, sorted (none for a nil policy).
+func (p *Policy) GroupNames() []string {
+	if p == nil {
+		return nil
+	}
+	var names []string
+	add := func(s Subject) {
+		if s.Kind.IsGroup() && !slices.Contains(names, s.Name) {
+			names = append(names, s.Name)
+		}
+	}
+	for _, r := range p.Rules {
+		add(r.Subject)
+	}
+	for _, pr := range p.Priorities {
+		add(pr.Subject)
+	}
+	slices.Sort(names)
+	return names
 }

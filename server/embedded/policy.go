@@ -531,31 +531,12 @@ func (s *Store) groups(tenantID string, names []string, count bool) (map[string]
 
 func groupKey(tenantID, name string) []byte { return append(prefix(tenantID), name...) }
 
-// named lists the names of the groups a policy's rules and priorities
-// name, sorted.
-func named(p *server.Policy) []string {
-	var names []string
-	add := func(s server.Subject) {
-		if s.Kind.IsGroup() && !slices.Contains(names, s.Name) {
-			names = append(names, s.Name)
-		}
-	}
-	for _, r := range p.Rules {
-		add(r.Subject)
-	}
-	for _, pr := range p.Priorities {
-		add(pr.Subject)
-	}
-	slices.Sort(names)
-	return names
-}
-
 // withGroups is a copy of p whose Groups are the groups it names, from
 // groups (by name), each with its own copy of its members.
 func withGroups(p *server.Policy, groups map[string]server.Group) *server.Policy {
 	c := clonePolicy(p)
 	c.Groups = nil
-	for _, name := range named(c) {
+	for _, name := range c.GroupNames() {
 		if g, ok := groups[name]; ok {
 			g.Members = slices.Clone(g.Members)
 			c.Groups = append(c.Groups, g)
@@ -582,7 +563,7 @@ func (s *Store) SetPolicy(_ context.Context, tenantID, licenseID string, p *serv
 	if !emptyPolicy(p) {
 		// Validated here, with the tenant's groups as they are: no group
 		// change can come between (lockGroups).
-		groups, _, err := s.groups(tenantID, named(p), false)
+		groups, _, err := s.groups(tenantID, p.GroupNames(), false)
 		if err != nil {
 			return server.License{}, err
 		}
@@ -654,7 +635,7 @@ func (s *Store) naming(tenantID, name string) []*license {
 		var out []*license
 		busy := false
 		for lic := range s.idx.policied[tenantID] {
-			if lic.deleted || !slices.Contains(named(lic.lic.Policy), name) {
+			if lic.deleted || !slices.Contains(lic.lic.Policy.GroupNames(), name) {
 				continue
 			}
 			busy = busy || lic.busy
@@ -678,7 +659,7 @@ func (s *Store) PutGroup(_ context.Context, g server.Group) (server.Group, error
 	lics := s.naming(g.TenantID, g.Name)
 	names := []string{g.Name}
 	for _, lic := range lics {
-		names = append(names, named(lic.lic.Policy)...)
+		names = append(names, lic.lic.Policy.GroupNames()...)
 	}
 	groups, count, err := s.groups(g.TenantID, names, true)
 	if err != nil {

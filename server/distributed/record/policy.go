@@ -73,35 +73,13 @@ func EmptyPolicy(p *server.Policy) bool {
 	return p == nil || len(p.Rules) == 0 && len(p.Linger) == 0 && len(p.Priorities) == 0
 }
 
-// NamedGroups lists the names of the groups a policy's rules and
-// priorities name, sorted.
-func NamedGroups(p *server.Policy) []string {
-	if p == nil {
-		return nil
-	}
-	var names []string
-	add := func(s server.Subject) {
-		if s.Kind.IsGroup() && !slices.Contains(names, s.Name) {
-			names = append(names, s.Name)
-		}
-	}
-	for _, r := range p.Rules {
-		add(r.Subject)
-	}
-	for _, pr := range p.Priorities {
-		add(pr.Subject)
-	}
-	slices.Sort(names)
-	return names
-}
-
 // withGroups is a copy of p whose Groups are the groups it names, taken
 // from groups (by name).
 func withGroups(p *server.Policy, groups map[string]server.Group) *server.Policy {
 	c := *p
 	c.Rules, c.Linger, c.Priorities = slices.Clone(p.Rules), slices.Clone(p.Linger), slices.Clone(p.Priorities)
 	c.Groups = nil
-	for _, name := range NamedGroups(&c) {
+	for _, name := range c.GroupNames() {
 		if g, ok := groups[name]; ok {
 			g.Members = slices.Clone(g.Members)
 			c.Groups = append(c.Groups, g)
@@ -217,7 +195,7 @@ func bumpGrants(ctx context.Context, tx pgx.Tx, licenseID string, gen int64) ([]
 
 // namingSQL selects the undeleted licenses of tenant $1 whose policy may
 // name group $2 (a rule's or a priority's subject of that name: the
-// caller checks the kind, NamedGroups).
+// caller checks the kind, Policy.GroupNames).
 const namingSQL = `SELECT ` + licenseCols + ` FROM licenses
 	WHERE tenant_id = $1 AND parent_id IS NULL AND deleted_at IS NULL AND policy IS NOT NULL
 		AND (policy->'rules' @> jsonb_build_array(jsonb_build_object('subject', jsonb_build_object('name', $2::text)))
@@ -234,7 +212,7 @@ func naming(ctx context.Context, tx pgx.Tx, tenantID, name, lock string) ([]Lice
 	}
 	out := all[:0]
 	for _, l := range all {
-		if slices.Contains(NamedGroups(l.Policy), name) {
+		if slices.Contains(l.Policy.GroupNames(), name) {
 			out = append(out, l)
 		}
 	}
