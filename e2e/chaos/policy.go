@@ -563,3 +563,69 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// Holder is a lease held at one instant, for CheckHolders: its id, the
+// client it was granted to, its feature ("" the base pool), and the
+// reservation the store says it took (Reserved: the index of a reserve
+// rule of pol, -1 a shared seat).
+type Holder struct {
+	Lease, User, Host, Feature string
+	Reserved                   int
+}
+
+// CheckHolders judges the leases a license with policy pol holds at one
+// instant (a snapshot of the record, whose active leases all count in
+// the live state: a grant is recorded after it counts, an end before it
+// stops counting), its base pool of limit seats: policy-exclude,
+// policy-include, policy-cap and policy-reserve as Check judges them at
+// one instant, and the store's own account of reserved seats
+// ("policy-reserved-seat"): a lease holds a reserved seat only of a
+// reservation of its pool that names its client, no reservation has more
+// leases than it keeps, and the shared seats of the base pool hold at
+// most limit less all reservations.
+func CheckHolders(pol Policy, license string, limit int, hs []Holder) []Violation {
+	var out []Violation
+	now := time.Unix(0, 0)
+	var holding []heldBy
+	perReservation := map[int]int{}
+	shared := 0
+	for _, h := range hs {
+		out = append(out, checkAdmitted(pol, license, h.Feature, h.User, h.Host, h.Lease, nil)...)
+		holding = append(holding, heldBy{held: held{lease: h.Lease, from: now, to: now.Add(time.Nanosecond)},
+			feature: h.Feature, user: h.User, host: h.Host})
+		bad := func(detail string) {
+			out = append(out, Violation{Property: "policy-reserved-seat", License: policyPool(license, h.Feature), Lease: h.Lease, Detail: detail})
+		}
+		switch {
+		case h.Reserved < 0 && h.Feature == "":
+			shared++
+		case h.Reserved < 0:
+		case h.Reserved >= len(pol.Rules) || pol.Rules[h.Reserved].Kind != Reserve || pol.Rules[h.Reserved].Feature != h.Feature:
+			bad(fmt.Sprintf("holds a seat of rule %d, not a reservation of its pool", h.Reserved))
+		case !pol.names(pol.Rules[h.Reserved].Subject, h.User, h.Host):
+			bad(fmt.Sprintf("user %q host %q holds a seat reserved for %s", h.User, h.Host, pol.Rules[h.Reserved].Subject))
+		default:
+			perReservation[h.Reserved]++
+		}
+	}
+	out = append(out, checkCaps(pol, license, holding)...)
+	out = append(out, checkReservations(pol, license, limit, holding)...)
+	kept := 0
+	for i, r := range pol.Rules {
+		if r.Kind != Reserve {
+			continue
+		}
+		if r.Feature == "" {
+			kept += r.Count
+		}
+		if n := perReservation[i]; n > r.Count {
+			out = append(out, Violation{Property: "policy-reserved-seat", License: policyPool(license, r.Feature),
+				Detail: fmt.Sprintf("%d leases hold the %d seats rule %d reserves for %s", n, r.Count, i, r.Subject)})
+		}
+	}
+	if shared > limit-kept {
+		out = append(out, Violation{Property: "policy-reserved-seat", License: license,
+			Detail: fmt.Sprintf("%d leases hold shared seats of the base pool, whose reservations leave %d of %d", shared, limit-kept, limit)})
+	}
+	return out
+}

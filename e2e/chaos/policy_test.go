@@ -201,3 +201,27 @@ func TestCheckRefusals(t *testing.T) {
 	four := history(two, as("", "farm-1", "", "c", 0, 10, 1000), as("ann", "", "", "d", 0, 10, 1000))
 	require.Empty(t, causes(history(four, []Op{refused("zed", "", "", ReasonSeatsExhausted, "", 500, 510)})))
 }
+
+func TestCheckHolders(t *testing.T) {
+	t.Parallel()
+	judge := func(hs ...Holder) []string { return props(CheckHolders(sitePolicy, "L", 4, hs)) }
+	ok := []Holder{{Lease: "a", User: "ann", Reserved: 0}, {Lease: "b", Host: "Farm-1", Reserved: 1},
+		{Lease: "c", User: "zed", Reserved: -1}, {Lease: "d", User: "ivy", Reserved: -1},
+		{Lease: "e", User: "ann", Feature: "sim", Reserved: -1}}
+	require.Empty(t, judge(ok...))
+	require.Equal(t, []string{"policy-exclude"}, judge(Holder{Lease: "a", User: "mallory", Reserved: -1}))
+	require.Equal(t, []string{"policy-include"}, judge(Holder{Lease: "a", User: "zed", Feature: "sim", Reserved: -1}))
+	require.Equal(t, []string{"policy-cap"}, judge(Holder{Lease: "a", Host: "kiosk", Reserved: -1}, Holder{Lease: "b", Host: "kiosk", Reserved: -1}))
+	// A non-member in a reserved seat.
+	require.Equal(t, []string{"policy-reserved-seat"}, judge(Holder{Lease: "a", User: "zed", Reserved: 0}))
+	// Two in the night's one seat.
+	require.Equal(t, []string{"policy-reserved-seat"}, judge(Holder{Lease: "a", User: "ann", Reserved: 0}, Holder{Lease: "b", User: "ben", Reserved: 0}))
+	// Three shared seats where the reservations leave two: also more
+	// outside the reservations than they leave.
+	require.Equal(t, []string{"policy-reserve", "policy-reserved-seat"}, judge(Holder{Lease: "a", User: "zed", Reserved: -1},
+		Holder{Lease: "b", User: "zed", Reserved: -1}, Holder{Lease: "c", User: "ivy", Reserved: -1}))
+	// ... but a member in a shared seat is only the store's account.
+	require.Equal(t, []string{"policy-reserved-seat"}, judge(Holder{Lease: "a", User: "zed", Reserved: -1},
+		Holder{Lease: "b", User: "zed", Reserved: -1}, Holder{Lease: "c", User: "ann", Reserved: -1}))
+	require.Equal(t, []string{"policy-reserved-seat"}, judge(Holder{Lease: "a", User: "ann", Reserved: 2}))
+}
