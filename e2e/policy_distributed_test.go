@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/status"
 
@@ -110,6 +111,7 @@ func TestDistributedPolicyThreeInstances(t *testing.T) {
 	c := &policyClients{t: t, procs: procs, key: lic.GetKey(), license: lic.GetId(), hist: &hist}
 
 	// The wave: everyone at once, nobody releases until all have answers.
+	// Its findings do not stop the test: the history's verdict follows.
 	type asked struct {
 		class    int
 		op       chaos.Op
@@ -146,15 +148,15 @@ func TestDistributedPolicyThreeInstances(t *testing.T) {
 	simGrants := 0
 	for ci, cl := range policyWave {
 		if cl.atMost {
-			require.LessOrEqual(t, got[ci], cl.grants, "wave: seats granted to %s clients", cl.name)
+			assert.LessOrEqual(t, got[ci], cl.grants, "wave: seats granted to %s clients", cl.name)
 		} else {
-			require.Equal(t, cl.grants, got[ci], "wave: seats granted to %s clients", cl.name)
+			assert.Equal(t, cl.grants, got[ci], "wave: seats granted to %s clients", cl.name)
 		}
 		if cl.feature == "sim" {
 			simGrants += got[ci]
 		}
 	}
-	require.Equal(t, simSeats, simGrants, "wave: every seat of sim granted (its includes let 17 ask, caps stop only ann)")
+	assert.Equal(t, simSeats, simGrants, "wave: every seat of sim granted (its includes let 17 ask, caps stop only ann)")
 	reasons := map[string]int{}
 	for _, a := range wave {
 		if a.op.Outcome == chaos.Failed {
@@ -162,7 +164,7 @@ func TestDistributedPolicyThreeInstances(t *testing.T) {
 		}
 	}
 	for _, r := range append([]string{chaos.ReasonSeatsExhausted}, chaos.PolicyReasons...) {
-		require.Positive(t, reasons[r], "wave: no refusal %s (refusals: %v)", r, reasons)
+		assert.Positive(t, reasons[r], "wave: no refusal %s (refusals: %v)", r, reasons)
 	}
 	t.Logf("wave: grants by class %v, refusals %v", got, reasons)
 
@@ -178,9 +180,9 @@ func TestDistributedPolicyThreeInstances(t *testing.T) {
 			taken[h.Reserved]++
 		}
 	}
-	require.Equal(t, seats-1, base, "base-pool leases active after the wave (one farm seat stays kept for farm-3)")
-	require.Equal(t, map[int]int{-1: 5, 0: 2, 1: 2, 2: 2}, taken, "base-pool leases by reservation taken (-1: shared)")
-	require.Len(t, held, seats-1+simSeats, "leases active after the wave")
+	assert.Equal(t, seats-1, base, "base-pool leases active after the wave (one farm seat stays kept for farm-3)")
+	assert.Equal(t, map[int]int{-1: 5, 0: 2, 1: 2, 2: 2}, taken, "base-pool leases by reservation taken (-1: shared)")
+	assert.Len(t, held, seats-1+simSeats, "leases active after the wave")
 
 	for i, a := range wave {
 		if a.response != nil {
@@ -446,7 +448,7 @@ func (s *policySampler) read() ([]chaos.Holder, error) {
 
 func (s *policySampler) judge(hs []chaos.Holder) {
 	s.samples++
-	for _, v := range chaos.CheckHolders(s.pol, s.license, s.limit, hs) {
+	for _, v := range chaos.CheckHolders(s.pol, s.license, s.limit, time.Now(), hs) {
 		if len(s.bad) < 20 {
 			s.bad = append(s.bad, v.String())
 		}
@@ -464,14 +466,17 @@ func (s *policySampler) snapshot(t *testing.T) []chaos.Holder {
 	return hs
 }
 
-// stop ends the sampling and fails the test on what it found; it returns
-// how many snapshots were judged.
+// stop ends the sampling and fails the test on what it found (going on:
+// the history's verdict follows); it returns how many snapshots were
+// judged.
 func (s *policySampler) stop(t *testing.T) int {
 	t.Helper()
 	s.halt()
 	<-s.done
 	require.NoError(t, s.err, "sampler")
-	require.Empty(t, s.bad, "snapshots of the record break the policy")
+	for _, v := range s.bad {
+		t.Errorf("a snapshot of the record breaks the policy: %s", v)
+	}
 	return s.samples
 }
 

@@ -574,7 +574,7 @@ type Holder struct {
 }
 
 // CheckHolders judges the leases a license with policy pol holds at one
-// instant (a snapshot of the record, whose active leases all count in
+// instant, at (a snapshot of the record, whose active leases all count in
 // the live state: a grant is recorded after it counts, an end before it
 // stops counting), its base pool of limit seats: policy-exclude,
 // policy-include, policy-cap and policy-reserve as Check judges them at
@@ -583,9 +583,9 @@ type Holder struct {
 // reservation of its pool that names its client, no reservation has more
 // leases than it keeps, and the shared seats of the base pool hold at
 // most limit less all reservations.
-func CheckHolders(pol Policy, license string, limit int, hs []Holder) []Violation {
+func CheckHolders(pol Policy, license string, limit int, at time.Time, hs []Holder) []Violation {
 	var out []Violation
-	now := time.Unix(0, 0)
+	now := at
 	var holding []heldBy
 	perReservation := map[int]int{}
 	shared := 0

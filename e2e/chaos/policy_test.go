@@ -204,7 +204,7 @@ func TestCheckRefusals(t *testing.T) {
 
 func TestCheckHolders(t *testing.T) {
 	t.Parallel()
-	judge := func(hs ...Holder) []string { return props(CheckHolders(sitePolicy, "L", 4, hs)) }
+	judge := func(hs ...Holder) []string { return props(CheckHolders(sitePolicy, "L", 4, t0, hs)) }
 	ok := []Holder{{Lease: "a", User: "ann", Reserved: 0}, {Lease: "b", Host: "Farm-1", Reserved: 1},
 		{Lease: "c", User: "zed", Reserved: -1}, {Lease: "d", User: "ivy", Reserved: -1},
 		{Lease: "e", User: "ann", Feature: "sim", Reserved: -1}}
