@@ -235,16 +235,18 @@ func (c *campaign) createGrants(d time.Duration) {
 	c.policies = map[string]chaos.Policy{c.ids[2]: campaignPolicy}
 }
 
-// campaignPolicy is license 2's site policy: of its 10 base seats, 2 kept
-// for the night shift and 2 for the render farm's hosts, caps on each
+// campaignPolicy is license 2's site policy: of its 10 base seats, 4 kept
+// for the night shift (whose member cy never asks, and the others hold one
+// each: 2 always stay kept) and 3 for the render farm's hosts, so that the
+// others share 3 and often find them taken (SEATS_RESERVED); caps on each
 // member of the night, on the interns together, on each farm host, on a
-// user and on a host, an exclude; on "sim" (3 seats at most), includes
-// of the night, the farm and a user, an exclude that wins over an
-// include, a user's cap and the farm's together.
+// user and on a host, an exclude; on "sim" (3 seats at most), includes of
+// the night, the farm and a user, an exclude that wins over an include, a
+// user's cap and the farm's together.
 var campaignPolicy = chaos.Policy{
 	Rules: []chaos.Rule{
-		{Kind: chaos.Reserve, Count: 2, Subject: chaos.Subject{Kind: chaos.Group, Name: "night"}},                  // 0
-		{Kind: chaos.Reserve, Count: 2, Subject: chaos.Subject{Kind: chaos.HostGroup, Name: "farm"}},               // 1
+		{Kind: chaos.Reserve, Count: 4, Subject: chaos.Subject{Kind: chaos.Group, Name: "night"}},                  // 0
+		{Kind: chaos.Reserve, Count: 3, Subject: chaos.Subject{Kind: chaos.HostGroup, Name: "farm"}},               // 1
 		{Kind: chaos.Max, Count: 1, Subject: chaos.Subject{Kind: chaos.Group, Name: "night"}, EachMember: true},    // 2
 		{Kind: chaos.Max, Count: 2, Subject: chaos.Subject{Kind: chaos.Group, Name: "interns"}},                    // 3
 		{Kind: chaos.Max, Count: 1, Subject: chaos.Subject{Kind: chaos.HostGroup, Name: "farm"}, EachMember: true}, // 4
@@ -258,7 +260,7 @@ var campaignPolicy = chaos.Policy{
 		{Kind: chaos.Max, Feature: "sim", Count: 1, Subject: chaos.Subject{Kind: chaos.User, Name: "ann"}},         // 12
 		{Kind: chaos.Max, Feature: "sim", Count: 1, Subject: chaos.Subject{Kind: chaos.HostGroup, Name: "farm"}},   // 13
 	},
-	Groups: map[string][]string{"night": {"ann", "ben"}, "interns": {"ivy", "joe", "kim"}, "farm": {"farm-1", "farm-2", "farm-3"}},
+	Groups: map[string][]string{"night": {"ann", "ben", "cy"}, "interns": {"ivy", "joe", "kim"}, "farm": {"farm-1", "farm-2", "farm-3"}},
 }
 
 // The users and hosts the clients claim, one of each at random per
