@@ -38,16 +38,20 @@ import (
 // leases and switches licenses off and on. Two of the three licenses hold
 // feature grants (campaignGrants: several versions of one feature, one
 // grant expiring mid-run, one starting mid-run) and half the clients'
-// requests on them ask for the feature at a version. Every operation is
-// recorded; package chaos checks the history and the final records, the
-// seat limit per pool (each license's base seats, each grant's).
+// requests on them ask for the feature at a version; one has a site
+// policy that bites (campaignPolicy: every request claims a user and a
+// host, some of those its rules name). Every operation is recorded;
+// package chaos checks the history and the final records, the seat limit
+// per pool (each license's base seats, each grant's) and the policy's
+// reservations, caps, includes, excludes and refusal reasons.
 //
 // CHAOS_DURATION (default 60s; the nemesis goes on until every fault kind
 // was injected once) and CHAOS_SEED (default fixed, so that make test
 // always runs the same schedule) set the run; `make chaos` runs it longer
 // with a random seed, printed. A seed replays the same schedule of faults
 // and client choices (not the same timing). The verdict requires minimum
-// counts of grants, heartbeats and faults (chaos.MinimumsFor).
+// counts of grants, heartbeats and faults (chaos.MinimumsFor), and every
+// refusal of a policy once.
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	dur := 60 * time.Second
