@@ -108,7 +108,7 @@ func TestDistributedPolicyThreeInstances(t *testing.T) {
 
 	sampler := startPolicySampler(t, b.db(t), lic.GetId(), pools, seats, threeInstancePolicy)
 	var hist chaos.History
-	c := &policyClients{t: t, procs: procs, key: lic.GetKey(), license: lic.GetId(), hist: &hist}
+	c := &policyClients{t: t, key: lic.GetKey(), hist: &hist}
 
 	// The wave: everyone at once, nobody releases until all have answers.
 	// Its findings do not stop the test: the history's verdict follows.
@@ -240,11 +240,9 @@ func TestDistributedPolicyThreeInstances(t *testing.T) {
 
 // policyClients make recorded calls for TestDistributedPolicyThreeInstances.
 type policyClients struct {
-	t       *testing.T
-	procs   []*proc
-	key     string
-	license string
-	hist    *chaos.History
+	t    *testing.T
+	key  string // the license's
+	hist *chaos.History
 }
 
 func (c *policyClients) acquire(ctx context.Context, op chaos.Op, p *proc) (chaos.Op, *seatdv1.AcquireSeatResponse) {
