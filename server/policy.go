@@ -321,7 +321,7 @@ func (p *Policy) Validate(l *License, groups map[string]Group) error {
 		if err := checkSubject(f+".subject", pr.Subject, groups); err != nil {
 			return err
 		}
-		if err := checkPriorityLevel(f+".level", pr.Level); err != nil {
+		if err := CheckPriorityLevel(f+".level", pr.Level); err != nil {
 			return err
 		}
 		k := prioKey{pr.Feature, pr.Subject.canonical()}

@@ -21,8 +21,8 @@ const (
 	MaxPriorityLevel = 1000
 )
 
-// checkPriorityLevel refuses a level out of range, naming field.
-func checkPriorityLevel(field string, level int) error {
+// CheckPriorityLevel refuses a priority level out of range, naming field.
+func CheckPriorityLevel(field string, level int) error {
 	if level < MinPriorityLevel || level > MaxPriorityLevel {
 		return Invalid(field, "must be from %d to %d (got %d)", MinPriorityLevel, MaxPriorityLevel, level)
 	}

@@ -32,9 +32,9 @@ func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string
 		return server.License{}, err
 	}
 	var set *server.Policy
-	if p != nil && len(p.Rules) > 0 {
+	if p != nil && (len(p.Rules) > 0 || len(p.Priorities) > 0) {
 		// Groups are the store's to fill; the time is this call's.
-		set = &server.Policy{Rules: p.Rules, UpdatedAt: s.now()}
+		set = &server.Policy{Rules: p.Rules, Priorities: p.Priorities, UpdatedAt: s.now()}
 	}
 	l, err := s.store.SetPolicy(ctx, tenant, licenseID, set)
 	if err != nil {
@@ -45,6 +45,9 @@ func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string
 		details["rules"] = itoa(len(set.Rules))
 		for kind, n := range ruleCounts(set.Rules) {
 			details["rules."+string(kind)] = itoa(n)
+		}
+		if len(set.Priorities) > 0 {
+			details["priorities"] = itoa(len(set.Priorities))
 		}
 	}
 	s.audit(ctx, actor, tenant, "policy.set", "license_policy", licenseID, details)
@@ -61,8 +64,9 @@ func ruleCounts(rules []server.PolicyRule) map[server.RuleKind]int {
 
 // checkPolicyShape refuses what no license could take, naming the field
 // (rules[2].count): the rules' number, each rule's kind, count, feature
-// name, subject kind and name, each_member. Lingers and priorities are not
-// served yet: refused rather than kept unenforced.
+// name, subject kind and name, each_member; the priorities'
+// (checkPrioritiesShape). Lingers are not served yet: refused rather than
+// kept unenforced.
 func checkPolicyShape(p *server.Policy) error {
 	if p == nil {
 		return nil
@@ -70,8 +74,8 @@ func checkPolicyShape(p *server.Policy) error {
 	if len(p.Linger) > 0 {
 		return server.Invalid("linger", "lingering seats are not available yet")
 	}
-	if len(p.Priorities) > 0 {
-		return server.Invalid("priorities", "priorities are not available yet")
+	if err := checkPrioritiesShape(p.Priorities); err != nil {
+		return err
 	}
 	if len(p.Rules) > server.MaxPolicyRules {
 		return server.Invalid("rules", "must be at most %d rules", server.MaxPolicyRules)
@@ -100,18 +104,7 @@ func checkPolicyShape(p *server.Policy) error {
 				return err
 			}
 		}
-		switch r.Subject.Kind {
-		case server.SubjectUser, server.SubjectHost, server.SubjectGroup, server.SubjectHostGroup:
-		case "":
-			return server.Invalid(f+".subject.kind", "is required: user, host, group or host_group")
-		default:
-			return server.Invalid(f+".subject.kind", "must be user, host, group or host_group (got %q)", r.Subject.Kind)
-		}
-		checkName := server.CheckPolicyName
-		if r.Subject.Kind.IsGroup() {
-			checkName = server.CheckGroupName // no '/'
-		}
-		if err := checkName(f+".subject.name", r.Subject.Name); err != nil {
+		if err := checkSubjectShape(f+".subject", r.Subject); err != nil {
 			return err
 		}
 		if r.EachMember && (r.Kind != server.RuleMax || !r.Subject.Kind.IsGroup()) {
