@@ -21,9 +21,10 @@ func (s *Service) GetPolicy(ctx context.Context, tenant, licenseID string) (serv
 	return s.store.GetLicense(ctx, tenant, licenseID)
 }
 
-// SetPolicy replaces the policy of a license of the tenant (nil or no
-// rules: none) and audits it. No held lease ends: the policy judges the
-// next acquisitions.
+// SetPolicy replaces the policy of a license of the tenant (nil, or no
+// rules and no priorities: none) and audits it. No held lease ends: the
+// policy judges the next acquisitions. No queued waiter moves: its
+// priorities order the waiters that join after it.
 func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string, p *server.Policy) (server.License, error) {
 	if err := required("license_id", licenseID); err != nil {
 		return server.License{}, err
