@@ -122,6 +122,7 @@ func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
 		LastHeartbeatAt: ts(l.LastHeartbeatAt),
 		EndedAt:         ts(l.EndedAt),
 		Borrowed:        l.Borrowed,
+		Lingering:       l.Lingering,
 	}
 }
 

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/seatd/seatd/server"
 )
@@ -145,6 +146,8 @@ func checkLingerShape(ls []server.Linger) error {
 			return server.Invalid(f+".duration", "must not be negative")
 		case lg.Duration > server.MaxPolicyLinger:
 			return server.Invalid(f+".duration", "must be at most %s", server.MaxPolicyLinger)
+		case lg.Duration%time.Microsecond != 0:
+			return server.Invalid(f+".duration", "must be whole microseconds (got %s)", lg.Duration)
 		}
 	}
 	return nil
