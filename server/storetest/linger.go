@@ -220,6 +220,27 @@ func testLinger(t *testing.T, newBackend Backend) {
 		requireCode(t, err, server.EPRECONDITION, server.ReasonLeaseReleased)
 	})
 
+	t.Run("ReleaseOfALapsedLingerEndsIt", func(t *testing.T) {
+		t.Parallel()
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, seats(1))
+		d := lapsingLinger(s)
+		setLinger(t, s, lic, []server.Linger{lingerOf("", d)})
+		a, tokA := acquire(t, s, lic, "a", nil)
+		la := releaseLingering(t, s, a.Lease, tokA, d)
+		passDeadline(t, s, la.ExpiresAt)
+		ea, err := s.Release(t.Context(), a.Lease.ID, server.HashSecret(tokA))
+		require.NoError(t, err, "released already: not an error")
+		require.Equal(t, server.LeaseReleased, ea.State, "its linger lapsed: it ends, released")
+		require.True(t, ea.Lingering)
+		requireSameLease(t, ea, getLease(t, s, tn.ID, a.Lease.ID))
+		u := requireOneUsage(t, usageEvents(t, s, tn.ID, lic.ID), ea)
+		requireSameTime(t, la.ExpiresAt, u.EndedAt)
+		require.Empty(t, cleanupEvents(t, s, tn.ID, lic.ID))
+		require.Empty(t, expireAllDue(t, s), "ended once")
+	})
+
 	t.Run("RevokeEndsTheLinger", func(t *testing.T) {
 		t.Parallel()
 		s := openStore(t, newBackend)
