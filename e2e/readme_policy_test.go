@@ -27,10 +27,12 @@ GROUPS_NOW=$(bin/seatctl groups ls -o json | jq -c '[.groups[] | {name, kind, me
 [[ $GROUPS_NOW == '[{"name":"night","kind":"KIND_USERS","members":["alice","carol"]}]' ]] || fail "the groups: $GROUPS_NOW"
 USERS=$(bin/seatctl leases ls $SITE_ID -o json | jq -c '[.leases[] | select(.state == "LEASE_STATE_ACTIVE") | .user] | sort')
 [[ $USERS == '["alice","bob","dave"]' ]] || fail "the seats went to: $USERS"
+LINGER=$(bin/seatctl policy get $SITE_ID -o json | jq -c '[.linger[] | [.feature, .duration]]')
+[[ $LINGER == '[["","300s"]]' ]] || fail "the linger imported: $LINGER"
 `)
 	for _, want := range []string{
 		"acme.opt: not mapped as written:",            // the import's notes, line by line
-		"  line 6: TIMEOUTALL 3600",                   // the line seatd does not map
+		"  line 7: TIMEOUTALL 3600",                   // the line seatd does not map
 		"dry run: validated, nothing changed",         // --dry-run
 		"  put group night: alice, carol (new)",       // what it does
 		"set the site policy of license ",             // and did
@@ -40,7 +42,11 @@ USERS=$(bin/seatctl leases ls $SITE_ID -o json | jq -c '[.leases[] | select(.sta
 		`{"reason":"USER_LIMIT",`,                     // and his second
 		`{"user":"dave","seatsInUse":2,"seatLimit":3}`,
 		`{"reason":"SEATS_RESERVED","message":"no seat of the license free for this client: 1 of 1 remaining seats are reserved for group night"}`,
-		`{"user":"alice","seatsInUse":3,"seatLimit":3,"reservedFor":"night"}`, // the night shift's seat
+		`{"user":"alice","seatsInUse":3,"seatLimit":3,"reservedFor":"night"}`,                 // the night shift's seat
+		"    linger, base pool: a released seat stays counted 5m for its client to take back", // LINGER, imported
+		`{"state":"LEASE_STATE_ACTIVE","lingering":true}`,                                     // alice's release lingers
+		`{"reason":"SEATS_EXHAUSTED","message":"no seat free: 3 of 3 in use"}`,                // carol waits
+		`{"sameLease":true,"seatsInUse":3}`,                                                   // alice takes it back
 	} {
 		require.Contains(t, out, want, "the README's site policy section output:\n%s", out)
 	}

@@ -196,6 +196,13 @@ type Lease struct {
 	// reservation whose seat the lease took when granted, "" a shared
 	// seat (PolicyStore).
 	Reservation string `json:"reservation,omitempty"`
+	// Lingering: its client released it under a site policy's linger
+	// (Policy.LingerFor). Still active, it holds its seat until ExpiresAt
+	// (the release + the linger) for the same client to take back, and
+	// its heartbeats are answered as a released lease's; ended, it ended
+	// in its linger (lapsed: released; or revoked). LastHeartbeatAt is
+	// then when its client released it.
+	Lingering bool `json:"lingering,omitempty"`
 }
 
 // GrantID is the id of the grant the lease holds a seat of, "" for the

@@ -86,7 +86,8 @@ type PolicyRule struct {
 }
 
 // Linger keeps a released seat of the feature ("": the base pool) held
-// for Duration after its release (not enforced yet; validated only).
+// for Duration after its release, for the same client to take back
+// (FlexNet LINGER; linger.go, Lease.Lingering). 0: no linger.
 type Linger struct {
 	Feature  string        `json:"feature,omitempty"`
 	Duration time.Duration `json:"duration"`

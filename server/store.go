@@ -127,6 +127,28 @@ type LicenseStore interface {
 //     that grants, else of the pools. The others keep their chance to
 //     revive.
 //
+// A policy's lingers (Policy.Linger, server/linger.go) judge releases:
+// Release of an active, live, unborrowed lease of a pool whose license's
+// policy has a linger d > 0 for the pool's feature (Policy.LingerFor, the
+// policy as it is at the release) does not end it: it stays active with
+// Lingering set, LastHeartbeatAt = now and ExpiresAt = now + d, written
+// at once (a restart, or a rebuild of a live state, brings it back as it
+// is, with no write-behind slack), and Release returns it. While live it
+// counts as any live lease (seats, caps, its reservation). On it:
+//   - Heartbeat answers ErrLeaseReleased and changes nothing (never a
+//     revival, before or after its deadline);
+//   - Release answers it unchanged while live; past its deadline it ends
+//     it, as ExpireLeases does, and answers the ended lease;
+//   - Acquire hands it back (its keys, its identity, as any lease) as an
+//     active lease no longer Lingering, with an audit entry (actor
+//     "system", action AuditLeaseReclaim, details "license_id") written
+//     with the renewal;
+//   - Revoke ends it revoked, at once; RevokeUnconfirmed leaves it alone;
+//   - every step that ends a lapsed lease (ExpireLeases, observed ends,
+//     displacements) ends it as released, with its usage event (to its
+//     deadline) and no cleanup event or lease.expire audit entry; an ended
+//     lease keeps Lingering.
+//
 // UpdateLicense, UpdateGrant and DeleteGrant refuse, changing nothing, a
 // change of the license's seats or grants that its policy would no longer
 // pass (Policy.CheckChange: INVALID_ARGUMENT naming the rule as
@@ -257,7 +279,8 @@ type LeaseStore interface {
 	//   - ErrLeaseNotFound if no lease has that id;
 	//   - ErrLeaseToken if SHA-256(token) != the lease's TokenHash (checked
 	//     before anything else about the lease is revealed);
-	//   - ErrLeaseReleased / ErrLeaseRevoked for those end states;
+	//   - ErrLeaseReleased / ErrLeaseRevoked for those end states (and
+	//     ErrLeaseReleased for a lingering lease: PolicyStore);
 	//   - ErrLeaseExpired when the lease is in state expired, or when now is
 	//     at or past its deadline (strict expiry, invariant 3), except: if
 	//     the lease is still in state active, now < deadline+RevivalWindow,
@@ -270,7 +293,8 @@ type LeaseStore interface {
 
 	// Release ends an active lease as released (EndedAt=now) and writes its
 	// usage event. Same id/token checks as Heartbeat. Releasing a released
-	// lease returns it unchanged (idempotent). A lease past its deadline, or
+	// lease returns it unchanged (idempotent). Under a linger of the
+	// license's site policy the lease lingers instead (PolicyStore). A lease past its deadline, or
 	// expired or revoked, returns ErrLeaseExpired / ErrLeaseRevoked and
 	// changes nothing (cleanup records the expiry). A live borrowed lease
 	// is refused (BorrowedNotReturnable) unless its license
@@ -341,8 +365,9 @@ type CleanupStore interface {
 	// under the store's lock/transaction (a heartbeat may have won the
 	// race). For each one it sets State=expired and EndedAt=now, writes one
 	// usage event (AcquiredAt to LastHeartbeatAt), one CleanupEvent of type
-	// "zombie" and an audit entry (actor "system", action "lease.expire").
-	// It returns the leases it expired. Calling it twice, or from two
+	// "zombie" and an audit entry (actor "system", action "lease.expire");
+	// a lingering lease (its linger lapsed) ends released instead, with its
+	// usage event only (PolicyStore). It returns the leases it ended. Calling it twice, or from two
 	// cleaners at once, records each lease once (invariant 5). On a backend
 	// error nothing is removed (invariant 6).
 	ExpireLeases(ctx context.Context, refs []LeaseRef) ([]Lease, error)

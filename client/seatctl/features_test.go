@@ -349,12 +349,14 @@ func TestLeasesByFeature(t *testing.T) {
 		{Id: "lse_1", LicenseId: "lic_cad", GrantId: "lic_cad.00000001", Feature: "render", Version: "2024.1",
 			State: seatdv1.LeaseState_LEASE_STATE_ACTIVE, User: "ann", Hostname: "ws-ann", Fingerprint: "fp-ann"},
 		{Id: "lse_2", LicenseId: "lic_cad", State: seatdv1.LeaseState_LEASE_STATE_ACTIVE, User: "bob", Hostname: "ws-bob", Fingerprint: "fp-bob"},
+		{Id: "lse_3", LicenseId: "lic_cad", State: seatdv1.LeaseState_LEASE_STATE_ACTIVE, Lingering: true, User: "cy", Hostname: "ws-cy", Fingerprint: "fp-cy"},
 	}}
 	out := runOK(t, f, "leases", "ls", "lic_cad", "--feature", "render")
 	require.Equal(t, "render", f.requests["ListLeases"].(*seatdv1.ListLeasesRequest).GetFeature())
 	require.Regexp(t, `ID\s+STATE\s+BORROWED\s+USER\s+HOST\s+FINGERPRINT\s+FEATURE\s+VERSION\s+ACQUIRED`, out)
 	require.Regexp(t, `lse_1\s+active\s+no\s+ann\s+ws-ann\s+fp-ann\s+render\s+2024\.1\s`, out)
 	require.Regexp(t, `lse_2\s+active\s+no\s+bob\s+ws-bob\s+fp-bob\s+-\s+-\s`, out)
+	require.Regexp(t, `lse_3\s+active \(lingering\)\s+no\s+cy\s`, out, "a released seat kept for its client")
 }
 
 func TestReportsAndExportsByFeature(t *testing.T) {

@@ -70,7 +70,11 @@ func leaseListCmd(g *globals) *cobra.Command {
 				if l.GetState() != seatdv1.LeaseState_LEASE_STATE_ACTIVE {
 					expires = "ended " + fmtTime(l.GetEndedAt())
 				}
-				t.row(l.GetId(), stateName(l.GetState()), yesNo(l.GetBorrowed()), l.GetUser(), l.GetHostname(), l.GetFingerprint(),
+				state := stateName(l.GetState())
+				if l.GetLingering() && l.GetState() == seatdv1.LeaseState_LEASE_STATE_ACTIVE {
+					state += " (lingering)" // released, its seat kept for its client: docs/concepts/policy.md
+				}
+				t.row(l.GetId(), state, yesNo(l.GetBorrowed()), l.GetUser(), l.GetHostname(), l.GetFingerprint(),
 					l.GetFeature(), l.GetVersion(), fmtTime(l.GetAcquiredAt()), fmtTime(l.GetLastHeartbeatAt()), expires)
 			}
 			return t.flush()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
@@ -23,7 +24,7 @@ import (
 // it makes with the server's own rules before it writes anything.
 
 func policyCmd(g *globals) *cobra.Command {
-	return group("policy", "Site policy: who may take a license's seats (reserve, max, include, exclude; FlexNet options files)", []string{"policies"},
+	return group("policy", "Site policy: who may take a license's seats (reserve, max, include, exclude, linger; FlexNet options files)", []string{"policies"},
 		policyGetCmd(g), policySetCmd(g), policyImportCmd(g))
 }
 
@@ -52,16 +53,20 @@ func policySetCmd(g *globals) *cobra.Command {
 standard input): the document policy get -o json prints, field names as in
 the API (rules[].kind KIND_RESERVE, KIND_MAX, KIND_INCLUDE or KIND_EXCLUDE;
 subject.kind KIND_USER, KIND_HOST, KIND_GROUP or KIND_HOST_GROUP;
-priorities[] of feature, subject and level, -1000 to 1000, the order of
-WaitForSeat's queue). It is validated as a whole: a refusal names the rule
-and field and changes nothing. No lease ends; the policy judges the next
-acquisitions, and its priorities order the waiters that join after it. An
-empty document ({}: no rules, no priorities) removes the policy.`,
+linger[].feature and linger[].duration, "300s": a released seat of the pool
+stays counted that long for its client to take back; priorities[] of
+feature, subject and level, -1000 to 1000, the order of WaitForSeat's
+queue). It is validated as a whole: a refusal names the rule and field and
+changes nothing. No lease ends; the policy judges the next acquisitions, its
+lingers the next releases, and its priorities order the waiters that join
+after it. An empty document ({}: no rules, no lingers, no priorities)
+removes the policy.`,
 		Args:              exactArgs("LICENSE_ID"),
 		ValidArgsFunction: g.completeLicenses,
 		Example: `  seatctl policy get lic_123 -o json > policy.json   # edit, then
   seatctl policy set lic_123 -f policy.json
   echo '{"rules": [{"kind": "KIND_EXCLUDE", "subject": {"kind": "KIND_USER", "name": "intern"}}]}' | seatctl policy set lic_123 -f -
+  echo '{"linger": [{"duration": "300s"}]}' | seatctl policy set lic_123 -f -
   echo '{"priorities": [{"subject": {"kind": "KIND_GROUP", "name": "designers"}, "level": 10}]}' | seatctl policy set lic_123 -f -`,
 		RunE: func(c *cobra.Command, args []string) error {
 			data, err := readFileOrStdin(c, file)
@@ -109,16 +114,17 @@ func inputName(file string) string {
 }
 
 // printPolicy prints a policy: -o json/yaml the LicensePolicy itself, else
-// a line about it and a table of its rules, then one of its priorities.
+// a line about it, a table of its rules, a line a linger, then a table of
+// its priorities.
 func (g *globals) printPolicy(p *seatdv1.LicensePolicy) error {
 	if done, err := g.emit(p); done {
 		return err
 	}
-	if len(p.GetRules()) == 0 && len(p.GetPriorities()) == 0 {
+	if len(p.GetRules()) == 0 && len(p.GetLinger()) == 0 && len(p.GetPriorities()) == 0 {
 		_, err := fmt.Fprintf(g.stdout, "license %s has no site policy: any client may take any free seat\n", p.GetLicenseId())
 		return err
 	}
-	fmt.Fprintf(g.stdout, "site policy of license %s, set %s: %d rule(s)%s\n", p.GetLicenseId(), fmtTime(p.GetUpdateTime()), len(p.GetRules()), priorityCount(p))
+	fmt.Fprintf(g.stdout, "site policy of license %s, set %s: %d rule(s)%s%s\n", p.GetLicenseId(), fmtTime(p.GetUpdateTime()), len(p.GetRules()), lingerCount(p), priorityCount(p))
 	if len(p.GetRules()) > 0 {
 		t := newTable(g.stdout, "#", "RULE", "POOL", "COUNT", "SUBJECT", "MEANS")
 		for i, r := range p.GetRules() {
@@ -129,6 +135,11 @@ func (g *globals) printPolicy(p *seatdv1.LicensePolicy) error {
 			t.row(fmt.Sprint(i), ruleWord(r.GetKind()), poolLabel(r.GetFeature()), count, subjectLabel(r.GetSubject(), r.GetEachMember()), ruleMeaning(r))
 		}
 		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	for _, lg := range p.GetLinger() {
+		if _, err := fmt.Fprintf(g.stdout, "linger, %s pool: %s\n", poolLabel(lg.GetFeature()), lingerMeaning(lg)); err != nil {
 			return err
 		}
 	}
@@ -160,6 +171,23 @@ func (g *globals) printPriorities(p *seatdv1.LicensePolicy) error {
 		t.row(fmt.Sprint(i), fmt.Sprint(pr.GetLevel()), poolLabel(pr.GetFeature()), subjectLabel(pr.GetSubject(), false))
 	}
 	return t.flush()
+}
+
+// lingerCount is ", N linger(s)" for a policy with lingers, else "".
+func lingerCount(p *seatdv1.LicensePolicy) string {
+	if n := len(p.GetLinger()); n > 0 {
+		return fmt.Sprintf(", %d linger(s)", n)
+	}
+	return ""
+}
+
+// lingerMeaning says in words what a linger does (docs/concepts/policy.md).
+func lingerMeaning(lg *seatdv1.PolicyLinger) string {
+	d := lg.GetDuration().AsDuration()
+	if d <= 0 {
+		return "none (0): a released seat is free at once"
+	}
+	return fmt.Sprintf("a released seat stays counted %s for its client to take back", shortDuration(d))
 }
 
 func ruleWord(k seatdv1.PolicyRule_Kind) string {
@@ -213,7 +241,7 @@ func policyImportCmd(g *globals) *cobra.Command {
 		Use:   "import LICENSE_ID -f OPTIONS.opt [--base-feature NAME] [--dry-run]",
 		Short: "Set a license's site policy from a FlexNet options file: its groups put, then the policy set",
 		Long: `Read a FlexNet options file (a vendor daemon's .opt: RESERVE, MAX, INCLUDE,
-EXCLUDE, INCLUDEALL, EXCLUDEALL, GROUP, HOST_GROUP) for a license, print
+EXCLUDE, INCLUDEALL, EXCLUDEALL, GROUP, HOST_GROUP, LINGER) for a license, print
 every line it could not map (or maps otherwise than written) and why, and
 what it will do; then put the groups the rules name (tenant-wide: a group
 of that name is replaced, for every policy naming it; one of the other
@@ -251,7 +279,7 @@ a refusal changes nothing. --dry-run prints and validates only.`,
 			if plan.invalid != nil {
 				return plan.invalid
 			}
-			if len(plan.policy.GetRules()) == 0 {
+			if len(plan.policy.GetRules()) == 0 && len(plan.policy.GetLinger()) == 0 {
 				return usageErrorf("%s: no rule could be mapped: nothing to set (the license's policy is left as it is; policy set with {} removes it)", inputName(file))
 			}
 			if dryRun {
@@ -288,7 +316,7 @@ a refusal changes nothing. --dry-run prints and validates only.`,
 			if done, err := g.emitJSON(plan.view(false)); done {
 				return err
 			}
-			_, err = fmt.Fprintf(g.stdout, "set the site policy of license %s: %d rule(s)\n", resp.GetPolicy().GetLicenseId(), len(resp.GetPolicy().GetRules()))
+			_, err = fmt.Fprintf(g.stdout, "set the site policy of license %s: %d rule(s)%s\n", resp.GetPolicy().GetLicenseId(), len(resp.GetPolicy().GetRules()), lingerCount(resp.GetPolicy()))
 			return err
 		},
 	}
@@ -328,14 +356,6 @@ func planImport(lic *seatdv1.License, tenantGroups []*seatdv1.IdentityGroup, dat
 		return nil, usageErrorf("%s: %v", file, err)
 	}
 	plan := &importPlan{file: file, license: lic.GetId(), notes: res.Notes, replaced: map[string]*seatdv1.IdentityGroup{}}
-	// What the reader mapped but import leaves out is noted too, after
-	// the file's lines (Line 0: no one line).
-	for _, lg := range res.Policy.Linger {
-		plan.notes = append(plan.notes, flexopts.Note{
-			Text:   fmt.Sprintf("LINGER of the %s pool, %s", poolLabel(lg.Feature), shortDuration(lg.Duration)),
-			Reason: "not set: seatd does not hold released seats yet",
-		})
-	}
 	groups := map[string]server.Group{}
 	current := map[string]*seatdv1.IdentityGroup{}
 	for _, gr := range tenantGroups {
@@ -381,11 +401,14 @@ func planImport(lic *seatdv1.License, tenantGroups []*seatdv1.IdentityGroup, dat
 	if n := len(current) + len(fresh); n > server.MaxTenantGroups && plan.invalid == nil {
 		plan.invalid = server.Invalid("groups", "the tenant would have %d groups, more than the %d it may have", n, server.MaxTenantGroups)
 	}
-	rules := slices.Clone(res.Policy.Rules)
-	if err := (&server.Policy{Rules: rules}).Validate(l, groups); err != nil && plan.invalid == nil {
+	rules, lingers := slices.Clone(res.Policy.Rules), slices.Clone(res.Policy.Linger)
+	if err := (&server.Policy{Rules: rules, Linger: lingers}).Validate(l, groups); err != nil && plan.invalid == nil {
 		plan.invalid = err
 	}
 	plan.policy = &seatdv1.LicensePolicy{}
+	for _, lg := range lingers {
+		plan.policy.Linger = append(plan.policy.Linger, &seatdv1.PolicyLinger{Feature: lg.Feature, Duration: durationpb.New(lg.Duration)})
+	}
 	for _, r := range rules {
 		plan.policy.Rules = append(plan.policy.Rules, &seatdv1.PolicyRule{
 			Kind: ruleKindProto(r.Kind), Feature: r.Feature, Count: int32(r.Count),
@@ -490,9 +513,12 @@ func (p *importPlan) print(w io.Writer, dryRun bool) error {
 	for _, gr := range p.unchanged {
 		fmt.Fprintf(w, "  %s %s: already as the file has it\n", groupKindWord(gr.GetKind()), gr.GetName())
 	}
-	fmt.Fprintf(w, "  set the site policy, replacing the license's: %d rule(s)\n", len(p.policy.GetRules()))
+	fmt.Fprintf(w, "  set the site policy, replacing the license's: %d rule(s)%s\n", len(p.policy.GetRules()), lingerCount(p.policy))
 	for i, r := range p.policy.GetRules() {
 		fmt.Fprintf(w, "    %d  %s, %s pool: %s\n", i, ruleWord(r.GetKind()), poolLabel(r.GetFeature()), ruleMeaning(r))
+	}
+	for _, lg := range p.policy.GetLinger() {
+		fmt.Fprintf(w, "    linger, %s pool: %s\n", poolLabel(lg.GetFeature()), lingerMeaning(lg))
 	}
 	if dryRun && p.invalid == nil {
 		fmt.Fprintln(w, "dry run: validated, nothing changed")
@@ -511,7 +537,7 @@ type ImportView struct {
 }
 
 // ImportNote is one line of the options file not mapped as written
-// (line 0: what the file maps but import leaves out, as a LINGER).
+// (line 0: no one line, as a group no rule names).
 type ImportNote struct {
 	Line   int    `json:"line"`
 	Text   string `json:"text"`

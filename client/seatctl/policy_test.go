@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
@@ -124,6 +125,16 @@ func TestPolicyGetShowsEachRule(t *testing.T) {
 
 	require.Equal(t, "license lic_cad has no site policy: any client may take any free seat\n",
 		runPolicyOK(t, &policyAdmin{}, "policy", "get", "lic_cad"))
+
+	// Lingers, a line each; a policy of lingers alone is a policy.
+	lingers := &seatdv1.LicensePolicy{LicenseId: "lic_cad", UpdateTime: timestamppb.Now(), Linger: []*seatdv1.PolicyLinger{
+		{Duration: durationpb.New(5 * time.Minute)}, {Feature: "render", Duration: durationpb.New(0)},
+	}}
+	out = runPolicyOK(t, &policyAdmin{policy: lingers}, "policy", "get", "lic_cad")
+	require.Regexp(t, `^site policy of license lic_cad, set \S+ \S+: 0 rule\(s\), 2 linger\(s\)\n`, out)
+	require.NotContains(t, out, "RULE")
+	require.Contains(t, out, "linger, base pool: a released seat stays counted 5m for its client to take back\n")
+	require.Contains(t, out, "linger, feature render pool: none (0): a released seat is free at once\n")
 }
 
 func TestPolicySetSendsTheDocument(t *testing.T) {
@@ -157,7 +168,7 @@ func TestPolicySetSendsTheDocument(t *testing.T) {
 }
 
 // readmeOptions is the options file of the README's section "Who gets a
-// seat: site policy", with a line seatd does not map.
+// seat: site policy", with a line seatd does not map and a linger.
 const readmeOptions = `# ACME's cadsuite options
 GROUP night alice carol
 RESERVE 1 cadsuite GROUP night
@@ -184,17 +195,22 @@ func TestPolicyImportPutsGroupsThenSetsThePolicy(t *testing.T) {
 	for i := range want {
 		require.True(t, proto.Equal(want[i], set.GetPolicy().GetRules()[i]), "rule %d: %v", i, set.GetPolicy().GetRules()[i])
 	}
+	require.Len(t, set.GetPolicy().GetLinger(), 1, "LINGER cadsuite 60: the base pool's")
+	require.Empty(t, set.GetPolicy().GetLinger()[0].GetFeature())
+	require.Equal(t, time.Minute, set.GetPolicy().GetLinger()[0].GetDuration().AsDuration())
 
 	// Line by line: what it could not map, and what it does.
 	require.Contains(t, out, path+": not mapped as written:\n")
 	require.Contains(t, out, "  line 6: TIMEOUTALL 3600\n      TIMEOUTALL is not mapped: seatd reclaims a seat when its lease misses its heartbeats")
-	require.Contains(t, out, "  LINGER of the base pool, 1m: not set: seatd does not hold released seats yet\n")
+	require.NotContains(t, out, "LINGER", "a linger is mapped")
+	require.Contains(t, out, "  set the site policy, replacing the license's: 3 rule(s), 1 linger(s)\n")
+	require.Contains(t, out, "    linger, base pool: a released seat stays counted 1m for its client to take back\n")
 	require.Contains(t, out, "  group day: not put: no rule names it\n")
 	require.Contains(t, out, "to do on license lic_cad:\n")
 	require.Contains(t, out, "  put group night: alice, carol (replaces group night (alice): every policy naming it follows)\n")
 	require.Contains(t, out, "    0  reserve, base pool: 1 seat(s) kept for group night\n")
 	require.Contains(t, out, "    2  exclude, base pool: user intern is refused\n")
-	require.True(t, strings.HasSuffix(out, "put group night\nset the site policy of license lic_cad: 3 rule(s)\n"), out)
+	require.True(t, strings.HasSuffix(out, "put group night\nset the site policy of license lic_cad: 3 rule(s), 1 linger(s)\n"), out)
 
 	// A group already as the file has it is not put again.
 	f.groups[0].Members = []string{"alice", "carol"}
@@ -207,7 +223,7 @@ func TestPolicyImportPutsGroupsThenSetsThePolicy(t *testing.T) {
 	var view ImportView
 	require.NoError(t, json.Unmarshal([]byte(runPolicyOK(t, f, "policy", "import", "lic_cad", "-f", path, "--base-feature", "cadsuite", "-o", "json")), &view))
 	require.False(t, view.DryRun)
-	require.Len(t, view.Notes, 3, "TIMEOUTALL, LINGER, group day: %v", view.Notes)
+	require.Len(t, view.Notes, 2, "TIMEOUTALL, group day: %v", view.Notes)
 	require.Equal(t, 6, view.Notes[0].Line)
 	require.Zero(t, view.Notes[1].Line)
 	var p seatdv1.LicensePolicy

@@ -15,15 +15,12 @@ import (
 // seatUse is what `seatctl status` shows of a license's site policy for
 // one of its pools, beside its seats in use: the seats its reservations
 // keep and how many of those live leases hold (Lease.reserved_for), and
-// its lingering seats.
-//
-// Lingering stays 0 for now: no lease lingers yet (the policy's linger is
-// validated, not enforced; issue 27). The column is there so that a
-// lingering seat, once there is one, shows apart from the seats in use.
+// its lingering seats (released under the policy's linger, still counted
+// in the seats in use: Lease.lingering).
 type seatUse struct {
 	Reserved  int32 // seats the pool's reserve rules keep (0: none)
 	Taken     int32 // of them, held by live leases now
-	Lingering int32
+	Lingering int32 // live leases released under a linger, held for their clients
 }
 
 // policyUse is every license's seatUse by pool: "" the base pool, else a
@@ -74,14 +71,19 @@ func readPolicyUse(ctx context.Context, admin seatdv1.AdminServiceClient, tenant
 					seats[reservationOf(r.GetFeature(), r.GetSubject())] = r.GetCount()
 				}
 			}
-			if len(seats) == 0 {
+			if len(seats) == 0 && len(resp.GetPolicy().GetLinger()) == 0 {
 				return nil
 			}
-			held, err := reservedLeases(gctx, admin, tenant, l.GetId())
+			held, lingering, err := reservedLeases(gctx, admin, tenant, l.GetId())
 			if err != nil {
 				return err
 			}
 			use := map[string]seatUse{}
+			for feature, n := range lingering {
+				u := use[feature]
+				u.Lingering = n
+				use[feature] = u
+			}
 			for r, n := range seats {
 				u := use[r.feature]
 				u.Reserved += n
@@ -98,25 +100,32 @@ func readPolicyUse(ctx context.Context, admin seatdv1.AdminServiceClient, tenant
 }
 
 // reservedLeases counts the license's live leases by the reservation
-// whose seat each holds. A lease keeps the seat of a reservation the
-// policy has since dropped; it counts for none of the rules now.
-func reservedLeases(ctx context.Context, admin seatdv1.AdminServiceClient, tenant, licenseID string) (map[reservation]int32, error) {
-	held := map[reservation]int32{}
+// whose seat each holds, and its lingering ones by feature. A lease keeps
+// the seat of a reservation the policy has since dropped; it counts for
+// none of the rules now.
+func reservedLeases(ctx context.Context, admin seatdv1.AdminServiceClient, tenant, licenseID string) (map[reservation]int32, map[string]int32, error) {
+	held, lingering := map[reservation]int32{}, map[string]int32{}
 	token := ""
 	for {
 		resp, err := admin.ListLeases(ctx, &seatdv1.ListLeasesRequest{
 			LicenseId: licenseID, TenantId: tenant, State: seatdv1.LeaseState_LEASE_STATE_ACTIVE, PageSize: pageSize, PageToken: token,
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, l := range resp.GetLeases() {
-			if l.GetReservedFor() != nil && l.GetState() == seatdv1.LeaseState_LEASE_STATE_ACTIVE {
+			if l.GetState() != seatdv1.LeaseState_LEASE_STATE_ACTIVE {
+				continue
+			}
+			if l.GetReservedFor() != nil {
 				held[reservationOf(l.GetFeature(), l.GetReservedFor())]++
+			}
+			if l.GetLingering() {
+				lingering[l.GetFeature()]++
 			}
 		}
 		if token = resp.GetNextPageToken(); token == "" {
-			return held, nil
+			return held, lingering, nil
 		}
 	}
 }

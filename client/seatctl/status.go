@@ -134,9 +134,9 @@ Apart from the seats in use, each pool shows what its site policy keeps:
 RESERVED, the seats its reservations keep and how many of them members
 hold now ("2 (1 taken)"; a feature's reservations span its grants, shown
 on its first grant's row); LINGERING, released seats a linger rule still
-holds (0 for now: seatd does not enforce linger yet). Reading them costs
-a policy read per license, and a list of the live leases of each license
-with reservations.
+holds for their clients (counted in IN USE too). Reading them costs a
+policy read per license, and a list of the live leases of each license
+with reservations or lingers.
 
 -o json prints the licenses as the API gives them (each with its grants),
 and per license and pool (base pool, feature) its reserved, reservedTaken

@@ -144,8 +144,14 @@ fetching:
 					c.log.Warn("cleanup: expiring a batch failed; retrying next pass", "leases", len(batch), "err", err)
 					return nil
 				}
-				expired.Add(int64(len(done)))
 				for _, l := range done {
+					if l.State == server.LeaseReleased {
+						// A lapsed linger (server/linger.go): its client
+						// released it; no zombie.
+						c.log.Debug("cleanup: linger ended", "lease_id", l.ID, "license_id", l.LicenseID, "deadline", l.ExpiresAt)
+						continue
+					}
+					expired.Add(1)
 					c.log.Debug("cleanup: zombie lease expired", "lease_id", l.ID, "license_id", l.LicenseID,
 						"last_heartbeat_at", l.LastHeartbeatAt, "deadline", l.ExpiresAt)
 				}

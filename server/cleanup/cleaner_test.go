@@ -25,6 +25,7 @@ type fakeStore struct {
 	maxFlight atomic.Int32
 	batchLens []int
 	delay     time.Duration
+	lingering map[string]bool // leases whose end is a lapsed linger: released
 }
 
 func newFakeStore(n int) *fakeStore {
@@ -82,7 +83,11 @@ func (f *fakeStore) ExpireLeases(ctx context.Context, refs []server.LeaseRef) ([
 	var out []server.Lease
 	for _, r := range refs {
 		if f.expired[r.LeaseID] == 0 {
-			out = append(out, server.Lease{ID: r.LeaseID, LicenseID: r.LicenseID})
+			l := server.Lease{ID: r.LeaseID, LicenseID: r.LicenseID, State: server.LeaseExpired}
+			if f.lingering[r.LeaseID] {
+				l.State, l.Lingering = server.LeaseReleased, true
+			}
+			out = append(out, l)
 		}
 		f.expired[r.LeaseID]++
 	}
@@ -97,6 +102,21 @@ func (f *fakeStore) ActiveLeases(context.Context) (int64, error) {
 
 func (f *fakeStore) ZombieReport(context.Context, server.ZombieQuery) (server.ZombieReport, error) {
 	return server.ZombieReport{}, nil
+}
+
+// TestLapsedLingersAreNoZombies: a lease whose linger lapsed ends
+// released (server/linger.go): the pass ends it but does not count it
+// among the zombies it expired.
+func TestLapsedLingersAreNoZombies(t *testing.T) {
+	t.Parallel()
+	f := newFakeStore(10)
+	f.lingering = map[string]bool{f.due[2].LeaseID: true, f.due[7].LeaseID: true}
+	c := NewCleaner(f, Config{BatchSize: 4, Concurrency: 2}, nil, nil)
+	run := c.Pass(context.Background(), TriggerManual)
+	require.Equal(t, ResultOK, run.Result)
+	require.EqualValues(t, 10, run.Scanned)
+	require.EqualValues(t, 8, run.Expired)
+	require.Len(t, f.expired, 10, "every one ended")
 }
 
 func TestPassExpiresEverythingInBoundedBatches(t *testing.T) {

@@ -286,7 +286,8 @@ func (s *Store) recordRenewal(ctx context.Context, req server.AcquireRequest, g 
 	giveUp := time.Now().Add(s.recordWait)
 	for {
 		row, err := s.rec.RecordRenewal(ctx, record.Renewal{LeaseID: g.LeaseID, TokenHash: req.TokenHash,
-			TokenSeq: g.TokenSeq, Heartbeat: g.Heartbeat, Deadline: g.Deadline, Epoch: g.Epoch, Version: g.Version})
+			TokenSeq: g.TokenSeq, Heartbeat: g.Heartbeat, Deadline: g.Deadline, Epoch: g.Epoch, Version: g.Version,
+			Reclaimed: g.Reclaimed})
 		if err == nil {
 			return s.renewed(ctx, g, row.Lease, req.TokenHash), false, nil
 		}

@@ -342,7 +342,8 @@ func (s *Store) ExpireLeases(ctx context.Context, refs []server.LeaseRef) ([]ser
 		}
 		ids := make([]string, len(t.Leases))
 		for j, tl := range t.Leases {
-			exps = append(exps, record.Expiry{LeaseID: tl.ID, Heartbeat: tl.Heartbeat, Deadline: tl.Deadline, At: t.Now})
+			exps = append(exps, record.Expiry{LeaseID: tl.ID, Heartbeat: tl.Heartbeat, Deadline: tl.Deadline, At: t.Now,
+				Lingering: tl.Lingering})
 			ids[j] = tl.ID
 		}
 		if len(ids) > 0 {

@@ -30,10 +30,13 @@
 //	                           active, exp, strategy, tenant, json (the
 //	                           whole license), version, epoch, deleted,
 //	                           maxborrow, maxborrowed, starts (a grant's
-//	                           pool: refuses acquisitions before it)
+//	                           pool: refuses acquisitions before it),
+//	                           policy, linger (how long a released seat
+//	                           of the pool lingers, µs: check.lua)
 //	P{lic}:v2:leases     hash  lease id -> cmsgpack {token hash, acquired,
 //	                           deadline - last heartbeat, deadline, dedupe
-//	                           key, idem key, token seq, borrowed}
+//	                           key, idem key, token seq, borrowed,
+//	                           lingering}
 //	P{lic}:v2:deadlines  zset  lease id -> deadline
 //	P{lic}:v2:dedupe     hash  dedupe key -> lease id
 //	P{lic}:v2:idem       hash  idempotency key -> lease id
@@ -218,6 +221,23 @@
 // last_heartbeat_at or expires_at: a million leases heartbeat tens of
 // thousands of times a second, and each such index would cost every one
 // of those writes an entry in every index of the table.
+//
+// Release under a linger (server/linger.go; the pool's live settings hold
+// 'linger', copied from licenses.linger_us, migration 00013): check.lua
+// judges the token and liveness and, in the same step, lingers the lease
+// (marked lingering, last heartbeat now, deadline now + the linger) ->
+// LingerSession records it (sessions.lingering, last_heartbeat_at,
+// expires_at, only while the record's token seq is not past the one
+// lingered: a later hand-back wins) -> the caller is told. Nothing leaves
+// the live state: the lease counts until its new deadline. heartbeat.lua
+// and revive.lua answer a lingering lease released (changing nothing);
+// a hand-back (acquire.lua, acquire_pools.lua) takes it back and says so,
+// and RecordRenewal clears sessions.lingering and audits lease.reclaim;
+// expire.lua hands a lapsed one to the cleaner with its lingering flag,
+// and ExpireSessions records it released (usage event, no cleanup event)
+// if the record or the live state says it lingered. WriteBeats never
+// touches a lingering session; a rebuild stages a recorded linger as it
+// is (no slack).
 //
 // Release / Revoke: check.lua judges (token, still live; Revoke reads the
 // live values with peek.lua) -> one statement ends the session (UPDATE ...
@@ -415,6 +435,13 @@
 //     that lease's expiry: the lapsed lease waits in the expiring hash (no
 //     revival); if the record fails, the grant is taken back and the
 //     caller gets UNAVAILABLE; the cleaner records the expiry later.
+//   - Between check.lua lingering a lease and LingerSession (a crash, or
+//     the record failed): the lease lingers in Redis, unrecorded, and
+//     nobody was told. A retried release finds it lingering and records
+//     it; one never retried lapses and is recorded released (expire.lua
+//     names it lingering). A loss of Redis meanwhile brings it back from
+//     the record as it was before the release (active, its slack): the
+//     release, never answered, is as if it never came.
 //   - Between a grant and its hint (hint.lua), or hint.lua failed: the
 //     hint is lost; the reconciliation re-derives it from the license's
 //     earliest deadline in Redis within 10 s (defaultReconcileEvery).

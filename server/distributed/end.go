@@ -26,6 +26,9 @@ func (s *Store) Release(ctx context.Context, leaseID, tokenHash string) (server.
 		if err != nil {
 			return server.Lease{}, s.fail("release", err)
 		}
+		if c.Status == live.StatusLingered || c.Status == live.StatusLingering {
+			return s.recordLinger(ctx, info.LicenseID, leaseID, tokenHash, c)
+		}
 		if c.Status != live.StatusLive {
 			if l, retry, err := s.releaseRefused(ctx, info.LicenseID, leaseID, tokenHash, c.Status); !retry {
 				return l, err
@@ -69,6 +72,42 @@ func (s *Store) Release(ctx context.Context, leaseID, tokenHash string) (server.
 	return server.Lease{}, s.fail("release", errors.New("live state kept changing; giving up"))
 }
 
+// recordLinger records a release that lingers (server/linger.go): check.lua
+// made the lease linger (now, or an earlier call whose record may not have
+// been written) in the live state, which judged it with the pool's linger
+// in one step with its liveness; the record follows before the caller is
+// told, so that a rebuild after a loss of Redis brings the linger back. A
+// lease whose linger has lapsed ends now, released (ExpireLeases: one
+// usage event, no zombie).
+func (s *Store) recordLinger(ctx context.Context, licenseID, leaseID, tokenHash string, c live.Check) (server.Lease, error) {
+	if c.Status == live.StatusLingered {
+		s.live.NoteDeadline(ctx, licenseID, c.PrevFirst, c.Deadline) // a linger may end before the deadline it had
+		s.hb.forget(leaseID)                                         // older than the release (WriteBeats skips it anyway)
+	}
+	l, ok, err := s.rec.LingerSession(ctx, leaseID, c.Heartbeat, c.Deadline, c.TokenSeq)
+	if err != nil {
+		return server.Lease{}, s.fail("release", err)
+	}
+	if !ok {
+		// Ended meanwhile (revoked; its lapsed linger recorded), or taken
+		// back by its client since (a later token): as for an ended lease.
+		l, err := s.releaseEnded(ctx, leaseID, tokenHash)
+		if err == nil || server.ErrorReason(err) == server.ReasonLeaseRevoked {
+			if derr := s.dropEnded(ctx, licenseID, leaseID); derr != nil {
+				return server.Lease{}, s.fail("release", derr)
+			}
+		}
+		return l, err
+	}
+	if c.Deadline.After(c.Now) {
+		return l, nil
+	}
+	if _, err := s.ExpireLeases(ctx, []server.LeaseRef{{LicenseID: licenseID, LeaseID: leaseID}}); err != nil {
+		return server.Lease{}, err
+	}
+	return s.releaseEnded(ctx, leaseID, tokenHash)
+}
+
 // releaseRefused handles check.lua's answers other than LIVE: the error
 // or the answer for the caller, or retry: the live state changed under the call, judge it anew.
 func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHash string, status live.Status) (_ server.Lease, retry bool, err error) {
@@ -90,6 +129,10 @@ func (s *Store) releaseRefused(ctx context.Context, licenseID, leaseID, tokenHas
 		return server.Lease{}, false, server.ErrLeaseToken
 	case live.StatusExpired:
 		retry, err := s.observeExpiry(ctx, licenseID, leaseID)
+		if server.ErrorReason(err) == server.ReasonLeaseReleased { // a lapsed linger, recorded released
+			l, err := s.releaseEnded(ctx, leaseID, tokenHash)
+			return l, false, err
+		}
 		return server.Lease{}, retry, err
 	default:
 		return server.Lease{}, false, s.fail("release", fmt.Errorf("unexpected script reply %q", status))

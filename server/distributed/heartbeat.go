@@ -58,6 +58,8 @@ func (s *Store) heartbeatRefused(ctx context.Context, licenseID, leaseID, tokenH
 		return false, server.ErrLeaseToken
 	case live.StatusBorrowed:
 		return false, server.ErrLeaseBorrowed
+	case live.StatusReleased: // lingering (server/linger.go): nothing changes
+		return false, server.ErrLeaseReleased
 	case live.StatusExpired:
 		return s.observeExpiry(ctx, licenseID, leaseID)
 	case live.StatusInactive:

@@ -182,7 +182,7 @@ func TestGrantAfterUnrecordedExpiry(t *testing.T) {
 	// The first step of ExpireLeases, and then nothing (crash or failed record).
 	res, err := live.Script("expire").Run(t.Context(), s.rdb, s.live.Keys().License(lic.ID), live.LeaseKey(a.Lease.ID)).Slice()
 	require.NoError(t, err)
-	require.Len(t, res, 6, "a moved to the expiring hash: %v", res)
+	require.Len(t, res, 7, "a moved to the expiring hash: %v", res)
 
 	b, _ := acq(t, s, lic.Key, "b")
 	_, _, st := loc.recorded(t, a.Lease.ID)

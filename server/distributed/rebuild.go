@@ -262,12 +262,13 @@ func (s *Store) withLiveState(ctx context.Context, licenseID string, call func()
 // liveLease is a recorded active lease as the live state takes it.
 func liveLease(r record.Session) live.Lease {
 	return live.Lease{ID: r.ID, TokenHash: r.TokenHash, Acquired: r.AcquiredAt, Heartbeat: r.LastHeartbeatAt,
-		Deadline: r.ExpiresAt, DedupeKey: r.DedupeKey, IdempotencyKey: r.IdempotencyKey, TokenSeq: r.TokenSeq, Borrowed: r.Borrowed}
+		Deadline: r.ExpiresAt, DedupeKey: r.DedupeKey, IdempotencyKey: r.IdempotencyKey, TokenSeq: r.TokenSeq, Borrowed: r.Borrowed,
+		Lingering: r.Lingering}
 }
 
 // confOf is a license's recorded settings as the live state takes them.
 func confOf(r record.LicenseRow) live.Conf {
-	return live.Conf{License: r.License, Version: r.Version, PolicyGen: r.PolicyGen}
+	return live.Conf{License: r.License, Version: r.Version, PolicyGen: r.PolicyGen, Linger: r.Linger}
 }
 
 // peek reads the live values of leases of a license (all of them when ids

@@ -110,3 +110,29 @@ func TestCrashSlackSurvivesACleanRestart(t *testing.T) {
 	_, err = s.Heartbeat(t.Context(), lease.ID, tok)
 	require.NoError(t, err, "a lease heartbeated on time survives the crash and the restart after it")
 }
+
+// TestCrashGivesALingerNoSlack: a lingering lease's deadline (its release
+// + the linger) is written with the release, not behind: a start after a
+// crash gives it nothing, and it still lingers.
+func TestCrashGivesALingerNoSlack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l := b.license(t, func(l *server.License) { l.LeaseTTL = 10 * time.Second })
+	_, err := b.s.SetPolicy(t.Context(), b.tenant, l.ID, &server.Policy{Linger: []server.Linger{{Duration: time.Minute}}})
+	require.NoError(t, err)
+	lease, tok := b.mustAcquire(t, l, "laptop")
+	b.clock.Advance(4 * time.Second)
+	rel, err := b.s.Release(t.Context(), lease.ID, tok)
+	require.NoError(t, err)
+	require.True(t, rel.Lingering)
+
+	crash(b.s)
+	s, err := Open(b.dir, Options{Clock: b.clock.Now, HeartbeatFlushInterval: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	got, err := s.GetLease(t.Context(), b.tenant, lease.ID)
+	require.NoError(t, err)
+	require.True(t, got.Lingering)
+	require.Equal(t, rel.ExpiresAt, got.ExpiresAt, "no write-behind slack for a linger")
+	require.Equal(t, rel.LastHeartbeatAt, got.LastHeartbeatAt)
+}

@@ -21,8 +21,12 @@ func (s *Store) revoking(r ref, now time.Time) ending {
 	return s.finish(r, server.LeaseRevoked, now)
 }
 
-// expiring ends a zombie: the cleanup is recorded and audited.
+// expiring ends a zombie: the cleanup is recorded and audited. A lapsed
+// linger is no zombie: its client released it, and it ends released.
 func (s *Store) expiring(r ref, now time.Time) ending {
+	if s.idx.slots.at(r).lingering() {
+		return s.releasing(r, now)
+	}
 	end := s.finish(r, server.LeaseExpired, now)
 	l := end.lease
 	end.cleanup = &server.CleanupEvent{

@@ -158,12 +158,18 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe, reservati
 }
 
 // renew hands an existing lease back with a new token and deadline (a
-// borrowed lease keeps its deadline). Like grant, it applies in memory
-// first (the lease keeps its seat throughout) and undoes the change if the
-// write fails.
+// borrowed lease keeps its deadline); a lingering one is taken back by its
+// client (server/linger.go), audited in the same write. Like grant, it
+// applies in memory first (the lease keeps its seat throughout) and undoes
+// the change if the write fails.
 func (s *Store) renew(r ref, tokenHash string, now time.Time) (server.AcquireResult, error) {
 	sl := s.idx.slots.at(r)
 	prev, prevText := *sl, s.idx.slots.text(r)
+	var reclaim *server.AuditEntry
+	if sl.lingering() {
+		reclaim = systemAudit(s.idx.lease(r), server.AuditLeaseReclaim, now, nil)
+		sl.flags &^= flagLingering
+	}
 	s.idx.setToken(r, tokenHash)
 	sl.beat = now.UnixNano()
 	if !sl.borrowed() {
@@ -172,13 +178,18 @@ func (s *Store) renew(r ref, tokenHash string, now time.Time) (server.AcquireRes
 	sl.rev++
 	w := s.idx.activeWrite(r)
 	err := s.writeBusy([]ref{r}, func(tx *bolt.Tx) error {
+		if reclaim != nil {
+			if err := putAll(auditPut(tx, *reclaim)); err != nil {
+				return err
+			}
+		}
 		_, err := updateLease(tx, w)
 		return err
 	})
 	if err != nil {
 		s.idx.moveDeadline(s.idx.licenseOf(r), r, prev.deadline)
 		sl.token, sl.beat, sl.rev = prev.token, prev.beat, prev.rev
-		sl.flags = sl.flags&^flagTokenText | prev.flags&flagTokenText
+		sl.flags = sl.flags&^(flagTokenText|flagLingering) | prev.flags&(flagTokenText|flagLingering)
 		s.idx.slots.setText(r, prevText)
 		return server.AcquireResult{}, s.fail("acquire", err)
 	}
@@ -216,6 +227,9 @@ func (s *Store) Heartbeat(_ context.Context, leaseID, tokenHash string) (server.
 	now := s.now()
 	sl := s.idx.slots.at(r)
 	lic := s.idx.licenseOf(r)
+	if sl.lingering() {
+		return server.Lease{}, server.ErrLeaseReleased // released: changes nothing, never revived
+	}
 	if !sl.live(now.UnixNano()) && !s.revivable(r, now) {
 		return server.Lease{}, s.observeExpiry(r, now)
 	}
@@ -261,16 +275,56 @@ func (s *Store) Release(_ context.Context, leaseID, tokenHash string) (server.Le
 	}
 	now := s.now()
 	sl := s.idx.slots.at(r)
-	if !sl.live(now.UnixNano()) {
+	switch {
+	case sl.lingering() && sl.live(now.UnixNano()):
+		return s.idx.lease(r), nil // released already: unchanged
+	case sl.lingering():
+		return s.end(r, s.expiring(r, now)) // its linger lapsed: it ends, released
+	case !sl.live(now.UnixNano()):
 		return server.Lease{}, s.observeExpiry(r, now)
-	}
-	if sl.borrowed() {
+	case sl.borrowed():
 		if !s.idx.licenseOf(r).lic.AllowEarlyReturn {
 			return server.Lease{}, server.BorrowedNotReturnable(time.Unix(0, sl.deadline))
 		}
 		return s.returnEarly(r, now)
 	}
+	if d := s.lingerOf(r); d > 0 {
+		return s.linger(r, now, d)
+	}
 	return s.end(r, s.releasing(r, now))
+}
+
+// lingerOf is how long a release of lease r lingers under its license's
+// site policy now (0: it ends).
+func (s *Store) lingerOf(r ref) time.Duration {
+	pool := s.idx.licenseOf(r)
+	return pool.licenseOf().lic.Policy.LingerFor(pool.feature())
+}
+
+// linger releases lease r without ending it (server/linger.go): it keeps
+// its seat until now+d, its release written at once (the write-behind
+// would give it slack after a crash). Applied in memory first, undone if
+// the write fails, as renew.
+func (s *Store) linger(r ref, now time.Time, d time.Duration) (server.Lease, error) {
+	sl := s.idx.slots.at(r)
+	prev := *sl
+	sl.flags |= flagLingering
+	sl.beat = now.UnixNano()
+	s.idx.setDeadline(r, now.Add(d))
+	sl.rev++
+	w := s.idx.activeWrite(r)
+	err := s.writeBusy([]ref{r}, func(tx *bolt.Tx) error {
+		_, err := updateLease(tx, w)
+		return err
+	})
+	if err != nil {
+		s.idx.moveDeadline(s.idx.licenseOf(r), r, prev.deadline)
+		sl.beat, sl.rev = prev.beat, prev.rev
+		sl.flags &^= flagLingering
+		return server.Lease{}, s.fail("release", err)
+	}
+	sl.flags &^= flagDirty // the write carried every heartbeat so far
+	return s.idx.lease(r), nil
 }
 
 // observeExpiry answers a call that found the lease past its deadline
@@ -328,7 +382,7 @@ func (s *Store) RevokeUnconfirmed(_ context.Context, granted server.Lease) (serv
 			s.wait()
 			continue
 		}
-		if l := s.idx.lease(r); !server.Unconfirmed(granted, l) {
+		if l := s.idx.lease(r); l.Lingering || !server.Unconfirmed(granted, l) {
 			return l, false, nil
 		}
 		l, err := s.end(r, s.revoking(r, s.now()))

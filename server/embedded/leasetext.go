@@ -256,6 +256,9 @@ func compact(l *server.Lease, rev uint64) (slot, string) {
 	if l.Borrowed {
 		s.flags |= flagBorrowed
 	}
+	if l.Lingering {
+		s.flags |= flagLingering
+	}
 	var ok bool
 	if s.token, ok = tokenBytes(l.TokenHash); !ok {
 		s.flags |= flagTokenText
@@ -306,6 +309,7 @@ func expandWith(s *slot, text string, licenseID, tenantID, tokenHash string) ser
 		Feature:         t.feature,
 		Version:         t.version,
 		Reservation:     t.reservation,
+		Lingering:       s.lingering(),
 	}
 	switch {
 	case tokenHash != "":

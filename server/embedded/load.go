@@ -166,7 +166,9 @@ func (s *Store) loadActive(tx *bolt.Tx, crashed bool) (extended int, err error) 
 			s.log.Warn("embedded store: active lease of a missing license", "lease", string(id), "license", string(licID))
 			continue
 		}
-		slack := crashed && sl.flags&flagBorrowed == 0 // a borrowed lease has no heartbeats to lose
+		// A borrowed lease has no heartbeats to lose, and a lingering one's
+		// deadline was written with its release.
+		slack := crashed && sl.flags&(flagBorrowed|flagLingering) == 0
 		if slack {
 			sl.deadline += int64(server.WriteBehindSlack(s.flushEvery, &lic.lic))
 			sl.rev++

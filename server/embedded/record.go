@@ -100,11 +100,9 @@ func encodeHistory(rec leaseRecord) ([]byte, error) {
 // id put back in front, to dst.
 func body(r *reader[[]byte], s *slot, id, dst []byte) []byte {
 	s.rev = r.uvarint("rev")
-	f := r.byte("flags")
-	if f&^byte(flagBorrowed|flagTokenText|dedupeMask|flagFeature|flagReserved) != 0 {
-		r.fail("flags", "unknown bits")
-	}
-	s.flags = flags(f)
+	// Every bit of the stored byte has a meaning (storedFlags; the last,
+	// flagLingering): a new flag needs a new record version.
+	s.flags = flags(r.byte("flags"))
 	s.beat = r.int64("last_heartbeat_at")
 	s.deadline = r.int64("expires_at")
 	if s.flags&flagTokenText == 0 {

@@ -127,8 +127,6 @@ func TestDamagedRecordsNameTheField(t *testing.T) {
 		require.ErrorContains(t, err, rec.ID, tc.name)
 	}
 
-	flags := append([]byte(nil), active...)
-	flags[2] |= 0x80 // after the kind and a one-byte rev
 	for _, tc := range []struct {
 		name string
 		k, v []byte
@@ -137,7 +135,6 @@ func TestDamagedRecordsNameTheField(t *testing.T) {
 		{"key without a license", []byte("nolicense"), active, "key: malformed"},
 		{"key cut in the time", key[:len(rec.LicenseID)+3], active, "key: malformed"},
 		{"history record", key, hist, "kind: not an active lease record"},
-		{"unknown flags", key, flags, "flags: unknown bits"},
 		{"cut", key, active[:len(active)-4], "metadata"},
 	} {
 		_, _, _, _, err := decodeActive(tc.k, tc.v, nil)

@@ -34,6 +34,7 @@ const (
 	dedupeMask    flags = 7 << dedupeShift
 	flagFeature   flags = 1 << 5 // a lease of a feature: its feature and version are in the text
 	flagReserved  flags = 1 << 6 // a lease that took a reserved seat: its reservation's key is in the text
+	flagLingering flags = 1 << 7 // released by its client, held for its linger (server/linger.go): beat is the release
 	storedFlags   flags = 0xff
 
 	flagUsed  flags = 1 << 8  // the slot holds a lease
@@ -47,6 +48,8 @@ func (f flags) dedupeKind() uint8 { return uint8(f&dedupeMask) >> dedupeShift }
 func (s *slot) busy() bool { return s.flags&flagBusy != 0 }
 
 func (s *slot) borrowed() bool { return s.flags&flagBorrowed != 0 }
+
+func (s *slot) lingering() bool { return s.flags&flagLingering != 0 }
 
 // live reports whether the lease holds a seat at now (invariant 2).
 func (s *slot) live(now int64) bool { return now < s.deadline }

@@ -123,6 +123,7 @@ func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
 		EndedAt:         ts(l.EndedAt),
 		Borrowed:        l.Borrowed,
 		ReservedFor:     reservedForToProto(l.Reservation),
+		Lingering:       l.Lingering,
 	}
 }
 

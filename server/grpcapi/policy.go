@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
 )
@@ -132,7 +134,17 @@ func policyFromProto(in *seatdv1.LicensePolicy) (*server.Policy, error) {
 	if len(in.GetRules()) > server.MaxPolicyRules {
 		return nil, server.Invalid("rules", "must be at most %d rules", server.MaxPolicyRules)
 	}
+	if len(in.GetLinger()) > server.MaxPolicyLingers {
+		return nil, server.Invalid("linger", "must be at most %d entries", server.MaxPolicyLingers)
+	}
 	p := &server.Policy{Rules: make([]server.PolicyRule, 0, len(in.GetRules()))}
+	for i, lg := range in.GetLinger() {
+		d := lg.GetDuration()
+		if d != nil && d.CheckValid() != nil {
+			return nil, server.Invalid(fmt.Sprintf("linger[%d].duration", i), "is not a valid duration")
+		}
+		p.Linger = append(p.Linger, server.Linger{Feature: lg.GetFeature(), Duration: d.AsDuration()})
+	}
 	for i, r := range in.GetRules() {
 		f := fmt.Sprintf("rules[%d]", i)
 		kind, ok := ruleKindFromProto[r.GetKind()]
@@ -181,6 +193,9 @@ func policyToProto(l server.License) *seatdv1.LicensePolicy {
 			Subject:    &seatdv1.PolicySubject{Kind: subjectKindToProto[r.Subject.Kind], Name: r.Subject.Name},
 			EachMember: r.EachMember,
 		})
+	}
+	for _, lg := range l.Policy.Linger {
+		out.Linger = append(out.Linger, &seatdv1.PolicyLinger{Feature: lg.Feature, Duration: durationpb.New(lg.Duration)})
 	}
 	out.Priorities = prioritiesToProto(l.Policy.Priorities)
 	return out

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
@@ -353,4 +354,46 @@ func TestPolicyOfEveryRuleKindRoundTrips(t *testing.T) {
 	require.Equal(t, server.Group{Name: "farm", Kind: server.SubjectHostGroup, Members: []string{"node01"}}, g)
 	require.Equal(t, seatdv1.IdentityGroup_KIND_HOSTS, groupToProto(g).GetKind())
 	require.Len(t, ruleKindToProto, 4)
+}
+
+// TestLingerOverTheAPI: a policy's lingers round-trip; a release under one
+// answers the lease ACTIVE and lingering, heartbeats answer
+// LEASE_RELEASED, the same client gets it back, anyone else is refused; a
+// bad linger is refused naming its field.
+func TestLingerOverTheAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	lic := e.license(t, 1, time.Minute)
+	in := &seatdv1.LicensePolicy{Linger: []*seatdv1.PolicyLinger{{Duration: durationpb.New(time.Hour)}}}
+	resp, err := e.admin.SetLicensePolicy(operator(t), &seatdv1.SetLicensePolicyRequest{LicenseId: lic.GetId(), Policy: in})
+	require.NoError(t, err)
+	require.Len(t, resp.GetPolicy().GetLinger(), 1)
+	require.Equal(t, time.Hour, resp.GetPolicy().GetLinger()[0].GetDuration().AsDuration())
+	got, err := e.admin.GetLicensePolicy(operator(t), &seatdv1.GetLicensePolicyRequest{LicenseId: lic.GetId()})
+	require.NoError(t, err)
+	require.True(t, proto.Equal(resp.GetPolicy(), got.GetPolicy()))
+
+	a, err := e.acquireAs(t, lic.GetKey(), "", "ann", "ws-1")
+	require.NoError(t, err)
+	rel, err := e.seats.ReleaseSeat(t.Context(), &seatdv1.ReleaseSeatRequest{LeaseId: a.GetLease().GetId(), LeaseToken: a.GetLeaseToken()})
+	require.NoError(t, err)
+	require.True(t, rel.GetLease().GetLingering())
+	require.Equal(t, seatdv1.LeaseState_LEASE_STATE_ACTIVE, rel.GetLease().GetState())
+	_, err = e.beats.Heartbeat(t.Context(), &seatdv1.HeartbeatRequest{LeaseId: a.GetLease().GetId(), LeaseToken: a.GetLeaseToken()})
+	requireStatus(t, err, codes.FailedPrecondition, server.ReasonLeaseReleased)
+	_, err = e.acquireAs(t, lic.GetKey(), "", "bob", "ws-2")
+	requireStatus(t, err, codes.ResourceExhausted, server.ReasonSeatsExhausted, "ann's seat lingers")
+	back, err := e.acquireAs(t, lic.GetKey(), "", "ann", "ws-1")
+	require.NoError(t, err)
+	require.Equal(t, a.GetLease().GetId(), back.GetLease().GetId())
+	require.False(t, back.GetLease().GetLingering())
+
+	for field, lg := range map[string]*seatdv1.PolicyLinger{
+		"linger[0].duration": {Duration: durationpb.New(-time.Second)},
+		"linger[0].feature":  {Feature: "nope", Duration: durationpb.New(time.Second)},
+	} {
+		_, err := e.admin.SetLicensePolicy(operator(t), &seatdv1.SetLicensePolicyRequest{LicenseId: lic.GetId(),
+			Policy: &seatdv1.LicensePolicy{Linger: []*seatdv1.PolicyLinger{lg}}})
+		requireInvalid(t, err, field, lg)
+	}
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/seatd/seatd/server"
 )
@@ -22,8 +23,9 @@ func (s *Service) GetPolicy(ctx context.Context, tenant, licenseID string) (serv
 }
 
 // SetPolicy replaces the policy of a license of the tenant (nil, or no
-// rules and no priorities: none) and audits it. No held lease ends: the
-// policy judges the next acquisitions. No queued waiter moves: its
+// rules, lingers nor priorities: none) and audits it. No held lease ends:
+// the policy judges the next acquisitions, and its lingers the next
+// releases (a linger under way keeps its end). No queued waiter moves: its
 // priorities order the waiters that join after it.
 func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string, p *server.Policy) (server.License, error) {
 	if err := required("license_id", licenseID); err != nil {
@@ -33,9 +35,9 @@ func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string
 		return server.License{}, err
 	}
 	var set *server.Policy
-	if p != nil && (len(p.Rules) > 0 || len(p.Priorities) > 0) {
+	if p != nil && (len(p.Rules) > 0 || len(p.Linger) > 0 || len(p.Priorities) > 0) {
 		// Groups are the store's to fill; the time is this call's.
-		set = &server.Policy{Rules: p.Rules, Priorities: p.Priorities, UpdatedAt: s.now()}
+		set = &server.Policy{Rules: p.Rules, Linger: p.Linger, Priorities: p.Priorities, UpdatedAt: s.now()}
 	}
 	l, err := s.store.SetPolicy(ctx, tenant, licenseID, set)
 	if err != nil {
@@ -46,6 +48,9 @@ func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string
 		details["rules"] = itoa(len(set.Rules))
 		for kind, n := range ruleCounts(set.Rules) {
 			details["rules."+string(kind)] = itoa(n)
+		}
+		if len(set.Linger) > 0 {
+			details["linger"] = itoa(len(set.Linger))
 		}
 		if len(set.Priorities) > 0 {
 			details["priorities"] = itoa(len(set.Priorities))
@@ -65,15 +70,15 @@ func ruleCounts(rules []server.PolicyRule) map[server.RuleKind]int {
 
 // checkPolicyShape refuses what no license could take, naming the field
 // (rules[2].count): the rules' number, each rule's kind, count, feature
-// name, subject kind and name, each_member; the priorities'
-// (checkPrioritiesShape). Lingers are not served yet: refused rather than
+// name, subject kind and name, each_member; the lingers' number, feature
+// names and durations; the priorities' (checkPrioritiesShape).
 // kept unenforced.
 func checkPolicyShape(p *server.Policy) error {
 	if p == nil {
 		return nil
 	}
-	if len(p.Linger) > 0 {
-		return server.Invalid("linger", "lingering seats are not available yet")
+	if err := checkLingerShape(p.Linger); err != nil {
+		return err
 	}
 	if err := checkPrioritiesShape(p.Priorities); err != nil {
 		return err
@@ -110,6 +115,32 @@ func checkPolicyShape(p *server.Policy) error {
 		}
 		if r.EachMember && (r.Kind != server.RuleMax || !r.Subject.Kind.IsGroup()) {
 			return server.Invalid(f+".each_member", "only a max rule on a group or host_group may count each member apart")
+		}
+	}
+	return nil
+}
+
+// checkLingerShape refuses lingers no license could take, naming the field
+// (linger[1].duration); the store judges the rest (a feature the license
+// holds, one linger a pool: Policy.Validate).
+func checkLingerShape(ls []server.Linger) error {
+	if len(ls) > server.MaxPolicyLingers {
+		return server.Invalid("linger", "must be at most %d entries", server.MaxPolicyLingers)
+	}
+	for i, lg := range ls {
+		f := fmt.Sprintf("linger[%d]", i)
+		if lg.Feature != "" {
+			if err := server.CheckFeature(f+".feature", lg.Feature); err != nil {
+				return err
+			}
+		}
+		switch {
+		case lg.Duration < 0:
+			return server.Invalid(f+".duration", "must not be negative")
+		case lg.Duration > server.MaxPolicyLinger:
+			return server.Invalid(f+".duration", "must be at most %s", server.MaxPolicyLinger)
+		case lg.Duration%time.Microsecond != 0:
+			return server.Invalid(f+".duration", "must be whole microseconds (got %s)", lg.Duration)
 		}
 	}
 	return nil

@@ -62,9 +62,15 @@ func TestBadPolicyShapesAreRefusedNamingTheField(t *testing.T) {
 	requireField(t, err, "rules")
 	_, err = e.svc.SetPolicy(t.Context(), "operator", server.DefaultTenantID, "", &server.Policy{Rules: []server.PolicyRule{good()}})
 	requireField(t, err, "license_id")
-	// Not served yet: refused rather than kept and not enforced.
-	_, err = e.svc.SetPolicy(t.Context(), "operator", server.DefaultTenantID, lic.ID, &server.Policy{Linger: []server.Linger{{Duration: time.Minute}}})
-	requireField(t, err, "linger")
+	for field, lg := range map[string]server.Linger{
+		"linger[0].duration": {Duration: -time.Second},
+		"linger[0].feature":  {Feature: "bad feature", Duration: time.Minute},
+	} {
+		_, err = e.svc.SetPolicy(t.Context(), "operator", server.DefaultTenantID, lic.ID, &server.Policy{Linger: []server.Linger{lg}})
+		requireField(t, err, field, lg)
+	}
+	_, err = e.svc.SetPolicy(t.Context(), "operator", server.DefaultTenantID, lic.ID, &server.Policy{Linger: []server.Linger{{Duration: server.MaxPolicyLinger + time.Second}}})
+	requireField(t, err, "linger[0].duration")
 
 	for _, entry := range e.audit(t, server.DefaultTenantID) {
 		require.NotEqual(t, "policy.set", entry.Action, "a refused policy is not audited")
@@ -126,6 +132,16 @@ func TestPolicyAndGroupAuditEntries(t *testing.T) {
 	got, err := e.svc.GetPolicy(ctx, server.DefaultTenantID, lic.ID)
 	require.NoError(t, err)
 	require.Equal(t, rules, got.Policy.Rules)
+
+	// A policy of lingers alone is a policy; the audit counts them.
+	lingers := []server.Linger{{Duration: time.Minute}}
+	l2 := e.license(t, 1)
+	l, err = e.svc.SetPolicy(ctx, "operator", server.DefaultTenantID, l2.ID, &server.Policy{Linger: lingers})
+	require.NoError(t, err)
+	require.NotNil(t, l.Policy)
+	require.Equal(t, lingers, l.Policy.Linger)
+	set = e.auditOf(t, server.DefaultTenantID, "policy.set", l2.ID)
+	require.Equal(t, map[string]string{"license_id": l2.ID, "rules": "0", "linger": "1"}, set.Details)
 
 	// A group a policy names is not deleted; once the policy is removed
 	// (no rules) it is.

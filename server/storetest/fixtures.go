@@ -413,6 +413,7 @@ func requireSameLease(t *testing.T, want, got server.Lease, msgAndArgs ...any) {
 	requireSameTime(t, want.LastHeartbeatAt, got.LastHeartbeatAt, msgAndArgs...)
 	requireSameTime(t, want.ExpiresAt, got.ExpiresAt, msgAndArgs...)
 	requireSameTime(t, want.EndedAt, got.EndedAt, msgAndArgs...)
+	require.Equal(t, want.Lingering, got.Lingering, msgAndArgs...)
 }
 
 // listAll pages through a list with the given page size and checks the

@@ -535,6 +535,13 @@ func (s *memStore) Acquire(_ context.Context, req server.AcquireRequest) (server
 			if !ls.Borrowed {
 				ls.ExpiresAt = now.Add(lic.LeaseTTL)
 			}
+			if ls.Lingering { // its client takes it back (server/linger.go)
+				ls.Lingering = false
+				s.d.Audit = append(s.d.Audit, server.AuditEntry{
+					ID: server.NewID("aud_"), TenantID: ls.TenantID, Actor: "system", Action: server.AuditLeaseReclaim,
+					Resource: "lease", ResourceID: ls.ID, Details: map[string]string{"license_id": ls.LicenseID}, At: now,
+				})
+			}
 			s.d.Leases[ls.ID] = ls
 			return result(ls, i, true), nil
 		}
@@ -689,6 +696,9 @@ func (s *memStore) Heartbeat(_ context.Context, leaseID, tokenHash string) (serv
 	case server.LeaseExpired:
 		return server.Lease{}, server.ErrLeaseExpired
 	}
+	if ls.Lingering {
+		return server.Lease{}, server.ErrLeaseReleased // and never revived
+	}
 	lic := s.pool(ls.LicenseID)
 	if !now.Before(ls.ExpiresAt) {
 		revivable := !ls.Borrowed && now.Before(ls.ExpiresAt.Add(lic.RevivalWindow)) && s.live(lic.ID, now) < lic.SeatLimit() &&
@@ -726,6 +736,10 @@ func (s *memStore) Release(_ context.Context, leaseID, tokenHash string) (server
 		return server.Lease{}, server.ErrLeaseRevoked
 	case ls.State == server.LeaseExpired:
 		return server.Lease{}, server.ErrLeaseExpired
+	case ls.Lingering && now.Before(ls.ExpiresAt):
+		return cloneLease(ls), nil // released already: unchanged
+	case ls.Lingering:
+		return cloneLease(s.expire(ls, now)), nil // its linger lapsed: it ends, released
 	case !now.Before(ls.ExpiresAt):
 		s.expire(ls, now) // observed ends are final
 		return server.Lease{}, server.ErrLeaseExpired
@@ -737,6 +751,13 @@ func (s *memStore) Release(_ context.Context, leaseID, tokenHash string) (server
 		}
 		s.d.Returned[ls.ID] = server.ReturnedCertificate{LeaseID: ls.ID, TenantID: ls.TenantID,
 			LicenseID: ls.LicenseID, ExpiresAt: ls.ExpiresAt, ReturnedAt: now}
+	default:
+		lic := s.d.Licenses[server.PoolLicense(ls.LicenseID)]
+		if d := lic.Policy.LingerFor(ls.Feature); d > 0 {
+			ls.Lingering, ls.LastHeartbeatAt, ls.ExpiresAt = true, now, now.Add(d)
+			s.d.Leases[ls.ID] = ls
+			return cloneLease(ls), nil
+		}
 	}
 	return cloneLease(s.end(ls, server.LeaseReleased, now)), nil
 }
@@ -787,7 +808,7 @@ func (s *memStore) RevokeUnconfirmed(_ context.Context, granted server.Lease) (s
 	if !ok || ls.TenantID != granted.TenantID {
 		return server.Lease{}, false, server.ErrLeaseNotFound
 	}
-	if ls.State.Terminal() || !server.Unconfirmed(granted, ls) {
+	if ls.State.Terminal() || ls.Lingering || !server.Unconfirmed(granted, ls) {
 		return cloneLease(ls), false, nil
 	}
 	return cloneLease(s.end(ls, server.LeaseRevoked, now)), true, nil
@@ -897,8 +918,12 @@ func (s *memStore) ExpireLeases(_ context.Context, refs []server.LeaseRef) ([]se
 }
 
 // expire records a lapsed lease as expired, with its usage and cleanup
-// events. Caller holds mu.
+// events; a lapsed linger as released, with its usage event only (no
+// zombie). Caller holds mu.
 func (s *memStore) expire(ls server.Lease, now time.Time) server.Lease {
+	if ls.Lingering {
+		return s.end(ls, server.LeaseReleased, now)
+	}
 	ls.State, ls.EndedAt = server.LeaseExpired, now
 	s.d.Leases[ls.ID] = ls
 	s.d.Usage = append(s.d.Usage, server.UsageEventOf(&ls))

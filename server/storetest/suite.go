@@ -70,7 +70,11 @@ func RunWith(t *testing.T, newBackend Backend, o Options) {
 		groups = append(groups, struct {
 			name string
 			run  func(*testing.T, Backend)
-		}{"Policy", testPolicy}) // invariant 13: the site policy judged with the count
+		}{"Policy", testPolicy}, // invariant 13: the site policy judged with the count
+			struct {
+				name string
+				run  func(*testing.T, Backend)
+			}{"Linger", testLinger}) // lingering seats: server/linger.go
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

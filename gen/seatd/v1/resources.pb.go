@@ -264,7 +264,7 @@ func (x PolicyRule_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PolicyRule_Kind.Descriptor instead.
 func (PolicyRule_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{10, 0}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11, 0}
 }
 
 type PolicySubject_Kind int32
@@ -323,7 +323,7 @@ func (x PolicySubject_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PolicySubject_Kind.Descriptor instead.
 func (PolicySubject_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11, 0}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{12, 0}
 }
 
 type IdentityGroup_Kind int32
@@ -372,7 +372,7 @@ func (x IdentityGroup_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use IdentityGroup_Kind.Descriptor instead.
 func (IdentityGroup_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{12, 0}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{13, 0}
 }
 
 // A License grants a fixed number of concurrent seats to the running copies of
@@ -813,7 +813,14 @@ type Lease struct {
 	// Fixed at the grant: a later change of the policy or of a group's
 	// members does not move it. A host's name is in lower case, as
 	// compared. Output only.
-	ReservedFor   *PolicySubject `protobuf:"bytes,16,opt,name=reserved_for,json=reservedFor,proto3" json:"reserved_for,omitempty"`
+	ReservedFor *PolicySubject `protobuf:"bytes,16,opt,name=reserved_for,json=reservedFor,proto3" json:"reserved_for,omitempty"`
+	// Released by its client under a linger of the license's policy
+	// (LicensePolicy.linger): still ACTIVE, it holds its seat until
+	// expires_at (the release + the linger; last_heartbeat_at is the
+	// release) for the same client to take back by acquiring again, and its
+	// heartbeats are answered LEASE_RELEASED. On an ended lease: it ended in
+	// its linger (RELEASED when the linger lapsed, or REVOKED).
+	Lingering     bool `protobuf:"varint,17,opt,name=lingering,proto3" json:"lingering,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -958,6 +965,13 @@ func (x *Lease) GetReservedFor() *PolicySubject {
 		return x.ReservedFor
 	}
 	return nil
+}
+
+func (x *Lease) GetLingering() bool {
+	if x != nil {
+		return x.Lingering
+	}
+	return false
 }
 
 // A Tenant owns licenses and API keys; tenants never see each other's data.
@@ -1383,6 +1397,16 @@ type LicensePolicy struct {
 	Rules []*PolicyRule `protobuf:"bytes,2,rep,name=rules,proto3" json:"rules,omitempty"`
 	// Output only: when the policy was last set (unset: never).
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// Released seats that stay counted (FlexNet LINGER), at most one a pool.
+	// A release of a lease of that pool does not end it: the lease lingers
+	// (Lease.lingering), holding its seat, under the policy's caps and its
+	// reservation too, until the release + duration. The same client (the
+	// lease's idempotency key, or its dedupe key under the license's leasing
+	// strategy) acquiring again takes it back; anyone else is judged with it
+	// counted; a revoke ends it at once; lapsed, it ends RELEASED (no
+	// zombie). A borrowed lease never lingers. Judged at the release: a
+	// change of the policy never ends or shortens a linger under way.
+	Linger []*PolicyLinger `protobuf:"bytes,4,rep,name=linger,proto3" json:"linger,omitempty"`
 	// At most 1000: the order of WaitForSeat's queue (RLM PRIORITY). They
 	// refuse no one: AcquireSeat, and each try of a waiter, are judged by
 	// the rules alone.
@@ -1442,9 +1466,71 @@ func (x *LicensePolicy) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *LicensePolicy) GetLinger() []*PolicyLinger {
+	if x != nil {
+		return x.Linger
+	}
+	return nil
+}
+
 func (x *LicensePolicy) GetPriorities() []*PolicyPriority {
 	if x != nil {
 		return x.Priorities
+	}
+	return nil
+}
+
+// PolicyLinger is how long a released seat of a pool lingers.
+type PolicyLinger struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The feature (all of its grants); empty: the license's base seats.
+	Feature string `protobuf:"bytes,1,opt,name=feature,proto3" json:"feature,omitempty"`
+	// From 0 (no linger) to 24 hours, in whole microseconds; unset: 0.
+	Duration      *durationpb.Duration `protobuf:"bytes,2,opt,name=duration,proto3" json:"duration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyLinger) Reset() {
+	*x = PolicyLinger{}
+	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyLinger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyLinger) ProtoMessage() {}
+
+func (x *PolicyLinger) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyLinger.ProtoReflect.Descriptor instead.
+func (*PolicyLinger) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PolicyLinger) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
+func (x *PolicyLinger) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
 	}
 	return nil
 }
@@ -1472,7 +1558,7 @@ type PolicyPriority struct {
 
 func (x *PolicyPriority) Reset() {
 	*x = PolicyPriority{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	mi := &file_seatd_v1_resources_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1570,7 @@ func (x *PolicyPriority) String() string {
 func (*PolicyPriority) ProtoMessage() {}
 
 func (x *PolicyPriority) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	mi := &file_seatd_v1_resources_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1583,7 @@ func (x *PolicyPriority) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyPriority.ProtoReflect.Descriptor instead.
 func (*PolicyPriority) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{9}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PolicyPriority) GetFeature() string {
@@ -1539,7 +1625,7 @@ type PolicyRule struct {
 
 func (x *PolicyRule) Reset() {
 	*x = PolicyRule{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[10]
+	mi := &file_seatd_v1_resources_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1637,7 @@ func (x *PolicyRule) String() string {
 func (*PolicyRule) ProtoMessage() {}
 
 func (x *PolicyRule) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[10]
+	mi := &file_seatd_v1_resources_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +1650,7 @@ func (x *PolicyRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyRule.ProtoReflect.Descriptor instead.
 func (*PolicyRule) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{10}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PolicyRule) GetKind() PolicyRule_Kind {
@@ -1614,7 +1700,7 @@ type PolicySubject struct {
 
 func (x *PolicySubject) Reset() {
 	*x = PolicySubject{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[11]
+	mi := &file_seatd_v1_resources_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1712,7 @@ func (x *PolicySubject) String() string {
 func (*PolicySubject) ProtoMessage() {}
 
 func (x *PolicySubject) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[11]
+	mi := &file_seatd_v1_resources_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1725,7 @@ func (x *PolicySubject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySubject.ProtoReflect.Descriptor instead.
 func (*PolicySubject) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PolicySubject) GetKind() PolicySubject_Kind {
@@ -1677,7 +1763,7 @@ type IdentityGroup struct {
 
 func (x *IdentityGroup) Reset() {
 	*x = IdentityGroup{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[12]
+	mi := &file_seatd_v1_resources_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1775,7 @@ func (x *IdentityGroup) String() string {
 func (*IdentityGroup) ProtoMessage() {}
 
 func (x *IdentityGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[12]
+	mi := &file_seatd_v1_resources_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1788,7 @@ func (x *IdentityGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdentityGroup.ProtoReflect.Descriptor instead.
 func (*IdentityGroup) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{12}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *IdentityGroup) GetName() string {
@@ -1794,7 +1880,7 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\vcreate_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xca\x05\n" +
+	"updateTime\"\xe8\x05\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1815,7 +1901,8 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\bgrant_id\x18\r \x01(\tR\agrantId\x12\x18\n" +
 	"\afeature\x18\x0e \x01(\tR\afeature\x12\x18\n" +
 	"\aversion\x18\x0f \x01(\tR\aversion\x12:\n" +
-	"\freserved_for\x18\x10 \x01(\v2\x17.seatd.v1.PolicySubjectR\vreservedFor\x1a;\n" +
+	"\freserved_for\x18\x10 \x01(\v2\x17.seatd.v1.PolicySubjectR\vreservedFor\x12\x1c\n" +
+	"\tlingering\x18\x11 \x01(\bR\tlingering\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
@@ -1857,16 +1944,20 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\vcreate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vrevoke_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"revokeTime\"\xd1\x01\n" +
+	"revokeTime\"\x81\x02\n" +
 	"\rLicensePolicy\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12*\n" +
 	"\x05rules\x18\x02 \x03(\v2\x14.seatd.v1.PolicyRuleR\x05rules\x12;\n" +
 	"\vupdate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\x128\n" +
+	"updateTime\x12.\n" +
+	"\x06linger\x18\x04 \x03(\v2\x16.seatd.v1.PolicyLingerR\x06linger\x128\n" +
 	"\n" +
 	"priorities\x18\x05 \x03(\v2\x18.seatd.v1.PolicyPriorityR\n" +
-	"priorities\"s\n" +
+	"priorities\"_\n" +
+	"\fPolicyLinger\x12\x18\n" +
+	"\afeature\x18\x01 \x01(\tR\afeature\x125\n" +
+	"\bduration\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bduration\"s\n" +
 	"\x0ePolicyPriority\x12\x18\n" +
 	"\afeature\x18\x01 \x01(\tR\afeature\x121\n" +
 	"\asubject\x18\x02 \x01(\v2\x17.seatd.v1.PolicySubjectR\asubject\x12\x14\n" +
@@ -1941,7 +2032,7 @@ func file_seatd_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_seatd_v1_resources_proto_goTypes = []any{
 	(LeasingStrategy)(0),          // 0: seatd.v1.LeasingStrategy
 	(LeaseState)(0),               // 1: seatd.v1.LeaseState
@@ -1958,61 +2049,64 @@ var file_seatd_v1_resources_proto_goTypes = []any{
 	(*JsonWebKey)(nil),            // 12: seatd.v1.JsonWebKey
 	(*ApiKey)(nil),                // 13: seatd.v1.ApiKey
 	(*LicensePolicy)(nil),         // 14: seatd.v1.LicensePolicy
-	(*PolicyPriority)(nil),        // 15: seatd.v1.PolicyPriority
-	(*PolicyRule)(nil),            // 16: seatd.v1.PolicyRule
-	(*PolicySubject)(nil),         // 17: seatd.v1.PolicySubject
-	(*IdentityGroup)(nil),         // 18: seatd.v1.IdentityGroup
-	nil,                           // 19: seatd.v1.License.MetadataEntry
-	nil,                           // 20: seatd.v1.Lease.MetadataEntry
-	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*PolicyLinger)(nil),          // 15: seatd.v1.PolicyLinger
+	(*PolicyPriority)(nil),        // 16: seatd.v1.PolicyPriority
+	(*PolicyRule)(nil),            // 17: seatd.v1.PolicyRule
+	(*PolicySubject)(nil),         // 18: seatd.v1.PolicySubject
+	(*IdentityGroup)(nil),         // 19: seatd.v1.IdentityGroup
+	nil,                           // 20: seatd.v1.License.MetadataEntry
+	nil,                           // 21: seatd.v1.Lease.MetadataEntry
+	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_seatd_v1_resources_proto_depIdxs = []int32{
-	21, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
-	21, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
+	22, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
+	22, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
 	0,  // 2: seatd.v1.License.leasing_strategy:type_name -> seatd.v1.LeasingStrategy
-	22, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
-	19, // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
-	22, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
-	22, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
-	21, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
+	23, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
+	20, // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
+	23, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
+	23, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
+	22, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
 	7,  // 8: seatd.v1.License.grants:type_name -> seatd.v1.FeatureGrant
-	22, // 9: seatd.v1.FeatureGrant.starts_at:type_name -> google.protobuf.Timestamp
-	22, // 10: seatd.v1.FeatureGrant.expires_at:type_name -> google.protobuf.Timestamp
-	21, // 11: seatd.v1.FeatureGrant.max_borrow_duration:type_name -> google.protobuf.Duration
-	22, // 12: seatd.v1.FeatureGrant.create_time:type_name -> google.protobuf.Timestamp
-	22, // 13: seatd.v1.FeatureGrant.update_time:type_name -> google.protobuf.Timestamp
+	23, // 9: seatd.v1.FeatureGrant.starts_at:type_name -> google.protobuf.Timestamp
+	23, // 10: seatd.v1.FeatureGrant.expires_at:type_name -> google.protobuf.Timestamp
+	22, // 11: seatd.v1.FeatureGrant.max_borrow_duration:type_name -> google.protobuf.Duration
+	23, // 12: seatd.v1.FeatureGrant.create_time:type_name -> google.protobuf.Timestamp
+	23, // 13: seatd.v1.FeatureGrant.update_time:type_name -> google.protobuf.Timestamp
 	1,  // 14: seatd.v1.Lease.state:type_name -> seatd.v1.LeaseState
-	22, // 15: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
-	22, // 16: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
-	20, // 17: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
-	22, // 18: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	22, // 19: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
-	17, // 20: seatd.v1.Lease.reserved_for:type_name -> seatd.v1.PolicySubject
-	22, // 21: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	23, // 15: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
+	23, // 16: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 17: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
+	23, // 18: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	23, // 19: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
+	18, // 20: seatd.v1.Lease.reserved_for:type_name -> seatd.v1.PolicySubject
+	23, // 21: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	10, // 22: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
-	22, // 23: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	22, // 24: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	22, // 25: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
+	23, // 23: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	23, // 24: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	23, // 25: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
 	12, // 26: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
 	2,  // 27: seatd.v1.SigningKey.state:type_name -> seatd.v1.SigningKeyState
-	22, // 28: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
-	22, // 29: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
-	16, // 30: seatd.v1.LicensePolicy.rules:type_name -> seatd.v1.PolicyRule
-	22, // 31: seatd.v1.LicensePolicy.update_time:type_name -> google.protobuf.Timestamp
-	15, // 32: seatd.v1.LicensePolicy.priorities:type_name -> seatd.v1.PolicyPriority
-	17, // 33: seatd.v1.PolicyPriority.subject:type_name -> seatd.v1.PolicySubject
-	3,  // 34: seatd.v1.PolicyRule.kind:type_name -> seatd.v1.PolicyRule.Kind
-	17, // 35: seatd.v1.PolicyRule.subject:type_name -> seatd.v1.PolicySubject
-	4,  // 36: seatd.v1.PolicySubject.kind:type_name -> seatd.v1.PolicySubject.Kind
-	5,  // 37: seatd.v1.IdentityGroup.kind:type_name -> seatd.v1.IdentityGroup.Kind
-	22, // 38: seatd.v1.IdentityGroup.create_time:type_name -> google.protobuf.Timestamp
-	22, // 39: seatd.v1.IdentityGroup.update_time:type_name -> google.protobuf.Timestamp
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	23, // 28: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
+	23, // 29: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
+	17, // 30: seatd.v1.LicensePolicy.rules:type_name -> seatd.v1.PolicyRule
+	23, // 31: seatd.v1.LicensePolicy.update_time:type_name -> google.protobuf.Timestamp
+	15, // 32: seatd.v1.LicensePolicy.linger:type_name -> seatd.v1.PolicyLinger
+	16, // 33: seatd.v1.LicensePolicy.priorities:type_name -> seatd.v1.PolicyPriority
+	22, // 34: seatd.v1.PolicyLinger.duration:type_name -> google.protobuf.Duration
+	18, // 35: seatd.v1.PolicyPriority.subject:type_name -> seatd.v1.PolicySubject
+	3,  // 36: seatd.v1.PolicyRule.kind:type_name -> seatd.v1.PolicyRule.Kind
+	18, // 37: seatd.v1.PolicyRule.subject:type_name -> seatd.v1.PolicySubject
+	4,  // 38: seatd.v1.PolicySubject.kind:type_name -> seatd.v1.PolicySubject.Kind
+	5,  // 39: seatd.v1.IdentityGroup.kind:type_name -> seatd.v1.IdentityGroup.Kind
+	23, // 40: seatd.v1.IdentityGroup.create_time:type_name -> google.protobuf.Timestamp
+	23, // 41: seatd.v1.IdentityGroup.update_time:type_name -> google.protobuf.Timestamp
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_resources_proto_init() }
@@ -2027,7 +2121,7 @@ func file_seatd_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_resources_proto_rawDesc), len(file_seatd_v1_resources_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

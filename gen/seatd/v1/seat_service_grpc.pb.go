@@ -37,7 +37,9 @@ type SeatServiceClient interface {
 	// same client (per the license's leasing strategy) or the same idempotency
 	// key asks again. RESOURCE_EXHAUSTED (SEATS_EXHAUSTED) when none is free.
 	AcquireSeat(ctx context.Context, in *AcquireSeatRequest, opts ...grpc.CallOption) (*AcquireSeatResponse, error)
-	// ReleaseSeat gives a seat back. Releasing twice is not an error.
+	// ReleaseSeat gives a seat back. Releasing twice is not an error. Under a
+	// linger of the license's site policy (LicensePolicy.linger) the lease
+	// does not end: it lingers (Lease.lingering) for its client to take back.
 	ReleaseSeat(ctx context.Context, in *ReleaseSeatRequest, opts ...grpc.CallOption) (*ReleaseSeatResponse, error)
 	// WaitForSeat queues the caller (FIFO per license) until a seat frees. The
 	// stream sends the queue position on join and when it changes, then the
@@ -158,7 +160,9 @@ type SeatServiceServer interface {
 	// same client (per the license's leasing strategy) or the same idempotency
 	// key asks again. RESOURCE_EXHAUSTED (SEATS_EXHAUSTED) when none is free.
 	AcquireSeat(context.Context, *AcquireSeatRequest) (*AcquireSeatResponse, error)
-	// ReleaseSeat gives a seat back. Releasing twice is not an error.
+	// ReleaseSeat gives a seat back. Releasing twice is not an error. Under a
+	// linger of the license's site policy (LicensePolicy.linger) the lease
+	// does not end: it lingers (Lease.lingering) for its client to take back.
 	ReleaseSeat(context.Context, *ReleaseSeatRequest) (*ReleaseSeatResponse, error)
 	// WaitForSeat queues the caller (FIFO per license) until a seat frees. The
 	// stream sends the queue position on join and when it changes, then the

@@ -33,9 +33,9 @@ type scriptShape struct {
 }
 
 var shapes = map[*redis.Script]scriptShape{
-	scriptAcquire:   {head: 4, width: 11, max: 64},
+	scriptAcquire:   {head: 4, width: 12, max: 64},
 	scriptHeartbeat: {head: 4, width: 1, max: 128},
-	scriptCheck:     {head: 2, width: 4, max: 128},
+	scriptCheck:     {head: 2, width: 6, max: 128},
 	scriptEnd:       {max: 256}, // reply is a count, shared
 	scriptNoop:      {head: 1, width: 1, max: 128},
 	// A feature's acquisitions on the same pools (licReq.keys) share a run.

@@ -42,6 +42,12 @@ const (
 	StatusWrongToken Status = "TOKEN"    // the token does not match
 	StatusExpired    Status = "EXPIRED"  // past its deadline, not revived
 	StatusBorrowed   Status = "BORROWED" // heartbeat: a borrowed lease, which keeps its deadline
+	// A lingering lease (server/linger.go): heartbeat: released by its
+	// client, nothing changed; check: released before (its linger may
+	// have lapsed since: Check.Deadline says).
+	StatusReleased  Status = "RELEASED"
+	StatusLingering Status = "LINGERING"
+	StatusLingered  Status = "LINGERED" // check: released now, it lingers
 	// heartbeat: a lapsed lease within the revival window of a license with
 	// a site policy: Revive judges whether it comes back.
 	StatusJudgeRevival Status = "REVIVE"
@@ -50,7 +56,7 @@ const (
 // beatStatuses are heartbeat.lua's status codes, in code order (small
 // integers are cheaper to build in Lua and to read here than strings).
 var beatStatuses = [...]Status{StatusRenewed, StatusNoLease, StatusWrongToken, StatusExpired, StatusInactive, StatusLicenseExpired,
-	StatusBorrowed, StatusJudgeRevival}
+	StatusBorrowed, StatusJudgeRevival, StatusReleased}
 
 // strategies are every leasing strategy: acquire.lua picks the dedupe key
 // of the license's current one from the keys computed here, so that the
@@ -82,6 +88,9 @@ type Acquisition struct {
 	// host whose place a new lease took (AcquirePools, under a site
 	// policy): out of the live state, expiring, to be recorded revoked.
 	Replaced *ReplacedLease
+	// Reclaimed: HandedBack a lease that was lingering, now taken back by
+	// its client (server/linger.go).
+	Reclaimed bool
 }
 
 // ReplacedLease is an Acquisition's Replaced.
@@ -110,6 +119,7 @@ func (rs *Redis) Acquire(ctx context.Context, licenseID string, req *server.Acqu
 		out.Acquired, out.Heartbeat, out.Deadline = usTime(replyInt(mine[2])), usTime(replyInt(mine[3])), usTime(replyInt(mine[4]))
 		out.TokenSeq, out.InUse = replyInt(mine[5]), int(replyInt(mine[6]))
 		out.PrevFirst, out.DedupeKey = replyInt(mine[7]), replyString(mine[8])
+		out.Reclaimed = out.Status == StatusHandedBack && replyInt(mine[11]) == 1
 		out.Epoch, out.Version = replyInt(res.shared(2)), replyInt(res.shared(3))
 		if d, _ := mine[10].([]any); len(d) > 0 {
 			out.Displaced = make([]string, len(d))
@@ -158,23 +168,30 @@ func (rs *Redis) Heartbeat(ctx context.Context, licenseID, leaseID, tokenHash st
 	return b, nil
 }
 
-// Check is check.lua's judgement of a release. Live sets the times.
+// Check is check.lua's judgement of a release. Live, Lingered and
+// Lingering set the times and the token seq; Lingered the earliest
+// deadline of the license before it (PrevFirst, unix µs, -1 if none).
 type Check struct {
 	Status              Status
 	Now                 time.Time
 	Heartbeat, Deadline time.Time
+	TokenSeq            int64
+	PrevFirst           int64
 }
 
 // Check judges a release: the token, then whether the lease is still live.
-// It changes nothing.
+// A live lease of a pool with a linger lingers (Lingered); else it changes
+// nothing.
 func (rs *Redis) Check(ctx context.Context, licenseID, leaseID, tokenHash string) (Check, error) {
 	res, err := rs.evalLicense(ctx, scriptCheck, licenseID, leaseKey(leaseID), tokenKey(tokenHash))
 	if err != nil {
 		return Check{}, err
 	}
-	c := Check{Status: Status(res.status())}
-	if c.Status == StatusLive {
+	c := Check{Status: Status(res.status()), PrevFirst: -1}
+	switch c.Status {
+	case StatusLive, StatusLingered, StatusLingering:
 		c.Now, c.Heartbeat, c.Deadline = usTime(replyInt(res.shared(1))), usTime(replyInt(res.mine[2])), usTime(replyInt(res.mine[3]))
+		c.TokenSeq, c.PrevFirst = replyInt(res.mine[4]), replyInt(res.mine[5])
 	}
 	return c, nil
 }
@@ -281,6 +298,7 @@ type Taken struct {
 type TakenLease struct {
 	ID                  string
 	Heartbeat, Deadline time.Time
+	Lingering           bool // a lapsed linger (Expire): it ends released
 }
 
 // Expire moves the named leases still past their deadline into each
@@ -303,9 +321,9 @@ func (rs *Redis) Expire(ctx context.Context, leases []LicenseLeases) ([]Taken, [
 			continue
 		}
 		out[i].Now = usTime(replyInt(res[1]))
-		for j := 2; j+3 < len(res); j += 4 {
+		for j := 2; j+4 < len(res); j += 5 {
 			out[i].Leases = append(out[i].Leases, TakenLease{ID: leaseIDOf(replyString(res[j])),
-				Heartbeat: usTime(replyInt(res[j+2])), Deadline: usTime(replyInt(res[j+3]))})
+				Heartbeat: usTime(replyInt(res[j+2])), Deadline: usTime(replyInt(res[j+3])), Lingering: replyInt(res[j+4]) == 1})
 		}
 	}
 	return out, errs
@@ -348,12 +366,18 @@ type Lease struct {
 	DedupeKey, IdempotencyKey     string
 	TokenSeq                      int64
 	Borrowed                      bool
+	Lingering                     bool // server.Lease.Lingering
 }
 
-// args appends the lease as the scripts take it: 9 values.
+// args appends the lease as the scripts take it: 9 values, the last its
+// kind: 0, 1 borrowed, 2 lingering.
 func (l Lease) args(to []any) []any {
+	kind := boolArg(l.Borrowed)
+	if l.Lingering {
+		kind = 2
+	}
 	return append(to, leaseKey(l.ID), tokenKey(l.TokenHash), timeUS(l.Acquired), timeUS(l.Heartbeat), timeUS(l.Deadline),
-		l.DedupeKey, l.IdempotencyKey, l.TokenSeq, boolArg(l.Borrowed))
+		l.DedupeKey, l.IdempotencyKey, l.TokenSeq, kind)
 }
 
 // borrowUS is a borrow's duration as acquire.lua takes it, in whole

@@ -138,7 +138,7 @@ func TestAcquireScriptIsIdempotentAndAtomicPerCall(t *testing.T) {
 		require.NoError(t, err)
 		return res
 	}
-	const head, width = 4, 11
+	const head, width = 4, 12
 
 	id := server.NewID(server.PrefixLeaseID)
 	first := run(args(id, "")...)
@@ -237,7 +237,7 @@ func TestAcquireRunDisplacesEveryLapsedLeaseItsGrantsNeed(t *testing.T) {
 	keys := rs.keysOf(lic.ID)
 	res, err := scriptAcquire.Run(t.Context(), rdb, keys, args...).Slice()
 	require.NoError(t, err)
-	const head, width = 4, 11
+	const head, width = 4, 12
 	var displaced []string
 	for i := range granted {
 		r := res[head+i*width : head+(i+1)*width]

@@ -220,6 +220,7 @@ func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.A
 	if k := int(replyInt(res[12])); j != nil && k > 0 && k <= len(j.Reservations) && a.Status == StatusGranted {
 		a.Reservation = j.Reservations[k-1].Key
 	}
+	a.Reclaimed = a.Status == StatusHandedBack && replyInt(res[12]) == 1
 	jsons, _ := r.shared(1).([]any)
 	epochs, _ := r.shared(2).([]any)
 	versions, _ := r.shared(3).([]any)

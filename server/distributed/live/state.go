@@ -26,12 +26,16 @@ type Conf struct {
 	// revival window negated, so that heartbeat.lua leaves the revival of
 	// a lapsed lease to revive.lua, which judges it by the policy.
 	PolicyGen int64
+	// Linger is how long a released seat of the pool lingers under the
+	// license's site policy (server/linger.go; 0: none): check.lua judges
+	// a release by it, in the same step as the lease's liveness.
+	Linger time.Duration
 }
 
 // args are the settings as the scripts take them (after the version):
 // seats, overdraft, ttl, revival, active, expires, strategy, tenant, json,
 // max borrow duration, max borrowed seats, starts (a grant's pool),
-// policy generation (” none).
+// policy generation (” none), linger (µs).
 func (c Conf) args(to []any) []any {
 	l := &c.License
 	revival, policy := l.RevivalWindow.Microseconds(), ""
@@ -57,7 +61,7 @@ func (c Conf) args(to []any) []any {
 	js, _ := json.Marshal(&noPolicy)
 	return append(to, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(), revival, active, exp,
 		string(l.LeasingStrategy), l.TenantID, string(js), l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats, starts,
-		policy)
+		policy, c.Linger.Microseconds())
 }
 
 // State is what state.lua reads of a license's live state.
@@ -179,7 +183,7 @@ func (rs *Redis) Rebuild(ctx context.Context, licenseID string, b Build) (built 
 		args = append(args, flags, b.Epoch, timeUS(b.Snapshot), b.Incarnation, b.Slack.Microseconds())
 		if end == n {
 			args[0] = flags + "L"
-			args = append(args, 16+2*len(b.Returned), b.Conf.Version)
+			args = append(args, 17+2*len(b.Returned), b.Conf.Version)
 			args = append(b.Conf.args(args), rs.chunk, len(b.Returned))
 			for _, r := range b.Returned {
 				args = append(args, leaseKey(r.LeaseID), timeUS(r.Deadline))

@@ -30,13 +30,14 @@ func (pg *Postgres) CreateGrant(ctx context.Context, g server.Grant) (pool, lic 
 		pool, err = scanLicense(tx.QueryRow(ctx, `INSERT INTO licenses (id, tenant_id, key, name, seats, overdraft,
 			lease_ttl_us, revival_window_us, leasing_strategy, active, expires_at, metadata, created_at, updated_at,
 			max_borrow_us, max_borrowed_seats, allow_early_return, parent_id, feature, grant_version, starts_at,
-			grant_expires_at, policy_gen)
-			VALUES ($1, $2, '', $3, $4, $5, $6, $7, $8, $9, $10, '{}', $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+			grant_expires_at, policy_gen, linger_us)
+			VALUES ($1, $2, '', $3, $4, $5, $6, $7, $8, $9, $10, '{}', $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 			RETURNING `+licenseCols,
 			g.ID, g.TenantID, p.Name, p.Seats, p.Overdraft, p.LeaseTTL.Microseconds(), p.RevivalWindow.Microseconds(),
 			string(p.LeasingStrategy), p.Active, optTime(p.ExpiresAt), utcUS(g.CreatedAt), utcUS(g.UpdatedAt),
 			p.MaxBorrowDuration.Microseconds(), p.MaxBorrowedSeats, p.AllowEarlyReturn, g.LicenseID, g.Feature,
-			g.Version, optTime(utcUS(g.StartsAt)), optTime(utcUS(g.ExpiresAt)), parent.PolicyGen))
+			g.Version, optTime(utcUS(g.StartsAt)), optTime(utcUS(g.ExpiresAt)), parent.PolicyGen,
+			parent.Policy.LingerFor(g.Feature).Microseconds()))
 		if err != nil {
 			return err
 		}

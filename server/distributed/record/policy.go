@@ -161,13 +161,13 @@ func (pg *Postgres) SetPolicy(ctx context.Context, tenantID, licenseID string, p
 			return err
 		}
 		lic, err = scanLicense(tx.QueryRow(ctx, `UPDATE licenses SET policy = $2, policy_gen = $3, version = version + 1,
-			updated_at = date_trunc('microseconds', clock_timestamp())
-			WHERE id = $1 RETURNING `+licenseCols, licenseID, js, gen))
+			updated_at = date_trunc('microseconds', clock_timestamp()), linger_us = $4
+			WHERE id = $1 RETURNING `+licenseCols, licenseID, js, gen, next.LingerFor("").Microseconds()))
 		if err != nil {
 			return err
 		}
 		lic.Grants = cur.Grants
-		pools, err = bumpGrants(ctx, tx, licenseID, gen)
+		pools, err = bumpGrants(ctx, tx, licenseID, gen, next)
 		return err
 	})
 	switch {
@@ -182,14 +182,25 @@ func (pg *Postgres) SetPolicy(ctx context.Context, tenantID, licenseID string, p
 }
 
 // bumpGrants bumps the settings version of every undeleted grant of the
-// license, with the policy generation gen, and returns their rows, to
-// push: a feature's acquisition judged under the policy before the change
-// is recorded only at its pool's version (the record's insert checks it),
-// so that none judged by the old policy is recorded once the change
-// returned, even where its push has not landed.
-func bumpGrants(ctx context.Context, tx pgx.Tx, licenseID string, gen int64) ([]LicenseRow, error) {
-	rows, _ := tx.Query(ctx, `UPDATE licenses SET policy_gen = $2, version = version + 1
-		WHERE parent_id = $1 AND deleted_at IS NULL RETURNING `+licenseCols, licenseID, gen)
+// license, with the policy generation gen and each one's linger under p,
+// and returns their rows, to push: a feature's acquisition judged under
+// the policy before the change is recorded only at its pool's version (the
+// record's insert checks it), so that none judged by the old policy is
+// recorded once the change returned, even where its push has not landed.
+func bumpGrants(ctx context.Context, tx pgx.Tx, licenseID string, gen int64, p *server.Policy) ([]LicenseRow, error) {
+	lingers := map[string]int64{} // by feature, µs
+	if p != nil {
+		for _, lg := range p.Linger {
+			lingers[lg.Feature] = p.LingerFor(lg.Feature).Microseconds()
+		}
+	}
+	js, err := json.Marshal(lingers)
+	if err != nil {
+		return nil, err
+	}
+	rows, _ := tx.Query(ctx, `UPDATE licenses SET policy_gen = $2, version = version + 1,
+			linger_us = COALESCE(($3::jsonb ->> feature)::bigint, 0)
+		WHERE parent_id = $1 AND deleted_at IS NULL RETURNING `+licenseCols, licenseID, gen, js)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (LicenseRow, error) { return scanLicense(r) })
 }
 
@@ -275,7 +286,7 @@ func (pg *Postgres) PutGroup(ctx context.Context, g server.Group) (_ server.Grou
 				return err
 			}
 			lics = append(lics, row)
-			gs, err := bumpGrants(ctx, tx, l.ID, row.PolicyGen)
+			gs, err := bumpGrants(ctx, tx, l.ID, row.PolicyGen, l.Policy)
 			if err != nil {
 				return err
 			}

@@ -69,7 +69,7 @@ func fromOpt(t *time.Time) time.Time {
 const licenseCols = `id, tenant_id, key, name, seats, overdraft, lease_ttl_us, revival_window_us,
 	leasing_strategy, active, expires_at, metadata, created_at, updated_at, version, live_epoch, deleted_at,
 	max_borrow_us, max_borrowed_seats, allow_early_return, parent_id, feature, grant_version, starts_at,
-	grant_expires_at, policy, policy_gen`
+	grant_expires_at, policy, policy_gen, linger_us`
 
 // LicenseRow is a license with its bookkeeping columns, or a grant's pool
 // (ParentID set: License is then Grant.Pool of the grant).
@@ -86,6 +86,10 @@ type LicenseRow struct {
 	// policy was last switched on, 0 without one; a grant's row carries
 	// its license's (migration 00011).
 	PolicyGen int64
+	// Linger is how long a released seat of the row's pool lingers under
+	// the license's policy (0: none; migration 00013): a license's row
+	// its base pool's, a grant's its feature's.
+	Linger time.Duration
 }
 
 // IsGrant reports whether the row is a grant's pool.
@@ -114,11 +118,12 @@ func scanLicense(row pgx.Row) (LicenseRow, error) {
 		grantVersion     *string
 		starts, grantExp *time.Time
 		policy           []byte
+		lingerUS         int64
 	)
 	err := row.Scan(&r.ID, &r.TenantID, &r.Key, &r.Name, &r.Seats, &r.Overdraft, &ttlUS, &revivalUS,
 		&strategy, &r.Active, &expires, &meta, &created, &updated, &r.Version, &r.Epoch, &deleted,
 		&maxBorrowUS, &r.MaxBorrowedSeats, &r.AllowEarlyReturn, &parent, &feature, &grantVersion, &starts, &grantExp,
-		&policy, &r.PolicyGen)
+		&policy, &r.PolicyGen, &lingerUS)
 	if err != nil {
 		return LicenseRow{}, err
 	}
@@ -128,6 +133,7 @@ func scanLicense(row pgx.Row) (LicenseRow, error) {
 			return LicenseRow{}, fmt.Errorf("license %s: stored policy: %w", r.ID, err)
 		}
 	}
+	r.Linger = time.Duration(lingerUS) * time.Microsecond
 	r.LeaseTTL = time.Duration(ttlUS) * time.Microsecond
 	r.RevivalWindow = time.Duration(revivalUS) * time.Microsecond
 	r.MaxBorrowDuration = time.Duration(maxBorrowUS) * time.Microsecond
@@ -155,7 +161,7 @@ func deref(s *string) string {
 func sessionCols(alias string) string {
 	cols := []string{"id", "license_id", "tenant_id", "token_hash", "token_seq", "fingerprint", `"user"`,
 		"hostname", "metadata", "idempotency_key", "dedupe_key", "state", "acquired_at",
-		"last_heartbeat_at", "expires_at", "ended_at", "borrowed", "feature", "version", "reservation"}
+		"last_heartbeat_at", "expires_at", "ended_at", "borrowed", "feature", "version", "reservation", "lingering"}
 	if alias != "" {
 		for i, c := range cols {
 			cols[i] = alias + "." + c
@@ -181,7 +187,7 @@ func scanSession(row pgx.Row) (Session, error) {
 	)
 	err := row.Scan(&r.ID, &r.LicenseID, &r.TenantID, &r.TokenHash, &r.TokenSeq, &r.Fingerprint, &r.User,
 		&r.Hostname, &meta, &r.IdempotencyKey, &r.DedupeKey, &state, &acquired, &hb, &expire, &ended, &r.Borrowed,
-		&r.Feature, &r.Version, &reservation)
+		&r.Feature, &r.Version, &reservation, &r.Lingering)
 	if err != nil {
 		return Session{}, err
 	}

@@ -36,21 +36,58 @@ type Renewal struct {
 	TokenSeq            int64
 	Heartbeat, Deadline time.Time
 	Epoch, Version      int64 // of the live state and settings that granted it
+	// Reclaimed: the live state handed back a lingering lease to its
+	// client (server/linger.go): audited lease.reclaim with the renewal.
+	Reclaimed bool
 }
 
 // RecordRenewal records the token rotation of a lease handed back, so that
-// the new token survives a loss of the live state. ErrNotFound if nothing
-// was written: the lease is not recorded (yet), not active, has a later
-// rotation recorded, or its license moved on (deleted, another epoch or
-// version); Session tells which.
+// the new token survives a loss of the live state. A lease handed back no
+// longer lingers (server/linger.go); one the live state took back from
+// its linger (Reclaimed) is audited lease.reclaim in the same statement,
+// once (a repeated renewal writes nothing). ErrNotFound
+// if nothing was written: the lease is not recorded (yet), not active, has
+// a later rotation recorded, or its license moved on (deleted, another
+// epoch or version); Session tells which.
 func (pg *Postgres) RecordRenewal(ctx context.Context, r Renewal) (Session, error) {
-	return scanSession(pg.pool.QueryRow(ctx, `UPDATE sessions s SET token_hash = $2, token_seq = $3,
+	return scanSession(pg.pool.QueryRow(ctx, `
+		WITH renewed AS (
+			UPDATE sessions s SET token_hash = $2, token_seq = $3, lingering = false,
 				last_heartbeat_at = GREATEST(s.last_heartbeat_at, $4),
 				expires_at = CASE WHEN $4 >= s.last_heartbeat_at THEN $5 ELSE s.expires_at END
 			WHERE s.id = $1 AND s.state = 'active' AND s.token_seq < $3
 			AND EXISTS (SELECT 1 FROM licenses l WHERE l.id = s.license_id AND l.live_epoch = $6
 				AND l.version = $7 AND l.deleted_at IS NULL FOR KEY SHARE)
-			RETURNING `+sessionCols("s"), r.LeaseID, r.TokenHash, r.TokenSeq, r.Heartbeat, r.Deadline, r.Epoch, r.Version))
+			RETURNING `+sessionCols("s")+`
+		), audit AS (
+			INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
+			SELECT `+sqlAuditID+`, tenant_id, 'system', '`+server.AuditLeaseReclaim+`', 'lease', id,
+				jsonb_build_object('license_id', license_id), last_heartbeat_at
+			FROM renewed WHERE $8
+		)
+		SELECT `+sessionCols("")+` FROM renewed`,
+		r.LeaseID, r.TokenHash, r.TokenSeq, r.Heartbeat, r.Deadline, r.Epoch, r.Version, r.Reclaimed))
+}
+
+// LingerSession records the release of a lease that lingers (check.lua
+// released it: server/linger.go): its release as its last heartbeat, its
+// deadline the linger's end, both written now (a rebuild after a loss of
+// Redis brings them back as they are, with no slack). Only while the lease
+// is active and no later token rotation is recorded (seq: the live
+// state's when it was released; a later one took it back). Idempotent. ok
+// is false if nothing was written; Session tells why.
+func (pg *Postgres) LingerSession(ctx context.Context, leaseID string, released, deadline time.Time, seq int64) (l server.Lease, ok bool, err error) {
+	r, err := scanSession(pg.pool.QueryRow(ctx, `UPDATE sessions s SET lingering = true,
+			last_heartbeat_at = GREATEST(s.last_heartbeat_at, $2), expires_at = $3
+		WHERE s.id = $1 AND s.state = 'active' AND s.token_seq <= $4
+		RETURNING `+sessionCols("s"), leaseID, released, deadline, seq))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return server.Lease{}, false, nil
+	}
+	if err != nil {
+		return server.Lease{}, false, err
+	}
+	return r.Lease, true, nil
 }
 
 // EndLease records the end of an active lease (released or revoked) with
@@ -126,20 +163,28 @@ type Expiry struct {
 	LeaseID             string
 	Heartbeat, Deadline time.Time
 	At                  time.Time // when the live state judged it
+	// Lingering: the live state held it lingering (its release's record
+	// may not have been written: a crash between check.lua and it).
+	Lingering bool
 }
 
 // ExpireSessions records the expiry of leases still active, exactly once:
 // their state, usage and cleanup events and audit entries, in one
-// statement. It returns the leases it ended (not those ended before).
+// statement; a lingering lease's (its linger lapsed, server/linger.go:
+// lingering in the record or in the live state) as released, with its
+// usage event only: it is no zombie. It returns the leases it ended (not
+// those ended before).
 func (pg *Postgres) ExpireSessions(ctx context.Context, exps []Expiry) ([]server.Lease, error) {
 	ids := make([]string, len(exps))
 	hbs, dls, nows := make([]time.Time, len(exps)), make([]time.Time, len(exps)), make([]time.Time, len(exps))
+	lingering := make([]bool, len(exps))
 	for i, e := range exps {
-		ids[i], hbs[i], dls[i], nows[i] = e.LeaseID, e.Heartbeat, e.Deadline, e.At
+		ids[i], hbs[i], dls[i], nows[i], lingering[i] = e.LeaseID, e.Heartbeat, e.Deadline, e.At, e.Lingering
 	}
 	rows, _ := pg.pool.Query(ctx, `
 		WITH v AS (
-			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[]) AS v(id, hb, dl, now)
+			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::boolean[])
+				AS v(id, hb, dl, now, lingering)
 		), licensed AS (
 			-- The licenses first (the cleanup events' foreign key takes them
 			-- FOR KEY SHARE anyway), as DeleteLicense and rebuilds do: taken
@@ -155,27 +200,29 @@ func (pg *Postgres) ExpireSessions(ctx context.Context, exps []Expiry) ([]server
 			AND (SELECT count(*) FROM licensed) >= 0
 			ORDER BY s.id FOR UPDATE
 		), ended AS (
-			UPDATE sessions s SET state = 'expired',
-				ended_at = GREATEST(v.now, s.acquired_at), expired_at = GREATEST(v.now, s.acquired_at),
+			UPDATE sessions s SET state = CASE WHEN s.lingering OR v.lingering THEN 'released' ELSE 'expired' END,
+				lingering = s.lingering OR v.lingering,
+				ended_at = GREATEST(v.now, s.acquired_at),
+				expired_at = CASE WHEN s.lingering OR v.lingering THEN NULL ELSE GREATEST(v.now, s.acquired_at) END,
 				last_heartbeat_at = GREATEST(s.last_heartbeat_at, v.hb), expires_at = v.dl
 			FROM v, locked WHERE s.id = v.id AND s.id = locked.id AND s.state = 'active'
 			RETURNING `+sessionCols("s")+`
 		), usage AS (
 			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
-			SELECT id, license_id, tenant_id, 'expired', acquired_at, `+sqlSeatHeldUntil+`,
+			SELECT id, license_id, tenant_id, state, acquired_at, `+sqlSeatHeldUntil+`,
 				`+sqlDurationUS(sqlSeatHeldUntil, "acquired_at")+`
 			FROM ended ON CONFLICT (lease_id) DO NOTHING
 		), cleanup AS (
 			INSERT INTO cleanup_events (lease_id, license_id, tenant_id, cleanup_type, last_heartbeat_at, expires_at, cleaned_at)
 			SELECT id, license_id, tenant_id, 'zombie', last_heartbeat_at, expires_at, ended_at
-			FROM ended ON CONFLICT (lease_id) DO NOTHING
+			FROM ended WHERE state = 'expired' ON CONFLICT (lease_id) DO NOTHING
 		), audit AS (
 			INSERT INTO audit_log (id, tenant_id, actor, action, resource, resource_id, details, at)
 			SELECT `+sqlAuditID+`, tenant_id, 'system', 'lease.expire', 'lease', id,
 				jsonb_build_object('license_id', license_id), ended_at
-			FROM ended
+			FROM ended WHERE state = 'expired'
 		)
-		SELECT `+sessionCols("")+` FROM ended`, ids, hbs, dls, nows)
+		SELECT `+sessionCols("")+` FROM ended`, ids, hbs, dls, nows, lingering)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {
 		l, err := scanSession(r)
 		return l.Lease, err
@@ -239,8 +286,9 @@ func (pg *Postgres) WithActiveSessions(ctx context.Context, licenseIDs []string)
 }
 
 // WriteBeats writes heartbeats behind, moving a lease's last heartbeat
-// only forward and touching only active leases (a late or repeated write
-// is harmless). It returns the rows written and, per license, the leases
+// only forward and touching only active leases that do not linger (a late
+// or repeated write is harmless; a lingering lease's deadline is its
+// linger's, written with its release). It returns the rows written and, per license, the leases
 // of the batch the record says ended.
 //
 // The update changes no indexed column, so that PostgreSQL can write it
@@ -252,7 +300,7 @@ func (pg *Postgres) WriteBeats(ctx context.Context, ids []string, hbs, dls []tim
 			SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS v(id, hb, dl)
 		), written AS (
 			UPDATE sessions s SET last_heartbeat_at = v.hb, expires_at = v.dl FROM v
-			WHERE s.id = v.id AND s.state = 'active' AND s.last_heartbeat_at < v.hb
+			WHERE s.id = v.id AND s.state = 'active' AND NOT s.lingering AND s.last_heartbeat_at < v.hb
 			RETURNING s.id
 		)
 		SELECT '', '', (SELECT count(*) FROM written)

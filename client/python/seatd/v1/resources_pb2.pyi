@@ -102,7 +102,7 @@ class JsonWebKey(_message.Message):
     def __init__(self, kty: _Optional[str] = ..., crv: _Optional[str] = ..., x: _Optional[str] = ..., kid: _Optional[str] = ..., use: _Optional[str] = ..., alg: _Optional[str] = ...) -> None: ...
 
 class Lease(_message.Message):
-    __slots__ = ["acquired_at", "borrowed", "ended_at", "expires_at", "feature", "fingerprint", "grant_id", "hostname", "id", "last_heartbeat_at", "license_id", "metadata", "reserved_for", "state", "user", "version"]
+    __slots__ = ["acquired_at", "borrowed", "ended_at", "expires_at", "feature", "fingerprint", "grant_id", "hostname", "id", "last_heartbeat_at", "license_id", "lingering", "metadata", "reserved_for", "state", "user", "version"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -121,6 +121,7 @@ class Lease(_message.Message):
     ID_FIELD_NUMBER: _ClassVar[int]
     LAST_HEARTBEAT_AT_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    LINGERING_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     RESERVED_FOR_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -137,12 +138,13 @@ class Lease(_message.Message):
     id: str
     last_heartbeat_at: _timestamp_pb2.Timestamp
     license_id: str
+    lingering: bool
     metadata: _containers.ScalarMap[str, str]
     reserved_for: PolicySubject
     state: LeaseState
     user: str
     version: str
-    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., borrowed: bool = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ..., version: _Optional[str] = ..., reserved_for: _Optional[_Union[PolicySubject, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., borrowed: bool = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ..., version: _Optional[str] = ..., reserved_for: _Optional[_Union[PolicySubject, _Mapping]] = ..., lingering: bool = ...) -> None: ...
 
 class License(_message.Message):
     __slots__ = ["active", "allow_early_return", "create_time", "expires_at", "grants", "id", "key", "lease_ttl", "leasing_strategy", "max_borrow_duration", "max_borrowed_seats", "metadata", "name", "overdraft", "revival_window", "seats", "seats_in_use", "tenant_id", "update_time", "waiting"]
@@ -196,16 +198,26 @@ class License(_message.Message):
     def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., waiting: _Optional[int] = ..., max_borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_borrowed_seats: _Optional[int] = ..., allow_early_return: bool = ..., grants: _Optional[_Iterable[_Union[FeatureGrant, _Mapping]]] = ...) -> None: ...
 
 class LicensePolicy(_message.Message):
-    __slots__ = ["license_id", "priorities", "rules", "update_time"]
+    __slots__ = ["license_id", "linger", "priorities", "rules", "update_time"]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    LINGER_FIELD_NUMBER: _ClassVar[int]
     PRIORITIES_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     license_id: str
+    linger: _containers.RepeatedCompositeFieldContainer[PolicyLinger]
     priorities: _containers.RepeatedCompositeFieldContainer[PolicyPriority]
     rules: _containers.RepeatedCompositeFieldContainer[PolicyRule]
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, license_id: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[PolicyRule, _Mapping]]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., priorities: _Optional[_Iterable[_Union[PolicyPriority, _Mapping]]] = ...) -> None: ...
+    def __init__(self, license_id: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[PolicyRule, _Mapping]]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., linger: _Optional[_Iterable[_Union[PolicyLinger, _Mapping]]] = ..., priorities: _Optional[_Iterable[_Union[PolicyPriority, _Mapping]]] = ...) -> None: ...
+
+class PolicyLinger(_message.Message):
+    __slots__ = ["duration", "feature"]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    duration: _duration_pb2.Duration
+    feature: str
+    def __init__(self, feature: _Optional[str] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class PolicyPriority(_message.Message):
     __slots__ = ["feature", "level", "subject"]

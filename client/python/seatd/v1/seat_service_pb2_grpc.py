@@ -61,7 +61,9 @@ class SeatServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ReleaseSeat(self, request, context):
-        """ReleaseSeat gives a seat back. Releasing twice is not an error.
+        """ReleaseSeat gives a seat back. Releasing twice is not an error. Under a
+        linger of the license's site policy (LicensePolicy.linger) the lease
+        does not end: it lingers (Lease.lingering) for its client to take back.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

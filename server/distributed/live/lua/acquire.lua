@@ -13,9 +13,10 @@
 -- POLICY: the license has a site policy, which only acquire_pools.lua
 -- judges (with the decision its caller passes): ask it instead.
 -- else {'OK', license json, epoch, settings version, then for each
---   acquisition 11 values: status, lease id, acquired, last_hb, deadline,
+--   acquisition 12 values: status, lease id, acquired, last_hb, deadline,
 --   token_seq, seats in use, previous first deadline, dedupe key, limit,
---   displaced (an array of lease ids, empty but for a grant)}
+--   displaced (an array of lease ids, empty but for a grant), reclaimed
+--   (1: the lease handed back was lingering, server/linger.go; else 0)}
 -- with status 'NEW' | 'EXISTING' (all values set), 'EXHAUSTED' (seats in
 -- use and limit set), 'NOBORROW' | 'BORROWLONG' | 'BORROWEXP' |
 -- 'BORROWLIMIT' (a borrow the license refuses, judged at the time in
@@ -43,7 +44,7 @@
 -- leases never exceeds the limit either. A grant that takes the
 -- idempotency or dedupe key of a lapsed lease displaces that lease the
 -- same way (invariant 4: it would otherwise revive beside the new one).
-local ARGS_PER, OUT_PER = 12, 11
+local ARGS_PER, OUT_PER = 12, 12
 local conf, refused = open_conf()
 if not conf then
   return refused
@@ -146,6 +147,8 @@ local function acquire(b)
       rec[DL] = now + conf.ttl -- a borrowed lease keeps its deadline
     end
     rec[SEQ] = rec[SEQ] + 1
+    local reclaimed = rec[LINGER] and 1 or 0
+    rec[LINGER] = nil -- a lingering lease, taken back by its client
     put_rec(K_LEASES, eid, rec)
     redis.call('ZADD', K_DL, fmt(rec[DL]), eid)
     if earliest then
@@ -156,7 +159,7 @@ local function acquire(b)
     if rec[DL] <= now then
       n = n - 1 -- was live, is no longer (a zero TTL)
     end
-    return {'EXISTING', eid, rec[ACQ], rec[HB], rec[DL], rec[SEQ], n, was, rec[DEDUPE], limit, {}}
+    return {'EXISTING', eid, rec[ACQ], rec[HB], rec[DL], rec[SEQ], n, was, rec[DEDUPE], limit, {}, reclaimed}
   end
 
   if borrowing then
@@ -272,7 +275,11 @@ for b = 1, #ARGV, ARGS_PER do
     r = {'ERR', tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, 0, '', 0, {}}
   end
   for i = 1, OUT_PER do
-    out[#out + 1] = r[i]
+    local v = r[i]
+    if v == nil then
+      v = 0 -- (reclaimed, left out by all but EXISTING)
+    end
+    out[#out + 1] = v
   end
 end
 return out

@@ -72,7 +72,8 @@
 -- for a grant the index (from 1) of the reservation whose seat it took (0
 -- a shared seat), for POLICYREFUSED {cap counts, reservation counts} of
 -- the caps and reservations judged (in use and limit: n and the limit),
--- else 0.
+-- for EXISTING 1 if the lease handed back was lingering (taken back by its
+-- client, server/linger.go), else 0.
 local ARGS_PER, OUT_PER = 16, 14
 local npools, nscope = tonumber(ARGV[2]), tonumber(ARGV[3])
 local LIC_CONF = KEYS[nscope * POOL_KEYS + 1]
@@ -198,6 +199,8 @@ local function acquire(b)
       r[DL] = now + conf.ttl
     end
     r[SEQ] = r[SEQ] + 1
+    local reclaimed = r[LINGER] and 1 or 0
+    r[LINGER] = nil -- a lingering lease, taken back by its client
     put_rec(K_LEASES, lid, r)
     redis.call('ZADD', K_DL, fmt(r[DL]), lid)
     local n = count_of(i)
@@ -205,7 +208,7 @@ local function acquire(b)
       n = n - 1 -- was live, is no longer (a zero TTL)
       counts[i] = n
     end
-    return reply('EXISTING', i, r, lid, n, was, conf.seats + conf.overdraft, {})
+    return reply('EXISTING', i, r, lid, n, was, conf.seats + conf.overdraft, {}, reclaimed)
   end
 
   local dks, any_key = {}, idem ~= ''

@@ -22,8 +22,12 @@
 -- a lease's token hash (the first 16 bytes of its SHA-256): the scripts
 -- only compare them.
 -- A lease record is cmsgpack({token hash, acquired, deadline - last
--- heartbeat, deadline, dedupe_key, idempotency_key, token_seq, borrowed})
--- (borrowed: 1, or absent): unpack_rec and pack_rec turn the third into
+-- heartbeat, deadline, dedupe_key, idempotency_key, token_seq, borrowed,
+-- lingering}) (borrowed: 1, or absent; lingering: 1, or absent: released
+-- by its client and held for its linger until its deadline, its last
+-- heartbeat the release, server/linger.go; never both, and a lingering
+-- record leaves the borrowed slot a hole, which cmsgpack packs as a map
+-- of the same keys): unpack_rec and pack_rec turn the third into
 -- the last heartbeat and back, so that scripts see {.., last_heartbeat,
 -- ..} (a difference of two times packs in 5 bytes, a time in 9). Times
 -- are unix microseconds (exact in a double up to 2^53, i.e. well past year
@@ -51,7 +55,7 @@ end
 -- after a Redis loss, every rebuild refused as too old.
 local ENDED_KEEP, REBUILD_MAX_AGE = 60000000, 30000000
 
-local TOK, ACQ, HB, DL, DEDUPE, IDEM, SEQ, BOR = 1, 2, 3, 4, 5, 6, 7, 8
+local TOK, ACQ, HB, DL, DEDUPE, IDEM, SEQ, BOR, LINGER = 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 local function now_us()
   local t = redis.call('TIME')
@@ -95,7 +99,7 @@ end
 -- the first HOT_FIELDS of them (the license JSON, the largest field, would
 -- otherwise be read on every run).
 local CONF_FIELDS = {'epoch', 'deleted', 'seats', 'overdraft', 'ttl', 'revival', 'active', 'exp',
-  'strategy', 'tenant', 'version', 'maxborrow', 'maxborrowed', 'starts', 'policy', 'json'}
+  'strategy', 'tenant', 'version', 'maxborrow', 'maxborrowed', 'starts', 'policy', 'linger', 'json'}
 local HOT_FIELDS = 8
 -- ALL_BUT_JSON reads every field but the license JSON, last of them: what
 -- a feature's acquisition judges its pools by (acquire_pools.lua).
@@ -125,7 +129,8 @@ local function load_conf(n)
     maxborrowed = tonumber(v[13] or '0'),
     starts = tonumber(v[14] or '0'), -- a grant's pool: not before (µs; 0: at once)
     policy = v[15] or '', -- the generation of the license's site policy ('' none: setconf.lua)
-    json = v[16] or '',
+    linger = tonumber(v[16] or '0'), -- how long a released seat of the pool lingers (µs; 0: none)
+    json = v[17] or '',
   }
 end
 

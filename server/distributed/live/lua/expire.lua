@@ -5,7 +5,8 @@
 -- forgotten: a lease leaves the expiring hash only after its expiry is
 -- recorded in PostgreSQL (end.lua).
 -- ARGV: lease ids.
--- Returns {'NOCONF'} or {'OK', now, id, acquired, last_hb, deadline, ...}.
+-- Returns {'NOCONF'} or {'OK', now, id, acquired, last_hb, deadline,
+-- lingering (1: a lapsed linger, server/linger.go; else 0), ...}.
 if redis.call('HEXISTS', K_CONF, 'epoch') == 0 then
   return {'NOCONF'} -- as load_conf: no live state (the settings are not needed)
 end
@@ -31,6 +32,7 @@ for i = 1, #ARGV do
     out[#out + 1] = r[ACQ]
     out[#out + 1] = r[HB]
     out[#out + 1] = r[DL]
+    out[#out + 1] = r[LINGER] or 0
   end
 end
 return out

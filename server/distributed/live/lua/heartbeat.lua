@@ -13,9 +13,11 @@
 -- 6 borrowed (a borrowed lease keeps the deadline it was borrowed until),
 -- 7 to be judged: a lapsed lease within the revival window of a license
 -- with a site policy, whose settings hold the window negated (revival <
--- 0): revive.lua revives it only if the policy allows.
+-- 0): revive.lua revives it only if the policy allows; 8 released: a
+-- lingering lease (common.lua), released by its client, which changes
+-- nothing and is never revived.
 -- (Small integers: cheap to build here and to read in Go.)
-local RENEWED, NOLEASE, TOKEN, EXPIRED, BORROWED, JUDGED = 0, 1, 2, 3, 6, 7
+local RENEWED, NOLEASE, TOKEN, EXPIRED, BORROWED, JUDGED, RELEASED = 0, 1, 2, 3, 6, 7, 8
 local UNUSABLE = {INACTIVE = 4, LICEXPIRED = 5}
 local conf, refused = open_conf(HOT_FIELDS)
 if not conf then
@@ -62,10 +64,16 @@ local function renew(id, tok)
     if x[TOK] ~= tok then
       return TOKEN
     end
+    if x[LINGER] then
+      return RELEASED -- its linger lapsed: being recorded as released
+    end
     return EXPIRED -- being recorded as expired: never revived
   end
   if r[TOK] ~= tok then
     return TOKEN
+  end
+  if r[LINGER] then
+    return RELEASED
   end
   if r[BOR] then
     if r[DL] <= now then

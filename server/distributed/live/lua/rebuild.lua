@@ -43,17 +43,18 @@
 -- KEYS: ../keys.go RebuildKeys.
 -- ARGV: 1 flags ('F' first, 'L' last, both, or ''), 2 epoch, 3 snapshot
 --       time (Redis time read before the snapshot), 4 incarnation, 5
---       slack, 6 the number of values that follow (16 + 2K in the last
+--       slack, 6 the number of values that follow (17 + 2K in the last
 --       call, else 0): the settings (version, seats, overdraft, ttl,
 --       revival, active (0/1), expires (0 = never), strategy, tenant,
 --       license json, max borrow duration, max borrowed seats, starts,
---       policy generation) and CHUNK, the caller's chunk (../state.go
---       DefaultRebuildChunk), then K and K pairs (lease id, deadline) of
---       the borrowed leases returned early; then per lease 9 values: id,
---       token hash, acquired, last_hb, deadline, dedupe key, idempotency
---       key, token seq, borrowed (0/1) (ordered by acquisition, so that
---       the newest lease wins a key). A borrowed lease gets no slack: no
---       heartbeat of it can be lost.
+--       policy generation, linger) and CHUNK, the caller's chunk
+--       (../state.go DefaultRebuildChunk), then K and K pairs (lease id,
+--       deadline) of the borrowed leases returned early; then per lease 9
+--       values: id, token hash, acquired, last_hb, deadline, dedupe key,
+--       idempotency key, token seq, kind (0, 1 borrowed, 2 lingering)
+--       (ordered by acquisition, so that the newest lease wins a key). A
+--       borrowed lease gets no slack: no heartbeat of it can be lost; nor
+--       does a lingering one: its deadline was recorded with its release.
 -- The last call also takes the marker of the license's policy index
 -- (KEYS[26], ../keys.go Policy) away: the index was built over the live
 -- states this rebuild replaces, and is built again before the next grant.
@@ -100,7 +101,7 @@ end
 local flags, epoch, snap, inc, slack = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local nconf = tonumber(ARGV[6])
 local first, last = string.find(flags, 'F', 1, true) ~= nil, string.find(flags, 'L', 1, true) ~= nil
-local CHUNK = last and tonumber(ARGV[21]) -- leases given the time back a call
+local CHUNK = last and tonumber(ARGV[22]) -- leases given the time back a call
 
 local cur = redis.call('HMGET', K_CONF, 'epoch', 'deleted')
 if cur[2] == '1' or (cur[1] and tonumber(cur[1]) >= epoch) then
@@ -170,6 +171,8 @@ for i = 7 + nconf, #ARGV, 9 do
     if ARGV[i + 8] == '1' then
       r[BOR] = 1
       r[IDEM] = idem_key(r[IDEM], true)
+    elseif ARGV[i + 8] == '2' then
+      r[LINGER] = 1
     end
     local h = live_any and get_rec(K_LEASES, id)
     if h then
@@ -179,7 +182,7 @@ for i = 7 + nconf, #ARGV, 9 do
       h[HB] = math.max(h[HB], r[HB])
       r = h -- Redis's deadline is the one last told (a TTL lowered since
             -- may have made it earlier than the recorded one)
-    elseif lost and not r[BOR] then
+    elseif lost and not r[BOR] and not r[LINGER] then
       r[DL] = r[DL] + slack
     end
     push(recs, id, pack_rec(r))
@@ -245,9 +248,9 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', L_ENDED, fmt(began), '+inf')) do
   unstage(legacy_key(id), now)
 end
 -- The record's borrowed leases returned early, still before their
--- deadline (ARGV[22]: how many pairs of id, deadline follow): they count
+-- deadline (ARGV[23]: how many pairs of id, deadline follow): they count
 -- against the borrow cap (end.lua).
-for j = 23, 22 + 2 * tonumber(ARGV[22]), 2 do
+for j = 24, 23 + 2 * tonumber(ARGV[23]), 2 do
   if tonumber(ARGV[j + 1]) > now then
     redis.call('ZADD', S_BOR, ARGV[j + 1], ARGV[j])
   end
@@ -266,6 +269,7 @@ local c = 7
 redis.call('HSET', K_CONF, 'epoch', fmt(epoch), 'version', ARGV[c], 'seats', ARGV[c + 1],
   'overdraft', ARGV[c + 2], 'ttl', ARGV[c + 3], 'revival', ARGV[c + 4], 'active', ARGV[c + 5],
   'exp', ARGV[c + 6], 'strategy', ARGV[c + 7], 'tenant', ARGV[c + 8], 'json', ARGV[c + 9], 'deleted', '0',
-  'maxborrow', ARGV[c + 10], 'maxborrowed', ARGV[c + 11], 'starts', ARGV[c + 12], 'policy', ARGV[c + 13])
+  'maxborrow', ARGV[c + 10], 'maxborrowed', ARGV[c + 11], 'starts', ARGV[c + 12], 'policy', ARGV[c + 13],
+  'linger', ARGV[c + 14])
 redis.call('DEL', KEYS[26])
 return {'OK', min_deadline()}

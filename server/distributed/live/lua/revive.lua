@@ -19,8 +19,8 @@
 -- Returns {'NOCONF', i...} | {'DELETED', i} | {'STALE', version in Redis} |
 --   {'NOPOLICYINDEX', generation} (acquire_pools.lua), else {'OK', code,
 --   now, ttl, first deadline of the lease's pool before (-1 if none)}, code
---   as heartbeat.lua's.
-local RENEWED, NOLEASE, TOKEN, EXPIRED, BORROWED = 0, 1, 2, 3, 6
+--   as heartbeat.lua's (a lease that began to linger meanwhile: released).
+local RENEWED, NOLEASE, TOKEN, EXPIRED, BORROWED, RELEASED = 0, 1, 2, 3, 6, 8
 local UNUSABLE = {INACTIVE = 4, LICEXPIRED = 5, NOTSTARTED = 3}
 local npools, nscope, at = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local LIC_CONF = KEYS[nscope * POOL_KEYS + 1]
@@ -72,10 +72,16 @@ if not r then
   if x[TOK] ~= tok then
     return answer(TOKEN)
   end
+  if x[LINGER] then
+    return answer(RELEASED)
+  end
   return answer(EXPIRED) -- being recorded as expired: never revived
 end
 if r[TOK] ~= tok then
   return answer(TOKEN)
+end
+if r[LINGER] then
+  return answer(RELEASED)
 end
 if r[BOR] then
   if r[DL] <= now then

@@ -2,7 +2,8 @@
 -- the live state into the expiring hash, where it holds no seat and every
 -- heartbeat is refused, but only while it is as granted: its last
 -- heartbeat and deadline no later than the grant's (a heartbeat, or a
--- rebuild that gave time back, confirms it). Judged and done in one step,
+-- rebuild that gave time back, confirms it; so does its release, when it
+-- lingers: server/linger.go). Judged and done in one step,
 -- so that no heartbeat is acknowledged and then taken back. The caller
 -- records the revocation and then calls end.lua; if it never does, the
 -- lease waits in the expiring hash and is recorded as expired, as any.
@@ -20,7 +21,7 @@ if not raw then
   return {'OK', now, 'NOLEASE', 0, 0}
 end
 local r = unpack_rec(raw)
-if r[HB] > tonumber(ARGV[2]) or r[DL] > tonumber(ARGV[3]) then
+if r[LINGER] or r[HB] > tonumber(ARGV[2]) or r[DL] > tonumber(ARGV[3]) then
   return {'OK', now, 'CONFIRMED', r[HB], r[DL]}
 end
 unlink(id, r)

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/resources.proto.
  */
 export const file_seatd_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("ChhzZWF0ZC92MS9yZXNvdXJjZXMucHJvdG8SCHNlYXRkLnYxItAFCgdMaWNlbnNlEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRINCgVzZWF0cxgDIAEoBRIsCglsZWFzZV90dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoGYWN0aXZlGAUgASgISACIAQESEQoJdGVuYW50X2lkGAYgASgJEgwKBG5hbWUYByABKAkSEQoJb3ZlcmRyYWZ0GAggASgFEjEKDnJldml2YWxfd2luZG93GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEGxlYXNpbmdfc3RyYXRlZ3kYCiABKA4yGS5zZWF0ZC52MS5MZWFzaW5nU3RyYXRlZ3kSLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoIbWV0YWRhdGEYDCADKAsyHy5zZWF0ZC52MS5MaWNlbnNlLk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxzZWF0c19pbl91c2UYDyABKAUSDwoHd2FpdGluZxgQIAEoBRI2ChNtYXhfYm9ycm93X2R1cmF0aW9uGBEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhoKEm1heF9ib3Jyb3dlZF9zZWF0cxgSIAEoBRIaChJhbGxvd19lYXJseV9yZXR1cm4YEyABKAgSJgoGZ3JhbnRzGBQgAygLMhYuc2VhdGQudjEuRmVhdHVyZUdyYW50Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYWN0aXZlIp0DCgxGZWF0dXJlR3JhbnQSCgoCaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIPCgdmZWF0dXJlGAMgASgJEg8KB3ZlcnNpb24YBCABKAkSDQoFc2VhdHMYBSABKAUSEQoJb3ZlcmRyYWZ0GAYgASgFEi0KCXN0YXJ0c19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoTbWF4X2JvcnJvd19kdXJhdGlvbhgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIaChJtYXhfYm9ycm93ZWRfc2VhdHMYCiABKAUSFAoMc2VhdHNfaW5fdXNlGAsgASgFEi8KC2NyZWF0ZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAingQKBUxlYXNlEgoKAmlkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSEwoLZmluZ2VycHJpbnQYAyABKAkSIwoFc3RhdGUYBCABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi8KC2FjcXVpcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR1c2VyGAcgASgJEhAKCGhvc3RuYW1lGAggASgJEi8KCG1ldGFkYXRhGAkgAygLMh0uc2VhdGQudjEuTGVhc2UuTWV0YWRhdGFFbnRyeRI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGJvcnJvd2VkGAwgASgIEhAKCGdyYW50X2lkGA0gASgJEg8KB2ZlYXR1cmUYDiABKAkSDwoHdmVyc2lvbhgPIAEoCRItCgxyZXNlcnZlZF9mb3IYECABKAsyFy5zZWF0ZC52MS5Qb2xpY3lTdWJqZWN0Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJ7CgZUZW5hbnQSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIvCgtjcmVhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoGcXVvdGFzGAQgASgLMhYuc2VhdGQudjEuVGVuYW50UXVvdGFzIk0KDFRlbmFudFF1b3RhcxIUCgxtYXhfbGljZW5zZXMYASABKAMSEQoJbWF4X3NlYXRzGAIgASgDEhQKDG1heF9hcGlfa2V5cxgDIAEoAyKVAgoKU2lnbmluZ0tleRILCgNraWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEi8KC2NyZWF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXRpcmVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoNcHVibGlzaF91bnRpbBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoKcHVibGljX2tleRgGIAEoCzIULnNlYXRkLnYxLkpzb25XZWJLZXkSKAoFc3RhdGUYByABKA4yGS5zZWF0ZC52MS5TaWduaW5nS2V5U3RhdGUiWAoKSnNvbldlYktleRILCgNrdHkYASABKAkSCwoDY3J2GAIgASgJEgkKAXgYAyABKAkSCwoDa2lkGAQgASgJEgsKA3VzZRgFIAEoCRILCgNhbGcYBiABKAkilwEKBkFwaUtleRIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV2b2tlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqcBCg1MaWNlbnNlUG9saWN5EhIKCmxpY2Vuc2VfaWQYASABKAkSIwoFcnVsZXMYAiADKAsyFC5zZWF0ZC52MS5Qb2xpY3lSdWxlEi8KC3VwZGF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCgpwcmlvcml0aWVzGAUgAygLMhguc2VhdGQudjEuUG9saWN5UHJpb3JpdHkiWgoOUG9saWN5UHJpb3JpdHkSDwoHZmVhdHVyZRgBIAEoCRIoCgdzdWJqZWN0GAIgASgLMhcuc2VhdGQudjEuUG9saWN5U3ViamVjdBINCgVsZXZlbBgDIAEoBSL2AQoKUG9saWN5UnVsZRInCgRraW5kGAEgASgOMhkuc2VhdGQudjEuUG9saWN5UnVsZS5LaW5kEg8KB2ZlYXR1cmUYAiABKAkSDQoFY291bnQYAyABKAUSKAoHc3ViamVjdBgEIAEoCzIXLnNlYXRkLnYxLlBvbGljeVN1YmplY3QSEwoLZWFjaF9tZW1iZXIYBSABKAgiYAoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEAoMS0lORF9SRVNFUlZFEAESDAoIS0lORF9NQVgQAhIQCgxLSU5EX0lOQ0xVREUQAxIQCgxLSU5EX0VYQ0xVREUQBCKqAQoNUG9saWN5U3ViamVjdBIqCgRraW5kGAEgASgOMhwuc2VhdGQudjEuUG9saWN5U3ViamVjdC5LaW5kEgwKBG5hbWUYAiABKAkiXwoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASDQoJS0lORF9VU0VSEAESDQoJS0lORF9IT1NUEAISDgoKS0lORF9HUk9VUBADEhMKD0tJTkRfSE9TVF9HUk9VUBAEIvoBCg1JZGVudGl0eUdyb3VwEgwKBG5hbWUYASABKAkSKgoEa2luZBgCIAEoDjIcLnNlYXRkLnYxLklkZW50aXR5R3JvdXAuS2luZBIPCgdtZW1iZXJzGAMgAygJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPAoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASDgoKS0lORF9VU0VSUxABEg4KCktJTkRfSE9TVFMQAirBAQoPTGVhc2luZ1N0cmF0ZWd5EiAKHExFQVNJTkdfU1RSQVRFR1lfVU5TUEVDSUZJRUQQABIkCiBMRUFTSU5HX1NUUkFURUdZX1BFUl9GSU5HRVJQUklOVBABEh0KGUxFQVNJTkdfU1RSQVRFR1lfUEVSX1VTRVIQAhIhCh1MRUFTSU5HX1NUUkFURUdZX1BFUl9IT1NUTkFNRRADEiQKIExFQVNJTkdfU1RSQVRFR1lfUEVSX0FDUVVJU0lUSU9OEAQqjQEKCkxlYXNlU3RhdGUSGwoXTEVBU0VfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJMRUFTRV9TVEFURV9BQ1RJVkUQARIYChRMRUFTRV9TVEFURV9SRUxFQVNFRBACEhcKE0xFQVNFX1NUQVRFX0VYUElSRUQQAxIXChNMRUFTRV9TVEFURV9SRVZPS0VEEAQqjgEKD1NpZ25pbmdLZXlTdGF0ZRIhCh1TSUdOSU5HX0tFWV9TVEFURV9VTlNQRUNJRklFRBAAEh0KGVNJR05JTkdfS0VZX1NUQVRFX1NJR05JTkcQARIaChZTSUdOSU5HX0tFWV9TVEFURV9ORVhUEAISHQoZU0lHTklOR19LRVlfU1RBVEVfUkVUSVJFRBADQi1aK2dpdGh1Yi5jb20vc2VhdGQvc2VhdGQvZ2VuL3NlYXRkL3YxO3NlYXRkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChhzZWF0ZC92MS9yZXNvdXJjZXMucHJvdG8SCHNlYXRkLnYxItAFCgdMaWNlbnNlEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRINCgVzZWF0cxgDIAEoBRIsCglsZWFzZV90dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoGYWN0aXZlGAUgASgISACIAQESEQoJdGVuYW50X2lkGAYgASgJEgwKBG5hbWUYByABKAkSEQoJb3ZlcmRyYWZ0GAggASgFEjEKDnJldml2YWxfd2luZG93GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEGxlYXNpbmdfc3RyYXRlZ3kYCiABKA4yGS5zZWF0ZC52MS5MZWFzaW5nU3RyYXRlZ3kSLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoIbWV0YWRhdGEYDCADKAsyHy5zZWF0ZC52MS5MaWNlbnNlLk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxzZWF0c19pbl91c2UYDyABKAUSDwoHd2FpdGluZxgQIAEoBRI2ChNtYXhfYm9ycm93X2R1cmF0aW9uGBEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhoKEm1heF9ib3Jyb3dlZF9zZWF0cxgSIAEoBRIaChJhbGxvd19lYXJseV9yZXR1cm4YEyABKAgSJgoGZ3JhbnRzGBQgAygLMhYuc2VhdGQudjEuRmVhdHVyZUdyYW50Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfYWN0aXZlIp0DCgxGZWF0dXJlR3JhbnQSCgoCaWQYASABKAkSEgoKbGljZW5zZV9pZBgCIAEoCRIPCgdmZWF0dXJlGAMgASgJEg8KB3ZlcnNpb24YBCABKAkSDQoFc2VhdHMYBSABKAUSEQoJb3ZlcmRyYWZ0GAYgASgFEi0KCXN0YXJ0c19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoTbWF4X2JvcnJvd19kdXJhdGlvbhgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIaChJtYXhfYm9ycm93ZWRfc2VhdHMYCiABKAUSFAoMc2VhdHNfaW5fdXNlGAsgASgFEi8KC2NyZWF0ZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAisQQKBUxlYXNlEgoKAmlkGAEgASgJEhIKCmxpY2Vuc2VfaWQYAiABKAkSEwoLZmluZ2VycHJpbnQYAyABKAkSIwoFc3RhdGUYBCABKA4yFC5zZWF0ZC52MS5MZWFzZVN0YXRlEi8KC2FjcXVpcmVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR1c2VyGAcgASgJEhAKCGhvc3RuYW1lGAggASgJEi8KCG1ldGFkYXRhGAkgAygLMh0uc2VhdGQudjEuTGVhc2UuTWV0YWRhdGFFbnRyeRI1ChFsYXN0X2hlYXJ0YmVhdF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGJvcnJvd2VkGAwgASgIEhAKCGdyYW50X2lkGA0gASgJEg8KB2ZlYXR1cmUYDiABKAkSDwoHdmVyc2lvbhgPIAEoCRItCgxyZXNlcnZlZF9mb3IYECABKAsyFy5zZWF0ZC52MS5Qb2xpY3lTdWJqZWN0EhEKCWxpbmdlcmluZxgRIAEoCBovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiewoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSLwoLY3JlYXRlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBnF1b3RhcxgEIAEoCzIWLnNlYXRkLnYxLlRlbmFudFF1b3RhcyJNCgxUZW5hbnRRdW90YXMSFAoMbWF4X2xpY2Vuc2VzGAEgASgDEhEKCW1heF9zZWF0cxgCIAEoAxIUCgxtYXhfYXBpX2tleXMYAyABKAMilQIKClNpZ25pbmdLZXkSCwoDa2lkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIvCgtjcmVhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV0aXJlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDXB1Ymxpc2hfdW50aWwYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEigKCnB1YmxpY19rZXkYBiABKAsyFC5zZWF0ZC52MS5Kc29uV2ViS2V5EigKBXN0YXRlGAcgASgOMhkuc2VhdGQudjEuU2lnbmluZ0tleVN0YXRlIlgKCkpzb25XZWJLZXkSCwoDa3R5GAEgASgJEgsKA2NydhgCIAEoCRIJCgF4GAMgASgJEgsKA2tpZBgEIAEoCRILCgN1c2UYBSABKAkSCwoDYWxnGAYgASgJIpcBCgZBcGlLZXkSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jldm9rZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLPAQoNTGljZW5zZVBvbGljeRISCgpsaWNlbnNlX2lkGAEgASgJEiMKBXJ1bGVzGAIgAygLMhQuc2VhdGQudjEuUG9saWN5UnVsZRIvCgt1cGRhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoGbGluZ2VyGAQgAygLMhYuc2VhdGQudjEuUG9saWN5TGluZ2VyEiwKCnByaW9yaXRpZXMYBSADKAsyGC5zZWF0ZC52MS5Qb2xpY3lQcmlvcml0eSJMCgxQb2xpY3lMaW5nZXISDwoHZmVhdHVyZRgBIAEoCRIrCghkdXJhdGlvbhgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJaCg5Qb2xpY3lQcmlvcml0eRIPCgdmZWF0dXJlGAEgASgJEigKB3N1YmplY3QYAiABKAsyFy5zZWF0ZC52MS5Qb2xpY3lTdWJqZWN0Eg0KBWxldmVsGAMgASgFIvYBCgpQb2xpY3lSdWxlEicKBGtpbmQYASABKA4yGS5zZWF0ZC52MS5Qb2xpY3lSdWxlLktpbmQSDwoHZmVhdHVyZRgCIAEoCRINCgVjb3VudBgDIAEoBRIoCgdzdWJqZWN0GAQgASgLMhcuc2VhdGQudjEuUG9saWN5U3ViamVjdBITCgtlYWNoX21lbWJlchgFIAEoCCJgCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIQCgxLSU5EX1JFU0VSVkUQARIMCghLSU5EX01BWBACEhAKDEtJTkRfSU5DTFVERRADEhAKDEtJTkRfRVhDTFVERRAEIqoBCg1Qb2xpY3lTdWJqZWN0EioKBGtpbmQYASABKA4yHC5zZWF0ZC52MS5Qb2xpY3lTdWJqZWN0LktpbmQSDAoEbmFtZRgCIAEoCSJfCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABINCglLSU5EX1VTRVIQARINCglLSU5EX0hPU1QQAhIOCgpLSU5EX0dST1VQEAMSEwoPS0lORF9IT1NUX0dST1VQEAQi+gEKDUlkZW50aXR5R3JvdXASDAoEbmFtZRgBIAEoCRIqCgRraW5kGAIgASgOMhwuc2VhdGQudjEuSWRlbnRpdHlHcm91cC5LaW5kEg8KB21lbWJlcnMYAyADKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI8CgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIOCgpLSU5EX1VTRVJTEAESDgoKS0lORF9IT1NUUxACKsEBCg9MZWFzaW5nU3RyYXRlZ3kSIAocTEVBU0lOR19TVFJBVEVHWV9VTlNQRUNJRklFRBAAEiQKIExFQVNJTkdfU1RSQVRFR1lfUEVSX0ZJTkdFUlBSSU5UEAESHQoZTEVBU0lOR19TVFJBVEVHWV9QRVJfVVNFUhACEiEKHUxFQVNJTkdfU1RSQVRFR1lfUEVSX0hPU1ROQU1FEAMSJAogTEVBU0lOR19TVFJBVEVHWV9QRVJfQUNRVUlTSVRJT04QBCqNAQoKTGVhc2VTdGF0ZRIbChdMRUFTRV9TVEFURV9VTlNQRUNJRklFRBAAEhYKEkxFQVNFX1NUQVRFX0FDVElWRRABEhgKFExFQVNFX1NUQVRFX1JFTEVBU0VEEAISFwoTTEVBU0VfU1RBVEVfRVhQSVJFRBADEhcKE0xFQVNFX1NUQVRFX1JFVk9LRUQQBCqOAQoPU2lnbmluZ0tleVN0YXRlEiEKHVNJR05JTkdfS0VZX1NUQVRFX1VOU1BFQ0lGSUVEEAASHQoZU0lHTklOR19LRVlfU1RBVEVfU0lHTklORxABEhoKFlNJR05JTkdfS0VZX1NUQVRFX05FWFQQAhIdChlTSUdOSU5HX0tFWV9TVEFURV9SRVRJUkVEEANCLVorZ2l0aHViLmNvbS9zZWF0ZC9zZWF0ZC9nZW4vc2VhdGQvdjE7c2VhdGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * A License grants a fixed number of concurrent seats to the running copies of
@@ -413,6 +413,18 @@ export type Lease = Message<"seatd.v1.Lease"> & {
    * @generated from field: seatd.v1.PolicySubject reserved_for = 16;
    */
   reservedFor?: PolicySubject | undefined;
+
+  /**
+   * Released by its client under a linger of the license's policy
+   * (LicensePolicy.linger): still ACTIVE, it holds its seat until
+   * expires_at (the release + the linger; last_heartbeat_at is the
+   * release) for the same client to take back by acquiring again, and its
+   * heartbeats are answered LEASE_RELEASED. On an ended lease: it ended in
+   * its linger (RELEASED when the linger lapsed, or REVOKED).
+   *
+   * @generated from field: bool lingering = 17;
+   */
+  lingering: boolean;
 };
 
 /**
@@ -691,6 +703,21 @@ export type LicensePolicy = Message<"seatd.v1.LicensePolicy"> & {
   updateTime?: Timestamp | undefined;
 
   /**
+   * Released seats that stay counted (FlexNet LINGER), at most one a pool.
+   * A release of a lease of that pool does not end it: the lease lingers
+   * (Lease.lingering), holding its seat, under the policy's caps and its
+   * reservation too, until the release + duration. The same client (the
+   * lease's idempotency key, or its dedupe key under the license's leasing
+   * strategy) acquiring again takes it back; anyone else is judged with it
+   * counted; a revoke ends it at once; lapsed, it ends RELEASED (no
+   * zombie). A borrowed lease never lingers. Judged at the release: a
+   * change of the policy never ends or shortens a linger under way.
+   *
+   * @generated from field: repeated seatd.v1.PolicyLinger linger = 4;
+   */
+  linger: PolicyLinger[];
+
+  /**
    * At most 1000: the order of WaitForSeat's queue (RLM PRIORITY). They
    * refuse no one: AcquireSeat, and each try of a waiter, are judged by
    * the rules alone.
@@ -706,6 +733,34 @@ export type LicensePolicy = Message<"seatd.v1.LicensePolicy"> & {
  */
 export const LicensePolicySchema: GenMessage<LicensePolicy> = /*@__PURE__*/
   messageDesc(file_seatd_v1_resources, 8);
+
+/**
+ * PolicyLinger is how long a released seat of a pool lingers.
+ *
+ * @generated from message seatd.v1.PolicyLinger
+ */
+export type PolicyLinger = Message<"seatd.v1.PolicyLinger"> & {
+  /**
+   * The feature (all of its grants); empty: the license's base seats.
+   *
+   * @generated from field: string feature = 1;
+   */
+  feature: string;
+
+  /**
+   * From 0 (no linger) to 24 hours, in whole microseconds; unset: 0.
+   *
+   * @generated from field: google.protobuf.Duration duration = 2;
+   */
+  duration?: Duration | undefined;
+};
+
+/**
+ * Describes the message seatd.v1.PolicyLinger.
+ * Use `create(PolicyLingerSchema)` to create a new message.
+ */
+export const PolicyLingerSchema: GenMessage<PolicyLinger> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_resources, 9);
 
 /**
  * PolicyPriority sets the level at which a subject waits in WaitForSeat's
@@ -748,7 +803,7 @@ export type PolicyPriority = Message<"seatd.v1.PolicyPriority"> & {
  * Use `create(PolicyPrioritySchema)` to create a new message.
  */
 export const PolicyPrioritySchema: GenMessage<PolicyPriority> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 9);
+  messageDesc(file_seatd_v1_resources, 10);
 
 /**
  * PolicyRule is one line of a policy.
@@ -794,7 +849,7 @@ export type PolicyRule = Message<"seatd.v1.PolicyRule"> & {
  * Use `create(PolicyRuleSchema)` to create a new message.
  */
 export const PolicyRuleSchema: GenMessage<PolicyRule> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 10);
+  messageDesc(file_seatd_v1_resources, 11);
 
 /**
  * @generated from enum seatd.v1.PolicyRule.Kind
@@ -843,7 +898,7 @@ export enum PolicyRule_Kind {
  * Describes the enum seatd.v1.PolicyRule.Kind.
  */
 export const PolicyRule_KindSchema: GenEnum<PolicyRule_Kind> = /*@__PURE__*/
-  enumDesc(file_seatd_v1_resources, 10, 0);
+  enumDesc(file_seatd_v1_resources, 11, 0);
 
 /**
  * PolicySubject is who a rule names.
@@ -869,7 +924,7 @@ export type PolicySubject = Message<"seatd.v1.PolicySubject"> & {
  * Use `create(PolicySubjectSchema)` to create a new message.
  */
 export const PolicySubjectSchema: GenMessage<PolicySubject> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 11);
+  messageDesc(file_seatd_v1_resources, 12);
 
 /**
  * @generated from enum seatd.v1.PolicySubject.Kind
@@ -913,7 +968,7 @@ export enum PolicySubject_Kind {
  * Describes the enum seatd.v1.PolicySubject.Kind.
  */
 export const PolicySubject_KindSchema: GenEnum<PolicySubject_Kind> = /*@__PURE__*/
-  enumDesc(file_seatd_v1_resources, 11, 0);
+  enumDesc(file_seatd_v1_resources, 12, 0);
 
 /**
  * IdentityGroup is a named set of users or of hosts, shared by the
@@ -963,7 +1018,7 @@ export type IdentityGroup = Message<"seatd.v1.IdentityGroup"> & {
  * Use `create(IdentityGroupSchema)` to create a new message.
  */
 export const IdentityGroupSchema: GenMessage<IdentityGroup> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_resources, 12);
+  messageDesc(file_seatd_v1_resources, 13);
 
 /**
  * @generated from enum seatd.v1.IdentityGroup.Kind
@@ -989,7 +1044,7 @@ export enum IdentityGroup_Kind {
  * Describes the enum seatd.v1.IdentityGroup.Kind.
  */
 export const IdentityGroup_KindSchema: GenEnum<IdentityGroup_Kind> = /*@__PURE__*/
-  enumDesc(file_seatd_v1_resources, 12, 0);
+  enumDesc(file_seatd_v1_resources, 13, 0);
 
 /**
  * LeasingStrategy decides which acquisitions share one lease.

@@ -523,7 +523,9 @@ export const SeatService: GenService<{
     output: typeof AcquireSeatResponseSchema;
   },
   /**
-   * ReleaseSeat gives a seat back. Releasing twice is not an error.
+   * ReleaseSeat gives a seat back. Releasing twice is not an error. Under a
+   * linger of the license's site policy (LicensePolicy.linger) the lease
+   * does not end: it lingers (Lease.lingering) for its client to take back.
    *
    * @generated from rpc seatd.v1.SeatService.ReleaseSeat
    */
