@@ -37,7 +37,8 @@ func startLocked(ctx context.Context, cfg Config, store server.Store, sealer *si
 	hostname, machineID := locked.ThisHost(machineIDPath)
 	c := locked.New(locked.Config{
 		Path: cfg.LicenseFile, VendorKeys: keys, Store: store, Logger: log,
-		Site: licensefile.Site{Key: site.Public(), Hostname: hostname, MachineID: machineID},
+		Site:    licensefile.Site{Key: site.Public(), Hostname: hostname, MachineID: machineID},
+		SiteKey: site,
 	})
 	if err := c.Start(ctx); err != nil {
 		return nil, err
