@@ -36,8 +36,8 @@ checks it against the license file with seatctl vendor verify-usage
 (-o does not apply). Without it, the same rows as a table (-o json or yaml: the whole answer,
 the signed export in usage_export).
 
-The period is [--since, --until), to the second (default: the last 30
-days, up to now).`,
+The period is [--since, --until), widened to whole seconds (default: the
+last 30 days, up to now).`,
 		Example: "  seatctl usage export --since 2026-03-01 --until 2026-04-01\n  seatctl usage export --signed --since 2026-03-01 --until 2026-04-01 --out acme-usage-2026-03.txt",
 		Args:    exactArgs(),
 		RunE: func(c *cobra.Command, _ []string) error {

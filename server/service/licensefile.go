@@ -70,7 +70,7 @@ func (s *Service) ReloadLicenseFile(ctx context.Context, actor string) (locked.I
 const defaultExportWindow = 30 * 24 * time.Hour
 
 // ExportUsage is the true-up export of [start, end) (end nil: now; start
-// nil: defaultExportWindow before end), to the second: the usage report of
+// nil: defaultExportWindow before end), widened to whole seconds: the usage report of
 // the default tenant (where the file's licenses are) in one bucket, the
 // whole period, signed by the site key under the file in force. It is
 // audited (license_file.usage_export): the site key's signature is the
@@ -88,7 +88,12 @@ func (s *Service) ExportUsage(ctx context.Context, actor string, start, end *tim
 	if start != nil {
 		st = *start
 	}
-	st, e = st.UTC().Truncate(time.Second), e.UTC().Truncate(time.Second)
+	// Widened to whole seconds, as the report widens to whole buckets:
+	// a lease acquired a moment ago is in a period that ends now.
+	st = st.UTC().Truncate(time.Second)
+	if e = e.UTC(); e.Truncate(time.Second).Before(e) {
+		e = e.Truncate(time.Second).Add(time.Second)
+	}
 	if !st.Before(e) {
 		return nil, nil, server.Invalid("start_time", "must be at least a second before end_time")
 	}

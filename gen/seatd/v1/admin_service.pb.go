@@ -4312,8 +4312,8 @@ func (x *ReloadLicenseFileResponse) GetChanged() bool {
 
 type ExportUsageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The period [start_time, end_time), to the second (a fraction is cut);
-	// default end_time now and start_time 30 days before it.
+	// The period [start_time, end_time), widened to whole seconds; default
+	// end_time now and start_time 30 days before it.
 	StartTime     *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	EndTime       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	unknownFields protoimpl.UnknownFields

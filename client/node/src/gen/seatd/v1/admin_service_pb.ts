@@ -2053,8 +2053,8 @@ export const ReloadLicenseFileResponseSchema: GenMessage<ReloadLicenseFileRespon
  */
 export type ExportUsageRequest = Message<"seatd.v1.ExportUsageRequest"> & {
   /**
-   * The period [start_time, end_time), to the second (a fraction is cut);
-   * default end_time now and start_time 30 days before it.
+   * The period [start_time, end_time), widened to whole seconds; default
+   * end_time now and start_time 30 days before it.
    *
    * @generated from field: google.protobuf.Timestamp start_time = 1;
    */
