@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
+
+	"github.com/seatd/seatd/server/licensefile"
 )
 
 // TestLockedModeUsageExport: the true-up loop on the real binaries. A
@@ -75,4 +77,36 @@ func TestLockedModeUsageExport(t *testing.T) {
 	msg = ctl{t: t, bin: c.bin, addr: plain.GRPCAddr, key: plain.OperatorKey}.fails(ctlRefused, "usage", "export", "--signed")
 	require.Contains(t, msg, "LICENSE_FILE_NOT_CONFIGURED")
 	stopAllOK(t, p, plain)
+}
+
+// TestLockedModeHostBinding: a file the vendor bound to this host's name
+// is served; one bound to another host is refused on reload (cause
+// wrong_host, the file in force staying) and stops the start, naming both
+// hosts.
+func TestLockedModeHostBinding(t *testing.T) {
+	t.Parallel()
+	hostname, err := os.Hostname()
+	require.NoError(t, err)
+	bound := func(f *licensefile.File, host string) *licensefile.File {
+		f.Host = &licensefile.HostBinding{Kind: licensefile.BindHostname, Value: host}
+		return f
+	}
+	dataDir := t.TempDir()
+	site := siteID(t, "--data-dir", dataDir)
+	v := newVendor(t)
+	path := filepath.Join(t.TempDir(), "site.lic")
+	v.writeSigned(t, path, bound(lockedFile(site, 1, 2), hostname))
+	args := []string{"--license-file", path, "--vendor-key", v.pubPath, "--license-file-watch-interval", "1h"}
+	p := start(t, options{dataDir: dataDir, args: args})
+	require.EqualValues(t, 2, p.lockedLicense(t).GetSeats())
+
+	v.writeSigned(t, path, bound(lockedFile(site, 2, 50), "other-host.example"))
+	p.reloadRefused(t, "wrong_host")
+	require.EqualValues(t, 2, p.lockedLicense(t).GetSeats())
+	p.stopOK()
+
+	v.writeSigned(t, path, bound(lockedFile(site, 3, 50), "other-host.example"))
+	code, out := runToExit(t, eventTimeout, append([]string{"--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, args...), nil)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, `license file serial 3: bound to another host: it is bound to hostname "other-host.example", this host's is `+hostname)
 }
