@@ -249,9 +249,10 @@ func TestLockedModeDistributed(t *testing.T) {
 	site := siteID(t, storeFlags...)
 	v := newVendor(t)
 	paths := []string{filepath.Join(t.TempDir(), "site.lic"), filepath.Join(t.TempDir(), "site.lic")}
-	for _, p := range paths {
-		v.writeSigned(t, p, lockedFile(site, 1, 2))
-	}
+	// One file, its bytes on both paths: signed twice, a second apart,
+	// serial 1 would be two files (issued_at differs), the second refused.
+	serial1 := v.writeSigned(t, paths[0], lockedFile(site, 1, 2))
+	writeAtomically(t, paths[1], serial1)
 	locked := func(path string) []string {
 		return []string{"--license-file", path, "--vendor-key", v.pubPath, "--license-file-watch-interval", "100ms"}
 	}
