@@ -22,9 +22,13 @@
 # featurePool says how they are laid out), measured after the base rows in
 # the same run, each beside its base row ("NN% of base"): the ratio of
 # their "vs gRPC" ratios (the machine's drift between the two phases cancels).
+# policy-acquire, policy-heartbeat: the same on the base pool of a license
+# with a site policy of 10 groups x 100 members, reservations and caps
+# (issue 27; bench/load's policyPool), each beside its base row as the
+# feature rows are.
 # Knobs: BENCH_DURATION (per phase, default 10s), BENCH_SLICES (5), BENCH_CONCURRENCY (64),
 # BENCH_MODES ("embedded distributed"), BENCH_FEATURES (1; 0 leaves the feature
-# rows out), BENCH_COVERING (50: how many of the 50 grants cover the request;
+# rows out), BENCH_POLICY (1; 0 leaves the policy rows out), BENCH_COVERING (50: how many of the 50 grants cover the request;
 # the others are of other features), BENCH_SEATD and BENCH_LOAD (a seatd and a load binary to use
 # instead of building this tree's, e.g. for a before/after comparison: with a
 # load binary from before issue 26, set BENCH_FEATURES=0; a seatd from before
@@ -39,6 +43,8 @@ MODES=${BENCH_MODES:-embedded distributed} # which storage modes to measure
 SECS=${D%s}
 FEATURE_OPS=
 [[ "${BENCH_FEATURES:-1}" == 0 ]] || FEATURE_OPS=,feature-acquire,feature-heartbeat,feature-release
+POLICY_OPS=
+[[ "${BENCH_POLICY:-1}" == 0 ]] || POLICY_OPS=,policy-acquire,policy-heartbeat
 PG_URL=${SEATD_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 REDIS_URL=${SEATD_TEST_REDIS_URL:-redis://127.0.0.1:6379/0}
 OP=benchmark-operator-key
@@ -81,7 +87,7 @@ run_load() { # label addr [ops]
   local covering=()
   [[ -z "$FEATURE_OPS" ]] || covering=(-covering "${BENCH_COVERING:-50}")
   "$LOAD" -target "$2" -operator-key "$OP" -c "$C" -d "$D" -slices "$SLICES" -tsv -label "$1" "${covering[@]}" \
-    -ops "${3:-health,acquire,heartbeat,release}$FEATURE_OPS" >>"$results"
+    -ops "${3:-health,acquire,heartbeat,release}$FEATURE_OPS$POLICY_OPS" >>"$results"
 }
 
 if [[ " $MODES " == *" embedded "* ]]; then
@@ -167,6 +173,15 @@ awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" -v covering="${BENCH_COVERING:-
         fline = fline sprintf(" %s %.0f%% (%s)", o, fr, (fr >= 90 ? "met" : "NOT met"))
       }
       if (fline != "") features = features sprintf("%s feature of a license with 50 grants (%d of them covering) vs the base pool (target >= 90%%):%s\n", m, covering, fline)
+      pline = ""
+      for (j = 1; j <= 2; j++) {
+        o = ops[j]; po = "policy-" o
+        if (!((m, po) in rps)) continue
+        pr = 100 * vs(m, po) / vs(m, o)
+        row(m, po, sprintf("%.0f%% of base", pr))
+        pline = pline sprintf(" %s %.0f%% (%s)", o, pr, (pr >= 90 ? "met" : "NOT met"))
+      }
+      if (pline != "") features = features sprintf("%s license with a site policy (10 groups x 100 members, reservations, caps) vs the base pool (target >= 90%%):%s\n", m, pline)
     }
     if (features != "") printf "\n%s", features
     if (("distributed", "redis-ceiling") in rps && ratio["distributed","redis-ceiling"] > 0) {

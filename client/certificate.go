@@ -49,15 +49,21 @@ type CertificateError struct {
 	// Returned: the signed list of returned certificates names it
 	// (ErrCertificateReturned).
 	Returned bool
+	// Chain is the link of the chain from the vendor's key that failed
+	// (Options.VendorKeys, LicenseFile.Verify): ErrLicenseFileInvalid,
+	// ErrLicenseFileExpired, ErrWrongSiteKey, ErrWrongLicenseFile or
+	// ErrLicenseNotInFile; nil for any other refusal.
+	Chain error
 }
 
 func (e *CertificateError) Error() string { return ErrBadCertificate.Error() + ": " + e.Problem }
 
-// Is makes errors.Is(err, ErrBadCertificate) hold for every refusal, and
-// errors.Is(err, ErrCertificateExpired) for an expired certificate.
+// Is makes errors.Is(err, ErrBadCertificate) hold for every refusal,
+// errors.Is(err, ErrCertificateExpired) for an expired certificate, and
+// errors.Is(err, e.Chain) for a link of the chain from the vendor's key.
 func (e *CertificateError) Is(target error) bool {
 	return target == ErrBadCertificate || (e.Expired && target == ErrCertificateExpired) ||
-		(e.Returned && target == ErrCertificateReturned)
+		(e.Returned && target == ErrCertificateReturned) || (e.Chain != nil && target == e.Chain)
 }
 
 func badCert(format string, args ...any) *CertificateError {
@@ -102,6 +108,12 @@ type Claims struct {
 	GrantID        string
 	GrantVersion   string
 	GrantExpiresAt time.Time
+	// For a certificate of a seatd in locked mode, signed by its site key
+	// (LicenseFile.Verify): the serial of the license file in force and
+	// the file's id of the license (LicenseID is "lic_" and it); 0 and ""
+	// otherwise.
+	FileSerial    int64
+	FileLicenseID string
 }
 
 // The values of Claims.BoundTo.
@@ -196,6 +208,8 @@ type claimsJSON struct {
 	GrantID     string           `json:"grant_id"`
 	GrantVer    string           `json:"grant_version"`
 	GrantExpiry *jwt.NumericDate `json:"grant_expires_at"`
+	FileSerial  int64            `json:"file_serial"`
+	FileLicense string           `json:"file_license_id"`
 }
 
 // SigningKeys are a tenant's public keys (a JWKS, as GetSigningKeys and
@@ -294,19 +308,9 @@ func VerifyOffline(cert string, jwks []byte, now time.Time) (Claims, error) {
 
 // verify checks everything but the time.
 func (k *SigningKeys) verify(cert string) (Claims, error) {
-	if cert == "" {
-		return Claims{}, badCert("none in seatd's answer")
-	}
-	jws, err := jose.ParseSignedCompact(cert, []jose.SignatureAlgorithm{jose.EdDSA})
+	jws, kid, err := parseCert(cert)
 	if err != nil {
-		return Claims{}, badCert("not a JWS compact token with alg EdDSA: %v", err)
-	}
-	if len(jws.Signatures) != 1 {
-		return Claims{}, badCert("%d signatures, want 1", len(jws.Signatures))
-	}
-	kid := jws.Signatures[0].Header.KeyID
-	if kid == "" {
-		return Claims{}, badCert("no kid in its header")
+		return Claims{}, err
 	}
 	pub, ok := k.byKid[kid]
 	if !ok {
@@ -316,6 +320,31 @@ func (k *SigningKeys) verify(cert string) (Claims, error) {
 	if err != nil {
 		return Claims{}, badCert("signature does not verify with key %q", kid)
 	}
+	return claimsOf(payload, kid)
+}
+
+// parseCert reads a certificate's JWS and the kid of its one signature,
+// verifying nothing.
+func parseCert(cert string) (*jose.JSONWebSignature, string, error) {
+	if cert == "" {
+		return nil, "", badCert("none in seatd's answer")
+	}
+	jws, err := jose.ParseSignedCompact(cert, []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil {
+		return nil, "", badCert("not a JWS compact token with alg EdDSA: %v", err)
+	}
+	if len(jws.Signatures) != 1 {
+		return nil, "", badCert("%d signatures, want 1", len(jws.Signatures))
+	}
+	kid := jws.Signatures[0].Header.KeyID
+	if kid == "" {
+		return nil, "", badCert("no kid in its header")
+	}
+	return jws, kid, nil
+}
+
+// claimsOf reads a verified certificate's payload, signed by key kid.
+func claimsOf(payload []byte, kid string) (Claims, error) {
 	var raw claimsJSON
 	if err := json.Unmarshal(payload, &raw); err != nil {
 		return Claims{}, badCert("claims do not decode: %v", err)
@@ -333,6 +362,7 @@ func (k *SigningKeys) verify(cert string) (Claims, error) {
 		Fingerprint: raw.Fingerprint, User: raw.User, Hostname: raw.Hostname, BoundTo: raw.BoundTo, LicenseKeySHA256: raw.KeySHA256,
 		Expiry: raw.Expiry.Time(), Borrowed: raw.Borrowed, Nonce: raw.Nonce, KeyID: kid,
 		Feature: raw.Feature, Version: raw.Version, GrantID: raw.GrantID, GrantVersion: raw.GrantVer,
+		FileSerial: raw.FileSerial, FileLicenseID: raw.FileLicense,
 	}
 	if raw.IssuedAt != nil {
 		c.IssuedAt = raw.IssuedAt.Time()
@@ -364,25 +394,30 @@ func (k *SigningKeys) check(cert string, want expectation, now time.Time) (Claim
 	if err != nil {
 		return Claims{}, err
 	}
+	return c, want.met(c, now)
+}
+
+// met checks that c, verified, says what the answer's certificate must.
+func (want expectation) met(c Claims, now time.Time) error {
 	if err := want.holder.check(c); err != nil {
-		return c, err
+		return err
 	}
 	switch d := want.deadline.Sub(c.Expiry); {
 	case want.nonce == "" || c.Nonce != want.nonce:
-		return c, badCert("nonce %q is not the one sent (a recorded answer replayed?)", c.Nonce)
+		return badCert("nonce %q is not the one sent (a recorded answer replayed?)", c.Nonce)
 	case c.LeaseID != want.leaseID:
-		return c, badCert("for lease %q, not %q", c.LeaseID, want.leaseID)
+		return badCert("for lease %q, not %q", c.LeaseID, want.leaseID)
 	case want.licenseID != "" && c.LicenseID != want.licenseID:
-		return c, badCert("for license %q, not %q", c.LicenseID, want.licenseID)
+		return badCert("for license %q, not %q", c.LicenseID, want.licenseID)
 	case c.Borrowed != want.borrowed:
-		return c, badCert("borrowed is %t, want %t", c.Borrowed, want.borrowed)
+		return badCert("borrowed is %t, want %t", c.Borrowed, want.borrowed)
 	case d <= -time.Second || d >= time.Second:
-		return c, badCert("exp %s is not the deadline seatd told (%s)", c.Expiry.UTC().Format(time.RFC3339), want.deadline.UTC().Format(time.RFC3339Nano))
+		return badCert("exp %s is not the deadline seatd told (%s)", c.Expiry.UTC().Format(time.RFC3339), want.deadline.UTC().Format(time.RFC3339Nano))
 	case !now.Before(c.Expiry.Add(time.Second)):
-		return c, &CertificateError{Expired: true,
+		return &CertificateError{Expired: true,
 			Problem: fmt.Sprintf("expired at %s (now %s; is this machine's clock right?)", c.Expiry.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
 	}
-	return c, nil
+	return nil
 }
 
 // newNonce is 16 random bytes, base64url: what a lease certificate repeats

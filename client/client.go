@@ -53,6 +53,19 @@ type Options struct {
 	// it about a third of its heartbeat rate): Lease.Certificate is "" but
 	// for a borrowed lease.
 	SigningKeys *SigningKeys
+	// VendorKeys, when set, makes the client verify every certificate as
+	// SigningKeys does, but from the vendor's public keys
+	// (ParseVendorKeys of the vendor.pub embedded in the product) through
+	// the chain of a seatd in locked mode: the license file in force,
+	// fetched from seatd (FetchLicenseFile) when the client has none or a
+	// certificate names another serial, signed by the vendor and before
+	// its not_after; the certificate signed by the site key the file
+	// names, naming the file's serial and a license (and feature) the file
+	// grants (LicenseFile.Verify). A failure is a lost lease as with
+	// SigningKeys, errors.Is(err, ErrBadCertificate) and the link's error
+	// (ErrWrongSiteKey ...). With both set, a certificate must pass both.
+	// Lease.LicenseFile is the file a lease's certificate chained to.
+	VendorKeys *VendorKeys
 }
 
 // DefaultOptions are the options of Dial and New.
@@ -65,6 +78,7 @@ type Client struct {
 	seats     seatdv1.SeatServiceClient
 	heartbeat seatdv1.HeartbeatServiceClient
 	opts      Options
+	chain     *fileChain // with Options.VendorKeys
 	log       *slog.Logger
 	t         timing
 
@@ -105,7 +119,7 @@ func NewWithOptions(conn *grpc.ClientConn, o Options) *Client {
 }
 
 func newClient(conn *grpc.ClientConn, o Options, t timing) *Client {
-	return &Client{
+	c := &Client{
 		conn:      conn,
 		seats:     seatdv1.NewSeatServiceClient(conn),
 		heartbeat: seatdv1.NewHeartbeatServiceClient(conn),
@@ -114,6 +128,33 @@ func newClient(conn *grpc.ClientConn, o Options, t timing) *Client {
 		t:         t,
 		keepers:   map[*keeper]struct{}{},
 	}
+	if o.VendorKeys != nil {
+		c.chain = &fileChain{vendor: o.VendorKeys, fetch: c.FetchLicenseFile, timeout: t.callTimeout}
+	}
+	return c
+}
+
+// verifies reports whether the client checks certificates.
+func (c *Client) verifies() bool { return c.opts.SigningKeys != nil || c.chain != nil }
+
+// checkCert verifies the certificate of an answer with SigningKeys and
+// through the chain of VendorKeys, those set; it returns the license
+// file it chained to (its JWS; "" without VendorKeys).
+func (c *Client) checkCert(ctx context.Context, cert string, want expectation) (file string, err error) {
+	now := c.t.wallNow()
+	if c.opts.SigningKeys != nil {
+		if _, err := c.opts.SigningKeys.check(cert, want, now); err != nil {
+			return "", err
+		}
+	}
+	if c.chain == nil {
+		return "", nil
+	}
+	f, err := c.chain.check(ctx, cert, want, now)
+	if err != nil {
+		return "", err
+	}
+	return f.Token, nil
 }
 
 // Close stops the background heartbeats of every lease and closes the
@@ -183,7 +224,7 @@ func (o AcquireOptions) acquireRequest(nonce string) *seatdv1.AcquireSeatRequest
 // certificate only for a request with a nonce, or a borrow: a client that
 // does not check them should not cost it the signatures.
 func (c *Client) nonce(borrow bool) string {
-	if c.opts.SigningKeys == nil && !borrow {
+	if !c.verifies() && !borrow {
 		return ""
 	}
 	return newNonce()
@@ -249,7 +290,7 @@ func (c *Client) acquire(ctx context.Context, o AcquireOptions, borrow time.Dura
 	if err != nil {
 		return nil, wrap(err)
 	}
-	st, err := c.granted(req.GetNonce(), o, resp, sent, borrow > 0)
+	st, err := c.granted(ctx, req.GetNonce(), o, resp, sent, borrow > 0)
 	if err != nil {
 		c.giveBack(ctx, resp.GetLease().GetId(), resp.GetLeaseToken())
 		return nil, err
@@ -257,9 +298,9 @@ func (c *Client) acquire(ctx context.Context, o AcquireOptions, borrow time.Dura
 	return c.hold(o, st), nil
 }
 
-// granted reads and, with SigningKeys, verifies a granted seat: nonce and
+// granted reads and, with SigningKeys or VendorKeys, verifies a granted seat: nonce and
 // o are what the request sent, sent is when.
-func (c *Client) granted(nonce string, o AcquireOptions, resp *seatdv1.AcquireSeatResponse, sent time.Time, borrowed bool) (leaseState, error) {
+func (c *Client) granted(ctx context.Context, nonce string, o AcquireOptions, resp *seatdv1.AcquireSeatResponse, sent time.Time, borrowed bool) (leaseState, error) {
 	st := stateOf(resp, sent)
 	// Every certificate of the lease must name our own license key and
 	// identity, never what an answer says: a relay holding one lease could
@@ -279,16 +320,17 @@ func (c *Client) granted(nonce string, o AcquireOptions, resp *seatdv1.AcquireSe
 			return st, certLost(badCert("none in seatd's answer to a borrow"))
 		}
 	}
-	if c.opts.SigningKeys == nil {
+	if !c.verifies() {
 		return st, nil
 	}
-	_, err := c.opts.SigningKeys.check(st.cert, expectation{
+	file, err := c.checkCert(ctx, st.cert, expectation{
 		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, holder: st.holder,
 		deadline: st.expiresAt, borrowed: borrowed,
-	}, c.t.wallNow())
+	})
 	if err != nil {
 		return st, certLost(err)
 	}
+	st.file = file
 	return st, nil
 }
 

@@ -52,6 +52,17 @@
 // Borrow takes a seat for offline use; VerifyOffline checks its stored
 // certificate at start-up without a network.
 //
+// Against a seatd in locked mode (a vendor-signed license file),
+// Options.VendorKeys, from ParseVendorKeys of the vendor's public key
+// embedded in the product, checks every certificate through the chain
+// vendor → license file → site key → certificate instead: the client
+// fetches the file (FetchLicenseFile), verifies it with the vendor's key,
+// and checks that each certificate is signed by the site key it names,
+// under its serial, for a license it grants (LicenseFile.Verify; each
+// failed link a named error, ErrWrongSiteKey ...). Lease.LicenseFile is
+// the file to store with a borrowed certificate; VerifyChainOffline
+// checks both at start-up.
+//
 // A product sold in modules asks for a seat of one with
 // AcquireOptions.Feature (and Version, the version it is): seatd takes it
 // from one of the license's feature grants covering that version, the

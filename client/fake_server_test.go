@@ -49,6 +49,7 @@ type fakeServer struct {
 	shutdown            chan struct{} // closed by reconnectStreams
 
 	signer   *testSigner         // signs lease certificates, as seatd: for a request with a nonce, or a borrow; nil: none sent
+	locked   *lockedFake         // locked mode: the license file GetSignedLicenseFile answers and its claims in every certificate; nil: none
 	forge    forgery             // how to spoil them
 	noBorrow bool                // ignore borrow_duration, as a server without borrowing
 	features bool                // answer a lease of the feature and version asked; false: ignore them, as a server without features
@@ -207,7 +208,7 @@ func (f *fakeServer) grant(req *seatdv1.AcquireSeatRequest, nonce string) (*seat
 	}
 	return &seatdv1.AcquireSeatResponse{
 		Lease: &seatdv1.Lease{
-			Id: l.id, LicenseId: "lic-1", Fingerprint: f.answeredFingerprint(req.GetFingerprint()), Borrowed: l.borrowed,
+			Id: l.id, LicenseId: f.licenseID(), Fingerprint: f.answeredFingerprint(req.GetFingerprint()), Borrowed: l.borrowed,
 			Feature: l.feature, Version: l.version,
 			AcquiredAt: timestamppb.New(now), LastHeartbeatAt: timestamppb.New(now), ExpiresAt: timestamppb.New(l.expiresAt),
 		},
@@ -228,6 +229,14 @@ func (f *fakeServer) answeredFingerprint(asked string) string {
 	return asked
 }
 
+// licenseID is the id of the fake's license (call with f.mu held).
+func (f *fakeServer) licenseID() string {
+	if f.locked != nil {
+		return "lic_" + f.locked.license
+	}
+	return "lic-1"
+}
+
 // certify is l's certificate for a request with nonce, as the fake's
 // signer and forgery say (call with f.mu held). Like seatd it signs only
 // when asked: a request with a nonce, or a borrow.
@@ -235,7 +244,11 @@ func (f *fakeServer) certify(l *fakeLease, nonce string) string {
 	if f.signer == nil || (nonce == "" && !l.borrowed) {
 		return ""
 	}
-	return f.signer.certificate(f.forge, certClaims(l.id, l.fp, l.expiresAt, l.borrowed, nonce))
+	claims := certClaims(l.id, l.fp, l.expiresAt, l.borrowed, nonce)
+	if f.locked != nil {
+		f.locked.name(claims)
+	}
+	return f.signer.certificate(f.forge, claims)
 }
 
 func (f *fakeServer) AcquireSeat(_ context.Context, req *seatdv1.AcquireSeatRequest) (*seatdv1.AcquireSeatResponse, error) {

@@ -198,7 +198,7 @@ func (k *keeper) recover(ctx context.Context, cause error) bool {
 			return false
 		}
 		if err == nil {
-			st, err := k.l.c.granted(req.GetNonce(), k.l.opts, resp, sent, false)
+			st, err := k.l.c.granted(ctx, req.GetNonce(), k.l.opts, resp, sent, false)
 			if err != nil {
 				k.l.c.giveBack(ctx, resp.GetLease().GetId(), resp.GetLeaseToken())
 				k.log.Warn("lease lost; the seat acquired again failed verification", "err", err)

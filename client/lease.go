@@ -36,6 +36,7 @@ type leaseState struct {
 	deadline              time.Time     // the deadline, by our clock (see localDeadline)
 	seatsInUse, seatLimit int
 	cert                  string // the latest lease certificate, "" if none came
+	file                  string // the license file (JWS) cert chained to, with VendorKeys
 	holder                holder // this client's license key and identity, which its certificates must name
 	borrowed              bool
 	feature, version      string    // what the lease was taken for ("" for the base pool)
@@ -132,6 +133,11 @@ func (l *Lease) ExpiresAt() time.Time { return l.state().expiresAt }
 // For a borrowed lease it is what to store: VerifyOffline checks it later.
 func (l *Lease) Certificate() string { return l.state().cert }
 
+// LicenseFile is, with Options.VendorKeys, the license file (its JWS)
+// that Certificate was verified through: store it with a borrowed
+// lease's certificate, for VerifyChainOffline. "" without VendorKeys.
+func (l *Lease) LicenseFile() string { return l.state().file }
+
 // Borrowed reports whether the lease was borrowed (Client.Borrow).
 func (l *Lease) Borrowed() bool { return l.state().borrowed }
 
@@ -171,28 +177,30 @@ func (l *Lease) heartbeat(ctx context.Context) error {
 		return wrap(err)
 	}
 	expiresAt, cert := resp.GetExpiresAt().AsTime(), resp.GetLeaseCertificate()
-	if err := l.checkCert(st, nonce, cert, expiresAt); err != nil {
+	file, err := l.checkCert(ctx, st, nonce, cert, expiresAt)
+	if err != nil {
 		return err
 	}
-	l.extend(st.id, sent, expiresAt, resp.GetHeartbeatInterval().AsDuration(), ttlOf(resp.GetLease()), cert)
+	l.extend(st.id, sent, expiresAt, resp.GetHeartbeatInterval().AsDuration(), ttlOf(resp.GetLease()), cert, file)
 	return nil
 }
 
-// checkCert verifies, with Options.SigningKeys, the certificate of an
-// answer that extended lease st to expiresAt: a failure is the lease's loss.
-func (l *Lease) checkCert(st leaseState, nonce, cert string, expiresAt time.Time) error {
-	keys := l.c.opts.SigningKeys
-	if keys == nil {
-		return nil
+// checkCert verifies, with Options.SigningKeys or VendorKeys, the
+// certificate of an answer that extended lease st to expiresAt, and
+// returns the license file it chained to (VendorKeys): a failure is the
+// lease's loss.
+func (l *Lease) checkCert(ctx context.Context, st leaseState, nonce, cert string, expiresAt time.Time) (string, error) {
+	if !l.c.verifies() {
+		return "", nil
 	}
-	_, err := keys.check(cert, expectation{
+	file, err := l.c.checkCert(ctx, cert, expectation{
 		nonce: nonce, leaseID: st.id, licenseID: st.licenseID, holder: st.holder,
 		deadline: expiresAt, borrowed: st.borrowed,
-	}, l.c.t.wallNow())
+	})
 	if err != nil {
-		return certLost(err)
+		return "", certLost(err)
 	}
-	return nil
+	return file, nil
 }
 
 // Release stops the background heartbeats and gives the seat back. It is
@@ -233,14 +241,14 @@ func (l *Lease) state() leaseState {
 
 // extend records a successful heartbeat of lease id sent at sent. Answers
 // for a lease we no longer hold, or older than what we know, change nothing.
-func (l *Lease) extend(id string, sent, expiresAt time.Time, interval, ttl time.Duration, cert string) {
+func (l *Lease) extend(id string, sent, expiresAt time.Time, interval, ttl time.Duration, cert, file string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if id != l.st.id {
 		return
 	}
 	if cert != "" && !expiresAt.Before(l.st.expiresAt) {
-		l.st.cert = cert
+		l.st.cert, l.st.file = cert, file
 	}
 	if ttl > 0 {
 		l.st.ttl = ttl

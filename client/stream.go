@@ -99,10 +99,11 @@ func (k *keeper) stream(ctx context.Context) (answered bool, err error) {
 				if !waiting {
 					ping = "" // one ping at a time: an answer to none repeats no nonce of ours
 				}
-				if err := k.l.checkCert(st, ping, cert, expiresAt); err != nil {
+				file, err := k.l.checkCert(ctx, st, ping, cert, expiresAt)
+				if err != nil {
 					return answered, err
 				}
-				k.l.extend(st.id, sent, expiresAt, r.resp.GetHeartbeatInterval().AsDuration(), 0, cert)
+				k.l.extend(st.id, sent, expiresAt, r.resp.GetHeartbeatInterval().AsDuration(), 0, cert, file)
 				answered, waiting = true, false
 				timer.Reset(k.l.pingEvery())
 			}

@@ -95,7 +95,7 @@ func (c *Client) waitOnce(ctx context.Context, o AcquireOptions, key, nonce stri
 		if g := resp.GetGranted(); g != nil {
 			// The grant was made a one-way trip ago; against a TTL that is
 			// nothing, whereas the time we joined may be long past.
-			st, err := c.granted(nonce, o, g, c.t.wallNow(), false)
+			st, err := c.granted(ctx, nonce, o, g, c.t.wallNow(), false)
 			if err != nil {
 				c.giveBack(ctx, g.GetLease().GetId(), g.GetLeaseToken())
 				return nil, true, err

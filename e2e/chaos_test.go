@@ -38,16 +38,20 @@ import (
 // leases and switches licenses off and on. Two of the three licenses hold
 // feature grants (campaignGrants: several versions of one feature, one
 // grant expiring mid-run, one starting mid-run) and half the clients'
-// requests on them ask for the feature at a version. Every operation is
-// recorded; package chaos checks the history and the final records, the
-// seat limit per pool (each license's base seats, each grant's).
+// requests on them ask for the feature at a version; one has a site
+// policy that bites (campaignPolicy: every request claims a user and a
+// host, some of those its rules name). Every operation is recorded;
+// package chaos checks the history and the final records, the seat limit
+// per pool (each license's base seats, each grant's) and the policy's
+// reservations, caps, includes, excludes and refusal reasons.
 //
 // CHAOS_DURATION (default 60s; the nemesis goes on until every fault kind
 // was injected once) and CHAOS_SEED (default fixed, so that make test
 // always runs the same schedule) set the run; `make chaos` runs it longer
 // with a random seed, printed. A seed replays the same schedule of faults
 // and client choices (not the same timing). The verdict requires minimum
-// counts of grants, heartbeats and faults (chaos.MinimumsFor).
+// counts of grants, heartbeats and faults (chaos.MinimumsFor), and every
+// refusal of a policy once.
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	dur := 60 * time.Second
@@ -67,7 +71,9 @@ func TestChaos(t *testing.T) {
 	c := newCampaign(t, seed)
 	c.createGrants(dur)
 	c.run(dur)
-	c.verdict(chaos.MinimumsFor(dur, faultKinds))
+	want := chaos.MinimumsFor(dur, faultKinds)
+	want.PolicyRefusals = chaos.PolicyReasons // license 2's policy must bite
+	c.verdict(want)
 }
 
 const (
@@ -107,9 +113,11 @@ type campaign struct {
 	keys   []string // license keys, by index
 	ids    []string // license ids, by index
 	grants map[string]chaos.Grant
-	asks   map[int]featureAsks // by license index: what its clients' feature requests ask
-	taken  map[string]int      // OK grants by pool label, for the summary
-	labels map[string]string   // pool id -> label
+	// policies are the licenses' site policies, by license id.
+	policies map[string]chaos.Policy
+	asks     map[int]featureAsks // by license index: what its clients' feature requests ask
+	taken    map[string]int      // OK grants by pool label, for the summary
+	labels   map[string]string   // pool id -> label
 
 	mu    sync.Mutex
 	procs []*proc // by instance index; replaced on restart
@@ -222,22 +230,60 @@ func (c *campaign) createGrants(d time.Duration) {
 	}
 	c.asks = campaignAsks
 
-	// License 2 has a site policy that binds none of the campaign's
-	// clients (they claim no user or host): every acquisition of it, of its
-	// base pool and of its feature, takes the policy's path (decided, judged
-	// with the policy index, which each loss of Redis makes rebuild), under
-	// the same properties as the others.
-	ctx, cancel := callCtx(t.Context())
-	subject := func(kind seatdv1.PolicySubject_Kind, name string) *seatdv1.PolicySubject {
-		return &seatdv1.PolicySubject{Kind: kind, Name: name}
+	// License 2 has a site policy that bites (campaignPolicy): the
+	// clients claim users and hosts (campaignUsers, campaignHosts) that its
+	// reservations, caps, includes and excludes name; every acquisition of
+	// it, of its base pool and of its feature, is judged with the policy
+	// index, which each loss of Redis makes rebuild.
+	setSitePolicy(t, p, c.ids[2], campaignPolicy)
+	c.policies = map[string]chaos.Policy{c.ids[2]: campaignPolicy}
+}
+
+// campaignPolicy is license 2's site policy: of its 10 base seats, 5 kept
+// for the night shift (whose member cy never asks, and the others hold one
+// each: 3 always stay kept) and 4 for the render farm's 3 hosts (one each),
+// so that the others share one and mostly find it taken (SEATS_RESERVED,
+// met in any run); caps on each
+// member of the night, on the interns together, on each farm host, on a
+// user and on a host, an exclude; on "sim" (3 seats at most), includes of
+// the night, the farm and a user, an exclude that wins over an include, a
+// user's cap and the farm's together.
+var campaignPolicy = chaos.Policy{
+	Rules: []chaos.Rule{
+		{Kind: chaos.Reserve, Count: 5, Subject: chaos.Subject{Kind: chaos.Group, Name: "night"}},                  // 0
+		{Kind: chaos.Reserve, Count: 4, Subject: chaos.Subject{Kind: chaos.HostGroup, Name: "farm"}},               // 1
+		{Kind: chaos.Max, Count: 1, Subject: chaos.Subject{Kind: chaos.Group, Name: "night"}, EachMember: true},    // 2
+		{Kind: chaos.Max, Count: 2, Subject: chaos.Subject{Kind: chaos.Group, Name: "interns"}},                    // 3
+		{Kind: chaos.Max, Count: 1, Subject: chaos.Subject{Kind: chaos.HostGroup, Name: "farm"}, EachMember: true}, // 4
+		{Kind: chaos.Max, Count: 2, Subject: chaos.Subject{Kind: chaos.User, Name: "zed"}},                         // 5
+		{Kind: chaos.Max, Count: 1, Subject: chaos.Subject{Kind: chaos.Host, Name: "kiosk"}},                       // 6
+		{Kind: chaos.Exclude, Subject: chaos.Subject{Kind: chaos.User, Name: "mallory"}},                           // 7
+		{Kind: chaos.Include, Feature: "sim", Subject: chaos.Subject{Kind: chaos.Group, Name: "night"}},            // 8
+		{Kind: chaos.Include, Feature: "sim", Subject: chaos.Subject{Kind: chaos.HostGroup, Name: "farm"}},         // 9
+		{Kind: chaos.Include, Feature: "sim", Subject: chaos.Subject{Kind: chaos.User, Name: "ivy"}},               // 10
+		{Kind: chaos.Exclude, Feature: "sim", Subject: chaos.Subject{Kind: chaos.User, Name: "ben"}},               // 11
+		{Kind: chaos.Max, Feature: "sim", Count: 1, Subject: chaos.Subject{Kind: chaos.User, Name: "ann"}},         // 12
+		{Kind: chaos.Max, Feature: "sim", Count: 1, Subject: chaos.Subject{Kind: chaos.HostGroup, Name: "farm"}},   // 13
+	},
+	Groups: map[string][]string{"night": {"ann", "ben", "cy"}, "interns": {"ivy", "joe", "kim"}, "farm": {"farm-1", "farm-2", "farm-3"}},
+}
+
+// The users and hosts the clients claim, one of each at random per
+// request (of any license): members of the policy's groups, the users and
+// hosts its rules name (hosts in another case too), and others; "ws" is
+// the client's own workstation, ws-<client>.
+var (
+	campaignUsers = []string{"ann", "ben", "ivy", "joe", "kim", "zed", "mallory", "uma", ""}
+	campaignHosts = []string{"farm-1", "FARM-2", "farm-3", "kiosk", "Kiosk", "ws", ""}
+)
+
+// identity is the user and host of a client's next request.
+func (c *campaign) identity(client int) (user, host string) {
+	user, host = campaignUsers[c.intn(len(campaignUsers))], campaignHosts[c.intn(len(campaignHosts))]
+	if host == "ws" {
+		host = fmt.Sprintf("ws-%d", client)
 	}
-	_, err := p.admin().SetLicensePolicy(p.asOperator(ctx), &seatdv1.SetLicensePolicyRequest{LicenseId: c.ids[2],
-		Policy: &seatdv1.LicensePolicy{Rules: []*seatdv1.PolicyRule{
-			{Kind: seatdv1.PolicyRule_KIND_MAX, Count: 100, Subject: subject(seatdv1.PolicySubject_KIND_USER, "nobody")},
-			{Kind: seatdv1.PolicyRule_KIND_EXCLUDE, Feature: "sim", Subject: subject(seatdv1.PolicySubject_KIND_HOST, "nowhere")},
-		}}})
-	cancel()
-	require.NoError(t, err, "set the site policy of license 2")
+	return user, host
 }
 
 func chaosVersion(v string) string {
@@ -326,6 +372,7 @@ func rpcOutcome(err error) (chaos.Outcome, string) {
 func (c *campaign) record(op chaos.Op, err error) chaos.Op {
 	op.End = time.Now()
 	op.Outcome, op.Reason = rpcOutcome(err)
+	op.Rule = ruleOf(err)
 	c.hist.Add(op)
 	c.count(c.ops, strings.TrimSpace(string(op.Kind)+" "+op.Outcome.String()+" "+op.Reason))
 	return op
@@ -336,11 +383,12 @@ func (c *campaign) client(ctx context.Context, id int) {
 		li := c.intn(len(c.keys))
 		fp := fmt.Sprintf("c%d-%d", id, n)
 		feature, version := c.ask(li)
+		user, host := c.identity(id)
 		var l *seatdv1.AcquireSeatResponse
 		if c.intn(5) == 0 {
-			l = c.waitForSeat(ctx, id, li, fp, feature, version)
+			l = c.waitForSeat(ctx, id, li, fp, feature, version, user, host)
 		} else {
-			l = c.acquire(ctx, id, li, fp, feature, version)
+			l = c.acquire(ctx, id, li, fp, feature, version, user, host)
 		}
 		if l == nil {
 			sleepCtx(ctx, time.Duration(200+c.intn(400))*time.Millisecond)
@@ -352,12 +400,13 @@ func (c *campaign) client(ctx context.Context, id int) {
 	}
 }
 
-func (c *campaign) acquire(ctx context.Context, client, li int, fp, feature, version string) *seatdv1.AcquireSeatResponse {
-	op := chaos.Op{Client: client, Kind: chaos.Acquire, License: c.ids[li], Feature: feature, Version: version, Start: time.Now()}
+func (c *campaign) acquire(ctx context.Context, client, li int, fp, feature, version, user, host string) *seatdv1.AcquireSeatResponse {
+	op := chaos.Op{Client: client, Kind: chaos.Acquire, License: c.ids[li], Feature: feature, Version: version,
+		User: user, Host: host, Start: time.Now()}
 	cctx, cancel := context.WithTimeout(ctx, chaosCallTime)
 	defer cancel()
 	resp, err := c.inst().seats().AcquireSeat(cctx, &seatdv1.AcquireSeatRequest{LicenseKey: c.keys[li], Fingerprint: fp,
-		Feature: feature, Version: version})
+		Feature: feature, Version: version, User: user, Hostname: host})
 	if err == nil {
 		op.Lease, op.Deadline, op.Grant = resp.GetLease().GetId(), resp.GetLease().GetExpiresAt().AsTime(), resp.GetLease().GetGrantId()
 	}
@@ -365,12 +414,13 @@ func (c *campaign) acquire(ctx context.Context, client, li int, fp, feature, ver
 	return resp
 }
 
-func (c *campaign) waitForSeat(ctx context.Context, client, li int, fp, feature, version string) *seatdv1.AcquireSeatResponse {
-	op := chaos.Op{Client: client, Kind: chaos.Wait, License: c.ids[li], Feature: feature, Version: version, Start: time.Now()}
+func (c *campaign) waitForSeat(ctx context.Context, client, li int, fp, feature, version, user, host string) *seatdv1.AcquireSeatResponse {
+	op := chaos.Op{Client: client, Kind: chaos.Wait, License: c.ids[li], Feature: feature, Version: version,
+		User: user, Host: host, Start: time.Now()}
 	cctx, cancel := context.WithTimeout(ctx, 4*chaosCallTime)
 	defer cancel()
 	stream, err := c.inst().seats().WaitForSeat(cctx, &seatdv1.WaitForSeatRequest{LicenseKey: c.keys[li], Fingerprint: fp,
-		Feature: feature, Version: version})
+		Feature: feature, Version: version, User: user, Hostname: host})
 	var grant *seatdv1.AcquireSeatResponse
 	for err == nil && grant == nil {
 		var msg *seatdv1.WaitForSeatResponse
@@ -743,21 +793,7 @@ func (c *campaign) redisUp() bool {
 func (c *campaign) verdict(want chaos.Minimums) {
 	t := c.t
 	db := c.b.db(t)
-	recs := map[string]chaos.Record{}
-	ended := map[string]time.Time{}
-	rows, err := db.Query(t.Context(), `SELECT id, ended_at FROM sessions WHERE ended_at IS NOT NULL`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var id string
-		var at time.Time
-		require.NoError(t, rows.Scan(&id, &at))
-		ended[id] = at
-	}
-	require.NoError(t, rows.Err())
-	for id, r := range leaseRecords(t, db, append(slices.Clone(c.ids), sortedKeys(c.grants)...)...) { // a grant's leases are its pool's
-		recs[id] = chaos.Record{ID: id, License: r.LicenseID, State: r.State, EndedAt: ended[id],
-			UsageEvents: r.UsageEvents, CleanupEvents: r.CleanupEvents}
-	}
+	recs := chaosRecords(t, db, append(slices.Clone(c.ids), sortedKeys(c.grants)...)) // a grant's leases are its pool's
 	ops := c.hist.Ops()
 	if path := os.Getenv("CHAOS_TRACE"); path != "" { // every op and fault, for a closer look
 		var b strings.Builder
@@ -772,7 +808,7 @@ func (c *campaign) verdict(want chaos.Minimums) {
 	violations := chaos.Check(ops, c.limits, recs, chaos.Params{Bound: chaosBound, Final: true, WaitHold: chaosWaitHold,
 		Flush: chaosFlush, Slack: chaosFlush + time.Second, // server.WriteBehindSlack for these TTLs
 		Repair: chaosFlush + 2*chaosCallTime, // a stalled end records its time before the stall
-		Grants: c.grants})
+		Grants: c.grants, Policies: c.policies})
 
 	var summary strings.Builder
 	fmt.Fprintf(&summary, "chaos summary: %d operations, %d leases recorded\n", len(ops), len(recs))

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -345,4 +346,81 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 	require.Contains(t, eval[string](b, `document.getElementById('license-facts').innerText`), "1 / 3 of the base pool")
 	b.requireLabelled("license with features")
 	b.screenshot("license-features")
+}
+
+// TestConsoleShowsThePolicyAndWhoHoldsReservedSeats: the license page
+// shows the site policy a row per rule, the groups it names with their
+// members, and the live leases holding reserved seats under the
+// reservation each took (a host reservation matched without case); names
+// holding markup show as text. A released reserved seat leaves the list
+// within a refresh.
+func TestConsoleShowsThePolicyAndWhoHoldsReservedSeats(t *testing.T) {
+	t.Parallel()
+	p := start(t, options{})
+	lic := consoleLicense(t, p, map[string]any{"name": "ACME CAD", "seats": 4, "leaseTtl": "300s"})
+	licID, key := lic.str(t, "id"), lic.str(t, "key")
+	const night, ann = "<b>night", "<b>ann</b>"
+	p.do(t, "PUT", "/v1/admin/groups/"+url.PathEscape(night), p.OperatorKey, map[string]any{
+		"kind": "KIND_USERS", "members": []string{ann, "bob"},
+	}).requireCode(t, http.StatusOK)
+	subject := func(kind, name string) map[string]any { return map[string]any{"kind": kind, "name": name} }
+	p.do(t, "PUT", "/v1/admin/licenses/"+licID+"/policy", p.OperatorKey, map[string]any{"rules": []any{
+		map[string]any{"kind": "KIND_RESERVE", "count": 1, "subject": subject("KIND_GROUP", night)},
+		map[string]any{"kind": "KIND_RESERVE", "count": 1, "subject": subject("KIND_HOST", "WS-9")},
+		map[string]any{"kind": "KIND_MAX", "count": 1, "subject": subject("KIND_USER", "carol")},
+		map[string]any{"kind": "KIND_EXCLUDE", "subject": subject("KIND_USER", "<i>intern")},
+	}}).requireCode(t, http.StatusOK)
+
+	annLease := consoleAcquire(t, p, key, ann, "ws-ann")
+	require.Equal(t, night, annLease.str(t, "lease.reservedFor.name"), "night's reserved seat")
+	carol := consoleAcquire(t, p, key, "carol", "ws-carol")
+	dave := consoleAcquire(t, p, key, "dave", "ws-9")
+	require.Equal(t, "ws-9", dave.str(t, "lease.reservedFor.name"), "the host's reserved seat, in lower case")
+
+	b := newBrowser(t, 1280, 1000)
+	b.signIn(p, p.OperatorKey)
+	b.waitFor("ACME CAD on the overview", inUse(licID)+` === '3 / 4'`)
+	b.run("open ACME CAD", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))))
+	b.waitFor("the policy's rules", `document.querySelectorAll('#policy .policy-lines tr[data-line="rule"]').length === 4`)
+
+	cells := func(sel string) [][]string {
+		return eval[[][]string](b, fmt.Sprintf(`[...document.querySelectorAll('%s')].map((r) => [...r.children].map((c) => c.innerText.trim()))`, sel))
+	}
+	require.Equal(t, [][]string{
+		{"base pool", "reserve 1", "group " + night, "1 of 1 taken"},
+		{"base pool", "reserve 1", "host WS-9", "1 of 1 taken"},
+		{"base pool", "max 1", "user carol", "—"},
+		{"base pool", "exclude", "user <i>intern", "—"},
+	}, cells(`#policy .policy-lines tbody tr`))
+	require.Equal(t, [][]string{{night, "users", ann + ", bob"}}, cells(`#policy .policy-groups tbody tr`))
+
+	// Who holds the reserved seats: ann for night, dave for the host;
+	// carol's shared seat is not among them.
+	holders := func() map[string]string {
+		out := map[string]string{}
+		for _, row := range eval[[][]string](b, `[...document.querySelectorAll('#policy .holders tbody tr')].map((r) => [r.dataset.leaseId, r.querySelector('th').innerText.trim(), r.querySelector('.user').innerText])`) {
+			out[row[0]] = row[1] + " | " + row[2]
+		}
+		return out
+	}
+	require.Equal(t, map[string]string{
+		annLease.str(t, "lease.id"): "group " + night + "\nof the base pool | " + ann,
+		dave.str(t, "lease.id"):     "host WS-9\nof the base pool | dave",
+	}, holders())
+	require.NotContains(t, holders(), carol.str(t, "lease.id"))
+
+	// Text only: the names holding markup made no element, and the
+	// section holds only the page's own elements.
+	require.Equal(t, 0, eval[int](b, `document.querySelectorAll('#policy b, #policy i').length`))
+	tags := eval[[]string](b, `[...new Set([...document.querySelectorAll('#policy *')].map((e) => e.tagName.toLowerCase()))].sort()`)
+	require.Subset(t, []string{"caption", "code", "dd", "div", "dl", "dt", "h3", "span", "table", "tbody", "td", "th", "thead", "time", "tr"}, tags)
+	b.requireLabelled("license with a policy")
+	b.screenshot("license-policy")
+
+	// ann gives her seat back: it leaves the list at the next refresh.
+	p.do(t, "POST", "/v1/leases/"+annLease.str(t, "lease.id")+":release", "", map[string]any{
+		"leaseToken": annLease.str(t, "leaseToken"),
+	}).requireCode(t, http.StatusOK)
+	b.waitFor("night's seat free", `(document.querySelector('#policy .policy-lines tr[data-index="0"] .use') || {}).textContent === '0 of 1 taken'`)
+	require.Equal(t, map[string]string{dave.str(t, "lease.id"): "host WS-9\nof the base pool | dave"}, holders())
 }

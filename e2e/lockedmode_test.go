@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
+	"github.com/seatd/seatd/client"
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server/licensefile"
 )
@@ -88,6 +91,54 @@ func writeAtomically(t *testing.T, path string, data []byte) {
 
 const lockedLicenseID = "lic_cad"
 
+// dialChained is a Go client of p that checks every certificate from
+// the vendor's public key (vendor.pub, as a product embeds it) through
+// the chain vendor → license file → site key → certificate; it
+// heartbeats only when asked.
+func dialChained(t *testing.T, p *proc, v vendor) *client.Client {
+	t.Helper()
+	pub, err := os.ReadFile(v.pubPath)
+	require.NoError(t, err)
+	keys, err := client.ParseVendorKeys(pub)
+	require.NoError(t, err)
+	c, err := client.DialWithOptions(p.GRPCAddr, client.Options{VendorKeys: keys})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// requireChains: the lease's certificate verifies offline from
+// vendor.pub and the license file the site has (site.lic, as written),
+// naming serial and the file's license; the JWS the lease names is that
+// file's.
+func requireChains(t *testing.T, l *client.Lease, v vendor, siteLic []byte, serial int64) {
+	t.Helper()
+	pub, err := os.ReadFile(v.pubPath)
+	require.NoError(t, err)
+	for name, file := range map[string][]byte{"site.lic": siteLic, "the lease's": []byte(l.LicenseFile())} {
+		claims, err := client.VerifyChainOffline(l.Certificate(), file, pub, time.Now())
+		require.NoError(t, err, name)
+		require.Equal(t, serial, claims.FileSerial, name)
+		require.Equal(t, "cad", claims.FileLicenseID, name)
+		require.Equal(t, lockedLicenseID, claims.LicenseID, name)
+	}
+}
+
+// signedFileOverREST is GET /v1/license-file.jws, needing no credentials:
+// the file in force's JWS.
+func signedFileOverREST(t *testing.T, p *proc) string {
+	t.Helper()
+	resp, err := http.Get(p.url("/v1/license-file.jws"))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "GET /v1/license-file.jws: %s", body)
+	var token string
+	require.NoError(t, json.Unmarshal(body, &token), "%s", body)
+	return token
+}
+
 func (p *proc) lockedLicense(t *testing.T) *seatdv1.License {
 	t.Helper()
 	got, err := p.admin().GetLicense(p.asOperator(testContext(t)), &seatdv1.GetLicenseRequest{LicenseId: lockedLicenseID})
@@ -129,7 +180,7 @@ func TestLockedModeEmbedded(t *testing.T) {
 	site := siteID(t, "--data-dir", dataDir)
 	v := newVendor(t)
 	path := filepath.Join(t.TempDir(), "site.lic")
-	v.writeSigned(t, path, lockedFile(site, 5, 2))
+	in5 := v.writeSigned(t, path, lockedFile(site, 5, 2))
 	args := []string{"--license-file", path, "--vendor-key", v.pubPath, "--license-file-watch-interval", "1h"}
 	p := start(t, options{dataDir: dataDir, args: args})
 	require.Contains(t, p.Output(), `msg="license file in force"`)
@@ -140,10 +191,19 @@ func TestLockedModeEmbedded(t *testing.T) {
 	require.EqualValues(t, 2, lic.GetSeats())
 	require.Len(t, lic.GetGrants(), 1)
 	grantID := lic.GetGrants()[0].GetId()
-	for _, fp := range []string{"a", "b"} {
-		_, err := p.acquire(ctx, lic.GetKey(), fp)
-		require.NoError(t, err)
-	}
+	// The first seat's holder checks its certificates from the vendor's
+	// key alone: the site key signs them and names the file.
+	chained := dialChained(t, p, v)
+	kept, err := chained.Acquire(ctx, client.AcquireOptions{LicenseKey: lic.GetKey(), Fingerprint: "a"})
+	require.NoError(t, err)
+	requireChains(t, kept, v, in5, 5)
+	require.Equal(t, kept.LicenseFile(), signedFileOverREST(t, p))
+	jwks := restJWKS(t, p, "default")
+	require.Contains(t, string(jwks), `"kid":"`+licensefile.KeyID(site)+`"`, "the JWKS names the site key")
+	_, err = client.VerifyOffline(kept.Certificate(), jwks, time.Now())
+	require.NoError(t, err, "a product that embeds the JWKS verifies it too")
+	_, err = p.acquire(ctx, lic.GetKey(), "b")
+	require.NoError(t, err)
 	p.requireExhausted(t, lic.GetKey(), "c")
 
 	// Every admin route that could raise the seats, over gRPC...
@@ -207,8 +267,13 @@ func TestLockedModeEmbedded(t *testing.T) {
 	p.reloadRefused(t, "not_newer")
 	other, _, err := licensefile.GenerateKey()
 	require.NoError(t, err)
-	v.writeSigned(t, path, lockedFile(other, 6, 10))
+	foreign := v.writeSigned(t, path, lockedFile(other, 6, 10))
 	p.reloadRefused(t, "wrong_site")
+	pub, err := os.ReadFile(v.pubPath)
+	require.NoError(t, err)
+	_, err = client.VerifyChainOffline(kept.Certificate(), foreign, pub, time.Now())
+	require.ErrorIs(t, err, client.ErrWrongSiteKey, "a certificate signed by a site key the file does not name")
+	require.ErrorIs(t, err, client.ErrBadCertificate)
 	past := lockedFile(site, 6, 10)
 	past.IssuedAt, past.NotAfter = past.IssuedAt.AddDate(0, 0, -2), time.Now().UTC().Truncate(time.Second).Add(-time.Minute)
 	v.writeSigned(t, path, past)
@@ -219,11 +284,13 @@ func TestLockedModeEmbedded(t *testing.T) {
 	require.EqualValues(t, 5, got.GetLicenseFile().GetSerial())
 
 	// A valid bigger file: in force at once.
-	v.writeSigned(t, path, lockedFile(site, 6, 3))
+	in6 := v.writeSigned(t, path, lockedFile(site, 6, 3))
 	reloaded, err := admin.ReloadLicenseFile(op, &seatdv1.ReloadLicenseFileRequest{})
 	require.NoError(t, err)
 	require.True(t, reloaded.GetChanged())
 	require.EqualValues(t, 6, reloaded.GetLicenseFile().GetSerial())
+	require.NoError(t, kept.Heartbeat(ctx), "the kept lease's certificate names serial 6: the client fetches it")
+	requireChains(t, kept, v, in6, 6)
 	_, err = p.acquire(ctx, lic.GetKey(), "c")
 	require.NoError(t, err, "the third seat")
 	p.requireExhausted(t, lic.GetKey(), "d")
@@ -264,8 +331,11 @@ func TestLockedModeDistributed(t *testing.T) {
 	require.Equal(t, lic.GetKey(), p1.lockedLicense(t).GetKey(), "one license, made once")
 	_, err := p0.acquire(ctx, lic.GetKey(), "a")
 	require.NoError(t, err)
-	_, err = p1.acquire(ctx, lic.GetKey(), "b")
+	// The second seat's holder checks its certificates from the vendor's
+	// key: one site key for every instance.
+	kept, err := dialChained(t, p1, v).Acquire(ctx, client.AcquireOptions{LicenseKey: lic.GetKey(), Fingerprint: "b"})
 	require.NoError(t, err)
+	requireChains(t, kept, v, serial1, 1)
 	p0.requireExhausted(t, lic.GetKey(), "c")
 	p1.requireExhausted(t, lic.GetKey(), "c")
 	_, err = p1.admin().UpdateLicense(p1.asOperator(ctx), &seatdv1.UpdateLicenseRequest{
@@ -294,6 +364,8 @@ func TestLockedModeDistributed(t *testing.T) {
 	got, err := p1.admin().GetLicenseFile(p1.asOperator(ctx), &seatdv1.GetLicenseFileRequest{})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, got.GetLicenseFile().GetSerial())
+	require.NoError(t, kept.Heartbeat(ctx), "p1's certificates name serial 2 now: the client fetches it")
+	requireChains(t, kept, v, serial2, 2)
 
 	// Any instance signs the usage export with the one site key: the
 	// leases taken on both count, and it verifies against the file.

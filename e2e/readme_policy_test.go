@@ -40,8 +40,9 @@ USERS=$(bin/seatctl leases ls $SITE_ID -o json | jq -c '[.leases[] | select(.sta
 		`{"reason":"USER_LIMIT",`,                     // and his second
 		`{"user":"dave","seatsInUse":2,"seatLimit":3}`,
 		`{"reason":"SEATS_RESERVED","message":"no seat of the license free for this client: 1 of 1 remaining seats are reserved for group night"}`,
-		`{"user":"alice","seatsInUse":3,"seatLimit":3}`, // the night shift's seat
+		`{"user":"alice","seatsInUse":3,"seatLimit":3,"reservedFor":"night"}`, // the night shift's seat
 	} {
 		require.Contains(t, out, want, "the README's site policy section output:\n%s", out)
 	}
+	require.Regexp(t, `\nlic_\S+\s+ACME site\s+3\s+1 \(1 taken\)\s+0\s+3\s`, out, "status: the reserved seat apart from the seats in use")
 }

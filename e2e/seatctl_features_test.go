@@ -104,10 +104,10 @@ func testSeatctlFeatures(t *testing.T, bin string, p *proc) {
 
 	// ---- status: the lmstat -a view ----
 	table = c.ok(tc("status")...)
-	require.Regexp(t, `\n`+lic.GetId()+`\s+ACME CAD\s+1\s+2\s+0\s+1h\s`, table, "the base pool: ws-cat")
-	require.Regexp(t, `\n  `+r2024.GetId()+`\s+render 2024\s+1\s+1\s+-\s+-\s+\S+ \S+\s+yes\n`, table)
-	require.Regexp(t, `\n  `+r2025.GetId()+`\s+render 2025\s+0\s+2 \+1\s`, table)
-	require.Regexp(t, `\n  `+sim.GetId()+`\s+sim \(all versions\)\s+1\s+1\s+-\s+-\s+-\s+yes\n`, table)
+	require.Regexp(t, `\n`+lic.GetId()+`\s+ACME CAD\s+1\s+-\s+0\s+2\s+0\s+1h\s`, table, "the base pool: ws-cat")
+	require.Regexp(t, `\n  `+r2024.GetId()+`\s+render 2024\s+1\s+-\s+0\s+1\s+-\s+-\s+\S+ \S+\s+yes\n`, table)
+	require.Regexp(t, `\n  `+r2025.GetId()+`\s+render 2025\s+0\s+-\s+0\s+2 \+1\s`, table)
+	require.Regexp(t, `\n  `+sim.GetId()+`\s+sim \(all versions\)\s+1\s+-\s+0\s+1\s+-\s+-\s+-\s+yes\n`, table)
 	var view struct{ Licenses []json.RawMessage }
 	require.NoError(t, json.Unmarshal([]byte(c.ok(tc("status", "-o", "json")...)), &view))
 	require.Len(t, view.Licenses, 1)

@@ -19,7 +19,8 @@ import (
 // a real seatd. Embedded mode keeps and enforces policies: an options file
 // imported (a dry run first, which changes nothing), the policy read back
 // and set from its own JSON, groups put and kept while named, a client
-// refused by the policy; distributed mode the same.
+// refused by the policy, status showing a reserved seat taken; distributed
+// mode the same.
 func TestSeatctlPolicy(t *testing.T) {
 	t.Parallel()
 	bin := buildSeatctl(t)
@@ -92,6 +93,13 @@ func testSeatctlPolicy(t *testing.T, bin string, p *proc) {
 	_, err = p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "ws-9", User: "intern", Hostname: "ws-9"})
 	require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
 	require.Contains(t, err.Error(), "excludes user intern")
+
+	// status shows night's reserved seat apart from the seats in use, and
+	// taken once alice (of night) holds it.
+	require.Regexp(t, `\n`+lic.GetId()+`\s+ACME site\s+0\s+1 \(0 taken\)\s+0\s+3\s`, c.ok(tc("status")...))
+	_, err = p.seats().AcquireSeat(ctx, &seatdv1.AcquireSeatRequest{LicenseKey: lic.GetKey(), Fingerprint: "ws-alice", User: "alice", Hostname: "ws-alice"})
+	require.NoError(t, err)
+	require.Regexp(t, `\n`+lic.GetId()+`\s+ACME site\s+1\s+1 \(1 taken\)\s+0\s+3\s`, c.ok(tc("status")...))
 
 	// set takes back what get -o json printed, changed.
 	var doc seatdv1.LicensePolicy

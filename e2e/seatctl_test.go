@@ -397,7 +397,7 @@ func testSeatctl(t *testing.T, bin string, p *proc) {
 		inUse[l.GetId()] = l.GetSeatsInUse()
 	}
 	require.Equal(t, int32(1), inUse[lic.GetId()], "status: laptop-2's seat is in use, laptop-1's was revoked")
-	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+1\s+3 \+1\s+0\s+1h\s`, table)
+	require.Regexp(t, lic.GetId()+`\s+ACME CAD 2\s+1\s+-\s+0\s+3 \+1\s+0\s+1h\s`, table)
 	var st seatdv1.GetCleanupStatusResponse
 	require.NoError(t, protojson.Unmarshal(view.Cleanup, &st))
 	require.NotEmpty(t, st.GetInstanceId())

@@ -522,11 +522,40 @@ func Compile(p *Policy) *CompiledPolicy {
 			cr.key, cr.reason = capKey(r.Subject, cr.name, r.EachMember)
 			fr.max = append(fr.max, cr)
 		case RuleReserve:
-			cr.key = "r:" + string(r.Subject.Kind) + "\x00" + cr.name
+			cr.key = reservationKey(r.Subject.Kind, cr.name)
 			fr.reserve = append(fr.reserve, cr)
 		}
 	}
 	return c
+}
+
+// reservationPrefix begins every reservation's key: "r:", the subject's
+// kind, a NUL, its name as compared (reservationKey).
+const reservationPrefix = "r:"
+
+// reservationKey is a reserve rule's held-seat counter key (Reservation.Key,
+// Lease.Reservation): from the subject's kind and its name as compared, so
+// that ReservationSubject can read the subject back from a lease.
+func reservationKey(kind SubjectKind, name string) string {
+	return reservationPrefix + string(kind) + "\x00" + name
+}
+
+// ReservationSubject is whose reserved seat a lease holds, read from its
+// Lease.Reservation (a host's name as compared: in lower case). ok is
+// false for "" (a shared seat) and for a key reservationKey did not make.
+func ReservationSubject(key string) (s Subject, ok bool) {
+	rest, found := strings.CutPrefix(key, reservationPrefix)
+	if !found {
+		return Subject{}, false
+	}
+	kind, name, found := strings.Cut(rest, "\x00")
+	switch k := SubjectKind(kind); {
+	case !found || name == "":
+		return Subject{}, false
+	case k == SubjectUser, k == SubjectHost, k == SubjectGroup, k == SubjectHostGroup:
+		return Subject{Kind: k, Name: name}, true
+	}
+	return Subject{}, false
 }
 
 // capKey is a max rule's counter key (for each member: its prefix, the

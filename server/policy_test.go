@@ -302,6 +302,30 @@ func TestDecideKeysIgnoreRuleOrder(t *testing.T) {
 	require.Equal(t, res, res2)
 }
 
+// A lease's reservation key says whose reserved seat it holds: every
+// subject kind reads back from the key Decide gives (a host in lower
+// case, as compared); a shared seat or a key of another shape is none.
+func TestReservationSubjectReadsTheKeyBack(t *testing.T) {
+	rules := []PolicyRule{
+		{Kind: RuleReserve, Count: 1, Subject: user("<b>ann</b>")},
+		{Kind: RuleReserve, Count: 1, Subject: host("WS-1.Example")},
+		{Kind: RuleReserve, Count: 1, Subject: group("night")},
+		{Kind: RuleReserve, Count: 1, Subject: hostGroup("farm")},
+	}
+	d := Compile(&Policy{Rules: rules, Groups: groupList(policyGroups())}).Decide("", Identity{User: "x", Host: "y"})
+	require.Len(t, d.Reservations, 4)
+	want := []Subject{user("<b>ann</b>"), host("ws-1.example"), group("night"), hostGroup("farm")}
+	for i, r := range d.Reservations {
+		s, ok := ReservationSubject(r.Key)
+		require.True(t, ok, r.Key)
+		require.Equal(t, want[i], s)
+	}
+	for _, key := range []string{"", "r:", "r:group", "r:group\x00", "r:team\x00night", "u:alice", "g:night"} {
+		_, ok := ReservationSubject(key)
+		require.False(t, ok, "%q", key)
+	}
+}
+
 func TestJudge(t *testing.T) {
 	night := Reservation{Key: "r:group\x00night", Seats: 2, Rule: 0, Subject: group("night")}
 	carol := Reservation{Key: "r:user\x00carol", Seats: 1, Rule: 3, Subject: user("carol")}

@@ -42,7 +42,7 @@ func main() {
 	conc := flag.Int("c", 64, "concurrent callers")
 	dur := flag.Duration("d", 10*time.Second, "duration of each phase")
 	conns := flag.Int("conns", 4, "gRPC connections shared by the callers")
-	ops := flag.String("ops", "health,acquire,heartbeat,release", "phases to run, in order (also feature-acquire, feature-heartbeat, feature-release)")
+	ops := flag.String("ops", "health,acquire,heartbeat,release", "phases to run, in order (also feature-acquire, feature-heartbeat, feature-release; policy-acquire, policy-heartbeat, policy-release)")
 	asJSON := flag.Bool("json", false, "print JSON lines")
 	label := flag.String("label", "", "with -tsv: first column of every line (e.g. the storage mode)")
 	asTSV := flag.Bool("tsv", false, "print tab-separated lines: label op rps p50_ms p99_ms requests errors")
@@ -93,6 +93,7 @@ type bench struct {
 	licID   string
 	base    *seatPool // the large license's base pool
 	feature *seatPool // a feature of the license with grants; nil until a feature phase needs it
+	policy  *seatPool // the base pool of a license with a site policy; nil until a policy phase needs it
 }
 
 // seatPool is where the acquire, heartbeat and release phases take their
@@ -103,6 +104,7 @@ type seatPool struct {
 	feature, version string
 	leases           chan *seatdv1.AcquireSeatResponse // taken by acquire, given back by release
 	fps              atomic.Int64                      // acquire fingerprints: each new, across slices
+	users            []string                          // the callers' users, in turn (none: no user)
 }
 
 func newSeatPool(name, key, feature, version string) *seatPool {
@@ -112,6 +114,15 @@ func newSeatPool(name, key, feature, version string) *seatPool {
 
 func (p *seatPool) request(fp string) *seatdv1.AcquireSeatRequest {
 	return &seatdv1.AcquireSeatRequest{LicenseKey: p.key, Fingerprint: fp, Feature: p.feature, Version: p.version}
+}
+
+// requestAs is request by the n-th of the pool's users (none if it has none).
+func (p *seatPool) requestAs(fp string, n int64) *seatdv1.AcquireSeatRequest {
+	r := p.request(fp)
+	if len(p.users) > 0 {
+		r.User = p.users[n%int64(len(p.users))]
+	}
+	return r
 }
 
 func (b *bench) conn(i int) *grpc.ClientConn { return b.conns[i%len(b.conns)] }
@@ -140,7 +151,7 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 		b.base = newSeatPool("load", resp.GetLicense().GetKey(), "", "")
 	}
 	health := loadgen.Health(b.conns)
-	featureTried := false
+	featureTried, policyTried := false, false
 	for _, op := range ops {
 		var call loadgen.Prepare
 		pool, phase := b.base, op
@@ -158,6 +169,19 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 				continue // no feature grants in this seatd
 			}
 			pool, phase = b.feature, strings.TrimPrefix(op, "feature-")
+		}
+		if isPolicyOp(op) {
+			if !policyTried {
+				policyTried = true
+				var err error
+				if b.policy, err = b.policyPool(ctx); err != nil {
+					return err
+				}
+			}
+			if b.policy == nil {
+				continue // no site policies in this seatd
+			}
+			pool, phase = b.policy, strings.TrimPrefix(op, "policy-")
 		}
 		switch phase {
 		case "health":
@@ -194,6 +218,10 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 	return nil
 }
 
+func isPolicyOp(op string) bool {
+	return op == "policy-acquire" || op == "policy-heartbeat" || op == "policy-release"
+}
+
 func isFeatureOp(op string) bool {
 	return op == "feature-acquire" || op == "feature-heartbeat" || op == "feature-release"
 }
@@ -201,9 +229,10 @@ func isFeatureOp(op string) bool {
 func (b *bench) acquire(p *seatPool) loadgen.Prepare {
 	return func(_ context.Context, w int, _ int64) func(context.Context) error {
 		c := seatdv1.NewSeatServiceClient(b.conn(w))
-		fp := fmt.Sprintf("%s-%d-%d", p.name, os.Getpid(), p.fps.Add(1))
+		n := p.fps.Add(1)
+		fp := fmt.Sprintf("%s-%d-%d", p.name, os.Getpid(), n)
 		return func(ctx context.Context) error {
-			resp, err := c.AcquireSeat(ctx, p.request(fp))
+			resp, err := c.AcquireSeat(ctx, p.requestAs(fp, n))
 			if err == nil {
 				select {
 				case p.leases <- resp:
@@ -236,7 +265,7 @@ func (b *bench) release(p *seatPool) loadgen.Prepare {
 func (b *bench) heartbeat(ctx context.Context, p *seatPool, conc int) (loadgen.Prepare, error) {
 	mine := make([]*seatdv1.AcquireSeatResponse, conc)
 	for w := range conc {
-		resp, err := seatdv1.NewSeatServiceClient(b.conn(w)).AcquireSeat(ctx, p.request(fmt.Sprintf("%s-hb-%d-%d", p.name, os.Getpid(), w)))
+		resp, err := seatdv1.NewSeatServiceClient(b.conn(w)).AcquireSeat(ctx, p.requestAs(fmt.Sprintf("%s-hb-%d-%d", p.name, os.Getpid(), w), int64(w)))
 		if err != nil {
 			return nil, fmt.Errorf("acquire for heartbeat: %w", err)
 		}

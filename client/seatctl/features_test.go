@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,10 +38,13 @@ type fakeAdmin struct {
 	usage    []*seatdv1.UsageEvent
 	cleanups []*seatdv1.CleanupEvent
 
+	mu       sync.Mutex // seatctl status reads policies concurrently
 	requests map[string]proto.Message
 }
 
 func (f *fakeAdmin) keep(name string, req proto.Message) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.requests == nil {
 		f.requests = map[string]proto.Message{}
 	}
@@ -66,6 +70,11 @@ func (f *fakeAdmin) GetLicense(_ context.Context, req *seatdv1.GetLicenseRequest
 
 func (f *fakeAdmin) GetCleanupStatus(_ context.Context, req *seatdv1.GetCleanupStatusRequest, _ ...grpc.CallOption) (*seatdv1.GetCleanupStatusResponse, error) {
 	return &seatdv1.GetCleanupStatusResponse{InstanceId: "seatd-1", LeaderId: "seatd-1", IsLeader: true}, f.keep("GetCleanupStatus", req)
+}
+
+// GetLicensePolicy answers no policy (policyAdmin answers one).
+func (f *fakeAdmin) GetLicensePolicy(_ context.Context, req *seatdv1.GetLicensePolicyRequest, _ ...grpc.CallOption) (*seatdv1.GetLicensePolicyResponse, error) {
+	return &seatdv1.GetLicensePolicyResponse{Policy: &seatdv1.LicensePolicy{LicenseId: req.GetLicenseId()}}, f.keep("GetLicensePolicy", req)
 }
 
 func (f *fakeAdmin) CreateFeatureGrant(_ context.Context, req *seatdv1.CreateFeatureGrantRequest, _ ...grpc.CallOption) (*seatdv1.CreateFeatureGrantResponse, error) {
@@ -268,14 +277,14 @@ func TestStatusShowsEachFeatureGrantUnderItsLicense(t *testing.T) {
 	f := &fakeAdmin{licenses: []*seatdv1.License{cadLicense(now), expired, plain}}
 	out := runOK(t, f, "status")
 	lines := strings.Split(out, "\n")
-	require.Regexp(t, `^LICENSE\s+NAME\s+IN USE\s+SEATS\s+WAITING\s+TTL\s+EXPIRES\s+ACTIVE$`, lines[0])
-	require.Regexp(t, `^lic_cad\s+ACME CAD\s+3\s+20\s+0\s+6m\s+-\s+yes$`, lines[1], "the base pool")
-	require.Regexp(t, `^  lic_cad\.00000001\s+render 2024\s+4\s+5\s+-\s+-\s+`+regexpTime(now.Add(72*time.Hour))+`\s+yes$`, lines[2])
-	require.Regexp(t, `^  lic_cad\.00000002\s+render 2025\s+0\s+5 \+1\s+-\s+-\s+\S+ \S+\s+from `+regexpTime(now.Add(48*time.Hour))+`$`, lines[3])
-	require.Regexp(t, `^  lic_cad\.00000003\s+sim \(all versions\)\s+1\s+2\s+-\s+-\s+-\s+yes$`, lines[4])
+	require.Regexp(t, `^LICENSE\s+NAME\s+IN USE\s+RESERVED\s+LINGERING\s+SEATS\s+WAITING\s+TTL\s+EXPIRES\s+ACTIVE$`, lines[0])
+	require.Regexp(t, `^lic_cad\s+ACME CAD\s+3\s+-\s+0\s+20\s+0\s+6m\s+-\s+yes$`, lines[1], "the base pool")
+	require.Regexp(t, `^  lic_cad\.00000001\s+render 2024\s+4\s+-\s+0\s+5\s+-\s+-\s+`+regexpTime(now.Add(72*time.Hour))+`\s+yes$`, lines[2])
+	require.Regexp(t, `^  lic_cad\.00000002\s+render 2025\s+0\s+-\s+0\s+5 \+1\s+-\s+-\s+\S+ \S+\s+from `+regexpTime(now.Add(48*time.Hour))+`$`, lines[3])
+	require.Regexp(t, `^  lic_cad\.00000003\s+sim \(all versions\)\s+1\s+-\s+0\s+2\s+-\s+-\s+-\s+yes$`, lines[4])
 	require.Regexp(t, `^lic_old\s+Old\s`, lines[5])
-	require.Regexp(t, `^  lic_old\.00000009\s+render 2023\s+0\s+3\s.*\sexpired$`, lines[6])
-	require.Regexp(t, `^lic_plain\s+Plain\s+1\s+4 \+1\s+0\s`, lines[7])
+	require.Regexp(t, `^  lic_old\.00000009\s+render 2023\s+0\s+-\s+0\s+3\s.*\sexpired$`, lines[6])
+	require.Regexp(t, `^lic_plain\s+Plain\s+1\s+-\s+0\s+4 \+1\s+0\s`, lines[7])
 	require.Contains(t, out, "(indented: a license's feature grants")
 	require.Contains(t, out, "cleanup leader")
 
@@ -287,6 +296,8 @@ func TestStatusShowsEachFeatureGrantUnderItsLicense(t *testing.T) {
 	require.NoError(t, protojson.Unmarshal(view.Licenses[0], &l))
 	require.True(t, proto.Equal(cadLicense(now), &l) || len(l.GetGrants()) == 3)
 	require.EqualValues(t, 4, l.GetGrants()[0].GetSeatsInUse())
+
+	require.NotContains(t, out, "RESERVED:", "no reservations, no note")
 
 	// Without features, no note.
 	require.NotContains(t, runOK(t, &fakeAdmin{licenses: []*seatdv1.License{plain}}, "status"), "indented")
@@ -300,8 +311,8 @@ func TestStatusGrantExpiryAndStateFollowTheLicense(t *testing.T) {
 	l.ExpiresAt = timestamppb.New(now.Add(24 * time.Hour))
 	l.Active = proto.Bool(false)
 	out := runOK(t, &fakeAdmin{licenses: []*seatdv1.License{l}}, "status")
-	require.Regexp(t, `lic_cad\.00000001\s+render 2024\s+4\s+5\s+-\s+-\s+`+regexpTime(now.Add(24*time.Hour))+`\s+no\n`, out)
-	require.Regexp(t, `lic_cad\.00000003\s+sim \(all versions\)\s+1\s+2\s+-\s+-\s+`+regexpTime(now.Add(24*time.Hour))+`\s+no\n`, out)
+	require.Regexp(t, `lic_cad\.00000001\s+render 2024\s+4\s+-\s+0\s+5\s+-\s+-\s+`+regexpTime(now.Add(24*time.Hour))+`\s+no\n`, out)
+	require.Regexp(t, `lic_cad\.00000003\s+sim \(all versions\)\s+1\s+-\s+0\s+2\s+-\s+-\s+`+regexpTime(now.Add(24*time.Hour))+`\s+no\n`, out)
 }
 
 func regexpTime(t time.Time) string {

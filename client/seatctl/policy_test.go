@@ -369,3 +369,69 @@ func TestReadInputFromStandardInput(t *testing.T) {
 	require.Equal(t, `{"rules": []}`, string(data))
 	require.Equal(t, "standard input", inputName("-"))
 }
+
+// seatctl status shows, apart from the seats in use, each pool's reserved
+// seats with how many members hold (counted from the live leases'
+// reserved_for against the policy's reserve rules; a host compared
+// without case, a dropped reservation's holder not counted), and a
+// lingering count (0: nothing lingers yet).
+func TestStatusShowsReservedAndLingeringSeats(t *testing.T) {
+	now := time.Now()
+	subject := func(kind seatdv1.PolicySubject_Kind, name string) *seatdv1.PolicySubject {
+		return &seatdv1.PolicySubject{Kind: kind, Name: name}
+	}
+	night, ws9 := subject(seatdv1.PolicySubject_KIND_GROUP, "night"), subject(seatdv1.PolicySubject_KIND_HOST, "WS-9")
+	ann := subject(seatdv1.PolicySubject_KIND_USER, "ann")
+	reserve := func(feature string, n int32, s *seatdv1.PolicySubject) *seatdv1.PolicyRule {
+		return &seatdv1.PolicyRule{Kind: seatdv1.PolicyRule_KIND_RESERVE, Feature: feature, Count: n, Subject: s}
+	}
+	lease := func(id, feature string, s *seatdv1.PolicySubject) *seatdv1.Lease {
+		return &seatdv1.Lease{Id: id, LicenseId: "lic_cad", Feature: feature, State: seatdv1.LeaseState_LEASE_STATE_ACTIVE, ReservedFor: s}
+	}
+	plain := &seatdv1.License{Id: "lic_plain", Name: "Plain", Seats: 4, SeatsInUse: 1, Active: proto.Bool(true)}
+	f := &policyAdmin{
+		fakeAdmin: fakeAdmin{licenses: []*seatdv1.License{cadLicense(now), plain}, leases: []*seatdv1.Lease{
+			lease("lse_1", "", night),
+			lease("lse_2", "", subject(seatdv1.PolicySubject_KIND_HOST, "ws-9")),
+			lease("lse_3", "render", ann),
+			lease("lse_4", "", subject(seatdv1.PolicySubject_KIND_GROUP, "day")), // a reservation since dropped
+			lease("lse_5", "", nil),                                              // a shared seat
+		}},
+		policies: map[string]*seatdv1.LicensePolicy{"lic_cad": {Rules: []*seatdv1.PolicyRule{
+			reserve("", 2, night), reserve("", 1, ws9), reserve("render", 3, ann),
+			{Kind: seatdv1.PolicyRule_KIND_MAX, Count: 1, Subject: subject(seatdv1.PolicySubject_KIND_USER, "bob")},
+		}}},
+	}
+	r := runPolicy(t, f, "status")
+	require.Equal(t, 0, r.code, r.err)
+	lines := strings.Split(r.out, "\n")
+	require.Regexp(t, `^LICENSE\s+NAME\s+IN USE\s+RESERVED\s+LINGERING\s+SEATS\s+WAITING\s`, lines[0])
+	require.Regexp(t, `^lic_cad\s+ACME CAD\s+3\s+3 \(2 taken\)\s+0\s+20\s+0\s+6m\s`, lines[1], "night's 2 (1 taken) and WS-9's 1 (taken)")
+	require.Regexp(t, `^  lic_cad\.00000001\s+render 2024\s+4\s+3 \(1 taken\)\s+0\s+5\s`, lines[2], "render's reservation, on its first grant")
+	require.Regexp(t, `^  lic_cad\.00000002\s+render 2025\s+0\s+"\s+0\s+5 \+1\s`, lines[3], "ditto on its other grant")
+	require.Regexp(t, `^  lic_cad\.00000003\s+sim \(all versions\)\s+1\s+-\s+0\s+2\s`, lines[4])
+	require.Regexp(t, `^lic_plain\s+Plain\s+1\s+-\s+0\s+4\s`, lines[5])
+	require.Contains(t, r.out, "(RESERVED: seats the site policy keeps for its reservations")
+	lr := f.requests["ListLeases"].(*seatdv1.ListLeasesRequest)
+	require.Equal(t, "lic_cad", lr.GetLicenseId(), "only a license with reservations has its leases read")
+	require.Equal(t, seatdv1.LeaseState_LEASE_STATE_ACTIVE, lr.GetState())
+
+	// -o json: per license and pool.
+	r = runPolicy(t, f, "status", "-o", "json")
+	require.Equal(t, 0, r.code, r.err)
+	var view StatusView
+	require.NoError(t, json.Unmarshal([]byte(r.out), &view))
+	require.Equal(t, []PoolStatus{
+		{LicenseID: "lic_cad", Feature: "", Reserved: 3, ReservedTaken: 2},
+		{LicenseID: "lic_cad", Feature: "render", Reserved: 3, ReservedTaken: 1},
+		{LicenseID: "lic_cad", Feature: "sim"},
+		{LicenseID: "lic_plain", Feature: ""},
+	}, view.Pools)
+	require.Contains(t, r.out, `"lingering": 0`)
+
+	// A refused policy read fails the command, naming the cause.
+	f.policyErr = status.Error(codes.PermissionDenied, "not yours")
+	r = runPolicy(t, f, "status")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.err, "not yours")
+}

@@ -33,6 +33,9 @@ type Params struct {
 	// Grants are the feature grants of the campaign's licenses, by id:
 	// each is a pool with its own seat limit, and what it may grant.
 	Grants map[string]Grant
+	// Policies are the site policies of the campaign's licenses, by
+	// license id (policy.go: checkPolicies).
+	Policies map[string]Policy
 }
 
 // Grant is a feature grant as the campaign created it.
@@ -58,7 +61,7 @@ const clockGrain = 10 * time.Millisecond
 
 // Violation is a property the history breaks.
 type Violation struct {
-	Property string // "seat-limit", "final-end", "lost-end", "exactly-once", "deadline", "lost-grant", "grant-choice", "grant-version", "grant-expired"
+	Property string // "seat-limit", "final-end", "lost-end", "exactly-once", "deadline", "lost-grant", "grant-choice", "grant-version", "grant-expired", "record-truth", "policy-*" (policy.go)
 	License  string // the pool: the license's id, or the grant's
 	Lease    string
 	Detail   string
@@ -80,11 +83,17 @@ func (op Op) String() string {
 	if op.Feature != "" {
 		s += " feature " + op.Feature + " version " + op.Version
 	}
+	if op.User != "" || op.Host != "" {
+		s += fmt.Sprintf(" user %q host %q", op.User, op.Host)
+	}
 	if op.Grant != "" {
 		s += " grant " + op.Grant
 	}
 	if op.Reason != "" {
 		s += " " + op.Reason
+	}
+	if op.Rule != "" {
+		s += " rule " + op.Rule
 	}
 	if !op.Deadline.IsZero() {
 		s += " deadline " + op.Deadline.Format("15:04:05.000")
@@ -122,7 +131,9 @@ func (op Op) String() string {
 //   - deadline: no heartbeat or release answered before its last secure
 //     acknowledged deadline less Bound is told LEASE_EXPIRED;
 //   - record-truth: no heartbeat invoked more than Repair after the lease
-//     ended in the record succeeds, whoever ended it and whatever crashed.
+//     ended in the record succeeds, whoever ended it and whatever crashed;
+//   - policy-exclude, policy-include, policy-cap, policy-reserve,
+//     policy-reason: the site policies of p.Policies (checkPolicies).
 func Check(ops []Op, limits map[string]int, records map[string]Record, p Params) []Violation {
 	byLease := map[string][]Op{}
 	for _, op := range ops {
@@ -141,6 +152,7 @@ func Check(ops []Op, limits map[string]int, records map[string]Record, p Params)
 		out = append(out, checkRecordTruth(id, lops, records, p)...)
 	}
 	out = append(out, checkRecords(records, p)...)
+	out = append(out, checkPolicies(byLease, ops, limits, records, p)...)
 	return out
 }
 

@@ -16,6 +16,10 @@ type Minimums struct {
 	Heartbeats    int            // heartbeats answered OK
 	Releases      int            // releases answered OK
 	Faults        map[string]int // injections of each fault kind
+	// PolicyRefusals are the refusals of a site policy (reasons) the
+	// campaign must have met, each at least once: a policy that never
+	// refused proves nothing of the checks of its rules.
+	PolicyRefusals []string
 }
 
 // MinimumsFor are the minimums of a campaign of duration d that injects
@@ -43,7 +47,11 @@ func MinimumsFor(d time.Duration, kinds []string) Minimums {
 // than m requires, one line each; none when the campaign did enough.
 func (m Minimums) Shortfalls(ops []Op, faults map[string]int) []string {
 	var grants, featureGrants, beats, releases int
+	refusals := map[string]int{}
 	for _, op := range ops {
+		if op.Outcome == Failed && (op.Kind == Acquire || op.Kind == Wait) {
+			refusals[op.Reason]++
+		}
 		if op.Outcome != OK {
 			continue
 		}
@@ -71,6 +79,9 @@ func (m Minimums) Shortfalls(ops []Op, faults map[string]int) []string {
 	short("releases answered OK", releases, m.Releases)
 	for _, k := range sortedKeys(m.Faults) {
 		short("faults "+k, faults[k], m.Faults[k])
+	}
+	for _, r := range m.PolicyRefusals {
+		short("refusals "+r, refusals[r], 1)
 	}
 	return out
 }

@@ -59,3 +59,21 @@ func TestShortfallsCountOnlyWhatSucceeded(t *testing.T) {
 		t.Fatalf("shortfalls %q, want the missing grant of a feature", s)
 	}
 }
+
+// TestShortfallsOfPolicyRefusals: each policy refusal asked for must have
+// been answered once, to an acquisition or a wait.
+func TestShortfallsOfPolicyRefusals(t *testing.T) {
+	m := Minimums{PolicyRefusals: []string{ReasonExcluded, ReasonUserLimit}}
+	ops := []Op{
+		{Kind: Wait, License: "L", Start: at(0), End: at(10), Outcome: Failed, Reason: ReasonExcluded},
+		{Kind: Acquire, License: "L", Start: at(0), End: at(10), Outcome: Unknown, Reason: ReasonUserLimit},
+		{Kind: Heartbeat, License: "L", Start: at(0), End: at(10), Outcome: Failed, Reason: ReasonUserLimit},
+	}
+	if s := m.Shortfalls(ops, nil); len(s) != 1 || s[0] != "refusals USER_LIMIT: 0, at least 1 required" {
+		t.Fatalf("shortfalls %q, want USER_LIMIT missing", s)
+	}
+	ops[1].Outcome = Failed
+	if s := m.Shortfalls(ops, nil); len(s) != 0 {
+		t.Fatalf("shortfalls %q of a campaign that met both", s)
+	}
+}

@@ -69,6 +69,10 @@ type Op struct {
 	// Acquire, wait: the feature and version asked ("": the base pool),
 	// and with OK the grant that granted the seat ("": the base pool).
 	Feature, Version, Grant string
+	// Acquire, wait: the user and hostname the client claimed (a site
+	// policy's identities); with a refusal, the "rule" of its ErrorInfo
+	// metadata, the index of the policy rule that refused ("" none).
+	User, Host, Rule string
 }
 
 // Pool is the pool an OK acquire or wait took its seat from: the grant,
@@ -122,4 +126,5 @@ type Record struct {
 	EndedAt       time.Time // zero while active
 	UsageEvents   int
 	CleanupEvents int
+	User, Host    string // the identity the lease was granted to
 }

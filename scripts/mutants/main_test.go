@@ -54,6 +54,11 @@ func TestHandMutantsMatchTheCode(t *testing.T) {
 			t.Errorf("alsoChange names no mutant: %q", name)
 		}
 	}
+	for name := range runOnly {
+		if !names[name] {
+			t.Errorf("runOnly names no mutant: %q", name)
+		}
+	}
 }
 
 func TestFailedTestsNamesTheTopLevelTests(t *testing.T) {

@@ -161,16 +161,17 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	if err := ensureDefaultTenant(ctx, d.store); err != nil {
 		return nil, err
 	}
-	issuer := signing.NewIssuer(d.store, signing.IssuerOptions{Sealer: sealer, Logger: d.log})
-	if err := ensureSigningKey(ctx, issuer, sealer, d.log); err != nil {
-		return nil, err
-	}
 	var licenseFile service.LicenseFile // a nil *locked.Controller would not be a nil interface
+	var site *signing.Site              // locked mode: the site key signs the file's certificates
 	if cfg.LicenseFile != "" {
-		if d.licenseFile, err = startLocked(ctx, cfg, d.store, sealer, d.log); err != nil {
+		if d.licenseFile, site, err = startLocked(ctx, cfg, d.store, sealer, d.log); err != nil {
 			return nil, err
 		}
 		licenseFile = d.licenseFile
+	}
+	issuer := signing.NewIssuer(d.store, signing.IssuerOptions{Sealer: sealer, Logger: d.log, Site: site})
+	if err := ensureSigningKey(ctx, issuer, sealer, d.log); err != nil {
+		return nil, err
 	}
 
 	reg := prometheus.NewRegistry()

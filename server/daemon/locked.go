@@ -24,15 +24,16 @@ var machineIDPath = locked.MachineIDPath
 // startLocked puts --license-file in force (locked mode): the site key
 // (made and kept in the store if missing, sealed like the lease-signing
 // keys), the vendor's keys, then the file, verified and synced. Any
-// error stops the start, naming why.
-func startLocked(ctx context.Context, cfg Config, store server.Store, sealer *signing.Sealer, log *slog.Logger) (*locked.Controller, error) {
+// error stops the start, naming why. It returns the controller and the
+// signer of the certificates of the file's licenses (the site key).
+func startLocked(ctx context.Context, cfg Config, store server.Store, sealer *signing.Sealer, log *slog.Logger) (*locked.Controller, *signing.Site, error) {
 	keys, err := vendorKeys(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	site, err := siteKey(ctx, store, sealer, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hostname, machineID := locked.ThisHost(machineIDPath)
 	c := locked.New(locked.Config{
@@ -41,9 +42,13 @@ func startLocked(ctx context.Context, cfg Config, store server.Store, sealer *si
 		SiteKey: site,
 	})
 	if err := c.Start(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	signer, err := signing.NewSite(site.Private, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, signer, nil
 }
 
 // siteKey is the store's site key, made if missing, with a warning when

@@ -152,9 +152,9 @@ func (lp *licensePolicy) judgement(feature string, req *server.AcquireRequest) (
 		case c.Subject.Kind == server.SubjectHost, c.Subject.Kind == server.SubjectHostGroup && c.EachMember:
 			jc.Host, jc.Names = true, live.EncodeNames(host)
 		case c.Subject.Kind == server.SubjectGroup:
-			jc.Names = lp.members[c.Subject.Name]
+			jc.Group, jc.Names = true, lp.members[c.Subject.Name]
 		default:
-			jc.Host, jc.Names = true, lp.members[c.Subject.Name]
+			jc.Group, jc.Host, jc.Names = true, true, lp.members[c.Subject.Name]
 		}
 		j.Caps[i] = jc
 	}

@@ -241,6 +241,36 @@ func (ps *policyState) under(h *holders, k server.Cap, id server.Identity, host 
 	}
 }
 
+// upper is how many leases of h are under cap k of id, whether they
+// count or not: a bound of under's count, from the sizes of the lists.
+func (ps *policyState) upper(h *holders, k server.Cap, id server.Identity, host string) int {
+	var by map[string][]ref
+	switch {
+	case k.Subject.Kind == server.SubjectUser || k.Subject.Kind == server.SubjectGroup && k.EachMember:
+		return len(h.users[id.User])
+	case k.Subject.Kind == server.SubjectHost || k.Subject.Kind == server.SubjectHostGroup && k.EachMember:
+		return len(h.hosts[host])
+	case k.Subject.Kind == server.SubjectGroup:
+		by = h.users
+	default:
+		by = h.hosts
+	}
+	n := 0
+	members := ps.members[k.Subject.Name]
+	if len(members) < len(by) {
+		for m := range members {
+			n += len(by[m])
+		}
+		return n
+	}
+	for key, rs := range by {
+		if _, ok := members[key]; ok {
+			n += len(rs)
+		}
+	}
+	return n
+}
+
 // judge is server.Judge of d for id with the counts c takes of the
 // feature's leases: its caps' (under the groups as they are now) and its
 // reservations' (by the reservation each lease took). n and limit are
@@ -256,6 +286,13 @@ func (x *index) judge(ps *policyState, feature string, d server.Decision, id ser
 		host := strings.ToLower(id.Host)
 		for _, k := range d.Caps {
 			if _, done := caps[k.Key]; done {
+				continue
+			}
+			// Under its limit even with lapsed and ended leases counted,
+			// a cap judges the same on that bound: most acquisitions read
+			// no lease of it (a refusal's counts are exact).
+			if upper := ps.upper(h, k, id, host); upper < k.Limit {
+				caps[k.Key] = upper
 				continue
 			}
 			in := 0

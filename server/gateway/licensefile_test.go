@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"crypto/ed25519"
+	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seatd/seatd/server/grpcapi"
+	"github.com/seatd/seatd/server/licensefile"
 	"github.com/seatd/seatd/server/locked/lockedtest"
 )
 
@@ -14,7 +17,8 @@ import (
 // deletes a license or a grant answers 400 LICENSE_FILE_LOCKED in locked
 // mode and changes nothing; the license file routes answer the file in
 // force and reload it (a refused file: 400 LICENSE_FILE_REFUSED naming its
-// cause).
+// cause); the signed file is a public route, GET /v1/license-file.jws,
+// answered as the JWS in one JSON string, the vendor's key verifies.
 func TestLockedModeOverREST(t *testing.T) {
 	t.Parallel()
 	var site *lockedtest.Site
@@ -51,6 +55,14 @@ func TestLockedModeOverREST(t *testing.T) {
 	f := file.json["licenseFile"].(map[string]any)
 	require.Equal(t, "3", f["serial"], "an int64 is a JSON string")
 	require.Equal(t, site.Key.ID, f["siteKeyId"])
+
+	signed := do(t, h, "GET", "/v1/license-file.jws", "", "")
+	require.Equal(t, http.StatusOK, signed.code, signed.body)
+	var token string
+	require.NoError(t, json.Unmarshal([]byte(signed.body), &token), signed.body)
+	opened, err := licensefile.OpenToken(token, []ed25519.PublicKey{site.VendorPub})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, opened.Serial)
 
 	site.Write(t, site.File(2, 50))
 	refused := do(t, h, "POST", "/v1/admin/license-file:reload", operatorKey, "{}")

@@ -122,7 +122,18 @@ func leaseToProto(l server.Lease, now time.Time) *seatdv1.Lease {
 		LastHeartbeatAt: ts(l.LastHeartbeatAt),
 		EndedAt:         ts(l.EndedAt),
 		Borrowed:        l.Borrowed,
+		ReservedFor:     reservedForToProto(l.Reservation),
 	}
+}
+
+// reservedForToProto is whose reserved seat a lease holds (nil: a shared
+// seat, or a key this version cannot read, which it does not guess at).
+func reservedForToProto(key string) *seatdv1.PolicySubject {
+	s, ok := server.ReservationSubject(key)
+	if !ok {
+		return nil
+	}
+	return &seatdv1.PolicySubject{Kind: subjectKindToProto[s.Kind], Name: s.Name}
 }
 
 // quotasToProto shows the quotas a tenant is held to.

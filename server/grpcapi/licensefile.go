@@ -76,3 +76,15 @@ func (h *adminService) ExportUsage(ctx context.Context, req *seatdv1.ExportUsage
 	}
 	return resp, nil
 }
+
+// GetSignedLicenseFile publishes the license file in force, as its JWS,
+// for products to verify the chain of their certificates from the
+// vendor's key; like the JWKS it needs no credentials (REST: GET
+// /v1/license-file.jws, whose answer is the JWS as one JSON string).
+func (h *seatService) GetSignedLicenseFile(ctx context.Context, _ *seatdv1.GetSignedLicenseFileRequest) (*seatdv1.GetSignedLicenseFileResponse, error) {
+	token, serial, err := h.s.svc.SignedLicenseFile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &seatdv1.GetSignedLicenseFileResponse{LicenseFile: token, Serial: serial}, nil
+}

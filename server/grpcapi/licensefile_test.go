@@ -15,6 +15,7 @@ import (
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/licensefile"
 	"github.com/seatd/seatd/server/locked/lockedtest"
+	"github.com/seatd/seatd/server/signing"
 )
 
 // newLockedEnv is an env in locked mode: the file of site (serial 1, the
@@ -24,7 +25,8 @@ func newLockedEnv(t *testing.T) (*env, *lockedtest.Site) {
 	var site *lockedtest.Site
 	e := newEnv(t, nil, func(c *Config) {
 		site = lockedtest.New(t, c.Store)
-		c.LicenseFile = site.Start(t, 1, 2)
+		ctl := site.Start(t, 1, 2)
+		c.LicenseFile, c.Issuer = ctl, site.Issuer(t, ctl)
 	})
 	return e, site
 }
@@ -182,6 +184,53 @@ func TestLicenseFileCalls(t *testing.T) {
 	_, err = plain.admin.GetLicenseFile(operator(t), &seatdv1.GetLicenseFileRequest{})
 	requireStatus(t, err, codes.FailedPrecondition, server.ReasonLicenseFileNotConfigured)
 	_, err = plain.admin.ReloadLicenseFile(operator(t), &seatdv1.ReloadLicenseFileRequest{})
+	requireStatus(t, err, codes.FailedPrecondition, server.ReasonLicenseFileNotConfigured)
+}
+
+// TestLockedModeCertificatesChainToTheFile: in locked mode a certificate
+// of the file's license is signed by the site key and names the file's
+// serial and license id; GetSignedLicenseFile answers the file's JWS to
+// anyone (no credentials), and the vendor's key verifies it and, through
+// the site key it names, the certificate; the default tenant's JWKS
+// holds the site key first. Without a file the call is
+// LICENSE_FILE_NOT_CONFIGURED.
+func TestLockedModeCertificatesChainToTheFile(t *testing.T) {
+	t.Parallel()
+	e, site := newLockedEnv(t)
+	lic, err := e.admin.GetLicense(operator(t), &seatdv1.GetLicenseRequest{LicenseId: lockedtest.LicenseID})
+	require.NoError(t, err)
+	resp, err := e.seats.AcquireSeat(t.Context(), &seatdv1.AcquireSeatRequest{
+		LicenseKey: lic.GetLicense().GetKey(), Fingerprint: "fp", Nonce: "n1",
+	})
+	require.NoError(t, err)
+
+	got, err := e.seats.GetSignedLicenseFile(t.Context(), &seatdv1.GetSignedLicenseFileRequest{})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got.GetSerial())
+	file, err := licensefile.OpenToken(got.GetLicenseFile(), []ed25519.PublicKey{site.VendorPub})
+	require.NoError(t, err)
+	siteKey, err := file.SiteKey.PublicKey("site_key")
+	require.NoError(t, err)
+	claims, err := signing.Verify(resp.GetLeaseCertificate(), []server.SigningKey{{ID: file.SiteKey.Kid, PublicKey: siteKey}})
+	require.NoError(t, err, "signed by the site key the file names")
+	require.EqualValues(t, 1, claims.FileSerial)
+	require.Equal(t, "cad", claims.FileLicenseID)
+	require.Equal(t, lockedtest.LicenseID, claims.LicenseID)
+	require.Equal(t, "n1", claims.Nonce)
+
+	beat, err := e.beats.Heartbeat(t.Context(), &seatdv1.HeartbeatRequest{LeaseId: resp.GetLease().GetId(), LeaseToken: resp.GetLeaseToken(), Nonce: "n2"})
+	require.NoError(t, err)
+	claims, err = signing.Verify(beat.GetLeaseCertificate(), []server.SigningKey{{ID: file.SiteKey.Kid, PublicKey: siteKey}})
+	require.NoError(t, err, "a heartbeat's too")
+	require.EqualValues(t, 1, claims.FileSerial)
+
+	jwks, err := e.seats.GetSigningKeys(t.Context(), &seatdv1.GetSigningKeysRequest{})
+	require.NoError(t, err)
+	require.Len(t, jwks.GetKeys(), 3, "the site key, the next key, the key that signs")
+	require.Equal(t, site.Key.ID, jwks.GetKeys()[0].GetKid())
+
+	plain := newEnv(t, nil)
+	_, err = plain.seats.GetSignedLicenseFile(t.Context(), &seatdv1.GetSignedLicenseFileRequest{})
 	requireStatus(t, err, codes.FailedPrecondition, server.ReasonLicenseFileNotConfigured)
 }
 

@@ -246,6 +246,18 @@ func TestSitePolicyEndToEnd(t *testing.T) {
 	_, err = e.acquireAs(t, key, "", "carol", "ws-6")
 	requireStatus(t, err, codes.ResourceExhausted, server.ReasonSeatsExhausted, "all 3 taken")
 
+	// Who holds the reserved seat: the lease says so, as granted and as
+	// listed; a shared seat names none.
+	require.True(t, proto.Equal(groupSubject("night"), alice.GetLease().GetReservedFor()), "%v", alice.GetLease())
+	require.Nil(t, dave.GetLease().GetReservedFor())
+	listed, err := e.admin.ListLeases(operator(t), &seatdv1.ListLeasesRequest{LicenseId: lic.GetId(), State: seatdv1.LeaseState_LEASE_STATE_ACTIVE})
+	require.NoError(t, err)
+	reservedFor := map[string]string{}
+	for _, l := range listed.GetLeases() {
+		reservedFor[l.GetUser()] = l.GetReservedFor().GetKind().String() + " " + l.GetReservedFor().GetName()
+	}
+	require.Equal(t, map[string]string{"bob": "KIND_UNSPECIFIED ", "dave": "KIND_UNSPECIFIED ", "alice": "KIND_GROUP night"}, reservedFor)
+
 	// The feature's rules are the feature's: only the farm's hosts.
 	_, err = e.acquireAs(t, key, "render", "erin", "ws-4")
 	requireStatus(t, err, codes.PermissionDenied, server.ReasonNotIncluded)

@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -50,6 +52,9 @@ type Info struct {
 	// SHA256 is the hex SHA-256 of its signed token (what the store's
 	// record names: server.LicenseFileRecord.Hash).
 	SHA256 string
+	// Token is the file's JWS (compact serialization), which a product
+	// verifies with the vendor's key (SeatService.GetSignedLicenseFile).
+	Token string
 	// InForceSince is when the store first had it in force (by any
 	// instance).
 	InForceSince time.Time
@@ -64,6 +69,17 @@ type Controller struct {
 	mu   sync.Mutex // one load at a time
 	cur  *inForce   // the file in force here, its sync done; nil before Start
 	seen []byte     // the last bytes read from Path by Watch
+
+	// licenses is what certificates name of the file in force (cur),
+	// read without mu: a certificate is never held up by a reload.
+	licenses atomic.Pointer[fileLicenses]
+}
+
+// fileLicenses are the file in force's serial and its licenses' ids,
+// by their seatd ids (licensefile.LicenseID).
+type fileLicenses struct {
+	serial int64
+	ids    map[string]string
 }
 
 type inForce struct {
@@ -110,9 +126,31 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--license-file %s: %w", c.cfg.Path, err)
 	}
-	c.cur = cur
+	c.setInForce(cur)
 	c.logInForce("license file in force", cur, changes)
 	return nil
+}
+
+// setInForce makes f the file in force here. Called with c.mu held.
+func (c *Controller) setInForce(f *inForce) {
+	c.cur = f
+	ids := make(map[string]string, len(f.file.Licenses))
+	for _, l := range f.file.Licenses {
+		ids[licensefile.LicenseID(l.ID)] = l.ID
+	}
+	c.licenses.Store(&fileLicenses{serial: f.file.Serial, ids: ids})
+}
+
+// FileLicense is signing.SiteFiles: the serial of the file in force and
+// the file's id of the license licenseID, which the file holds when it
+// is a license of the tenant Sync writes to with that id.
+func (c *Controller) FileLicense(tenantID, licenseID string) (serial int64, fileLicenseID string, ok bool) {
+	fl := c.licenses.Load()
+	if fl == nil || tenantID != tenant || !strings.HasPrefix(licenseID, server.PrefixLicenseID) {
+		return 0, "", false
+	}
+	id, ok := fl.ids[licenseID]
+	return fl.serial, id, ok
 }
 
 // putInForce records next as the file in force and syncs its licenses.
@@ -158,6 +196,7 @@ func (c *Controller) info(f *inForce) Info {
 		Path: c.cfg.Path, Serial: f.file.Serial, Customer: f.file.Customer,
 		IssuedAt: f.file.IssuedAt, NotAfter: f.file.NotAfter, SiteKeyID: f.file.SiteKey.Kid,
 		VendorKeyID: f.file.VendorKeyID, Licenses: len(f.file.Licenses), SHA256: f.hash, InForceSince: f.record.SetAt,
+		Token: f.file.Token,
 	}
 }
 
@@ -206,7 +245,7 @@ func (c *Controller) load(ctx context.Context, data []byte) (Info, bool, error) 
 		c.log.Error("license file not put in force: the store failed; the file in force stays (reload again)", "path", c.cfg.Path, "serial", next.Serial, "err", err)
 		return c.info(c.cur), false, err
 	}
-	c.cur = f
+	c.setInForce(f)
 	c.logInForce("license file reloaded: in force", f, changes)
 	return c.info(f), true, nil
 }

@@ -280,6 +280,52 @@ func TestWatchRetriesAfterAStoreFailure(t *testing.T) {
 	require.Equal(t, 4, x.license(t, "lic_cad").Seats)
 }
 
+// TestFileLicenseNamesTheFileInForce: what a certificate signed by the
+// site key names (signing.SiteFiles): the serial of the file in force
+// and the file's id of a license it holds, in the tenant Sync writes to;
+// nothing before Start, for another license or tenant; a refused reload
+// changes nothing, a newer file at once.
+func TestFileLicenseNamesTheFileInForce(t *testing.T) {
+	t.Parallel()
+	x := newFixture(t)
+	now := during
+	x.write(t, x.signed(t, x.file(7, 2)))
+	c := x.controller(&now)
+	_, _, ok := c.FileLicense(server.DefaultTenantID, "lic_cad")
+	require.False(t, ok, "no file in force before Start")
+	require.NoError(t, c.Start(t.Context()))
+
+	serial, id, ok := c.FileLicense(server.DefaultTenantID, "lic_cad")
+	require.True(t, ok)
+	require.Equal(t, int64(7), serial)
+	require.Equal(t, "cad", id)
+	_, id, ok = c.FileLicense(server.DefaultTenantID, "lic_viewer")
+	require.True(t, ok)
+	require.Equal(t, "viewer", id)
+	for _, q := range [][2]string{{server.DefaultTenantID, "lic_nope"}, {server.DefaultTenantID, "cad"}, {"acme", "lic_cad"}} {
+		_, _, ok := c.FileLicense(q[0], q[1])
+		require.False(t, ok, "%v", q)
+	}
+
+	x.write(t, tamper(t, x.signed(t, x.file(8, 2))))
+	_, _, err := c.Reload(t.Context())
+	requireRefusal(t, err, "tampered")
+	serial, _, _ = c.FileLicense(server.DefaultTenantID, "lic_cad")
+	require.Equal(t, int64(7), serial, "a refused file names nothing")
+
+	x.write(t, x.signed(t, x.file(8, 2, func(f *licensefile.File) { f.Licenses = f.Licenses[:1] })))
+	_, changed, err := c.Reload(t.Context())
+	require.NoError(t, err)
+	require.True(t, changed)
+	serial, _, ok = c.FileLicense(server.DefaultTenantID, "lic_cad")
+	require.True(t, ok)
+	require.Equal(t, int64(8), serial)
+	_, _, ok = c.FileLicense(server.DefaultTenantID, "lic_viewer")
+	require.False(t, ok, "a license the newer file dropped")
+	require.Equal(t, c.InForce().Token, strings.TrimSpace(c.InForce().Token))
+	require.NotEmpty(t, c.InForce().Token)
+}
+
 // TestHostBinding: a file bound to a host is served on that host (by
 // hostname, whatever its case; by machine-id) and refused on another, at
 // start and on reload (cause wrong_host), naming both hosts; a file bound

@@ -43,6 +43,17 @@ func (s *Service) GetLicenseFile(context.Context) (locked.Info, error) {
 	return s.licenseFile.InForce(), nil
 }
 
+// SignedLicenseFile answers the license file in force for a product to
+// verify (its JWS and serial): anyone may ask, as for the JWKS, since the
+// vendor's signature is what a product trusts, not seatd's answer.
+func (s *Service) SignedLicenseFile(context.Context) (token string, serial int64, err error) {
+	if !s.Locked() {
+		return "", 0, server.ErrLicenseFileNotConfigured
+	}
+	in := s.licenseFile.InForce()
+	return in.Token, in.Serial, nil
+}
+
 // ReloadLicenseFile reads the license file again (locked.Controller's
 // Reload) and audits the outcome, a refusal too.
 func (s *Service) ReloadLicenseFile(ctx context.Context, actor string) (locked.Info, bool, error) {

@@ -145,11 +145,19 @@ func (s *Service) certify(ctx context.Context, l server.Lease, b signing.Binding
 
 // GetSigningKeys returns the tenant's public keys a verifier needs now:
 // the next key (published ahead of use), the key that signs and the
-// retired keys whose certificates may still be valid. A tenant without a
-// key that signs or a next key gets it. ErrTenantNotFound for an unknown
-// tenant.
+// retired keys whose certificates may still be valid; in locked mode,
+// for the tenant of the license file's licenses, the site key first,
+// which signs their certificates. A tenant without a key that signs or a
+// next key gets it. ErrTenantNotFound for an unknown tenant.
 func (s *Service) GetSigningKeys(ctx context.Context, tenant string) ([]server.SigningKey, error) {
-	return s.issuer.Published(ctx, tenant)
+	keys, err := s.issuer.Published(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if site, ok := s.issuer.SiteKey(tenant); ok {
+		keys = append([]server.SigningKey{site}, keys...)
+	}
+	return keys, nil
 }
 
 // ReturnedCertificates is the tenant's signed list of returned borrowed

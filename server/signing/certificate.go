@@ -53,6 +53,13 @@ type Claims struct {
 	// have been first asked for at another version the grant covers, so
 	// a client checks that this covers its version, not Version.
 	GrantVersion string `json:"grant_version,omitempty"`
+	// In locked mode only (Site; omitted otherwise), for a certificate
+	// signed by the site key: the serial of the license file in force and
+	// the file's id of the lease's license (the vendor's, License.ID in
+	// the file), which a product checks against the file the vendor
+	// signed.
+	FileSerial    int64  `json:"file_serial,omitempty"`
+	FileLicenseID string `json:"file_license_id,omitempty"`
 }
 
 // Binding is what a certificate says beyond its lease: the hash of the

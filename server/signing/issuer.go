@@ -42,6 +42,11 @@ type IssuerOptions struct {
 	CacheTTL time.Duration    // default DefaultCacheTTL
 	Now      func() time.Time // default time.Now: iat, and the published keys
 	Logger   *slog.Logger
+	// Site, in locked mode, signs the certificates of the license file's
+	// licenses with the site key, and the site tenant's list of returned
+	// certificates (site.go). Nil: every certificate is signed by its
+	// tenant's key.
+	Site *Site
 }
 
 // Issuer signs lease certificates with each tenant's current key, and
@@ -56,6 +61,7 @@ type Issuer struct {
 	ttl    time.Duration
 	now    func() time.Time
 	log    *slog.Logger
+	site   *Site // nil outside locked mode
 
 	mu      sync.Mutex
 	tenants map[string]*tenantEntry // only tenants that exist
@@ -83,6 +89,7 @@ func NewIssuer(store KeyStore, opts IssuerOptions) *Issuer {
 		ttl:     cmp.Or(opts.CacheTTL, DefaultCacheTTL),
 		now:     opts.Now,
 		log:     cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
+		site:    opts.Site,
 		tenants: map[string]*tenantEntry{},
 	}
 	if i.now == nil {
@@ -93,8 +100,20 @@ func NewIssuer(store KeyStore, opts IssuerOptions) *Issuer {
 
 // Certificate signs l's certificate (tenant l.TenantID) with b: the
 // request's nonce, the hash of the license key (LicenseKeyHash), the
-// grant's expiry for a lease of a grant.
+// grant's expiry for a lease of a grant. In locked mode a lease of a
+// license of the file in force is signed by the site key and names the
+// file (Site); any other by its tenant's key.
 func (i *Issuer) Certificate(ctx context.Context, l server.Lease, b Binding) (string, error) {
+	claims := LeaseClaims(l, b, i.now())
+	if i.site != nil {
+		token, ok, err := i.site.sign(claims)
+		if err != nil {
+			return "", &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
+		}
+		if ok {
+			return token, nil
+		}
+	}
 	st, err := i.state(ctx, l.TenantID)
 	if err != nil {
 		return "", err
@@ -102,7 +121,7 @@ func (i *Issuer) Certificate(ctx context.Context, l server.Lease, b Binding) (st
 	if st.openErr != nil {
 		return "", &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: st.openErr}
 	}
-	token, err := st.signer.sign(LeaseClaims(l, b, i.now()))
+	token, err := st.signer.sign(claims)
 	if err != nil {
 		return "", &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
 	}
@@ -117,6 +136,15 @@ func (i *Issuer) Published(ctx context.Context, tenantID string) ([]server.Signi
 		return nil, err
 	}
 	return Published(st.keys, i.now(), PublishSlack), nil
+}
+
+// SiteKey is the site key's public half, which the site tenant's JWKS
+// publishes before its own keys (ok false outside locked mode).
+func (i *Issuer) SiteKey(tenantID string) (server.SigningKey, bool) {
+	if i.site == nil || tenantID != SiteTenant {
+		return server.SigningKey{}, false
+	}
+	return i.site.PublicKey(), true
 }
 
 // Keys returns all the tenant's keys as the store has them now (not the

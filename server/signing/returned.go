@@ -32,20 +32,25 @@ type ReturnedList struct {
 }
 
 // ReturnedList signs the list of the tenant's returned certificates rcs
-// with the tenant's key that signs certificates now, issued now.
+// with the tenant's key that signs certificates now, issued now; in
+// locked mode the site tenant's with the site key, so that a product
+// that trusts only the chain from the vendor's key checks it too.
 func (i *Issuer) ReturnedList(ctx context.Context, tenantID string, rcs []server.ReturnedCertificate) (string, error) {
 	st, err := i.state(ctx, tenantID)
 	if err != nil {
 		return "", err
 	}
-	if st.openErr != nil {
+	signer := st.signer
+	if i.site != nil && tenantID == SiteTenant {
+		signer = i.site.signer
+	} else if st.openErr != nil {
 		return "", &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: st.openErr}
 	}
 	list := ReturnedList{Issuer: IssuerName, TenantID: tenantID, IssuedAt: i.now().Unix(), Returned: make([]ReturnedEntry, len(rcs))}
 	for j, rc := range rcs {
 		list.Returned[j] = ReturnedEntry{Subject: rc.LeaseID, Expiry: rc.ExpiresAt.Unix()}
 	}
-	token, err := st.signer.signReturned(list)
+	token, err := signer.signReturned(list)
 	if err != nil {
 		return "", &server.Error{Code: server.EINTERNAL, Message: "internal error", Err: err}
 	}

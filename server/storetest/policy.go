@@ -631,6 +631,44 @@ func testPolicy(t *testing.T, newBackend Backend) {
 		require.Equal(t, limit, seatsInUse(t, s, tn.ID, lic.ID))
 	})
 
+	// A roomy license and a large group: the counts a store may read no
+	// further than its verdict needs (the distributed store's upper
+	// bounds, its reservations of others left uncounted while the free
+	// seats outnumber them) still judge as exactly.
+	t.Run("LargeGroupOnARoomyLicense", func(t *testing.T) {
+		t.Parallel()
+		s := openStore(t, newBackend)
+		tn := newTenant(t, s)
+		var members []string
+		for i := range 40 {
+			members = append(members, fmt.Sprintf("m%02d", i))
+		}
+		putGroup(t, s, tn.ID, "big", server.SubjectGroup, members...)
+		putGroup(t, s, tn.ID, "night", server.SubjectGroup, "ann", "bob")
+		lic := newLicense(t, s, tn.ID, seats(100))
+		setPolicy(t, s, lic, maxRule("", 3, groupS("big")), reserveRule("", 2, groupS("night")), reserveRule("", 5, groupS("big")))
+		for i := range 5 { // holders outside the group: more than the cap
+			acquire(t, s, lic, fmt.Sprintf("o%d", i), as(fmt.Sprintf("other%d", i), "h"))
+		}
+		for i := range 3 {
+			acquire(t, s, lic, fmt.Sprintf("g%d", i), as(members[i*7], "h"))
+		}
+		meta := refused(t, s, lic.Key, "g3", as(members[39], "h"), server.EEXHAUSTED, server.ReasonGroupLimit, "the 40-member group holds 3")
+		require.Equal(t, "3", meta["in_use"])
+
+		night := reservationKey(groupS("night"))
+		a1, tokA1 := acquire(t, s, lic, "a1", as("ann", "h"))
+		require.Equal(t, night, a1.Lease.Reservation)
+		b1, _ := acquire(t, s, lic, "b1", as("bob", "h"))
+		require.Equal(t, night, b1.Lease.Reservation)
+		a2, _ := acquire(t, s, lic, "a2", as("ann", "h"))
+		require.Empty(t, a2.Lease.Reservation, "the reservation is full: a shared seat")
+		release(t, s, a1.Lease.ID, tokA1)
+		a3, _ := acquire(t, s, lic, "a3", as("ann", "h"))
+		require.Equal(t, night, a3.Lease.Reservation, "the released reserved seat is the group's again")
+		require.Equal(t, 11, seatsInUse(t, s, tn.ID, lic.ID))
+	})
+
 	t.Run("LapsedLeaseDoesNotCount", func(t *testing.T) {
 		t.Parallel()
 		s := openStore(t, newBackend)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,13 +40,17 @@ func testUsageReport(t *testing.T, newBackend Backend) {
 	release(t, s, fl.Lease.ID, fTok)
 
 	at := time.Now().UTC()
-	seatEvent := func(lic server.License, kind server.SeatEventKind, wait time.Duration) {
+	seatEvent := func(lic server.License, kind server.SeatEventKind, wait time.Duration, reason ...string) {
 		require.NoError(t, s.RecordSeatEvent(ctx, server.SeatEvent{ID: server.NewID("sev_"), TenantID: lic.TenantID,
-			LicenseID: lic.ID, Kind: kind, At: at, Wait: wait}))
+			LicenseID: lic.ID, Kind: kind, At: at, Wait: wait, Reason: strings.Join(reason, "")}))
 	}
-	for range 3 {
-		seatEvent(l, server.SeatDenied, 0)
-	}
+	// Denials by reason: one without (recorded before reasons were), one
+	// SEATS_EXHAUSTED, two a policy's (the report counts those apart).
+	seatEvent(l, server.SeatDenied, 0)
+	seatEvent(l, server.SeatDenied, 0, server.ReasonSeatsExhausted)
+	seatEvent(l, server.SeatDenied, 0, server.ReasonUserLimit)
+	seatEvent(l, server.SeatDenied, 0, server.ReasonUserLimit)
+	seatEvent(l, server.SeatDenied, 0, server.ReasonExcluded)
 	seatEvent(l, server.SeatWaited, 2*time.Second)
 	seatEvent(l, server.SeatWaited, 4*time.Second)
 	seatEvent(m, server.SeatDenied, 0)
@@ -76,7 +81,8 @@ func testUsageReport(t *testing.T, newBackend Backend) {
 		})
 		return rowAt(license)
 	}
-	rowAt(l.ID).Denials = 3
+	rowAt(l.ID).Denials = 5
+	rowAt(l.ID).PolicyDenials = map[string]int64{server.ReasonUserLimit: 2, server.ReasonExcluded: 1}
 	rowAt(m.ID).Denials = 1
 	rowAt(l.ID).QueueWaits, rowAt(l.ID).MeanWait = 2, 3*time.Second
 	require.Len(t, rep.Rows, len(want), "rows: %+v", rep.Rows)
@@ -89,6 +95,7 @@ func testUsageReport(t *testing.T, newBackend Backend) {
 		require.InDelta(t, w.SeatHours, g.SeatHours, 1e-9, "row %d: seat-hours", i)
 		require.Equal(t, w.Acquisitions, g.Acquisitions, "row %d: acquisitions", i)
 		require.Equal(t, w.Denials, g.Denials, "row %d: denials", i)
+		require.Equal(t, w.PolicyDenials, g.PolicyDenials, "row %d: policy denials by reason", i)
 		require.Equal(t, w.DistinctUsers, g.DistinctUsers, "row %d: distinct users", i)
 		require.Equal(t, w.QueueWaits, g.QueueWaits, "row %d: queue waits", i)
 		require.Equal(t, w.MeanWait, g.MeanWait, "row %d: mean wait", i)

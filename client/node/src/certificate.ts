@@ -114,6 +114,12 @@ export interface Claims {
   /** The highest version the grant covers ("" every version): what the
    * seat covers, where `version` is what was first asked. */
   grantVersion: string;
+  /** For a certificate of a seatd in locked mode, signed by its site key
+   * (LicenseFile.verify): the serial of the license file in force and the
+   * file's id of the license (licenseId is "lic_" and it); undefined
+   * otherwise. */
+  fileSerial?: number;
+  fileLicenseId?: string;
 }
 
 /** What a client knows of itself (AcquireOptions fit), which a
@@ -192,12 +198,14 @@ export interface Expectation {
 
 const B64URL = /^[A-Za-z0-9_-]*$/;
 
-function b64url(part: string, what: string): Buffer {
+/** @internal */
+export function b64url(part: string, what: string): Buffer {
   if (!B64URL.test(part) || part.length % 4 === 1) throw new BadCertificateError(`${what} is not base64url`);
   return Buffer.from(part, "base64url");
 }
 
-function json(b: Buffer, what: string): Record<string, unknown> {
+/** @internal */
+export function json(b: Buffer, what: string): Record<string, unknown> {
   let v: unknown;
   try {
     v = JSON.parse(b.toString("utf8"));
@@ -271,15 +279,7 @@ export class SigningKeys {
    * apart), not passed. */
   check(cert: string, want: Expectation, now: number): Claims {
     const c = this.#verify(cert);
-    const exp = c.expiry.getTime();
-    checkHolder(c, want.holder);
-    if (want.grantId && c.grantId !== want.grantId) throw new BadCertificateError(`for grant "${c.grantId}", not "${want.grantId}"`);
-    if (!want.nonce || c.nonce !== want.nonce) throw new BadCertificateError(`nonce "${c.nonce}" is not the one sent (a recorded answer replayed?)`);
-    if (c.leaseId !== want.leaseId) throw new BadCertificateError(`for lease "${c.leaseId}", not "${want.leaseId}"`);
-    if (want.licenseId && c.licenseId !== want.licenseId) throw new BadCertificateError(`for license "${c.licenseId}", not "${want.licenseId}"`);
-    if (c.borrowed !== want.borrowed) throw new BadCertificateError(`borrowed is ${c.borrowed}, want ${want.borrowed}`);
-    if (!(Math.abs(want.deadlineMs - exp) < 1000)) throw new BadCertificateError(`exp ${iso(exp)} is not the deadline seatd told (${want.deadlineMs ? iso(want.deadlineMs) : "none"})`);
-    if (now >= exp + 1000) throw new CertificateExpiredError(`expired at ${iso(exp)} (now ${iso(now)}; is this machine's clock right?)`);
+    expect(c, want, now);
     return c;
   }
 
@@ -308,22 +308,11 @@ export class SigningKeys {
 
   #verify(cert: string): Claims {
     const { raw, kid } = this.#signed(cert);
-    if (raw.iss !== "seatd") throw new BadCertificateError(`issuer ${JSON.stringify(raw.iss)}, want "seatd"`);
-    if (!raw.sub || raw.sub !== raw.lease_id) throw new BadCertificateError(`sub ${JSON.stringify(raw.sub)} and lease_id ${JSON.stringify(raw.lease_id)} must name the same lease`);
-    if (!num(raw.exp) || (raw.iat !== undefined && !num(raw.iat))) throw new BadCertificateError("exp and iat must be numbers");
-    if (raw.grant_expires_at !== undefined && !num(raw.grant_expires_at)) throw new BadCertificateError("grant_expires_at must be a number");
-    for (const k of ["feature", "version", "grant_id", "grant_version"]) {
-      if (raw[k] !== undefined && typeof raw[k] !== "string") throw new BadCertificateError(`${k} must be a string`);
-    }
-    return {
-      issuer: "seatd", leaseId: str(raw.lease_id), tenantId: str(raw.tenant_id), licenseId: str(raw.license_id),
-      fingerprint: str(raw.fingerprint), user: str(raw.user), hostname: str(raw.hostname), boundTo: str(raw.bound_to),
-      licenseKeySha256: str(raw.license_key_sha256), issuedAt: new Date(Math.trunc(num(raw.iat) ? raw.iat : 0) * 1000),
-      expiry: new Date(Math.trunc(raw.exp) * 1000), borrowed: raw.borrowed === true, nonce: str(raw.nonce), keyId: kid,
-      feature: str(raw.feature), version: str(raw.version), grantId: str(raw.grant_id), grantVersion: str(raw.grant_version),
-      ...(num(raw.grant_expires_at) && raw.grant_expires_at > 0 ? { grantExpiresAt: new Date(Math.trunc(raw.grant_expires_at) * 1000) } : {}),
-    };
+    return claimsOf(raw, kid);
   }
+
+  /** @internal the claims (raw) and kid of a JWS signed by one of the keys. */
+  signed(cert: string): { raw: Record<string, unknown>; kid: string } { return this.#signed(cert); }
 
   /** The claims and kid of a JWS signed by one of the keys; typ, when given,
    * is the header's typ it must have. */
@@ -343,6 +332,41 @@ export class SigningKeys {
     if (!verify(null, Buffer.from(`${h}.${p}`, "ascii"), key, b64url(s, "signature"))) throw new BadCertificateError(`signature does not verify with key "${kid}"`);
     return { raw: json(b64url(p, "claims"), "claims"), kid };
   }
+}
+
+/** @internal throws BadCertificateError unless c, verified, says what the
+ * certificate of an answer must (SigningKeys.check). */
+export function expect(c: Claims, want: Expectation, now: number): void {
+  const exp = c.expiry.getTime();
+  checkHolder(c, want.holder);
+  if (want.grantId && c.grantId !== want.grantId) throw new BadCertificateError(`for grant "${c.grantId}", not "${want.grantId}"`);
+  if (!want.nonce || c.nonce !== want.nonce) throw new BadCertificateError(`nonce "${c.nonce}" is not the one sent (a recorded answer replayed?)`);
+  if (c.leaseId !== want.leaseId) throw new BadCertificateError(`for lease "${c.leaseId}", not "${want.leaseId}"`);
+  if (want.licenseId && c.licenseId !== want.licenseId) throw new BadCertificateError(`for license "${c.licenseId}", not "${want.licenseId}"`);
+  if (c.borrowed !== want.borrowed) throw new BadCertificateError(`borrowed is ${c.borrowed}, want ${want.borrowed}`);
+  if (!(Math.abs(want.deadlineMs - exp) < 1000)) throw new BadCertificateError(`exp ${iso(exp)} is not the deadline seatd told (${want.deadlineMs ? iso(want.deadlineMs) : "none"})`);
+  if (now >= exp + 1000) throw new CertificateExpiredError(`expired at ${iso(exp)} (now ${iso(now)}; is this machine's clock right?)`);
+}
+
+/** @internal the Claims of a certificate's verified payload raw, signed by kid. */
+export function claimsOf(raw: Record<string, unknown>, kid: string): Claims {
+  if (raw.iss !== "seatd") throw new BadCertificateError(`issuer ${JSON.stringify(raw.iss)}, want "seatd"`);
+  if (!raw.sub || raw.sub !== raw.lease_id) throw new BadCertificateError(`sub ${JSON.stringify(raw.sub)} and lease_id ${JSON.stringify(raw.lease_id)} must name the same lease`);
+  if (!num(raw.exp) || (raw.iat !== undefined && !num(raw.iat))) throw new BadCertificateError("exp and iat must be numbers");
+  if (raw.grant_expires_at !== undefined && !num(raw.grant_expires_at)) throw new BadCertificateError("grant_expires_at must be a number");
+  if (raw.file_serial !== undefined && !num(raw.file_serial)) throw new BadCertificateError("file_serial must be a number");
+  for (const k of ["feature", "version", "grant_id", "grant_version", "file_license_id"]) {
+    if (raw[k] !== undefined && typeof raw[k] !== "string") throw new BadCertificateError(`${k} must be a string`);
+  }
+  return {
+    issuer: "seatd", leaseId: str(raw.lease_id), tenantId: str(raw.tenant_id), licenseId: str(raw.license_id),
+    fingerprint: str(raw.fingerprint), user: str(raw.user), hostname: str(raw.hostname), boundTo: str(raw.bound_to),
+    licenseKeySha256: str(raw.license_key_sha256), issuedAt: new Date(Math.trunc(num(raw.iat) ? raw.iat : 0) * 1000),
+    expiry: new Date(Math.trunc(raw.exp) * 1000), borrowed: raw.borrowed === true, nonce: str(raw.nonce), keyId: kid,
+    feature: str(raw.feature), version: str(raw.version), grantId: str(raw.grant_id), grantVersion: str(raw.grant_version),
+    ...(num(raw.grant_expires_at) && raw.grant_expires_at > 0 ? { grantExpiresAt: new Date(Math.trunc(raw.grant_expires_at) * 1000) } : {}),
+    ...(num(raw.file_serial) && raw.file_serial > 0 ? { fileSerial: Math.trunc(raw.file_serial), fileLicenseId: str(raw.file_license_id) } : {}),
+  };
 }
 
 /** new SigningKeys(jwks).verify(cert, now): the product's start-up check of a

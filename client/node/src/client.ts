@@ -4,7 +4,8 @@ import { randomBytes } from "node:crypto";
 import { hostname, userInfo } from "node:os";
 import { create, toJson } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { BadCertificateError, SigningKeys, newNonce, type Jwks } from "./certificate.js";
+import { BadCertificateError, SigningKeys, newNonce, type Expectation, type Jwks } from "./certificate.js";
+import { FileChain, VendorKeys, type VendorKeyData } from "./licensefile.js";
 import { Code, NoSeatError, SeatsExhaustedError, StreamClosed, codeOf, localError, retryable, seatdError, type SeatdError } from "./errors.js";
 import { GetSigningKeysResponseSchema, SeatService, type AcquireSeatRequest, type AcquireSeatResponse, type WaitForSeatResponse } from "./gen/seatd/v1/seat_service_pb.js";
 import { Keeper, Lease, stateOf } from "./lease.js";
@@ -33,6 +34,20 @@ export interface ClientOptions extends ConnectionOptions {
    * nothing else for this client (a signature costs it about a third of its
    * heartbeat rate) and lease.certificate is "" but for a borrowed lease. */
   signingKeys?: Jwks | SigningKeys;
+  /** The vendor's public keys (vendor.pub), embedded in a product sold for
+   * air-gapped sites. With them every certificate is checked as with
+   * signingKeys, but through the chain of a seatd in locked mode, from the
+   * vendor's key: the license file in force (fetched from seatd,
+   * fetchLicenseFile, when the client has none or a certificate names
+   * another serial), signed by the vendor and before its not_after; the
+   * certificate signed by the site key the file names, naming its serial
+   * and a license (and feature) it grants. A failure is a lost lease as
+   * with signingKeys, thrown as the BadCertificateError of its link
+   * (WrongSiteKeyError, WrongLicenseFileError, LicenseNotInFileError,
+   * LicenseFileInvalidError, LicenseFileExpiredError). lease.licenseFile is
+   * the file (its JWS) a lease's certificate chained to. With both set, a
+   * certificate must pass both. */
+  vendorKeys?: VendorKeyData | VendorKeys;
   /** @internal shrunk delays and a movable clock, for tests. */
   timing?: Partial<Timing>;
 }
@@ -83,6 +98,7 @@ export class Client implements AsyncDisposable {
   /** @internal */ readonly log: Log;
   /** @internal */ readonly options: ClientOptions;
   /** @internal */ readonly signingKeys?: SigningKeys;
+  /** @internal */ readonly chain?: FileChain;
   readonly #leases = new Set<Lease>();
   #closed = false;
 
@@ -94,6 +110,8 @@ export class Client implements AsyncDisposable {
     this.log = options.log ?? (() => {});
     const keys = options.signingKeys;
     this.signingKeys = keys === undefined || keys instanceof SigningKeys ? keys : new SigningKeys(keys);
+    const vendor = options.vendorKeys;
+    if (vendor !== undefined) this.chain = new FileChain(vendor instanceof VendorKeys ? vendor : new VendorKeys(vendor), () => this.fetchLicenseFile());
   }
 
   /** Takes a seat. Throws SeatsExhaustedError when none is free (under the
@@ -132,6 +150,7 @@ export class Client implements AsyncDisposable {
 
   async #holdOrGiveBack(o: AcquireOptions, resp: AcquireSeatResponse, sent: number, nonce: string, borrowed: boolean): Promise<Lease> {
     try {
+      await this.ready(resp.leaseCertificate);
       return this.hold(o, resp, sent, nonce, borrowed);
     } catch (err) {
       await this.giveBack(resp.lease?.id ?? "", resp.leaseToken);
@@ -162,6 +181,31 @@ export class Client implements AsyncDisposable {
   async fetchReturnedCertificates(tenantId = "", call: CallOptions = {}): Promise<string> {
     const resp = await this.conn.unary(SeatService.method.getReturnedCertificates, { tenantId }, { timeoutMs: this.timing.callTimeoutMs, ...call });
     return resp.returnedCertificates;
+  }
+
+  /** The license file in force (locked mode) as its JWS, from
+   * GetSignedLicenseFile: VendorKeys.verifyLicenseFile checks it. Unlike a
+   * JWKS it may be fetched from the server it is to check: its trust comes
+   * from the vendor's signature, not from who answers. A seatd without a
+   * license file throws SeatdError LICENSE_FILE_NOT_CONFIGURED. */
+  async fetchLicenseFile(call: CallOptions = {}): Promise<string> {
+    const resp = await this.conn.unary(SeatService.method.getSignedLicenseFile, {}, { timeoutMs: this.timing.callTimeoutMs, ...call });
+    return resp.licenseFile;
+  }
+
+  /** @internal undefined when cert can be checked now; else a promise to
+   * await first (vendorKeys: the license file it names is fetched). */
+  ready(cert: string): Promise<void> | undefined {
+    return this.chain?.ready(cert, this.timing.now());
+  }
+
+  /** @internal checks an answer's certificate with signingKeys and through
+   * the chain of vendorKeys, those set (ready first); returns the JWS of the
+   * license file it chained to ("" without vendorKeys). */
+  checkCertificate(cert: string, want: Expectation): string {
+    const now = this.timing.now();
+    this.signingKeys?.check(cert, want, now);
+    return this.chain?.check(cert, want, now).token ?? "";
   }
 
   /** acquire is lease under the Go client's name. */
@@ -234,13 +278,21 @@ export class Client implements AsyncDisposable {
         if (r.event.case === "granted") {
           // The grant was made a one-way trip ago: against a TTL, nothing.
           const g = r.event.value;
-          let lease: Lease;
-          try {
-            lease = this.hold(o, g, this.timing.now(), nonce, false);
-          } catch (err) {
-            return end([undefined, true, err, true], this.giveBack(g.lease?.id ?? "", g.leaseToken));
-          }
-          end([lease, true, undefined]);
+          const grant = () => {
+            let lease: Lease;
+            try {
+              lease = this.hold(o, g, this.timing.now(), nonce, false);
+            } catch (err) {
+              return end([undefined, true, err, true], this.giveBack(g.lease?.id ?? "", g.leaseToken));
+            }
+            end([lease, true, undefined]);
+          };
+          const ready = this.ready(g.leaseCertificate);
+          if (!ready) return grant();
+          void ready.then(
+            () => (ended ? void this.giveBack(g.lease?.id ?? "", g.leaseToken) : grant()),
+            (err) => end([undefined, true, err, true], this.giveBack(g.lease?.id ?? "", g.leaseToken)),
+          );
         } else if (r.event.case === "position") {
           setTicket(r.event.value.ticket);
           report(r.event.value.position, r.event.value.queueLength);
@@ -303,13 +355,14 @@ export class Client implements AsyncDisposable {
    * certificate only for a request with a nonce, or a borrow: a client that
    * does not check them should not cost it the signatures. */
   nonce(borrow = false): string {
-    return this.signingKeys || borrow ? newNonce() : "";
+    return this.signingKeys || this.chain || borrow ? newNonce() : "";
   }
 
   /** @internal throws BadCertificateError when a grant's certificate does
    * not verify (or, for a borrow, is missing or not borrowed), SeatdError
-   * (UNIMPLEMENTED) when the seat is not of the feature asked for. */
-  checkGrant(resp: AcquireSeatResponse, nonce: string, o: AcquireOptions, borrowed: boolean): void {
+   * (UNIMPLEMENTED) when the seat is not of the feature asked for (ready
+   * first). Returns the license file it chained to (vendorKeys), or "". */
+  checkGrant(resp: AcquireSeatResponse, nonce: string, o: AcquireOptions, borrowed: boolean): string {
     const pl = resp.lease;
     if (o.feature && pl?.feature !== o.feature) {
       // A seatd from before features ignores the field and grants a seat of
@@ -319,9 +372,9 @@ export class Client implements AsyncDisposable {
     if (borrowed && !pl?.borrowed) throw new BadCertificateError("seatd granted a lease that is not borrowed (a server without borrowing?)");
     if (borrowed && !resp.leaseCertificate) throw new BadCertificateError("none in seatd's answer to a borrow");
     const st = stateOf(resp, 0);
-    this.signingKeys?.check(resp.leaseCertificate, {
+    return this.checkCertificate(resp.leaseCertificate, {
       nonce, leaseId: st.id, licenseId: st.licenseId, holder: o, deadlineMs: st.expiresAtMs, borrowed, grantId: st.grantId,
-    }, this.timing.now());
+    });
   }
 
   /** @internal releases a seat we refuse, as far as the server is real and reachable. */
@@ -337,8 +390,8 @@ export class Client implements AsyncDisposable {
    * gives the seat back), wraps it in a Lease and starts keeping it alive (a
    * borrowed one needs no keeping). */
   private hold(o: AcquireOptions, resp: AcquireSeatResponse, sent: number, nonce: string, borrowed: boolean): Lease {
-    this.checkGrant(resp, nonce, o, borrowed);
-    const l = new Lease(this, o, stateOf(resp, sent, o.fingerprint ?? "", borrowed));
+    const file = this.checkGrant(resp, nonce, o, borrowed);
+    const l = new Lease(this, o, { ...stateOf(resp, sent, o.fingerprint ?? "", borrowed), licenseFile: file });
     if ((this.options.autoHeartbeat ?? true) && !this.#closed && !borrowed) {
       l.keeper = new Keeper(this, l);
       this.#leases.add(l);

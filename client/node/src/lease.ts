@@ -26,6 +26,7 @@ interface LeaseState {
   seatsInUse: number;
   seatLimit: number;
   certificate: string; // the latest; "" from a server that sends none
+  licenseFile: string; // the license file (JWS) it chained to, with vendorKeys
   fingerprint: string; // the lease's, which its certificates name
   borrowed: boolean;
   feature: string; // asked for; "" for the base pool
@@ -53,7 +54,7 @@ export function stateOf(resp: AcquireSeatResponse, sentMs: number, fingerprint =
     intervalMs: ms(resp.heartbeatInterval), ttlMs, expiresAtMs,
     deadlineMs: ttlMs > 0 ? sentMs + ttlMs : expiresAtMs,
     seatsInUse: resp.seatsInUse, seatLimit: resp.seatLimit,
-    certificate: resp.leaseCertificate, fingerprint: resp.lease?.fingerprint || fingerprint, borrowed,
+    certificate: resp.leaseCertificate, licenseFile: "", fingerprint: resp.lease?.fingerprint || fingerprint, borrowed,
     feature: resp.lease?.feature ?? "", version: resp.lease?.version ?? "", grantId: resp.lease?.grantId ?? "",
     grantExpiresAtMs: at(resp.grant?.expiresAt),
   };
@@ -99,6 +100,10 @@ export class Lease implements AsyncDisposable {
    * lease. For a borrowed lease it is what to store: verifyOffline checks it
    * later. */
   get certificate(): string { return this.#st.certificate; }
+  /** With vendorKeys, the license file (its JWS) that certificate was
+   * verified through: store it with a borrowed lease's certificate, for
+   * verifyChainOffline. "" without vendorKeys. */
+  get licenseFile(): string { return this.#st.licenseFile; }
   /** Whether the lease was borrowed (client.borrow). */
   get borrowed(): boolean { return this.#st.borrowed; }
   /** The feature the lease holds a seat of (AcquireOptions.feature); "" for
@@ -139,16 +144,20 @@ export class Lease implements AsyncDisposable {
     const sent = this.#client.timing.now();
     const nonce = this.#client.nonce();
     const resp = await this.#client.conn.unary(HeartbeatService.method.heartbeat, { leaseId: st.id, leaseToken: st.token, nonce }, { timeoutMs: this.#client.timing.callTimeoutMs, ...o });
-    this.checkCertificate(st, nonce, resp.leaseCertificate, at(resp.expiresAt));
-    this.extend(st.id, sent, at(resp.expiresAt), ms(resp.heartbeatInterval), ttlOf(resp.lease), resp.leaseCertificate);
+    await this.#client.ready(resp.leaseCertificate);
+    const file = this.checkCertificate(st, nonce, resp.leaseCertificate, at(resp.expiresAt));
+    this.extend(st.id, sent, at(resp.expiresAt), ms(resp.heartbeatInterval), ttlOf(resp.lease), resp.leaseCertificate, file);
   }
 
-  /** @internal with signing keys, verifies the certificate of an answer that
-   * extended lease st to expiresAtMs; throws BadCertificateError. */
-  checkCertificate(st: LeaseState, nonce: string, cert: string, expiresAtMs: number): void {
-    this.#client.signingKeys?.check(cert, {
+  /** @internal with signing keys or vendor keys, verifies the certificate
+   * of an answer that extended lease st to expiresAtMs (client.ready
+   * first) and returns the license file it chained to (vendor keys; else
+   * ""); throws BadCertificateError. */
+  checkCertificate(st: LeaseState, nonce: string, cert: string, expiresAtMs: number): string {
+    if (!this.#client.signingKeys && !this.#client.chain) return "";
+    return this.#client.checkCertificate(cert, {
       nonce, leaseId: st.id, licenseId: st.licenseId, holder: this.#opts, deadlineMs: expiresAtMs, borrowed: st.borrowed, grantId: st.grantId,
-    }, this.#client.timing.now());
+    });
   }
 
   /** Stops the background heartbeats and gives the seat back. Idempotent; a
@@ -177,10 +186,10 @@ export class Lease implements AsyncDisposable {
   /** @internal */ get opts(): AcquireOptions { return this.#opts; }
 
   /** @internal records a successful heartbeat of lease id sent at sentMs. */
-  extend(id: string, sentMs: number, expiresAtMs: number, intervalMs: number, ttlMs: number, cert = ""): void {
+  extend(id: string, sentMs: number, expiresAtMs: number, intervalMs: number, ttlMs: number, cert = "", file = ""): void {
     const st = this.#st;
     if (id !== st.id) return;
-    if (cert) st.certificate = cert;
+    if (cert) [st.certificate, st.licenseFile] = [cert, file];
     if (ttlMs > 0) st.ttlMs = ttlMs;
     if (intervalMs > 0) st.intervalMs = intervalMs;
     st.expiresAtMs = Math.max(st.expiresAtMs, expiresAtMs);
@@ -189,7 +198,7 @@ export class Lease implements AsyncDisposable {
   }
 
   /** @internal takes over a lease acquired again after this one expired. */
-  swap(resp: AcquireSeatResponse, sentMs: number): void { this.#st = stateOf(resp, sentMs, this.#opts.fingerprint ?? ""); }
+  swap(resp: AcquireSeatResponse, sentMs: number, file = ""): void { this.#st = { ...stateOf(resp, sentMs, this.#opts.fingerprint ?? ""), licenseFile: file }; }
 
   /** @internal reports the loss, once, unless we released the lease. */
   markLost(err: LeaseLostError): void {
@@ -339,15 +348,17 @@ export class Keeper {
       const sent = t.now();
       try {
         const resp = await this.#c.conn.unary(SeatService.method.acquireSeat, req, { timeoutMs: t.callTimeoutMs, signal: this.#stop.signal });
+        let file: string;
         try {
-          this.#c.checkGrant(resp, req.nonce, l.opts, false);
+          await this.#c.ready(resp.leaseCertificate);
+          file = this.#c.checkGrant(resp, req.nonce, l.opts, false);
         } catch (err) {
           await this.#c.giveBack(resp.lease?.id ?? "", resp.leaseToken);
           l.markLost(err as BadCertificateError);
           return false;
         }
         const old = l.id;
-        l.swap(resp, sent);
+        l.swap(resp, sent, file);
         this.#log("info", "seat acquired again", { leaseId: l.id, expiredLeaseId: old });
         return true;
       } catch (err) {
@@ -432,17 +443,26 @@ export class Keeper {
             signal = r.signal; // the status that ends the stream follows
             return;
         }
-        try {
-          // One ping at a time: an answer to none repeats no nonce of ours.
-          l.checkCertificate(st, waiting ? nonce : "", r.leaseCertificate, at(r.expiresAt));
-        } catch (err) {
-          return end(err);
-        }
-        l.extend(st.id, sent, at(r.expiresAt), ms(r.heartbeatInterval), 0, r.leaseCertificate);
-        answered = true;
-        waiting = false;
-        clearTimeout(timer);
-        timer = setTimeout(ping, l.pingEvery());
+        const accept = () => {
+          if (ended) return;
+          let file: string;
+          try {
+            // One ping at a time: an answer to none repeats no nonce of ours.
+            file = l.checkCertificate(st, waiting ? nonce : "", r.leaseCertificate, at(r.expiresAt));
+          } catch (err) {
+            return end(err);
+          }
+          l.extend(st.id, sent, at(r.expiresAt), ms(r.heartbeatInterval), 0, r.leaseCertificate, file);
+          answered = true;
+          waiting = false;
+          clearTimeout(timer);
+          timer = setTimeout(ping, l.pingEvery());
+        };
+        // With vendorKeys, a certificate of another serial (a renewal)
+        // waits for the license file it names.
+        const ready = this.#c.ready(r.leaseCertificate);
+        if (!ready) return accept();
+        void ready.then(accept, (err) => end(err));
       });
       call.on("error", (err) => end(streamEnd(seatdError(err), signal)));
       call.on("status", (s) => {

@@ -147,13 +147,22 @@ export class FakeSeatd {
   lend = true; // false: ignore borrow_duration, as a server without borrowing
   beats = 0;
   nonces: Record<string, string[]> = {};
+  /** Locked mode: the JWS GetSignedLicenseFile answers, and the serial and
+   * license every certificate names; undefined: none. */
+  locked?: { file: string; serial: number; license: string };
+  fileFetches = 0;
   readonly leases = new Map<string, FakeLease>();
 
   constructor(public signer: Signer | undefined, readonly ttlMs = 5000, readonly intervalMs = 100) {
     const seat = seatdv1.SeatService.method;
     const hb = seatdv1.HeartbeatService.method;
     const def = (methods: DescMethod[]) => Object.fromEntries(methods.map((m) => [m.localName, handler(m)]));
-    this.server.addService(def([seat.acquireSeat, seat.releaseSeat, seat.waitForSeat, seat.getSigningKeys]), {
+    this.server.addService(def([seat.acquireSeat, seat.releaseSeat, seat.waitForSeat, seat.getSigningKeys, seat.getSignedLicenseFile]), {
+      getSignedLicenseFile: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => {
+        this.fileFetches++;
+        if (!this.locked) return cb(refusal(grpc.status.FAILED_PRECONDITION, "LICENSE_FILE_NOT_CONFIGURED", {}));
+        cb(null, { licenseFile: this.locked.file, serial: BigInt(this.locked.serial) });
+      },
       acquireSeat: (call: grpc.ServerUnaryCall<seatdv1.AcquireSeatRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         const r = call.request;
         this.requests.push(r);
@@ -221,8 +230,13 @@ export class FakeSeatd {
 
   #cert(id: string, nonce: string): string {
     const l = this.leases.get(id)!;
-    return this.signer && (nonce || l.borrowed) ? certificate(this.signer, claims(id, l.fingerprint, l.deadlineMs, nonce, l.borrowed, l.feature, l.version), this.forge) : "";
+    if (!this.signer || !(nonce || l.borrowed)) return "";
+    const c = claims(id, l.fingerprint, l.deadlineMs, nonce, l.borrowed, l.feature, l.version);
+    if (this.locked) Object.assign(c, { license_id: this.#licenseId(), file_serial: this.locked.serial, file_license_id: this.locked.license });
+    return certificate(this.signer, c, this.forge);
   }
+
+  #licenseId(): string { return this.locked ? `lic_${this.locked.license}` : "lic-1"; }
 
   #grant(r: { fingerprint: string; feature: string; version: string }, nonce: string, borrowMs: number) {
     const { fingerprint } = r;
@@ -234,7 +248,7 @@ export class FakeSeatd {
     this.leases.set(id, { token: `token-${id}`, fingerprint, deadlineMs, borrowed, live: true, feature, version });
     return {
       lease: {
-        id, licenseId: "lic-1", fingerprint: this.forge === "relayed" ? RELAY_FINGERPRINT : fingerprint, borrowed, acquiredAt: timestampFromMs(now), lastHeartbeatAt: timestampFromMs(now), expiresAt: timestampFromMs(deadlineMs),
+        id, licenseId: this.#licenseId(), fingerprint: this.forge === "relayed" ? RELAY_FINGERPRINT : fingerprint, borrowed, acquiredAt: timestampFromMs(now), lastHeartbeatAt: timestampFromMs(now), expiresAt: timestampFromMs(deadlineMs),
         feature, version, grantId: feature ? GRANT_ID : "",
       },
       leaseToken: `token-${id}`, heartbeatInterval: durationFromMs(this.intervalMs), seatsInUse: 1, seatLimit: 10, leaseCertificate: this.#cert(id, nonce),
@@ -248,5 +262,47 @@ export class FakeSeatd {
     l.deadlineMs = Date.now() + this.ttlMs;
     this.beats++;
     return [l.deadlineMs, this.#cert(id, nonce)];
+  }
+}
+
+/** seatd's kid of a public key: base64url of the first 12 bytes of its SHA-256. */
+export const kidOf = (x: string) => createHash("sha256").update(Buffer.from(x, "base64url")).digest().subarray(0, 12).toString("base64url");
+
+/** A Signer whose kid is its key's, as seatd's site key's is. */
+export function siteSigner(): Signer {
+  const s = new Signer("");
+  (s as { kid: string }).kid = kidOf(s.jwk().x!);
+  return s;
+}
+
+/** A license file's terms for the site key site (a JWK): the license "cad"
+ * (a 1-minute TTL) with a grant of feature render, issued an hour ago,
+ * until notAfterMs (default a day from now); in the form seatd reads
+ * strictly. */
+export function fileTerms(site: Record<string, string>, serial: number, seats = 2, notAfterMs = Date.now() + 86_400_000): Record<string, unknown> {
+  const iso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
+  return {
+    serial, customer: "Acme", issued_at: iso(Date.now() - 3600_000), not_after: iso(notAfterMs),
+    site_key: { kty: "OKP", crv: "Ed25519", x: site.x, kid: site.kid },
+    licenses: [{ id: "cad", name: "ACME CAD", seats, lease_ttl: "1m0s", grants: [{ id: "render", feature: "render", seats: 1 }] }],
+  };
+}
+
+/** A vendor's key pair, signing license files as seatctl vendor sign does
+ * (Node's crypto only). */
+export class Vendor {
+  readonly signer = new Signer("");
+  constructor() { (this.signer as { kid: string }).kid = kidOf(this.signer.jwk().x!); }
+  get kid(): string { return this.signer.kid; }
+  pem(): string { return this.signer.pub.export({ format: "pem", type: "spki" }).toString(); }
+  /** The file's JWS: header exactly alg, kid, typ; the payload compact. */
+  token(terms: object, typ = "seatd-license-file-v1"): string {
+    return this.signer.sign(terms, { alg: "EdDSA", kid: this.kid, typ });
+  }
+  /** site.lic: the readable copy (the payload indented), then the JWS wrapped at 64 columns. */
+  file(terms: object): string {
+    const token = this.token(terms);
+    const lines = token.match(/.{1,64}/g) ?? [];
+    return `-----BEGIN SEATD LICENSE FILE-----\n${JSON.stringify(terms, null, 2)}\n-----BEGIN SEATD SIGNATURE-----\n${lines.join("\n")}\n-----END SEATD SIGNATURE-----\n`;
   }
 }

@@ -14,18 +14,27 @@ answer; seatd.verify_offline(cert, jwks) checks a stored one (a borrowed
 seat) without a network, and refuses it when the signed list of returned
 certificates it is given names it (verify_offline(cert, jwks, returned=list)).
 
+Client(..., vendor_keys=vendor_pub) checks every certificate of a seatd in
+locked mode from the vendor's public key instead: vendor → license file →
+site key → certificate; lease.license_file is the file it chained to, and
+seatd.verify_chain_offline(cert, license_file, vendor_pub) checks both
+without a network (WrongSiteKey, WrongLicenseFile, LicenseNotInFile,
+LicenseFileInvalid, LicenseFileExpired name the link that failed).
+
 The generated gRPC modules are seatd.v1.*_pb2 / *_pb2_grpc; the google.rpc
 error details seatd sends are decoded into the exceptions of seatd.errors.
 """
 
 from seatd.certificate import Claims, ReturnedList, SigningKeys, license_key_hash, newer, verify_offline
 from seatd.client import AdminClient, Client, Lease, Timing, SERVICE_CONFIG
+from seatd.licensefile import FileLicense, LicenseFile, VendorKeys, verify_chain_offline
 from seatd.errors import (
     SeatdError, SeatsExhausted, LeaseLost, LeaseExpired, LeaseRevoked, LeaseReleased, LeaseNotFound,
     LeaseTokenInvalid, LicenseNotFound, LicenseInactive, LicenseExpired, InvalidArgument, Unauthenticated,
     PermissionDenied, QueueFull, RateLimited, Unavailable, BadCertificate, CertificateExpired,
     CertificateReturned, FeatureNotLicensed, VersionNotLicensed, GrantNotStarted, GrantNotFound, NoSeat,
     PolicyLimit, SeatsReserved, UserLimit, HostLimit, GroupLimit, NotAllowed, Excluded, NotIncluded,
+    LicenseFileInvalid, LicenseFileExpired, WrongSiteKey, WrongLicenseFile, LicenseNotInFile,
 )
 from seatd.v1.resources_pb2 import FeatureGrant, License, Lease as LeaseRecord, LeaseState, LeasingStrategy
 
@@ -37,5 +46,7 @@ __all__ = [
     "Unavailable", "BadCertificate", "CertificateExpired", "Claims", "SigningKeys", "license_key_hash",
     "verify_offline", "CertificateReturned", "ReturnedList", "newer", "FeatureGrant", "FeatureNotLicensed",
     "VersionNotLicensed", "GrantNotStarted", "GrantNotFound", "NoSeat", "PolicyLimit", "SeatsReserved",
-    "UserLimit", "HostLimit", "GroupLimit", "NotAllowed", "Excluded", "NotIncluded",
+    "UserLimit", "HostLimit", "GroupLimit", "NotAllowed", "Excluded", "NotIncluded", "VendorKeys", "LicenseFile",
+    "FileLicense", "verify_chain_offline", "LicenseFileInvalid", "LicenseFileExpired", "WrongSiteKey",
+    "WrongLicenseFile", "LicenseNotInFile",
 ]

@@ -53,7 +53,13 @@ class Claims(collections.namedtuple("Claims", [
     "grant_id",     # the grant the seat was taken from
     "grant_expires_at",  # the grant's expiry, Unix seconds; 0 if it has none
     "grant_version",  # the highest version the grant covers ("" every version)
-], defaults=("", "", "", 0, ""))):
+    # A certificate of a seatd in locked mode, signed by its site key
+    # (LicenseFile.verify): the serial of the license file in force and
+    # the file's id of the license (license_id is "lic_" and it); 0 and ""
+    # otherwise.
+    "file_serial",
+    "file_license_id",
+], defaults=("", "", "", 0, "", 0, ""))):
     """What a lease certificate says (times in whole Unix seconds)."""
 
     __slots__ = ()
@@ -188,22 +194,7 @@ class SigningKeys:
 
     def _verify(self, cert):
         raw, kid = self._signed(cert)
-        if raw.get("iss") != ISSUER:
-            raise errors.BadCertificate("issuer %r, want %r" % (raw.get("iss"), ISSUER))
-        if not raw.get("sub") or raw.get("sub") != raw.get("lease_id"):
-            raise errors.BadCertificate("sub %r and lease_id %r must name the same lease"
-                                        % (raw.get("sub"), raw.get("lease_id")))
-        exp, iat, grant_exp = raw.get("exp"), raw.get("iat", 0), raw.get("grant_expires_at", 0)
-        if not _number(exp) or not _number(iat) or not _number(grant_exp):
-            raise errors.BadCertificate("exp, iat and grant_expires_at must be numbers")
-        return Claims(issuer=raw["iss"], lease_id=raw["lease_id"], tenant_id=_str(raw, "tenant_id"),
-                      license_id=_str(raw, "license_id"), fingerprint=_str(raw, "fingerprint"),
-                      user=_str(raw, "user"), hostname=_str(raw, "hostname"), bound_to=_str(raw, "bound_to"),
-                      license_key_sha256=_str(raw, "license_key_sha256"),
-                      issued_at=int(iat), expiry=int(exp), borrowed=raw.get("borrowed") is True,
-                      nonce=_str(raw, "nonce"), key_id=kid, feature=_str(raw, "feature"),
-                      version=_str(raw, "version"), grant_id=_str(raw, "grant_id"),
-                      grant_expires_at=int(grant_exp), grant_version=_str(raw, "grant_version"))
+        return _claims(raw, kid)
 
     def verify_returned(self, token, tenant_id, max_age=0, now=None):
         """Checks a signed list of returned certificates (GetReturnedCertificates,
@@ -281,25 +272,56 @@ class SigningKeys:
         rounded down (less than a second apart), not passed. Raises
         BadCertificate."""
         c = self._verify(cert)
-        now = time.time() if now is None else _unix(now)
-        _check_holder(c, holder)
-        if grant_id and c.grant_id != grant_id:
-            raise errors.BadCertificate("for grant %r, not %r" % (c.grant_id, grant_id))
-        if not nonce or c.nonce != nonce:
-            raise errors.BadCertificate("nonce %r is not the one sent (a recorded answer replayed?)" % c.nonce)
-        if c.lease_id != lease_id:
-            raise errors.BadCertificate("for lease %r, not %r" % (c.lease_id, lease_id))
-        if license_id and c.license_id != license_id:
-            raise errors.BadCertificate("for license %r, not %r" % (c.license_id, license_id))
-        if c.borrowed != borrowed:
-            raise errors.BadCertificate("borrowed is %s, want %s" % (c.borrowed, borrowed))
-        if deadline is None or abs(deadline - c.expiry) >= 1:
-            raise errors.BadCertificate("exp %s is not the deadline seatd told (%s)"
-                                        % (_iso(c.expiry), _iso(deadline) if deadline else None))
-        if now >= c.expiry + 1:
-            raise errors.CertificateExpired("expired at %s (now %s; is this machine's clock right?)"
-                                            % (_iso(c.expiry), _iso(now)))
+        _expect(c, nonce=nonce, lease_id=lease_id, holder=holder, deadline=deadline, license_id=license_id,
+                borrowed=borrowed, now=now, grant_id=grant_id)
         return c
+
+
+def _expect(c, *, nonce, lease_id, holder, deadline, license_id, borrowed, now, grant_id):
+    """Raises BadCertificate unless c, verified, is what the certificate of
+    an answer must say (SigningKeys.check)."""
+    now = time.time() if now is None else _unix(now)
+    _check_holder(c, holder)
+    if grant_id and c.grant_id != grant_id:
+        raise errors.BadCertificate("for grant %r, not %r" % (c.grant_id, grant_id))
+    if not nonce or c.nonce != nonce:
+        raise errors.BadCertificate("nonce %r is not the one sent (a recorded answer replayed?)" % c.nonce)
+    if c.lease_id != lease_id:
+        raise errors.BadCertificate("for lease %r, not %r" % (c.lease_id, lease_id))
+    if license_id and c.license_id != license_id:
+        raise errors.BadCertificate("for license %r, not %r" % (c.license_id, license_id))
+    if c.borrowed != borrowed:
+        raise errors.BadCertificate("borrowed is %s, want %s" % (c.borrowed, borrowed))
+    if deadline is None or abs(deadline - c.expiry) >= 1:
+        raise errors.BadCertificate("exp %s is not the deadline seatd told (%s)"
+                                    % (_iso(c.expiry), _iso(deadline) if deadline else None))
+    if now >= c.expiry + 1:
+        raise errors.CertificateExpired("expired at %s (now %s; is this machine's clock right?)"
+                                        % (_iso(c.expiry), _iso(now)))
+
+
+def _claims(raw, kid):
+    """The Claims of a certificate's verified payload raw, signed by kid."""
+    if raw.get("iss") != ISSUER:
+        raise errors.BadCertificate("issuer %r, want %r" % (raw.get("iss"), ISSUER))
+    if not raw.get("sub") or raw.get("sub") != raw.get("lease_id"):
+        raise errors.BadCertificate("sub %r and lease_id %r must name the same lease"
+                                    % (raw.get("sub"), raw.get("lease_id")))
+    exp, iat, grant_exp = raw.get("exp"), raw.get("iat", 0), raw.get("grant_expires_at", 0)
+    if not _number(exp) or not _number(iat) or not _number(grant_exp):
+        raise errors.BadCertificate("exp, iat and grant_expires_at must be numbers")
+    file_serial = raw.get("file_serial", 0)
+    if not _number(file_serial):
+        raise errors.BadCertificate("file_serial must be a number")
+    return Claims(issuer=raw["iss"], lease_id=raw["lease_id"], tenant_id=_str(raw, "tenant_id"),
+                  license_id=_str(raw, "license_id"), fingerprint=_str(raw, "fingerprint"),
+                  user=_str(raw, "user"), hostname=_str(raw, "hostname"), bound_to=_str(raw, "bound_to"),
+                  license_key_sha256=_str(raw, "license_key_sha256"),
+                  issued_at=int(iat), expiry=int(exp), borrowed=raw.get("borrowed") is True,
+                  nonce=_str(raw, "nonce"), key_id=kid, feature=_str(raw, "feature"),
+                  version=_str(raw, "version"), grant_id=_str(raw, "grant_id"),
+                  grant_expires_at=int(grant_exp), grant_version=_str(raw, "grant_version"),
+                  file_serial=int(file_serial), file_license_id=_str(raw, "file_license_id"))
 
 
 def verify_offline(cert, jwks, now=None, returned=None):

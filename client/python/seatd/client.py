@@ -21,6 +21,7 @@ from google.protobuf import duration_pb2, json_format
 
 from seatd import errors
 from seatd.certificate import SigningKeys, holder_of, new_nonce
+from seatd.licensefile import VendorKeys, _FileChain
 from seatd.v1 import admin_service_pb2, admin_service_pb2_grpc, heartbeat_service_pb2, \
     heartbeat_service_pb2_grpc, resources_pb2, seat_service_pb2, seat_service_pb2_grpc
 
@@ -147,14 +148,32 @@ class Client(_Connected):
     without, only a borrow does, so seatd signs nothing else for this client
     (a signature costs it about a third of its heartbeat rate) and
     lease.certificate is "" but for a borrowed lease.
+
+    vendor_keys: the vendor's public keys (vendor.pub: bytes, str, dict or
+    a VendorKeys), embedded in a product sold for air-gapped sites. With
+    it every certificate is checked as with signing_keys, but through the
+    chain of a seatd in locked mode, from the vendor's key: the license
+    file in force (fetched from seatd, fetch_license_file, when the client
+    has none or a certificate names another serial), signed by the vendor
+    and before its not_after; the certificate signed by the site key the
+    file names, naming its serial and a license (and feature) it grants.
+    A failure is a lost lease as with signing_keys, raised as the
+    BadCertificate of its link (WrongSiteKey, WrongLicenseFile,
+    LicenseNotInFile, LicenseFileInvalid, LicenseFileExpired).
+    lease.license_file is the file (its JWS) a lease's certificate chained
+    to. With both set, a certificate must pass both.
     """
 
     def __init__(self, address=None, tls=False, *, options=(), channel=None, auto_heartbeat=True,
-                 reacquire_on_expiry=False, timing=None, signing_keys=None):
+                 reacquire_on_expiry=False, timing=None, signing_keys=None, vendor_keys=None):
         super().__init__(address, tls, options, channel)
         if signing_keys is not None and not isinstance(signing_keys, SigningKeys):
             signing_keys = SigningKeys(signing_keys)
         self.signing_keys = signing_keys
+        if vendor_keys is not None and not isinstance(vendor_keys, VendorKeys):
+            vendor_keys = VendorKeys(vendor_keys)
+        self.vendor_keys = vendor_keys
+        self._chain = _FileChain(vendor_keys, self.fetch_license_file) if vendor_keys is not None else None
         self._seats = seat_service_pb2_grpc.SeatServiceStub(self.channel)
         self._hb = heartbeat_service_pb2_grpc.HeartbeatServiceStub(self.channel)
         self.auto_heartbeat = auto_heartbeat
@@ -249,18 +268,44 @@ class Client(_Connected):
                      timeout=timeout or self.t.call_timeout)
         return resp.returned_certificates
 
+    def fetch_license_file(self, timeout=None):
+        """The license file in force (locked mode) as its JWS (str), from
+        GetSignedLicenseFile: VendorKeys.verify_license_file checks it.
+        Unlike a JWKS it may be fetched from the server it is to check: its
+        trust comes from the vendor's signature, not from who answers. A
+        seatd without a license file raises SeatdError
+        LICENSE_FILE_NOT_CONFIGURED."""
+        resp = _call(self._seats.GetSignedLicenseFile, seat_service_pb2.GetSignedLicenseFileRequest(),
+                     timeout=timeout or self.t.call_timeout)
+        return resp.license_file
+
+    def _verifies(self):
+        return self.signing_keys is not None or self._chain is not None
+
+    def _verify_cert(self, cert, **expect):
+        """Checks an answer's certificate with signing_keys and through the
+        chain of vendor_keys, those set (expect: as SigningKeys.check);
+        returns the JWS of the license file it chained to ("" without
+        vendor_keys). Raises BadCertificate."""
+        if self.signing_keys is not None:
+            self.signing_keys.check(cert, **expect)
+        if self._chain is None:
+            return ""
+        return self._chain.check(cert, **expect).token
+
     def _nonce(self, borrow=False):
         """The nonce of a new request: a fresh one when this client checks
         certificates (signing_keys) or the request borrows (a borrow always
         gets a certificate, which then repeats it), else "". seatd signs a
         certificate only for a request with a nonce, or a borrow: a client
         that does not check them should not cost it the signatures."""
-        return new_nonce() if self.signing_keys is not None or borrow else ""
+        return new_nonce() if self._verifies() or borrow else ""
 
     def _check(self, resp, nonce, opts, borrowed):
         """Raises BadCertificate if a grant's certificate does not verify
         (or, for a borrow, is missing or not borrowed), SeatdError
-        (UNIMPLEMENTED) if the seat is not of the feature asked for."""
+        (UNIMPLEMENTED) if the seat is not of the feature asked for.
+        Returns the license file it chained to (vendor_keys), or ""."""
         pl = resp.lease
         if opts["feature"] and pl.feature != opts["feature"]:
             # A seatd from before features ignores the field and grants a
@@ -272,12 +317,12 @@ class Client(_Connected):
             raise errors.BadCertificate("seatd granted a lease that is not borrowed (a server without borrowing?)")
         if borrowed and not resp.lease_certificate:
             raise errors.BadCertificate("none in seatd's answer to a borrow")
-        if self.signing_keys is None:
-            return
+        if not self._verifies():
+            return ""
         deadline = pl.expires_at.ToNanoseconds() / 1e9 if pl.HasField("expires_at") else None
-        self.signing_keys.check(resp.lease_certificate, nonce=nonce, lease_id=pl.id, license_id=pl.license_id,
-                                holder=holder_of(opts), deadline=deadline, grant_id=pl.grant_id, borrowed=borrowed,
-                                now=self.t.now())
+        return self._verify_cert(resp.lease_certificate, nonce=nonce, lease_id=pl.id, license_id=pl.license_id,
+                                 holder=holder_of(opts), deadline=deadline, grant_id=pl.grant_id, borrowed=borrowed,
+                                 now=self.t.now())
 
     def _give_back(self, lease_id, token):
         """Releases a seat we refuse, as far as the server is real and reachable."""
@@ -302,11 +347,11 @@ class Client(_Connected):
 
     def _hold(self, opts, resp, sent, nonce, borrowed=False):
         try:
-            self._check(resp, nonce, opts, borrowed)
+            file = self._check(resp, nonce, opts, borrowed)
         except errors.SeatdError:  # not the seat asked for, or not seatd's
             self._give_back(resp.lease.id, resp.lease_token)
             raise
-        lease = Lease(self, opts, resp, sent, borrowed)
+        lease = Lease(self, opts, resp, sent, borrowed, file)
         if self.auto_heartbeat and not borrowed:
             with self._mu:
                 if not self._closed:
@@ -422,7 +467,7 @@ class Lease:
     seats_in_use and seat_limit are then the grant's.
     """
 
-    def __init__(self, client, opts, resp, sent, borrowed=False):
+    def __init__(self, client, opts, resp, sent, borrowed=False, license_file=""):
         self._c, self._opts, self._keeper = client, opts, None
         self.borrowed = borrowed
         self._mu = threading.Lock()
@@ -430,9 +475,13 @@ class Lease:
         self.lost = threading.Event()
         self.error = None
         self._released = False
-        self._take(resp, sent)
+        self._take(resp, sent, license_file)
 
-    def _take(self, resp, sent):
+    def _take(self, resp, sent, license_file=""):
+        # With vendor_keys, the license file (its JWS) the certificate
+        # chained to: store it with a borrowed lease's certificate, for
+        # verify_chain_offline. "" without vendor_keys.
+        self.license_file = license_file
         pl = resp.lease
         self.id, self.token, self.license_id = pl.id, resp.lease_token, pl.license_id
         self.heartbeat_interval = _seconds(resp.heartbeat_interval)
@@ -472,23 +521,25 @@ class Lease:
         try:
             resp = _call(self._c._hb.Heartbeat, heartbeat_service_pb2.HeartbeatRequest(
                 lease_id=lease_id, lease_token=token, nonce=nonce), timeout=timeout)
-            self._check(nonce, resp.lease_certificate, resp.expires_at)
+            file = self._check(nonce, resp.lease_certificate, resp.expires_at)
         except errors.LeaseLost as e:
             if self._keeper is None:
                 self._mark_lost(e)  # nobody else will find out
             raise
         self._extend(lease_id, sent, resp.expires_at, _seconds(resp.heartbeat_interval), _ttl(resp.lease),
-                     resp.lease_certificate)
+                     resp.lease_certificate, file)
 
     def _check(self, nonce, cert, expires_at):
-        """With signing keys, verifies the certificate of an answer that
-        extended this lease to expires_at; raises BadCertificate."""
-        keys = self._c.signing_keys
-        if keys is None:
-            return
-        keys.check(cert, nonce=nonce, lease_id=self.id, license_id=self.license_id, holder=self._holder,
-                   deadline=expires_at.ToNanoseconds() / 1e9 if expires_at.ByteSize() else None,
-                   grant_id=self.grant_id, borrowed=self.borrowed, now=self._c.t.now())
+        """With signing keys or vendor keys, verifies the certificate of an
+        answer that extended this lease to expires_at and returns the
+        license file it chained to (vendor keys; else ""); raises
+        BadCertificate."""
+        if not self._c._verifies():
+            return ""
+        return self._c._verify_cert(cert, nonce=nonce, lease_id=self.id, license_id=self.license_id,
+                                    holder=self._holder,
+                                    deadline=expires_at.ToNanoseconds() / 1e9 if expires_at.ByteSize() else None,
+                                    grant_id=self.grant_id, borrowed=self.borrowed, now=self._c.t.now())
 
     def release(self, timeout=None):
         """Stops the heartbeats and gives the seat back. Idempotent; a lease
@@ -505,12 +556,12 @@ class Lease:
                 pass
             self._released = True
 
-    def _extend(self, lease_id, sent, expires_at, interval, ttl, cert=""):
+    def _extend(self, lease_id, sent, expires_at, interval, ttl, cert="", license_file=""):
         with self._mu:
             if lease_id != self.id:
                 return
             if cert:
-                self.certificate = cert
+                self.certificate, self.license_file = cert, license_file
             if ttl > 0:
                 self.ttl = ttl
             if interval > 0:
@@ -521,9 +572,9 @@ class Lease:
             if d is not None and (self._deadline is None or d > self._deadline):
                 self._deadline = d
 
-    def _swap(self, resp, sent):
+    def _swap(self, resp, sent, license_file=""):
         with self._mu:
-            self._take(resp, sent)
+            self._take(resp, sent, license_file)
 
     def _mark_lost(self, err):
         with self._mu:
@@ -707,13 +758,13 @@ class _Keeper:
             if self._stop.is_set():
                 return False
             try:
-                self.l._c._check(resp, req.nonce, self.l._opts, False)
+                file = self.l._c._check(resp, req.nonce, self.l._opts, False)
             except errors.SeatdError as e:  # not the seat asked for, or not seatd's
                 self.l._c._give_back(resp.lease.id, resp.lease_token)
                 self.l._mark_lost(e)
                 return False
             old = self.l.id
-            self.l._swap(resp, sent)
+            self.l._swap(resp, sent, file)
             log.info("seatd seat acquired again: %s (was %s)", self.l.id, old)
             return True
 
@@ -795,11 +846,11 @@ class _Keeper:
                     continue
                 try:
                     # One ping at a time: an answer to none repeats no nonce of ours.
-                    self.l._check(nonce if waiting else "", resp.lease_certificate, resp.expires_at)
+                    file = self.l._check(nonce if waiting else "", resp.lease_certificate, resp.expires_at)
                 except errors.BadCertificate as e:
                     return answered, e
                 self.l._extend(lease_id, sent, resp.expires_at, _seconds(resp.heartbeat_interval), 0,
-                               resp.lease_certificate)
+                               resp.lease_certificate, file)
                 answered, waiting = True, False
                 due = time.monotonic() + self.l._ping_every()
         finally:

@@ -177,6 +177,33 @@ class CertificateReturned(BadCertificate):
     returned = True
 
 
+class LicenseFileInvalid(BadCertificate):
+    """A link of the chain from the vendor's key (Client(vendor_keys=...),
+    verify_chain_offline): the license file is not one the vendor's keys
+    verify (not a license file, signed by another key, a bad signature,
+    terms that do not decode), or seatd would not give it."""
+
+
+class LicenseFileExpired(BadCertificate):
+    """The license file is at or past its not_after (now, or when the
+    certificate was signed)."""
+
+
+class WrongSiteKey(BadCertificate):
+    """The certificate is not signed by the site key the license file
+    names (another seatd's key, or forged)."""
+
+
+class WrongLicenseFile(BadCertificate):
+    """The certificate names another license file (serial) than the one
+    it is checked against, or none (a seatd not in locked mode)."""
+
+
+class LicenseNotInFile(BadCertificate):
+    """The certificate's license, or its feature, is not one the license
+    file grants."""
+
+
 class LicenseNotFound(SeatdError):
     pass
 

@@ -174,6 +174,10 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
         self.refuse = None
         self.refusals = []
         self.queue = True
+        # Locked mode: dict(file=the JWS GetSignedLicenseFile answers,
+        # serial=, license=) named in every certificate; None: none.
+        self.locked = None
+        self.file_fetches = 0
         self.acquires = 0
         self.mu = threading.Lock()
         self.leases = {}  # id -> dict(token, fingerprint, deadline, borrowed, live)
@@ -205,8 +209,22 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
         l = self.leases[lease_id]
         if self.signer is None or not (nonce or l["borrowed"]):
             return ""
-        return certificate(self.signer, claims(lease_id, l["fingerprint"], l["deadline"], nonce, l["borrowed"],
-                                               l["feature"], l["version"]), self.forge)
+        c = claims(lease_id, l["fingerprint"], l["deadline"], nonce, l["borrowed"], l["feature"], l["version"])
+        if self.locked is not None:
+            c.update(license_id=self._license_id(), file_serial=self.locked["serial"],
+                     file_license_id=self.locked["license"])
+        return certificate(self.signer, c, self.forge)
+
+    def _license_id(self):
+        return "lic_" + self.locked["license"] if self.locked is not None else "lic-1"
+
+    def GetSignedLicenseFile(self, req, ctx):
+        with self.mu:
+            locked = self.locked
+            self.file_fetches += 1
+        if locked is None:
+            _abort(ctx, grpc.StatusCode.FAILED_PRECONDITION, "LICENSE_FILE_NOT_CONFIGURED", {})
+        return seat_service_pb2.GetSignedLicenseFileResponse(license_file=locked["file"], serial=locked["serial"])
 
     def _grant(self, req, nonce, borrow=0.0):
         with self.mu:
@@ -220,7 +238,7 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
             grant = resources_pb2.FeatureGrant(id=GRANT_ID, license_id="lic-1", feature=feature, version=GRANT_VERSION,
                                                seats=10, expires_at=_ts(GRANT_EXPIRES_AT)) if feature else None
             return seat_service_pb2.AcquireSeatResponse(
-                lease=resources_pb2.Lease(id=lease_id, license_id="lic-1",
+                lease=resources_pb2.Lease(id=lease_id, license_id=self._license_id(),
                                           fingerprint=RELAY_FINGERPRINT if self.forge == "relayed" else req.fingerprint,
                                           borrowed=borrowed, acquired_at=_ts(now), last_heartbeat_at=_ts(now),
                                           expires_at=_ts(deadline), feature=feature, version=version,
@@ -289,3 +307,56 @@ class FakeSeatd(seat_service_pb2_grpc.SeatServiceServicer, heartbeat_service_pb2
             yield heartbeat_service_pb2.HeartbeatStreamResponse(expires_at=_ts(deadline),
                                                                 heartbeat_interval=_dur(self.interval),
                                                                 lease_certificate=cert)
+
+
+def kid_of(raw):
+    """seatd's kid of a public key: base64url of the first 12 bytes of its SHA-256."""
+    return b64url(hashlib.sha256(raw).digest()[:12])
+
+
+def site_signer():
+    """A Signer whose kid is its key's, as seatd's site key's is."""
+    s = Signer("")
+    s.kid = kid_of(s.key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw))
+    return s
+
+
+def file_terms(site_jwk, serial, seats=2, not_after=None, issued_at=None):
+    """A license file's terms for the site key site_jwk: the license "cad"
+    (a 1-minute TTL) with a grant of feature render, issued an hour ago,
+    until not_after (Unix seconds; default a day from now). In the form
+    seatd reads strictly: every field it knows, none it does not."""
+    now = int(time.time())
+    iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
+    return {"serial": serial, "customer": "Acme", "issued_at": iso(issued_at or now - 3600),
+            "not_after": iso(not_after or now + 86400),
+            "site_key": {"kty": "OKP", "crv": "Ed25519", "x": site_jwk["x"], "kid": site_jwk["kid"]},
+            "licenses": [{"id": "cad", "name": "ACME CAD", "seats": seats, "lease_ttl": "1m0s",
+                          "grants": [{"id": "render", "feature": "render", "seats": 1}]}]}
+
+
+class Vendor:
+    """A vendor's key pair, signing license files as seatctl vendor sign
+    does (python3-cryptography only)."""
+
+    def __init__(self):
+        self.key = Ed25519PrivateKey.generate()
+        self.raw = self.key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        self.kid = kid_of(self.raw)
+
+    def pem(self):
+        return self.key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+
+    def token(self, terms, typ="seatd-license-file-v1"):
+        """The file's JWS: header exactly alg, kid, typ; the payload compact."""
+        head = b64url(json.dumps({"alg": "EdDSA", "kid": self.kid, "typ": typ}, separators=(",", ":")).encode())
+        body = b64url(json.dumps(terms, separators=(",", ":")).encode())
+        return head + "." + body + "." + b64url(self.key.sign((head + "." + body).encode()))
+
+    def file(self, terms):
+        """site.lic: the readable copy (the payload indented), then the JWS
+        wrapped at 64 columns."""
+        token = self.token(terms)
+        lines = [token[i:i + 64] for i in range(0, len(token), 64)]
+        return ("-----BEGIN SEATD LICENSE FILE-----\n" + json.dumps(terms, indent=2) +
+                "\n-----BEGIN SEATD SIGNATURE-----\n" + "\n".join(lines) + "\n-----END SEATD SIGNATURE-----\n")

@@ -3,6 +3,7 @@
 Run from client/python: /usr/bin/python3 -m unittest -v (make test/python).
 """
 
+import base64
 import datetime
 import json
 import os
@@ -19,7 +20,8 @@ from google.protobuf import duration_pb2
 
 import seatd
 from seatd.v1 import resources_pb2
-from harness import OPERATOR_KEY, REPO, Backend, Gate, Seatd
+from harness import OPERATOR_KEY, REPO, Backend, Gate, Seatd, seatd_bin
+from fake import Vendor, file_terms, site_signer
 
 # Shrunk delays so that each behaviour shows within seconds.
 FAST = dict(clock_check=0.1, backoff_base=0.05, backoff_max=0.5, reconnect_jitter=0.2, min_interval=0.2,
@@ -495,6 +497,60 @@ class EmbeddedTest(Base, unittest.TestCase):
                 c.acquire(lic.key, "i1", user="intern")
             self.assertIsInstance(cm.exception, seatd.NotAllowed)
             self.assertEqual((grpc.StatusCode.PERMISSION_DENIED, 2), (cm.exception.code, cm.exception.rule))
+
+    def test_locked_mode_chain(self):
+        """locked mode: a seatd serving a license file signed here (the
+        vendor's key, python3-cryptography) for its site key (seatd
+        site-id) signs its certificates with the site key; a client with
+        vendor_keys checks each through the file it fetches, the lease
+        names that file, verify_chain_offline checks both from vendor.pub
+        alone, and refuses the certificate against a file for another site
+        key (WrongSiteKey); a renewal (SIGHUP) is fetched and checked."""
+        d = tempfile.mkdtemp(prefix="seatd-py-locked-")
+        data_dir, req = os.path.join(d, "data"), os.path.join(d, "request.txt")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SEATD_")}
+        subprocess.run([seatd_bin(), "site-id", "--data-dir", data_dir, "--name", "py plant", "-o", req],
+                       check=True, capture_output=True, env=env)
+        with open(req) as f:
+            body = f.read().split("-----BEGIN SEATD SIGNATURE-----")[1].split("-----END")[0]
+        token = "".join(body.split())
+        payload = token.split(".")[1]
+        site = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["site_key"]
+        vendor = Vendor()
+        vendor_pub, site_lic = os.path.join(d, "vendor.pub"), os.path.join(d, "site.lic")
+        with open(vendor_pub, "wb") as f:
+            f.write(vendor.pem())
+        first = vendor.file(file_terms(site, 1, seats=2))
+        with open(site_lic, "w") as f:
+            f.write(first)
+        s = Seatd(["--license-file", site_lic, "--vendor-key", vendor_pub, "--license-file-watch-interval", "1h"],
+                  data_dir=data_dir)
+        self.servers.append(s)
+        with seatd.AdminClient(s.address, key=OPERATOR_KEY) as admin:
+            key = admin.get_license(license_id="lic_cad").license.key
+
+        c = self.client(address=s.address, auto_heartbeat=False, vendor_keys=vendor.pem())
+        lease = c.acquire(key, "fp-1")
+        signed = "".join(first.split("-----BEGIN SEATD SIGNATURE-----")[1].split("-----END")[0].split())
+        self.assertEqual(signed, lease.license_file, "the file in force's JWS")
+        got = seatd.verify_chain_offline(lease.certificate, first, vendor.pem())
+        self.assertEqual((1, "cad", "lic_cad", site["kid"]),
+                         (got.file_serial, got.file_license_id, got.license_id, got.key_id))
+        got.check_holder(key, "fp-1")
+        self.assertEqual(1, seatd.verify_chain_offline(lease.certificate, lease.license_file, vendor.pem()).file_serial)
+        with self.assertRaises(seatd.WrongSiteKey):
+            seatd.verify_chain_offline(lease.certificate, vendor.file(file_terms(site_signer().jwk(), 1)), vendor.pem())
+        with urllib.request.urlopen("http://%s/v1/license-file.jws" % s.http) as r:
+            self.assertEqual(lease.license_file, json.loads(r.read()))
+
+        with open(site_lic, "w") as f:
+            f.write(vendor.file(file_terms(site, 2, seats=3)))
+        s.proc.send_signal(signal.SIGHUP)
+        with seatd.AdminClient(s.address, key=OPERATOR_KEY) as admin:
+            eventually(lambda: admin.get_license_file().license_file.serial == 2, 10, "serial 2 in force")
+        lease.heartbeat()
+        self.assertEqual(2, seatd.verify_chain_offline(lease.certificate, lease.license_file, vendor.pem()).file_serial)
+        lease.release()
 
     def test_service_config_matches_go(self):
         """retries: the retry policy is the Go client's service_config.json."""

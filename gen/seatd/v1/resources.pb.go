@@ -806,7 +806,14 @@ type Lease struct {
 	// pool.
 	Feature string `protobuf:"bytes,14,opt,name=feature,proto3" json:"feature,omitempty"`
 	// The version asked for (AcquireSeatRequest.version), as given.
-	Version       string `protobuf:"bytes,15,opt,name=version,proto3" json:"version,omitempty"`
+	Version string `protobuf:"bytes,15,opt,name=version,proto3" json:"version,omitempty"`
+	// Whose reserved seat the lease holds: the subject of the site-policy
+	// RESERVE rule of the lease's feature (empty: the base pool) whose seat
+	// it took when granted (docs/concepts/policy.md). Unset: a shared seat.
+	// Fixed at the grant: a later change of the policy or of a group's
+	// members does not move it. A host's name is in lower case, as
+	// compared. Output only.
+	ReservedFor   *PolicySubject `protobuf:"bytes,16,opt,name=reserved_for,json=reservedFor,proto3" json:"reserved_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -944,6 +951,13 @@ func (x *Lease) GetVersion() string {
 		return x.Version
 	}
 	return ""
+}
+
+func (x *Lease) GetReservedFor() *PolicySubject {
+	if x != nil {
+		return x.ReservedFor
+	}
+	return nil
 }
 
 // A Tenant owns licenses and API keys; tenants never see each other's data.
@@ -1697,7 +1711,7 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\vcreate_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\x8e\x05\n" +
+	"updateTime\"\xca\x05\n" +
 	"\x05Lease\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -1717,7 +1731,8 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\bborrowed\x18\f \x01(\bR\bborrowed\x12\x19\n" +
 	"\bgrant_id\x18\r \x01(\tR\agrantId\x12\x18\n" +
 	"\afeature\x18\x0e \x01(\tR\afeature\x12\x18\n" +
-	"\aversion\x18\x0f \x01(\tR\aversion\x1a;\n" +
+	"\aversion\x18\x0f \x01(\tR\aversion\x12:\n" +
+	"\freserved_for\x18\x10 \x01(\v2\x17.seatd.v1.PolicySubjectR\vreservedFor\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
@@ -1882,28 +1897,29 @@ var file_seatd_v1_resources_proto_depIdxs = []int32{
 	19, // 17: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
 	21, // 18: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
 	21, // 19: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
-	21, // 20: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
-	10, // 21: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
-	21, // 22: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	21, // 23: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	21, // 24: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
-	12, // 25: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
-	2,  // 26: seatd.v1.SigningKey.state:type_name -> seatd.v1.SigningKeyState
-	21, // 27: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
-	21, // 28: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
-	15, // 29: seatd.v1.LicensePolicy.rules:type_name -> seatd.v1.PolicyRule
-	21, // 30: seatd.v1.LicensePolicy.update_time:type_name -> google.protobuf.Timestamp
-	3,  // 31: seatd.v1.PolicyRule.kind:type_name -> seatd.v1.PolicyRule.Kind
-	16, // 32: seatd.v1.PolicyRule.subject:type_name -> seatd.v1.PolicySubject
-	4,  // 33: seatd.v1.PolicySubject.kind:type_name -> seatd.v1.PolicySubject.Kind
-	5,  // 34: seatd.v1.IdentityGroup.kind:type_name -> seatd.v1.IdentityGroup.Kind
-	21, // 35: seatd.v1.IdentityGroup.create_time:type_name -> google.protobuf.Timestamp
-	21, // 36: seatd.v1.IdentityGroup.update_time:type_name -> google.protobuf.Timestamp
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	16, // 20: seatd.v1.Lease.reserved_for:type_name -> seatd.v1.PolicySubject
+	21, // 21: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	10, // 22: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
+	21, // 23: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	21, // 24: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	21, // 25: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
+	12, // 26: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
+	2,  // 27: seatd.v1.SigningKey.state:type_name -> seatd.v1.SigningKeyState
+	21, // 28: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
+	21, // 29: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
+	15, // 30: seatd.v1.LicensePolicy.rules:type_name -> seatd.v1.PolicyRule
+	21, // 31: seatd.v1.LicensePolicy.update_time:type_name -> google.protobuf.Timestamp
+	3,  // 32: seatd.v1.PolicyRule.kind:type_name -> seatd.v1.PolicyRule.Kind
+	16, // 33: seatd.v1.PolicyRule.subject:type_name -> seatd.v1.PolicySubject
+	4,  // 34: seatd.v1.PolicySubject.kind:type_name -> seatd.v1.PolicySubject.Kind
+	5,  // 35: seatd.v1.IdentityGroup.kind:type_name -> seatd.v1.IdentityGroup.Kind
+	21, // 36: seatd.v1.IdentityGroup.create_time:type_name -> google.protobuf.Timestamp
+	21, // 37: seatd.v1.IdentityGroup.update_time:type_name -> google.protobuf.Timestamp
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_resources_proto_init() }

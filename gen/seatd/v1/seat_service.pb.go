@@ -191,6 +191,13 @@ type AcquireSeatResponse struct {
 	// 2024.10, 3 = 3.0). Not the version claim: a lease handed back to the
 	// same client asking again may have been first asked for at another
 	// version its grant also covers.
+	// In locked mode a certificate of a license of the license file is
+	// signed by the site key instead (its kid is the file's site_key.kid;
+	// GetSignedLicenseFile) and also carries file_serial (the serial of the
+	// license file in force) and file_license_id (the file's id of the
+	// license; license_id is lic_<file_license_id>): a client checks the
+	// file with the vendor's key, then that the file names the key that
+	// signed, has that serial and grants that license (and feature).
 	// Set when the request carried a nonce, and for every borrow; empty
 	// otherwise (a signature costs the server a third of its heartbeat
 	// rate, which a client that does not verify should not pay). A client
@@ -747,7 +754,9 @@ func (x *GetReturnedCertificatesRequest) GetTenantId() string {
 type GetReturnedCertificatesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A JWS compact token, header {alg EdDSA, kid, typ "seatd-returned+jwt"},
-	// signed by the tenant's lease-signing key (verify it with the JWKS);
+	// signed by the tenant's lease-signing key (verify it with the JWKS; in
+	// locked mode the default tenant's by the site key, which the JWKS and
+	// the license file name);
 	// claims {iss "seatd", tenant_id, iat (Unix seconds: when it was
 	// signed), returned: [{sub (the lease id, the certificate's sub), exp
 	// (the certificate's exp)}]}.
@@ -793,6 +802,99 @@ func (x *GetReturnedCertificatesResponse) GetReturnedCertificates() string {
 	return ""
 }
 
+type GetSignedLicenseFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSignedLicenseFileRequest) Reset() {
+	*x = GetSignedLicenseFileRequest{}
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSignedLicenseFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSignedLicenseFileRequest) ProtoMessage() {}
+
+func (x *GetSignedLicenseFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSignedLicenseFileRequest.ProtoReflect.Descriptor instead.
+func (*GetSignedLicenseFileRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{10}
+}
+
+type GetSignedLicenseFileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The license file in force as its signature block: one JWS in compact
+	// serialization, header {alg EdDSA, kid (the vendor key's), typ
+	// "seatd-license-file-v1"}, whose payload is the file's terms (serial,
+	// customer, issued_at, not_after, site_key, licenses).
+	LicenseFile string `protobuf:"bytes,1,opt,name=license_file,json=licenseFile,proto3" json:"license_file,omitempty"`
+	// Its serial, as its payload says it.
+	Serial        int64 `protobuf:"varint,2,opt,name=serial,proto3" json:"serial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSignedLicenseFileResponse) Reset() {
+	*x = GetSignedLicenseFileResponse{}
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSignedLicenseFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSignedLicenseFileResponse) ProtoMessage() {}
+
+func (x *GetSignedLicenseFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSignedLicenseFileResponse.ProtoReflect.Descriptor instead.
+func (*GetSignedLicenseFileResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetSignedLicenseFileResponse) GetLicenseFile() string {
+	if x != nil {
+		return x.LicenseFile
+	}
+	return ""
+}
+
+func (x *GetSignedLicenseFileResponse) GetSerial() int64 {
+	if x != nil {
+		return x.Serial
+	}
+	return 0
+}
+
 // GetSigningKeysResponse is a JWKS (RFC 7517): the key that signs now and
 // the retired keys whose certificates may still be valid.
 type GetSigningKeysResponse struct {
@@ -804,7 +906,7 @@ type GetSigningKeysResponse struct {
 
 func (x *GetSigningKeysResponse) Reset() {
 	*x = GetSigningKeysResponse{}
-	mi := &file_seatd_v1_seat_service_proto_msgTypes[10]
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +918,7 @@ func (x *GetSigningKeysResponse) String() string {
 func (*GetSigningKeysResponse) ProtoMessage() {}
 
 func (x *GetSigningKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_seat_service_proto_msgTypes[10]
+	mi := &file_seatd_v1_seat_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +931,7 @@ func (x *GetSigningKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSigningKeysResponse.ProtoReflect.Descriptor instead.
 func (*GetSigningKeysResponse) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{10}
+	return file_seatd_v1_seat_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetSigningKeysResponse) GetKeys() []*JsonWebKey {
@@ -906,15 +1008,20 @@ const file_seatd_v1_seat_service_proto_rawDesc = "" +
 	"\x1eGetReturnedCertificatesRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"V\n" +
 	"\x1fGetReturnedCertificatesResponse\x123\n" +
-	"\x15returned_certificates\x18\x01 \x01(\tR\x14returnedCertificates\"B\n" +
+	"\x15returned_certificates\x18\x01 \x01(\tR\x14returnedCertificates\"\x1d\n" +
+	"\x1bGetSignedLicenseFileRequest\"Y\n" +
+	"\x1cGetSignedLicenseFileResponse\x12!\n" +
+	"\flicense_file\x18\x01 \x01(\tR\vlicenseFile\x12\x16\n" +
+	"\x06serial\x18\x02 \x01(\x03R\x06serial\"B\n" +
 	"\x16GetSigningKeysResponse\x12(\n" +
-	"\x04keys\x18\x01 \x03(\v2\x14.seatd.v1.JsonWebKeyR\x04keys2\xb8\x03\n" +
+	"\x04keys\x18\x01 \x03(\v2\x14.seatd.v1.JsonWebKeyR\x04keys2\x9f\x04\n" +
 	"\vSeatService\x12J\n" +
 	"\vAcquireSeat\x12\x1c.seatd.v1.AcquireSeatRequest\x1a\x1d.seatd.v1.AcquireSeatResponse\x12J\n" +
 	"\vReleaseSeat\x12\x1c.seatd.v1.ReleaseSeatRequest\x1a\x1d.seatd.v1.ReleaseSeatResponse\x12L\n" +
 	"\vWaitForSeat\x12\x1c.seatd.v1.WaitForSeatRequest\x1a\x1d.seatd.v1.WaitForSeatResponse0\x01\x12S\n" +
 	"\x0eGetSigningKeys\x12\x1f.seatd.v1.GetSigningKeysRequest\x1a .seatd.v1.GetSigningKeysResponse\x12n\n" +
-	"\x17GetReturnedCertificates\x12(.seatd.v1.GetReturnedCertificatesRequest\x1a).seatd.v1.GetReturnedCertificatesResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\x17GetReturnedCertificates\x12(.seatd.v1.GetReturnedCertificatesRequest\x1a).seatd.v1.GetReturnedCertificatesResponse\x12e\n" +
+	"\x14GetSignedLicenseFile\x12%.seatd.v1.GetSignedLicenseFileRequest\x1a&.seatd.v1.GetSignedLicenseFileResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_seat_service_proto_rawDescOnce sync.Once
@@ -928,7 +1035,7 @@ func file_seatd_v1_seat_service_proto_rawDescGZIP() []byte {
 	return file_seatd_v1_seat_service_proto_rawDescData
 }
 
-var file_seatd_v1_seat_service_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_seatd_v1_seat_service_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_seatd_v1_seat_service_proto_goTypes = []any{
 	(*AcquireSeatRequest)(nil),              // 0: seatd.v1.AcquireSeatRequest
 	(*AcquireSeatResponse)(nil),             // 1: seatd.v1.AcquireSeatResponse
@@ -940,37 +1047,41 @@ var file_seatd_v1_seat_service_proto_goTypes = []any{
 	(*GetSigningKeysRequest)(nil),           // 7: seatd.v1.GetSigningKeysRequest
 	(*GetReturnedCertificatesRequest)(nil),  // 8: seatd.v1.GetReturnedCertificatesRequest
 	(*GetReturnedCertificatesResponse)(nil), // 9: seatd.v1.GetReturnedCertificatesResponse
-	(*GetSigningKeysResponse)(nil),          // 10: seatd.v1.GetSigningKeysResponse
-	nil,                                     // 11: seatd.v1.AcquireSeatRequest.MetadataEntry
-	nil,                                     // 12: seatd.v1.WaitForSeatRequest.MetadataEntry
-	(*durationpb.Duration)(nil),             // 13: google.protobuf.Duration
-	(*Lease)(nil),                           // 14: seatd.v1.Lease
-	(*FeatureGrant)(nil),                    // 15: seatd.v1.FeatureGrant
-	(*JsonWebKey)(nil),                      // 16: seatd.v1.JsonWebKey
+	(*GetSignedLicenseFileRequest)(nil),     // 10: seatd.v1.GetSignedLicenseFileRequest
+	(*GetSignedLicenseFileResponse)(nil),    // 11: seatd.v1.GetSignedLicenseFileResponse
+	(*GetSigningKeysResponse)(nil),          // 12: seatd.v1.GetSigningKeysResponse
+	nil,                                     // 13: seatd.v1.AcquireSeatRequest.MetadataEntry
+	nil,                                     // 14: seatd.v1.WaitForSeatRequest.MetadataEntry
+	(*durationpb.Duration)(nil),             // 15: google.protobuf.Duration
+	(*Lease)(nil),                           // 16: seatd.v1.Lease
+	(*FeatureGrant)(nil),                    // 17: seatd.v1.FeatureGrant
+	(*JsonWebKey)(nil),                      // 18: seatd.v1.JsonWebKey
 }
 var file_seatd_v1_seat_service_proto_depIdxs = []int32{
-	11, // 0: seatd.v1.AcquireSeatRequest.metadata:type_name -> seatd.v1.AcquireSeatRequest.MetadataEntry
-	13, // 1: seatd.v1.AcquireSeatRequest.borrow_duration:type_name -> google.protobuf.Duration
-	14, // 2: seatd.v1.AcquireSeatResponse.lease:type_name -> seatd.v1.Lease
-	13, // 3: seatd.v1.AcquireSeatResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	15, // 4: seatd.v1.AcquireSeatResponse.grant:type_name -> seatd.v1.FeatureGrant
-	14, // 5: seatd.v1.ReleaseSeatResponse.lease:type_name -> seatd.v1.Lease
-	12, // 6: seatd.v1.WaitForSeatRequest.metadata:type_name -> seatd.v1.WaitForSeatRequest.MetadataEntry
+	13, // 0: seatd.v1.AcquireSeatRequest.metadata:type_name -> seatd.v1.AcquireSeatRequest.MetadataEntry
+	15, // 1: seatd.v1.AcquireSeatRequest.borrow_duration:type_name -> google.protobuf.Duration
+	16, // 2: seatd.v1.AcquireSeatResponse.lease:type_name -> seatd.v1.Lease
+	15, // 3: seatd.v1.AcquireSeatResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	17, // 4: seatd.v1.AcquireSeatResponse.grant:type_name -> seatd.v1.FeatureGrant
+	16, // 5: seatd.v1.ReleaseSeatResponse.lease:type_name -> seatd.v1.Lease
+	14, // 6: seatd.v1.WaitForSeatRequest.metadata:type_name -> seatd.v1.WaitForSeatRequest.MetadataEntry
 	5,  // 7: seatd.v1.WaitForSeatResponse.position:type_name -> seatd.v1.QueuePosition
 	1,  // 8: seatd.v1.WaitForSeatResponse.granted:type_name -> seatd.v1.AcquireSeatResponse
-	16, // 9: seatd.v1.GetSigningKeysResponse.keys:type_name -> seatd.v1.JsonWebKey
+	18, // 9: seatd.v1.GetSigningKeysResponse.keys:type_name -> seatd.v1.JsonWebKey
 	0,  // 10: seatd.v1.SeatService.AcquireSeat:input_type -> seatd.v1.AcquireSeatRequest
 	2,  // 11: seatd.v1.SeatService.ReleaseSeat:input_type -> seatd.v1.ReleaseSeatRequest
 	4,  // 12: seatd.v1.SeatService.WaitForSeat:input_type -> seatd.v1.WaitForSeatRequest
 	7,  // 13: seatd.v1.SeatService.GetSigningKeys:input_type -> seatd.v1.GetSigningKeysRequest
 	8,  // 14: seatd.v1.SeatService.GetReturnedCertificates:input_type -> seatd.v1.GetReturnedCertificatesRequest
-	1,  // 15: seatd.v1.SeatService.AcquireSeat:output_type -> seatd.v1.AcquireSeatResponse
-	3,  // 16: seatd.v1.SeatService.ReleaseSeat:output_type -> seatd.v1.ReleaseSeatResponse
-	6,  // 17: seatd.v1.SeatService.WaitForSeat:output_type -> seatd.v1.WaitForSeatResponse
-	10, // 18: seatd.v1.SeatService.GetSigningKeys:output_type -> seatd.v1.GetSigningKeysResponse
-	9,  // 19: seatd.v1.SeatService.GetReturnedCertificates:output_type -> seatd.v1.GetReturnedCertificatesResponse
-	15, // [15:20] is the sub-list for method output_type
-	10, // [10:15] is the sub-list for method input_type
+	10, // 15: seatd.v1.SeatService.GetSignedLicenseFile:input_type -> seatd.v1.GetSignedLicenseFileRequest
+	1,  // 16: seatd.v1.SeatService.AcquireSeat:output_type -> seatd.v1.AcquireSeatResponse
+	3,  // 17: seatd.v1.SeatService.ReleaseSeat:output_type -> seatd.v1.ReleaseSeatResponse
+	6,  // 18: seatd.v1.SeatService.WaitForSeat:output_type -> seatd.v1.WaitForSeatResponse
+	12, // 19: seatd.v1.SeatService.GetSigningKeys:output_type -> seatd.v1.GetSigningKeysResponse
+	9,  // 20: seatd.v1.SeatService.GetReturnedCertificates:output_type -> seatd.v1.GetReturnedCertificatesResponse
+	11, // 21: seatd.v1.SeatService.GetSignedLicenseFile:output_type -> seatd.v1.GetSignedLicenseFileResponse
+	16, // [16:22] is the sub-list for method output_type
+	10, // [10:16] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -992,7 +1103,7 @@ func file_seatd_v1_seat_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_seat_service_proto_rawDesc), len(file_seatd_v1_seat_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

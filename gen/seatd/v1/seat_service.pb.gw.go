@@ -208,6 +208,27 @@ func local_request_SeatService_GetReturnedCertificates_0(ctx context.Context, ma
 	return msg, metadata, err
 }
 
+func request_SeatService_GetSignedLicenseFile_0(ctx context.Context, marshaler runtime.Marshaler, client SeatServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetSignedLicenseFileRequest
+		metadata runtime.ServerMetadata
+	)
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.GetSignedLicenseFile(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_SeatService_GetSignedLicenseFile_0(ctx context.Context, marshaler runtime.Marshaler, server SeatServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq GetSignedLicenseFileRequest
+		metadata runtime.ServerMetadata
+	)
+	msg, err := server.GetSignedLicenseFile(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterSeatServiceHandlerServer registers the http handlers for service SeatService to "mux".
 // UnaryRPC     :call SeatServiceServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -300,6 +321,26 @@ func RegisterSeatServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux
 			return
 		}
 		forward_SeatService_GetReturnedCertificates_0(annotatedContext, mux, outboundMarshaler, w, req, response_SeatService_GetReturnedCertificates_0{resp.(*GetReturnedCertificatesResponse)}, mux.GetForwardResponseOptions()...)
+	})
+	mux.Handle(http.MethodGet, pattern_SeatService_GetSignedLicenseFile_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/seatd.v1.SeatService/GetSignedLicenseFile", runtime.WithHTTPPathPattern("/v1/license-file.jws"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_SeatService_GetSignedLicenseFile_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_SeatService_GetSignedLicenseFile_0(annotatedContext, mux, outboundMarshaler, w, req, response_SeatService_GetSignedLicenseFile_0{resp.(*GetSignedLicenseFileResponse)}, mux.GetForwardResponseOptions()...)
 	})
 
 	return nil
@@ -426,6 +467,23 @@ func RegisterSeatServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux
 		}
 		forward_SeatService_GetReturnedCertificates_0(annotatedContext, mux, outboundMarshaler, w, req, response_SeatService_GetReturnedCertificates_0{resp.(*GetReturnedCertificatesResponse)}, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_SeatService_GetSignedLicenseFile_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/seatd.v1.SeatService/GetSignedLicenseFile", runtime.WithHTTPPathPattern("/v1/license-file.jws"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_SeatService_GetSignedLicenseFile_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_SeatService_GetSignedLicenseFile_0(annotatedContext, mux, outboundMarshaler, w, req, response_SeatService_GetSignedLicenseFile_0{resp.(*GetSignedLicenseFileResponse)}, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
@@ -438,12 +496,22 @@ func (m response_SeatService_GetReturnedCertificates_0) XXX_ResponseBody() inter
 	return response.ReturnedCertificates
 }
 
+type response_SeatService_GetSignedLicenseFile_0 struct {
+	*GetSignedLicenseFileResponse
+}
+
+func (m response_SeatService_GetSignedLicenseFile_0) XXX_ResponseBody() interface{} {
+	response := m.GetSignedLicenseFileResponse
+	return response.LicenseFile
+}
+
 var (
 	pattern_SeatService_AcquireSeat_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "leases"}, ""))
 	pattern_SeatService_ReleaseSeat_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2}, []string{"v1", "leases", "lease_id"}, "release"))
 	pattern_SeatService_WaitForSeat_0             = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "leases"}, "wait"))
 	pattern_SeatService_GetSigningKeys_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "tenants", "tenant_id", "jwks.json"}, ""))
 	pattern_SeatService_GetReturnedCertificates_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "tenants", "tenant_id", "returned.jwt"}, ""))
+	pattern_SeatService_GetSignedLicenseFile_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "license-file.jws"}, ""))
 )
 
 var (
@@ -452,4 +520,5 @@ var (
 	forward_SeatService_WaitForSeat_0             = runtime.ForwardResponseStream
 	forward_SeatService_GetSigningKeys_0          = runtime.ForwardResponseMessage
 	forward_SeatService_GetReturnedCertificates_0 = runtime.ForwardResponseMessage
+	forward_SeatService_GetSignedLicenseFile_0    = runtime.ForwardResponseMessage
 )

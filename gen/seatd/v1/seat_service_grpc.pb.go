@@ -24,6 +24,7 @@ const (
 	SeatService_WaitForSeat_FullMethodName             = "/seatd.v1.SeatService/WaitForSeat"
 	SeatService_GetSigningKeys_FullMethodName          = "/seatd.v1.SeatService/GetSigningKeys"
 	SeatService_GetReturnedCertificates_FullMethodName = "/seatd.v1.SeatService/GetReturnedCertificates"
+	SeatService_GetSignedLicenseFile_FullMethodName    = "/seatd.v1.SeatService/GetSignedLicenseFile"
 )
 
 // SeatServiceClient is the client API for SeatService service.
@@ -45,7 +46,9 @@ type SeatServiceClient interface {
 	// GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
 	// lease certificates with: its next key (which signs after the next
 	// rotation), the key that signs, and the retired keys whose certificates
-	// may still be valid. No authentication: the keys are public
+	// may still be valid; in locked mode, for the default tenant, the site
+	// key first, which signs the certificates of the license file's
+	// licenses. No authentication: the keys are public
 	// (REST: GET /v1/tenants/{tenant_id}/jwks.json).
 	GetSigningKeys(ctx context.Context, in *GetSigningKeysRequest, opts ...grpc.CallOption) (*GetSigningKeysResponse, error)
 	// GetReturnedCertificates publishes the tenant's signed list of borrowed
@@ -55,6 +58,17 @@ type SeatServiceClient interface {
 	// No authentication, as the JWKS (REST: GET
 	// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS as one JSON string).
 	GetReturnedCertificates(ctx context.Context, in *GetReturnedCertificatesRequest, opts ...grpc.CallOption) (*GetReturnedCertificatesResponse, error)
+	// GetSignedLicenseFile answers the vendor-signed license file in force
+	// (locked mode, docs/concepts/license-files.md), which names the site
+	// key that signs the lease certificates of its licenses: a product that
+	// holds the vendor's public key verifies the file, then each
+	// certificate with the site key the file names (vendor → file → site
+	// key → certificate). No authentication, as the JWKS: the vendor's
+	// signature, not the channel, is what a product trusts, so a file
+	// fetched from any server proves as much. FAILED_PRECONDITION
+	// LICENSE_FILE_NOT_CONFIGURED on a seatd without --license-file (REST:
+	// GET /v1/license-file.jws, whose answer is the JWS as one JSON string).
+	GetSignedLicenseFile(ctx context.Context, in *GetSignedLicenseFileRequest, opts ...grpc.CallOption) (*GetSignedLicenseFileResponse, error)
 }
 
 type seatServiceClient struct {
@@ -124,6 +138,16 @@ func (c *seatServiceClient) GetReturnedCertificates(ctx context.Context, in *Get
 	return out, nil
 }
 
+func (c *seatServiceClient) GetSignedLicenseFile(ctx context.Context, in *GetSignedLicenseFileRequest, opts ...grpc.CallOption) (*GetSignedLicenseFileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSignedLicenseFileResponse)
+	err := c.cc.Invoke(ctx, SeatService_GetSignedLicenseFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SeatServiceServer is the server API for SeatService service.
 // All implementations must embed UnimplementedSeatServiceServer
 // for forward compatibility.
@@ -143,7 +167,9 @@ type SeatServiceServer interface {
 	// GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
 	// lease certificates with: its next key (which signs after the next
 	// rotation), the key that signs, and the retired keys whose certificates
-	// may still be valid. No authentication: the keys are public
+	// may still be valid; in locked mode, for the default tenant, the site
+	// key first, which signs the certificates of the license file's
+	// licenses. No authentication: the keys are public
 	// (REST: GET /v1/tenants/{tenant_id}/jwks.json).
 	GetSigningKeys(context.Context, *GetSigningKeysRequest) (*GetSigningKeysResponse, error)
 	// GetReturnedCertificates publishes the tenant's signed list of borrowed
@@ -153,6 +179,17 @@ type SeatServiceServer interface {
 	// No authentication, as the JWKS (REST: GET
 	// /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS as one JSON string).
 	GetReturnedCertificates(context.Context, *GetReturnedCertificatesRequest) (*GetReturnedCertificatesResponse, error)
+	// GetSignedLicenseFile answers the vendor-signed license file in force
+	// (locked mode, docs/concepts/license-files.md), which names the site
+	// key that signs the lease certificates of its licenses: a product that
+	// holds the vendor's public key verifies the file, then each
+	// certificate with the site key the file names (vendor → file → site
+	// key → certificate). No authentication, as the JWKS: the vendor's
+	// signature, not the channel, is what a product trusts, so a file
+	// fetched from any server proves as much. FAILED_PRECONDITION
+	// LICENSE_FILE_NOT_CONFIGURED on a seatd without --license-file (REST:
+	// GET /v1/license-file.jws, whose answer is the JWS as one JSON string).
+	GetSignedLicenseFile(context.Context, *GetSignedLicenseFileRequest) (*GetSignedLicenseFileResponse, error)
 	mustEmbedUnimplementedSeatServiceServer()
 }
 
@@ -177,6 +214,9 @@ func (UnimplementedSeatServiceServer) GetSigningKeys(context.Context, *GetSignin
 }
 func (UnimplementedSeatServiceServer) GetReturnedCertificates(context.Context, *GetReturnedCertificatesRequest) (*GetReturnedCertificatesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetReturnedCertificates not implemented")
+}
+func (UnimplementedSeatServiceServer) GetSignedLicenseFile(context.Context, *GetSignedLicenseFileRequest) (*GetSignedLicenseFileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSignedLicenseFile not implemented")
 }
 func (UnimplementedSeatServiceServer) mustEmbedUnimplementedSeatServiceServer() {}
 func (UnimplementedSeatServiceServer) testEmbeddedByValue()                     {}
@@ -282,6 +322,24 @@ func _SeatService_GetReturnedCertificates_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SeatService_GetSignedLicenseFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSignedLicenseFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SeatServiceServer).GetSignedLicenseFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SeatService_GetSignedLicenseFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SeatServiceServer).GetSignedLicenseFile(ctx, req.(*GetSignedLicenseFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SeatService_ServiceDesc is the grpc.ServiceDesc for SeatService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -304,6 +362,10 @@ var SeatService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetReturnedCertificates",
 			Handler:    _SeatService_GetReturnedCertificates_Handler,
+		},
+		{
+			MethodName: "GetSignedLicenseFile",
+			Handler:    _SeatService_GetSignedLicenseFile_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

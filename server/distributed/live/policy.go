@@ -45,6 +45,8 @@ type JudgedCap struct {
 	Host  bool
 	Limit int
 	Names Names
+	// Group: Names are a group's members, a cap of the group as a whole.
+	Group bool
 }
 
 // JudgedReservation is a reservation of a Judgement.
@@ -96,9 +98,15 @@ func (j *Judgement) encode(poolNames []byte) []byte {
 		}
 		b = strconv.AppendInt(b, int64(c.Limit), 10)
 		b = append(b, ',')
-		if len(c.Names) == 0 {
+		switch {
+		case len(c.Names) == 0:
 			b = append(b, "[]"...)
-		} else {
+		case c.Group:
+			// A group's members, as a string the script decodes only
+			// when the count needs them (policy.lua count_names): most
+			// acquisitions judge the cap on the scope's holders alone.
+			b = appendJSONString(b, string(c.Names))
+		default:
 			b = append(b, c.Names...)
 		}
 		b = append(b, ']')

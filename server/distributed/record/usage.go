@@ -11,9 +11,10 @@ import (
 
 // RecordSeatEvent stores a denial or a wait.
 func (pg *Postgres) RecordSeatEvent(ctx context.Context, e server.SeatEvent) error {
-	_, err := pg.pool.Exec(ctx, `INSERT INTO seat_events (id, tenant_id, license_id, kind, at, wait_us, feature)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		e.ID, e.TenantID, e.LicenseID, string(e.Kind), e.At.UTC().Truncate(time.Microsecond), e.Wait.Microseconds(), e.Feature)
+	_, err := pg.pool.Exec(ctx, `INSERT INTO seat_events (id, tenant_id, license_id, kind, at, wait_us, feature, reason)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		e.ID, e.TenantID, e.LicenseID, string(e.Kind), e.At.UTC().Truncate(time.Microsecond), e.Wait.Microseconds(), e.Feature,
+		e.Reason)
 	if isCode(err, pgUniqueViolation) {
 		return server.AlreadyExists("seat_event.id", "seat event")
 	}
@@ -86,15 +87,24 @@ const usageRows = `WITH ` + usageIntervals + `,
 			AND e.at >= $3 AND e.at < $4
 		GROUP BY 1, 2, 3
 	),
+	pdn AS (
+		SELECT e.license_id, e.feature, b.bs, e.reason, count(*) AS n
+		FROM seat_events e JOIN b ON e.at >= b.bs AND e.at < b.be
+		WHERE e.tenant_id = $1 AND ($2 = '' OR e.license_id = $2) AND ($7 = '' OR e.feature = $7)
+			AND e.at >= $3 AND e.at < $4 AND e.kind = 'denied' AND e.reason NOT IN ('', 'SEATS_EXHAUSTED')
+		GROUP BY 1, 2, 3, 4
+	),
+	pd AS (SELECT license_id, feature, bs, jsonb_object_agg(reason, n) AS reasons FROM pdn GROUP BY 1, 2, 3),
 	keys AS (SELECT license_id, feature, bs FROM agg UNION SELECT license_id, feature, bs FROM sev)
 	SELECT k.license_id, k.feature, k.bs, GREATEST(COALESCE(pi.peak, 0), COALESCE(pa.peak, 0))::int8,
 		COALESCE(a.seat_hours, 0)::float8, COALESCE(a.acq, 0), COALESCE(s.denials, 0), COALESCE(a.users, 0),
-		COALESCE(s.waits, 0), COALESCE(s.wait_us, 0)::int8
+		COALESCE(s.waits, 0), COALESCE(s.wait_us, 0)::int8, pd.reasons
 	FROM keys k
 		LEFT JOIN agg a USING (license_id, feature, bs)
 		LEFT JOIN peak_in pi USING (license_id, feature, bs)
 		LEFT JOIN peak_at pa USING (license_id, feature, bs)
 		LEFT JOIN sev s USING (license_id, feature, bs)
+		LEFT JOIN pd USING (license_id, feature, bs)
 	ORDER BY k.license_id COLLATE "C", k.feature COLLATE "C", k.bs
 	LIMIT $6`
 
@@ -130,7 +140,7 @@ func (pg *Postgres) UsageReport(ctx context.Context, q server.UsageQuery) (serve
 			waitUS int64
 		)
 		err := r.Scan(&u.LicenseID, &u.Feature, &u.BucketStart, &peak, &u.SeatHours, &u.Acquisitions, &u.Denials,
-			&u.DistinctUsers, &u.QueueWaits, &waitUS)
+			&u.DistinctUsers, &u.QueueWaits, &waitUS, &u.PolicyDenials)
 		u.BucketStart = u.BucketStart.UTC()
 		u.PeakSeats = int(peak)
 		if u.QueueWaits > 0 {

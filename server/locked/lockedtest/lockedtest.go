@@ -15,6 +15,7 @@ import (
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/licensefile"
 	"github.com/seatd/seatd/server/locked"
+	"github.com/seatd/seatd/server/signing"
 )
 
 // Site is a vendor and the site of one store.
@@ -75,6 +76,16 @@ func (s *Site) Start(t testing.TB, serial int64, seats int) *locked.Controller {
 	c := s.Controller(nil)
 	require.NoError(t, c.Start(t.Context()))
 	return c
+}
+
+// Issuer is the Issuer of a locked seatd whose file in force c keeps:
+// the site key signs the certificates of the file's licenses, as the
+// daemon wires it.
+func (s *Site) Issuer(t testing.TB, c *locked.Controller) *signing.Issuer {
+	t.Helper()
+	site, err := signing.NewSite(s.Key.Private, c)
+	require.NoError(t, err)
+	return signing.NewIssuer(s.Store, signing.IssuerOptions{Site: site})
 }
 
 // LicenseID is the seatd id of the file's license "cad".

@@ -102,7 +102,7 @@ class JsonWebKey(_message.Message):
     def __init__(self, kty: _Optional[str] = ..., crv: _Optional[str] = ..., x: _Optional[str] = ..., kid: _Optional[str] = ..., use: _Optional[str] = ..., alg: _Optional[str] = ...) -> None: ...
 
 class Lease(_message.Message):
-    __slots__ = ["acquired_at", "borrowed", "ended_at", "expires_at", "feature", "fingerprint", "grant_id", "hostname", "id", "last_heartbeat_at", "license_id", "metadata", "state", "user", "version"]
+    __slots__ = ["acquired_at", "borrowed", "ended_at", "expires_at", "feature", "fingerprint", "grant_id", "hostname", "id", "last_heartbeat_at", "license_id", "metadata", "reserved_for", "state", "user", "version"]
     class MetadataEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +122,7 @@ class Lease(_message.Message):
     LAST_HEARTBEAT_AT_FIELD_NUMBER: _ClassVar[int]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_FOR_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -137,10 +138,11 @@ class Lease(_message.Message):
     last_heartbeat_at: _timestamp_pb2.Timestamp
     license_id: str
     metadata: _containers.ScalarMap[str, str]
+    reserved_for: PolicySubject
     state: LeaseState
     user: str
     version: str
-    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., borrowed: bool = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., license_id: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[LeaseState, str]] = ..., acquired_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., user: _Optional[str] = ..., hostname: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., last_heartbeat_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., borrowed: bool = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ..., version: _Optional[str] = ..., reserved_for: _Optional[_Union[PolicySubject, _Mapping]] = ...) -> None: ...
 
 class License(_message.Message):
     __slots__ = ["active", "allow_early_return", "create_time", "expires_at", "grants", "id", "key", "lease_ttl", "leasing_strategy", "max_borrow_duration", "max_borrowed_seats", "metadata", "name", "overdraft", "revival_window", "seats", "seats_in_use", "tenant_id", "update_time", "waiting"]

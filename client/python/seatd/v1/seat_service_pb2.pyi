@@ -68,6 +68,18 @@ class GetReturnedCertificatesResponse(_message.Message):
     returned_certificates: str
     def __init__(self, returned_certificates: _Optional[str] = ...) -> None: ...
 
+class GetSignedLicenseFileRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetSignedLicenseFileResponse(_message.Message):
+    __slots__ = ["license_file", "serial"]
+    LICENSE_FILE_FIELD_NUMBER: _ClassVar[int]
+    SERIAL_FIELD_NUMBER: _ClassVar[int]
+    license_file: str
+    serial: int
+    def __init__(self, license_file: _Optional[str] = ..., serial: _Optional[int] = ...) -> None: ...
+
 class GetSigningKeysRequest(_message.Message):
     __slots__ = ["tenant_id"]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]

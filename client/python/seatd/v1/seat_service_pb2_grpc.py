@@ -40,6 +40,11 @@ class SeatServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesResponse.FromString,
                 )
+        self.GetSignedLicenseFile = channel.unary_unary(
+                '/seatd.v1.SeatService/GetSignedLicenseFile',
+                request_serializer=seatd_dot_v1_dot_seat__service__pb2.GetSignedLicenseFileRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetSignedLicenseFileResponse.FromString,
+                )
 
 
 class SeatServiceServicer(object):
@@ -75,7 +80,9 @@ class SeatServiceServicer(object):
         """GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
         lease certificates with: its next key (which signs after the next
         rotation), the key that signs, and the retired keys whose certificates
-        may still be valid. No authentication: the keys are public
+        may still be valid; in locked mode, for the default tenant, the site
+        key first, which signs the certificates of the license file's
+        licenses. No authentication: the keys are public
         (REST: GET /v1/tenants/{tenant_id}/jwks.json).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -89,6 +96,22 @@ class SeatServiceServicer(object):
         comes online fetches it, keeps it, and refuses a listed certificate.
         No authentication, as the JWKS (REST: GET
         /v1/tenants/{tenant_id}/returned.jwt, whose answer is the JWS as one JSON string).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSignedLicenseFile(self, request, context):
+        """GetSignedLicenseFile answers the vendor-signed license file in force
+        (locked mode, docs/concepts/license-files.md), which names the site
+        key that signs the lease certificates of its licenses: a product that
+        holds the vendor's public key verifies the file, then each
+        certificate with the site key the file names (vendor → file → site
+        key → certificate). No authentication, as the JWKS: the vendor's
+        signature, not the channel, is what a product trusts, so a file
+        fetched from any server proves as much. FAILED_PRECONDITION
+        LICENSE_FILE_NOT_CONFIGURED on a seatd without --license-file (REST:
+        GET /v1/license-file.jws, whose answer is the JWS as one JSON string).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -121,6 +144,11 @@ def add_SeatServiceServicer_to_server(servicer, server):
                     servicer.GetReturnedCertificates,
                     request_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesResponse.SerializeToString,
+            ),
+            'GetSignedLicenseFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSignedLicenseFile,
+                    request_deserializer=seatd_dot_v1_dot_seat__service__pb2.GetSignedLicenseFileRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_seat__service__pb2.GetSignedLicenseFileResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -215,5 +243,22 @@ class SeatService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.SeatService/GetReturnedCertificates',
             seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesRequest.SerializeToString,
             seatd_dot_v1_dot_seat__service__pb2.GetReturnedCertificatesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetSignedLicenseFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.SeatService/GetSignedLicenseFile',
+            seatd_dot_v1_dot_seat__service__pb2.GetSignedLicenseFileRequest.SerializeToString,
+            seatd_dot_v1_dot_seat__service__pb2.GetSignedLicenseFileResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -89,6 +89,22 @@ export const getLicense = (id, signal) => api('GET', `/v1/admin/licenses/${enc(i
 export const updateLicense = (id, fields) => api('PATCH', `/v1/admin/licenses/${enc(id)}`, {body: fields});
 export const listLeases = (id, state, feature, signal) =>
   api('GET', query(`/v1/admin/licenses/${enc(id)}/leases`, {state, feature, pageSize: 1000}), {signal});
+// activeLeases reads every page of a license's live leases, of every
+// feature (at most 10 pages of 1000, as listLicenses).
+export async function activeLeases(id, signal) {
+  const all = [];
+  let token = '';
+  for (let i = 0; i < 10; i++) {
+    const page = await api('GET', query(`/v1/admin/licenses/${enc(id)}/leases`,
+      {state: 'LEASE_STATE_ACTIVE', pageSize: 1000, pageToken: token}), {signal});
+    all.push(...(page.leases || []));
+    token = page.nextPageToken;
+    if (!token) break;
+  }
+  return all;
+}
+export const getPolicy = (id, signal) => api('GET', `/v1/admin/licenses/${enc(id)}/policy`, {signal});
+export const listGroups = (signal) => api('GET', '/v1/admin/groups', {signal});
 export const revokeLease = (id, reason) => api('POST', `/v1/admin/leases/${enc(id)}:revoke`, {body: {reason}});
 export const cleanupStatus = (signal) => api('GET', '/v1/admin/cleanup', {signal});
 export const usageReport = (params, signal) => api('GET', query('/v1/admin/reports/usage', params), {signal});

@@ -53,7 +53,8 @@
 --       decision ('' none: the license has no policy), JSON:
 --       [scope, user, host (lower case), refused (0/1), [pool of each
 --       KEYS pool: '' or the grant's id after the dot], [[tag 'u'|'h',
---       limit, [names]] per cap], [[key, seats, member (0/1)] per
+--       limit, [names] (a group's: its JSON as a string)] per cap],
+--       [[key, seats, member (0/1)] per
 --       reservation], the policy has rules of the scope (0/1): a lease
 --       is handed back only to its own user and host].
 -- Returns, for all of them, {{'NOCONF', i...}} (pools without live state;

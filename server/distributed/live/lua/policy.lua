@@ -16,51 +16,89 @@ local function policy_use(idx, now, names)
   end
 end
 
--- held_live says whether the lease of an index member (rest: pool \0
--- lease) is live (true), lapsed (false) or gone from its pool (nil).
-local function held_live(rest)
-  if rest == P_GONE then
-    return false -- its seat is the acquisition's to take (hands_back)
-  end
-  local z = string.find(rest, '\0', 1, true)
-  local i = z and pool_at[string.sub(rest, 1, z - 1)]
-  if not i then
-    return nil
-  end
-  local dl = redis.call('ZSCORE', KEYS[(i - 1) * POOL_KEYS + 3], string.sub(rest, z + 1))
-  if not dl then
-    return nil
-  end
-  return tonumber(dl) > P_NOW
-end
-
--- count_prefix counts the live leases of the members that start with
--- prefix (which ends with \0: the byte after it is a pool's name or \0,
--- never 0xFF), and removes the members whose lease is gone.
-local function count_prefix(prefix)
-  local n = 0
-  for _, m in ipairs(redis.call('ZRANGEBYLEX', P_IDX, '[' .. prefix, '(' .. prefix .. '\255')) do
-    local live = held_live(string.sub(m, #prefix + 1))
-    if live == nil then
-      redis.call('ZREM', P_IDX, m)
-    elseif live then
-      n = n + 1
+-- count_live counts the index members ms whose lease is live (rests[j]
+-- is the tail of ms[j]: pool \0 lease), and removes from the index those
+-- whose lease is gone. The deadlines are read with one ZMSCORE a pool,
+-- not one call a member: a count reads as many members as it has holders.
+local function count_live(ms, rests)
+  local by_pool, n, gone = {}, 0, {}
+  for j, m in ipairs(ms) do
+    local rest = rests[j]
+    if rest ~= P_GONE then
+      local z = string.find(rest, '\0', 1, true)
+      local i = z and pool_at[string.sub(rest, 1, z - 1)]
+      if not i then
+        gone[#gone + 1] = m
+      else
+        local b = by_pool[i]
+        if not b then
+          b = {ids = {}, ms = {}}
+          by_pool[i] = b
+        end
+        b.ids[#b.ids + 1] = string.sub(rest, z + 1)
+        b.ms[#b.ms + 1] = m
+      end
     end
+  end
+  for i, b in pairs(by_pool) do
+    local dls = redis.call('ZMSCORE', KEYS[(i - 1) * POOL_KEYS + 3], unpack(b.ids))
+    for j = 1, #b.ids do
+      local dl = dls[j]
+      if not dl then
+        gone[#gone + 1] = b.ms[j]
+      elseif tonumber(dl) > P_NOW then
+        n = n + 1
+      end
+    end
+  end
+  if #gone > 0 then
+    redis.call('ZREM', P_IDX, unpack(gone))
   end
   return n
 end
 
+-- count_prefix counts the live leases of the members that start with
+-- prefix (which ends with \0: the byte after it is a pool's name or \0,
+-- never 0xFF), and removes the members whose lease is gone. Given below,
+-- a count that cannot reach it is not read member by member: the
+-- members' number (ZLEXCOUNT, lapsed and gone ones too) is returned when
+-- it is under below, an upper bound that judges the same.
+local function count_prefix(prefix, below)
+  local lo, hi = '[' .. prefix, '(' .. prefix .. '\255'
+  if below then
+    local upper = redis.call('ZLEXCOUNT', P_IDX, lo, hi)
+    if upper < below then
+      return upper
+    end
+  end
+  local ms, rests = redis.call('ZRANGEBYLEX', P_IDX, lo, hi), {}
+  for j, m in ipairs(ms) do
+    rests[j] = string.sub(m, #prefix + 1)
+  end
+  return count_live(ms, rests)
+end
+
 -- count_names counts the live leases of the scope held by any of names
--- (users: tag 'u', hosts: 'h'): a range read per name, or, for a group
--- with more members than the scope has holders, one read of all holders.
-local function count_names(scope, tag, names)
+-- (users: tag 'u', hosts: 'h'), as count_prefix with below: for more
+-- than one name (a group's members, as a string to decode: ../policy.go
+-- Judgement encode) the number of all the scope's holders of the tag
+-- first, an upper bound, and only if it could reach below, a range read
+-- per name, or, for a group with more members than the scope has
+-- holders, one read of all holders.
+local function count_names(scope, tag, names, below)
   local lo = scope .. '\0' .. tag .. '\0'
-  local per_name = #names <= 16
-  if not per_name then
-    per_name = #names * 4 <= redis.call('ZLEXCOUNT', P_IDX, '[' .. lo, '(' .. lo .. '\255')
+  if type(names) ~= 'string' and #names <= 1 then
+    return names[1] and count_prefix(lo .. names[1] .. '\0', below) or 0
+  end
+  local holders = redis.call('ZLEXCOUNT', P_IDX, '[' .. lo, '(' .. lo .. '\255')
+  if holders < below then
+    return holders
+  end
+  if type(names) == 'string' then
+    names = cjson.decode(names)
   end
   local n = 0
-  if per_name then
+  if #names <= 16 or #names * 4 <= holders then
     for _, name in ipairs(names) do
       n = n + count_prefix(lo .. name .. '\0')
     end
@@ -70,39 +108,53 @@ local function count_names(scope, tag, names)
   for _, name in ipairs(names) do
     set[name] = true
   end
+  local ms, rests = {}, {}
   for _, m in ipairs(redis.call('ZRANGEBYLEX', P_IDX, '[' .. lo, '(' .. lo .. '\255')) do
     local rest = string.sub(m, #lo + 1)
     local z = string.find(rest, '\0', 1, true)
     if z and set[string.sub(rest, 1, z - 1)] then
-      local live = held_live(string.sub(rest, z + 1))
-      if live == nil then
-        redis.call('ZREM', P_IDX, m)
-      elseif live then
-        n = n + 1
-      end
+      ms[#ms + 1] = m
+      rests[#rests + 1] = string.sub(rest, z + 1)
     end
   end
-  return n
+  return count_live(ms, rests)
 end
 
 -- judge is server.Judge of decision P over n leases of limit: the
 -- reservation to take (0: a shared seat), or nil and the refusal's counts
 -- {caps, reservations}. A count at its limit (n >= limit) answers 0: the
 -- caller refuses that with its own count (acquire_pools.lua EXHAUSTED).
+-- It reads no more than the verdict needs: a cap's count far under its
+-- limit is an upper bound (count_names), and while the seats free would
+-- outnumber every reservation's seats (n + reserved < limit) the
+-- reservations of others are not counted, nor the acquisition's own
+-- beyond knowing it has a seat free (both judge the same; a refusal's
+-- counts are always exact).
 local function judge(P, n, limit)
   if P[4] == 1 then
     return nil, {{}, {}}
   end
   local scope, caps = P[1], {}
   for k, c in ipairs(P[6]) do
-    caps[k] = count_names(scope, c[1], c[3])
+    caps[k] = count_names(scope, c[1], c[3], c[2])
     if caps[k] >= c[2] then
       return nil, {caps, {}}
     end
   end
+  local reserved = 0
+  for _, r in ipairs(P[7]) do
+    reserved = reserved + r[2]
+  end
+  local exact = n + reserved >= limit
   local held, unused, take = {}, 0, 0
   for k, r in ipairs(P[7]) do
-    held[k] = count_prefix(scope .. '\0r\0' .. r[1] .. '\0')
+    if exact then
+      held[k] = count_prefix(scope .. '\0r\0' .. r[1] .. '\0')
+    elseif r[3] == 1 and take == 0 then
+      held[k] = count_prefix(scope .. '\0r\0' .. r[1] .. '\0', r[2])
+    else
+      held[k] = 0 -- not read: the verdict does not depend on it
+    end
     local free = math.max(0, r[2] - held[k])
     unused = unused + free
     if take == 0 and r[3] == 1 and free > 0 then
@@ -223,6 +275,9 @@ local function policy_ends(P, take, from, npools, nscope, bads, confs, displaced
   local function each_under(c, f)
     local lo = P[1] .. '\0' .. c[1] .. '\0'
     local names = c[3]
+    if type(names) == 'string' then
+      names = cjson.decode(names)
+    end
     if #names <= 16 or #names * 4 <= redis.call('ZLEXCOUNT', P_IDX, '[' .. lo, '(' .. lo .. '\255') then
       for _, name in ipairs(names) do
         each_member(lo .. name .. '\0', f)

@@ -1,9 +1,12 @@
 // License: its feature grants (feature, version, seats in use / seats,
-// starts, expires), its leases (user, host, fingerprint, feature and
+// starts, expires), its site policy (its lines, the groups they name, who
+// holds the reserved seats: policy.js), its leases (user, host, fingerprint, feature and
 // version, acquired, last heartbeat, expires in; by state and feature),
 // revoking one after a confirmation, and editing seats, lease TTL and
-// active. The grants and leases refresh every 5 s; the form is left alone.
-import {getLicense, listLeases, revokeLease, updateLicense} from '../api.js';
+// active. The grants, policy and leases refresh every 5 s; the form is
+// left alone.
+import {activeLeases, getLicense, getPolicy, listGroups, listLeases, revokeLease, updateLicense} from '../api.js';
+import {groupNames, hasReservations, policyView} from '../policy.js';
 import {h, replace, table, when, until, seconds, span, num} from '../dom.js';
 import {every, updatedText} from '../refresh.js';
 
@@ -17,6 +20,7 @@ export function render(main, [id], page) {
   const heading = h('h1', {tabindex: -1}, 'License');
   const facts = h('div', {id: 'license-facts'}, h('p', {class: 'loading'}, 'Loading the license…'));
   const grantsBox = h('div', {id: 'grants'});
+  const policyBox = h('div', {id: 'policy'});
   const leasesBox = h('div', {id: 'leases'});
   const actionStatus = h('div', {id: 'lease-action', 'aria-live': 'polite'});
   const updated = h('p', {class: 'updated'});
@@ -36,6 +40,10 @@ export function render(main, [id], page) {
       h('h2', {id: 'grants-h'}, 'Features'),
       h('p', {class: 'help'}, 'Each feature grant is a pool of its own; the seats above are the base pool, for requests that name no feature.'),
       grantsBox),
+    h('section', {'aria-labelledby': 'policy-h'},
+      h('h2', {id: 'policy-h'}, 'Site policy'),
+      h('p', {class: 'help'}, 'Who may take this license\'s seats and how many. A change applies to the next acquisition; no held lease ends.'),
+      policyBox),
     h('section', {'aria-labelledby': 'leases-h'},
       h('div', {class: 'section-head'},
         h('h2', {id: 'leases-h'}, 'Leases'),
@@ -46,9 +54,16 @@ export function render(main, [id], page) {
 
   const load = async () => {
     try {
-      const [license, leases] = await Promise.all([
+      const [license, leases, policy] = await Promise.all([
         getLicense(id, page.signal),
         listLeases(id, filter.value, featureFilter.value, page.signal),
+        getPolicy(id, page.signal),
+      ]);
+      // Who holds reserved seats: every live lease, whatever the filters
+      // above show; the groups, when the policy names any.
+      const [live, groups] = await Promise.all([
+        hasReservations(policy) ? activeLeases(id, page.signal) : [],
+        groupNames(policy).length ? listGroups(page.signal).then((g) => g.groups || []) : [],
       ]);
       if (page.signal.aborted) return;
       const name = license.name || license.id;
@@ -56,6 +71,7 @@ export function render(main, [id], page) {
       replace(heading, name);
       replace(facts, licenseFacts(license));
       replace(grantsBox, grantTable(license));
+      replace(policyBox, policyView(policy, groups, live));
       listFeatures(featureFilter, featureLabel, license.grants || []);
       replace(leasesBox, leaseTable(leases.leases || [], confirmRevoke));
       if (!formFilled) {

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file seatd/v1/seat_service.proto.
  */
 export const file_seatd_v1_seat_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtzZWF0ZC92MS9zZWF0X3NlcnZpY2UucHJvdG8SCHNlYXRkLnYxIssCChJBY3F1aXJlU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRINCgVub25jZRgHIAEoCRIyCg9ib3Jyb3dfZHVyYXRpb24YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDwoHZmVhdHVyZRgJIAEoCRIPCgd2ZXJzaW9uGAogASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLtAQoTQWNxdWlyZVNlYXRSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlEhMKC2xlYXNlX3Rva2VuGAIgASgJEjUKEmhlYXJ0YmVhdF9pbnRlcnZhbBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIUCgxzZWF0c19pbl91c2UYBCABKAUSEgoKc2VhdF9saW1pdBgFIAEoBRIZChFsZWFzZV9jZXJ0aWZpY2F0ZRgGIAEoCRIlCgVncmFudBgHIAEoCzIWLnNlYXRkLnYxLkZlYXR1cmVHcmFudCI7ChJSZWxlYXNlU2VhdFJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAkSEwoLbGVhc2VfdG9rZW4YAiABKAkiNQoTUmVsZWFzZVNlYXRSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlIq0CChJXYWl0Rm9yU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLldhaXRGb3JTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRIUCgxxdWV1ZV90aWNrZXQYByABKAkSDQoFbm9uY2UYCCABKAkSDwoHZmVhdHVyZRgJIAEoCRIPCgd2ZXJzaW9uGAogASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJHCg1RdWV1ZVBvc2l0aW9uEhAKCHBvc2l0aW9uGAEgASgFEhQKDHF1ZXVlX2xlbmd0aBgCIAEoBRIOCgZ0aWNrZXQYAyABKAkifQoTV2FpdEZvclNlYXRSZXNwb25zZRIrCghwb3NpdGlvbhgBIAEoCzIXLnNlYXRkLnYxLlF1ZXVlUG9zaXRpb25IABIwCgdncmFudGVkGAIgASgLMh0uc2VhdGQudjEuQWNxdWlyZVNlYXRSZXNwb25zZUgAQgcKBWV2ZW50IioKFUdldFNpZ25pbmdLZXlzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiMwoeR2V0UmV0dXJuZWRDZXJ0aWZpY2F0ZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJACh9HZXRSZXR1cm5lZENlcnRpZmljYXRlc1Jlc3BvbnNlEh0KFXJldHVybmVkX2NlcnRpZmljYXRlcxgBIAEoCSI8ChZHZXRTaWduaW5nS2V5c1Jlc3BvbnNlEiIKBGtleXMYASADKAsyFC5zZWF0ZC52MS5Kc29uV2ViS2V5MrgDCgtTZWF0U2VydmljZRJKCgtBY3F1aXJlU2VhdBIcLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdBodLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVzcG9uc2USSgoLUmVsZWFzZVNlYXQSHC5zZWF0ZC52MS5SZWxlYXNlU2VhdFJlcXVlc3QaHS5zZWF0ZC52MS5SZWxlYXNlU2VhdFJlc3BvbnNlEkwKC1dhaXRGb3JTZWF0Ehwuc2VhdGQudjEuV2FpdEZvclNlYXRSZXF1ZXN0Gh0uc2VhdGQudjEuV2FpdEZvclNlYXRSZXNwb25zZTABElMKDkdldFNpZ25pbmdLZXlzEh8uc2VhdGQudjEuR2V0U2lnbmluZ0tleXNSZXF1ZXN0GiAuc2VhdGQudjEuR2V0U2lnbmluZ0tleXNSZXNwb25zZRJuChdHZXRSZXR1cm5lZENlcnRpZmljYXRlcxIoLnNlYXRkLnYxLkdldFJldHVybmVkQ2VydGlmaWNhdGVzUmVxdWVzdBopLnNlYXRkLnYxLkdldFJldHVybmVkQ2VydGlmaWNhdGVzUmVzcG9uc2VCLVorZ2l0aHViLmNvbS9zZWF0ZC9zZWF0ZC9nZW4vc2VhdGQvdjE7c2VhdGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_seatd_v1_resources]);
+  fileDesc("ChtzZWF0ZC92MS9zZWF0X3NlcnZpY2UucHJvdG8SCHNlYXRkLnYxIssCChJBY3F1aXJlU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLkFjcXVpcmVTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRINCgVub25jZRgHIAEoCRIyCg9ib3Jyb3dfZHVyYXRpb24YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDwoHZmVhdHVyZRgJIAEoCRIPCgd2ZXJzaW9uGAogASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLtAQoTQWNxdWlyZVNlYXRSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlEhMKC2xlYXNlX3Rva2VuGAIgASgJEjUKEmhlYXJ0YmVhdF9pbnRlcnZhbBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIUCgxzZWF0c19pbl91c2UYBCABKAUSEgoKc2VhdF9saW1pdBgFIAEoBRIZChFsZWFzZV9jZXJ0aWZpY2F0ZRgGIAEoCRIlCgVncmFudBgHIAEoCzIWLnNlYXRkLnYxLkZlYXR1cmVHcmFudCI7ChJSZWxlYXNlU2VhdFJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAkSEwoLbGVhc2VfdG9rZW4YAiABKAkiNQoTUmVsZWFzZVNlYXRSZXNwb25zZRIeCgVsZWFzZRgBIAEoCzIPLnNlYXRkLnYxLkxlYXNlIq0CChJXYWl0Rm9yU2VhdFJlcXVlc3QSEwoLbGljZW5zZV9rZXkYASABKAkSEwoLZmluZ2VycHJpbnQYAiABKAkSDAoEdXNlchgDIAEoCRIQCghob3N0bmFtZRgEIAEoCRI8CghtZXRhZGF0YRgFIAMoCzIqLnNlYXRkLnYxLldhaXRGb3JTZWF0UmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKD2lkZW1wb3RlbmN5X2tleRgGIAEoCRIUCgxxdWV1ZV90aWNrZXQYByABKAkSDQoFbm9uY2UYCCABKAkSDwoHZmVhdHVyZRgJIAEoCRIPCgd2ZXJzaW9uGAogASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJHCg1RdWV1ZVBvc2l0aW9uEhAKCHBvc2l0aW9uGAEgASgFEhQKDHF1ZXVlX2xlbmd0aBgCIAEoBRIOCgZ0aWNrZXQYAyABKAkifQoTV2FpdEZvclNlYXRSZXNwb25zZRIrCghwb3NpdGlvbhgBIAEoCzIXLnNlYXRkLnYxLlF1ZXVlUG9zaXRpb25IABIwCgdncmFudGVkGAIgASgLMh0uc2VhdGQudjEuQWNxdWlyZVNlYXRSZXNwb25zZUgAQgcKBWV2ZW50IioKFUdldFNpZ25pbmdLZXlzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkiMwoeR2V0UmV0dXJuZWRDZXJ0aWZpY2F0ZXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCSJACh9HZXRSZXR1cm5lZENlcnRpZmljYXRlc1Jlc3BvbnNlEh0KFXJldHVybmVkX2NlcnRpZmljYXRlcxgBIAEoCSIdChtHZXRTaWduZWRMaWNlbnNlRmlsZVJlcXVlc3QiRAocR2V0U2lnbmVkTGljZW5zZUZpbGVSZXNwb25zZRIUCgxsaWNlbnNlX2ZpbGUYASABKAkSDgoGc2VyaWFsGAIgASgDIjwKFkdldFNpZ25pbmdLZXlzUmVzcG9uc2USIgoEa2V5cxgBIAMoCzIULnNlYXRkLnYxLkpzb25XZWJLZXkynwQKC1NlYXRTZXJ2aWNlEkoKC0FjcXVpcmVTZWF0Ehwuc2VhdGQudjEuQWNxdWlyZVNlYXRSZXF1ZXN0Gh0uc2VhdGQudjEuQWNxdWlyZVNlYXRSZXNwb25zZRJKCgtSZWxlYXNlU2VhdBIcLnNlYXRkLnYxLlJlbGVhc2VTZWF0UmVxdWVzdBodLnNlYXRkLnYxLlJlbGVhc2VTZWF0UmVzcG9uc2USTAoLV2FpdEZvclNlYXQSHC5zZWF0ZC52MS5XYWl0Rm9yU2VhdFJlcXVlc3QaHS5zZWF0ZC52MS5XYWl0Rm9yU2VhdFJlc3BvbnNlMAESUwoOR2V0U2lnbmluZ0tleXMSHy5zZWF0ZC52MS5HZXRTaWduaW5nS2V5c1JlcXVlc3QaIC5zZWF0ZC52MS5HZXRTaWduaW5nS2V5c1Jlc3BvbnNlEm4KF0dldFJldHVybmVkQ2VydGlmaWNhdGVzEiguc2VhdGQudjEuR2V0UmV0dXJuZWRDZXJ0aWZpY2F0ZXNSZXF1ZXN0Gikuc2VhdGQudjEuR2V0UmV0dXJuZWRDZXJ0aWZpY2F0ZXNSZXNwb25zZRJlChRHZXRTaWduZWRMaWNlbnNlRmlsZRIlLnNlYXRkLnYxLkdldFNpZ25lZExpY2Vuc2VGaWxlUmVxdWVzdBomLnNlYXRkLnYxLkdldFNpZ25lZExpY2Vuc2VGaWxlUmVzcG9uc2VCLVorZ2l0aHViLmNvbS9zZWF0ZC9zZWF0ZC9nZW4vc2VhdGQvdjE7c2VhdGR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_seatd_v1_resources]);
 
 /**
  * @generated from message seatd.v1.AcquireSeatRequest
@@ -165,6 +165,13 @@ export type AcquireSeatResponse = Message<"seatd.v1.AcquireSeatResponse"> & {
    * 2024.10, 3 = 3.0). Not the version claim: a lease handed back to the
    * same client asking again may have been first asked for at another
    * version its grant also covers.
+   * In locked mode a certificate of a license of the license file is
+   * signed by the site key instead (its kid is the file's site_key.kid;
+   * GetSignedLicenseFile) and also carries file_serial (the serial of the
+   * license file in force) and file_license_id (the file's id of the
+   * license; license_id is lic_<file_license_id>): a client checks the
+   * file with the vendor's key, then that the file names the key that
+   * signed, has that serial and grants that license (and feature).
    * Set when the request carried a nonce, and for every borrow; empty
    * otherwise (a signature costs the server a third of its heartbeat
    * rate, which a client that does not verify should not pay). A client
@@ -416,7 +423,9 @@ export const GetReturnedCertificatesRequestSchema: GenMessage<GetReturnedCertifi
 export type GetReturnedCertificatesResponse = Message<"seatd.v1.GetReturnedCertificatesResponse"> & {
   /**
    * A JWS compact token, header {alg EdDSA, kid, typ "seatd-returned+jwt"},
-   * signed by the tenant's lease-signing key (verify it with the JWKS);
+   * signed by the tenant's lease-signing key (verify it with the JWKS; in
+   * locked mode the default tenant's by the site key, which the JWKS and
+   * the license file name);
    * claims {iss "seatd", tenant_id, iat (Unix seconds: when it was
    * signed), returned: [{sub (the lease id, the certificate's sub), exp
    * (the certificate's exp)}]}.
@@ -432,6 +441,48 @@ export type GetReturnedCertificatesResponse = Message<"seatd.v1.GetReturnedCerti
  */
 export const GetReturnedCertificatesResponseSchema: GenMessage<GetReturnedCertificatesResponse> = /*@__PURE__*/
   messageDesc(file_seatd_v1_seat_service, 9);
+
+/**
+ * @generated from message seatd.v1.GetSignedLicenseFileRequest
+ */
+export type GetSignedLicenseFileRequest = Message<"seatd.v1.GetSignedLicenseFileRequest"> & {
+};
+
+/**
+ * Describes the message seatd.v1.GetSignedLicenseFileRequest.
+ * Use `create(GetSignedLicenseFileRequestSchema)` to create a new message.
+ */
+export const GetSignedLicenseFileRequestSchema: GenMessage<GetSignedLicenseFileRequest> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_seat_service, 10);
+
+/**
+ * @generated from message seatd.v1.GetSignedLicenseFileResponse
+ */
+export type GetSignedLicenseFileResponse = Message<"seatd.v1.GetSignedLicenseFileResponse"> & {
+  /**
+   * The license file in force as its signature block: one JWS in compact
+   * serialization, header {alg EdDSA, kid (the vendor key's), typ
+   * "seatd-license-file-v1"}, whose payload is the file's terms (serial,
+   * customer, issued_at, not_after, site_key, licenses).
+   *
+   * @generated from field: string license_file = 1;
+   */
+  licenseFile: string;
+
+  /**
+   * Its serial, as its payload says it.
+   *
+   * @generated from field: int64 serial = 2;
+   */
+  serial: bigint;
+};
+
+/**
+ * Describes the message seatd.v1.GetSignedLicenseFileResponse.
+ * Use `create(GetSignedLicenseFileResponseSchema)` to create a new message.
+ */
+export const GetSignedLicenseFileResponseSchema: GenMessage<GetSignedLicenseFileResponse> = /*@__PURE__*/
+  messageDesc(file_seatd_v1_seat_service, 11);
 
 /**
  * GetSigningKeysResponse is a JWKS (RFC 7517): the key that signs now and
@@ -451,7 +502,7 @@ export type GetSigningKeysResponse = Message<"seatd.v1.GetSigningKeysResponse"> 
  * Use `create(GetSigningKeysResponseSchema)` to create a new message.
  */
 export const GetSigningKeysResponseSchema: GenMessage<GetSigningKeysResponse> = /*@__PURE__*/
-  messageDesc(file_seatd_v1_seat_service, 10);
+  messageDesc(file_seatd_v1_seat_service, 12);
 
 /**
  * SeatService is what a running copy of the product calls to hold a seat.
@@ -497,7 +548,9 @@ export const SeatService: GenService<{
    * GetSigningKeys publishes a tenant's public keys as a JWKS, to verify
    * lease certificates with: its next key (which signs after the next
    * rotation), the key that signs, and the retired keys whose certificates
-   * may still be valid. No authentication: the keys are public
+   * may still be valid; in locked mode, for the default tenant, the site
+   * key first, which signs the certificates of the license file's
+   * licenses. No authentication: the keys are public
    * (REST: GET /v1/tenants/{tenant_id}/jwks.json).
    *
    * @generated from rpc seatd.v1.SeatService.GetSigningKeys
@@ -521,6 +574,25 @@ export const SeatService: GenService<{
     methodKind: "unary";
     input: typeof GetReturnedCertificatesRequestSchema;
     output: typeof GetReturnedCertificatesResponseSchema;
+  },
+  /**
+   * GetSignedLicenseFile answers the vendor-signed license file in force
+   * (locked mode, docs/concepts/license-files.md), which names the site
+   * key that signs the lease certificates of its licenses: a product that
+   * holds the vendor's public key verifies the file, then each
+   * certificate with the site key the file names (vendor → file → site
+   * key → certificate). No authentication, as the JWKS: the vendor's
+   * signature, not the channel, is what a product trusts, so a file
+   * fetched from any server proves as much. FAILED_PRECONDITION
+   * LICENSE_FILE_NOT_CONFIGURED on a seatd without --license-file (REST:
+   * GET /v1/license-file.jws, whose answer is the JWS as one JSON string).
+   *
+   * @generated from rpc seatd.v1.SeatService.GetSignedLicenseFile
+   */
+  getSignedLicenseFile: {
+    methodKind: "unary";
+    input: typeof GetSignedLicenseFileRequestSchema;
+    output: typeof GetSignedLicenseFileResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_seatd_v1_seat_service, 0);
