@@ -349,10 +349,10 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 }
 
 // TestConsoleShowsThePolicyAndWhoHoldsReservedSeats: the license page
-// shows the site policy a row per rule, the groups it names with their
-// members, and the live leases holding reserved seats under the
-// reservation each took (a host reservation matched without case); names
-// holding markup show as text. A released reserved seat leaves the list
+// shows the site policy a row per rule and per priority, the groups it
+// names with their members, and the live leases holding reserved seats
+// under the reservation each took (a host reservation matched without
+// case); names holding markup show as text. A released reserved seat leaves the list
 // within a refresh.
 func TestConsoleShowsThePolicyAndWhoHoldsReservedSeats(t *testing.T) {
 	t.Parallel()
@@ -363,12 +363,18 @@ func TestConsoleShowsThePolicyAndWhoHoldsReservedSeats(t *testing.T) {
 	p.do(t, "PUT", "/v1/admin/groups/"+url.PathEscape(night), p.OperatorKey, map[string]any{
 		"kind": "KIND_USERS", "members": []string{ann, "bob"},
 	}).requireCode(t, http.StatusOK)
+	p.do(t, "PUT", "/v1/admin/groups/designers", p.OperatorKey, map[string]any{
+		"kind": "KIND_USERS", "members": []string{"dora"},
+	}).requireCode(t, http.StatusOK)
 	subject := func(kind, name string) map[string]any { return map[string]any{"kind": kind, "name": name} }
 	p.do(t, "PUT", "/v1/admin/licenses/"+licID+"/policy", p.OperatorKey, map[string]any{"rules": []any{
 		map[string]any{"kind": "KIND_RESERVE", "count": 1, "subject": subject("KIND_GROUP", night)},
 		map[string]any{"kind": "KIND_RESERVE", "count": 1, "subject": subject("KIND_HOST", "WS-9")},
 		map[string]any{"kind": "KIND_MAX", "count": 1, "subject": subject("KIND_USER", "carol")},
 		map[string]any{"kind": "KIND_EXCLUDE", "subject": subject("KIND_USER", "<i>intern")},
+	}, "priorities": []any{
+		map[string]any{"level": 10, "subject": subject("KIND_GROUP", "designers")},
+		map[string]any{"level": -1, "subject": subject("KIND_GROUP", night)},
 	}}).requireCode(t, http.StatusOK)
 
 	annLease := consoleAcquire(t, p, key, ann, "ws-ann")
@@ -391,8 +397,11 @@ func TestConsoleShowsThePolicyAndWhoHoldsReservedSeats(t *testing.T) {
 		{"base pool", "reserve 1", "host WS-9", "1 of 1 taken"},
 		{"base pool", "max 1", "user carol", "—"},
 		{"base pool", "exclude", "user <i>intern", "—"},
+		{"base pool", "priority 10", "group designers", "—"},
+		{"base pool", "priority -1", "group " + night, "—"},
 	}, cells(`#policy .policy-lines tbody tr`))
-	require.Equal(t, [][]string{{night, "users", ann + ", bob"}}, cells(`#policy .policy-groups tbody tr`))
+	require.Equal(t, [][]string{{night, "users", ann + ", bob"}, {"designers", "users", "dora"}}, cells(`#policy .policy-groups tbody tr`),
+		"the groups the rules name, then those only a priority names")
 
 	// Who holds the reserved seats: ann for night, dave for the host;
 	// carol's shared seat is not among them.

@@ -92,8 +92,8 @@ type Linger struct {
 	Duration time.Duration `json:"duration"`
 }
 
-// Priority orders WaitForSeat's waiters of a feature (not enforced yet;
-// validated only).
+// Priority sets the level at which the subject waits for a seat of the
+// feature ("": the base pool) in WaitForSeat's queue (priority.go).
 type Priority struct {
 	Feature string  `json:"feature,omitempty"`
 	Subject Subject `json:"subject"`
@@ -319,6 +319,9 @@ func (p *Policy) Validate(l *License, groups map[string]Group) error {
 			return err
 		}
 		if err := checkSubject(f+".subject", pr.Subject, groups); err != nil {
+			return err
+		}
+		if err := CheckPriorityLevel(f+".level", pr.Level); err != nil {
 			return err
 		}
 		k := prioKey{pr.Feature, pr.Subject.canonical()}

@@ -30,7 +30,7 @@ func policyCmd(g *globals) *cobra.Command {
 func policyGetCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:               "get LICENSE_ID",
-		Short:             "Show a license's site policy, rule by rule (-o json: the LicensePolicy, the input of policy set)",
+		Short:             "Show a license's site policy, rule by rule, and its priorities (-o json: the LicensePolicy, the input of policy set)",
 		Args:              exactArgs("LICENSE_ID"),
 		ValidArgsFunction: g.completeLicenses,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -51,15 +51,18 @@ func policySetCmd(g *globals) *cobra.Command {
 		Long: `Replace a license's site policy with the LicensePolicy in a JSON file (- reads
 standard input): the document policy get -o json prints, field names as in
 the API (rules[].kind KIND_RESERVE, KIND_MAX, KIND_INCLUDE or KIND_EXCLUDE;
-subject.kind KIND_USER, KIND_HOST, KIND_GROUP or KIND_HOST_GROUP). It is
-validated as a whole: a refusal names the rule and field and changes
-nothing. No lease ends; the policy judges the next acquisitions. An empty
-document ({} or no rules) removes the policy.`,
+subject.kind KIND_USER, KIND_HOST, KIND_GROUP or KIND_HOST_GROUP;
+priorities[] of feature, subject and level, -1000 to 1000, the order of
+WaitForSeat's queue). It is validated as a whole: a refusal names the rule
+and field and changes nothing. No lease ends; the policy judges the next
+acquisitions, and its priorities order the waiters that join after it. An
+empty document ({}: no rules, no priorities) removes the policy.`,
 		Args:              exactArgs("LICENSE_ID"),
 		ValidArgsFunction: g.completeLicenses,
 		Example: `  seatctl policy get lic_123 -o json > policy.json   # edit, then
   seatctl policy set lic_123 -f policy.json
-  echo '{"rules": [{"kind": "KIND_EXCLUDE", "subject": {"kind": "KIND_USER", "name": "intern"}}]}' | seatctl policy set lic_123 -f -`,
+  echo '{"rules": [{"kind": "KIND_EXCLUDE", "subject": {"kind": "KIND_USER", "name": "intern"}}]}' | seatctl policy set lic_123 -f -
+  echo '{"priorities": [{"subject": {"kind": "KIND_GROUP", "name": "designers"}, "level": 10}]}' | seatctl policy set lic_123 -f -`,
 		RunE: func(c *cobra.Command, args []string) error {
 			data, err := readFileOrStdin(c, file)
 			if err != nil {
@@ -106,23 +109,55 @@ func inputName(file string) string {
 }
 
 // printPolicy prints a policy: -o json/yaml the LicensePolicy itself, else
-// a line about it and a table of its rules.
+// a line about it and a table of its rules, then one of its priorities.
 func (g *globals) printPolicy(p *seatdv1.LicensePolicy) error {
 	if done, err := g.emit(p); done {
 		return err
 	}
-	if len(p.GetRules()) == 0 {
+	if len(p.GetRules()) == 0 && len(p.GetPriorities()) == 0 {
 		_, err := fmt.Fprintf(g.stdout, "license %s has no site policy: any client may take any free seat\n", p.GetLicenseId())
 		return err
 	}
-	fmt.Fprintf(g.stdout, "site policy of license %s, set %s: %d rule(s)\n", p.GetLicenseId(), fmtTime(p.GetUpdateTime()), len(p.GetRules()))
-	t := newTable(g.stdout, "#", "RULE", "POOL", "COUNT", "SUBJECT", "MEANS")
-	for i, r := range p.GetRules() {
-		count := ""
-		if r.GetCount() > 0 {
-			count = fmt.Sprint(r.GetCount())
+	fmt.Fprintf(g.stdout, "site policy of license %s, set %s: %d rule(s)%s\n", p.GetLicenseId(), fmtTime(p.GetUpdateTime()), len(p.GetRules()), priorityCount(p))
+	if len(p.GetRules()) > 0 {
+		t := newTable(g.stdout, "#", "RULE", "POOL", "COUNT", "SUBJECT", "MEANS")
+		for i, r := range p.GetRules() {
+			count := ""
+			if r.GetCount() > 0 {
+				count = fmt.Sprint(r.GetCount())
+			}
+			t.row(fmt.Sprint(i), ruleWord(r.GetKind()), poolLabel(r.GetFeature()), count, subjectLabel(r.GetSubject(), r.GetEachMember()), ruleMeaning(r))
 		}
-		t.row(fmt.Sprint(i), ruleWord(r.GetKind()), poolLabel(r.GetFeature()), count, subjectLabel(r.GetSubject(), r.GetEachMember()), ruleMeaning(r))
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	return g.printPriorities(p)
+}
+
+// priorityCount is ", 2 priorities" for the line about a policy ("" for
+// none).
+func priorityCount(p *seatdv1.LicensePolicy) string {
+	switch n := len(p.GetPriorities()); n {
+	case 0:
+		return ""
+	case 1:
+		return ", 1 priority"
+	default:
+		return fmt.Sprintf(", %d priorities", n)
+	}
+}
+
+// printPriorities prints a table of the policy's priorities (nothing for
+// none): the order of WaitForSeat's queue.
+func (g *globals) printPriorities(p *seatdv1.LicensePolicy) error {
+	if len(p.GetPriorities()) == 0 {
+		return nil
+	}
+	fmt.Fprintln(g.stdout, "waiters for a seat (WaitForSeat) are served by level, highest first; a waiter no priority names is at level 0:")
+	t := newTable(g.stdout, "#", "LEVEL", "POOL", "SUBJECT")
+	for i, pr := range p.GetPriorities() {
+		t.row(fmt.Sprint(i), fmt.Sprint(pr.GetLevel()), poolLabel(pr.GetFeature()), subjectLabel(pr.GetSubject(), false))
 	}
 	return t.flush()
 }

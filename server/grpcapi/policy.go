@@ -123,8 +123,9 @@ var groupKindFromProto = map[seatdv1.IdentityGroup_Kind]server.SubjectKind{
 }
 
 // policyFromProto converts a LicensePolicy for the service, refusing an
-// enum left unspecified or unknown (named as rules[2].kind, the field path
-// over REST, whose body is the policy); the service checks the rest.
+// enum left unspecified or unknown (named as rules[2].kind or
+// priorities[0].subject.kind, the field path over REST, whose body is the
+// policy); the service checks the rest.
 // Output-only fields (license_id, update_time) are ignored. A nil policy
 // is none.
 func policyFromProto(in *seatdv1.LicensePolicy) (*server.Policy, error) {
@@ -150,6 +151,10 @@ func policyFromProto(in *seatdv1.LicensePolicy) (*server.Policy, error) {
 			Subject:    server.Subject{Kind: subject, Name: r.GetSubject().GetName()},
 			EachMember: r.GetEachMember(),
 		})
+	}
+	var err error
+	if p.Priorities, err = prioritiesFromProto(in.GetPriorities()); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -177,6 +182,7 @@ func policyToProto(l server.License) *seatdv1.LicensePolicy {
 			EachMember: r.EachMember,
 		})
 	}
+	out.Priorities = prioritiesToProto(l.Policy.Priorities)
 	return out
 }
 

@@ -21,9 +21,10 @@ func (s *Service) GetPolicy(ctx context.Context, tenant, licenseID string) (serv
 	return s.store.GetLicense(ctx, tenant, licenseID)
 }
 
-// SetPolicy replaces the policy of a license of the tenant (nil or no
-// rules: none) and audits it. No held lease ends: the policy judges the
-// next acquisitions.
+// SetPolicy replaces the policy of a license of the tenant (nil, or no
+// rules and no priorities: none) and audits it. No held lease ends: the
+// policy judges the next acquisitions. No queued waiter moves: its
+// priorities order the waiters that join after it.
 func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string, p *server.Policy) (server.License, error) {
 	if err := required("license_id", licenseID); err != nil {
 		return server.License{}, err
@@ -32,9 +33,9 @@ func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string
 		return server.License{}, err
 	}
 	var set *server.Policy
-	if p != nil && len(p.Rules) > 0 {
+	if p != nil && (len(p.Rules) > 0 || len(p.Priorities) > 0) {
 		// Groups are the store's to fill; the time is this call's.
-		set = &server.Policy{Rules: p.Rules, UpdatedAt: s.now()}
+		set = &server.Policy{Rules: p.Rules, Priorities: p.Priorities, UpdatedAt: s.now()}
 	}
 	l, err := s.store.SetPolicy(ctx, tenant, licenseID, set)
 	if err != nil {
@@ -45,6 +46,9 @@ func (s *Service) SetPolicy(ctx context.Context, actor, tenant, licenseID string
 		details["rules"] = itoa(len(set.Rules))
 		for kind, n := range ruleCounts(set.Rules) {
 			details["rules."+string(kind)] = itoa(n)
+		}
+		if len(set.Priorities) > 0 {
+			details["priorities"] = itoa(len(set.Priorities))
 		}
 	}
 	s.audit(ctx, actor, tenant, "policy.set", "license_policy", licenseID, details)
@@ -61,8 +65,9 @@ func ruleCounts(rules []server.PolicyRule) map[server.RuleKind]int {
 
 // checkPolicyShape refuses what no license could take, naming the field
 // (rules[2].count): the rules' number, each rule's kind, count, feature
-// name, subject kind and name, each_member. Lingers and priorities are not
-// served yet: refused rather than kept unenforced.
+// name, subject kind and name, each_member; the priorities'
+// (checkPrioritiesShape). Lingers are not served yet: refused rather than
+// kept unenforced.
 func checkPolicyShape(p *server.Policy) error {
 	if p == nil {
 		return nil
@@ -70,8 +75,8 @@ func checkPolicyShape(p *server.Policy) error {
 	if len(p.Linger) > 0 {
 		return server.Invalid("linger", "lingering seats are not available yet")
 	}
-	if len(p.Priorities) > 0 {
-		return server.Invalid("priorities", "priorities are not available yet")
+	if err := checkPrioritiesShape(p.Priorities); err != nil {
+		return err
 	}
 	if len(p.Rules) > server.MaxPolicyRules {
 		return server.Invalid("rules", "must be at most %d rules", server.MaxPolicyRules)
@@ -100,18 +105,7 @@ func checkPolicyShape(p *server.Policy) error {
 				return err
 			}
 		}
-		switch r.Subject.Kind {
-		case server.SubjectUser, server.SubjectHost, server.SubjectGroup, server.SubjectHostGroup:
-		case "":
-			return server.Invalid(f+".subject.kind", "is required: user, host, group or host_group")
-		default:
-			return server.Invalid(f+".subject.kind", "must be user, host, group or host_group (got %q)", r.Subject.Kind)
-		}
-		checkName := server.CheckPolicyName
-		if r.Subject.Kind.IsGroup() {
-			checkName = server.CheckGroupName // no '/'
-		}
-		if err := checkName(f+".subject.name", r.Subject.Name); err != nil {
+		if err := checkSubjectShape(f+".subject", r.Subject); err != nil {
 			return err
 		}
 		if r.EachMember && (r.Kind != server.RuleMax || !r.Subject.Kind.IsGroup()) {

@@ -65,8 +65,6 @@ func TestBadPolicyShapesAreRefusedNamingTheField(t *testing.T) {
 	// Not served yet: refused rather than kept and not enforced.
 	_, err = e.svc.SetPolicy(t.Context(), "operator", server.DefaultTenantID, lic.ID, &server.Policy{Linger: []server.Linger{{Duration: time.Minute}}})
 	requireField(t, err, "linger")
-	_, err = e.svc.SetPolicy(t.Context(), "operator", server.DefaultTenantID, lic.ID, &server.Policy{Priorities: []server.Priority{{Subject: user("bob"), Level: 1}}})
-	requireField(t, err, "priorities")
 
 	for _, entry := range e.audit(t, server.DefaultTenantID) {
 		require.NotEqual(t, "policy.set", entry.Action, "a refused policy is not audited")

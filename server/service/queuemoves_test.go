@@ -23,9 +23,9 @@ type countedQueue struct {
 	joins, positions, asides, leaves atomic.Int64
 }
 
-func (q *countedQueue) Join(ctx context.Context, name, resume string) (waitqueue.Ticket, error) {
+func (q *countedQueue) Join(ctx context.Context, name string, level int, resume string) (waitqueue.Ticket, error) {
 	q.joins.Add(1)
-	t, err := q.Queue.Join(ctx, name, resume)
+	t, err := q.Queue.Join(ctx, name, level, resume)
 	if err != nil {
 		return nil, err
 	}

@@ -25,13 +25,16 @@ type Place struct {
 }
 
 // WaitForSeat queues the caller FIFO per license until a seat frees (per
-// license, feature and version for a request of a feature: queueName). The
-// waiters whose turn it is try the store's atomic acquire every WaitPoll;
-// others only watch their place. Without a site policy that is the head
-// alone. A waiter refused for who it is (a cap of its own, seats reserved
-// for others: standsAside) keeps its place but stands aside, so that the
-// waiter behind it tries too (FIFO among those who can be served), until
-// a try of its own is refused for want of a seat, for anyone. moved is
+// license, feature and version for a request of a feature: queueName),
+// behind the waiters of a higher priority level under the license's site
+// policy and ahead of those of a lower one (server.Policy.PriorityLevel,
+// resolved as the caller joins). The waiters whose turn it is try the
+// store's atomic acquire every WaitPoll; others only watch their place.
+// Without a site policy that is the head alone. A waiter refused for who
+// it is (a cap of its own, seats reserved for others: standsAside) keeps
+// its place but stands aside, so that the waiter behind it tries too (in
+// the queue's order among those who can be served), until a try of its
+// own is refused for want of a seat, for anyone. moved is
 // told each new place (and may end the wait with an error). A granted seat
 // must be heartbeated within WaitHold, or it is revoked and goes to the
 // next waiter. resume is a ticket of an earlier wait whose place to take
@@ -56,8 +59,11 @@ func (s *Service) WaitForSeat(ctx context.Context, req SeatRequest, resume strin
 			return Grant{}, err
 		}
 	}
+	// The waiter's level is the policy's now, kept for the whole wait (and
+	// by a resumed place): a policy change reorders no one already queued.
+	level := lic.Policy.PriorityLevel(req.Feature, server.Identity{User: req.User, Host: req.Hostname})
 	name := queueName(req)
-	ticket, err := s.queue.Join(ctx, name, resume)
+	ticket, err := s.queue.Join(ctx, name, level, resume)
 	if errors.Is(err, waitqueue.ErrFull) {
 		return Grant{}, ErrQueueFull
 	}

@@ -185,7 +185,7 @@ func TestShutdownEndsAWaitWithItsPlaceKept(t *testing.T) {
 	require.ErrorIs(t, within(t, w.failed, "the wait's end"), ErrShuttingDown)
 
 	// The ticket still holds place 1: a new wait resuming it is first.
-	resumed, err := e.svc.queue.Join(t.Context(), server.HashSecret(lic.Key), ticket)
+	resumed, err := e.svc.queue.Join(t.Context(), server.HashSecret(lic.Key), 0, ticket)
 	require.NoError(t, err)
 	defer resumed.Leave(t.Context())
 	place, err := resumed.Position(t.Context())

@@ -112,6 +112,7 @@ func groupMembers(p *server.Policy) map[string][]string {
 func testPolicy(t *testing.T, newBackend Backend) {
 	w := sleepers(t)
 	defer w.wait()
+	testPriorities(t, newBackend) // priority.go
 
 	t.Run("PoliciesAndGroupsAreKept", func(t *testing.T) {
 		t.Parallel()

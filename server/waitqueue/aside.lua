@@ -5,17 +5,17 @@
 -- behind it when it stands aside on its turn (its turn now), '' otherwise.
 -- O(log n).
 drop_dead(now_ms())
-local seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not seq then
+local place = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not place then
   return {0, ''}
 end
 if ARGV[2] ~= '1' then
   redis.call('ZREM', KEYS[4], ARGV[1])
   return {1, ''}
 end
-redis.call('ZADD', KEYS[4], seq, ARGV[1])
+redis.call('ZADD', KEYS[4], place, ARGV[1])
 local rank = redis.call('ZRANK', KEYS[1], ARGV[1])
-if not is_turn(seq, rank) then
+if not is_turn(place, rank) then
   return {1, ''}
 end
 return {1, redis.call('ZRANGE', KEYS[1], rank + 1, rank + 1)[1] or ''}

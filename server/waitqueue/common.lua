@@ -19,9 +19,9 @@ local function drop_dead(now)
   end
 end
 
--- is_turn reports whether the waiter of join sequence seq at 0-based rank
--- may try for a seat: every waiter ahead of it stands aside (the aside
--- zset is scored by join sequence too). O(log n).
-local function is_turn(seq, rank)
-  return redis.call('ZCOUNT', KEYS[4], '-inf', '(' .. seq) == rank
+-- is_turn reports whether the waiter of place (score) place at 0-based
+-- rank may try for a seat: every waiter ahead of it stands aside (the
+-- aside zset is scored by place too). O(log n).
+local function is_turn(place, rank)
+  return redis.call('ZCOUNT', KEYS[4], '-inf', '(' .. place) == rank
 end

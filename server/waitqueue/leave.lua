@@ -6,12 +6,12 @@
 -- without a policy, the new head), '' otherwise: the caller tells it at
 -- once. O(log n).
 drop_dead(now_ms())
-local seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local place = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local passes = false
 local rank
-if seq then
+if place then
   rank = redis.call('ZRANK', KEYS[1], ARGV[1])
-  passes = not redis.call('ZSCORE', KEYS[4], ARGV[1]) and is_turn(seq, rank)
+  passes = not redis.call('ZSCORE', KEYS[4], ARGV[1]) and is_turn(place, rank)
 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])

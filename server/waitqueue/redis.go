@@ -12,10 +12,15 @@ import (
 )
 
 // Redis is the queue shared by every instance: per license a sorted set of
-// waiters scored by a join sequence, a sorted set of the times their
-// liveness runs out, which Position pushes back, and a sorted set of the
-// waiters standing aside, scored by join sequence too (a turn is then two
-// counts: ZRANK and ZCOUNT). Waiters whose instance died stop refreshing
+// waiters scored by their place, a sorted set of the times their liveness
+// runs out, which Position pushes back, and a sorted set of the waiters
+// standing aside, scored by place too (a turn is then two counts: ZRANK
+// and ZCOUNT). A place is the join sequence less level × 2^42 (join.lua):
+// higher levels first, join order within a level, and at level 0 the
+// sequence itself, as before priorities (instances of either version
+// order one queue alike). Every score is an integer below 2^53 in
+// magnitude, exact in a float64, while a queue that never empties takes
+// fewer than 2^42 joins. Waiters whose instance died stop refreshing
 // and are dropped by the next call. Every key is
 // declared to the scripts and hash-tagged per queue (one cluster slot),
 // none has a TTL, and the last waiter out removes them.
@@ -69,9 +74,12 @@ func (q *Redis) keysFor(name string) []string {
 	return []string{q.prefix + tag + ":waiters", q.prefix + tag + ":seq", q.prefix + tag + ":alive", q.prefix + tag + ":aside"}
 }
 
-func (q *Redis) Join(ctx context.Context, name, resume string) (Ticket, error) {
+func (q *Redis) Join(ctx context.Context, name string, level int, resume string) (Ticket, error) {
+	if err := checkLevel(level); err != nil {
+		return nil, err
+	}
 	t := &redisTicket{q: q, keys: q.keysFor(name), id: server.NewID("w_")}
-	res, err := joinScript.Run(ctx, q.rdb, t.keys, t.id, q.maxLength, q.liveness.Milliseconds(), resume).Int64Slice()
+	res, err := joinScript.Run(ctx, q.rdb, t.keys, t.id, q.maxLength, q.liveness.Milliseconds(), resume, level).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("join wait queue: %w", err)
 	}

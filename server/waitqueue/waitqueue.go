@@ -1,5 +1,6 @@
-// Package waitqueue keeps the FIFO queue of clients waiting for a seat on a
-// license (SeatService/WaitForSeat). The queue only orders waiters; seats
+// Package waitqueue keeps the queue of clients waiting for a seat on a
+// license (SeatService/WaitForSeat): by priority level, highest first, and
+// first in, first out within a level. The queue only orders waiters; seats
 // are still granted by the store's atomic acquire, tried by the waiters
 // whose turn it is: the head of the queue, and, while every waiter ahead
 // of one stands aside (refused for who it is, not for want of a seat), that
@@ -10,7 +11,9 @@ package waitqueue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/seatd/seatd/server"
@@ -22,13 +25,26 @@ var ErrFull = errors.New("wait queue is full")
 // Queue orders the waiters of each license. name identifies the license's
 // queue (callers pass a hash of the license key).
 type Queue interface {
-	// Join adds a waiter at the tail, or returns ErrFull. A non-empty
-	// resume names a ticket of an earlier stream: while that ticket is still
-	// in this queue, the new ticket takes over its place (never ErrFull)
-	// and the old one is gone, as if it had left.
-	Join(ctx context.Context, name, resume string) (Ticket, error)
+	// Join adds a waiter behind every waiter of its level or a higher one
+	// and ahead of every waiter of a lower level (level 0 without a
+	// priority; server.MinPriorityLevel to server.MaxPriorityLevel, else
+	// an error), or returns ErrFull. So a waiter never stands behind one
+	// that joined later at its level. A non-empty resume names a ticket of
+	// an earlier stream: while that ticket is still in this queue, the new
+	// ticket takes over its place and its level (level is not looked at;
+	// never ErrFull) and the old one is gone, as if it had left.
+	Join(ctx context.Context, name string, level int, resume string) (Ticket, error)
 	// Length is how many waiters the queue holds now (0 for none).
 	Length(ctx context.Context, name string) (int, error)
+}
+
+// checkLevel refuses a level out of the policy's range (the caller's bug:
+// the service joins with a validated policy's level).
+func checkLevel(level int) error {
+	if level < server.MinPriorityLevel || level > server.MaxPriorityLevel {
+		return fmt.Errorf("wait queue: priority level %d out of range [%d, %d]", level, server.MinPriorityLevel, server.MaxPriorityLevel)
+	}
+	return nil
 }
 
 // Place is where a waiter stands in its queue.
@@ -47,6 +63,9 @@ type Place struct {
 // keeps its place, and the waiter behind it may try too, as if it were not
 // there. Those who may try are thus the waiters up to and including the
 // first that does not stand aside: without a policy, the head alone.
+// "Ahead" and "behind" are in the queue's order, levels included: a waiter
+// of a higher level that joins ahead of the waiter whose turn it was ends
+// that turn (seen at that waiter's next look).
 type Ticket interface {
 	// ID names the place, for a later Join to resume it (a resumed place
 	// does not stand aside).
@@ -69,13 +88,15 @@ type Ticket interface {
 	Leave(ctx context.Context) (next string)
 }
 
-// Memory is the one-node queue. Each license's queue numbers its waiters
-// in their order of arrival (slots) and counts the slots still held, and
-// those standing aside, in two Fenwick trees, so that a place is a prefix
-// sum and a turn the comparison of two: Join, Position, StandAside and
-// Leave are O(log n), and a drain of n waiters O(n log n). Slots left
-// behind are compacted once they outnumber the waiters (amortized
-// O(log n)).
+// Memory is the one-node queue. Each license's queue is a line per
+// priority level present, highest first. A line numbers its waiters in
+// their order of arrival (slots) and counts the slots still held, and
+// those standing aside, in two Fenwick trees, so that a place within it is
+// a prefix sum and a turn the comparison of two; the lines ahead add their
+// counts. Join, Position, StandAside and Leave are O(L + log n) for L
+// levels present (1 without priorities; at most the policy's levels and
+// 0), and a drain of n waiters O(n (L + log n)). Slots left behind are
+// compacted once they outnumber a line's waiters (amortized O(log n)).
 type Memory struct {
 	MaxLength int
 
@@ -84,17 +105,26 @@ type Memory struct {
 }
 
 type memQueue struct {
-	slots []*memTicket // in order of arrival; nil where a waiter left
-	held  fenwick      // 1 at each slot a waiter holds
-	aside fenwick      // 1 at each slot whose waiter stands aside
+	lines []*memLine // one per level present, highest level first
 	ids   map[string]*memTicket
+}
+
+// memLine is the waiters of one level, in their order of arrival.
+type memLine struct {
+	level  int
+	slots  []*memTicket // nil where a waiter left
+	held   fenwick      // 1 at each slot a waiter holds
+	aside  fenwick      // 1 at each slot whose waiter stands aside
+	n      int          // waiters held
+	nAside int          // of which stand aside
 }
 
 type memTicket struct {
 	q     *Memory
 	name  string
 	id    string
-	slot  int // in its queue's slots; -1 once it left
+	line  *memLine
+	slot  int // in its line's slots; -1 once it left
 	aside bool
 }
 
@@ -103,20 +133,23 @@ func NewMemory(maxLength int) *Memory {
 	return &Memory{MaxLength: maxLength, queues: map[string]*memQueue{}}
 }
 
-func (m *Memory) Join(_ context.Context, name, resume string) (Ticket, error) {
+func (m *Memory) Join(_ context.Context, name string, level int, resume string) (Ticket, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := &memTicket{q: m, name: name, id: server.NewID("w_")}
 	q := m.queues[name]
+	if err := checkLevel(level); err != nil {
+		return nil, err
+	}
 	if old := q.ticket(resume); old != nil {
-		// The place moves to the new ticket; the old one is gone, as if
-		// it had left (its Leave does nothing). The new one does not stand
-		// aside: its stream has not tried yet.
-		t.slot, old.slot = old.slot, -1
+		// The place (and level) moves to the new ticket; the old one is
+		// gone, as if it had left (its Leave does nothing). The new one
+		// does not stand aside: its stream has not tried yet.
+		t.line, t.slot, old.slot = old.line, old.slot, -1
 		if old.aside {
-			q.aside.add(t.slot, -1)
+			t.line.setAside(t.slot, false)
 		}
-		q.slots[t.slot] = t
+		t.line.slots[t.slot] = t
 		delete(q.ids, old.id)
 		q.ids[t.id] = t
 		return t, nil
@@ -128,10 +161,12 @@ func (m *Memory) Join(_ context.Context, name, resume string) (Ticket, error) {
 		q = &memQueue{ids: map[string]*memTicket{}}
 		m.queues[name] = q
 	}
-	t.slot = len(q.slots)
-	q.slots = append(q.slots, t)
-	q.held.push(1)
-	q.aside.push(0)
+	t.line = q.lineOf(level)
+	t.slot = len(t.line.slots)
+	t.line.slots = append(t.line.slots, t)
+	t.line.held.push(1)
+	t.line.aside.push(0)
+	t.line.n++
 	q.ids[t.id] = t
 	return t, nil
 }
@@ -153,7 +188,7 @@ func (t *memTicket) Position(context.Context) (Place, error) {
 	if t.slot < 0 {
 		return Place{Length: q.length()}, errLeft
 	}
-	pos, turn := q.place(t.slot)
+	pos, turn := q.place(t)
 	return Place{Position: pos, Length: q.length(), Turn: turn}, nil
 }
 
@@ -166,13 +201,13 @@ func (t *memTicket) StandAside(_ context.Context, aside bool) (string, error) {
 	q := t.q.queues[t.name]
 	if t.aside != aside {
 		t.aside = aside
-		q.aside.add(t.slot, 2*bit(aside)-1)
+		t.line.setAside(t.slot, aside)
 	}
-	pos, turn := q.place(t.slot)
+	pos, turn := q.place(t)
 	if !aside || !turn || pos == q.length() {
 		return "", nil
 	}
-	return q.slots[q.held.find(pos+1)].id, nil
+	return q.at(pos + 1).id, nil
 }
 
 func (t *memTicket) Leave(context.Context) string {
@@ -182,33 +217,66 @@ func (t *memTicket) Leave(context.Context) string {
 		return ""
 	}
 	q := t.q.queues[t.name]
-	pos, turn := q.place(t.slot)
+	pos, turn := q.place(t)
 	passes := turn && !t.aside // the waiter behind it may try now
-	q.slots[t.slot] = nil
-	q.held.add(t.slot, -1)
+	l := t.line
+	l.slots[t.slot] = nil
+	l.held.add(t.slot, -1)
+	l.n--
 	if t.aside {
-		q.aside.add(t.slot, -1)
+		l.setAside(t.slot, false)
 	}
 	delete(q.ids, t.id)
-	t.slot = -1
+	t.slot, t.line = -1, nil
 	if len(q.ids) == 0 {
 		delete(t.q.queues, t.name)
 		return ""
 	}
-	if len(q.slots) >= 2*len(q.ids)+64 {
-		q.compact()
+	switch {
+	case l.n == 0:
+		q.lines = slices.DeleteFunc(q.lines, func(x *memLine) bool { return x == l })
+	case len(l.slots) >= 2*l.n+64:
+		l.compact()
 	}
 	if !passes || pos > len(q.ids) {
 		return ""
 	}
-	return q.slots[q.held.find(pos)].id
+	return q.at(pos).id
 }
 
-// place is the position of the waiter at slot, and whether it is its
-// turn: every waiter ahead of it stands aside.
-func (q *memQueue) place(slot int) (pos int, turn bool) {
-	pos = q.held.sum(slot + 1)
-	return pos, q.aside.sum(slot) == pos-1
+// lineOf is the line of level, made (in its place) if the queue has none.
+func (q *memQueue) lineOf(level int) *memLine {
+	i, found := slices.BinarySearchFunc(q.lines, level, func(l *memLine, level int) int { return level - l.level })
+	if !found {
+		q.lines = slices.Insert(q.lines, i, &memLine{level: level})
+	}
+	return q.lines[i]
+}
+
+// place is the position of t's waiter, and whether it is its turn: every
+// waiter ahead of it stands aside, in the lines ahead and in its own.
+func (q *memQueue) place(t *memTicket) (pos int, turn bool) {
+	turn = true
+	for _, l := range q.lines {
+		if l == t.line {
+			break
+		}
+		pos += l.n
+		turn = turn && l.nAside == l.n
+	}
+	in := t.line.held.sum(t.slot + 1)
+	return pos + in, turn && t.line.aside.sum(t.slot) == in-1
+}
+
+// at is the waiter at position pos (1 <= pos <= length).
+func (q *memQueue) at(pos int) *memTicket {
+	for _, l := range q.lines {
+		if pos <= l.n {
+			return l.slots[l.held.find(pos)]
+		}
+		pos -= l.n
+	}
+	panic("waitqueue: position past the queue's end")
 }
 
 func (q *memQueue) length() int {
@@ -226,19 +294,27 @@ func (q *memQueue) ticket(id string) *memTicket {
 	return q.ids[id]
 }
 
+// setAside marks the slot's waiter as standing aside or not (it was the
+// other).
+func (l *memLine) setAside(slot int, aside bool) {
+	d := 2*bit(aside) - 1
+	l.aside.add(slot, d)
+	l.nAside += d
+}
+
 // compact drops the slots left behind, keeping the order.
-func (q *memQueue) compact() {
-	slots := make([]*memTicket, 0, 2*len(q.ids))
-	q.held, q.aside = q.held[:0], q.aside[:0]
-	for _, t := range q.slots {
+func (l *memLine) compact() {
+	slots := make([]*memTicket, 0, 2*l.n)
+	l.held, l.aside = l.held[:0], l.aside[:0]
+	for _, t := range l.slots {
 		if t != nil {
 			t.slot = len(slots)
 			slots = append(slots, t)
-			q.held.push(1)
-			q.aside.push(bit(t.aside))
+			l.held.push(1)
+			l.aside.push(bit(t.aside))
 		}
 	}
-	q.slots = slots
+	l.slots = slots
 }
 
 // bit is 1 for true, 0 for false.

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seatd/seatd/server"
 )
 
 func redisQueue(t *testing.T, max int, liveness time.Duration) *Redis {
@@ -55,7 +58,7 @@ func TestQueues(t *testing.T) {
 			ctx := context.Background()
 			var tickets []Ticket
 			for range 50 {
-				tk, err := q.Join(ctx, "lic", "")
+				tk, err := q.Join(ctx, "lic", 0, "")
 				require.NoError(t, err)
 				tickets = append(tickets, tk)
 			}
@@ -92,7 +95,7 @@ func TestQueues(t *testing.T) {
 			ctx := context.Background()
 			var tk []Ticket
 			for range 4 {
-				x, err := q.Join(ctx, "lic", "")
+				x, err := q.Join(ctx, "lic", 0, "")
 				require.NoError(t, err)
 				tk = append(tk, x)
 			}
@@ -108,7 +111,7 @@ func TestQueues(t *testing.T) {
 			ctx := context.Background()
 			var tk []Ticket
 			for range 4 {
-				x, err := q.Join(ctx, "lic", "")
+				x, err := q.Join(ctx, "lic", 0, "")
 				require.NoError(t, err)
 				tk = append(tk, x)
 			}
@@ -150,7 +153,7 @@ func TestQueues(t *testing.T) {
 			tk = []Ticket{tk[0], tk[3]}
 			require.Equal(t, []bool{true, true}, turns())
 			// A resumed place does not stand aside (its stream has not tried).
-			again, err := q.Join(ctx, "lic", tk[0].ID())
+			again, err := q.Join(ctx, "lic", 0, tk[0].ID())
 			require.NoError(t, err)
 			tk[0] = again
 			require.Equal(t, []bool{true, false}, turns())
@@ -158,20 +161,158 @@ func TestQueues(t *testing.T) {
 			_, err = again.StandAside(ctx, true)
 			require.Error(t, err, "a ticket that left cannot stand aside")
 		})
+		t.Run(name+"/Priority", func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(t, 20)
+			ctx := context.Background()
+			// Joins one after another at these levels: the queue's order is
+			// by level, highest first, then by join.
+			levels := []int{0, 5, 0, 10, 5, -3, 0, 1000, -1000}
+			var tk []Ticket
+			for _, lv := range levels {
+				x, err := q.Join(ctx, "lic", lv, "")
+				require.NoError(t, err)
+				tk = append(tk, x)
+			}
+			order := func() []int { // join indexes by position
+				out := make([]int, len(tk))
+				for i, x := range tk {
+					p, err := x.Position(ctx)
+					require.NoError(t, err)
+					require.Equal(t, len(tk), p.Length)
+					out[p.Position-1] = i
+				}
+				return out
+			}
+			require.Equal(t, []int{7, 3, 1, 4, 0, 2, 6, 5, 8}, order())
+			n, err := q.Length(ctx, "lic")
+			require.NoError(t, err)
+			require.Equal(t, len(levels), n)
+
+			// A waiter never stands behind one that joined later at its
+			// level: another 5 and another 0 join behind their levels.
+			for _, lv := range []int{5, 0} {
+				x, err := q.Join(ctx, "lic", lv, "")
+				require.NoError(t, err)
+				tk = append(tk, x)
+			}
+			require.Equal(t, []int{7, 3, 1, 4, 9, 0, 2, 6, 10, 5, 8}, order())
+
+			// The head alone has the turn; leaving, it names the next in
+			// the queue's order, across levels.
+			p, err := tk[7].Position(ctx)
+			require.NoError(t, err)
+			require.True(t, p.Turn)
+			p, err = tk[3].Position(ctx)
+			require.NoError(t, err)
+			require.False(t, p.Turn, "second in line")
+			require.Equal(t, tk[3].ID(), tk[7].Leave(ctx))
+			require.Equal(t, tk[1].ID(), tk[3].Leave(ctx), "the 10 leaves: the first 5")
+			require.Empty(t, tk[4].Leave(ctx), "not its turn")
+			require.Empty(t, tk[9].Leave(ctx), "not its turn")
+			require.Equal(t, tk[0].ID(), tk[1].Leave(ctx), "the last 5 leaves: the first 0")
+			tk = []Ticket{tk[0], tk[2], tk[5], tk[6], tk[8], tk[10]}
+			require.Equal(t, []int{0, 1, 3, 5, 2, 4}, order())
+		})
+		t.Run(name+"/PriorityStandAside", func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(t, 10)
+			ctx := context.Background()
+			join := func(level int) Ticket {
+				x, err := q.Join(ctx, "lic", level, "")
+				require.NoError(t, err)
+				return x
+			}
+			low := join(0)
+			high := join(3)
+			turn := func(x Ticket) bool {
+				p, err := x.Position(ctx)
+				require.NoError(t, err)
+				return p.Turn
+			}
+			require.True(t, turn(high))
+			require.False(t, turn(low), "the higher level is ahead")
+			next, err := high.StandAside(ctx, true)
+			require.NoError(t, err)
+			require.Equal(t, low.ID(), next, "the head (level 3) stands aside: the level-0 waiter's turn")
+			require.True(t, turn(low))
+			// A waiter of a higher level joins ahead: the turn is its, and
+			// the level-0 waiter's ends (behind one not standing aside).
+			higher := join(7)
+			require.True(t, turn(higher))
+			require.False(t, turn(high), "standing aside, behind one that does not")
+			require.False(t, turn(low))
+			next, err = higher.StandAside(ctx, true)
+			require.NoError(t, err)
+			require.Equal(t, high.ID(), next)
+			require.True(t, turn(low), "every waiter ahead stands aside, across levels")
+			// Another level-3 waiter joins behind high, ahead of low: it
+			// does not stand aside, so low's turn ends.
+			mid := join(3)
+			require.True(t, turn(mid))
+			require.False(t, turn(low))
+			require.Equal(t, low.ID(), mid.Leave(ctx), "the first not standing aside leaves: the one now in its place")
+			require.Empty(t, high.Leave(ctx), "one standing aside leaves: nobody's turn begins")
+			p, err := low.Position(ctx)
+			require.NoError(t, err)
+			require.Equal(t, Place{Position: 2, Length: 2, Turn: true}, p)
+			_, err = higher.StandAside(ctx, false)
+			require.NoError(t, err)
+			require.False(t, turn(low), "the head stands back")
+		})
+		t.Run(name+"/PriorityResume", func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(t, 3)
+			ctx := context.Background()
+			a, err := q.Join(ctx, "lic", 2, "")
+			require.NoError(t, err)
+			b, err := q.Join(ctx, "lic", 2, "")
+			require.NoError(t, err)
+			c, err := q.Join(ctx, "lic", 0, "")
+			require.NoError(t, err)
+			// b's stream ends; it waits again with its ticket, its level
+			// now 0 (the policy changed): it keeps its place and level 2,
+			// even with the queue full.
+			again, err := q.Join(ctx, "lic", 0, b.ID())
+			require.NoError(t, err)
+			pos, n, err := positionOf(ctx, again)
+			require.NoError(t, err)
+			require.Equal(t, [2]int{2, 3}, [2]int{pos, n})
+			a.Leave(ctx)
+			d, err := q.Join(ctx, "lic", 2, "")
+			require.NoError(t, err)
+			for want, x := range []Ticket{again, d, c} {
+				pos, _, err := positionOf(ctx, x)
+				require.NoError(t, err)
+				require.Equal(t, want+1, pos, "the resumed place is still of level 2, ahead of the later 2")
+			}
+		})
+		t.Run(name+"/PriorityLevelBounded", func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(t, 3)
+			ctx := context.Background()
+			for _, lv := range []int{server.MinPriorityLevel - 1, server.MaxPriorityLevel + 1} {
+				_, err := q.Join(ctx, "lic", lv, "")
+				require.ErrorContains(t, err, "out of range", "level %d", lv)
+			}
+			n, err := q.Length(ctx, "lic")
+			require.NoError(t, err)
+			require.Zero(t, n, "a refused join joins nobody")
+		})
 		t.Run(name+"/Bounded", func(t *testing.T) {
 			t.Parallel()
 			q := newQueue(t, 2)
 			ctx := context.Background()
-			a, err := q.Join(ctx, "lic", "")
+			a, err := q.Join(ctx, "lic", 0, "")
 			require.NoError(t, err)
-			_, err = q.Join(ctx, "lic", "")
+			_, err = q.Join(ctx, "lic", 0, "")
 			require.NoError(t, err)
-			_, err = q.Join(ctx, "lic", "")
+			_, err = q.Join(ctx, "lic", 0, "")
 			require.ErrorIs(t, err, ErrFull)
-			_, err = q.Join(ctx, "other", "")
+			_, err = q.Join(ctx, "other", 0, "")
 			require.NoError(t, err, "queues are per license")
 			a.Leave(ctx)
-			_, err = q.Join(ctx, "lic", "")
+			_, err = q.Join(ctx, "lic", 0, "")
 			require.NoError(t, err, "a place frees when a waiter leaves")
 		})
 		t.Run(name+"/Resume", func(t *testing.T) {
@@ -180,14 +321,14 @@ func TestQueues(t *testing.T) {
 			ctx := context.Background()
 			var tickets []Ticket
 			for range 3 {
-				tk, err := q.Join(ctx, "lic", "")
+				tk, err := q.Join(ctx, "lic", 0, "")
 				require.NoError(t, err)
 				tickets = append(tickets, tk)
 			}
 			// The first waiter's stream ended without Leave (its server shut
 			// down); it waits again with its ticket and keeps its place,
 			// even though the queue is full.
-			again, err := q.Join(ctx, "lic", tickets[0].ID())
+			again, err := q.Join(ctx, "lic", 0, tickets[0].ID())
 			require.NoError(t, err, "a resumed place is not a new one: no ErrFull")
 			require.NotEqual(t, tickets[0].ID(), again.ID(), "the place moves to a new ticket")
 			pos, n, err := positionOf(ctx, again)
@@ -206,13 +347,13 @@ func TestQueues(t *testing.T) {
 			require.Equal(t, 1, pos, "the old ticket's Leave does not touch the new one")
 
 			// A ticket of another license, or one that left, gives no place.
-			_, err = q.Join(ctx, "other", tickets[1].ID())
+			_, err = q.Join(ctx, "other", 0, tickets[1].ID())
 			require.NoError(t, err)
 			pos, n, err = positionOf(ctx, tickets[1])
 			require.NoError(t, err)
 			require.Equal(t, [2]int{2, 3}, [2]int{pos, n}, "resuming into another queue moves nobody")
 			again.Leave(ctx)
-			fresh, err := q.Join(ctx, "lic", again.ID())
+			fresh, err := q.Join(ctx, "lic", 0, again.ID())
 			require.NoError(t, err)
 			pos, n, err = positionOf(ctx, fresh)
 			require.NoError(t, err)
@@ -225,9 +366,9 @@ func TestRedisDropsDeadWaiters(t *testing.T) {
 	t.Parallel()
 	q := redisQueue(t, 10, 300*time.Millisecond)
 	ctx := context.Background()
-	dead, err := q.Join(ctx, "lic", "")
+	dead, err := q.Join(ctx, "lic", 0, "")
 	require.NoError(t, err)
-	alive, err := q.Join(ctx, "lic", "")
+	alive, err := q.Join(ctx, "lic", 0, "")
 	require.NoError(t, err)
 	pos, _, err := positionOf(ctx, alive)
 	require.NoError(t, err)
@@ -246,13 +387,13 @@ func TestRedisResumeOnlyWhileTheTicketLives(t *testing.T) {
 	t.Parallel()
 	q := redisQueue(t, 10, 300*time.Millisecond)
 	ctx := context.Background()
-	first, err := q.Join(ctx, "lic", "")
+	first, err := q.Join(ctx, "lic", 0, "")
 	require.NoError(t, err)
-	second, err := q.Join(ctx, "lic", "")
+	second, err := q.Join(ctx, "lic", 0, "")
 	require.NoError(t, err)
 
 	// first's server went away; its client is back within the liveness.
-	again, err := q.Join(ctx, "lic", first.ID())
+	again, err := q.Join(ctx, "lic", 0, first.ID())
 	require.NoError(t, err)
 	pos, _, err := positionOf(ctx, again)
 	require.NoError(t, err)
@@ -263,7 +404,7 @@ func TestRedisResumeOnlyWhileTheTicketLives(t *testing.T) {
 		pos, _, err := positionOf(ctx, second)
 		return err == nil && pos == 1
 	}, 3*time.Second, 50*time.Millisecond)
-	late, err := q.Join(ctx, "lic", again.ID())
+	late, err := q.Join(ctx, "lic", 0, again.ID())
 	require.NoError(t, err)
 	pos, n, err := positionOf(ctx, late)
 	require.NoError(t, err)
@@ -281,9 +422,9 @@ func TestRedisLeavesNoKeyBehind(t *testing.T) {
 	v, _ := redisKeysOf.Load(t.Name())
 	keys := v.(func() []string)
 	ctx := context.Background()
-	a, err := q.Join(ctx, "lic", "")
+	a, err := q.Join(ctx, "lic", 0, "")
 	require.NoError(t, err)
-	b, err := q.Join(ctx, "lic", "")
+	b, err := q.Join(ctx, "lic", 0, "")
 	require.NoError(t, err)
 	_, err = b.StandAside(ctx, true)
 	require.NoError(t, err)
@@ -292,13 +433,13 @@ func TestRedisLeavesNoKeyBehind(t *testing.T) {
 	b.Leave(ctx)
 	require.Empty(t, keys(), "keys left after the last waiter left")
 
-	dead, err := q.Join(ctx, "lic", "")
+	dead, err := q.Join(ctx, "lic", 0, "")
 	require.NoError(t, err)
 	_, err = dead.StandAside(ctx, true)
 	require.NoError(t, err)
 	// It never asks again.
 	require.Eventually(t, func() bool {
-		probe, err := q.Join(ctx, "lic", "")
+		probe, err := q.Join(ctx, "lic", 0, "")
 		if err != nil {
 			return false
 		}
@@ -322,10 +463,12 @@ func TestRedisScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 }
 
 // TestQueuesMatchAList: the queues' places and turns (the memory queue's
-// counted in two Fenwick trees over slots it compacts, the Redis queue's in
-// sorted sets) are those of a plain list of the waiters, through random
-// joins, resumes, waiters standing aside and back, and leaves from
-// anywhere; StandAside and Leave name the waiter whose turn they make it.
+// counted in two Fenwick trees over slots it compacts, a pair per level,
+// the Redis queue's in sorted sets) are those of a plain list of the
+// waiters, through random joins at random priority levels (each inserted
+// behind the last waiter of its level or a higher one), resumes, waiters
+// standing aside and back, and leaves from anywhere; StandAside and Leave
+// name the waiter whose turn they make it.
 func TestQueuesMatchAList(t *testing.T) {
 	t.Parallel()
 	for name, c := range map[string]struct {
@@ -347,6 +490,7 @@ func matchAList(t *testing.T, q Queue, steps int) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	type waiter struct {
 		t     Ticket
+		level int
 		aside bool
 	}
 	var list []waiter // the waiters, in order
@@ -367,18 +511,27 @@ func matchAList(t *testing.T, q Queue, steps int) {
 	for step := range steps {
 		switch r := rnd.IntN(10); {
 		case r < 4 || len(list) == 0:
-			x, err := q.Join(ctx, "lic", "")
+			level := 0 // most waiters have no priority
+			if rnd.IntN(3) == 0 {
+				level = rnd.IntN(5) - 2
+			}
+			x, err := q.Join(ctx, "lic", level, "")
 			if len(list) == 300 {
 				require.ErrorIs(t, err, ErrFull)
 				continue
 			}
 			require.NoError(t, err)
-			list = append(list, waiter{t: x})
+			at := len(list)
+			for at > 0 && list[at-1].level < level {
+				at--
+			}
+			list = slices.Insert(list, at, waiter{t: x, level: level})
 		case r < 5:
 			i := rnd.IntN(len(list))
-			x, err := q.Join(ctx, "lic", list[i].t.ID())
+			x, err := q.Join(ctx, "lic", rnd.IntN(5)-2, list[i].t.ID())
 			require.NoError(t, err)
-			list[i] = waiter{t: x} // a resumed place does not stand aside
+			// A resumed place keeps its level, and does not stand aside.
+			list[i] = waiter{t: x, level: list[i].level}
 		case r < 7:
 			i := rnd.IntN(min(len(list), 8)) // near the head, where turns are
 			aside := rnd.IntN(3) > 0

@@ -264,7 +264,7 @@ func (x PolicyRule_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PolicyRule_Kind.Descriptor instead.
 func (PolicyRule_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{9, 0}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{10, 0}
 }
 
 type PolicySubject_Kind int32
@@ -323,7 +323,7 @@ func (x PolicySubject_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PolicySubject_Kind.Descriptor instead.
 func (PolicySubject_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{10, 0}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11, 0}
 }
 
 type IdentityGroup_Kind int32
@@ -372,7 +372,7 @@ func (x IdentityGroup_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use IdentityGroup_Kind.Descriptor instead.
 func (IdentityGroup_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11, 0}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{12, 0}
 }
 
 // A License grants a fixed number of concurrent seats to the running copies of
@@ -1382,7 +1382,11 @@ type LicensePolicy struct {
 	// At most 1000. Judged with the seat count, in one atomic step.
 	Rules []*PolicyRule `protobuf:"bytes,2,rep,name=rules,proto3" json:"rules,omitempty"`
 	// Output only: when the policy was last set (unset: never).
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// At most 1000: the order of WaitForSeat's queue (RLM PRIORITY). They
+	// refuse no one: AcquireSeat, and each try of a waiter, are judged by
+	// the rules alone.
+	Priorities    []*PolicyPriority `protobuf:"bytes,5,rep,name=priorities,proto3" json:"priorities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1438,6 +1442,85 @@ func (x *LicensePolicy) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *LicensePolicy) GetPriorities() []*PolicyPriority {
+	if x != nil {
+		return x.Priorities
+	}
+	return nil
+}
+
+// PolicyPriority sets the level at which a subject waits in WaitForSeat's
+// queue (RLM PRIORITY): a waiter of a higher level is served before every
+// waiter of a lower one, and waiters of one level in the order they joined.
+// A waiter's level is the highest of the priorities of the feature it asks
+// for that name it (its user, its host, a group of either), 0 when none
+// does; it is set as the waiter joins and kept for its wait (a policy
+// change reorders no one already waiting).
+type PolicyPriority struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The feature it applies to (all of the feature's grants); empty: the
+	// license's base seats.
+	Feature string `protobuf:"bytes,1,opt,name=feature,proto3" json:"feature,omitempty"`
+	// One priority per subject and feature.
+	Subject *PolicySubject `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
+	// -1000 to 1000: higher is served first; a negative level waits behind
+	// the waiters no priority names.
+	Level         int32 `protobuf:"varint,3,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyPriority) Reset() {
+	*x = PolicyPriority{}
+	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyPriority) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyPriority) ProtoMessage() {}
+
+func (x *PolicyPriority) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyPriority.ProtoReflect.Descriptor instead.
+func (*PolicyPriority) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PolicyPriority) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
+func (x *PolicyPriority) GetSubject() *PolicySubject {
+	if x != nil {
+		return x.Subject
+	}
+	return nil
+}
+
+func (x *PolicyPriority) GetLevel() int32 {
+	if x != nil {
+		return x.Level
+	}
+	return 0
+}
+
 // PolicyRule is one line of a policy.
 type PolicyRule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1456,7 +1539,7 @@ type PolicyRule struct {
 
 func (x *PolicyRule) Reset() {
 	*x = PolicyRule{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	mi := &file_seatd_v1_resources_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1551,7 @@ func (x *PolicyRule) String() string {
 func (*PolicyRule) ProtoMessage() {}
 
 func (x *PolicyRule) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[9]
+	mi := &file_seatd_v1_resources_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1564,7 @@ func (x *PolicyRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyRule.ProtoReflect.Descriptor instead.
 func (*PolicyRule) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{9}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PolicyRule) GetKind() PolicyRule_Kind {
@@ -1531,7 +1614,7 @@ type PolicySubject struct {
 
 func (x *PolicySubject) Reset() {
 	*x = PolicySubject{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[10]
+	mi := &file_seatd_v1_resources_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1626,7 @@ func (x *PolicySubject) String() string {
 func (*PolicySubject) ProtoMessage() {}
 
 func (x *PolicySubject) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[10]
+	mi := &file_seatd_v1_resources_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1639,7 @@ func (x *PolicySubject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySubject.ProtoReflect.Descriptor instead.
 func (*PolicySubject) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{10}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PolicySubject) GetKind() PolicySubject_Kind {
@@ -1594,7 +1677,7 @@ type IdentityGroup struct {
 
 func (x *IdentityGroup) Reset() {
 	*x = IdentityGroup{}
-	mi := &file_seatd_v1_resources_proto_msgTypes[11]
+	mi := &file_seatd_v1_resources_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1689,7 @@ func (x *IdentityGroup) String() string {
 func (*IdentityGroup) ProtoMessage() {}
 
 func (x *IdentityGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_seatd_v1_resources_proto_msgTypes[11]
+	mi := &file_seatd_v1_resources_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1702,7 @@ func (x *IdentityGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdentityGroup.ProtoReflect.Descriptor instead.
 func (*IdentityGroup) Descriptor() ([]byte, []int) {
-	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{11}
+	return file_seatd_v1_resources_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *IdentityGroup) GetName() string {
@@ -1774,13 +1857,20 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\vcreate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vrevoke_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"revokeTime\"\x97\x01\n" +
+	"revokeTime\"\xd1\x01\n" +
 	"\rLicensePolicy\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12*\n" +
 	"\x05rules\x18\x02 \x03(\v2\x14.seatd.v1.PolicyRuleR\x05rules\x12;\n" +
 	"\vupdate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xa1\x02\n" +
+	"updateTime\x128\n" +
+	"\n" +
+	"priorities\x18\x05 \x03(\v2\x18.seatd.v1.PolicyPriorityR\n" +
+	"priorities\"s\n" +
+	"\x0ePolicyPriority\x12\x18\n" +
+	"\afeature\x18\x01 \x01(\tR\afeature\x121\n" +
+	"\asubject\x18\x02 \x01(\v2\x17.seatd.v1.PolicySubjectR\asubject\x12\x14\n" +
+	"\x05level\x18\x03 \x01(\x05R\x05level\"\xa1\x02\n" +
 	"\n" +
 	"PolicyRule\x12-\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x19.seatd.v1.PolicyRule.KindR\x04kind\x12\x18\n" +
@@ -1851,7 +1941,7 @@ func file_seatd_v1_resources_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_resources_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_seatd_v1_resources_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_seatd_v1_resources_proto_goTypes = []any{
 	(LeasingStrategy)(0),          // 0: seatd.v1.LeasingStrategy
 	(LeaseState)(0),               // 1: seatd.v1.LeaseState
@@ -1868,58 +1958,61 @@ var file_seatd_v1_resources_proto_goTypes = []any{
 	(*JsonWebKey)(nil),            // 12: seatd.v1.JsonWebKey
 	(*ApiKey)(nil),                // 13: seatd.v1.ApiKey
 	(*LicensePolicy)(nil),         // 14: seatd.v1.LicensePolicy
-	(*PolicyRule)(nil),            // 15: seatd.v1.PolicyRule
-	(*PolicySubject)(nil),         // 16: seatd.v1.PolicySubject
-	(*IdentityGroup)(nil),         // 17: seatd.v1.IdentityGroup
-	nil,                           // 18: seatd.v1.License.MetadataEntry
-	nil,                           // 19: seatd.v1.Lease.MetadataEntry
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*PolicyPriority)(nil),        // 15: seatd.v1.PolicyPriority
+	(*PolicyRule)(nil),            // 16: seatd.v1.PolicyRule
+	(*PolicySubject)(nil),         // 17: seatd.v1.PolicySubject
+	(*IdentityGroup)(nil),         // 18: seatd.v1.IdentityGroup
+	nil,                           // 19: seatd.v1.License.MetadataEntry
+	nil,                           // 20: seatd.v1.Lease.MetadataEntry
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_seatd_v1_resources_proto_depIdxs = []int32{
-	20, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
-	20, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
+	21, // 0: seatd.v1.License.lease_ttl:type_name -> google.protobuf.Duration
+	21, // 1: seatd.v1.License.revival_window:type_name -> google.protobuf.Duration
 	0,  // 2: seatd.v1.License.leasing_strategy:type_name -> seatd.v1.LeasingStrategy
-	21, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
-	18, // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
-	21, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
-	21, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
-	20, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
+	22, // 3: seatd.v1.License.expires_at:type_name -> google.protobuf.Timestamp
+	19, // 4: seatd.v1.License.metadata:type_name -> seatd.v1.License.MetadataEntry
+	22, // 5: seatd.v1.License.create_time:type_name -> google.protobuf.Timestamp
+	22, // 6: seatd.v1.License.update_time:type_name -> google.protobuf.Timestamp
+	21, // 7: seatd.v1.License.max_borrow_duration:type_name -> google.protobuf.Duration
 	7,  // 8: seatd.v1.License.grants:type_name -> seatd.v1.FeatureGrant
-	21, // 9: seatd.v1.FeatureGrant.starts_at:type_name -> google.protobuf.Timestamp
-	21, // 10: seatd.v1.FeatureGrant.expires_at:type_name -> google.protobuf.Timestamp
-	20, // 11: seatd.v1.FeatureGrant.max_borrow_duration:type_name -> google.protobuf.Duration
-	21, // 12: seatd.v1.FeatureGrant.create_time:type_name -> google.protobuf.Timestamp
-	21, // 13: seatd.v1.FeatureGrant.update_time:type_name -> google.protobuf.Timestamp
+	22, // 9: seatd.v1.FeatureGrant.starts_at:type_name -> google.protobuf.Timestamp
+	22, // 10: seatd.v1.FeatureGrant.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 11: seatd.v1.FeatureGrant.max_borrow_duration:type_name -> google.protobuf.Duration
+	22, // 12: seatd.v1.FeatureGrant.create_time:type_name -> google.protobuf.Timestamp
+	22, // 13: seatd.v1.FeatureGrant.update_time:type_name -> google.protobuf.Timestamp
 	1,  // 14: seatd.v1.Lease.state:type_name -> seatd.v1.LeaseState
-	21, // 15: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
-	21, // 16: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
-	19, // 17: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
-	21, // 18: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	21, // 19: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
-	16, // 20: seatd.v1.Lease.reserved_for:type_name -> seatd.v1.PolicySubject
-	21, // 21: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
+	22, // 15: seatd.v1.Lease.acquired_at:type_name -> google.protobuf.Timestamp
+	22, // 16: seatd.v1.Lease.expires_at:type_name -> google.protobuf.Timestamp
+	20, // 17: seatd.v1.Lease.metadata:type_name -> seatd.v1.Lease.MetadataEntry
+	22, // 18: seatd.v1.Lease.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	22, // 19: seatd.v1.Lease.ended_at:type_name -> google.protobuf.Timestamp
+	17, // 20: seatd.v1.Lease.reserved_for:type_name -> seatd.v1.PolicySubject
+	22, // 21: seatd.v1.Tenant.create_time:type_name -> google.protobuf.Timestamp
 	10, // 22: seatd.v1.Tenant.quotas:type_name -> seatd.v1.TenantQuotas
-	21, // 23: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
-	21, // 24: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
-	21, // 25: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
+	22, // 23: seatd.v1.SigningKey.create_time:type_name -> google.protobuf.Timestamp
+	22, // 24: seatd.v1.SigningKey.retire_time:type_name -> google.protobuf.Timestamp
+	22, // 25: seatd.v1.SigningKey.publish_until:type_name -> google.protobuf.Timestamp
 	12, // 26: seatd.v1.SigningKey.public_key:type_name -> seatd.v1.JsonWebKey
 	2,  // 27: seatd.v1.SigningKey.state:type_name -> seatd.v1.SigningKeyState
-	21, // 28: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
-	21, // 29: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
-	15, // 30: seatd.v1.LicensePolicy.rules:type_name -> seatd.v1.PolicyRule
-	21, // 31: seatd.v1.LicensePolicy.update_time:type_name -> google.protobuf.Timestamp
-	3,  // 32: seatd.v1.PolicyRule.kind:type_name -> seatd.v1.PolicyRule.Kind
-	16, // 33: seatd.v1.PolicyRule.subject:type_name -> seatd.v1.PolicySubject
-	4,  // 34: seatd.v1.PolicySubject.kind:type_name -> seatd.v1.PolicySubject.Kind
-	5,  // 35: seatd.v1.IdentityGroup.kind:type_name -> seatd.v1.IdentityGroup.Kind
-	21, // 36: seatd.v1.IdentityGroup.create_time:type_name -> google.protobuf.Timestamp
-	21, // 37: seatd.v1.IdentityGroup.update_time:type_name -> google.protobuf.Timestamp
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	22, // 28: seatd.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
+	22, // 29: seatd.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
+	16, // 30: seatd.v1.LicensePolicy.rules:type_name -> seatd.v1.PolicyRule
+	22, // 31: seatd.v1.LicensePolicy.update_time:type_name -> google.protobuf.Timestamp
+	15, // 32: seatd.v1.LicensePolicy.priorities:type_name -> seatd.v1.PolicyPriority
+	17, // 33: seatd.v1.PolicyPriority.subject:type_name -> seatd.v1.PolicySubject
+	3,  // 34: seatd.v1.PolicyRule.kind:type_name -> seatd.v1.PolicyRule.Kind
+	17, // 35: seatd.v1.PolicyRule.subject:type_name -> seatd.v1.PolicySubject
+	4,  // 36: seatd.v1.PolicySubject.kind:type_name -> seatd.v1.PolicySubject.Kind
+	5,  // 37: seatd.v1.IdentityGroup.kind:type_name -> seatd.v1.IdentityGroup.Kind
+	22, // 38: seatd.v1.IdentityGroup.create_time:type_name -> google.protobuf.Timestamp
+	22, // 39: seatd.v1.IdentityGroup.update_time:type_name -> google.protobuf.Timestamp
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_resources_proto_init() }
@@ -1934,7 +2027,7 @@ func file_seatd_v1_resources_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_resources_proto_rawDesc), len(file_seatd_v1_resources_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -196,14 +196,26 @@ class License(_message.Message):
     def __init__(self, id: _Optional[str] = ..., key: _Optional[str] = ..., seats: _Optional[int] = ..., lease_ttl: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., active: bool = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., overdraft: _Optional[int] = ..., revival_window: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., leasing_strategy: _Optional[_Union[LeasingStrategy, str]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., seats_in_use: _Optional[int] = ..., waiting: _Optional[int] = ..., max_borrow_duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., max_borrowed_seats: _Optional[int] = ..., allow_early_return: bool = ..., grants: _Optional[_Iterable[_Union[FeatureGrant, _Mapping]]] = ...) -> None: ...
 
 class LicensePolicy(_message.Message):
-    __slots__ = ["license_id", "rules", "update_time"]
+    __slots__ = ["license_id", "priorities", "rules", "update_time"]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    PRIORITIES_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     license_id: str
+    priorities: _containers.RepeatedCompositeFieldContainer[PolicyPriority]
     rules: _containers.RepeatedCompositeFieldContainer[PolicyRule]
     update_time: _timestamp_pb2.Timestamp
-    def __init__(self, license_id: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[PolicyRule, _Mapping]]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, license_id: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[PolicyRule, _Mapping]]] = ..., update_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., priorities: _Optional[_Iterable[_Union[PolicyPriority, _Mapping]]] = ...) -> None: ...
+
+class PolicyPriority(_message.Message):
+    __slots__ = ["feature", "level", "subject"]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    feature: str
+    level: int
+    subject: PolicySubject
+    def __init__(self, feature: _Optional[str] = ..., subject: _Optional[_Union[PolicySubject, _Mapping]] = ..., level: _Optional[int] = ...) -> None: ...
 
 class PolicyRule(_message.Message):
     __slots__ = ["count", "each_member", "feature", "kind", "subject"]

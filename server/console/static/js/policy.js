@@ -28,10 +28,11 @@ function sameSubject(a, b) {
 
 const poolText = (feature) => (feature ? feature : h('span', {class: 'none'}, 'base pool'));
 
-// groupNames are the groups the policy's lines name, in order, once each.
+// groupNames are the groups the policy's lines name (its rules', then its
+// priorities'), in order, once each.
 export function groupNames(policy) {
   const names = [];
-  for (const r of policy.rules || []) {
+  for (const r of [...(policy.rules || []), ...(policy.priorities || [])]) {
     const s = r.subject || {};
     if ((s.kind === 'KIND_GROUP' || s.kind === 'KIND_HOST_GROUP') && !names.includes(s.name)) names.push(s.name);
   }
@@ -71,12 +72,16 @@ function ruleText(r) {
 
 // LINES are the producers of the policy table's rows, in the order shown:
 // a policy line is one row of pool, what it does, whom it names, and its
-// use now. Linger and priority, once the API has them, are one producer
-// each here.
+// use now. Linger, once the API has it, is one producer here.
 const LINES = [
   (policy, held) => (policy.rules || []).map((r, i) => ({
     kind: 'rule', index: i, pool: r.feature, what: ruleText(r), who: subjectText(r.subject),
     use: r.kind === 'KIND_RESERVE' ? `${(held.get(i) || []).length} of ${r.count || 0} taken` : '',
+  })),
+  // A priority: the level its subject waits at in WaitForSeat's queue
+  // (highest first; 0 for a waiter none names).
+  (policy) => (policy.priorities || []).map((p, i) => ({
+    kind: 'priority', index: i, pool: p.feature, what: `priority ${p.level || 0}`, who: subjectText(p.subject), use: '',
   })),
 ];
 
