@@ -307,8 +307,8 @@ func TestLockedModeEmbedded(t *testing.T) {
 // TestLockedModeDistributed: two instances serve one file from one record
 // and site key: its seats are the limit across them; an instance whose
 // file is not the one in force (another was reloaded to a newer one) is
-// not ready until it has it; an instance started with an older file is
-// refused.
+// not ready until it has it; either signs the usage export of both; an
+// instance started with an older file is refused.
 func TestLockedModeDistributed(t *testing.T) {
 	t.Parallel()
 	b := sharedBackend(t, "")
@@ -316,10 +316,10 @@ func TestLockedModeDistributed(t *testing.T) {
 	site := siteID(t, storeFlags...)
 	v := newVendor(t)
 	paths := []string{filepath.Join(t.TempDir(), "site.lic"), filepath.Join(t.TempDir(), "site.lic")}
-	var serial1 []byte
-	for _, p := range paths {
-		serial1 = v.writeSigned(t, p, lockedFile(site, 1, 2))
-	}
+	// One file, its bytes on both paths: signed twice, a second apart,
+	// serial 1 would be two files (issued_at differs), the second refused.
+	serial1 := v.writeSigned(t, paths[0], lockedFile(site, 1, 2))
+	writeAtomically(t, paths[1], serial1)
 	locked := func(path string) []string {
 		return []string{"--license-file", path, "--vendor-key", v.pubPath, "--license-file-watch-interval", "100ms"}
 	}
@@ -366,6 +366,16 @@ func TestLockedModeDistributed(t *testing.T) {
 	require.EqualValues(t, 2, got.GetLicenseFile().GetSerial())
 	require.NoError(t, kept.Heartbeat(ctx), "p1's certificates name serial 2 now: the client fetches it")
 	requireChains(t, kept, v, serial2, 2)
+
+	// Any instance signs the usage export with the one site key: the
+	// leases taken on both count, and it verifies against the file.
+	exported, err := p1.admin().ExportUsage(p1.asOperator(ctx), &seatdv1.ExportUsageRequest{})
+	require.NoError(t, err)
+	f, err := licensefile.Open(serial2, []ed25519.PublicKey{v.pub})
+	require.NoError(t, err)
+	u, err := licensefile.VerifyUsage([]byte(exported.GetUsageExport()), &f.File)
+	require.NoError(t, err)
+	require.Equal(t, licensefile.UsageRow{LicenseID: "cad", PeakSeats: 3, Denials: 2, SeatHours: u.Rows[0].SeatHours}, u.Rows[0], "a, b and c; c refused once on each")
 
 	// A third instance with the older file does not start.
 	older := filepath.Join(t.TempDir(), "site.lic")

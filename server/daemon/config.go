@@ -117,10 +117,12 @@ type Config struct {
 	SigningKeyEncryptionKeyFile string
 
 	// Locked mode (locked.go): the vendor-signed license file served, the
-	// vendor's public keys that verify it, and how often it is looked at.
+	// vendor's public keys that verify it, how often it is looked at and
+	// how long one look may take.
 	LicenseFile              string
 	VendorKey                string
 	LicenseFileWatchInterval time.Duration
+	LicenseFileWatchTimeout  time.Duration
 }
 
 // Distributed reports whether the config selects PostgreSQL + Redis.
@@ -211,6 +213,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.StringVar(&c.LicenseFile, "license-file", "", "locked mode: serve the licenses of this vendor-signed license file, and only those (docs/concepts/license-files.md); admin changes of licenses and grants are refused. Reloaded on SIGHUP, ReloadLicenseFile, or when it changes")
 	fs.StringVar(&c.VendorKey, "vendor-key", "", "locked mode: the vendor's public key(s) that sign --license-file: PEM (one or more PUBLIC KEY blocks), a JWK or a JWKS; not allowed in a seatd built with its vendor's key")
 	fs.DurationVar(&c.LicenseFileWatchInterval, "license-file-watch-interval", 10*time.Second, "locked mode: how often --license-file is read again (a changed file is reloaded) and compared with the file in force in the store (another one: not ready)")
+	fs.DurationVar(&c.LicenseFileWatchTimeout, "license-file-watch-timeout", 30*time.Second, "locked mode: how long one look of the watch may take (a reload and the sync of the file's licenses into the store); one that takes longer is logged and tried again at the next look")
 	fs.BoolVar(&c.AutoMigrate, "auto-migrate", true, "distributed mode: apply pending migrations at start (else run 'seatd migrate up')")
 	return fs
 }

@@ -350,7 +350,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		d.fileWatch, d.fileWatched = make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(d.fileWatched)
-			watchLicenseFile(d.licenseFile, cfg.LicenseFileWatchInterval, d.ready, d.log, d.fileWatch)
+			watchLicenseFile(d.licenseFile, cfg.LicenseFileWatchInterval, cfg.LicenseFileWatchTimeout, d.ready, d.log, d.fileWatch)
 		}()
 	}
 	where := slog.String("data_dir", cfg.DataDir)

@@ -38,7 +38,8 @@ func startLocked(ctx context.Context, cfg Config, store server.Store, sealer *si
 	hostname, machineID := locked.ThisHost(machineIDPath)
 	c := locked.New(locked.Config{
 		Path: cfg.LicenseFile, VendorKeys: keys, Store: store, Logger: log,
-		Site: licensefile.Site{Key: site.Public(), Hostname: hostname, MachineID: machineID},
+		Site:    licensefile.Site{Key: site.Public(), Hostname: hostname, MachineID: machineID},
+		SiteKey: site,
 	})
 	if err := c.Start(ctx); err != nil {
 		return nil, nil, err
@@ -64,8 +65,22 @@ func siteKey(ctx context.Context, store server.Store, sealer *signing.Sealer, lo
 }
 
 // watchLicenseFile runs the controller's Watch every interval until
-// stop, telling readiness what it finds.
-func watchLicenseFile(c *locked.Controller, every time.Duration, r *readiness, log *slog.Logger, stop <-chan struct{}) {
+// stop, telling readiness what it finds. One look may take up to
+// timeout, whatever the interval: a look that syncs a file's licenses
+// makes several store calls, and a bound as short as a short interval
+// would fail every look on a loaded machine, the instance never ready
+// (the ticker drops the ticks a long look spans).
+func watchLicenseFile(c *locked.Controller, every, timeout time.Duration, r *readiness, log *slog.Logger, stop <-chan struct{}) {
+	// A look under way ends at stop: the shutdown waits for this loop.
+	stopped, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
+	go func() {
+		select {
+		case <-stop:
+			cancelAll()
+		case <-stopped.Done():
+		}
+	}()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -74,9 +89,12 @@ func watchLicenseFile(c *locked.Controller, every time.Duration, r *readiness, l
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
+		ctx, cancel := context.WithTimeout(stopped, timeout)
 		why, err := c.Watch(ctx)
 		cancel()
+		if stopped.Err() != nil {
+			return
+		}
 		if err != nil {
 			// The store failed: its own readiness check says so; the
 			// file in force stays and the next look tries again.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,10 +27,13 @@ func TestLockedModeFlags(t *testing.T) {
 	require.ErrorContains(t, err, "--vendor-key needs --license-file")
 	_, err = parse([]string{"--license-file", "site.lic", "--vendor-key", "v.pub", "--license-file-watch-interval", "1ms"}, nil)
 	require.ErrorContains(t, err, "--license-file-watch-interval")
+	_, err = parse([]string{"--license-file", "site.lic", "--vendor-key", "v.pub", "--license-file-watch-timeout", "0s"}, nil)
+	require.ErrorContains(t, err, "--license-file-watch-timeout must be at least 100ms")
 	c, err := parse(nil, map[string]string{"SEATD_LICENSE_FILE": "/etc/seatd/site.lic", "SEATD_VENDOR_KEY": "/etc/seatd/vendor.pub"})
 	require.NoError(t, err)
 	require.Equal(t, "/etc/seatd/site.lic", c.LicenseFile)
 	require.Equal(t, "/etc/seatd/vendor.pub", c.VendorKey)
+	require.Equal(t, 30*time.Second, c.LicenseFileWatchTimeout, "the default")
 }
 
 // TestVendorKeys: --vendor-key in each form a vendor hands out; a key

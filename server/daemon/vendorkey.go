@@ -54,6 +54,8 @@ func (c *Config) validateLocked() error {
 	switch {
 	case c.LicenseFileWatchInterval < 100*time.Millisecond:
 		return errors.New("--license-file-watch-interval must be at least 100ms")
+	case c.LicenseFileWatchTimeout < 100*time.Millisecond:
+		return errors.New("--license-file-watch-timeout must be at least 100ms")
 	case c.LicenseFile == "" && c.VendorKey != "":
 		return errors.New("--vendor-key needs --license-file (the file it verifies)")
 	case c.LicenseFile != "" && VendorKey != "" && c.VendorKey != "":

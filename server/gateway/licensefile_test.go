@@ -75,4 +75,14 @@ func TestLockedModeOverREST(t *testing.T) {
 	require.Equal(t, http.StatusOK, reloaded.code, reloaded.body)
 	require.Equal(t, true, reloaded.json["changed"])
 	require.EqualValues(t, 5, do(t, h, "GET", lic, operatorKey, "").json["seats"])
+
+	// The signed usage export, over a period named in the query.
+	export := do(t, h, "GET", "/v1/admin/license-file/usage-export?startTime=2026-01-01T00:00:00Z&endTime=2026-02-01T00:00:00Z", operatorKey, "")
+	require.Equal(t, http.StatusOK, export.code, export.body)
+	require.Equal(t, "4", export.json["fileSerial"])
+	require.Equal(t, "2026-01-01T00:00:00Z", export.json["periodStart"])
+	require.Contains(t, export.json["usageExport"], "-----BEGIN SEATD USAGE EXPORT-----")
+	bad := do(t, h, "GET", "/v1/admin/license-file/usage-export?startTime=2026-02-01T00:00:00Z&endTime=2026-01-01T00:00:00Z", operatorKey, "")
+	require.Equal(t, http.StatusBadRequest, bad.code, bad.body)
+	require.Equal(t, "INVALID_ARGUMENT", bad.reason())
 }

@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"context"
+	"time"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server/locked"
@@ -36,6 +37,44 @@ func licenseFileToProto(i locked.Info) *seatdv1.LicenseFile {
 		SiteKeyId: i.SiteKeyID, VendorKeyId: i.VendorKeyID, LicenseCount: int32(i.Licenses),
 		Sha256: i.SHA256, InForceSince: ts(i.InForceSince),
 	}
+}
+
+// ExportUsage: the operator's: the site key signs it, the site's word to
+// its vendor.
+func (h *adminService) ExportUsage(ctx context.Context, req *seatdv1.ExportUsageRequest) (*seatdv1.ExportUsageResponse, error) {
+	p := principalFrom(ctx)
+	if err := p.requireOperator(); err != nil {
+		return nil, err
+	}
+	var start, end *time.Time
+	if req.GetStartTime() != nil {
+		t, err := optionalTime("start_time", req.GetStartTime())
+		if err != nil {
+			return nil, err
+		}
+		start = &t
+	}
+	if req.GetEndTime() != nil {
+		t, err := optionalTime("end_time", req.GetEndTime())
+		if err != nil {
+			return nil, err
+		}
+		end = &t
+	}
+	u, data, err := h.s.svc.ExportUsage(ctx, p.Actor(), start, end)
+	if err != nil {
+		return nil, err
+	}
+	resp := &seatdv1.ExportUsageResponse{
+		UsageExport: string(data), FileSerial: u.FileSerial, SiteKeyId: u.SiteKeyID,
+		PeriodStart: ts(u.PeriodStart), PeriodEnd: ts(u.PeriodEnd), CreatedAt: ts(u.CreatedAt),
+	}
+	for _, r := range u.Rows {
+		resp.Rows = append(resp.Rows, &seatdv1.UsageExportRow{
+			LicenseId: r.LicenseID, Feature: r.Feature, PeakSeats: int32(r.PeakSeats), Denials: r.Denials, SeatHours: r.SeatHours,
+		})
+	}
+	return resp, nil
 }
 
 // GetSignedLicenseFile publishes the license file in force, as its JWS,

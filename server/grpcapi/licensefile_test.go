@@ -2,11 +2,14 @@ package grpcapi
 
 import (
 	"crypto/ed25519"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
@@ -229,4 +232,82 @@ func TestLockedModeCertificatesChainToTheFile(t *testing.T) {
 	plain := newEnv(t, nil)
 	_, err = plain.seats.GetSignedLicenseFile(t.Context(), &seatdv1.GetSignedLicenseFileRequest{})
 	requireStatus(t, err, codes.FailedPrecondition, server.ReasonLicenseFileNotConfigured)
+}
+
+// TestExportUsage: the operator's usage export of a locked seatd: per
+// license of the file and feature, the peak, the denials for want of a
+// seat (not the policy's) and the seat-hours, signed by the site key
+// under the serial in force (it verifies against the file), audited; a
+// tenant's key is refused, a bad period names its field, and a seatd
+// without a license file answers LICENSE_FILE_NOT_CONFIGURED.
+func TestExportUsage(t *testing.T) {
+	t.Parallel()
+	e, site := newLockedEnv(t)
+	lic, err := e.admin.GetLicense(operator(t), &seatdv1.GetLicenseRequest{LicenseId: lockedtest.LicenseID})
+	require.NoError(t, err)
+	key := lic.GetLicense().GetKey()
+	e.setPolicy(t, lockedtest.LicenseID, &seatdv1.PolicyRule{
+		Kind: seatdv1.PolicyRule_KIND_EXCLUDE, Subject: &seatdv1.PolicySubject{Kind: seatdv1.PolicySubject_KIND_USER, Name: "intern"},
+	})
+	start := time.Now().Add(-time.Minute)
+	for _, fp := range []string{"a", "b"} {
+		_, err := e.acquireAs(t, key, "", fp, fp)
+		require.NoError(t, err)
+	}
+	_, err = e.acquireAs(t, key, "", "c", "c")
+	requireStatus(t, err, codes.ResourceExhausted, server.ReasonSeatsExhausted)
+	_, err = e.acquireAs(t, key, "", "intern", "x")
+	requireStatus(t, err, codes.PermissionDenied, server.ReasonExcluded)
+	_, err = e.acquireAs(t, key, "render", "r", "r")
+	require.NoError(t, err)
+
+	resp, err := e.admin.ExportUsage(operator(t), &seatdv1.ExportUsageRequest{StartTime: timestamppb.New(start)})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, resp.GetFileSerial())
+	require.Equal(t, site.Key.ID, resp.GetSiteKeyId())
+	require.Equal(t, start.UTC().Truncate(time.Second), resp.GetPeriodStart().AsTime())
+	rows := resp.GetRows()
+	require.Len(t, rows, 2, "%v", rows)
+	require.Equal(t, "cad", rows[0].GetLicenseId())
+	require.Empty(t, rows[0].GetFeature())
+	require.EqualValues(t, 2, rows[0].GetPeakSeats())
+	require.EqualValues(t, 1, rows[0].GetDenials(), "the policy's refusal is not a denial for want of a seat")
+	require.Greater(t, rows[0].GetSeatHours(), 0.0)
+	require.Equal(t, "render", rows[1].GetFeature())
+	require.EqualValues(t, 1, rows[1].GetPeakSeats())
+
+	f, err := licensefile.Open(mustReadFile(t, site.Path), []ed25519.PublicKey{site.VendorPub})
+	require.NoError(t, err)
+	u, err := licensefile.VerifyUsage([]byte(resp.GetUsageExport()), &f.File)
+	require.NoError(t, err)
+	require.Len(t, u.Rows, 2)
+	require.Equal(t, 2, u.Rows[0].PeakSeats)
+
+	audit, err := e.admin.ListAuditEvents(operator(t), &seatdv1.ListAuditEventsRequest{})
+	require.NoError(t, err)
+	var exported bool
+	for _, a := range audit.GetAuditEvents() {
+		exported = exported || a.GetAction() == "license_file.usage_export" && a.GetDetails()["serial"] == "1"
+	}
+	require.True(t, exported, "audited")
+
+	_, err = e.admin.ExportUsage(as(t, e.defaultTenantKey(t)), &seatdv1.ExportUsageRequest{})
+	requireStatus(t, err, codes.PermissionDenied, server.ReasonPermissionDenied, "a tenant's key")
+	_, err = e.admin.ExportUsage(operator(t), &seatdv1.ExportUsageRequest{StartTime: timestamppb.Now(), EndTime: timestamppb.New(start)})
+	st := requireStatus(t, err, codes.InvalidArgument, server.ReasonInvalidArgument)
+	require.Contains(t, st.Message(), "start_time")
+	_, err = e.admin.ExportUsage(operator(t), &seatdv1.ExportUsageRequest{EndTime: &timestamppb.Timestamp{Seconds: -1 << 62}})
+	st = requireStatus(t, err, codes.InvalidArgument, server.ReasonInvalidArgument)
+	require.Contains(t, st.Message(), "end_time")
+
+	plain := newEnv(t, nil)
+	_, err = plain.admin.ExportUsage(operator(t), &seatdv1.ExportUsageRequest{})
+	requireStatus(t, err, codes.FailedPrecondition, server.ReasonLicenseFileNotConfigured)
+}
+
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return data
 }

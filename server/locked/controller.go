@@ -27,8 +27,11 @@ type Config struct {
 	// VendorKeys verify it: the vendor's public keys.
 	VendorKeys []ed25519.PublicKey
 	// Site is this seatd: its site key's public half and its host.
-	Site  licensefile.Site
-	Store server.Store
+	Site licensefile.Site
+	// SiteKey is the site key itself, which signs the usage exports
+	// (UsageExport); without it there are none.
+	SiteKey SiteKey
+	Store   server.Store
 	// Logger, default: none.
 	Logger *slog.Logger
 	// Now is the clock the file's not_after is judged by (default

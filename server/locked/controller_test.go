@@ -325,3 +325,64 @@ func TestFileLicenseNamesTheFileInForce(t *testing.T) {
 	require.Equal(t, c.InForce().Token, strings.TrimSpace(c.InForce().Token))
 	require.NotEmpty(t, c.InForce().Token)
 }
+
+// TestHostBinding: a file bound to a host is served on that host (by
+// hostname, whatever its case; by machine-id) and refused on another, at
+// start and on reload (cause wrong_host), naming both hosts; a file bound
+// to the site key only is served on any host.
+func TestHostBinding(t *testing.T) {
+	t.Parallel()
+	const (
+		hostname  = "lic1.plant.example"
+		machineID = "0123456789abcdef0123456789abcdef"
+	)
+	bound := func(kind licensefile.HostKind, value string) func(*licensefile.File) {
+		return func(f *licensefile.File) { f.Host = &licensefile.HostBinding{Kind: kind, Value: value} }
+	}
+	controllerOn := func(x *fixture, now *time.Time) *Controller {
+		c := x.controller(now)
+		c.cfg.Site.Hostname, c.cfg.Site.MachineID = hostname, machineID
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		bind func(*licensefile.File)
+		want string // "": served; else the words of the refusal
+	}{
+		{"site key only", func(*licensefile.File) {}, ""},
+		{"this hostname", bound(licensefile.BindHostname, "LIC1.Plant.Example"), ""},
+		{"this machine-id", bound(licensefile.BindMachineID, machineID), ""},
+		{"another hostname", bound(licensefile.BindHostname, "lic2.plant.example"), `bound to another host: it is bound to hostname "lic2.plant.example", this host's is lic1.plant.example`},
+		{"another machine-id", bound(licensefile.BindMachineID, "ffffffffffffffffffffffffffffffff"), "bound to another host: it is bound to machine-id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			x := newFixture(t)
+			now := during
+			x.write(t, x.signed(t, x.file(7, 2, tc.bind)))
+			err := controllerOn(x, &now).Start(t.Context())
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, "--license-file")
+			require.ErrorContains(t, err, tc.want)
+			rec, err := x.store.FileInForce(t.Context())
+			require.NoError(t, err)
+			require.Zero(t, rec.Serial, "nothing put in force")
+
+			// The same file as a reload of a running seatd: refused, the
+			// file in force staying.
+			x.write(t, x.signed(t, x.file(7, 2)))
+			c := controllerOn(x, &now)
+			require.NoError(t, c.Start(t.Context()))
+			x.write(t, x.signed(t, x.file(8, 50, tc.bind)))
+			info, changed, err := c.Reload(t.Context())
+			require.False(t, changed)
+			requireRefusal(t, err, "wrong_host")
+			require.ErrorContains(t, err, tc.want)
+			require.Equal(t, int64(7), info.Serial)
+			require.Equal(t, 2, x.license(t, "lic_cad").Seats)
+		})
+	}
+}

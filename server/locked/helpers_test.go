@@ -96,7 +96,7 @@ func (x *fixture) write(t *testing.T, data []byte) string {
 func (x *fixture) controller(now *time.Time) *Controller {
 	return New(Config{
 		Path: filepath.Join(x.dir, "site.lic"), VendorKeys: []ed25519.PublicKey{x.vendorPub},
-		Site: licensefile.Site{Key: x.site.Public()}, Store: x.store,
+		Site: licensefile.Site{Key: x.site.Public()}, SiteKey: x.site, Store: x.store,
 		Logger: slog.New(slog.NewTextHandler(x.logs, nil)), Now: func() time.Time { return *now },
 	})
 }

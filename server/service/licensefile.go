@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/licensefile"
 	"github.com/seatd/seatd/server/locked"
 )
 
@@ -16,6 +18,9 @@ import (
 type LicenseFile interface {
 	InForce() locked.Info
 	Reload(ctx context.Context) (info locked.Info, changed bool, err error)
+	// UsageExport signs the usage report's rows of [start, end) as the
+	// file in force's usage export (locked.Controller.UsageExport).
+	UsageExport(rows []server.UsageRow, start, end, now time.Time) (*licensefile.UsageExport, []byte, error)
 }
 
 // Locked reports whether the service runs in locked mode.
@@ -69,4 +74,54 @@ func (s *Service) ReloadLicenseFile(ctx context.Context, actor string) (locked.I
 		s.audit(ctx, actor, server.DefaultTenantID, action, "license_file", "", details)
 	}
 	return info, changed, err
+}
+
+// defaultExportWindow is a usage export's period when the call names no
+// start: a month, the usual true-up.
+const defaultExportWindow = 30 * 24 * time.Hour
+
+// ExportUsage is the true-up export of [start, end) (end nil: now; start
+// nil: defaultExportWindow before end), widened to whole seconds: the usage report of
+// the default tenant (where the file's licenses are) in one bucket, the
+// whole period, signed by the site key under the file in force. It is
+// audited (license_file.usage_export): the site key's signature is the
+// site's word to its vendor.
+func (s *Service) ExportUsage(ctx context.Context, actor string, start, end *time.Time) (*licensefile.UsageExport, []byte, error) {
+	if !s.Locked() {
+		return nil, nil, server.ErrLicenseFileNotConfigured
+	}
+	now := s.now()
+	e := now
+	if end != nil {
+		e = *end
+	}
+	st := e.Add(-defaultExportWindow)
+	if start != nil {
+		st = *start
+	}
+	// Widened to whole seconds, as the report widens to whole buckets:
+	// a lease acquired a moment ago is in a period that ends now.
+	st = st.UTC().Truncate(time.Second)
+	if e = e.UTC(); e.Truncate(time.Second).Before(e) {
+		e = e.Truncate(time.Second).Add(time.Second)
+	}
+	if !st.Before(e) {
+		return nil, nil, server.Invalid("start_time", "must be at least a second before end_time")
+	}
+	rep, err := s.store.UsageReport(ctx, server.UsageQuery{
+		TenantID: server.DefaultTenantID, Start: st, End: e, Bucket: e.Sub(st),
+		Users: 1, MaxRows: server.MaxUsageRows,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	u, data, err := s.licenseFile.UsageExport(rep.Rows, st, e, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.audit(ctx, actor, server.DefaultTenantID, "license_file.usage_export", "license_file", "", map[string]string{
+		"serial": strconv.FormatInt(u.FileSerial, 10), "period_start": st.Format(time.RFC3339), "period_end": e.Format(time.RFC3339),
+		"rows": strconv.Itoa(len(u.Rows)),
+	})
+	return u, data, nil
 }

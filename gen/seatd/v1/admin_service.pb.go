@@ -4310,6 +4310,241 @@ func (x *ReloadLicenseFileResponse) GetChanged() bool {
 	return false
 }
 
+type ExportUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The period [start_time, end_time), widened to whole seconds; default
+	// end_time now and start_time 30 days before it.
+	StartTime     *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	EndTime       *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportUsageRequest) Reset() {
+	*x = ExportUsageRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportUsageRequest) ProtoMessage() {}
+
+func (x *ExportUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportUsageRequest.ProtoReflect.Descriptor instead.
+func (*ExportUsageRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ExportUsageRequest) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *ExportUsageRequest) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+// UsageExportRow is one license of the license file (its base seats), or
+// one feature of it (all its grants), over the whole period.
+type UsageExportRow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The license's id in the file (the seatd license is lic_<license_id>).
+	LicenseId string `protobuf:"bytes,1,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	// Empty for the license's base seats.
+	Feature string `protobuf:"bytes,2,opt,name=feature,proto3" json:"feature,omitempty"`
+	// The most leases holding a seat at one instant of the period.
+	PeakSeats int32 `protobuf:"varint,3,opt,name=peak_seats,json=peakSeats,proto3" json:"peak_seats,omitempty"`
+	// AcquireSeat calls refused for want of a seat (SEATS_EXHAUSTED); the
+	// site policy's refusals are not counted.
+	Denials       int64   `protobuf:"varint,4,opt,name=denials,proto3" json:"denials,omitempty"`
+	SeatHours     float64 `protobuf:"fixed64,5,opt,name=seat_hours,json=seatHours,proto3" json:"seat_hours,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageExportRow) Reset() {
+	*x = UsageExportRow{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageExportRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageExportRow) ProtoMessage() {}
+
+func (x *UsageExportRow) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageExportRow.ProtoReflect.Descriptor instead.
+func (*UsageExportRow) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *UsageExportRow) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+func (x *UsageExportRow) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
+func (x *UsageExportRow) GetPeakSeats() int32 {
+	if x != nil {
+		return x.PeakSeats
+	}
+	return 0
+}
+
+func (x *UsageExportRow) GetDenials() int64 {
+	if x != nil {
+		return x.Denials
+	}
+	return 0
+}
+
+func (x *UsageExportRow) GetSeatHours() float64 {
+	if x != nil {
+		return x.SeatHours
+	}
+	return 0
+}
+
+type ExportUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The signed usage export, as text (-----BEGIN SEATD USAGE EXPORT-----):
+	// the file the site sends its vendor.
+	UsageExport string `protobuf:"bytes,1,opt,name=usage_export,json=usageExport,proto3" json:"usage_export,omitempty"`
+	// The serial of the license file in force, which the export names.
+	FileSerial int64 `protobuf:"varint,2,opt,name=file_serial,json=fileSerial,proto3" json:"file_serial,omitempty"`
+	// The kid of the site key that signed it.
+	SiteKeyId   string                 `protobuf:"bytes,3,opt,name=site_key_id,json=siteKeyId,proto3" json:"site_key_id,omitempty"`
+	PeriodStart *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=period_start,json=periodStart,proto3" json:"period_start,omitempty"`
+	PeriodEnd   *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=period_end,json=periodEnd,proto3" json:"period_end,omitempty"`
+	CreatedAt   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// What the export says: every license of the file (a row of zeros for
+	// one unused), and each feature used or granted.
+	Rows          []*UsageExportRow `protobuf:"bytes,7,rep,name=rows,proto3" json:"rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportUsageResponse) Reset() {
+	*x = ExportUsageResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportUsageResponse) ProtoMessage() {}
+
+func (x *ExportUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportUsageResponse.ProtoReflect.Descriptor instead.
+func (*ExportUsageResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *ExportUsageResponse) GetUsageExport() string {
+	if x != nil {
+		return x.UsageExport
+	}
+	return ""
+}
+
+func (x *ExportUsageResponse) GetFileSerial() int64 {
+	if x != nil {
+		return x.FileSerial
+	}
+	return 0
+}
+
+func (x *ExportUsageResponse) GetSiteKeyId() string {
+	if x != nil {
+		return x.SiteKeyId
+	}
+	return ""
+}
+
+func (x *ExportUsageResponse) GetPeriodStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PeriodStart
+	}
+	return nil
+}
+
+func (x *ExportUsageResponse) GetPeriodEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PeriodEnd
+	}
+	return nil
+}
+
+func (x *ExportUsageResponse) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *ExportUsageResponse) GetRows() []*UsageExportRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
 var File_seatd_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_admin_service_proto_rawDesc = "" +
@@ -4636,11 +4871,35 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x18ReloadLicenseFileRequest\"o\n" +
 	"\x19ReloadLicenseFileResponse\x128\n" +
 	"\flicense_file\x18\x01 \x01(\v2\x15.seatd.v1.LicenseFileR\vlicenseFile\x12\x18\n" +
-	"\achanged\x18\x02 \x01(\bR\achanged*X\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\x86\x01\n" +
+	"\x12ExportUsageRequest\x129\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xa1\x01\n" +
+	"\x0eUsageExportRow\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x01 \x01(\tR\tlicenseId\x12\x18\n" +
+	"\afeature\x18\x02 \x01(\tR\afeature\x12\x1d\n" +
+	"\n" +
+	"peak_seats\x18\x03 \x01(\x05R\tpeakSeats\x12\x18\n" +
+	"\adenials\x18\x04 \x01(\x03R\adenials\x12\x1d\n" +
+	"\n" +
+	"seat_hours\x18\x05 \x01(\x01R\tseatHours\"\xdc\x02\n" +
+	"\x13ExportUsageResponse\x12!\n" +
+	"\fusage_export\x18\x01 \x01(\tR\vusageExport\x12\x1f\n" +
+	"\vfile_serial\x18\x02 \x01(\x03R\n" +
+	"fileSerial\x12\x1e\n" +
+	"\vsite_key_id\x18\x03 \x01(\tR\tsiteKeyId\x12=\n" +
+	"\fperiod_start\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vperiodStart\x129\n" +
+	"\n" +
+	"period_end\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tperiodEnd\x129\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12,\n" +
+	"\x04rows\x18\a \x03(\v2\x18.seatd.v1.UsageExportRowR\x04rows*X\n" +
 	"\vUsageBucket\x12\x1c\n" +
 	"\x18USAGE_BUCKET_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11USAGE_BUCKET_HOUR\x10\x01\x12\x14\n" +
-	"\x10USAGE_BUCKET_DAY\x10\x022\xa3\x14\n" +
+	"\x10USAGE_BUCKET_DAY\x10\x022\xef\x14\n" +
 	"\fAdminService\x12P\n" +
 	"\rCreateLicense\x12\x1e.seatd.v1.CreateLicenseRequest\x1a\x1f.seatd.v1.CreateLicenseResponse\x12G\n" +
 	"\n" +
@@ -4675,7 +4934,8 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x0fListSigningKeys\x12 .seatd.v1.ListSigningKeysRequest\x1a!.seatd.v1.ListSigningKeysResponse\x12Y\n" +
 	"\x10RotateSigningKey\x12!.seatd.v1.RotateSigningKeyRequest\x1a\".seatd.v1.RotateSigningKeyResponse\x12S\n" +
 	"\x0eGetLicenseFile\x12\x1f.seatd.v1.GetLicenseFileRequest\x1a .seatd.v1.GetLicenseFileResponse\x12\\\n" +
-	"\x11ReloadLicenseFile\x12\".seatd.v1.ReloadLicenseFileRequest\x1a#.seatd.v1.ReloadLicenseFileResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\x11ReloadLicenseFile\x12\".seatd.v1.ReloadLicenseFileRequest\x1a#.seatd.v1.ReloadLicenseFileResponse\x12J\n" +
+	"\vExportUsage\x12\x1c.seatd.v1.ExportUsageRequest\x1a\x1d.seatd.v1.ExportUsageResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_admin_service_proto_rawDescOnce sync.Once
@@ -4690,7 +4950,7 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(UsageBucket)(0),                   // 0: seatd.v1.UsageBucket
 	(*CreateLicenseRequest)(nil),       // 1: seatd.v1.CreateLicenseRequest
@@ -4764,164 +5024,175 @@ var file_seatd_v1_admin_service_proto_goTypes = []any{
 	(*GetLicenseFileResponse)(nil),     // 69: seatd.v1.GetLicenseFileResponse
 	(*ReloadLicenseFileRequest)(nil),   // 70: seatd.v1.ReloadLicenseFileRequest
 	(*ReloadLicenseFileResponse)(nil),  // 71: seatd.v1.ReloadLicenseFileResponse
-	nil,                                // 72: seatd.v1.AuditEvent.DetailsEntry
-	nil,                                // 73: seatd.v1.UsageReportRow.DenialsByReasonEntry
-	(*License)(nil),                    // 74: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),      // 75: google.protobuf.FieldMask
-	(*FeatureGrant)(nil),               // 76: seatd.v1.FeatureGrant
-	(LeaseState)(0),                    // 77: seatd.v1.LeaseState
-	(*Lease)(nil),                      // 78: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),      // 79: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 80: google.protobuf.Duration
-	(*Tenant)(nil),                     // 81: seatd.v1.Tenant
-	(*ApiKey)(nil),                     // 82: seatd.v1.ApiKey
-	(*SigningKey)(nil),                 // 83: seatd.v1.SigningKey
-	(*LicensePolicy)(nil),              // 84: seatd.v1.LicensePolicy
-	(*IdentityGroup)(nil),              // 85: seatd.v1.IdentityGroup
+	(*ExportUsageRequest)(nil),         // 72: seatd.v1.ExportUsageRequest
+	(*UsageExportRow)(nil),             // 73: seatd.v1.UsageExportRow
+	(*ExportUsageResponse)(nil),        // 74: seatd.v1.ExportUsageResponse
+	nil,                                // 75: seatd.v1.AuditEvent.DetailsEntry
+	nil,                                // 76: seatd.v1.UsageReportRow.DenialsByReasonEntry
+	(*License)(nil),                    // 77: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),      // 78: google.protobuf.FieldMask
+	(*FeatureGrant)(nil),               // 79: seatd.v1.FeatureGrant
+	(LeaseState)(0),                    // 80: seatd.v1.LeaseState
+	(*Lease)(nil),                      // 81: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),      // 82: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),        // 83: google.protobuf.Duration
+	(*Tenant)(nil),                     // 84: seatd.v1.Tenant
+	(*ApiKey)(nil),                     // 85: seatd.v1.ApiKey
+	(*SigningKey)(nil),                 // 86: seatd.v1.SigningKey
+	(*LicensePolicy)(nil),              // 87: seatd.v1.LicensePolicy
+	(*IdentityGroup)(nil),              // 88: seatd.v1.IdentityGroup
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	74,  // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	74,  // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	74,  // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	74,  // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	74,  // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	75,  // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	74,  // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	76,  // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	76,  // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	76,  // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	75,  // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	76,  // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	77,  // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	78,  // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	78,  // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	79,  // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	80,  // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	77,  // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	77,  // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	77,  // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	77,  // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	77,  // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	78,  // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	77,  // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	79,  // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	79,  // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	79,  // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	78,  // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	79,  // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	80,  // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	81,  // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	81,  // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	82,  // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	83,  // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
 	22,  // 17: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
 	22,  // 18: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	79,  // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	80,  // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	79,  // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	79,  // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	79,  // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	79,  // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	82,  // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	83,  // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	82,  // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	82,  // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	82,  // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	82,  // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	27,  // 25: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
 	28,  // 26: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	81,  // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	81,  // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	81,  // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	82,  // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	82,  // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	82,  // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	79,  // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	79,  // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	77,  // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
-	79,  // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
-	79,  // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
-	80,  // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	84,  // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	84,  // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	84,  // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	85,  // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	85,  // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	85,  // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	82,  // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	82,  // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	80,  // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	82,  // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	82,  // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	83,  // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
 	41,  // 39: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
-	79,  // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	79,  // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	79,  // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	79,  // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
-	79,  // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	82,  // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	82,  // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	82,  // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	82,  // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	82,  // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
 	44,  // 45: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
-	79,  // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	79,  // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	72,  // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
-	79,  // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	82,  // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	82,  // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	75,  // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
+	82,  // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	47,  // 50: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
-	79,  // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	79,  // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	82,  // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	82,  // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
 	0,   // 53: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
-	79,  // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
-	80,  // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
-	73,  // 56: seatd.v1.UsageReportRow.denials_by_reason:type_name -> seatd.v1.UsageReportRow.DenialsByReasonEntry
-	79,  // 57: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	79,  // 58: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	82,  // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
+	83,  // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
+	76,  // 56: seatd.v1.UsageReportRow.denials_by_reason:type_name -> seatd.v1.UsageReportRow.DenialsByReasonEntry
+	82,  // 57: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	82,  // 58: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	0,   // 59: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
 	50,  // 60: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
 	51,  // 61: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
-	83,  // 62: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
-	83,  // 63: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
-	84,  // 64: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	84,  // 65: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
-	84,  // 66: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	85,  // 67: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
-	85,  // 68: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
-	85,  // 69: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
-	79,  // 70: seatd.v1.LicenseFile.issued_at:type_name -> google.protobuf.Timestamp
-	79,  // 71: seatd.v1.LicenseFile.not_after:type_name -> google.protobuf.Timestamp
-	79,  // 72: seatd.v1.LicenseFile.in_force_since:type_name -> google.protobuf.Timestamp
+	86,  // 62: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
+	86,  // 63: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
+	87,  // 64: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	87,  // 65: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
+	87,  // 66: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	88,  // 67: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
+	88,  // 68: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
+	88,  // 69: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
+	82,  // 70: seatd.v1.LicenseFile.issued_at:type_name -> google.protobuf.Timestamp
+	82,  // 71: seatd.v1.LicenseFile.not_after:type_name -> google.protobuf.Timestamp
+	82,  // 72: seatd.v1.LicenseFile.in_force_since:type_name -> google.protobuf.Timestamp
 	67,  // 73: seatd.v1.GetLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
 	67,  // 74: seatd.v1.ReloadLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
-	1,   // 75: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	3,   // 76: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	5,   // 77: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	7,   // 78: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	9,   // 79: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	11,  // 80: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
-	13,  // 81: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
-	15,  // 82: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
-	57,  // 83: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
-	59,  // 84: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
-	61,  // 85: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
-	63,  // 86: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
-	65,  // 87: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
-	17,  // 88: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	19,  // 89: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	21,  // 90: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	24,  // 91: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	26,  // 92: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	30,  // 93: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	32,  // 94: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	34,  // 95: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	36,  // 96: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	38,  // 97: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	40,  // 98: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
-	43,  // 99: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
-	46,  // 100: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
-	49,  // 101: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
-	53,  // 102: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
-	55,  // 103: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
-	68,  // 104: seatd.v1.AdminService.GetLicenseFile:input_type -> seatd.v1.GetLicenseFileRequest
-	70,  // 105: seatd.v1.AdminService.ReloadLicenseFile:input_type -> seatd.v1.ReloadLicenseFileRequest
-	2,   // 106: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	4,   // 107: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	6,   // 108: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	8,   // 109: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	10,  // 110: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	12,  // 111: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
-	14,  // 112: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
-	16,  // 113: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
-	58,  // 114: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
-	60,  // 115: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
-	62,  // 116: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
-	64,  // 117: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
-	66,  // 118: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
-	18,  // 119: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	20,  // 120: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	23,  // 121: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	25,  // 122: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	29,  // 123: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	31,  // 124: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	33,  // 125: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	35,  // 126: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	37,  // 127: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	39,  // 128: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	42,  // 129: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
-	45,  // 130: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
-	48,  // 131: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
-	52,  // 132: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
-	54,  // 133: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
-	56,  // 134: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
-	69,  // 135: seatd.v1.AdminService.GetLicenseFile:output_type -> seatd.v1.GetLicenseFileResponse
-	71,  // 136: seatd.v1.AdminService.ReloadLicenseFile:output_type -> seatd.v1.ReloadLicenseFileResponse
-	106, // [106:137] is the sub-list for method output_type
-	75,  // [75:106] is the sub-list for method input_type
-	75,  // [75:75] is the sub-list for extension type_name
-	75,  // [75:75] is the sub-list for extension extendee
-	0,   // [0:75] is the sub-list for field type_name
+	82,  // 75: seatd.v1.ExportUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	82,  // 76: seatd.v1.ExportUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	82,  // 77: seatd.v1.ExportUsageResponse.period_start:type_name -> google.protobuf.Timestamp
+	82,  // 78: seatd.v1.ExportUsageResponse.period_end:type_name -> google.protobuf.Timestamp
+	82,  // 79: seatd.v1.ExportUsageResponse.created_at:type_name -> google.protobuf.Timestamp
+	73,  // 80: seatd.v1.ExportUsageResponse.rows:type_name -> seatd.v1.UsageExportRow
+	1,   // 81: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	3,   // 82: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	5,   // 83: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	7,   // 84: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	9,   // 85: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	11,  // 86: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
+	13,  // 87: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
+	15,  // 88: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
+	57,  // 89: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
+	59,  // 90: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
+	61,  // 91: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
+	63,  // 92: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
+	65,  // 93: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
+	17,  // 94: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	19,  // 95: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	21,  // 96: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	24,  // 97: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	26,  // 98: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	30,  // 99: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	32,  // 100: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	34,  // 101: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	36,  // 102: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	38,  // 103: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	40,  // 104: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	43,  // 105: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	46,  // 106: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	49,  // 107: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
+	53,  // 108: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
+	55,  // 109: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
+	68,  // 110: seatd.v1.AdminService.GetLicenseFile:input_type -> seatd.v1.GetLicenseFileRequest
+	70,  // 111: seatd.v1.AdminService.ReloadLicenseFile:input_type -> seatd.v1.ReloadLicenseFileRequest
+	72,  // 112: seatd.v1.AdminService.ExportUsage:input_type -> seatd.v1.ExportUsageRequest
+	2,   // 113: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	4,   // 114: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	6,   // 115: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	8,   // 116: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	10,  // 117: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	12,  // 118: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
+	14,  // 119: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
+	16,  // 120: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
+	58,  // 121: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
+	60,  // 122: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
+	62,  // 123: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
+	64,  // 124: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
+	66,  // 125: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
+	18,  // 126: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	20,  // 127: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	23,  // 128: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	25,  // 129: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	29,  // 130: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	31,  // 131: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	33,  // 132: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	35,  // 133: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	37,  // 134: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	39,  // 135: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	42,  // 136: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	45,  // 137: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	48,  // 138: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	52,  // 139: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
+	54,  // 140: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
+	56,  // 141: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
+	69,  // 142: seatd.v1.AdminService.GetLicenseFile:output_type -> seatd.v1.GetLicenseFileResponse
+	71,  // 143: seatd.v1.AdminService.ReloadLicenseFile:output_type -> seatd.v1.ReloadLicenseFileResponse
+	74,  // 144: seatd.v1.AdminService.ExportUsage:output_type -> seatd.v1.ExportUsageResponse
+	113, // [113:145] is the sub-list for method output_type
+	81,  // [81:113] is the sub-list for method input_type
+	81,  // [81:81] is the sub-list for extension type_name
+	81,  // [81:81] is the sub-list for extension extendee
+	0,   // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -4936,7 +5207,7 @@ func file_seatd_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   73,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -50,6 +50,7 @@ const (
 	AdminService_RotateSigningKey_FullMethodName   = "/seatd.v1.AdminService/RotateSigningKey"
 	AdminService_GetLicenseFile_FullMethodName     = "/seatd.v1.AdminService/GetLicenseFile"
 	AdminService_ReloadLicenseFile_FullMethodName  = "/seatd.v1.AdminService/ReloadLicenseFile"
+	AdminService_ExportUsage_FullMethodName        = "/seatd.v1.AdminService/ExportUsage"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -160,6 +161,14 @@ type AdminServiceClient interface {
 	// FAILED_PRECONDITION LICENSE_FILE_REFUSED, its ErrorInfo metadata
 	// naming the cause; the file in force stays.
 	ReloadLicenseFile(ctx context.Context, in *ReloadLicenseFileRequest, opts ...grpc.CallOption) (*ReloadLicenseFileResponse, error)
+	// ExportUsage answers a locked seatd's usage over a period for true-up
+	// (operator only): per license of the file in force, and per feature of
+	// it, the most seats held at once, the acquisitions refused for want of
+	// a seat and the seat-hours, as rows and as a usage export signed by the
+	// site key, which the vendor checks against the license file (`seatctl
+	// vendor verify-usage`). FAILED_PRECONDITION LICENSE_FILE_NOT_CONFIGURED
+	// on a seatd without --license-file.
+	ExportUsage(ctx context.Context, in *ExportUsageRequest, opts ...grpc.CallOption) (*ExportUsageResponse, error)
 }
 
 type adminServiceClient struct {
@@ -480,6 +489,16 @@ func (c *adminServiceClient) ReloadLicenseFile(ctx context.Context, in *ReloadLi
 	return out, nil
 }
 
+func (c *adminServiceClient) ExportUsage(ctx context.Context, in *ExportUsageRequest, opts ...grpc.CallOption) (*ExportUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExportUsageResponse)
+	err := c.cc.Invoke(ctx, AdminService_ExportUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -588,6 +607,14 @@ type AdminServiceServer interface {
 	// FAILED_PRECONDITION LICENSE_FILE_REFUSED, its ErrorInfo metadata
 	// naming the cause; the file in force stays.
 	ReloadLicenseFile(context.Context, *ReloadLicenseFileRequest) (*ReloadLicenseFileResponse, error)
+	// ExportUsage answers a locked seatd's usage over a period for true-up
+	// (operator only): per license of the file in force, and per feature of
+	// it, the most seats held at once, the acquisitions refused for want of
+	// a seat and the seat-hours, as rows and as a usage export signed by the
+	// site key, which the vendor checks against the license file (`seatctl
+	// vendor verify-usage`). FAILED_PRECONDITION LICENSE_FILE_NOT_CONFIGURED
+	// on a seatd without --license-file.
+	ExportUsage(context.Context, *ExportUsageRequest) (*ExportUsageResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -690,6 +717,9 @@ func (UnimplementedAdminServiceServer) GetLicenseFile(context.Context, *GetLicen
 }
 func (UnimplementedAdminServiceServer) ReloadLicenseFile(context.Context, *ReloadLicenseFileRequest) (*ReloadLicenseFileResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReloadLicenseFile not implemented")
+}
+func (UnimplementedAdminServiceServer) ExportUsage(context.Context, *ExportUsageRequest) (*ExportUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExportUsage not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -1270,6 +1300,24 @@ func _AdminService_ReloadLicenseFile_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ExportUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExportUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ExportUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ExportUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ExportUsage(ctx, req.(*ExportUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1400,6 +1448,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReloadLicenseFile",
 			Handler:    _AdminService_ReloadLicenseFile_Handler,
+		},
+		{
+			MethodName: "ExportUsage",
+			Handler:    _AdminService_ExportUsage_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -65,7 +65,7 @@ func (s *Site) Write(t testing.TB, f *licensefile.File) {
 func (s *Site) Controller(log *slog.Logger) *locked.Controller {
 	return locked.New(locked.Config{
 		Path: s.Path, VendorKeys: []ed25519.PublicKey{s.VendorPub},
-		Site: licensefile.Site{Key: s.Key.Public()}, Store: s.Store, Logger: log,
+		Site: licensefile.Site{Key: s.Key.Public()}, SiteKey: s.Key, Store: s.Store, Logger: log,
 	})
 }
 

@@ -186,6 +186,32 @@ class DeleteLicenseResponse(_message.Message):
     revoked_leases: int
     def __init__(self, revoked_leases: _Optional[int] = ...) -> None: ...
 
+class ExportUsageRequest(_message.Message):
+    __slots__ = ["end_time", "start_time"]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    end_time: _timestamp_pb2.Timestamp
+    start_time: _timestamp_pb2.Timestamp
+    def __init__(self, start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ExportUsageResponse(_message.Message):
+    __slots__ = ["created_at", "file_serial", "period_end", "period_start", "rows", "site_key_id", "usage_export"]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    FILE_SERIAL_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_END_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_START_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    SITE_KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    USAGE_EXPORT_FIELD_NUMBER: _ClassVar[int]
+    created_at: _timestamp_pb2.Timestamp
+    file_serial: int
+    period_end: _timestamp_pb2.Timestamp
+    period_start: _timestamp_pb2.Timestamp
+    rows: _containers.RepeatedCompositeFieldContainer[UsageExportRow]
+    site_key_id: str
+    usage_export: str
+    def __init__(self, usage_export: _Optional[str] = ..., file_serial: _Optional[int] = ..., site_key_id: _Optional[str] = ..., period_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., period_end: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[UsageExportRow, _Mapping]]] = ...) -> None: ...
+
 class GetCleanupStatusRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -649,6 +675,20 @@ class UsageEvent(_message.Message):
     license_id: str
     started_at: _timestamp_pb2.Timestamp
     def __init__(self, lease_id: _Optional[str] = ..., license_id: _Optional[str] = ..., end_state: _Optional[_Union[_resources_pb2.LeaseState, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., grant_id: _Optional[str] = ..., feature: _Optional[str] = ...) -> None: ...
+
+class UsageExportRow(_message.Message):
+    __slots__ = ["denials", "feature", "license_id", "peak_seats", "seat_hours"]
+    DENIALS_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    PEAK_SEATS_FIELD_NUMBER: _ClassVar[int]
+    SEAT_HOURS_FIELD_NUMBER: _ClassVar[int]
+    denials: int
+    feature: str
+    license_id: str
+    peak_seats: int
+    seat_hours: float
+    def __init__(self, license_id: _Optional[str] = ..., feature: _Optional[str] = ..., peak_seats: _Optional[int] = ..., denials: _Optional[int] = ..., seat_hours: _Optional[float] = ...) -> None: ...
 
 class UsageReportRow(_message.Message):
     __slots__ = ["acquisitions", "bucket_start", "denials", "denials_by_reason", "distinct_users", "feature", "license_id", "mean_queue_wait", "peak_seats", "queue_waits", "seat_hours"]

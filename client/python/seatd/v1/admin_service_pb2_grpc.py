@@ -176,6 +176,11 @@ class AdminServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileResponse.FromString,
                 )
+        self.ExportUsage = channel.unary_unary(
+                '/seatd.v1.AdminService/ExportUsage',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ExportUsageRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ExportUsageResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -439,6 +444,19 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExportUsage(self, request, context):
+        """ExportUsage answers a locked seatd's usage over a period for true-up
+        (operator only): per license of the file in force, and per feature of
+        it, the most seats held at once, the acquisitions refused for want of
+        a seat and the seat-hours, as rows and as a usage export signed by the
+        site key, which the vendor checks against the license file (`seatctl
+        vendor verify-usage`). FAILED_PRECONDITION LICENSE_FILE_NOT_CONFIGURED
+        on a seatd without --license-file.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -596,6 +614,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ReloadLicenseFile,
                     request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileResponse.SerializeToString,
+            ),
+            'ExportUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportUsage,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ExportUsageRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ExportUsageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1138,5 +1161,22 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ReloadLicenseFile',
             seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileRequest.SerializeToString,
             seatd_dot_v1_dot_admin__service__pb2.ReloadLicenseFileResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ExportUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ExportUsage',
+            seatd_dot_v1_dot_admin__service__pb2.ExportUsageRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ExportUsageResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
