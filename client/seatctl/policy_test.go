@@ -410,8 +410,9 @@ func TestStatusShowsReservedAndLingeringSeats(t *testing.T) {
 			lease("lse_1", "", night),
 			lease("lse_2", "", subject(seatdv1.PolicySubject_KIND_HOST, "ws-9")),
 			lease("lse_3", "render", ann),
-			lease("lse_4", "", subject(seatdv1.PolicySubject_KIND_GROUP, "day")), // a reservation since dropped
-			lease("lse_5", "", nil),                                              // a shared seat
+			lease("lse_4", "", subject(seatdv1.PolicySubject_KIND_GROUP, "day")),                               // a reservation since dropped
+			lease("lse_5", "", nil),                                                                            // a shared seat
+			{Id: "lse_6", LicenseId: "lic_cad", State: seatdv1.LeaseState_LEASE_STATE_ACTIVE, Lingering: true}, // released, lingering
 		}},
 		policies: map[string]*seatdv1.LicensePolicy{"lic_cad": {Rules: []*seatdv1.PolicyRule{
 			reserve("", 2, night), reserve("", 1, ws9), reserve("render", 3, ann),
@@ -422,7 +423,7 @@ func TestStatusShowsReservedAndLingeringSeats(t *testing.T) {
 	require.Equal(t, 0, r.code, r.err)
 	lines := strings.Split(r.out, "\n")
 	require.Regexp(t, `^LICENSE\s+NAME\s+IN USE\s+RESERVED\s+LINGERING\s+SEATS\s+WAITING\s`, lines[0])
-	require.Regexp(t, `^lic_cad\s+ACME CAD\s+3\s+3 \(2 taken\)\s+0\s+20\s+0\s+6m\s`, lines[1], "night's 2 (1 taken) and WS-9's 1 (taken)")
+	require.Regexp(t, `^lic_cad\s+ACME CAD\s+3\s+3 \(2 taken\)\s+1\s+20\s+0\s+6m\s`, lines[1], "night's 2 (1 taken) and WS-9's 1 (taken); one lingering")
 	require.Regexp(t, `^  lic_cad\.00000001\s+render 2024\s+4\s+3 \(1 taken\)\s+0\s+5\s`, lines[2], "render's reservation, on its first grant")
 	require.Regexp(t, `^  lic_cad\.00000002\s+render 2025\s+0\s+"\s+0\s+5 \+1\s`, lines[3], "ditto on its other grant")
 	require.Regexp(t, `^  lic_cad\.00000003\s+sim \(all versions\)\s+1\s+-\s+0\s+2\s`, lines[4])
@@ -438,7 +439,7 @@ func TestStatusShowsReservedAndLingeringSeats(t *testing.T) {
 	var view StatusView
 	require.NoError(t, json.Unmarshal([]byte(r.out), &view))
 	require.Equal(t, []PoolStatus{
-		{LicenseID: "lic_cad", Feature: "", Reserved: 3, ReservedTaken: 2},
+		{LicenseID: "lic_cad", Feature: "", Reserved: 3, ReservedTaken: 2, Lingering: 1},
 		{LicenseID: "lic_cad", Feature: "render", Reserved: 3, ReservedTaken: 1},
 		{LicenseID: "lic_cad", Feature: "sim"},
 		{LicenseID: "lic_plain", Feature: ""},
