@@ -200,25 +200,17 @@ func (x *index) poolCount(l *license, c *counting) int {
 	return n
 }
 
-// under calls f with each lease of h that counts under cap k of id (host
+// lists calls f with each list of h's leases under cap k of id (host
 // lower-cased), while f returns true: a group's over the shorter of its
 // members and h's users (or hosts).
-func (ps *policyState) under(h *holders, k server.Cap, id server.Identity, host string, f func(ref) bool) {
-	each := func(rs []ref) bool {
-		for _, r := range rs {
-			if !f(r) {
-				return false
-			}
-		}
-		return true
-	}
+func (ps *policyState) lists(h *holders, k server.Cap, id server.Identity, host string, f func([]ref) bool) {
 	var by map[string][]ref
 	switch {
 	case k.Subject.Kind == server.SubjectUser || k.Subject.Kind == server.SubjectGroup && k.EachMember:
-		each(h.users[id.User])
+		f(h.users[id.User])
 		return
 	case k.Subject.Kind == server.SubjectHost || k.Subject.Kind == server.SubjectHostGroup && k.EachMember:
-		each(h.hosts[host])
+		f(h.hosts[host])
 		return
 	case k.Subject.Kind == server.SubjectGroup:
 		by = h.users
@@ -228,46 +220,40 @@ func (ps *policyState) under(h *holders, k server.Cap, id server.Identity, host 
 	members := ps.members[k.Subject.Name]
 	if len(members) < len(by) {
 		for m := range members {
-			if !each(by[m]) {
+			if !f(by[m]) {
 				return
 			}
 		}
 		return
 	}
 	for key, rs := range by {
-		if _, ok := members[key]; ok && !each(rs) {
+		if _, ok := members[key]; ok && !f(rs) {
 			return
 		}
 	}
 }
 
+// under calls f with each lease of h that counts under cap k of id (host
+// lower-cased), while f returns true.
+func (ps *policyState) under(h *holders, k server.Cap, id server.Identity, host string, f func(ref) bool) {
+	ps.lists(h, k, id, host, func(rs []ref) bool {
+		for _, r := range rs {
+			if !f(r) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // upper is how many leases of h are under cap k of id, whether they
 // count or not: a bound of under's count, from the sizes of the lists.
 func (ps *policyState) upper(h *holders, k server.Cap, id server.Identity, host string) int {
-	var by map[string][]ref
-	switch {
-	case k.Subject.Kind == server.SubjectUser || k.Subject.Kind == server.SubjectGroup && k.EachMember:
-		return len(h.users[id.User])
-	case k.Subject.Kind == server.SubjectHost || k.Subject.Kind == server.SubjectHostGroup && k.EachMember:
-		return len(h.hosts[host])
-	case k.Subject.Kind == server.SubjectGroup:
-		by = h.users
-	default:
-		by = h.hosts
-	}
 	n := 0
-	members := ps.members[k.Subject.Name]
-	if len(members) < len(by) {
-		for m := range members {
-			n += len(by[m])
-		}
-		return n
-	}
-	for key, rs := range by {
-		if _, ok := members[key]; ok {
-			n += len(rs)
-		}
-	}
+	ps.lists(h, k, id, host, func(rs []ref) bool {
+		n += len(rs)
+		return true
+	})
 	return n
 }
 
