@@ -216,9 +216,9 @@ chaos: tools services ## Randomized fault campaign with a history checker (CHAOS
 	  CHAOS_SEED=$${CHAOS_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 	  $(GO) test -race -count=1 -run '^TestChaos$$' -timeout 90m -v ./e2e/
 
-fuzz: ## Fuzz request validation and REST decoding for a while each (FUZZTIME, default 20s); go test runs their seed corpus
-	$(GO) test -run '^$$' -fuzz '^FuzzValidateRequest$$' -fuzztime $${FUZZTIME:-20s} ./server/grpcapi/
-	$(GO) test -run '^$$' -fuzz '^FuzzRESTDecoding$$' -fuzztime $${FUZZTIME:-20s} ./server/gateway/
+fuzz: ## Fuzz request validation and REST decoding for a number of runs each (FUZZTIME, default 50000x); go test runs their seed corpus
+	$(GO) test -run '^$$' -fuzz '^FuzzValidateRequest$$' -fuzztime $${FUZZTIME:-50000x} ./server/grpcapi/
+	$(GO) test -run '^$$' -fuzz '^FuzzRESTDecoding$$' -fuzztime $${FUZZTIME:-50000x} ./server/gateway/
 
 mutate: services ## Mutation testing before a release (hours): gremlins over the stores, cleanup, leader, grpcapi (a sample of distributed); then the hand-made mutants
 	scripts/mutate.sh
