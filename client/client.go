@@ -179,7 +179,11 @@ func (c *Client) Close() error {
 
 // AcquireOptions describe the client asking for a seat.
 type AcquireOptions struct {
-	LicenseKey     string
+	LicenseKey string
+	// Fingerprint identifies the client: under the license's default
+	// leasing strategy, an acquisition with the fingerprint of a live lease
+	// gets that lease back. MachineFingerprint(app) is a stable one per
+	// machine and application, the same in every seatd client.
 	Fingerprint    string
 	User           string
 	Hostname       string

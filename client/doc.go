@@ -4,6 +4,7 @@
 //	c, err := client.Dial("seatd.example.com:7070")
 //	...
 //	defer c.Close()
+//	fp, err := client.MachineFingerprint("com.example.cad") // this machine, for this app
 //	lease, err := c.Acquire(ctx, client.AcquireOptions{LicenseKey: key, Fingerprint: fp})
 //	if errors.Is(err, client.ErrNoSeat) { ... no seat for us now: retry later ... }
 //	defer lease.Release(context.Background())

@@ -55,7 +55,9 @@ export interface ClientOptions extends ConnectionOptions {
 /** Who asks for a seat. */
 export interface AcquireOptions {
   licenseKey: string;
-  /** Identifies the client; default hostname/user/pid. */
+  /** Identifies the client; default hostname/user/pid. A stable one per
+   * machine and application, the same in every seatd client:
+   * machineFingerprint("com.example.cad"). */
   fingerprint?: string;
   user?: string;
   hostname?: string;

@@ -21,12 +21,18 @@ seatd.verify_chain_offline(cert, license_file, vendor_pub) checks both
 without a network (WrongSiteKey, WrongLicenseFile, LicenseNotInFile,
 LicenseFileInvalid, LicenseFileExpired name the link that failed).
 
+seatd.machine_fingerprint("com.example.cad") is a fingerprint of this machine
+for that application, the same as the Go and TypeScript clients compute
+(SEATD_MACHINE_ID overrides the OS's machine id: containers, CI); pass it as
+the fingerprint.
+
 The generated gRPC modules are seatd.v1.*_pb2 / *_pb2_grpc; the google.rpc
 error details seatd sends are decoded into the exceptions of seatd.errors.
 """
 
 from seatd.certificate import Claims, ReturnedList, SigningKeys, license_key_hash, newer, verify_offline
 from seatd.client import AdminClient, Client, Lease, Timing, SERVICE_CONFIG
+from seatd.fingerprint import MACHINE_ID_ENV, NoMachineId, machine_fingerprint
 from seatd.licensefile import FileLicense, LicenseFile, VendorKeys, verify_chain_offline
 from seatd.errors import (
     SeatdError, SeatsExhausted, LeaseLost, LeaseExpired, LeaseRevoked, LeaseReleased, LeaseNotFound,
@@ -48,5 +54,5 @@ __all__ = [
     "VersionNotLicensed", "GrantNotStarted", "GrantNotFound", "NoSeat", "PolicyLimit", "SeatsReserved",
     "UserLimit", "HostLimit", "GroupLimit", "NotAllowed", "Excluded", "NotIncluded", "VendorKeys", "LicenseFile",
     "FileLicense", "verify_chain_offline", "LicenseFileInvalid", "LicenseFileExpired", "WrongSiteKey",
-    "WrongLicenseFile", "LicenseNotInFile",
+    "WrongLicenseFile", "LicenseNotInFile", "machine_fingerprint", "NoMachineId", "MACHINE_ID_ENV",
 ]

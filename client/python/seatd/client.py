@@ -207,7 +207,11 @@ class Client(_Connected):
         which the grant must cover. Raises FeatureNotLicensed or
         VersionNotLicensed (its subclass) when no grant does, GrantNotStarted
         when none has started yet, SeatsExhausted when all are full. The
-        lease says which grant it holds (grant_id, grant_expires_at)."""
+        lease says which grant it holds (grant_id, grant_expires_at).
+
+        fingerprint identifies the client; seatd.machine_fingerprint(app)
+        is a stable one per machine and application, the same in every
+        seatd client."""
         opts = _options(license_key, fingerprint, user, hostname, metadata, feature, version)
         req = seat_service_pb2.AcquireSeatRequest(idempotency_key=idempotency_key or _new_key(), nonce=self._nonce(),
                                                   **opts)
