@@ -153,10 +153,12 @@ func TestConsoleSignInSeatsRevokeAndUsage(t *testing.T) {
 	beat := p.do(t, "POST", "/v1/leases/"+leaseID+":heartbeat", "", map[string]any{"leaseToken": alice.str(t, "leaseToken")})
 	require.Equal(t, "LEASE_REVOKED", beat.errorReason(), "heartbeat after the revocation: %s", beat.Raw)
 
-	// Change the seats from 3 to 4 and the TTL to 10 minutes.
-	b.run("edit the seats", chromedp.SetValue(chromedp.CSS("#edit-seats"), "4"), chromedp.SetValue(chromedp.CSS("#edit-ttl"), "600"),
+	// Change the seats from 3 to 4 and the TTL from 5 to 10 minutes: the
+	// TTL is entered in the unit it is shown in.
+	require.Equal(t, []string{"5", "min"}, eval[[]string](b, `[document.getElementById('edit-ttl').value, document.getElementById('edit-ttl-unit').value]`))
+	b.run("edit the seats", chromedp.SetValue(chromedp.CSS("#edit-seats"), "4"), chromedp.SetValue(chromedp.CSS("#edit-ttl"), "10"),
 		chromedp.Click(chromedp.CSS("#edit-save")))
-	b.waitFor("the save", `(document.querySelector('#edit-status .ok') || {}).textContent === 'Saved: 4 seats, lease TTL 10 min, active.'`)
+	b.waitFor("the save", `(document.querySelector('#edit-status .ok') || {}).textContent === 'Saved: 4 seats, lease TTL 10 min, active, no borrowing.'`)
 	got := p.do(t, "GET", "/v1/admin/licenses/"+acmeID, p.OperatorKey, nil).requireCode(t, http.StatusOK)
 	require.Equal(t, 4.0, got.num(t, "seats"))
 	require.Equal(t, "600s", got.str(t, "leaseTtl"))
@@ -220,6 +222,7 @@ func TestConsoleShowsAPIErrorsAsStated(t *testing.T) {
 	b := newBrowser(t, 375, 812)
 	b.allow("/v1/admin/licenses?pageSize=1", http.StatusUnauthorized)
 	b.allow("/v1/admin/cleanup", http.StatusForbidden)
+	b.allow("/v1/admin/tenants", http.StatusForbidden) // can.js: is this the operator key?
 	b.allow("/v1/admin/licenses/"+licID, http.StatusBadRequest)
 
 	b.signIn(p, "not-a-key")
@@ -252,6 +255,12 @@ func TestConsoleShowsAPIErrorsAsStated(t *testing.T) {
 	b.waitFor("the refusal", `document.querySelector('#edit-status .error-message') !== null`)
 	require.Equal(t, tooMany.str(t, "message"), eval[string](b, `document.querySelector('#edit-status .error-message').textContent`))
 	require.Equal(t, "HTTP 400 · INVALID_ARGUMENT", eval[string](b, `document.querySelector('#edit-status .error-facts').textContent`))
+	// ... and next to the field it names, which has the focus.
+	require.Equal(t, tooMany.str(t, "message"), eval[string](b, `document.getElementById('edit-seats-error').textContent`))
+	require.Equal(t, "edit-seats", eval[string](b, `document.activeElement.id`))
+	// An API key administers its tenant, not the tenants: no Tenants page
+	// offered.
+	require.True(t, eval[bool](b, `document.querySelector('#nav a[data-page="tenants"]').parentElement.hidden`))
 	require.True(t, eval[bool](b, noSideScroll), "the license page fits 375 px")
 	b.screenshot("license-refused-375px")
 

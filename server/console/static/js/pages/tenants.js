@@ -85,7 +85,7 @@ function tenant(main, tenantId, page) {
     h('section', {'aria-labelledby': 'keys-h'}, h('h2', {id: 'keys-h'}, 'API keys'),
       h('p', {class: 'help'}, 'An API key administers this tenant: its licenses, policies and reports, over the API, seatctl or this console.'),
       action, keys),
-    allows('apikey.create') ? keyForm(tenantId, page, action, () => load()) : null);
+    allows('apikey.create') ? keyForm(tenantId, page, () => load()) : null);
 
   async function load() {
     try {
@@ -126,7 +126,7 @@ function tenant(main, tenantId, page) {
 }
 
 // keyForm makes an API key and shows its secret, once.
-function keyForm(tenantId, page, action, onCreated) {
+function keyForm(tenantId, page, onCreated) {
   const name = h('input', {type: 'text', required: true, autocomplete: 'off'});
   const status = formStatus('api-key-status');
   const button = h('button', {type: 'submit', id: 'api-key-create'}, 'Create the key');
@@ -139,6 +139,7 @@ function keyForm(tenantId, page, action, onCreated) {
     button.disabled = true;
     try {
       const answer = await createApiKey(tenantId, name.value.trim());
+      name.value = '';
       const secret = h('input', {type: 'text', id: 'api-key-secret', readonly: true, value: answer.secret, spellcheck: 'false',
         'aria-describedby': 'api-key-secret-help'});
       replace(status, h('div', {class: 'secret-box', role: 'status'},
@@ -149,7 +150,6 @@ function keyForm(tenantId, page, action, onCreated) {
           'Copy it now: it is shown this once, and seatd keeps only its hash. Send it as authorization: Bearer <secret>.')));
       secret.addEventListener('focus', () => secret.select());
       secret.focus();
-      form.reset();
       await onCreated();
     } catch (err) {
       showError(form, status, err, page);
