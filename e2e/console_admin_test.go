@@ -47,7 +47,7 @@ func consoleDay(t *testing.T, width, height int64) {
 	fits := func(page string) {
 		t.Helper()
 		if narrow {
-			require.True(t, eval[bool](b, noSideScroll), "the %s page fits %d px", page, width)
+			require.True(t, eval[bool](b, noSideScroll), "the %s page fits %d px; too wide: %v", page, width, eval[[]string](b, overflowing))
 		}
 	}
 	b.allow("/v1/admin/licenses", http.StatusBadRequest) // the refused create and policy, on purpose
@@ -282,3 +282,19 @@ func consoleDay(t *testing.T, width, height int64) {
 func headingShortID(b *browser) string {
 	return eval[string](b, `document.querySelector('h1 .short-id').textContent`)
 }
+
+// overflowing is the JavaScript naming the text past the viewport's right
+// edge outside the tables' own scrolling regions (why a page does not fit).
+const overflowing = `(() => {
+	const out = [];
+	const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+	for (let n = w.nextNode(); n; n = w.nextNode()) {
+		const r = document.createRange();
+		r.selectNodeContents(n);
+		const right = r.getBoundingClientRect().right;
+		if (right > document.documentElement.clientWidth && !n.parentElement.closest('.table-wrap')) {
+			out.push(n.parentElement.tagName + '#' + n.parentElement.id + ' ' + right + ': ' + n.textContent.slice(0, 40));
+		}
+	}
+	return out.slice(0, 6);
+})()`
