@@ -105,7 +105,7 @@ func consoleDay(t *testing.T, width, height int64) {
 	b.screenshot("overview-twins")
 
 	// Edit it: name, seats, overdraft, no expiry, no borrowing.
-	b.run("open the license", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))))
+	b.clickNow("open the license", fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))
 	b.waitFor("the edit form", `document.getElementById('edit-seats') !== null`)
 	require.Equal(t, headingShortID(b), licID[:12], "the heading's short id")
 	b.run("edit the license", chromedp.SetValue(chromedp.CSS("#edit-name"), "Render Farm EU"),

@@ -45,6 +45,16 @@ func inUse(licenseID string) string {
 	return fmt.Sprintf(`(document.querySelector('tr[data-license-id="%s"] .seats-cell .in-use') || {}).textContent`, licenseID)
 }
 
+// clickNow clicks the element sel finds in one step of the page's own
+// JavaScript: a page that refreshes (the overview, every 5 s) may replace
+// the element between a DevTools query and its click.
+func (b *browser) clickNow(what, sel string) {
+	b.t.Helper()
+	if !eval[bool](b, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (e) e.click(); return e !== null; })()`, sel)) {
+		b.t.Fatalf("%s: nothing at %s\npage text:\n%s", what, sel, b.text())
+	}
+}
+
 // requireLabelled checks that every control on the page has a name a
 // screen reader can say.
 func (b *browser) requireLabelled(page string) {
@@ -122,7 +132,7 @@ func TestConsoleSignInSeatsRevokeAndUsage(t *testing.T) {
 	// The license page lists alice's lease.
 	leaseID := alice.str(t, "lease.id")
 	row := fmt.Sprintf(`tr[data-lease-id="%s"]`, leaseID)
-	b.run("open ACME CAD", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, acmeID))))
+	b.clickNow("open ACME CAD", fmt.Sprintf(`tr[data-license-id="%s"] th a`, acmeID))
 	b.waitFor("alice's lease", fmt.Sprintf(`document.querySelector('%s') !== null`, row))
 	rowText := eval[string](b, fmt.Sprintf(`document.querySelector('%s').innerText`, row))
 	require.Contains(t, rowText, "alice")
@@ -244,7 +254,7 @@ func TestConsoleShowsAPIErrorsAsStated(t *testing.T) {
 	b.screenshot("overview-375px")
 
 	// A change the API refuses: its message, verbatim.
-	b.run("open the license", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))))
+	b.clickNow("open the license", fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))
 	b.waitFor("the edit form", `document.getElementById('edit-seats') !== null`)
 	graceRow := fmt.Sprintf(`document.querySelector('tr[data-lease-id="%s"]')`, borrowed.str(t, "lease.id"))
 	b.waitFor("grace's borrowed lease", graceRow+` !== null`)
@@ -314,7 +324,7 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 	b.screenshot("overview-features")
 
 	// The license page: a row per grant, in the API's order, as text.
-	b.run("open ACME CAD", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))))
+	b.clickNow("open ACME CAD", fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))
 	b.waitFor("the grants table", `document.querySelectorAll('#grants tr[data-grant-id]').length === 3`)
 	cells := func(grantID string) []string {
 		return eval[[]string](b, fmt.Sprintf(`[...document.querySelector('#grants tr[data-grant-id="%s"]').children].map((c) => c.innerText.trim())`, grantID))
@@ -324,7 +334,7 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 	require.Equal(t, []string{"render", "2024", "1 / 1"}, row[:3])
 	require.Equal(t, "at once", row[3])
 	require.True(t, strings.HasPrefix(row[4], localTime(soon)), "expiry %q", row[4])
-	require.Equal(t, []string{"current", r2024.str(t, "id")}, row[5:])
+	require.Equal(t, []string{"current", r2024.str(t, "id"), "Delete"}, row[5:])
 	row = cells(r2025.str(t, "id"))
 	require.Equal(t, []string{"render", "2025", "0 / 2\n+1 overdraft"}, row[:3])
 	require.True(t, strings.HasPrefix(row[4], localTime(later)), "expiry %q", row[4])
@@ -395,7 +405,7 @@ func TestConsoleShowsThePolicyAndWhoHoldsReservedSeats(t *testing.T) {
 	b := newBrowser(t, 1280, 1000)
 	b.signIn(p, p.OperatorKey)
 	b.waitFor("ACME CAD on the overview", inUse(licID)+` === '3 / 4'`)
-	b.run("open ACME CAD", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))))
+	b.clickNow("open ACME CAD", fmt.Sprintf(`tr[data-license-id="%s"] th a`, licID))
 	b.waitFor("the policy's rules", `document.querySelectorAll('#policy .policy-lines tr[data-line="rule"]').length === 4`)
 
 	cells := func(sel string) [][]string {
