@@ -129,6 +129,16 @@ func consoleDay(t *testing.T, width, height int64) {
 	g := grants[0].(map[string]any)
 	require.Equal(t, []any{"render", "2025", 2.0}, []any{g["feature"], g["version"], g["seats"]})
 	require.Equal(t, g["id"], eval[string](b, `document.querySelector('#grants tr[data-grant-id]').dataset.grantId`))
+	// Edit it: 3 seats.
+	b.run("edit the grant", chromedp.Click(chromedp.CSS(`#grants tr[data-grant-id] button[aria-label^="Edit"]`)))
+	b.waitFor("the grant's form", fmt.Sprintf(`(document.getElementById('grant-form') || {dataset: {}}).dataset.grantId === '%s'`, g["id"]))
+	require.Equal(t, "2025", eval[string](b, `document.getElementById('grant-version').value`))
+	b.run("3 seats", chromedp.SetValue(chromedp.CSS("#grant-seats"), "3"), chromedp.Click(chromedp.CSS("#grant-add")))
+	b.waitFor("the grant saved", `(document.querySelector('#grant-status .ok') || {}).textContent === 'Saved grant `+g["id"].(string)+`: render up to 2025, 3 seats.'`)
+	got := p.do(t, "GET", "/v1/admin/licenses/"+licID, p.OperatorKey, nil).requireCode(t, http.StatusOK).JSON["grants"].([]any)[0].(map[string]any)
+	require.Equal(t, 3.0, got["seats"])
+	b.run("done editing", chromedp.Click(chromedp.CSS("#grant-edit-done")))
+	b.waitFor("the add form back", `document.getElementById('grant-form') !== null && document.getElementById('grant-form').dataset.grantId === undefined`)
 
 	// A site policy: a reservation of no seats is refused, next to the
 	// rule's count; then a cap on carol is set.

@@ -334,7 +334,7 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 	require.Equal(t, []string{"render", "2024", "1 / 1"}, row[:3])
 	require.Equal(t, "at once", row[3])
 	require.True(t, strings.HasPrefix(row[4], localTime(soon)), "expiry %q", row[4])
-	require.Equal(t, []string{"current", r2024.str(t, "id"), "Delete"}, row[5:])
+	require.Equal(t, []string{"current", r2024.str(t, "id"), "Edit Delete"}, row[5:])
 	row = cells(r2025.str(t, "id"))
 	require.Equal(t, []string{"render", "2025", "0 / 2\n+1 overdraft"}, row[:3])
 	require.True(t, strings.HasPrefix(row[4], localTime(later)), "expiry %q", row[4])

@@ -17,6 +17,7 @@ export const ACTIONS = {
   'license.edit': 'tenant',
   'license.delete': 'tenant',
   'grant.create': 'tenant',
+  'grant.edit': 'tenant',
   'grant.delete': 'tenant',
   'policy.set': 'tenant',
   'lease.revoke': 'tenant',

@@ -7,10 +7,10 @@
 // deleting it after a confirmation. What the admin may not do is not
 // offered (can.js). The grants, policy and leases refresh every 5 s; the
 // forms are left alone.
-import {activeLeases, createGrant, deleteGrant, deleteLicense, getLicense, getPolicy, listGroups, listLeases, revokeLease,
+import {activeLeases, createGrant, deleteGrant, updateGrant, deleteLicense, getLicense, getPolicy, listGroups, listLeases, revokeLease,
   updateLicense} from '../api.js';
 import {allows} from '../can.js';
-import {confirm, durationText, field, formStatus, fromLocalInput, saved, showError} from '../form.js';
+import {confirm, durationText, field, formStatus, fromLocalInput, localInput, saved, showError} from '../form.js';
 import {licenseForm, savedText} from '../licenseform.js';
 import {groupNames, hasReservations, policyView} from '../policy.js';
 import {policyEditor} from '../policyedit.js';
@@ -43,6 +43,7 @@ export function render(main, [id], page) {
   const policyEdit = h('div', {id: 'policy-edit'});
   const deleteStatus = formStatus('delete-status');
   let formFilled = false;
+  let grantEditor = null; // opens the grant form on a grant
   let shown = null; // the license as last read
   let policyShown = null;
   const editPolicy = h('button', {type: 'button', class: 'quiet', id: 'policy-edit-open', hidden: !allows('policy.set')}, 'Edit the policy');
@@ -112,7 +113,8 @@ export function render(main, [id], page) {
       page.title(name);
       replace(heading, name, ' ', idTag(license.id));
       replace(facts, licenseFacts(license));
-      replace(grantsBox, grantTable(license, allows('grant.delete') ? confirmDeleteGrant : null));
+      replace(grantsBox, grantTable(license, allows('grant.delete') ? confirmDeleteGrant : null,
+        allows('grant.edit') ? (g) => grantEditor && grantEditor(g) : null));
       replace(policyBox, policyView(policy, groups, live));
       listFeatures(featureFilter, featureLabel, license.grants || []);
       replace(leasesBox, leaseTable(leases.leases || [], confirmRevoke));
@@ -123,6 +125,13 @@ export function render(main, [id], page) {
           replace(heading, got.name || got.id, ' ', idTag(got.id));
         }, page));
         if (allows('grant.create')) replace(grantAdder, grantForm(id, page, () => load()));
+        grantEditor = (g) => {
+          replace(grantAdder, grantForm(id, page, () => load(), g),
+            h('button', {type: 'button', class: 'quiet', id: 'grant-edit-done', onclick: () => {
+              replace(grantAdder, allows('grant.create') ? grantForm(id, page, () => load()) : null);
+            }}, 'Done editing'));
+          grantAdder.querySelector('#grant-version').focus();
+        };
         formFilled = true;
       }
       replace(updated, updatedText());
@@ -222,7 +231,7 @@ function listFeatures(select, label, grants) {
 
 // grantTable lists the license's feature grants in the API's order (by
 // feature, then the order their seats are taken in).
-function grantTable(license, onDelete) {
+function grantTable(license, onDelete, onEdit) {
   const grants = license.grants || [];
   if (grants.length === 0) {
     return h('p', {class: 'empty'}, 'No feature grants: every seat is of the base pool.');
@@ -243,11 +252,14 @@ function grantTable(license, onDelete) {
         : h('span', {class: 'none'}, 'never')),
       h('td', {}, grantState(license, g, now)),
       h('td', {}, h('code', {}, g.id)),
-      onDelete ? h('td', {}, h('button', {type: 'button', class: 'danger small', 'aria-label': `Delete the grant ${g.id} of ${g.feature}`,
-        onclick: () => onDelete(g)}, 'Delete')) : null);
+      onDelete || onEdit ? h('td', {class: 'actions'},
+        onEdit ? h('button', {type: 'button', class: 'quiet small', 'aria-label': `Edit the grant ${g.id} of ${g.feature}`,
+          onclick: () => onEdit(g)}, 'Edit') : null, ' ',
+        onDelete ? h('button', {type: 'button', class: 'danger small', 'aria-label': `Delete the grant ${g.id} of ${g.feature}`,
+          onclick: () => onDelete(g)}, 'Delete') : null) : null);
   });
   return table('Feature grants',
-    ['Feature', 'Version (up to)', 'In use / seats', 'Starts', 'Expires', 'State', 'Grant', onDelete ? 'Action' : null].filter(Boolean),
+    ['Feature', 'Version (up to)', 'In use / seats', 'Starts', 'Expires', 'State', 'Grant', onDelete || onEdit ? 'Action' : null].filter(Boolean),
     rows, {class: 'grants'});
 }
 
@@ -318,18 +330,20 @@ function editForm(license, onSaved, page) {
   });
 }
 
-// grantForm adds a feature grant to the license.
-function grantForm(licenseId, page, onAdded) {
-  const feature = h('input', {type: 'text', required: true, autocomplete: 'off'});
-  const version = h('input', {type: 'text', autocomplete: 'off'});
-  const seats = h('input', {type: 'number', min: 1, step: 1, required: true, value: 1});
-  const overdraft = h('input', {type: 'number', min: 0, step: 1, value: 0});
-  const starts = h('input', {type: 'datetime-local'});
-  const expires = h('input', {type: 'datetime-local'});
+// grantForm adds a feature grant to the license, or edits grant (its
+// feature stays: a grant sells one feature).
+function grantForm(licenseId, page, onAdded, grant = null) {
+  const g0 = grant || {seats: 1, overdraft: 0};
+  const feature = h('input', {type: 'text', required: true, autocomplete: 'off', value: g0.feature || '', disabled: Boolean(grant)});
+  const version = h('input', {type: 'text', autocomplete: 'off', value: g0.version || ''});
+  const seats = h('input', {type: 'number', min: 1, step: 1, required: true, value: g0.seats});
+  const overdraft = h('input', {type: 'number', min: 0, step: 1, value: g0.overdraft || 0});
+  const starts = h('input', {type: 'datetime-local', value: localInput(g0.startsAt)});
+  const expires = h('input', {type: 'datetime-local', value: localInput(g0.expiresAt)});
   const status = formStatus('grant-status');
-  const add = h('button', {type: 'submit', id: 'grant-add'}, 'Add the grant');
-  const form = h('form', {id: 'grant-form', class: 'card', novalidate: true},
-    h('h3', {id: 'grant-form-h'}, 'Add a feature grant'),
+  const add = h('button', {type: 'submit', id: 'grant-add'}, grant ? 'Save the grant' : 'Add the grant');
+  const form = h('form', {id: 'grant-form', class: 'card', novalidate: true, dataset: grant ? {grantId: grant.id} : {}},
+    h('h3', {id: 'grant-form-h'}, grant ? `Edit grant ${grant.id}` : 'Add a feature grant'),
     h('div', {class: 'row'},
       field({id: 'grant-feature', label: 'Feature', control: feature, apiField: 'grant.feature'}),
       field({id: 'grant-version', label: 'Up to version', control: version, apiField: 'grant.version', help: 'Empty: every version.'}),
@@ -342,13 +356,15 @@ function grantForm(licenseId, page, onAdded) {
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     add.disabled = true;
-    const body = {feature: feature.value.trim(), version: version.value.trim(), seats: Number(seats.value), overdraft: Number(overdraft.value || 0)};
-    if (starts.value) body.startsAt = fromLocalInput(starts.value);
-    if (expires.value) body.expiresAt = fromLocalInput(expires.value);
+    const body = {version: version.value.trim(), seats: Number(seats.value), overdraft: Number(overdraft.value || 0)};
+    if (!grant) body.feature = feature.value.trim();
+    // A new grant leaves an empty time out; an edit clears it with null.
+    if (starts.value || grant) body.startsAt = fromLocalInput(starts.value);
+    if (expires.value || grant) body.expiresAt = fromLocalInput(expires.value);
     try {
-      const g = await createGrant(licenseId, body);
-      replace(status, saved(`Added grant ${g.id}: ${g.feature}${g.version ? ` up to ${g.version}` : ''}, ${g.seats} seats.`));
-      form.reset();
+      const g = grant ? await updateGrant(licenseId, grant.id, body) : await createGrant(licenseId, body);
+      replace(status, saved(`${grant ? 'Saved' : 'Added'} grant ${g.id}: ${g.feature}${g.version ? ` up to ${g.version}` : ''}, ${g.seats} seats.`));
+      if (!grant) form.reset();
       await onAdded();
     } catch (err) {
       showError(form, status, err, page);
