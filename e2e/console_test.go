@@ -280,7 +280,7 @@ func TestConsoleShowsAPIErrorsAsStated(t *testing.T) {
 	} {
 		b.run("open "+page.link, chromedp.Click(chromedp.CSS(`#nav a[data-page="`+page.link+`"]`)))
 		b.waitFor(page.link, page.ready)
-		require.True(t, eval[bool](b, noSideScroll), "the %s page fits 375 px", page.link)
+		require.True(t, eval[bool](b, noSideScroll), "the %s page fits 375 px; too wide: %v", page.link, eval[[]string](b, overflowing))
 		b.screenshot(page.link + "-375px")
 	}
 }
@@ -348,7 +348,7 @@ func TestConsoleShowsFeatureGrants(t *testing.T) {
 	// Text only: the cells hold text and the page's own elements, nothing
 	// parsed from the API's strings.
 	tags := eval[[]string](b, `[...new Set([...document.querySelectorAll('#grants tbody *')].map((e) => e.tagName.toLowerCase()))].sort()`)
-	require.Subset(t, []string{"code", "div", "span", "td", "th", "time", "tr"}, tags)
+	require.Subset(t, []string{"button", "code", "div", "span", "td", "th", "time", "tr"}, tags)
 
 	// Each lease's feature and version.
 	leaseRow := func(id string) string {
