@@ -364,7 +364,9 @@ function grantForm(licenseId, page, onAdded, grant = null) {
     try {
       const g = grant ? await updateGrant(licenseId, grant.id, body) : await createGrant(licenseId, body);
       replace(status, saved(`${grant ? 'Saved' : 'Added'} grant ${g.id}: ${g.feature}${g.version ? ` up to ${g.version}` : ''}, ${g.seats} seats.`));
-      if (!grant) form.reset();
+      if (!grant) {
+        for (const [input, v] of [[feature, ''], [version, ''], [seats, 1], [overdraft, 0], [starts, ''], [expires, '']]) input.value = v;
+      }
       await onAdded();
     } catch (err) {
       showError(form, status, err, page);
