@@ -17,7 +17,9 @@ const CODES = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEE
 
 // ApiError is a refused call: message is the API's message as it stated
 // it; status the HTTP status; code the gRPC code name; reason the
-// ErrorInfo reason.
+// ErrorInfo reason; field the request field the refusal names (the
+// BadRequest detail's field, or the ErrorInfo metadata's "field"), in the
+// API's own path ("license.seats", "rules[2].count"), '' when none.
 export class ApiError extends Error {
   constructor(status, body, text) {
     const message = (body && typeof body.message === 'string' && body.message) ||
@@ -29,6 +31,9 @@ export class ApiError extends Error {
     const details = (body && Array.isArray(body.details)) ? body.details : [];
     const info = details.find((d) => d['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo');
     this.reason = info ? info.reason : '';
+    const bad = details.find((d) => d['@type'] === 'type.googleapis.com/google.rpc.BadRequest');
+    const violation = bad && Array.isArray(bad.fieldViolations) ? bad.fieldViolations[0] : null;
+    this.field = (violation && violation.field) || (info && info.metadata && info.metadata.field) || '';
   }
 
   get unauthenticated() { return this.status === 401; }
@@ -109,3 +114,25 @@ export const revokeLease = (id, reason) => api('POST', `/v1/admin/leases/${enc(i
 export const cleanupStatus = (signal) => api('GET', '/v1/admin/cleanup', {signal});
 export const usageReport = (params, signal) => api('GET', query('/v1/admin/reports/usage', params), {signal});
 export const zombieReport = (params, signal) => api('GET', query('/v1/admin/reports/zombies', params), {signal});
+
+// License changes. updateLicense sends only the fields given: over REST
+// the fields present in the body are the update mask (a null clears a
+// field, expiresAt: null is "never").
+export const createLicense = (fields) => api('POST', '/v1/admin/licenses', {body: fields});
+export const deleteLicense = (id) => api('DELETE', `/v1/admin/licenses/${enc(id)}`);
+export const createGrant = (licenseId, fields) => api('POST', `/v1/admin/licenses/${enc(licenseId)}/grants`, {body: fields});
+export const updateGrant = (licenseId, grantId, fields) =>
+  api('PATCH', `/v1/admin/licenses/${enc(licenseId)}/grants/${enc(grantId)}`, {body: fields});
+export const deleteGrant = (licenseId, grantId) => api('DELETE', `/v1/admin/licenses/${enc(licenseId)}/grants/${enc(grantId)}`);
+export const setPolicy = (id, policy) => api('PUT', `/v1/admin/licenses/${enc(id)}/policy`, {body: policy});
+
+// Tenants and their API keys (operator only).
+export const listTenants = (params, signal) => api('GET', query('/v1/admin/tenants', params), {signal});
+export const createTenant = (tenant) => api('POST', '/v1/admin/tenants', {body: tenant});
+export const listApiKeys = (tenantId, signal) =>
+  api('GET', query(`/v1/admin/tenants/${enc(tenantId)}/api-keys`, {pageSize: 1000}), {signal});
+export const createApiKey = (tenantId, name) => api('POST', `/v1/admin/tenants/${enc(tenantId)}/api-keys`, {body: {name}});
+export const revokeApiKey = (id) => api('POST', `/v1/admin/api-keys/${enc(id)}:revoke`, {body: {}});
+
+// The audit log, a page at a time (params: tenantId, pageSize, pageToken).
+export const auditEvents = (params, signal) => api('GET', query('/v1/admin/audit-events', params), {signal});

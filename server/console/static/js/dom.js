@@ -105,3 +105,23 @@ export function num(v, digits = 0) {
   const n = Number(v ?? 0);
   return n.toLocaleString('en-US', {maximumFractionDigits: digits, minimumFractionDigits: 0});
 }
+
+// shortId is the start of an id, enough to tell apart licenses of one
+// name: "lic_3fa2c1d0" of "lic_3fa2c1d0…" (an id of 12 characters or
+// fewer is shown whole).
+export function shortId(id) {
+  id = String(id || '');
+  return id.length > 12 ? id.slice(0, 12) : id;
+}
+
+// idTag shows an id's start, the whole id in its title (hover, and
+// screen readers read the text).
+export function idTag(id) {
+  return h('code', {class: 'short-id', title: id}, shortId(id));
+}
+
+// licenseLabel names a license as text where only text fits (a select's
+// option, a page title): its name and short id, "ACME CAD (lic_3fa2c1d0)".
+export function licenseLabel(l) {
+  return l.name ? `${l.name} (${shortId(l.id)})` : l.id;
+}

@@ -3,6 +3,7 @@
 // return a function that stops it (its refresh timer) when the admin
 // leaves the page.
 import {session, ApiError} from './api.js';
+import {allows, forget, learn} from './can.js';
 import {h, replace} from './dom.js';
 import {errorBox} from './errors.js';
 import * as signin from './pages/signin.js';
@@ -10,18 +11,27 @@ import * as overview from './pages/overview.js';
 import * as license from './pages/license.js';
 import * as usage from './pages/usage.js';
 import * as zombies from './pages/zombies.js';
+import * as newLicense from './pages/newlicense.js';
+import * as tenants from './pages/tenants.js';
+import * as audit from './pages/audit.js';
 
 const routes = [
   {pattern: /^\/$/, page: overview, nav: 'overview'},
+  {pattern: /^\/licenses\/new$/, page: newLicense, nav: 'overview', action: 'license.create'},
   {pattern: /^\/licenses\/([^/]+)$/, page: license, nav: 'overview'},
   {pattern: /^\/usage(?:\/([^/]+))?$/, page: usage, nav: 'usage'},
   {pattern: /^\/zombies$/, page: zombies, nav: 'zombies'},
+  {pattern: /^\/audit$/, page: audit, nav: 'audit', action: 'audit.read'},
+  {pattern: /^\/tenants$/, page: tenants, nav: 'tenants', action: 'tenant.read'},
+  {pattern: /^\/tenants\/([^/]+)$/, page: tenants, nav: 'tenants', action: 'tenant.read'},
 ];
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 const signout = document.getElementById('signout');
 let current = null; // {stop, controller} of the page shown
+let shows = 0; // show() calls: a later one wins
+let flashText = ''; // a line for the next page: what the last one did
 
 // route is the #/ path, "/" when there is none.
 function route() {
@@ -45,6 +55,11 @@ function pageContext(controller) {
       }
       return errorBox(err);
     },
+    // flash leaves a line for the next page shown (a deleted license's
+    // page is gone: the overview says it went).
+    flash(text) {
+      flashText = text;
+    },
     // title sets the page's title and heading.
     title(text) {
       document.title = `${text} · seatd console`;
@@ -52,7 +67,8 @@ function pageContext(controller) {
   };
 }
 
-function show(state = {}) {
+async function show(state = {}) {
+  const mine = ++shows;
   if (current) {
     current.controller.abort();
     if (current.stop) current.stop();
@@ -66,6 +82,23 @@ function show(state = {}) {
     signin.render(main, {message: state.message, onSignedIn: () => show()});
     return;
   }
+  // What this key may do, asked once per key (can.js); the navigation
+  // offers only that.
+  const key = session.key;
+  try {
+    await learn(key);
+  } catch (err) {
+    if (mine !== shows) return;
+    if (err instanceof ApiError && err.unauthenticated) {
+      session.clear();
+      show({message: err});
+      return;
+    }
+    replace(main, errorBox(err));
+    return;
+  }
+  if (mine !== shows) return; // another show (a sign-out, a new route) came meanwhile
+  for (const a of nav.querySelectorAll('a[data-action]')) a.parentElement.hidden = !allows(a.dataset.action);
   const path = route();
   const match = routes.map((r) => ({r, m: r.pattern.exec(path)})).find((x) => x.m);
   for (const a of nav.querySelectorAll('a')) {
@@ -73,7 +106,11 @@ function show(state = {}) {
     else a.removeAttribute('aria-current');
   }
   replace(main);
-  if (!match) {
+  if (flashText) {
+    main.append(h('p', {class: 'ok flash', role: 'status', id: 'flash'}, flashText));
+    flashText = '';
+  }
+  if (!match || (match.r.action && !allows(match.r.action))) {
     main.append(h('h1', {}, 'Not found'), h('p', {}, 'No console page at ', h('code', {}, path), '. ',
       h('a', {href: '#/'}, 'Back to the overview')));
     return;
@@ -90,6 +127,7 @@ window.addEventListener('hashchange', () => {
 });
 signout.addEventListener('click', () => {
   session.clear();
+  forget();
   if (route() === '/') show({focus: true});
   else location.hash = '#/'; // hashchange shows the sign-in
 });

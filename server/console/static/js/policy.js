@@ -139,7 +139,7 @@ export function policyView(policy, groups, leases) {
   const held = holdersOf(policy, leases);
   const lines = LINES.flatMap((line) => line(policy, held));
   if (lines.length === 0) {
-    return h('p', {class: 'empty'}, 'No site policy: every client may take any free seat. Set one with seatctl policy set or seatctl policy import.');
+    return h('p', {class: 'empty'}, 'No site policy: every client may take any free seat.');
   }
   const names = groupNames(policy);
   return [

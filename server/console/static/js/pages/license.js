@@ -1,13 +1,20 @@
 // License: its feature grants (feature, version, seats in use / seats,
-// starts, expires), its site policy (its lines, the groups they name, who
-// holds the reserved seats: policy.js), its leases (user, host, fingerprint, feature and
+// starts, expires; added and deleted here), its site policy (its lines,
+// the groups they name, who holds the reserved seats: policy.js; edited
+// here: policyedit.js), its leases (user, host, fingerprint, feature and
 // version, acquired, last heartbeat, expires in; by state and feature),
-// revoking one after a confirmation, and editing seats, lease TTL and
-// active. The grants, policy and leases refresh every 5 s; the form is
-// left alone.
-import {activeLeases, getLicense, getPolicy, listGroups, listLeases, revokeLease, updateLicense} from '../api.js';
+// revoking one after a confirmation, its settings (licenseform.js) and
+// deleting it after a confirmation. What the admin may not do is not
+// offered (can.js). The grants, policy and leases refresh every 5 s; the
+// forms are left alone.
+import {activeLeases, createGrant, deleteGrant, updateGrant, deleteLicense, getLicense, getPolicy, listGroups, listLeases, revokeLease,
+  updateLicense} from '../api.js';
+import {allows} from '../can.js';
+import {confirm, durationText, field, formStatus, fromLocalInput, localInput, saved, showError} from '../form.js';
+import {licenseForm, savedText} from '../licenseform.js';
 import {groupNames, hasReservations, policyView} from '../policy.js';
-import {h, replace, table, when, until, seconds, span, num} from '../dom.js';
+import {policyEditor} from '../policyedit.js';
+import {h, idTag, replace, table, when, until, seconds, num} from '../dom.js';
 import {every, updatedText} from '../refresh.js';
 
 const STATES = {
@@ -31,7 +38,37 @@ export function render(main, [id], page) {
   const featureFilter = h('select', {id: 'lease-feature'}, h('option', {value: ''}, 'every feature and the base pool'));
   const featureLabel = h('label', {class: 'inline', hidden: true}, ' of ', featureFilter);
   const editor = h('div', {id: 'edit'});
+  const grantAdder = h('div', {id: 'grant-adder'});
+  const grantStatus = h('div', {id: 'grant-action', 'aria-live': 'polite'});
+  const policyEdit = h('div', {id: 'policy-edit'});
+  const deleteStatus = formStatus('delete-status');
   let formFilled = false;
+  let grantEditor = null; // opens the grant form on a grant
+  let shown = null; // the license as last read
+  let policyShown = null;
+  const editPolicy = h('button', {type: 'button', class: 'quiet', id: 'policy-edit-open', hidden: !allows('policy.set')}, 'Edit the policy');
+  editPolicy.addEventListener('click', () => {
+    editPolicy.hidden = true;
+    replace(policyEdit, policyEditor({licenseId: id, policy: policyShown || {}, page, onSaved: () => load()}));
+    policyEdit.querySelector('button, input, select').focus();
+  });
+  const deleteButton = h('button', {type: 'button', class: 'danger', id: 'license-delete'}, 'Delete this license');
+  deleteButton.addEventListener('click', async () => {
+    const name = shown ? shown.name || shown.id : id;
+    const yes = await confirm({id: 'delete-dialog', title: 'Delete this license?', action: 'Delete',
+      body: [h('p', {}, `${name} is removed and its key stops working. Its ${shown ? shown.seatsInUse || 0 : 0} live leases are revoked now. `,
+        'Its usage history stays.'), h('p', {}, h('code', {}, id))]});
+    if (!yes) return;
+    replace(deleteStatus, h('p', {}, 'Deleting…'));
+    try {
+      const answer = await deleteLicense(id);
+      page.flash(`Deleted ${name} (${id}); ${answer.revokedLeases || 0} live leases revoked.`);
+      location.hash = '#/';
+    } catch (err) {
+      const box = page.failed(err);
+      if (box) replace(deleteStatus, box);
+    }
+  });
 
   main.append(
     h('p', {class: 'crumbs'}, h('a', {href: '#/'}, 'Overview'), ' › ', h('span', {}, id)),
@@ -39,18 +76,22 @@ export function render(main, [id], page) {
     h('section', {'aria-labelledby': 'grants-h'},
       h('h2', {id: 'grants-h'}, 'Features'),
       h('p', {class: 'help'}, 'Each feature grant is a pool of its own; the seats above are the base pool, for requests that name no feature.'),
-      grantsBox),
+      grantStatus, grantsBox, grantAdder),
     h('section', {'aria-labelledby': 'policy-h'},
       h('h2', {id: 'policy-h'}, 'Site policy'),
       h('p', {class: 'help'}, 'Who may take this license\'s seats and how many. A change applies to the next acquisition; no held lease ends.'),
-      policyBox),
+      policyBox, editPolicy, policyEdit),
     h('section', {'aria-labelledby': 'leases-h'},
       h('div', {class: 'section-head'},
         h('h2', {id: 'leases-h'}, 'Leases'),
         h('span', {}, h('label', {class: 'inline'}, 'Show ', filter), featureLabel)),
       actionStatus, leasesBox),
-    h('section', {'aria-labelledby': 'edit-h'}, h('h2', {id: 'edit-h'}, 'Settings'), editor),
-    h('p', {}, h('a', {href: `#/usage/${encodeURIComponent(id)}`}, 'Usage of this license over 30 days')));
+    allows('license.edit') ? h('section', {'aria-labelledby': 'edit-h'}, h('h2', {id: 'edit-h'}, 'Settings'), editor) : null,
+    h('p', {}, h('a', {href: `#/usage/${encodeURIComponent(id)}`}, 'Usage of this license over 30 days')),
+    allows('license.delete') ? h('section', {'aria-labelledby': 'delete-h', class: 'danger-zone'},
+      h('h2', {id: 'delete-h'}, 'Delete'),
+      h('p', {class: 'help'}, 'Revokes its live leases and removes it; its key stops working. Its history stays.'),
+      deleteButton, deleteStatus) : null);
 
   const load = async () => {
     try {
@@ -67,15 +108,30 @@ export function render(main, [id], page) {
       ]);
       if (page.signal.aborted) return;
       const name = license.name || license.id;
+      shown = license;
+      policyShown = policy;
       page.title(name);
-      replace(heading, name);
+      replace(heading, name, ' ', idTag(license.id));
       replace(facts, licenseFacts(license));
-      replace(grantsBox, grantTable(license));
+      replace(grantsBox, grantTable(license, allows('grant.delete') ? confirmDeleteGrant : null,
+        allows('grant.edit') ? (g) => grantEditor && grantEditor(g) : null));
       replace(policyBox, policyView(policy, groups, live));
       listFeatures(featureFilter, featureLabel, license.grants || []);
       replace(leasesBox, leaseTable(leases.leases || [], confirmRevoke));
       if (!formFilled) {
-        replace(editor, editForm(license, (saved) => replace(facts, licenseFacts(saved)), page));
+        replace(editor, editForm(license, (got) => {
+          shown = got;
+          replace(facts, licenseFacts(got));
+          replace(heading, got.name || got.id, ' ', idTag(got.id));
+        }, page));
+        if (allows('grant.create')) replace(grantAdder, grantForm(id, page, () => load()));
+        grantEditor = (g) => {
+          replace(grantAdder, grantForm(id, page, () => load(), g),
+            h('button', {type: 'button', class: 'quiet', id: 'grant-edit-done', onclick: () => {
+              replace(grantAdder, allows('grant.create') ? grantForm(id, page, () => load()) : null);
+            }}, 'Done editing'));
+          grantAdder.querySelector('#grant-version').focus();
+        };
         formFilled = true;
       }
       replace(updated, updatedText());
@@ -86,6 +142,23 @@ export function render(main, [id], page) {
   };
   filter.addEventListener('change', load);
   featureFilter.addEventListener('change', load);
+
+  // confirmDeleteGrant asks before deleting a grant, which revokes its
+  // live leases.
+  async function confirmDeleteGrant(g) {
+    const yes = await confirm({id: 'grant-delete-dialog', title: 'Delete this feature grant?', action: 'Delete',
+      body: [h('p', {}, `${g.feature}${g.version ? ` up to ${g.version}` : ''}, ${g.seats} seats: its ${g.seatsInUse || 0} live leases are revoked now.`),
+        h('p', {}, h('code', {}, g.id))]});
+    if (!yes) return;
+    try {
+      const answer = await deleteGrant(id, g.id);
+      replace(grantStatus, saved(`Deleted grant ${g.id}; ${answer.revokedLeases || 0} live leases revoked.`));
+    } catch (err) {
+      const box = page.failed(err);
+      if (box) replace(grantStatus, box);
+    }
+    await load();
+  }
 
   // confirmRevoke asks before revoking: a modal dialog, Cancel first.
   function confirmRevoke(lease) {
@@ -129,9 +202,9 @@ function licenseFacts(l) {
     ['Seats in use', [h('span', {class: 'in-use', id: 'license-in-use'}, `${inUse} / ${l.seats}`),
       l.overdraft ? ` (+${l.overdraft} overdraft)` : '', (l.grants || []).length ? ' of the base pool' : '']],
     ['Waiting', num(l.waiting)],
-    ['Lease TTL', span(seconds(l.leaseTtl))],
+    ['Lease TTL', durationText(seconds(l.leaseTtl))],
     ['Borrowing', seconds(l.maxBorrowDuration) > 0
-      ? `up to ${span(seconds(l.maxBorrowDuration))} offline, ${l.maxBorrowedSeats ? `${l.maxBorrowedSeats} seats at once` : 'any of its seats'}`
+      ? `up to ${durationText(seconds(l.maxBorrowDuration))} offline, ${l.maxBorrowedSeats ? `${l.maxBorrowedSeats} seats at once` : 'any of its seats'}`
       : 'not allowed'],
     ['State', l.active ? h('span', {class: 'badge ok'}, 'active') : h('span', {class: 'badge off'}, 'inactive')],
     ['Expires', l.expiresAt ? [when(l.expiresAt), ` (${until(l.expiresAt)})`] : 'never'],
@@ -158,10 +231,10 @@ function listFeatures(select, label, grants) {
 
 // grantTable lists the license's feature grants in the API's order (by
 // feature, then the order their seats are taken in).
-function grantTable(license) {
+function grantTable(license, onDelete, onEdit) {
   const grants = license.grants || [];
   if (grants.length === 0) {
-    return h('p', {class: 'empty'}, 'No feature grants: every seat is of the base pool. Add one with seatctl grants create.');
+    return h('p', {class: 'empty'}, 'No feature grants: every seat is of the base pool.');
   }
   const now = Date.now();
   const rows = grants.map((g) => {
@@ -178,10 +251,16 @@ function grantTable(license) {
       h('td', {class: 'expires'}, g.expiresAt ? [when(g.expiresAt), h('div', {class: 'sub'}, until(g.expiresAt, now))]
         : h('span', {class: 'none'}, 'never')),
       h('td', {}, grantState(license, g, now)),
-      h('td', {}, h('code', {}, g.id)));
+      h('td', {}, h('code', {}, g.id)),
+      onDelete || onEdit ? h('td', {class: 'actions'},
+        onEdit ? h('button', {type: 'button', class: 'quiet small', 'aria-label': `Edit the grant ${g.id} of ${g.feature}`,
+          onclick: () => onEdit(g)}, 'Edit') : null, ' ',
+        onDelete ? h('button', {type: 'button', class: 'danger small', 'aria-label': `Delete the grant ${g.id} of ${g.feature}`,
+          onclick: () => onDelete(g)}, 'Delete') : null) : null);
   });
   return table('Feature grants',
-    ['Feature', 'Version (up to)', 'In use / seats', 'Starts', 'Expires', 'State', 'Grant'], rows, {class: 'grants'});
+    ['Feature', 'Version (up to)', 'In use / seats', 'Starts', 'Expires', 'State', 'Grant', onDelete || onEdit ? 'Action' : null].filter(Boolean),
+    rows, {class: 'grants'});
 }
 
 // grantState says whether a grant gives seats now: not before it starts,
@@ -215,7 +294,7 @@ function leaseTable(leases, onRevoke) {
       h('td', {}, when(l.acquiredAt)),
       h('td', {}, when(l.lastHeartbeatAt)),
       h('td', {}, active ? until(l.expiresAt, now) : [STATES[l.state] || l.state, ' ', when(l.endedAt)]),
-      h('td', {}, revocable(l, who, onRevoke)));
+      h('td', {}, allows('lease.revoke') ? revocable(l, who, onRevoke) : null));
   });
   return table('Leases', ['User', 'Host', 'Fingerprint', 'Feature', 'Acquired', 'Last heartbeat', 'Expires in', 'Action'], rows, {class: 'leases'});
 }
@@ -234,36 +313,65 @@ function revocable(l, who, onRevoke) {
   }, 'Revoke');
 }
 
+// editForm is the license form filled with license, saved with PATCH.
 function editForm(license, onSaved, page) {
-  const seats = h('input', {id: 'edit-seats', name: 'seats', type: 'number', min: 1, step: 1, required: true, value: license.seats});
-  const ttl = h('input', {id: 'edit-ttl', name: 'ttl', type: 'number', min: 1, step: 1, required: true,
-    value: Math.round(seconds(license.leaseTtl)), 'aria-describedby': 'edit-ttl-help'});
-  const active = h('input', {id: 'edit-active', name: 'active', type: 'checkbox', checked: license.active, 'aria-describedby': 'edit-active-help'});
-  const status = h('div', {id: 'edit-status', 'aria-live': 'polite'});
-  const save = h('button', {type: 'submit', id: 'edit-save'}, 'Save');
-  const form = h('form', {id: 'edit-form', class: 'card'},
-    h('div', {class: 'field'}, h('label', {for: 'edit-seats'}, 'Seats'), seats),
-    h('div', {class: 'field'}, h('label', {for: 'edit-ttl'}, 'Lease TTL (seconds)'), ttl,
-      h('p', {id: 'edit-ttl-help', class: 'help'}, 'How long a lease lives without a heartbeat.')),
-    h('div', {class: 'field check'}, active, h('label', {for: 'edit-active'}, 'Active'),
-      h('p', {id: 'edit-active-help', class: 'help'}, 'An inactive license refuses new seats; leases held run out.')),
-    save, status);
+  return licenseForm({
+    license, prefix: 'edit', submitText: 'Save',
+    async submit(fields, form, status) {
+      replace(status, h('p', {}, 'Saving…'));
+      try {
+        const got = await updateLicense(license.id, fields);
+        onSaved(got);
+        replace(status, saved(`Saved: ${savedText(got)}`));
+      } catch (err) {
+        showError(form, status, err, page);
+      }
+    },
+  });
+}
+
+// grantForm adds a feature grant to the license, or edits grant (its
+// feature stays: a grant sells one feature).
+function grantForm(licenseId, page, onAdded, grant = null) {
+  const g0 = grant || {seats: 1, overdraft: 0};
+  const feature = h('input', {type: 'text', required: true, autocomplete: 'off', value: g0.feature || '', disabled: Boolean(grant)});
+  const version = h('input', {type: 'text', autocomplete: 'off', value: g0.version || ''});
+  const seats = h('input', {type: 'number', min: 1, step: 1, required: true, value: g0.seats});
+  const overdraft = h('input', {type: 'number', min: 0, step: 1, value: g0.overdraft || 0});
+  const starts = h('input', {type: 'datetime-local', value: localInput(g0.startsAt)});
+  const expires = h('input', {type: 'datetime-local', value: localInput(g0.expiresAt)});
+  const status = formStatus('grant-status');
+  const add = h('button', {type: 'submit', id: 'grant-add'}, grant ? 'Save the grant' : 'Add the grant');
+  const form = h('form', {id: 'grant-form', class: 'card', novalidate: true, dataset: grant ? {grantId: grant.id} : {}},
+    h('h3', {id: 'grant-form-h'}, grant ? `Edit grant ${grant.id}` : 'Add a feature grant'),
+    h('div', {class: 'row'},
+      field({id: 'grant-feature', label: 'Feature', control: feature, apiField: 'grant.feature'}),
+      field({id: 'grant-version', label: 'Up to version', control: version, apiField: 'grant.version', help: 'Empty: every version.'}),
+      field({id: 'grant-seats', label: 'Seats', control: seats, apiField: 'grant.seats'}),
+      field({id: 'grant-overdraft', label: 'Overdraft', control: overdraft, apiField: 'grant.overdraft'})),
+    h('div', {class: 'row'},
+      field({id: 'grant-starts', label: 'Starts', control: starts, apiField: 'grant.starts_at', help: 'Empty: at once.'}),
+      field({id: 'grant-expires', label: 'Expires', control: expires, apiField: 'grant.expires_at', help: 'Empty: never.'})),
+    add, status);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    save.disabled = true;
-    replace(status, h('p', {}, 'Saving…'));
+    add.disabled = true;
+    const body = {version: version.value.trim(), seats: Number(seats.value), overdraft: Number(overdraft.value || 0)};
+    if (!grant) body.feature = feature.value.trim();
+    // A new grant leaves an empty time out; an edit clears it with null.
+    if (starts.value || grant) body.startsAt = fromLocalInput(starts.value);
+    if (expires.value || grant) body.expiresAt = fromLocalInput(expires.value);
     try {
-      const saved = await updateLicense(license.id, {
-        seats: Number(seats.value), leaseTtl: `${Number(ttl.value)}s`, active: active.checked,
-      });
-      onSaved(saved);
-      replace(status, h('p', {class: 'ok', role: 'status'},
-        `Saved: ${saved.seats} seats, lease TTL ${span(seconds(saved.leaseTtl))}, ${saved.active ? 'active' : 'inactive'}.`));
+      const g = grant ? await updateGrant(licenseId, grant.id, body) : await createGrant(licenseId, body);
+      replace(status, saved(`${grant ? 'Saved' : 'Added'} grant ${g.id}: ${g.feature}${g.version ? ` up to ${g.version}` : ''}, ${g.seats} seats.`));
+      if (!grant) {
+        for (const [input, v] of [[feature, ''], [version, ''], [seats, 1], [overdraft, 0], [starts, ''], [expires, '']]) input.value = v;
+      }
+      await onAdded();
     } catch (err) {
-      const box = page.failed(err);
-      if (box) replace(status, box);
+      showError(form, status, err, page);
     } finally {
-      save.disabled = false;
+      add.disabled = false;
     }
   });
   return form;

@@ -2,7 +2,9 @@
 // its features' use, expiry and state; the cleanup leader and its last
 // pass. Refreshes every 5 s.
 import {listLicenses, cleanupStatus, session, ApiError} from '../api.js';
-import {h, replace, table, when, until, seconds, span, num} from '../dom.js';
+import {allows} from '../can.js';
+import {durationText} from '../form.js';
+import {h, idTag, replace, table, when, until, seconds, span, num} from '../dom.js';
 import {every, updatedText} from '../refresh.js';
 
 // cleanupRefused remembers, for this tab, that the key may not read the
@@ -18,7 +20,10 @@ export function render(main, _params, page) {
   main.append(
     h('h1', {tabindex: -1}, 'Overview'),
     updated,
-    h('section', {'aria-labelledby': 'licenses-h'}, h('h2', {id: 'licenses-h'}, 'Licenses'), licensesBox),
+    h('section', {'aria-labelledby': 'licenses-h'},
+      h('div', {class: 'section-head'}, h('h2', {id: 'licenses-h'}, 'Licenses'),
+        allows('license.create') ? h('a', {class: 'button', href: '#/licenses/new', id: 'license-new'}, 'New license') : null),
+      licensesBox),
     h('section', {'aria-labelledby': 'cleanup-h'}, h('h2', {id: 'cleanup-h'}, 'Cleanup'), cleanupBox));
 
   return every(main, async () => {
@@ -46,7 +51,7 @@ export function render(main, _params, page) {
 
 function licenseTable(licenses) {
   if (licenses.length === 0) {
-    return h('p', {class: 'empty'}, 'No licenses yet. Create one with seatctl or POST /v1/admin/licenses.');
+    return h('p', {class: 'empty'}, 'No licenses yet.');
   }
   const now = Date.now();
   const rows = licenses.map((l) => {
@@ -57,7 +62,7 @@ function licenseTable(licenses) {
     return h('tr', {dataset: {licenseId: l.id}, class: l.active ? '' : 'inactive'},
       h('th', {scope: 'row'},
         h('a', {href: `#/licenses/${encodeURIComponent(l.id)}`}, l.name || l.id),
-        h('div', {class: 'sub'}, h('code', {}, l.id))),
+        h('div', {class: 'sub'}, idTag(l.id))),
       h('td', {class: 'seats-cell'},
         h('meter', {
           min: 0, max: limit, low: Math.min(l.seats * 0.75, l.seats - 0.5), high: l.seats - 0.5, optimum: 0, value: inUse,
@@ -68,7 +73,7 @@ function licenseTable(licenses) {
         (l.grants || []).length ? h('div', {class: 'sub'}, 'base pool') : null),
       h('td', {class: 'features'}, featureUse(l, now)),
       h('td', {class: 'queue'}, num(l.waiting)),
-      h('td', {}, h('span', {}, `${span(seconds(l.leaseTtl))}`)),
+      h('td', {}, h('span', {class: 'ttl'}, durationText(seconds(l.leaseTtl)))),
       h('td', {}, l.expiresAt ? [when(l.expiresAt), h('div', {class: expired ? 'sub bad' : 'sub'},
         expired ? 'expired' : until(l.expiresAt, now))] : h('span', {class: 'none'}, 'never')),
       h('td', {}, l.active ? h('span', {class: 'badge ok'}, 'active') : h('span', {class: 'badge off'}, 'inactive')));

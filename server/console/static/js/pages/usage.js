@@ -2,7 +2,9 @@
 // 30 days against its seat limit (GetUsageReport), and its users by
 // seat-hours.
 import {listLicenses, usageReport} from '../api.js';
-import {h, replace, table, num, isoDate} from '../dom.js';
+import {allows} from '../can.js';
+import {USAGE_HEADER, download, toCSV, usageRows} from '../csv.js';
+import {h, replace, table, num, isoDate, licenseLabel} from '../dom.js';
 import {barChart, legend, lastDays, onWidth} from '../chart.js';
 
 const DAYS = 30;
@@ -55,11 +57,16 @@ function show(body, licenses, license, days, report) {
   const seatHours = rows.reduce((a, r) => a + (r.seatHours || 0), 0);
 
   const select = h('select', {id: 'usage-license'}, licenses.map((l) =>
-    h('option', {value: l.id, selected: l.id === license.id}, l.name ? `${l.name} (${l.id})` : l.id)));
+    h('option', {value: l.id, selected: l.id === license.id}, licenseLabel(l))));
+  // The CSV: the report's rows as the API answered them (a row per day
+  // and feature with something to say), for a spreadsheet or billing.
+  const csvName = `seatd-usage-${license.id}-${days[0]}-${days[days.length - 1]}.csv`;
+  const csvButton = allows('usage.export') ? h('button', {type: 'button', class: 'quiet', id: 'usage-csv',
+    onclick: () => download(csvName, toCSV(USAGE_HEADER, usageRows(report, licenses)))}, 'Download CSV') : null;
   select.addEventListener('change', () => { location.hash = `#/usage/${encodeURIComponent(select.value)}`; });
   const chartBox = h('div', {class: 'chart-box', id: 'usage-chart'});
   replace(body,
-    h('div', {class: 'field'}, h('label', {for: 'usage-license'}, 'License'), select),
+    h('div', {class: 'section-head'}, h('div', {class: 'field'}, h('label', {for: 'usage-license'}, 'License'), select), csvButton),
     h('ul', {class: 'stats'},
       h('li', {}, h('span', {class: 'stat'}, `${maxPeak} / ${license.seats}`), ' peak seats in use'),
       h('li', {}, h('span', {class: 'stat'}, String(atLimit)), atLimit === 1 ? ' day at the limit' : ' days at the limit'),

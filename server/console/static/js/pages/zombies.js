@@ -2,7 +2,7 @@
 // UTC day over 30 days, the licenses with the most, and the mean time from
 // a zombie's last heartbeat to its cleanup (GetZombieReport).
 import {zombieReport} from '../api.js';
-import {h, replace, table, num} from '../dom.js';
+import {h, idTag, replace, table, num} from '../dom.js';
 import {barChart, legend, lastDays, onWidth} from '../chart.js';
 
 const DAYS = 30;
@@ -48,7 +48,8 @@ function show(body, days, report) {
       top.length === 0 ? h('p', {class: 'empty'}, 'No zombies in these 30 days.')
         : table('Licenses with the most zombies', ['License', 'Zombies', 'Leases ever', 'Zombie share'],
           top.map((l) => h('tr', {dataset: {licenseId: l.licenseId}},
-            h('th', {scope: 'row'}, h('a', {href: `#/licenses/${encodeURIComponent(l.licenseId)}`}, l.licenseName || l.licenseId)),
+            h('th', {scope: 'row'}, h('a', {href: `#/licenses/${encodeURIComponent(l.licenseId)}`}, l.licenseName || l.licenseId),
+              l.licenseName ? [' ', idTag(l.licenseId)] : null, l.feature ? h('div', {class: 'sub'}, `feature ${l.feature}`) : null),
             h('td', {}, num(l.zombieCount)), h('td', {}, num(l.leaseCount)),
             h('td', {}, `${num(l.zombiePercentage, 1)} %`))))));
   return onWidth(chartBox, (width) => replace(chartBox, barChart({
