@@ -55,14 +55,17 @@ REST_OPS=
 [[ "${BENCH_REST:-1}" == 0 ]] || REST_OPS=,rest-health,rest-acquire,rest-heartbeat,rest-release
 PG_URL=${SEATD_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 REDIS_URL=${SEATD_TEST_REDIS_URL:-redis://127.0.0.1:6379/0}
+# A schema and key prefix of its own (seatd_bench_PID, seatd-bench-PID:): two runs
+# on one machine (helpers sharing PostgreSQL and Redis) do not drop each
+# other's.
 OP=benchmark-operator-key
 work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench CASCADE; DROP TABLE IF EXISTS seatd_bench_insert" >/dev/null 2>&1 || true
-  redis-cli -u "$REDIS_URL" --scan --pattern 'seatd-bench:*' 2>/dev/null | xargs -r redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true
+  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench_$$ CASCADE; DROP TABLE IF EXISTS seatd_bench_insert_$$" >/dev/null 2>&1 || true
+  redis-cli -u "$REDIS_URL" --scan --pattern "seatd-bench-$$:*" 2>/dev/null | xargs -r redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -115,7 +118,7 @@ if [[ " $MODES " == *" distributed "* ]] && "$SEATD" -h 2>&1 | grep -- '--postgr
   scripts/services.sh >/dev/null; then
   distributed=true
   echo "bench: distributed, $C callers, $D per phase" >&2
-  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench CASCADE; CREATE SCHEMA seatd_bench" >/dev/null
+  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench_$$ CASCADE; CREATE SCHEMA seatd_bench_$$" >/dev/null
   sep='?'; [[ "$PG_URL" == *\?* ]] && sep='&'
   # The third ceiling: the gRPC call plus one no-op script through the same
   # batching as a heartbeat's (seatd --bench-ceiling; a seatd built before
@@ -124,8 +127,8 @@ if [[ " $MODES " == *" distributed "* ]] && "$SEATD" -h 2>&1 | grep -- '--postgr
   if "$SEATD" -h 2>&1 | grep -- '-bench-ceiling' >/dev/null; then
     ceiling=(--bench-ceiling) ops=health,redis-ceiling,acquire,heartbeat,release
   fi
-  start_seatd distributed --postgres-url "${PG_URL}${sep}search_path=seatd_bench" \
-    --redis-url "$REDIS_URL" --redis-key-prefix seatd-bench: "${ceiling[@]}"
+  start_seatd distributed --postgres-url "${PG_URL}${sep}search_path=seatd_bench_$$" \
+    --redis-url "$REDIS_URL" --redis-key-prefix seatd-bench-$$: "${ceiling[@]}"
   run_load distributed "$ADDR" "$ops"
   kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 fi
@@ -136,13 +139,13 @@ if redis-cli -u "$REDIS_URL" ping >/dev/null 2>&1; then
   # Shaped like a heartbeat: read the lease, check the deadline, move it.
   sha=$(redis-cli -u "$REDIS_URL" script load "local t = redis.call('TIME'); local now = t[1]*1000 + math.floor(t[2]/1000); local d = redis.call('ZSCORE', KEYS[1], ARGV[1]); redis.call('ZADD', KEYS[1], now + 360000, ARGV[1]); redis.call('HSET', KEYS[2], ARGV[1], now); return now")
   redis_rps=$(redis-benchmark -u "$REDIS_URL" -c "$C" -n 300000 -q \
-    evalsha "$sha" 2 'seatd-bench:{l}:deadlines' 'seatd-bench:{l}:hb' lease-1 2>/dev/null |
+    evalsha "$sha" 2 "seatd-bench-$$:{l}:deadlines" "seatd-bench-$$:{l}:hb" lease-1 2>/dev/null |
     grep -o '[0-9.]* requests per second' | head -1 | cut -d' ' -f1)
 fi
 pg_tps=0
 if psql "$PG_URL" -qAtc 'select 1' >/dev/null 2>&1; then
-  psql "$PG_URL" -qAtc "DROP TABLE IF EXISTS seatd_bench_insert; CREATE TABLE seatd_bench_insert (id bigserial primary key, license_id text, at timestamptz default now())" >/dev/null
-  echo "INSERT INTO seatd_bench_insert (license_id) VALUES ('lic_bench');" >"$work/insert.sql"
+  psql "$PG_URL" -qAtc "DROP TABLE IF EXISTS seatd_bench_insert_$$; CREATE TABLE seatd_bench_insert_$$ (id bigserial primary key, license_id text, at timestamptz default now())" >/dev/null
+  echo "INSERT INTO seatd_bench_insert_$$ (license_id) VALUES ('lic_bench');" >"$work/insert.sql"
   pg_tps=$(pgbench -n -c "$C" -j 2 -T "$SECS" -f "$work/insert.sql" "$PG_URL" 2>/dev/null |
     grep -o 'tps = [0-9.]*' | head -1 | cut -d' ' -f3 || true)
   pg_tps=${pg_tps:-0}
