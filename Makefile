@@ -6,7 +6,8 @@ BIN   := $(CURDIR)/bin
 # leak into the module graph of seatd itself: buf in tools/go.mod; grpcurl and
 # grpc-health-probe, which the walk-through and the tests use, in
 # tools/run/go.mod (a cold build in under a minute: buf's dependencies take
-# many); cyclonedx-gomod, the release's SBOM generator, in tools/sbom/go.mod.
+# many); cyclonedx-gomod, the release's SBOM generator, in tools/sbom/go.mod; go-swagger and oapi-codegen, which e2e
+# TestGeneratedRESTClients runs, in tools/codegen/go.mod.
 TOOL  := $(GO) tool -modfile=tools/go.mod
 # go-licenses has a module of its own too (the dependency license report).
 LICENSES := $(GO) tool -modfile=tools/licenses/go.mod go-licenses
