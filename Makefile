@@ -6,7 +6,8 @@ BIN   := $(CURDIR)/bin
 # leak into the module graph of seatd itself: buf in tools/go.mod; grpcurl and
 # grpc-health-probe, which the walk-through and the tests use, in
 # tools/run/go.mod (a cold build in under a minute: buf's dependencies take
-# many); cyclonedx-gomod, the release's SBOM generator, in tools/sbom/go.mod.
+# many); cyclonedx-gomod, the release's SBOM generator, in tools/sbom/go.mod; go-swagger and oapi-codegen, which e2e
+# TestGeneratedRESTClients runs, in tools/codegen/go.mod.
 TOOL  := $(GO) tool -modfile=tools/go.mod
 # go-licenses has a module of its own too (the dependency license report).
 LICENSES := $(GO) tool -modfile=tools/licenses/go.mod go-licenses
@@ -195,7 +196,7 @@ node/pack: check/node client/node/node_modules/.package-lock.json ## Pack the Ty
 test/node: check/node build services client/node/node_modules/.package-lock.json ## The TypeScript client's tests (client/node, node --test) against real seatd, embedded and distributed
 	cd client/node && rm -rf dist && npx tsc -p . && SEATD_BIN=$(BIN)/seatd node --test --test-concurrency=1 dist/test/*.test.js
 
-bench: ## Load run through gRPC (embedded and distributed) beside the gRPC and storage ceilings
+bench: ## Load run through gRPC and REST (embedded and distributed) beside the gRPC, HTTP and storage ceilings
 	bench/run.sh
 
 bench/queue: ## What 3 x 1,000 WaitForSeat callers cost an unrelated license's acquire rate (distributed)

@@ -26,7 +26,13 @@
 # with a site policy of 10 groups x 100 members, reservations and caps
 # (issue 27; bench/load's policyPool), each beside its base row as the
 # feature rows are.
-# Knobs: BENCH_DURATION (per phase, default 10s), BENCH_SLICES (5), BENCH_CONCURRENCY (64),
+# rest-ceil, rest-acquire, rest-heartbeat, rest-release (issue 32): the HTTP
+# ceiling (GET /healthz: no gRPC, no store) and the same three operations
+# through the REST API (JSON over HTTP/1.1 keep-alive, one connection per
+# caller), measured right after the base rows and each slice paired with a
+# gRPC health slice as they are; each row shows "REST/gRPC", the ratio of
+# its "vs gRPC" to its gRPC namesake's, and the summary line the p99s.
+# Knobs: BENCH_REST (1; 0 leaves the REST rows out), BENCH_DURATION (per phase, default 10s), BENCH_SLICES (5), BENCH_CONCURRENCY (64),
 # BENCH_MODES ("embedded distributed"), BENCH_FEATURES (1; 0 leaves the feature
 # rows out), BENCH_POLICY (1; 0 leaves the policy rows out), BENCH_COVERING (50: how many of the 50 grants cover the request;
 # the others are of other features), BENCH_SEATD and BENCH_LOAD (a seatd and a load binary to use
@@ -45,16 +51,21 @@ FEATURE_OPS=
 [[ "${BENCH_FEATURES:-1}" == 0 ]] || FEATURE_OPS=,feature-acquire,feature-heartbeat,feature-release
 POLICY_OPS=
 [[ "${BENCH_POLICY:-1}" == 0 ]] || POLICY_OPS=,policy-acquire,policy-heartbeat
+REST_OPS=
+[[ "${BENCH_REST:-1}" == 0 ]] || REST_OPS=,rest-health,rest-acquire,rest-heartbeat,rest-release
 PG_URL=${SEATD_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 REDIS_URL=${SEATD_TEST_REDIS_URL:-redis://127.0.0.1:6379/0}
+# A schema and key prefix of its own (seatd_bench_PID, seatd-bench-PID:): two runs
+# on one machine (helpers sharing PostgreSQL and Redis) do not drop each
+# other's.
 OP=benchmark-operator-key
 work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench CASCADE; DROP TABLE IF EXISTS seatd_bench_insert" >/dev/null 2>&1 || true
-  redis-cli -u "$REDIS_URL" --scan --pattern 'seatd-bench:*' 2>/dev/null | xargs -r redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true
+  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench_$$ CASCADE; DROP TABLE IF EXISTS seatd_bench_insert_$$" >/dev/null 2>&1 || true
+  redis-cli -u "$REDIS_URL" --scan --pattern "seatd-bench-$$:*" 2>/dev/null | xargs -r redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -64,7 +75,8 @@ SEATD=${BENCH_SEATD:-bin/seatd}
 LOAD=${BENCH_LOAD:-bin/load}
 [[ -n "${BENCH_LOAD:-}" ]] || go build -o bin/load ./bench/load
 
-# start_seatd MODE ARGS... : starts seatd, waits for it, sets ADDR to its gRPC address.
+# start_seatd MODE ARGS... : starts seatd, waits for it, sets ADDR to its gRPC
+# address and HTTP_ADDR to its HTTP one.
 # The load generator is one client address: the per-address call limit is off.
 # The seats quota is off: the base rows' license alone has the default quota's
 # million seats, and the feature rows' license comes beside it.
@@ -75,7 +87,8 @@ start_seatd() {
   pids+=($!)
   for _ in $(seq 1 300); do
     if grep -q 'seatd serving' "$log" 2>/dev/null; then
-      ADDR=$(grep -o 'grpc=[^ ]*' "$log" | head -1 | cut -d= -f2); return 0
+      ADDR=$(grep -o 'grpc=[^ ]*' "$log" | head -1 | cut -d= -f2)
+      HTTP_ADDR=$(grep -o ' http=[^ ]*' "$log" | head -1 | cut -d= -f2); return 0
     fi
     sleep 0.1
   done
@@ -84,10 +97,11 @@ start_seatd() {
 
 results="$work/results.tsv"
 run_load() { # label addr [ops]
-  local covering=()
+  local covering=() rest=()
+  [[ -z "$REST_OPS" ]] || rest=(-http "$HTTP_ADDR")
   [[ -z "$FEATURE_OPS" ]] || covering=(-covering "${BENCH_COVERING:-50}")
-  "$LOAD" -target "$2" -operator-key "$OP" -c "$C" -d "$D" -slices "$SLICES" -tsv -label "$1" "${covering[@]}" \
-    -ops "${3:-health,acquire,heartbeat,release}$FEATURE_OPS$POLICY_OPS" >>"$results"
+  "$LOAD" -target "$2" -operator-key "$OP" -c "$C" -d "$D" -slices "$SLICES" -tsv -label "$1" "${covering[@]}" "${rest[@]}" \
+    -ops "${3:-health,acquire,heartbeat,release}$REST_OPS$FEATURE_OPS$POLICY_OPS" >>"$results"
 }
 
 if [[ " $MODES " == *" embedded "* ]]; then
@@ -104,7 +118,7 @@ if [[ " $MODES " == *" distributed "* ]] && "$SEATD" -h 2>&1 | grep -- '--postgr
   scripts/services.sh >/dev/null; then
   distributed=true
   echo "bench: distributed, $C callers, $D per phase" >&2
-  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench CASCADE; CREATE SCHEMA seatd_bench" >/dev/null
+  psql "$PG_URL" -qAtc "DROP SCHEMA IF EXISTS seatd_bench_$$ CASCADE; CREATE SCHEMA seatd_bench_$$" >/dev/null
   sep='?'; [[ "$PG_URL" == *\?* ]] && sep='&'
   # The third ceiling: the gRPC call plus one no-op script through the same
   # batching as a heartbeat's (seatd --bench-ceiling; a seatd built before
@@ -113,8 +127,8 @@ if [[ " $MODES " == *" distributed "* ]] && "$SEATD" -h 2>&1 | grep -- '--postgr
   if "$SEATD" -h 2>&1 | grep -- '-bench-ceiling' >/dev/null; then
     ceiling=(--bench-ceiling) ops=health,redis-ceiling,acquire,heartbeat,release
   fi
-  start_seatd distributed --postgres-url "${PG_URL}${sep}search_path=seatd_bench" \
-    --redis-url "$REDIS_URL" --redis-key-prefix seatd-bench: "${ceiling[@]}"
+  start_seatd distributed --postgres-url "${PG_URL}${sep}search_path=seatd_bench_$$" \
+    --redis-url "$REDIS_URL" --redis-key-prefix seatd-bench-$$: "${ceiling[@]}"
   run_load distributed "$ADDR" "$ops"
   kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 fi
@@ -125,15 +139,16 @@ if redis-cli -u "$REDIS_URL" ping >/dev/null 2>&1; then
   # Shaped like a heartbeat: read the lease, check the deadline, move it.
   sha=$(redis-cli -u "$REDIS_URL" script load "local t = redis.call('TIME'); local now = t[1]*1000 + math.floor(t[2]/1000); local d = redis.call('ZSCORE', KEYS[1], ARGV[1]); redis.call('ZADD', KEYS[1], now + 360000, ARGV[1]); redis.call('HSET', KEYS[2], ARGV[1], now); return now")
   redis_rps=$(redis-benchmark -u "$REDIS_URL" -c "$C" -n 300000 -q \
-    evalsha "$sha" 2 'seatd-bench:{l}:deadlines' 'seatd-bench:{l}:hb' lease-1 2>/dev/null |
+    evalsha "$sha" 2 "seatd-bench-$$:{l}:deadlines" "seatd-bench-$$:{l}:hb" lease-1 2>/dev/null |
     grep -o '[0-9.]* requests per second' | head -1 | cut -d' ' -f1)
 fi
 pg_tps=0
 if psql "$PG_URL" -qAtc 'select 1' >/dev/null 2>&1; then
-  psql "$PG_URL" -qAtc "DROP TABLE IF EXISTS seatd_bench_insert; CREATE TABLE seatd_bench_insert (id bigserial primary key, license_id text, at timestamptz default now())" >/dev/null
-  echo "INSERT INTO seatd_bench_insert (license_id) VALUES ('lic_bench');" >"$work/insert.sql"
+  psql "$PG_URL" -qAtc "DROP TABLE IF EXISTS seatd_bench_insert_$$; CREATE TABLE seatd_bench_insert_$$ (id bigserial primary key, license_id text, at timestamptz default now())" >/dev/null
+  echo "INSERT INTO seatd_bench_insert_$$ (license_id) VALUES ('lic_bench');" >"$work/insert.sql"
   pg_tps=$(pgbench -n -c "$C" -j 2 -T "$SECS" -f "$work/insert.sql" "$PG_URL" 2>/dev/null |
-    grep -o 'tps = [0-9.]*' | head -1 | cut -d' ' -f3)
+    grep -o 'tps = [0-9.]*' | head -1 | cut -d' ' -f3 || true)
+  pg_tps=${pg_tps:-0}
 fi
 
 echo
@@ -143,9 +158,11 @@ awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" -v covering="${BENCH_COVERING:-
   { rps[$1,$2]=$3; p50[$1,$2]=$4; p99[$1,$2]=$5; err[$1,$2]=$7; pceil[$1,$2]=$8; ratio[$1,$2]=$9; modes[$1]=1 }
   # vs: an operation over the gRPC ceiling (the median of its paired slices)
   function vs(m, o) { return ratio[m,o] > 0 ? ratio[m,o] : rps[m,o]/rps[m,"health"] }
-  function row(m, o, st) {
-    printf "%-12s %-17s %10.0f %9.2f %9.2f %7d %11.0f%% %14s\n", m, o, rps[m,o], p50[m,o], p99[m,o], err[m,o], 100*vs(m, o), st
-    if (pceil[m,o] > 0) paired = paired sprintf(" %s/%s %.0f", m, o, pceil[m,o])
+  # row(m, o, st[, key]): key is the measured op when o is only its label
+  function row(m, o, st, key) {
+    if (key == "") key = o
+    printf "%-12s %-17s %10.0f %9.2f %9.2f %7d %11.0f%% %14s\n", m, o, rps[m,key], p50[m,key], p99[m,key], err[m,key], 100*vs(m, key), st
+    if (pceil[m,key] > 0) paired = paired sprintf(" %s/%s %.0f", m, o, pceil[m,key])
   }
   END {
     printf "%-12s %-17s %10s %9s %9s %7s %12s %14s\n", "mode", "op", "req/s", "p50 ms", "p99 ms", "errors", "vs gRPC", "vs storage"
@@ -163,6 +180,20 @@ awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" -v covering="${BENCH_COVERING:-
         if (o == "heartbeat" && redis > 0) st = sprintf("%.0f%% redis", 100*rps[m,o]/redis)
         if (o == "acquire" && pg > 0) st = sprintf("%.0f%% pg", 100*rps[m,o]/pg)
         row(m, o, st)
+      }
+      if ((m, "rest-health") in rps) {
+        row(m, "rest-ceil", "-", "rest-health")
+        rline = ""
+        for (j = 1; j <= 3; j++) {
+          o = ops[j]; ro = "rest-" o
+          if (!((m, ro) in rps)) continue
+          rr = vs(m, ro) / vs(m, o)
+          pr = p99[m,o] > 0 ? p99[m,ro] / p99[m,o] : 0
+          row(m, ro, sprintf("%.2f REST/gRPC", rr))
+          want = (o == "heartbeat" ? 0.70 : 0.80)
+          rline = rline sprintf(" %s %.2f (>= %.2f: %s), p99 %.2f/%.2f ms = %.1fx (<= 2x: %s);", o, rr, want, (rr >= want ? "met" : "NOT met"), p99[m,ro], p99[m,o], pr, (pr <= 2 ? "met" : "NOT met"))
+        }
+        if (rline != "") restlines = restlines sprintf("%s REST/gRPC:%s\n", m, rline)
       }
       fline = ""
       for (j = 1; j <= 3; j++) {
@@ -183,6 +214,7 @@ awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" -v covering="${BENCH_COVERING:-
       }
       if (pline != "") features = features sprintf("%s license with a site policy (10 groups x 100 members, reservations, caps) vs the base pool (target >= 90%%):%s\n", m, pline)
     }
+    if (restlines != "") printf "\nREST vs gRPC (targets: heartbeat >= 0.70, acquire and release >= 0.80 of the gRPC rate; REST p99 <= 2x gRPC p99):\n%s", restlines
     if (features != "") printf "\n%s", features
     if (("distributed", "redis-ceiling") in rps && ratio["distributed","redis-ceiling"] > 0) {
       hb = 100 * ratio["distributed","heartbeat"] / ratio["distributed","redis-ceiling"]

@@ -1,4 +1,4 @@
-// Command load drives a running seatd over gRPC at a fixed concurrency and
+// Command load drives a running seatd over gRPC (and REST, with -http) at a fixed concurrency and
 // prints throughput and latency percentiles, one line per operation:
 //
 //	load -target 127.0.0.1:7070 -operator-key $OP -c 64 -d 10s -ops health,acquire,heartbeat,release
@@ -38,11 +38,12 @@ import (
 
 func main() {
 	target := flag.String("target", "127.0.0.1:7070", "seatd gRPC address")
+	httpTarget := flag.String("http", "", "seatd HTTP address (host:port), for the rest-* phases")
 	opKey := flag.String("operator-key", os.Getenv("SEATD_OPERATOR_KEY"), "operator key (to create the benchmark license)")
 	conc := flag.Int("c", 64, "concurrent callers")
 	dur := flag.Duration("d", 10*time.Second, "duration of each phase")
 	conns := flag.Int("conns", 4, "gRPC connections shared by the callers")
-	ops := flag.String("ops", "health,acquire,heartbeat,release", "phases to run, in order (also feature-acquire, feature-heartbeat, feature-release; policy-acquire, policy-heartbeat, policy-release)")
+	ops := flag.String("ops", "health,acquire,heartbeat,release", "phases to run, in order (also feature-acquire, feature-heartbeat, feature-release; policy-acquire, policy-heartbeat, policy-release; with -http: rest-health, rest-acquire, rest-heartbeat, rest-release)")
 	asJSON := flag.Bool("json", false, "print JSON lines")
 	label := flag.String("label", "", "with -tsv: first column of every line (e.g. the storage mode)")
 	asTSV := flag.Bool("tsv", false, "print tab-separated lines: label op rps p50_ms p99_ms requests errors")
@@ -80,7 +81,7 @@ func main() {
 		}
 		defer stop()
 	}
-	if err := run(*target, *opKey, *conc, *conns, *dur, max(*nslices, 1), strings.Split(*ops, ","), format, *label, *covering); err != nil {
+	if err := run(*target, *httpTarget, *opKey, *conc, *conns, *dur, max(*nslices, 1), strings.Split(*ops, ","), format, *label, *covering); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -127,7 +128,7 @@ func (p *seatPool) requestAs(fp string, n int64) *seatdv1.AcquireSeatRequest {
 
 func (b *bench) conn(i int) *grpc.ClientConn { return b.conns[i%len(b.conns)] }
 
-func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int, ops []string, format, label string, covering int) error {
+func run(target, httpTarget, opKey string, conc, nconns int, dur time.Duration, nslices int, ops []string, format, label string, covering int) error {
 	b := &bench{opKey: opKey}
 	for range nconns {
 		c, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -138,7 +139,7 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 		b.conns = append(b.conns, c)
 	}
 	ctx := context.Background()
-	needsLicense := slices.ContainsFunc(ops, func(op string) bool { return op != "health" })
+	needsLicense := slices.ContainsFunc(ops, func(op string) bool { return op != "health" && op != "rest-health" })
 	if needsLicense {
 		actx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+opKey)
 		resp, err := seatdv1.NewAdminServiceClient(b.conns[0]).CreateLicense(actx, &seatdv1.CreateLicenseRequest{
@@ -151,6 +152,14 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 		b.base = newSeatPool("load", resp.GetLicense().GetKey(), "", "")
 	}
 	health := loadgen.Health(b.conns)
+	var rest *restClient
+	var restBase *restPool
+	if httpTarget != "" {
+		rest = newRESTClient(httpTarget, conc)
+		if b.base != nil {
+			restBase = &restPool{seatPool: b.base, leases: make(chan restLease, 4_000_000)}
+		}
+	}
 	featureTried, policyTried := false, false
 	for _, op := range ops {
 		var call loadgen.Prepare
@@ -183,7 +192,27 @@ func run(target, opKey string, conc, nconns int, dur time.Duration, nslices int,
 			}
 			pool, phase = b.policy, strings.TrimPrefix(op, "policy-")
 		}
+		if isRESTOp(op) {
+			if rest == nil {
+				return fmt.Errorf("%s needs -http", op)
+			}
+			switch op {
+			case "rest-health":
+				call = rest.health()
+			case "rest-acquire":
+				call = rest.acquire(restBase)
+			case "rest-heartbeat":
+				var err error
+				if call, err = rest.heartbeat(ctx, b, b.base, conc); err != nil {
+					return err
+				}
+			case "rest-release":
+				call = rest.release(restBase)
+			}
+			phase = ""
+		}
 		switch phase {
+		case "":
 		case "health":
 			call = health
 		case "acquire":

@@ -102,10 +102,8 @@ type Daemon struct {
 	http      *http.Server
 	gateway   *gateway.Handler
 	ready     *readiness
-	conn      *grpc.ClientConn
 	grpcLn    net.Listener
 	httpLn    net.Listener
-	inProcess inProcess    // the gateway's way to the gRPC server
 	pprof     *http.Server // nil unless --pprof-addr
 	// Locked mode (locked.go): nil without --license-file.
 	licenseFile *locked.Controller
@@ -272,15 +270,18 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)
 		return status.Error(codes.Internal, "internal error")
 	})
+	// One chain for gRPC and REST (the gateway's in-process channel).
+	unary := append([]grpc.UnaryServerInterceptor{
+		rpcMetrics.UnaryServerInterceptor(), recovery.UnaryServerInterceptor(panicked),
+	}, d.api.UnaryInterceptors()...)
+	stream := append([]grpc.StreamServerInterceptor{
+		rpcMetrics.StreamServerInterceptor(), recovery.StreamServerInterceptor(panicked),
+	}, d.api.StreamInterceptors()...)
 	d.grpc = grpc.NewServer(append(grpcNetworkOptions(cfg, tlsr),
 		d.api.CodecOption(),
 		grpc.NumStreamWorkers(grpcStreamWorkers),
-		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{
-			rpcMetrics.UnaryServerInterceptor(), recovery.UnaryServerInterceptor(panicked),
-		}, d.api.UnaryInterceptors()...)...),
-		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{
-			rpcMetrics.StreamServerInterceptor(), recovery.StreamServerInterceptor(panicked),
-		}, d.api.StreamInterceptors()...)...),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
 	)...)
 	d.api.Register(d.grpc)
 	if cfg.BenchCeiling {
@@ -293,14 +294,9 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	reflection.Register(d.grpc)
 	rpcMetrics.InitializeMetrics(d.grpc)
 
-	// The gateway calls our own gRPC server (in memory), so REST gets the
-	// same interceptors.
-	d.inProcess = newInProcess()
-	d.conn, err = d.inProcess.dial()
-	if err != nil {
-		return nil, fmt.Errorf("gateway connection: %w", err)
-	}
-	d.gateway, err = gateway.New(ctx, d.conn, reg, gatewayLimits(cfg))
+	// The gateway calls the same handlers in this process, through the
+	// same interceptors (ARCHITECTURE.md: how a REST call reaches a handler).
+	d.gateway, err = gateway.New(ctx, d.api.InProcess(unary, stream), reg, gatewayLimits(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +308,6 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	d.ready = &readiness{publish: d.publishReadiness, gauge: m.Ready, log: d.log}
 
 	go func() { d.serveErr <- d.grpc.Serve(d.grpcLn) }()
-	go func() { _ = d.grpc.Serve(d.inProcess) }()
 	go func() {
 		serve := d.http.Serve
 		if tlsr != nil {
@@ -443,12 +438,6 @@ func (d *Daemon) closeAll() error {
 		}
 		if d.pprof != nil {
 			_ = d.pprof.Close()
-		}
-		if d.conn != nil {
-			_ = d.conn.Close()
-		}
-		if d.inProcess.Listener != nil {
-			_ = d.inProcess.Close()
 		}
 		for _, ln := range []net.Listener{d.grpcLn, d.httpLn} {
 			if ln != nil {

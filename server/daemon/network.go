@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,9 +12,7 @@ import (
 	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/seatd/seatd/server/gateway"
 	"github.com/seatd/seatd/server/grpcapi"
@@ -140,63 +137,9 @@ func grpcNetworkOptions(cfg Config, tlsr *tlsreload.Reloader) []grpc.ServerOptio
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 	}
 	if tlsr != nil {
-		opts = append(opts, grpc.Creds(inProcessOrTLS{credentials.NewTLS(tlsr.Config("h2"))}))
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsr.Config("h2"))))
 	}
 	return opts
-}
-
-// inProcess is the connection the REST gateway uses to reach this
-// instance's gRPC server: in memory, so it needs neither TLS nor a client
-// certificate (REST callers went through TLS on the HTTP port), and it is
-// not exposed as a port.
-type inProcess struct {
-	*bufconn.Listener
-}
-
-type inProcessConn struct{ net.Conn }
-
-// RemoteAddr marks the gateway's calls: only on them does the gRPC server
-// believe the REST client's address the gateway forwards (the per-address
-// limits), so that a network client cannot name an address of its choice.
-func (inProcessConn) RemoteAddr() net.Addr { return grpcapi.GatewayAddr{} }
-
-func newInProcess() inProcess { return inProcess{bufconn.Listen(1 << 20)} }
-
-func (l inProcess) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return inProcessConn{c}, nil
-}
-
-// dial connects the gateway. Its answers may be larger than a request may
-// be (a page of licenses), so its receive limit is generous.
-func (l inProcess) dial() (*grpc.ClientConn, error) {
-	return grpc.NewClient("passthrough:///seatd-in-process",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return l.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(gatewayMaxAnswer)))
-}
-
-// gatewayMaxAnswer bounds one gRPC answer the gateway relays.
-const gatewayMaxAnswer = 256 << 20
-
-// inProcessOrTLS is TLS on network connections and nothing on the
-// in-process one (credentials are per server in grpc-go, not per listener).
-type inProcessOrTLS struct {
-	credentials.TransportCredentials
-}
-
-func (c inProcessOrTLS) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	if _, ok := conn.(inProcessConn); ok {
-		return insecure.NewCredentials().ServerHandshake(conn)
-	}
-	return c.TransportCredentials.ServerHandshake(conn)
-}
-
-func (c inProcessOrTLS) Clone() credentials.TransportCredentials {
-	return inProcessOrTLS{c.TransportCredentials.Clone()}
 }
 
 // httpServer is the HTTP server with its time limits, and TLS if any.

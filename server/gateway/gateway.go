@@ -1,6 +1,6 @@
 // Package gateway serves seatd over HTTP: the REST API (grpc-gateway,
-// forwarding to the gRPC server), /metrics, /healthz, /readyz,
-// /openapi.json and the web console at /ui/.
+// calling the seatd services through grpcapi's in-process channel), /metrics, /healthz, /readyz,
+// /openapi.json (Swagger 2.0), /openapi-3.1.json and the web console at /ui/.
 package gateway
 
 import (
@@ -22,7 +22,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/protoadapt"
@@ -62,16 +61,17 @@ type Handler struct {
 // needs no key); unready makes /readyz answer 503 while there is one.
 type Condition func() (problem string, unready bool)
 
-// New returns the HTTP handler. conn is a client connection to this
-// instance's own gRPC server: every REST call goes through the same
-// interceptors (auth, metrics) as a gRPC call. gatherer serves /metrics.
-func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gatherer, limits Limits) (*Handler, error) {
+// New returns the HTTP handler. conn is this instance's in-process channel
+// to its seatd services (grpcapi.Server.InProcess): every REST call goes
+// through the same interceptors (auth, validation, limits, metrics) as a
+// gRPC call, counted by the HTTP client's address (grpcapi.WithRESTClient).
+// gatherer serves /metrics.
+func New(ctx context.Context, conn grpc.ClientConnInterface, gatherer prometheus.Gatherer, limits Limits) (*Handler, error) {
 	if limits.MaxBodyBytes <= 0 {
 		limits.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	gw := runtime.NewServeMux(
 		runtime.WithErrorHandler(shapeErrors),
-		runtime.WithMetadata(clientAddr),
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
 			Marshaler: namingMarshaler{&runtime.JSONPb{
 				// Every list, map, number, string and bool is written, empty
@@ -82,16 +82,26 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 			}},
 		}),
 	)
-	for name, register := range map[string]func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
-		"SeatService":      seatdv1.RegisterSeatServiceHandler,
-		"HeartbeatService": seatdv1.RegisterHeartbeatServiceHandler,
-		"AdminService":     seatdv1.RegisterAdminServiceHandler,
+	for name, register := range map[string]func() error{
+		"SeatService": func() error {
+			return seatdv1.RegisterSeatServiceHandlerClient(ctx, gw, seatdv1.NewSeatServiceClient(conn))
+		},
+		"HeartbeatService": func() error {
+			return seatdv1.RegisterHeartbeatServiceHandlerClient(ctx, gw, seatdv1.NewHeartbeatServiceClient(conn))
+		},
+		"AdminService": func() error {
+			return seatdv1.RegisterAdminServiceHandlerClient(ctx, gw, seatdv1.NewAdminServiceClient(conn))
+		},
 	} {
-		if err := register(ctx, gw, conn); err != nil {
+		if err := register(); err != nil {
 			return nil, fmt.Errorf("register %s gateway: %w", name, err)
 		}
 	}
 	doc, err := openAPIDocument()
+	if err != nil {
+		return nil, err
+	}
+	doc31, err := openAPI31Document(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +144,10 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(doc)
 	})
+	h.mux.HandleFunc("GET "+OpenAPI31Path, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(doc31)
+	})
 	return h, nil
 }
 
@@ -162,6 +176,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // with an ErrorInfo reason (grpc-gateway would answer a decode error).
 func bounded(gw *runtime.ServeMux, limits Limits) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Who the call is from, for the per-address limits: the HTTP
+		// client's address, as a context value only this process sets.
+		r = r.WithContext(grpcapi.WithRESTClient(r.Context(), r.RemoteAddr))
 		if field := notUTF8(r); field != "" {
 			badText(gw, w, r, field)
 			return
@@ -284,14 +301,6 @@ func shapeErrors(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler
 		}
 	}
 	runtime.DefaultHTTPErrorHandler(ctx, mux, m, bearerChallenge{w, r}, r, err)
-}
-
-// clientAddr passes the HTTP client's address to the gRPC server, which
-// limits failed lookups per client address and believes this key only on
-// the gateway's in-process connection. An annotator's value replaces any a
-// client sent under the same key.
-func clientAddr(_ context.Context, r *http.Request) metadata.MD {
-	return metadata.Pairs(grpcapi.ForwardedForKey, r.RemoteAddr)
 }
 
 func hasReason(st *status.Status, reason string) bool {

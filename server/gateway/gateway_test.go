@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -16,9 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/cleanup"
@@ -69,16 +65,7 @@ func newGatewayWith(t testing.TB, configure func(*grpcapi.Config)) (*Handler, *p
 		configure(&cfg)
 	}
 	api := grpcapi.New(cfg)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(api.UnaryInterceptors()...), grpc.ChainStreamInterceptor(api.StreamInterceptors()...))
-	api.Register(srv)
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := api.InProcess(api.UnaryInterceptors(), api.StreamInterceptors())
 	h, err := New(t.Context(), conn, reg, Limits{MaxBodyBytes: testMaxBody})
 	require.NoError(t, err)
 	return h, reg

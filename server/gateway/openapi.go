@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -8,8 +9,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/seatd/seatd/gen/openapi"
 )
+
+// OpenAPI31Path is where seatd serves its OpenAPI 3.1 document; the Swagger
+// 2.0 one stays at /openapi.json.
+const OpenAPI31Path = "/openapi-3.1.json"
 
 // httpOnlyPaths are the routes seatd serves that are not gRPC methods, so
 // protoc-gen-openapiv2 does not know them; /openapi.json adds them to the
@@ -26,6 +35,10 @@ var httpOnlyPaths = map[string]any{
 	"/openapi.json": map[string]any{"get": map[string]any{
 		"summary": "This OpenAPI document", "operationId": "OpenAPI", "tags": []string{"Operations"},
 		"responses": map[string]any{"200": map[string]any{"description": "The document (Swagger 2.0).", "schema": map[string]any{"type": "object"}}},
+	}},
+	OpenAPI31Path: map[string]any{"get": map[string]any{
+		"summary": "This OpenAPI document as OpenAPI 3.1", "operationId": "OpenAPI31", "tags": []string{"Operations"},
+		"responses": map[string]any{"200": map[string]any{"description": "The document (OpenAPI 3.1), converted from the Swagger 2.0 one.", "schema": map[string]any{"type": "object"}}},
 	}},
 	"/v1/admin/backup": map[string]any{"get": map[string]any{
 		"summary":     "Download a consistent copy of the database (operator key; embedded mode)",
@@ -64,6 +77,8 @@ func openAPIDocument() ([]byte, error) {
 	}
 	mergeSamePaths(paths)
 	completeOperations(paths)
+	definitions, _ := doc["definitions"].(map[string]any)
+	optionalTimes(definitions)
 	for p, item := range httpOnlyPaths {
 		if _, taken := paths[p]; !taken {
 			paths[p] = item
@@ -167,4 +182,72 @@ func firstSentence(description, otherwise string) string {
 		d = d[:i]
 	}
 	return strings.TrimSuffix(d, ".")
+}
+
+// optionalTimes marks every timestamp property of the definitions
+// x-nullable (none is required: an unset message field is absent). Without
+// it go-swagger gives a timestamp a non-pointer field, which sends its zero
+// value, 0001-01-01T00:00:00Z, for a field the caller never set (the server
+// takes that value as unset too: checkMessage in grpcapi).
+func optionalTimes(definitions map[string]any) {
+	for _, d := range definitions {
+		def, _ := d.(map[string]any)
+		props, _ := def["properties"].(map[string]any)
+		required := map[string]bool{}
+		if req, ok := def["required"].([]any); ok {
+			for _, r := range req {
+				required[fmt.Sprint(r)] = true
+			}
+		}
+		for name, p := range props {
+			prop, _ := p.(map[string]any)
+			if prop["format"] == "date-time" && !required[name] {
+				prop["x-nullable"] = true
+			}
+		}
+	}
+}
+
+// openAPI31Document is the Swagger 2.0 document converted to OpenAPI 3.1 by
+// kin-openapi (openapi2conv). OpenAPI 3.1 has no "nullable": an optional
+// field is one its object does not list as required, which is every field
+// of seatd's messages, and generators (oapi-codegen) give such a field a
+// pointer left nil when unset.
+func openAPI31Document(v2 []byte) ([]byte, error) {
+	var doc2 openapi2.T
+	if err := json.Unmarshal(v2, &doc2); err != nil {
+		return nil, fmt.Errorf("openapi 2.0 document: %w", err)
+	}
+	doc3, err := openapi2conv.ToV3(&doc2)
+	if err != nil {
+		return nil, fmt.Errorf("convert the openapi document to 3: %w", err)
+	}
+	doc3.OpenAPI = "3.1.0"
+	seen := map[*openapi3.Schema]bool{}
+	for _, s := range doc3.Components.Schemas {
+		notNullable(s, seen)
+	}
+	if err := doc3.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("the openapi 3.1 document: %w", err)
+	}
+	return json.MarshalIndent(doc3, "", "  ")
+}
+
+func notNullable(ref *openapi3.SchemaRef, seen map[*openapi3.Schema]bool) {
+	if ref == nil || ref.Value == nil || seen[ref.Value] {
+		return
+	}
+	s := ref.Value
+	seen[s] = true
+	s.Nullable = false
+	for _, p := range s.Properties {
+		notNullable(p, seen)
+	}
+	notNullable(s.Items, seen)
+	notNullable(s.AdditionalProperties.Schema, seen)
+	for _, list := range [][]*openapi3.SchemaRef{s.AllOf, s.AnyOf, s.OneOf} {
+		for _, r := range list {
+			notNullable(r, seen)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,4 +73,37 @@ func TestCompleteOperations(t *testing.T) {
 	require.Equal(t, "SeatService_X", get("/v1/leases/x", "post")["summary"])
 	require.NotContains(t, get("/v1/leases/x", "post"), "security")
 	require.Equal(t, "Kept", get("/v1/admin/old", "get")["summary"], "the configured summary stays")
+}
+
+// TestOpenAPI31Document checks /openapi-3.1.json (issue 32): OpenAPI 3.1,
+// valid for kin-openapi, the same paths as the 2.0 document, and no
+// "nullable" (3.0's word); in the 2.0 document every optional timestamp is
+// x-nullable, so that go-swagger leaves it unset rather than sending
+// 0001-01-01T00:00:00Z.
+func TestOpenAPI31Document(t *testing.T) {
+	t.Parallel()
+	h, _ := newGateway(t)
+	r := do(t, h, "GET", OpenAPI31Path, "", "")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+	require.NotContains(t, r.body, `"nullable"`)
+
+	doc, err := openapi3.NewLoader().LoadFromData([]byte(r.body))
+	require.NoError(t, err)
+	require.Equal(t, "3.1.0", doc.OpenAPI)
+	require.True(t, doc.IsOpenAPI31OrLater())
+	require.NoError(t, doc.Validate(t.Context()))
+
+	var doc2 openapi2.T
+	require.NoError(t, json.Unmarshal([]byte(do(t, h, "GET", "/openapi.json", "", "").body), &doc2))
+	for p := range doc2.Paths {
+		require.NotNil(t, doc.Paths.Value(p), "%s in the 3.1 document", p)
+	}
+	require.NotNil(t, doc.Paths.Value(OpenAPI31Path))
+
+	expires := doc2.Definitions["v1License"].Value.Properties["expiresAt"].Value
+	require.Equal(t, "date-time", expires.Format)
+	require.Equal(t, true, expires.Extensions["x-nullable"])
+	license := doc.Components.Schemas["v1License"].Value
+	require.NotContains(t, license.Required, "expiresAt", "optional in 3.1: not required")
 }

@@ -4,45 +4,40 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"strings"
 
-	"google.golang.org/grpc/metadata"
+	"github.com/fullstorydev/grpchan/inprocgrpc"
 	"google.golang.org/grpc/peer"
 )
 
-// GatewayAddr is the remote address of the REST gateway's in-process
-// connection (server/daemon gives its connections this address). Only on
-// that connection is the ForwardedForKey metadata believed: the gateway
-// sets it from the HTTP request's remote address, and replaces whatever a
-// REST client sent under that key. A network client may send the key too;
-// it is ignored.
-type GatewayAddr struct{}
+// restClientKey is the context key of a REST caller's address (WithRESTClient).
+type restClientKey struct{}
 
-func (GatewayAddr) Network() string { return "seatd-gateway" }
-func (GatewayAddr) String() string  { return "seatd-gateway" }
-
-// ForwardedForKey is the metadata key the gateway puts a REST caller's
-// address in.
-const ForwardedForKey = "x-forwarded-for"
+// WithRESTClient is ctx carrying addr, the HTTP client's remote address
+// ("ip:port"), for a call the REST gateway makes through InProcess. It is a
+// Go value in the caller's context, never metadata: nothing a client sends,
+// over gRPC or as an HTTP header, can set it, and it is read only on the
+// in-process channel (clientAddr).
+func WithRESTClient(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, restClientKey{}, addr)
+}
 
 // clientAddr is who a call comes from, for the per-address limits: the
-// peer's IP, or for calls through the REST gateway the HTTP client's. IPv6
-// addresses count by their /64 (one host's usual allocation), so that a
-// host cannot get a fresh bucket per address of its own prefix.
+// peer's IP, or for calls through the REST gateway's in-process channel
+// the HTTP client's (WithRESTClient). IPv6 addresses count by their /64
+// (one host's usual allocation), so that a host cannot get a fresh bucket
+// per address of its own prefix.
 func clientAddr(ctx context.Context) string {
+	// Only a call made through an inprocgrpc channel has a client context:
+	// the key is that package's, and a network call has none.
+	if cc := inprocgrpc.ClientContext(ctx); cc != nil {
+		if addr, ok := cc.Value(restClientKey{}).(string); ok {
+			return AddrKey(addr)
+		}
+		return "seatd-in-process"
+	}
 	p, ok := peer.FromContext(ctx)
 	if !ok || p.Addr == nil {
 		return "unknown"
-	}
-	if _, gateway := p.Addr.(GatewayAddr); gateway {
-		md, _ := metadata.FromIncomingContext(ctx)
-		if vals := md.Get(ForwardedForKey); len(vals) > 0 {
-			// The last hop is the one the gateway saw; any before it are
-			// the client's word.
-			last := vals[len(vals)-1]
-			return AddrKey(strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:]))
-		}
-		return p.Addr.String()
 	}
 	return AddrKey(p.Addr.String())
 }

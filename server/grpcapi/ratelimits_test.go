@@ -2,7 +2,6 @@ package grpcapi
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -10,12 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
@@ -25,44 +21,22 @@ import (
 // one every 1000 s.
 func slow(burst int) RateLimit { return RateLimit{PerSecond: 0.001, Burst: burst} }
 
-// gatewayListener is what server/daemon's in-process listener looks like
-// to the server: connections from GatewayAddr.
-type gatewayListener struct{ *bufconn.Listener }
-
-type gatewayConn struct{ net.Conn }
-
-func (gatewayConn) RemoteAddr() net.Addr { return GatewayAddr{} }
-
-func (l gatewayListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return gatewayConn{c}, nil
-}
-
-// gatewayClient serves e's Server on a second, gateway-like connection: the
-// forwarded address is believed on it.
+// gatewayClient is a client of e's Server through its in-process channel,
+// as the REST gateway calls it: the caller's address is believed there.
 func (e *env) gatewayClient(t *testing.T) seatdv1.SeatServiceClient {
 	t.Helper()
-	srv := grpc.NewServer(e.api.CodecOption(),
-		grpc.ChainUnaryInterceptor(e.api.UnaryInterceptors()...),
-		grpc.ChainStreamInterceptor(e.api.StreamInterceptors()...))
-	e.api.Register(srv)
-	lis := gatewayListener{bufconn.Listen(1 << 20)}
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("passthrough:///gateway",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return seatdv1.NewSeatServiceClient(conn)
+	return seatdv1.NewSeatServiceClient(e.api.InProcess(e.api.UnaryInterceptors(), e.api.StreamInterceptors()))
 }
 
-// from is a call forwarded for addr (what the REST gateway sends).
+// from is a call the REST gateway makes for a client at addr.
 func from(t *testing.T, addr string) context.Context {
-	return metadata.AppendToOutgoingContext(t.Context(), ForwardedForKey, addr)
+	return WithRESTClient(t.Context(), addr)
+}
+
+// forwardedFor is a call that says, in metadata (an X-Forwarded-For header
+// through the gateway), that it is from addr.
+func forwardedFor(t *testing.T, addr string) context.Context {
+	return metadata.AppendToOutgoingContext(t.Context(), "x-forwarded-for", addr)
 }
 
 // requireRateLimited checks RESOURCE_EXHAUSTED RATE_LIMITED with a retry delay.
@@ -224,23 +198,32 @@ func TestUnauthenticatedCallsAreLimitedPerClientAddress(t *testing.T) {
 	require.NoError(t, err, "another address has its own bucket")
 }
 
-// A network client cannot choose the address it is counted as: the
-// forwarded address is believed only from the gateway's connection, and
-// there only the last hop (the one the gateway saw).
+// A client cannot choose the address it is counted as: a network client's
+// forwarded address (metadata) is ignored, and so is one a REST client sends
+// as X-Forwarded-For (grpc-gateway passes the header on as metadata); only
+// the address the gateway puts in the call's context, on the in-process
+// channel, counts.
 func TestForwardedAddressIsBelievedOnlyFromTheGateway(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil, func(c *Config) { c.FailedLookups = slow(2) })
 	for i := range 2 {
-		requireStatus(t, guess(t, e.seats, from(t, "192.0.2."+strconv.Itoa(i))), codes.NotFound, server.ReasonLicenseNotFound)
+		requireStatus(t, guess(t, e.seats, forwardedFor(t, "192.0.2."+strconv.Itoa(i))), codes.NotFound, server.ReasonLicenseNotFound)
 	}
-	requireRateLimited(t, guess(t, e.seats, from(t, "192.0.2.99")), "a fresh forwarded address from a network client")
+	requireRateLimited(t, guess(t, e.seats, forwardedFor(t, "192.0.2.99")), "a fresh forwarded address from a network client")
+	// A network client cannot set the context value either: it has no
+	// in-process client context, whatever its context holds on its side.
+	requireRateLimited(t, guess(t, e.seats, WithRESTClient(t.Context(), "192.0.2.98")), "a REST address on a network call")
 
 	gw := e.gatewayClient(t)
 	for i := range 2 {
-		ctx := from(t, "192.0.2."+strconv.Itoa(i)+", 198.51.100.5")
+		ctx := metadata.AppendToOutgoingContext(from(t, "198.51.100.5:1234"), "x-forwarded-for", "192.0.2."+strconv.Itoa(i))
 		requireStatus(t, guess(t, gw, ctx), codes.NotFound, server.ReasonLicenseNotFound)
 	}
-	requireRateLimited(t, guess(t, gw, from(t, "192.0.2.50, 198.51.100.5")), "hops before the last are the client's word")
+	ctx := metadata.AppendToOutgoingContext(from(t, "198.51.100.5:1234"), "x-forwarded-for", "192.0.2.50")
+	requireRateLimited(t, guess(t, gw, ctx), "an X-Forwarded-For header is the client's word")
+	// A call on the in-process channel without an address (none of the
+	// gateway's) counts as one address of its own, not the REST clients'.
+	requireStatus(t, guess(t, gw, t.Context()), codes.NotFound, server.ReasonLicenseNotFound)
 
 	// IPv6 clients count by /64.
 	for i := range 2 {

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/seatd/seatd/server"
 )
@@ -14,7 +15,8 @@ import (
 // the gRPC port): the request decoded (see requestCodec), and every string in
 // it, at any depth, keeps the text rule and maxRequestString. Handlers then
 // check what is particular to their fields (required, shorter bounds,
-// patterns). The refusal names the field path (license.name,
+// patterns). A timestamp of 0001-01-01T00:00:00Z is cleared: unset.
+// The refusal names the field path (license.name,
 // metadata["os"], update_mask.paths[0]) and never echoes the bad value.
 //
 // It allocates nothing for a good request without maps, which matters:
@@ -64,6 +66,12 @@ func checkMessage(m protoreflect.Message) *violation {
 			v = checkString(m.Get(fd).String()) // "" when unset: no need to ask Has first
 		case !m.Has(fd):
 			continue
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsList() && !fd.IsMap() && zeroTimestamp(m.Get(fd).Message()):
+			// 0001-01-01T00:00:00Z, the zero time of most languages: what
+			// a generated REST client sends for a timestamp it never set
+			// (every timestamp of a request is optional). It means unset.
+			m.Clear(fd)
+			continue
 		case fd.IsMap():
 			v = checkMap(fd, m.Get(fd).Map())
 		case fd.IsList():
@@ -88,6 +96,16 @@ func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) *violatio
 	}
 	return nil
 }
+
+// zeroTimestamp is whether m is a google.protobuf.Timestamp of
+// 0001-01-01T00:00:00Z.
+func zeroTimestamp(m protoreflect.Message) bool {
+	t, ok := m.Interface().(*timestamppb.Timestamp)
+	return ok && t.GetSeconds() == zeroTimeSeconds && t.GetNanos() == 0
+}
+
+// zeroTimeSeconds is 0001-01-01T00:00:00Z in seconds since the Unix epoch.
+const zeroTimeSeconds = -62135596800
 
 func checkString(s string) *violation {
 	if len(s) > maxRequestString {
