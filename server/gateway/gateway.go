@@ -55,6 +55,7 @@ type Handler struct {
 	// notReady is why /readyz answers 503 ("" once ready).
 	notReady  atomic.Pointer[string]
 	condition atomic.Pointer[Condition]
+	sessions  Sessions // console sign-in (sessions.go); nil: keys only
 }
 
 // Condition reports a state /readyz shows beside readiness: problem is ""
@@ -97,7 +98,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 	}
 	h := &Handler{mux: http.NewServeMux()}
 	h.SetNotReady("starting")
-	h.mux.Handle("/v1/", bounded(gw, limits))
+	h.mux.Handle("/v1/", h.withSession(gw, bounded(gw, limits)))
 	h.mux.Handle("GET "+console.Prefix, console.Handler())
 	// Exactly "/" (not every unknown path): a person who types the
 	// server's address finds the console; a client's wrong path still

@@ -3,6 +3,7 @@
 // return a function that stops it (its refresh timer) when the admin
 // leaves the page.
 import {session, ApiError} from './api.js';
+import {sso, loadSession, signOut, signInError} from './sso.js';
 import {h, replace} from './dom.js';
 import {errorBox} from './errors.js';
 import * as signin from './pages/signin.js';
@@ -40,6 +41,7 @@ function pageContext(controller) {
       if (err && err.name === 'AbortError') return null;
       if (err instanceof ApiError && err.unauthenticated) {
         session.clear();
+        sso.signedIn = false;
         show({message: err});
         return null;
       }
@@ -58,9 +60,12 @@ function show(state = {}) {
     if (current.stop) current.stop();
     current = null;
   }
-  const signedIn = Boolean(session.key);
+  const signedIn = Boolean(session.key) || sso.signedIn;
   nav.hidden = !signedIn;
   signout.hidden = !signedIn;
+  // Who a single sign-on session is, as text.
+  signout.textContent = (!session.key && sso.signedIn) ?
+    `Sign out ${sso.email || sso.subject} (${sso.role})` : 'Sign out';
   if (!signedIn) {
     replace(main);
     signin.render(main, {message: state.message, onSignedIn: () => show()});
@@ -88,7 +93,8 @@ function show(state = {}) {
 window.addEventListener('hashchange', () => {
   if (location.hash.startsWith('#/') || location.hash === '') show({focus: true});
 });
-signout.addEventListener('click', () => {
+signout.addEventListener('click', async () => {
+  if (!session.key && sso.signedIn) await signOut();
   session.clear();
   if (route() === '/') show({focus: true});
   else location.hash = '#/'; // hashchange shows the sign-in
@@ -98,4 +104,5 @@ document.getElementById('skip').addEventListener('click', (ev) => {
   ev.preventDefault();
   main.focus();
 });
-show();
+const failed = signInError();
+loadSession().then(() => show(failed ? {message: new Error(`Single sign-on refused: ${failed}`)} : {}));
