@@ -6,22 +6,23 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
+	"sigs.k8s.io/yaml"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
@@ -81,27 +82,58 @@ func (e matrixEnv) keyWithRole(t *testing.T, role server.Role) string {
 	return k.GetSecret()
 }
 
-// restCall is a method's REST route with every path variable filled in.
-func restCall(t *testing.T, m protoreflect.MethodDescriptor) (verb, path string, body bool) {
+// httpRule is one REST route of proto/seatd/v1/http.yaml.
+type httpRule struct {
+	Selector string `json:"selector"`
+	Get      string `json:"get"`
+	Post     string `json:"post"`
+	Patch    string `json:"patch"`
+	Put      string `json:"put"`
+	Delete   string `json:"delete"`
+	Body     string `json:"body"`
+}
+
+// adminRoutes reads the REST routes grpc-gateway is generated from.
+func adminRoutes(t *testing.T) map[string]httpRule {
 	t.Helper()
-	rule, _ := proto.GetExtension(m.Options(), annotations.E_Http).(*annotations.HttpRule)
-	require.NotNil(t, rule, "%s has no REST route", m.Name())
-	switch p := rule.GetPattern().(type) {
-	case *annotations.HttpRule_Get:
-		verb, path = http.MethodGet, p.Get
-	case *annotations.HttpRule_Post:
-		verb, path = http.MethodPost, p.Post
-	case *annotations.HttpRule_Patch:
-		verb, path = http.MethodPatch, p.Patch
-	case *annotations.HttpRule_Put:
-		verb, path = http.MethodPut, p.Put
-	case *annotations.HttpRule_Delete:
-		verb, path = http.MethodDelete, p.Delete
-	default:
-		t.Fatalf("%s: REST pattern %T", m.Name(), p)
+	raw, err := os.ReadFile("../../proto/seatd/v1/http.yaml")
+	require.NoError(t, err)
+	var doc struct {
+		HTTP struct {
+			Rules []httpRule `json:"rules"`
+		} `json:"http"`
 	}
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	out := map[string]httpRule{}
+	for _, r := range doc.HTTP.Rules {
+		out[r.Selector] = r
+	}
+	return out
+}
+
+// restCall is a method's REST route with every path variable filled in.
+func restCall(t *testing.T, routes map[string]httpRule, m protoreflect.MethodDescriptor) (verb, path string, body bool) {
+	t.Helper()
+	rule, ok := routes[string(m.FullName())]
+	require.True(t, ok, "%s has no REST route", m.Name())
+	switch {
+	case rule.Get != "":
+		verb, path = http.MethodGet, rule.Get
+	case rule.Post != "":
+		verb, path = http.MethodPost, rule.Post
+	case rule.Patch != "":
+		verb, path = http.MethodPatch, rule.Patch
+	case rule.Put != "":
+		verb, path = http.MethodPut, rule.Put
+	case rule.Delete != "":
+		verb, path = http.MethodDelete, rule.Delete
+	default:
+		t.Fatalf("%s: no verb", m.Name())
+	}
+	// The key's own tenant, so that only the role decides.
+	path = strings.ReplaceAll(path, "{tenant_id}", server.DefaultTenantID)
 	path = regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(path, "x")
-	return verb, path, rule.GetBody() != ""
+	return verb, path, rule.Body != ""
 }
 
 // TestAuthorizationMatrix calls every admin method with each role, over
@@ -119,12 +151,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 	roles := append(append([]server.Role{}, server.TenantRoles...), server.RoleOperator)
 	methods := seatdv1.File_seatd_v1_admin_service_proto.Services().ByName("AdminService").Methods()
 	require.Positive(t, methods.Len())
+	routes := adminRoutes(t)
 	for i := range methods.Len() {
 		m := methods.Get(i)
 		full := fmt.Sprintf("/seatd.v1.AdminService/%s", m.Name())
 		need, ok := grpcapi.RoleFor(full)
 		require.True(t, ok, "%s has no row in the authorization matrix (grpcapi/authz.go: methodRoles)", m.Name())
-		verb, path, body := restCall(t, m)
+		verb, path, body := restCall(t, routes, m)
 		for _, role := range append(roles, "") {
 			allowed := role != "" && role.AtLeast(need)
 			name := fmt.Sprintf("%s as %q", m.Name(), role)

@@ -81,8 +81,6 @@ type env struct {
 	license string // a license of tenant acme
 }
 
-const audience = "seatd-api"
-
 // newEnv serves seatd's API (gRPC, and REST through the gateway) on the
 // embedded store, trusting one IdP for tenant acme: group "lic-admins" →
 // admin, "lic-viewers" → viewer; console sign-in with the IdP's client.
@@ -163,7 +161,7 @@ func (e *env) claims(groups ...string) claims {
 	now := e.clock.Now()
 	return claims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: e.idp.Issuer(), Subject: "u-1234", Audience: jwt.ClaimStrings{audience},
+			Issuer: e.idp.Issuer(), Subject: "u-1234", Audience: jwt.ClaimStrings{e.idp.ClientID},
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(5 * time.Minute)),
 		},
 		Email: "ada@acme.example", Groups: groups,
@@ -254,7 +252,7 @@ func TestBearerTokens(t *testing.T) {
 		http   int
 		reason string
 	}{
-		"another issuer": {mint(t, other, otherIssuer), codes.Unauthenticated, 401, server.ReasonTokenIssuerUnknown},
+		"another issuer":                 {mint(t, other, otherIssuer), codes.Unauthenticated, 401, server.ReasonTokenIssuerUnknown},
 		"signed by another issuer's key": {mint(t, other, e.claims("lic-admins")), codes.Unauthenticated, 401, server.ReasonTokenInvalid},
 		"wrong audience":                 {mint(t, e.idp, wrongAudience), codes.Unauthenticated, 401, server.ReasonTokenAudience},
 		"expired":                        {mint(t, e.idp, expired), codes.Unauthenticated, 401, server.ReasonTokenExpired},
