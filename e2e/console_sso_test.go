@@ -30,17 +30,6 @@ func ssoIdP(t *testing.T) *mockoidc.MockOIDC {
 	return m
 }
 
-// freeAddr is a loopback address with a port free a moment ago: the
-// console's redirect URI must be known before seatd starts.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // TestConsoleSingleSignOn signs in through the console in headless
 // Chromium with a real OIDC provider (authorization code flow with PKCE),
 // sees the tenant's licenses under the session, is refused a call that
@@ -50,7 +39,7 @@ func freeAddr(t *testing.T) string {
 func TestConsoleSingleSignOn(t *testing.T) {
 	t.Parallel()
 	idp := ssoIdP(t)
-	addr := freeAddr(t)
+	addr := freeAddr(t) // the redirect URI must be known before seatd starts
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "client.secret")
 	require.NoError(t, os.WriteFile(secret, []byte(idp.ClientSecret), 0o600))
@@ -69,8 +58,8 @@ issuers:
       lic-admins: admin
 `, addr, idp.Issuer(), idp.ClientID, secret)), 0o600))
 	p := start(t, options{args: []string{"--http-addr", addr, "--sso-config", conf}})
-	p.do(t, "POST", "/v1/admin/tenants", p.OperatorKey, map[string]any{"tenant": map[string]any{"id": "acme"}}).requireCode(t, http.StatusOK)
-	p.do(t, "POST", "/v1/admin/licenses", p.OperatorKey, map[string]any{"tenantId": "acme", "license": map[string]any{"name": "ACME CAD", "seats": 3, "leaseTtl": "300s"}}).
+	p.do(t, "POST", "/v1/admin/tenants", p.OperatorKey, map[string]any{"id": "acme"}).requireCode(t, http.StatusOK)
+	p.do(t, "POST", "/v1/admin/licenses?tenantId=acme", p.OperatorKey, map[string]any{"name": "ACME CAD", "seats": 3, "leaseTtl": "300s"}).
 		requireCode(t, http.StatusOK)
 	p.do(t, "POST", "/v1/admin/licenses", p.OperatorKey, map[string]any{"name": "Default tenant's", "seats": 1, "leaseTtl": "300s"}).
 		requireCode(t, http.StatusOK)
@@ -80,7 +69,9 @@ issuers:
 	b.run("open the console", chromedp.Navigate(p.url("/ui/")), chromedp.WaitVisible(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)))
 	b.requireLabelled("sign-in with single sign-on")
 	b.screenshot("signin-sso")
-	b.run("sign in with the IdP", chromedp.Click(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)))
+	// To the IdP and back (redirects): done when the signed-in shell shows.
+	b.run("sign in with the IdP", chromedp.Click(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#signout`)))
 	b.waitFor("the tenant's license", `document.body.innerText.includes('ACME CAD')`)
 	require.NotContains(t, b.text(), "Default tenant's", "the session works in the issuer's tenant")
 	require.Contains(t, eval[string](b, `document.getElementById('signout').textContent`), "ada@acme.example")
@@ -92,7 +83,7 @@ issuers:
 	b.allow("/v1/admin/licenses", http.StatusForbidden)
 	got := evalAsync[string](b, `(async () => {
 		const r = await fetch('/v1/admin/licenses', {method: 'POST', credentials: 'same-origin',
-			headers: {'Content-Type': 'application/json'}, body: JSON.stringify({license: {seats: 1, leaseTtl: '60s'}})});
+			headers: {'Content-Type': 'application/json'}, body: JSON.stringify({seats: 1, leaseTtl: '60s'})});
 		const body = await r.json();
 		return r.status + ' ' + body.details[0].reason;
 	})()`)
@@ -107,7 +98,8 @@ issuers:
 
 	// A person none of whose groups has a role: back at sign-in, told why.
 	idp.QueueUser(&mockoidc.MockUser{Subject: "u-bob", Email: "bob@acme.example", Groups: []string{"marketing"}})
-	b.run("sign in without a role", chromedp.Click(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)))
+	b.run("sign in without a role", chromedp.Click(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#signin-status .error`)))
 	b.waitFor("the refusal", `document.body.innerText.includes('ROLE_NOT_MAPPED')`)
 	b.screenshot("signin-refused")
 	b.requireClean()
