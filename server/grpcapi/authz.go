@@ -25,6 +25,7 @@ var methodRoles = map[string]server.Role{
 	"ListUsageEvents":   server.RoleViewer,
 	"ListCleanupEvents": server.RoleViewer,
 	"ListSigningKeys":   server.RoleViewer, // public keys: the JWKS serves them to anyone
+	"GetLicenseFile":    server.RoleViewer, // locked mode's file in force: what the site may use
 
 	// manager: + revoke leases, edit site policies and groups
 	"RevokeLease":      server.RoleManager,
@@ -47,12 +48,11 @@ var methodRoles = map[string]server.Role{
 
 	// the operator: above tenants. A cleanup pass and its status span every
 	// tenant (its counts are other tenants' leases too), as do tenants and
-	// locked mode's license file.
+	// locked mode's reload and signed usage export.
 	"Cleanup":           server.RoleOperator,
 	"GetCleanupStatus":  server.RoleOperator,
 	"CreateTenant":      server.RoleOperator,
 	"ListTenants":       server.RoleOperator,
-	"GetLicenseFile":    server.RoleOperator,
 	"ReloadLicenseFile": server.RoleOperator,
 	"ExportUsage":       server.RoleOperator,
 }
