@@ -128,10 +128,6 @@ func (is *issuer) discover(ctx context.Context) (*oidc.Provider, error) {
 	return p, nil
 }
 
-func refuse(reason, msg string) error {
-	return server.Errorf(server.EUNAUTHENTICATED, reason, "%s", msg)
-}
-
 // VerifyToken implements grpcapi.TokenVerifier: a console session
 // (sessionPrefix), or a JWT whose iss is a configured issuer.
 func (v *Verifier) VerifyToken(ctx context.Context, token string) (grpcapi.SignedIn, bool, error) {
@@ -148,7 +144,7 @@ func (v *Verifier) VerifyToken(ctx context.Context, token string) (grpcapi.Signe
 	}
 	is := v.byURL[iss]
 	if is == nil {
-		return grpcapi.SignedIn{}, true, refuse(server.ReasonTokenIssuerUnknown, "the token's issuer is not one seatd is configured to trust")
+		return grpcapi.SignedIn{}, true, server.Errorf(server.EUNAUTHENTICATED, server.ReasonTokenIssuerUnknown, "the token's issuer is not one seatd is configured to trust")
 	}
 	who, _, err := is.verify(ctx, token, is.Audience, "")
 	return who, true, err
@@ -167,20 +163,20 @@ func (is *issuer) verify(ctx context.Context, token, audience, nonce string) (gr
 	var expired *oidc.TokenExpiredError
 	switch {
 	case errors.As(err, &expired):
-		return grpcapi.SignedIn{}, nil, refuse(server.ReasonTokenExpired, "the token has expired: get a new one from the identity provider")
+		return grpcapi.SignedIn{}, nil, server.Errorf(server.EUNAUTHENTICATED, server.ReasonTokenExpired, "the token has expired: get a new one from the identity provider")
 	case err != nil:
 		is.v.log.DebugContext(ctx, "OIDC token refused", "issuer", is.Name, "err", err)
-		return grpcapi.SignedIn{}, nil, refuse(server.ReasonTokenInvalid, "the token is not valid: its signature or claims do not check")
+		return grpcapi.SignedIn{}, nil, server.Errorf(server.EUNAUTHENTICATED, server.ReasonTokenInvalid, "the token is not valid: its signature or claims do not check")
 	}
 	if !slices.Contains(idt.Audience, audience) {
-		return grpcapi.SignedIn{}, nil, refuse(server.ReasonTokenAudience, "the token is not meant for seatd: its audience does not name seatd's")
+		return grpcapi.SignedIn{}, nil, server.Errorf(server.EUNAUTHENTICATED, server.ReasonTokenAudience, "the token is not meant for seatd: its audience does not name seatd's")
 	}
 	if nonce != "" && idt.Nonce != nonce {
-		return grpcapi.SignedIn{}, nil, refuse(server.ReasonTokenInvalid, "the ID token's nonce is not this sign-in's")
+		return grpcapi.SignedIn{}, nil, server.Errorf(server.EUNAUTHENTICATED, server.ReasonTokenInvalid, "the ID token's nonce is not this sign-in's")
 	}
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
-		return grpcapi.SignedIn{}, nil, refuse(server.ReasonTokenInvalid, "the token's claims do not decode")
+		return grpcapi.SignedIn{}, nil, server.Errorf(server.EUNAUTHENTICATED, server.ReasonTokenInvalid, "the token's claims do not decode")
 	}
 	person := service.Person{Issuer: is.Name, Subject: idt.Subject}
 	person.Email, _ = claimAt(claims, is.EmailClaim).(string)
