@@ -196,3 +196,17 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSingleSignOn: without --sso-config the console still learns that
+// there is no session (and offers keys), and the other sign-in routes do
+// not exist.
+func TestNoSingleSignOn(t *testing.T) {
+	t.Parallel()
+	e := newMatrixEnv(t, nil)
+	r := do(t, e.h, http.MethodGet, "/ui/auth/session", "", "")
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, false, r.json["signedIn"])
+	require.Equal(t, http.StatusNotFound, do(t, e.h, http.MethodGet, "/ui/auth/login?issuer=x", "", "").code)
+	require.Equal(t, http.StatusNotFound, do(t, e.h, http.MethodPost, "/ui/auth/logout", "", "").code)
+	require.Equal(t, http.StatusOK, do(t, e.h, http.MethodGet, "/ui/", "", "").code, "the console itself")
+}

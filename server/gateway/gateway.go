@@ -56,6 +56,8 @@ type Handler struct {
 	notReady  atomic.Pointer[string]
 	condition atomic.Pointer[Condition]
 	sessions  Sessions // console sign-in (sessions.go); nil: keys only
+	// authRoutes are the Sessions' routes under /ui/auth/ (serveAuth).
+	authRoutes *http.ServeMux
 }
 
 // Condition reports a state /readyz shows beside readiness: problem is ""
@@ -100,6 +102,8 @@ func New(ctx context.Context, conn *grpc.ClientConn, gatherer prometheus.Gathere
 	h.SetNotReady("starting")
 	h.mux.Handle("/v1/", h.withSession(gw, bounded(gw, limits)))
 	h.mux.Handle("GET "+console.Prefix, console.Handler())
+	h.mux.HandleFunc("GET "+console.Prefix+"auth/", h.serveAuth)
+	h.mux.HandleFunc("POST "+console.Prefix+"auth/", h.serveAuth)
 	// Exactly "/" (not every unknown path): a person who types the
 	// server's address finds the console; a client's wrong path still
 	// gets a 404.

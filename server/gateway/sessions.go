@@ -25,8 +25,27 @@ type Sessions interface {
 
 // UseSessions turns console sign-in on. Call it before serving.
 func (h *Handler) UseSessions(s Sessions) {
-	s.Routes(h.mux)
+	mux := http.NewServeMux()
+	s.Routes(mux)
+	h.authRoutes = mux
 	h.sessions = s
+}
+
+// serveAuth serves the console's sign-in routes (/ui/auth/): the
+// Sessions' when single sign-on is on; else only the session route,
+// which tells the console there is none (so that it offers keys alone).
+func (h *Handler) serveAuth(w http.ResponseWriter, r *http.Request) {
+	if h.authRoutes != nil {
+		h.authRoutes.ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/ui/auth/session" {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte(`{"signedIn":false,"issuers":[]}` + "\n"))
+		return
+	}
+	http.NotFound(w, r)
 }
 
 // withSession lets a REST call with no Authorization header authenticate

@@ -84,7 +84,7 @@ type env struct {
 // newEnv serves seatd's API (gRPC, and REST through the gateway) on the
 // embedded store, trusting one IdP for tenant acme: group "lic-admins" →
 // admin, "lic-viewers" → viewer; console sign-in with the IdP's client.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, moreIssuers ...string) *env {
 	t.Helper()
 	idp := newIdP(t)
 	clk := &clock{now: time.Now()}
@@ -101,7 +101,7 @@ issuers:
     roles:
       lic-admins: admin
       lic-viewers: viewer
-`, idp.Issuer(), idp.ClientID, idp.ClientID, secretFile(t, idp.ClientSecret))))
+`, idp.Issuer(), idp.ClientID, idp.ClientID, secretFile(t, idp.ClientSecret)) + strings.Join(moreIssuers, "")))
 	require.NoError(t, err)
 	v, err := sso.NewVerifier(cfg, sso.Options{SessionKey: []byte(operatorKey), Now: clk.Now})
 	require.NoError(t, err)
@@ -351,3 +351,51 @@ func TestAuditNamesThePerson(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+// TestOperatorIssuerAndASecondTenantIssuer: an issuer configured for the
+// operator makes its mapped people the operator (tenants, any tenant's
+// licenses); a second issuer of the same tenant works beside the first.
+func TestOperatorIssuerAndASecondTenantIssuer(t *testing.T) {
+	t.Parallel()
+	ops, second := newIdP(t), newIdP(t)
+	e := newEnv(t, fmt.Sprintf(`
+  - name: ops
+    issuer: %s
+    operator: true
+    audience: seatd-ops
+    roles: {seatd-operators: operator}
+  - name: acme-second
+    issuer: %s
+    tenant: acme
+    audience: seatd-second
+    groups_claim: realm_access.roles
+    roles: {viewers: viewer}
+`, ops.Issuer(), second.Issuer()))
+
+	op := e.claims("seatd-operators")
+	op.Issuer, op.Audience = ops.Issuer(), jwt.ClaimStrings{"seatd-ops"}
+	opToken := mint(t, ops, op)
+	_, err := e.admin.CreateTenant(bearer(t, opToken), &seatdv1.CreateTenantRequest{Tenant: &seatdv1.Tenant{Id: "globex"}})
+	require.NoError(t, err, "the operator's issuer: tenants")
+	got, err := e.admin.GetLicense(bearer(t, opToken), &seatdv1.GetLicenseRequest{LicenseId: e.license, TenantId: "acme"})
+	require.NoError(t, err, "and any tenant's licenses")
+	require.Equal(t, e.license, got.GetLicense().GetId())
+	notOp := e.claims("acme-admins")
+	notOp.Issuer, notOp.Audience = ops.Issuer(), jwt.ClaimStrings{"seatd-ops"}
+	_, err = e.admin.ListTenants(bearer(t, mint(t, ops, notOp)), &seatdv1.ListTenantsRequest{})
+	require.Equal(t, server.ReasonRoleNotMapped, reasonOf(err))
+
+	// Keycloak-style realm roles, in a nested claim.
+	type realm struct {
+		claims
+		RealmAccess map[string][]string `json:"realm_access"`
+	}
+	v := e.claims()
+	v.Issuer, v.Audience = second.Issuer(), jwt.ClaimStrings{"seatd-second"}
+	tok, err := second.Keypair.SignJWT(realm{claims: v, RealmAccess: map[string][]string{"roles": {"viewers"}}})
+	require.NoError(t, err)
+	_, err = e.admin.GetLicense(bearer(t, tok), &seatdv1.GetLicenseRequest{LicenseId: e.license})
+	require.NoError(t, err, "the second issuer of acme, its viewer")
+	_, err = e.admin.RevokeLease(bearer(t, tok), &seatdv1.RevokeLeaseRequest{LeaseId: "x"})
+	require.Equal(t, codes.PermissionDenied, status.Code(err), "a viewer may not revoke")
+}
