@@ -19,8 +19,9 @@ type Sessions interface {
 	Routes(mux *http.ServeMux)
 	// Authenticate returns the bearer value a call's session stands for
 	// ("" without one), or why its session is refused (expired, no CSRF
-	// token on a call that changes state).
-	Authenticate(r *http.Request) (string, error)
+	// token on a call that changes state); a renewed session's cookie is
+	// set on w.
+	Authenticate(w http.ResponseWriter, r *http.Request) (string, error)
 }
 
 // UseSessions turns console sign-in on. Call it before serving.
@@ -57,7 +58,7 @@ func (h *Handler) withSession(gw *runtime.ServeMux, next http.Handler) http.Hand
 			next.ServeHTTP(w, r)
 			return
 		}
-		bearer, err := h.sessions.Authenticate(r)
+		bearer, err := h.sessions.Authenticate(w, r)
 		if err != nil {
 			code := codes.Unauthenticated
 			if server.ErrorCode(err) == server.EPERMISSION {

@@ -88,7 +88,7 @@ func TestSessionChecks(t *testing.T) {
 		}
 		return r
 	}
-	got, err := v.Authenticate(req(http.MethodGet, "", "", cookie))
+	got, err := v.Authenticate(httptest.NewRecorder(), req(http.MethodGet, "", "", cookie))
 	require.NoError(t, err)
 	require.Equal(t, cookie, got)
 	who, ok, err := v.VerifyToken(t.Context(), got)
@@ -97,26 +97,26 @@ func TestSessionChecks(t *testing.T) {
 	require.Equal(t, server.RoleViewer, who.Role)
 	require.Equal(t, "u1", who.Person.Subject)
 
-	_, err = v.Authenticate(req(http.MethodPost, "", "", cookie))
+	_, err = v.Authenticate(httptest.NewRecorder(), req(http.MethodPost, "", "", cookie))
 	require.Equal(t, server.ReasonCSRFTokenInvalid, server.ErrorReason(err))
-	_, err = v.Authenticate(req(http.MethodPost, "wrong", "", cookie))
+	_, err = v.Authenticate(httptest.NewRecorder(), req(http.MethodPost, "wrong", "", cookie))
 	require.Equal(t, server.ReasonCSRFTokenInvalid, server.ErrorReason(err))
-	_, err = v.Authenticate(req(http.MethodPost, "tok", "cross-site", cookie))
+	_, err = v.Authenticate(httptest.NewRecorder(), req(http.MethodPost, "tok", "cross-site", cookie))
 	require.Equal(t, server.ReasonCSRFTokenInvalid, server.ErrorReason(err))
-	_, err = v.Authenticate(req(http.MethodPost, "tok", "same-origin", cookie))
+	_, err = v.Authenticate(httptest.NewRecorder(), req(http.MethodPost, "tok", "same-origin", cookie))
 	require.NoError(t, err)
 
 	login := v.sessions.seal(session{Kind: "login", Expires: now.Add(time.Hour).Unix()})
-	_, err = v.Authenticate(req(http.MethodGet, "", "", login))
+	_, err = v.Authenticate(httptest.NewRecorder(), req(http.MethodGet, "", "", login))
 	require.Equal(t, server.ReasonUnauthenticated, server.ErrorReason(err), "a login cookie is no session")
-	_, err = v.Authenticate(req(http.MethodGet, "", "", cookie[:len(cookie)-2]+"AA"))
+	_, err = v.Authenticate(httptest.NewRecorder(), req(http.MethodGet, "", "", cookie[:len(cookie)-2]+"AA"))
 	require.Equal(t, server.ReasonUnauthenticated, server.ErrorReason(err), "a forged cookie")
 
 	now = now.Add(time.Hour)
-	_, err = v.Authenticate(req(http.MethodGet, "", "", cookie))
+	_, err = v.Authenticate(httptest.NewRecorder(), req(http.MethodGet, "", "", cookie))
 	require.Equal(t, server.ReasonSessionExpired, server.ErrorReason(err))
 
-	got, err = v.Authenticate(httptest.NewRequest(http.MethodGet, "/v1/admin/licenses", nil))
+	got, err = v.Authenticate(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/v1/admin/licenses", nil))
 	require.NoError(t, err)
 	require.Empty(t, got, "no cookie: no session")
 }

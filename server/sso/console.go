@@ -96,6 +96,9 @@ func (v *Verifier) serveSession(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil {
 		s, err := v.sessions.open(c.Value)
 		if err == nil {
+			s, err = v.renewIfDue(w, r, s)
+		}
+		if err == nil {
 			out.SignedIn, out.Issuer, out.Subject, out.Email, out.Tenant, out.Role = true, s.Issuer, s.Subject, s.Email, s.Tenant, s.Role
 			out.Expires, out.CSRFToken = time.Unix(s.Expires, 0).UTC().Format(time.RFC3339), s.CSRF
 		} else {
@@ -179,7 +182,7 @@ func (v *Verifier) serveCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	// The console's ID token is for its client id, whatever the API's
 	// audience is.
-	who, _, err := is.verify(r.Context(), raw, is.ClientID, login.Nonce)
+	who, idt, err := is.verify(r.Context(), raw, is.ClientID, login.Nonce)
 	if err != nil {
 		signInFailed(w, r, server.ErrorReason(err))
 		return
@@ -188,18 +191,16 @@ func (v *Verifier) serveCallback(w http.ResponseWriter, r *http.Request) {
 		Kind: "session", Issuer: is.Name, Subject: who.Person.Subject, Email: who.Person.Email,
 		Tenant: who.TenantID, Role: who.Role, CSRF: randomToken(),
 		Expires: v.now().Add(v.sessions.lifetime).Unix(),
+		Refresh: tok.RefreshToken, Recheck: idt.Expiry.Unix(),
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name: SessionCookie, Value: v.sessions.seal(s), Path: "/", MaxAge: int(v.sessions.lifetime / time.Second),
-		HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode,
-	})
+	v.setSession(w, s)
 	v.log.InfoContext(r.Context(), "console sign-in", "issuer", is.Name, "subject", s.Subject, "email", s.Email, "role", s.Role, "tenant", s.Tenant)
 	noStore(w)
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 }
 
 func (v *Verifier) serveLogout(w http.ResponseWriter, r *http.Request) {
-	if _, err := v.Authenticate(r); err != nil {
+	if _, err := v.Authenticate(w, r); err != nil {
 		writeJSON(w, http.StatusForbidden, map[string]string{"reason": server.ErrorReason(err)})
 		return
 	}
@@ -214,8 +215,10 @@ var errCSRF = server.Errorf(server.EPERMISSION, server.ReasonCSRFTokenInvalid,
 // Authorization header: the bearer value to send in its place, "" when it
 // has no session cookie. A call that is not GET or HEAD must carry the
 // session's CSRF token (X-CSRF-Token) and must not come from another
-// site (Sec-Fetch-Site, where the browser sends it).
-func (v *Verifier) Authenticate(r *http.Request) (string, error) {
+// site (Sec-Fetch-Site, where the browser sends it). A session past its
+// ID token's expiry is renewed first (renewIfDue), its new cookie set on
+// w.
+func (v *Verifier) Authenticate(w http.ResponseWriter, r *http.Request) (string, error) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil {
 		return "", nil
@@ -235,7 +238,67 @@ func (v *Verifier) Authenticate(r *http.Request) (string, error) {
 			return "", errCSRF
 		}
 	}
-	return c.Value, nil
+	if s.Recheck == 0 || v.now().Before(time.Unix(s.Recheck, 0)) {
+		return c.Value, nil
+	}
+	s, err = v.renewIfDue(w, r, s)
+	if err != nil {
+		return "", err
+	}
+	return v.sessions.seal(s), nil
+}
+
+func (v *Verifier) setSession(w http.ResponseWriter, s session) {
+	maxAge := int(time.Unix(s.Expires, 0).Sub(v.now()) / time.Second)
+	http.SetCookie(w, &http.Cookie{
+		Name: SessionCookie, Value: v.sessions.seal(s), Path: "/", MaxAge: max(maxAge, 1),
+		HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode,
+	})
+}
+
+var errRenewal = server.Errorf(server.EUNAUTHENTICATED, server.ReasonSessionExpired,
+	"the identity provider did not renew the console session: sign in again")
+
+// renewIfDue renews a session whose ID token has expired with its refresh
+// token: the new ID token is checked as at sign-in and the person's
+// groups mapped again (a person taken out of every mapped group is
+// refused ROLE_NOT_MAPPED); the session keeps its CSRF token and its end.
+// The renewed cookie is set on w.
+func (v *Verifier) renewIfDue(w http.ResponseWriter, r *http.Request, s session) (session, error) {
+	if s.Recheck == 0 || v.now().Before(time.Unix(s.Recheck, 0)) {
+		return s, nil
+	}
+	is := v.byName[s.Issuer]
+	if is == nil || s.Refresh == "" {
+		return session{}, errRenewal
+	}
+	p, err := is.discover(r.Context())
+	if err != nil {
+		return session{}, err
+	}
+	old := &oauth2.Token{RefreshToken: s.Refresh, Expiry: v.now().Add(-time.Minute)}
+	tok, err := is.oauth2Config(p).TokenSource(oauth2ClientContext(r, v.client), old).Token()
+	if err != nil {
+		v.log.InfoContext(r.Context(), "console session not renewed", "issuer", is.Name, "subject", s.Subject, "err", err)
+		return session{}, errRenewal
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return session{}, errRenewal
+	}
+	who, idt, err := is.verify(r.Context(), raw, is.ClientID, "")
+	if err != nil {
+		return session{}, err
+	}
+	if who.Person.Subject != s.Subject {
+		return session{}, errRenewal
+	}
+	s.Email, s.Role, s.Recheck = who.Person.Email, who.Role, idt.Expiry.Unix()
+	if tok.RefreshToken != "" {
+		s.Refresh = tok.RefreshToken
+	}
+	v.setSession(w, s)
+	return s, nil
 }
 
 // sanitizeReason keeps an IdP's error code to letters, digits and _,

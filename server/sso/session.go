@@ -32,6 +32,11 @@ type session struct {
 	Expires int64       `json:"exp"`  // unix seconds
 	CSRF    string      `json:"csrf"` // the token state-changing calls must send
 	Kind    string      `json:"kind"` // "session" or "login" (a sign-in under way)
+	// Refresh is the IdP's refresh token; Recheck (unix seconds, the ID
+	// token's expiry) is when the session must be renewed with it: the
+	// person's groups mapped again, a refusal ending the session.
+	Refresh string `json:"rt,omitempty"`
+	Recheck int64  `json:"recheck,omitempty"`
 	// A sign-in under way: its state, nonce and PKCE verifier.
 	State    string `json:"state,omitempty"`
 	Nonce    string `json:"nonce,omitempty"`

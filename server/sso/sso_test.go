@@ -399,3 +399,104 @@ func TestOperatorIssuerAndASecondTenantIssuer(t *testing.T) {
 	_, err = e.admin.RevokeLease(bearer(t, tok), &seatdv1.RevokeLeaseRequest{LeaseId: "x"})
 	require.Equal(t, codes.PermissionDenied, status.Code(err), "a viewer may not revoke")
 }
+
+// browserish carries cookies by hand through the console's sign-in, as a
+// browser would, against the gateway's handler and the IdP.
+type browserish struct {
+	t       *testing.T
+	e       *env
+	cookies map[string]string
+}
+
+func (b *browserish) do(method, target, csrf string) *httptest.ResponseRecorder {
+	b.t.Helper()
+	req := httptest.NewRequestWithContext(b.t.Context(), method, target, nil)
+	for name, value := range b.cookies {
+		req.AddCookie(&http.Cookie{Name: name, Value: value})
+	}
+	if csrf != "" {
+		req.Header.Set(sso.CSRFHeader, csrf)
+	}
+	rec := httptest.NewRecorder()
+	b.e.http.ServeHTTP(rec, req)
+	for _, c := range rec.Result().Cookies() {
+		if c.MaxAge < 0 {
+			delete(b.cookies, c.Name)
+		} else {
+			b.cookies[c.Name] = c.Value
+		}
+	}
+	return rec
+}
+
+// signIn runs the code flow: seatd's login route, the IdP's authorize
+// endpoint, seatd's callback.
+func (b *browserish) signIn() {
+	b.t.Helper()
+	login := b.do(http.MethodGet, "/ui/auth/login?issuer=acme-idp", "")
+	require.Equal(b.t, http.StatusSeeOther, login.Code)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(login.Header().Get("Location"))
+	require.NoError(b.t, err)
+	_ = resp.Body.Close()
+	back, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(b.t, err)
+	require.Equal(b.t, sso.CallbackPath, back.Path)
+	done := b.do(http.MethodGet, back.RequestURI(), "")
+	require.Equal(b.t, http.StatusSeeOther, done.Code)
+	require.Equal(b.t, "/ui/", done.Header().Get("Location"), "signed in: %s", done.Header().Get("Location"))
+	require.NotEmpty(b.t, b.cookies[sso.SessionCookie])
+}
+
+func (b *browserish) csrf() string {
+	b.t.Helper()
+	var s struct {
+		SignedIn  bool   `json:"signedIn"`
+		CSRFToken string `json:"csrfToken"`
+		Role      string `json:"role"`
+	}
+	require.NoError(b.t, json.Unmarshal(b.do(http.MethodGet, "/ui/auth/session", "").Body.Bytes(), &s))
+	require.True(b.t, s.SignedIn)
+	return s.CSRFToken
+}
+
+// TestConsoleSessionRenewal: a console session outlives its ID token by
+// the IdP's refresh grant, and the person's groups are mapped again at
+// each renewal: a person moved to a viewer group loses the admin's
+// rights, one taken out of every mapped group is refused.
+func TestConsoleSessionRenewal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.idp.AccessTTL = 2 * time.Minute
+	person := &mockoidc.MockUser{Subject: "u-9", Email: "lin@acme.example", Groups: []string{"lic-admins"}}
+	e.idp.QueueUser(person)
+	b := &browserish{t: t, e: e, cookies: map[string]string{}}
+	b.signIn()
+	licenses := "/v1/admin/licenses/" + e.license
+	require.Equal(t, http.StatusOK, b.do(http.MethodGet, licenses, "").Code)
+
+	later := func() {
+		e.clock.Advance(3 * time.Minute)
+		e.idp.FastForward(3 * time.Minute)
+	}
+	later()
+	first := b.cookies[sso.SessionCookie]
+	require.Equal(t, http.StatusOK, b.do(http.MethodGet, licenses, "").Code, "renewed by the refresh grant")
+	require.NotEqual(t, first, b.cookies[sso.SessionCookie], "the renewed session's cookie is set")
+	// An old cookie past its recheck is not taken as a bearer value.
+	_, err := e.admin.GetLicense(bearer(t, first), &seatdv1.GetLicenseRequest{LicenseId: e.license})
+	require.Equal(t, server.ReasonSessionExpired, reasonOf(err))
+
+	person.Groups = []string{"lic-viewers"}
+	later()
+	rec := b.do(http.MethodPatch, licenses+"?updateMask=name", b.csrf())
+	require.Equal(t, http.StatusForbidden, rec.Code, rec.Body.String())
+	require.Equal(t, server.ReasonPermissionDenied, restReason(rec.Body.Bytes()), "a viewer now")
+	require.Equal(t, http.StatusOK, b.do(http.MethodGet, licenses, "").Code)
+
+	person.Groups = []string{"marketing"}
+	later()
+	rec = b.do(http.MethodGet, licenses, "")
+	require.Equal(t, http.StatusForbidden, rec.Code)
+	require.Equal(t, server.ReasonRoleNotMapped, restReason(rec.Body.Bytes()))
+}
