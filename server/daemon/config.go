@@ -221,7 +221,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.LicenseFileWatchInterval, "license-file-watch-interval", 10*time.Second, "locked mode: how often --license-file is read again (a changed file is reloaded) and compared with the file in force in the store (another one: not ready)")
 	fs.DurationVar(&c.LicenseFileWatchTimeout, "license-file-watch-timeout", 30*time.Second, "locked mode: how long one look of the watch may take (a reload and the sync of the file's licenses into the store); one that takes longer is logged and tried again at the next look")
 	fs.StringVar(&c.SSOConfig, "sso-config", "", "single sign-on: a YAML file of OIDC issuers (each a tenant's or the operator's, its groups mapped to roles) whose tokens the admin API takes as bearer credentials and whose people sign in to the console (docs/guides/single-sign-on.md)")
-	fs.DurationVar(&c.SSOSessionLifetime, "sso-session-lifetime", sso.DefaultSessionLifetime, "single sign-on: how long a console session lasts before its person signs in again (the role is the one mapped at sign-in until then)")
+	fs.DurationVar(&c.SSOSessionLifetime, "sso-session-lifetime", sso.DefaultSessionLifetime, "single sign-on: how long a console session lasts before its person signs in again (within it, the session is renewed with the IdP's refresh token, and the role mapped again, each time its ID token expires)")
 	fs.BoolVar(&c.AutoMigrate, "auto-migrate", true, "distributed mode: apply pending migrations at start (else run 'seatd migrate up')")
 	return fs
 }
