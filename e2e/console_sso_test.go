@@ -103,6 +103,14 @@ issuers:
 	b.waitFor("the refusal", `document.body.innerText.includes('ROLE_NOT_MAPPED')`)
 	b.screenshot("signin-refused")
 	b.requireClean()
+
+	// The sign-in page on a phone: the issuer's button fits.
+	phone := newBrowser(t, 375, 740)
+	phone.run("open the console at 375 px", chromedp.Navigate(p.url("/ui/")), chromedp.WaitVisible(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)))
+	require.LessOrEqual(t, eval[int](phone, `document.documentElement.scrollWidth`), 375, "no sideways scrolling")
+	phone.requireLabelled("sign-in at 375 px")
+	phone.screenshot("signin-sso-375")
+	phone.requireClean()
 }
 
 // evalAsync is eval of an expression whose value is a promise.

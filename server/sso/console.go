@@ -137,13 +137,13 @@ func (v *Verifier) serveLogin(w http.ResponseWriter, r *http.Request) {
 func oauthNonce(n string) oauth2.AuthCodeOption { return oauth2.SetAuthURLParam("nonce", n) }
 
 func (v *Verifier) serveCallback(w http.ResponseWriter, r *http.Request) {
-	clear := &http.Cookie{Name: loginCookie, Path: authPrefix, MaxAge: -1, HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode}
+	spent := &http.Cookie{Name: loginCookie, Path: authPrefix, MaxAge: -1, HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode}
 	c, err := r.Cookie(loginCookie)
 	if err != nil {
 		signInFailed(w, r, server.ReasonSessionExpired)
 		return
 	}
-	http.SetCookie(w, clear) // one use
+	http.SetCookie(w, spent) // one use
 	login, err := v.sessions.unseal(c.Value, "login")
 	if err != nil {
 		signInFailed(w, r, server.ErrorReason(err))
