@@ -66,6 +66,7 @@ issuers:
 
 	idp.QueueUser(&mockoidc.MockUser{Subject: "u-ada", Email: "ada@acme.example", Groups: []string{"lic-admins"}})
 	b := newBrowser(t, 1280, 860)
+	b.allow("/v1/admin/cleanup", http.StatusForbidden) // the cleanup status is the operator's
 	b.run("open the console", chromedp.Navigate(p.url("/ui/")), chromedp.WaitVisible(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)))
 	b.requireLabelled("sign-in with single sign-on")
 	b.screenshot("signin-sso")
@@ -75,6 +76,8 @@ issuers:
 	b.waitFor("the tenant's license", `document.body.innerText.includes('ACME CAD')`)
 	require.NotContains(t, b.text(), "Default tenant's", "the session works in the issuer's tenant")
 	require.Contains(t, eval[string](b, `document.getElementById('signout').textContent`), "ada@acme.example")
+	b.waitFor("the cleanup status refused", `document.querySelector('#cleanup .error') !== null`)
+	require.Contains(t, eval[string](b, `document.getElementById('cleanup').innerText`), "PERMISSION_DENIED")
 	b.screenshot("overview-sso")
 
 	// The session cookie is not readable by the page.
@@ -104,13 +107,16 @@ issuers:
 	b.screenshot("signin-refused")
 	b.requireClean()
 
-	// The sign-in page on a phone: the issuer's button fits.
-	phone := newBrowser(t, 375, 740)
-	phone.run("open the console at 375 px", chromedp.Navigate(p.url("/ui/")), chromedp.WaitVisible(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)))
-	require.LessOrEqual(t, eval[int](phone, `document.documentElement.scrollWidth`), 375, "no sideways scrolling")
-	phone.requireLabelled("sign-in at 375 px")
-	phone.screenshot("signin-sso-375")
-	phone.requireClean()
+	// The sign-in page on a phone: the issuer's button fits (a subtest:
+	// screenshots of its own, beside the desktop ones).
+	t.Run("375px", func(t *testing.T) {
+		phone := newBrowser(t, 375, 740)
+		phone.run("open the console at 375 px", chromedp.Navigate(p.url("/ui/")), chromedp.WaitVisible(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)))
+		require.LessOrEqual(t, eval[int](phone, `document.documentElement.scrollWidth`), 375, "no sideways scrolling")
+		phone.requireLabelled("sign-in at 375 px")
+		phone.screenshot("signin-sso")
+		phone.requireClean()
+	})
 }
 
 // evalAsync is eval of an expression whose value is a promise.

@@ -9,6 +9,7 @@ export const sso = {
   csrfToken: '',
   email: '',
   subject: '',
+  issuer: '',
   role: '',
   tenant: '',
   issuers: [], // [{name, label}] to offer on the sign-in page
@@ -25,6 +26,7 @@ export async function loadSession() {
     sso.csrfToken = typeof s.csrfToken === 'string' ? s.csrfToken : '';
     sso.email = typeof s.email === 'string' ? s.email : '';
     sso.subject = typeof s.subject === 'string' ? s.subject : '';
+    sso.issuer = typeof s.issuer === 'string' ? s.issuer : '';
     sso.role = typeof s.role === 'string' ? s.role : '';
     sso.tenant = typeof s.tenant === 'string' ? s.tenant : '';
     sso.issuers = Array.isArray(s.issuers) ? s.issuers.filter((i) => i && typeof i.name === 'string') : [];
