@@ -307,6 +307,9 @@ type APIKey struct {
 	SecretHash string    `json:"secret_hash"`
 	CreatedAt  time.Time `json:"created_at"`
 	RevokedAt  time.Time `json:"revoked_at,omitzero"`
+	// Role is what the key may do in its tenant ("" in a key stored
+	// before roles: KeyRole reads it as RoleAdmin).
+	Role Role `json:"role,omitempty"`
 }
 
 // Page asks for one page of a list. Token is opaque, from a previous answer.

@@ -81,6 +81,19 @@ const (
 	ReasonLicenseFileNotConfigured = "LICENSE_FILE_NOT_CONFIGURED" // a license-file call on a seatd without --license-file
 )
 
+// Single sign-on (server/sso): why a bearer token or console session was
+// refused.
+const (
+	ReasonTokenExpired        = "TOKEN_EXPIRED"                 // the OIDC token's exp has passed: get a new one (refresh)
+	ReasonTokenInvalid        = "TOKEN_INVALID"                 // not a token its issuer signed (signature, format, not yet valid)
+	ReasonTokenIssuerUnknown  = "TOKEN_ISSUER_UNKNOWN"          // its iss is no issuer seatd is configured with
+	ReasonTokenAudience       = "TOKEN_AUDIENCE_MISMATCH"       // its aud does not name seatd's audience for that issuer
+	ReasonRoleNotMapped       = "ROLE_NOT_MAPPED"               // signed in, but none of the person's groups maps to a role
+	ReasonSessionExpired      = "SESSION_EXPIRED"               // the console session's lifetime has passed: sign in again
+	ReasonCSRFTokenInvalid    = "CSRF_TOKEN_INVALID"            // a console call that changes state without its session's CSRF token
+	ReasonIdentityUnavailable = "IDENTITY_PROVIDER_UNAVAILABLE" // the issuer's discovery document or keys could not be fetched; retry
+)
+
 // Error is a failure a caller may see. Message is written for the client and
 // must not contain internal detail (SQL, addresses, stack).
 type Error struct {

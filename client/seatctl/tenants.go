@@ -102,14 +102,14 @@ func completeTenants(g *globals) cobra.CompletionFunc {
 }
 
 func apikeysCmd(g *globals) *cobra.Command {
-	var name string
+	var name, role string
 	create := &cobra.Command{
-		Use:               "create TENANT_ID --name NAME",
-		Short:             "Create an API key for a tenant; prints its secret, shown only this once",
+		Use:               "create TENANT_ID --name NAME [--role viewer|manager|admin]",
+		Short:             "Create an API key for a tenant with a role; prints its secret, shown only this once",
 		Args:              exactArgs("TENANT_ID"),
 		ValidArgsFunction: completeTenants(g),
 		RunE: func(c *cobra.Command, args []string) error {
-			resp, err := call(g, c, seatdv1.AdminServiceClient.CreateApiKey, &seatdv1.CreateApiKeyRequest{TenantId: args[0], Name: name})
+			resp, err := call(g, c, seatdv1.AdminServiceClient.CreateApiKey, &seatdv1.CreateApiKeyRequest{TenantId: args[0], Name: name, Role: role})
 			if err != nil {
 				return err
 			}
@@ -124,6 +124,8 @@ func apikeysCmd(g *globals) *cobra.Command {
 		},
 	}
 	create.Flags().StringVar(&name, "name", "", "what the key is for")
+	create.Flags().StringVar(&role, "role", "admin", "what the key may do in its tenant: viewer (read licenses, leases, reports), manager (+ revoke leases, edit site policies and groups) or admin (+ licenses, grants, API keys, signing keys, the audit log)")
+	_ = create.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]cobra.Completion{"viewer", "manager", "admin"}, cobra.ShellCompDirectiveNoFileComp))
 	list := &cobra.Command{
 		Use:               "ls TENANT_ID",
 		Aliases:           []string{"list"},
@@ -169,13 +171,13 @@ func apikeysCmd(g *globals) *cobra.Command {
 			return g.printAPIKeys(resp.GetApiKey())
 		},
 	}
-	return group("apikeys", "Create, list and revoke tenants' API keys (operator key)", []string{"apikey", "api-keys"}, create, list, revoke)
+	return group("apikeys", "Create, list and revoke tenants' API keys (operator key, or a tenant's admin for its own)", []string{"apikey", "api-keys", "keys"}, create, list, revoke)
 }
 
 func (g *globals) printAPIKeys(keys ...*seatdv1.ApiKey) error {
-	t := newTable(g.stdout, "ID", "TENANT", "NAME", "CREATED", "REVOKED")
+	t := newTable(g.stdout, "ID", "TENANT", "NAME", "ROLE", "CREATED", "REVOKED")
 	for _, k := range keys {
-		t.row(k.GetId(), k.GetTenantId(), k.GetName(), fmtTime(k.GetCreateTime()), fmtTime(k.GetRevokeTime()))
+		t.row(k.GetId(), k.GetTenantId(), k.GetName(), k.GetRole(), fmtTime(k.GetCreateTime()), fmtTime(k.GetRevokeTime()))
 	}
 	return t.flush()
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/seatd/seatd/server/leader"
 	"github.com/seatd/seatd/server/retention"
 	"github.com/seatd/seatd/server/signing"
+	"github.com/seatd/seatd/server/sso"
 )
 
 // Config is everything seatd can be told. Every flag has an environment
@@ -123,6 +124,11 @@ type Config struct {
 	VendorKey                string
 	LicenseFileWatchInterval time.Duration
 	LicenseFileWatchTimeout  time.Duration
+
+	// Single sign-on (sso.go): the OIDC issuers' file, and how long a
+	// console session lasts.
+	SSOConfig          string
+	SSOSessionLifetime time.Duration
 }
 
 // Distributed reports whether the config selects PostgreSQL + Redis.
@@ -214,6 +220,8 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.StringVar(&c.VendorKey, "vendor-key", "", "locked mode: the vendor's public key(s) that sign --license-file: PEM (one or more PUBLIC KEY blocks), a JWK or a JWKS; not allowed in a seatd built with its vendor's key")
 	fs.DurationVar(&c.LicenseFileWatchInterval, "license-file-watch-interval", 10*time.Second, "locked mode: how often --license-file is read again (a changed file is reloaded) and compared with the file in force in the store (another one: not ready)")
 	fs.DurationVar(&c.LicenseFileWatchTimeout, "license-file-watch-timeout", 30*time.Second, "locked mode: how long one look of the watch may take (a reload and the sync of the file's licenses into the store); one that takes longer is logged and tried again at the next look")
+	fs.StringVar(&c.SSOConfig, "sso-config", "", "single sign-on: a YAML file of OIDC issuers (each a tenant's or the operator's, its groups mapped to roles) whose tokens the admin API takes as bearer credentials and whose people sign in to the console (docs/guides/single-sign-on.md)")
+	fs.DurationVar(&c.SSOSessionLifetime, "sso-session-lifetime", sso.DefaultSessionLifetime, "single sign-on: how long a console session lasts before its person signs in again (within it, the session is renewed with the IdP's refresh token, and the role mapped again, each time its ID token expires)")
 	fs.BoolVar(&c.AutoMigrate, "auto-migrate", true, "distributed mode: apply pending migrations at start (else run 'seatd migrate up')")
 	return fs
 }
@@ -398,6 +406,9 @@ func (c *Config) validate() error {
 		if _, err := signing.ParseEncryptionKey(c.SigningKeyEncryptionKey); err != nil {
 			return fmt.Errorf("--signing-key-encryption-key: %v", err)
 		}
+	}
+	if c.SSOSessionLifetime < time.Minute || c.SSOSessionLifetime > 30*24*time.Hour {
+		return errors.New("--sso-session-lifetime: between 1m and 720h")
 	}
 	if c.OperatorKey != "" {
 		if err := checkOperatorKey(c.OperatorKey); err != nil {

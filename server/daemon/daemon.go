@@ -257,6 +257,14 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		queue = waitqueue.NewRedis(d.rdb, cfg.RedisKeyPrefix, cfg.WaitQueueMax, 5*time.Second)
 	}
 	failedLookups, unauthenticatedCalls, quotas := cfg.apiLimits()
+	signOn, err := openSSO(&cfg, operatorKey, d.log)
+	if err != nil {
+		return nil, err
+	}
+	var tokens grpcapi.TokenVerifier
+	if signOn != nil {
+		tokens = signOn
+	}
 	d.api = grpcapi.New(grpcapi.Config{
 		Store: d.store, Cleaner: cleaner, Scheduler: d.scheduler, Leadership: leadership,
 		OperatorKey: operatorKey, Logger: d.log, Metrics: m,
@@ -264,7 +272,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		MaxStreams: cfg.MaxStreams, MaxStreamsPerAddress: cfg.MaxStreamsPerAddress,
 		FirstMessageTimeout: cfg.FirstMessageTimeout, StreamIdleTimeout: cfg.StreamIdleTimeout, Network: network,
 		FailedLookups: failedLookups, UnauthenticatedCalls: unauthenticatedCalls, Quotas: quotas,
-		Issuer: issuer, LicenseFile: licenseFile,
+		Issuer: issuer, LicenseFile: licenseFile, Tokens: tokens,
 	})
 	panicked := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)
@@ -299,6 +307,9 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	d.gateway, err = gateway.New(ctx, d.api.InProcess(unary, stream), reg, gatewayLimits(cfg))
 	if err != nil {
 		return nil, err
+	}
+	if signOn != nil {
+		d.gateway.UseSessions(signOn)
 	}
 	if d.elector != nil {
 		d.gateway.SetCondition(func() (string, bool) { return electionProblem(d.elector.Health(), cfg.LeaderFailingUnready) })

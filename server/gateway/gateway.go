@@ -54,6 +54,9 @@ type Handler struct {
 	// notReady is why /readyz answers 503 ("" once ready).
 	notReady  atomic.Pointer[string]
 	condition atomic.Pointer[Condition]
+	sessions  Sessions // console sign-in (sessions.go); nil: keys only
+	// authRoutes are the Sessions' routes under /ui/auth/ (serveAuth).
+	authRoutes *http.ServeMux
 }
 
 // Condition reports a state /readyz shows beside readiness: problem is ""
@@ -107,8 +110,10 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, gatherer prometheus
 	}
 	h := &Handler{mux: http.NewServeMux()}
 	h.SetNotReady("starting")
-	h.mux.Handle("/v1/", bounded(gw, limits))
+	h.mux.Handle("/v1/", h.withSession(gw, bounded(gw, limits)))
 	h.mux.Handle("GET "+console.Prefix, console.Handler())
+	h.mux.HandleFunc("GET "+console.Prefix+"auth/", h.serveAuth)
+	h.mux.HandleFunc("POST "+console.Prefix+"auth/", h.serveAuth)
 	// Exactly "/" (not every unknown path): a person who types the
 	// server's address finds the console; a client's wrong path still
 	// gets a 404.

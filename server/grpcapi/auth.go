@@ -9,23 +9,50 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/seatd/seatd/server"
+	"github.com/seatd/seatd/server/service"
 )
 
-// Principal is who makes an admin call: the operator, or an API key that
-// administers one tenant.
+// Principal is who makes an admin call: the operator, an API key of one
+// tenant, or a person signed in through single sign-on (a tenant's or the
+// operator's issuer).
 type Principal struct {
-	Operator bool
-	TenantID string // the API key's tenant
-	KeyID    string
+	Operator bool        // Role is RoleOperator
+	TenantID string      // the key's or the person's tenant
+	KeyID    string      // an API key's id
+	Role     server.Role // what it may do (methodRoles)
+	// Person is who signed in, for a bearer token or console session.
+	Person *service.Person
 }
 
 // Actor names the principal in the audit log (seatd itself is
-// service.SystemActor).
+// service.SystemActor); a person's entries also carry their issuer,
+// subject and email (service.WithPerson).
 func (p Principal) Actor() string {
-	if p.Operator {
+	switch {
+	case p.Person != nil && p.Person.Email != "":
+		return "user:" + p.Person.Email
+	case p.Person != nil:
+		return "user:" + p.Person.Subject
+	case p.Operator:
 		return "operator"
 	}
 	return "apikey:" + p.KeyID
+}
+
+// SignedIn is a person a TokenVerifier vouches for, with the tenant and
+// role their issuer's configuration maps them to.
+type SignedIn struct {
+	Person   service.Person
+	TenantID string      // "" for the operator's issuer
+	Role     server.Role // RoleOperator for the operator's issuer
+}
+
+// TokenVerifier checks bearer tokens that are neither the operator key
+// nor an API key: OIDC ID and access tokens, console sessions (server/sso).
+// ok is false when token is not of a kind it knows; err is the refusal
+// (UNAUTHENTICATED or PERMISSION_DENIED with its reason) of one it knows.
+type TokenVerifier interface {
+	VerifyToken(ctx context.Context, token string) (who SignedIn, ok bool, err error)
 }
 
 // tenant returns the tenant a call works in: for the operator the requested
@@ -62,6 +89,7 @@ func principalFrom(ctx context.Context) Principal {
 type Authenticator struct {
 	OperatorKey string
 	Keys        server.TenantStore
+	Tokens      TokenVerifier // may be nil: keys only
 }
 
 var errNoCredentials = server.Errorf(server.EUNAUTHENTICATED, server.ReasonUnauthenticated, "missing or invalid credentials: send authorization: Bearer <key>")
@@ -78,7 +106,19 @@ func (a *Authenticator) authenticate(ctx context.Context) (Principal, error) {
 	}
 	key = strings.TrimSpace(key)
 	if a.OperatorKey != "" && subtle.ConstantTimeCompare([]byte(key), []byte(a.OperatorKey)) == 1 {
-		return Principal{Operator: true}, nil
+		return Principal{Operator: true, Role: server.RoleOperator}, nil
+	}
+	if a.Tokens != nil {
+		who, ok, err := a.Tokens.VerifyToken(ctx, key)
+		if err != nil {
+			return Principal{}, err
+		}
+		if ok {
+			person := who.Person
+			return Principal{
+				Operator: who.Role == server.RoleOperator, TenantID: who.TenantID, Role: who.Role, Person: &person,
+			}, nil
+		}
 	}
 	k, err := a.Keys.APIKeyBySecretHash(ctx, server.HashSecret(key))
 	if server.ErrorCode(err) == server.ENOTFOUND {
@@ -90,14 +130,16 @@ func (a *Authenticator) authenticate(ctx context.Context) (Principal, error) {
 	if !k.RevokedAt.IsZero() {
 		return Principal{}, errNoCredentials
 	}
-	return Principal{TenantID: k.TenantID, KeyID: k.ID}, nil
+	return Principal{TenantID: k.TenantID, KeyID: k.ID, Role: k.KeyRole()}, nil
 }
 
 // adminPrefix selects the methods that need a bearer key; seat and heartbeat
 // calls authenticate with the license key and lease token in the message.
 const adminPrefix = "/seatd.v1.AdminService/"
 
-// UnaryInterceptor authenticates admin calls and puts the Principal in the context.
+// UnaryInterceptor authenticates admin calls, authorizes them by the
+// matrix (authz.go: methodRoles) and puts the Principal in the context
+// (and a person's name, for the audit log: service.WithPerson).
 func (a *Authenticator) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if !strings.HasPrefix(info.FullMethod, adminPrefix) {
@@ -106,6 +148,12 @@ func (a *Authenticator) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		p, err := a.authenticate(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if err := authorize(p, info.FullMethod); err != nil {
+			return nil, err
+		}
+		if p.Person != nil {
+			ctx = service.WithPerson(ctx, *p.Person)
 		}
 		return handler(context.WithValue(ctx, principalKey{}, p), req)
 	}

@@ -148,5 +148,8 @@ func (s *Server) tenantToProto(t server.Tenant) *seatdv1.Tenant {
 }
 
 func apiKeyToProto(k server.APIKey) *seatdv1.ApiKey {
-	return &seatdv1.ApiKey{Id: k.ID, TenantId: k.TenantID, Name: k.Name, CreateTime: ts(k.CreatedAt), RevokeTime: ts(k.RevokedAt)}
+	return &seatdv1.ApiKey{
+		Id: k.ID, TenantId: k.TenantID, Name: k.Name, CreateTime: ts(k.CreatedAt), RevokeTime: ts(k.RevokedAt),
+		Role: string(k.KeyRole()),
+	}
 }

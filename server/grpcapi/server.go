@@ -88,6 +88,10 @@ type Config struct {
 
 	// LicenseFile, when set, runs locked mode (service.LicenseFile).
 	LicenseFile service.LicenseFile
+
+	// Tokens checks bearer tokens that are not keys (OIDC tokens and
+	// console sessions: server/sso); nil: keys only.
+	Tokens TokenVerifier
 }
 
 // Defaults for WaitForSeat (the service's, named here for the daemon's flags).
@@ -122,7 +126,7 @@ func New(cfg Config) *Server {
 	}
 	return &Server{
 		svc:          svc,
-		auth:         &Authenticator{OperatorKey: cfg.OperatorKey, Keys: cfg.Store},
+		auth:         &Authenticator{OperatorKey: cfg.OperatorKey, Keys: cfg.Store, Tokens: cfg.Tokens},
 		log:          log,
 		streams:      newStreamLimits(cmp.Or(cfg.MaxStreams, DefaultMaxStreams), cmp.Or(cfg.MaxStreamsPerAddress, DefaultMaxStreamsPerAddress), network),
 		firstMessage: cmp.Or(cfg.FirstMessageTimeout, DefaultFirstMessageTimeout),

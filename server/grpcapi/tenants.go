@@ -48,17 +48,18 @@ func (h *adminService) ListTenants(ctx context.Context, req *seatdv1.ListTenants
 
 func (h *adminService) CreateApiKey(ctx context.Context, req *seatdv1.CreateApiKeyRequest) (*seatdv1.CreateApiKeyResponse, error) {
 	p := principalFrom(ctx)
-	err := p.requireOperator()
-	if err == nil {
-		err = validTenantID("tenant_id", req.GetTenantId())
-	}
+	tenant, err := p.keysTenant(req.GetTenantId())
 	if err == nil {
 		err = maxLen("name", req.GetName(), server.MaxLabelLength)
+	}
+	var role server.Role
+	if err == nil {
+		role, err = server.ParseTenantRole("role", req.GetRole())
 	}
 	if err != nil {
 		return nil, err
 	}
-	k, secret, err := h.s.svc.CreateAPIKey(ctx, p.Actor(), req.GetTenantId(), req.GetName())
+	k, secret, err := h.s.svc.CreateAPIKey(ctx, p.Actor(), tenant, req.GetName(), role)
 	if err != nil {
 		return nil, err
 	}
@@ -66,17 +67,14 @@ func (h *adminService) CreateApiKey(ctx context.Context, req *seatdv1.CreateApiK
 }
 
 func (h *adminService) ListApiKeys(ctx context.Context, req *seatdv1.ListApiKeysRequest) (*seatdv1.ListApiKeysResponse, error) {
-	err := principalFrom(ctx).requireOperator()
-	if err == nil {
-		err = validTenantID("tenant_id", req.GetTenantId())
-	}
+	tenant, err := principalFrom(ctx).keysTenant(req.GetTenantId())
 	if err == nil {
 		err = validPageSize(req.GetPageSize())
 	}
 	if err != nil {
 		return nil, err
 	}
-	ks, next, err := h.s.svc.ListAPIKeys(ctx, req.GetTenantId(), server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
+	ks, next, err := h.s.svc.ListAPIKeys(ctx, tenant, server.Page{Size: int(req.GetPageSize()), Token: req.GetPageToken()})
 	if err != nil {
 		return nil, err
 	}
@@ -89,16 +87,25 @@ func (h *adminService) ListApiKeys(ctx context.Context, req *seatdv1.ListApiKeys
 
 func (h *adminService) RevokeApiKey(ctx context.Context, req *seatdv1.RevokeApiKeyRequest) (*seatdv1.RevokeApiKeyResponse, error) {
 	p := principalFrom(ctx)
-	err := p.requireOperator()
-	if err == nil {
-		err = required("api_key_id", req.GetApiKeyId())
-	}
-	if err != nil {
+	if err := required("api_key_id", req.GetApiKeyId()); err != nil {
 		return nil, err
 	}
-	k, err := h.s.svc.RevokeAPIKey(ctx, p.Actor(), req.GetApiKeyId())
+	tenant := p.TenantID // a tenant's admin revokes its own tenant's keys only
+	if p.Operator {
+		tenant = ""
+	}
+	k, err := h.s.svc.RevokeAPIKey(ctx, p.Actor(), tenant, req.GetApiKeyId())
 	if err != nil {
 		return nil, err
 	}
 	return &seatdv1.RevokeApiKeyResponse{ApiKey: apiKeyToProto(k)}, nil
+}
+
+// keysTenant is the tenant whose API keys a call manages: the operator
+// names it (tenant_id is required); a tenant's admin manages its own.
+func (p Principal) keysTenant(requested string) (string, error) {
+	if p.Operator {
+		return requested, validTenantID("tenant_id", requested)
+	}
+	return p.tenant(requested)
 }

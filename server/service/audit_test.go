@@ -57,15 +57,15 @@ func TestEachAdminActionIsAudited(t *testing.T) {
 			return want{tn.ID, "tenant.create", "tenant", tn.ID, nil}
 		}},
 		{"create API key", func(t *testing.T) want {
-			k, secret, err := e.svc.CreateAPIKey(ctx, actor, server.DefaultTenantID, "ci")
+			k, secret, err := e.svc.CreateAPIKey(ctx, actor, server.DefaultTenantID, "ci", server.RoleAdmin)
 			require.NoError(t, err)
 			require.Equal(t, server.HashSecret(secret), k.SecretHash, "only the secret's hash is kept")
-			return want{server.DefaultTenantID, "apikey.create", "api_key", k.ID, nil}
+			return want{server.DefaultTenantID, "apikey.create", "api_key", k.ID, map[string]string{"role": "admin"}}
 		}},
 		{"revoke API key", func(t *testing.T) want {
-			k, _, err := e.svc.CreateAPIKey(ctx, actor, server.DefaultTenantID, "ci")
+			k, _, err := e.svc.CreateAPIKey(ctx, actor, server.DefaultTenantID, "ci", server.RoleAdmin)
 			require.NoError(t, err)
-			_, err = e.svc.RevokeAPIKey(ctx, actor, k.ID)
+			_, err = e.svc.RevokeAPIKey(ctx, actor, "", k.ID)
 			require.NoError(t, err)
 			return want{server.DefaultTenantID, "apikey.revoke", "api_key", k.ID, nil}
 		}},

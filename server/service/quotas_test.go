@@ -70,18 +70,18 @@ func TestSeatsQuotaRefusesAndChangesNothing(t *testing.T) {
 func TestAPIKeysQuotaRefusesAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(c *Config) { c.Quotas = Quotas{APIKeys: 1} })
-	first, _, err := e.svc.CreateAPIKey(t.Context(), "operator", server.DefaultTenantID, "one")
+	first, _, err := e.svc.CreateAPIKey(t.Context(), "operator", server.DefaultTenantID, "one", server.RoleAdmin)
 	require.NoError(t, err)
 
-	_, _, err = e.svc.CreateAPIKey(t.Context(), "operator", server.DefaultTenantID, "two")
+	_, _, err = e.svc.CreateAPIKey(t.Context(), "operator", server.DefaultTenantID, "two", server.RoleAdmin)
 	requireQuota(t, err, "api_keys", "a second key")
 	ks, _, err := e.svc.ListAPIKeys(t.Context(), server.DefaultTenantID, server.Page{})
 	require.NoError(t, err)
 	require.Len(t, ks, 1, "no key created")
 
-	_, err = e.svc.RevokeAPIKey(t.Context(), "operator", first.ID)
+	_, err = e.svc.RevokeAPIKey(t.Context(), "operator", "", first.ID)
 	require.NoError(t, err)
-	_, _, err = e.svc.CreateAPIKey(t.Context(), "operator", server.DefaultTenantID, "two")
+	_, _, err = e.svc.CreateAPIKey(t.Context(), "operator", server.DefaultTenantID, "two", server.RoleAdmin)
 	require.NoError(t, err, "a revoked key no longer counts")
 }
 

@@ -31,9 +31,10 @@ func (s *Service) ListTenants(ctx context.Context, p server.Page) ([]server.Tena
 	return s.store.ListTenants(ctx, p)
 }
 
-// CreateAPIKey makes a key for the tenant, within its quota, and audits
-// it. The secret is returned once and only its hash is kept.
-func (s *Service) CreateAPIKey(ctx context.Context, actor, tenant, name string) (server.APIKey, string, error) {
+// CreateAPIKey makes a key for the tenant with the role (a tenant role,
+// checked by the caller), within its quota, and audits it. The secret is
+// returned once and only its hash is kept.
+func (s *Service) CreateAPIKey(ctx context.Context, actor, tenant, name string, role server.Role) (server.APIKey, string, error) {
 	defer s.quotaLocks.lock(tenant)()
 	if err := s.checkAPIKeyQuota(ctx, tenant); err != nil {
 		return server.APIKey{}, "", err
@@ -41,12 +42,12 @@ func (s *Service) CreateAPIKey(ctx context.Context, actor, tenant, name string) 
 	secret := server.NewSecret(server.PrefixAPISecret)
 	k, err := s.store.CreateAPIKey(ctx, server.APIKey{
 		ID: server.NewID(server.PrefixAPIKeyID), TenantID: tenant, Name: name,
-		SecretHash: server.HashSecret(secret), CreatedAt: s.now(),
+		SecretHash: server.HashSecret(secret), CreatedAt: s.now(), Role: role,
 	})
 	if err != nil {
 		return server.APIKey{}, "", err
 	}
-	s.audit(ctx, actor, k.TenantID, "apikey.create", "api_key", k.ID, nil)
+	s.audit(ctx, actor, k.TenantID, "apikey.create", "api_key", k.ID, map[string]string{"role": string(k.KeyRole())})
 	return k, secret, nil
 }
 
@@ -55,12 +56,40 @@ func (s *Service) ListAPIKeys(ctx context.Context, tenant string, p server.Page)
 	return s.store.ListAPIKeys(ctx, tenant, p)
 }
 
-// RevokeAPIKey revokes a key and audits it.
-func (s *Service) RevokeAPIKey(ctx context.Context, actor, id string) (server.APIKey, error) {
+// RevokeAPIKey revokes a key and audits it. With tenant != "" (a
+// tenant's admin) the key must be that tenant's: another's is
+// ErrAPIKeyNotFound, as if it did not exist.
+func (s *Service) RevokeAPIKey(ctx context.Context, actor, tenant, id string) (server.APIKey, error) {
+	if tenant != "" {
+		if err := s.tenantHasKey(ctx, tenant, id); err != nil {
+			return server.APIKey{}, err
+		}
+	}
 	k, err := s.store.RevokeAPIKey(ctx, id)
 	if err != nil {
 		return server.APIKey{}, err
 	}
 	s.audit(ctx, actor, k.TenantID, "apikey.revoke", "api_key", k.ID, nil)
 	return k, nil
+}
+
+// tenantHasKey returns ErrAPIKeyNotFound unless id is one of the tenant's
+// keys (a walk of its keys, as the quota's: a tenant has few).
+func (s *Service) tenantHasKey(ctx context.Context, tenant, id string) error {
+	page := server.Page{Size: server.MaxPageSize}
+	for {
+		ks, next, err := s.store.ListAPIKeys(ctx, tenant, page)
+		if err != nil {
+			return err
+		}
+		for _, k := range ks {
+			if k.ID == id {
+				return nil
+			}
+		}
+		if next == "" {
+			return server.ErrAPIKeyNotFound
+		}
+		page.Token = next
+	}
 }

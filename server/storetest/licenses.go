@@ -474,6 +474,7 @@ func testTenants(t *testing.T, newBackend Backend) {
 				Name:       "key " + strconv.Itoa(i),
 				SecretHash: server.HashSecret(server.NewSecret(server.PrefixAPISecret)),
 				CreatedAt:  base.Add(time.Duration(i) * time.Millisecond),
+				Role:       server.TenantRoles[i%len(server.TenantRoles)], // each role kept
 			}
 		}
 		keys := make([]server.APIKey, 3)
@@ -533,6 +534,7 @@ func requireAPIKey(t *testing.T, want, got server.APIKey) {
 	require.Equal(t, want.SecretHash, got.SecretHash)
 	requireSameTime(t, want.CreatedAt, got.CreatedAt, "api key CreatedAt")
 	requireSameTime(t, want.RevokedAt, got.RevokedAt, "api key RevokedAt")
+	require.Equal(t, want.KeyRole(), got.KeyRole(), "api key Role")
 }
 
 func listAudit(t *testing.T, s server.Store, tenantID string, size int) []server.AuditEntry {

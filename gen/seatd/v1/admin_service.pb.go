@@ -1967,9 +1967,11 @@ func (x *ListTenantsResponse) GetNextPageToken() string {
 }
 
 type CreateApiKeyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Name     string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The key's role: "viewer", "manager" or "admin" (empty: "admin").
+	Role          string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2014,6 +2016,13 @@ func (x *CreateApiKeyRequest) GetTenantId() string {
 func (x *CreateApiKeyRequest) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateApiKeyRequest) GetRole() string {
+	if x != nil {
+		return x.Role
 	}
 	return ""
 }
@@ -2843,7 +2852,9 @@ func (x *ListAuditEventsRequest) GetPageToken() string {
 type AuditEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// "operator", "apikey:<id>" or "system".
+	// "operator", "apikey:<id>", "system", or "user:<email>" (or
+	// "user:<subject>") for a person signed in through single sign-on, whose
+	// entries' details also hold actor.issuer, actor.subject and actor.email.
 	Actor string `protobuf:"bytes,2,opt,name=actor,proto3" json:"actor,omitempty"`
 	// e.g. "license.create", "lease.expire".
 	Action        string                 `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
@@ -4683,10 +4694,11 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"i\n" +
 	"\x13ListTenantsResponse\x12*\n" +
 	"\atenants\x18\x01 \x03(\v2\x10.seatd.v1.TenantR\atenants\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"F\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"Z\n" +
 	"\x13CreateApiKeyRequest\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"Y\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\"Y\n" +
 	"\x14CreateApiKeyResponse\x12)\n" +
 	"\aapi_key\x18\x01 \x01(\v2\x10.seatd.v1.ApiKeyR\x06apiKey\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"m\n" +

@@ -1314,7 +1314,12 @@ type ApiKey struct {
 	// Output only.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Output only; set once the key is revoked.
-	RevokeTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=revoke_time,json=revokeTime,proto3" json:"revoke_time,omitempty"`
+	RevokeTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=revoke_time,json=revokeTime,proto3" json:"revoke_time,omitempty"`
+	// What the key may do in its tenant: "viewer" (read licenses, leases,
+	// reports), "manager" (also revoke leases and edit site policies and
+	// groups) or "admin" (also licenses, feature grants, API keys, signing
+	// keys, the audit log). Keys made before roles are "admin".
+	Role          string `protobuf:"bytes,6,opt,name=role,proto3" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1382,6 +1387,13 @@ func (x *ApiKey) GetRevokeTime() *timestamppb.Timestamp {
 		return x.RevokeTime
 	}
 	return nil
+}
+
+func (x *ApiKey) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
 }
 
 // LicensePolicy is a license's site policy: the customer's rules for who
@@ -1936,7 +1948,7 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\x01x\x18\x03 \x01(\tR\x01x\x12\x10\n" +
 	"\x03kid\x18\x04 \x01(\tR\x03kid\x12\x10\n" +
 	"\x03use\x18\x05 \x01(\tR\x03use\x12\x10\n" +
-	"\x03alg\x18\x06 \x01(\tR\x03alg\"\xc3\x01\n" +
+	"\x03alg\x18\x06 \x01(\tR\x03alg\"\xd7\x01\n" +
 	"\x06ApiKey\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x12\n" +
@@ -1944,7 +1956,8 @@ const file_seatd_v1_resources_proto_rawDesc = "" +
 	"\vcreate_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vrevoke_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"revokeTime\"\x81\x02\n" +
+	"revokeTime\x12\x12\n" +
+	"\x04role\x18\x06 \x01(\tR\x04role\"\x81\x02\n" +
 	"\rLicensePolicy\x12\x1d\n" +
 	"\n" +
 	"license_id\x18\x01 \x01(\tR\tlicenseId\x12*\n" +

@@ -62,14 +62,14 @@ func (pg *Postgres) ListTenants(ctx context.Context, p server.Page) ([]server.Te
 	return page, next, nil
 }
 
-const apiKeyCols = `id, tenant_id, name, secret_hash, created_at, revoked_at`
+const apiKeyCols = `id, tenant_id, name, secret_hash, created_at, revoked_at, role`
 
 func scanAPIKey(row pgx.Row) (server.APIKey, error) {
 	var (
 		k       server.APIKey
 		revoked *time.Time
 	)
-	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.SecretHash, &k.CreatedAt, &revoked); err != nil {
+	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.SecretHash, &k.CreatedAt, &revoked, &k.Role); err != nil {
 		return server.APIKey{}, err
 	}
 	k.CreatedAt = k.CreatedAt.UTC()
@@ -82,8 +82,8 @@ func (pg *Postgres) CreateAPIKey(ctx context.Context, k server.APIKey) (server.A
 	if !k.RevokedAt.IsZero() {
 		k.RevokedAt = k.RevokedAt.UTC().Truncate(time.Microsecond)
 	}
-	_, err := pg.pool.Exec(ctx, `INSERT INTO api_keys (`+apiKeyCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-		k.ID, k.TenantID, k.Name, k.SecretHash, k.CreatedAt, optTime(k.RevokedAt))
+	_, err := pg.pool.Exec(ctx, `INSERT INTO api_keys (`+apiKeyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		k.ID, k.TenantID, k.Name, k.SecretHash, k.CreatedAt, optTime(k.RevokedAt), k.KeyRole())
 	switch {
 	case isCode(err, pgForeignKeyViolation):
 		return server.APIKey{}, server.ErrTenantNotFound

@@ -87,12 +87,14 @@ class CleanupRun(_message.Message):
     def __init__(self, started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., scanned: _Optional[int] = ..., expired: _Optional[int] = ..., result: _Optional[str] = ..., trigger: _Optional[str] = ..., errors: _Optional[int] = ...) -> None: ...
 
 class CreateApiKeyRequest(_message.Message):
-    __slots__ = ["name", "tenant_id"]
+    __slots__ = ["name", "role", "tenant_id"]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
+    role: str
     tenant_id: str
-    def __init__(self, tenant_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[str] = ...) -> None: ...
 
 class CreateApiKeyResponse(_message.Message):
     __slots__ = ["api_key", "secret"]

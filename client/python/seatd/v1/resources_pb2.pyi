@@ -23,18 +23,20 @@ SIGNING_KEY_STATE_SIGNING: SigningKeyState
 SIGNING_KEY_STATE_UNSPECIFIED: SigningKeyState
 
 class ApiKey(_message.Message):
-    __slots__ = ["create_time", "id", "name", "revoke_time", "tenant_id"]
+    __slots__ = ["create_time", "id", "name", "revoke_time", "role", "tenant_id"]
     CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     REVOKE_TIME_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     create_time: _timestamp_pb2.Timestamp
     id: str
     name: str
     revoke_time: _timestamp_pb2.Timestamp
+    role: str
     tenant_id: str
-    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revoke_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., create_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revoke_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., role: _Optional[str] = ...) -> None: ...
 
 class FeatureGrant(_message.Message):
     __slots__ = ["create_time", "expires_at", "feature", "id", "license_id", "max_borrow_duration", "max_borrowed_seats", "overdraft", "seats", "seats_in_use", "starts_at", "update_time", "version"]

@@ -1,5 +1,7 @@
-// The REST API, called with the signed-in key as the bearer header. An
-// error answer becomes an ApiError that keeps the API's own words.
+// The REST API, called with the signed-in key as the bearer header, or
+// else with the single sign-on session's cookie and CSRF token (sso.js).
+// An error answer becomes an ApiError that keeps the API's own words.
+import {sso} from './sso.js';
 
 const KEY = 'seatd.console.key';
 
@@ -46,11 +48,12 @@ export async function api(method, path, {body, key, signal} = {}) {
   const headers = {Accept: 'application/json'};
   const k = key ?? session.key;
   if (k) headers.Authorization = `Bearer ${k}`;
+  else if (sso.signedIn && method !== 'GET') headers['X-CSRF-Token'] = sso.csrfToken;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let resp;
   try {
     resp = await fetch(path, {
-      method, headers, signal, cache: 'no-store', credentials: 'omit',
+      method, headers, signal, cache: 'no-store', credentials: k ? 'omit' : 'same-origin',
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (err) {

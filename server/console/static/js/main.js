@@ -3,7 +3,8 @@
 // return a function that stops it (its refresh timer) when the admin
 // leaves the page.
 import {session, ApiError} from './api.js';
-import {allows, forget, learn} from './can.js';
+import {allows, forget, learn, SESSION} from './can.js';
+import {sso, loadSession, signOut, signInError} from './sso.js';
 import {h, replace} from './dom.js';
 import {errorBox} from './errors.js';
 import * as signin from './pages/signin.js';
@@ -50,6 +51,7 @@ function pageContext(controller) {
       if (err && err.name === 'AbortError') return null;
       if (err instanceof ApiError && err.unauthenticated) {
         session.clear();
+        sso.signedIn = false;
         show({message: err});
         return null;
       }
@@ -74,9 +76,12 @@ async function show(state = {}) {
     if (current.stop) current.stop();
     current = null;
   }
-  const signedIn = Boolean(session.key);
+  const signedIn = Boolean(session.key) || sso.signedIn;
   nav.hidden = !signedIn;
   signout.hidden = !signedIn;
+  // Who a single sign-on session is, as text.
+  signout.textContent = (!session.key && sso.signedIn) ?
+    `Sign out ${sso.email || sso.subject} (${sso.role})` : 'Sign out';
   if (!signedIn) {
     replace(main);
     signin.render(main, {message: state.message, onSignedIn: () => show()});
@@ -86,7 +91,7 @@ async function show(state = {}) {
   // offers only that.
   const key = session.key;
   try {
-    await learn(key);
+    await learn(key || SESSION, key ? 'admin' : sso.role);
   } catch (err) {
     if (mine !== shows) return;
     if (err instanceof ApiError && err.unauthenticated) {
@@ -125,7 +130,8 @@ async function show(state = {}) {
 window.addEventListener('hashchange', () => {
   if (location.hash.startsWith('#/') || location.hash === '') show({focus: true});
 });
-signout.addEventListener('click', () => {
+signout.addEventListener('click', async () => {
+  if (!session.key && sso.signedIn) await signOut();
   session.clear();
   forget();
   if (route() === '/') show({focus: true});
@@ -136,4 +142,5 @@ document.getElementById('skip').addEventListener('click', (ev) => {
   ev.preventDefault();
   main.focus();
 });
-show();
+const failed = signInError();
+loadSession().then(() => show(failed ? {message: new Error(`Single sign-on refused: ${failed}`)} : {}));

@@ -6,11 +6,15 @@ import {allows} from '../can.js';
 import {durationText} from '../form.js';
 import {h, idTag, replace, table, when, until, seconds, span, num} from '../dom.js';
 import {every, updatedText} from '../refresh.js';
+import {sso} from '../sso.js';
 
 // cleanupRefused remembers, for this tab, that the key may not read the
 // cleanup status (an API key: the status is operator only), so the page
 // does not ask again every 5 s.
 let cleanupRefused = {key: null, err: null};
+// signedInAs is who the tab is signed in as: the key, or the single
+// sign-on session's person.
+const signedInAs = () => session.key || `sso:${sso.issuer}:${sso.subject}`;
 
 export function render(main, _params, page) {
   page.title('Overview');
@@ -29,7 +33,7 @@ export function render(main, _params, page) {
   return every(main, async () => {
     const [licenses, status] = await Promise.allSettled([
       listLicenses(page.signal),
-      cleanupRefused.key === session.key ? Promise.reject(cleanupRefused.err) : cleanupStatus(page.signal),
+      cleanupRefused.key === signedInAs() ? Promise.reject(cleanupRefused.err) : cleanupStatus(page.signal),
     ]);
     if (page.signal.aborted) return;
     if (licenses.status === 'fulfilled') replace(licensesBox, licenseTable(licenses.value));
@@ -40,7 +44,7 @@ export function render(main, _params, page) {
     if (status.status === 'fulfilled') replace(cleanupBox, cleanupFacts(status.value));
     else {
       if (status.reason instanceof ApiError && status.reason.status === 403) {
-        cleanupRefused = {key: session.key, err: status.reason};
+        cleanupRefused = {key: signedInAs(), err: status.reason};
       }
       const box = page.failed(status.reason);
       if (box) replace(cleanupBox, box);

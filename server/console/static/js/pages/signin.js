@@ -3,6 +3,7 @@
 import {api, session} from '../api.js';
 import {h, replace} from '../dom.js';
 import {errorBox} from '../errors.js';
+import {sso, loginURL} from '../sso.js';
 
 export function render(main, {message, onSignedIn}) {
   document.title = 'Sign in · seatd console';
@@ -43,5 +44,15 @@ export function render(main, {message, onSignedIn}) {
     }
   });
   main.append(form);
+  // Single sign-on: one link per issuer seatd offers (a navigation to
+  // the identity provider, not a call).
+  if (sso.issuers.length) {
+    const list = h('ul', {class: 'sso'});
+    for (const is of sso.issuers) {
+      list.append(h('li', {}, h('a', {class: 'button', href: loginURL(is.name), 'data-issuer': is.name},
+        `Sign in with ${is.label || is.name}`)));
+    }
+    form.insertBefore(h('div', {id: 'sso-signin'}, list, h('p', {class: 'help'}, 'or with a key:')), form.querySelector('label'));
+  }
   input.focus();
 }
