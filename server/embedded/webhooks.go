@@ -18,14 +18,14 @@ import (
 // the order of writing.
 
 var (
-	bucketEvents      = []byte("webhook_events")      // seq (8 bytes) -> Event
-	bucketEventDedupe = []byte("webhook_dedupe")      // dedupe key -> seq
-	bucketHookMeta    = []byte("webhook_meta")        // keyFannedOut -> seq of the last event fanned out
-	bucketEndpoints   = []byte("webhook_endpoints")   // endpoint id -> Endpoint
-	bucketDeliveries  = []byte("webhook_deliveries")  // delivery id -> Delivery
+	bucketEvents      = []byte("webhook_events")       // seq (8 bytes) -> Event
+	bucketEventDedupe = []byte("webhook_dedupe")       // dedupe key -> seq
+	bucketHookMeta    = []byte("webhook_meta")         // keyFannedOut -> seq of the last event fanned out
+	bucketEndpoints   = []byte("webhook_endpoints")    // endpoint id -> Endpoint
+	bucketDeliveries  = []byte("webhook_deliveries")   // delivery id -> Delivery
 	bucketDlvEndpoint = []byte("webhook_dlv_endpoint") // endpoint id 0 created id -> "" (newest last)
-	bucketDlvPending  = []byte("webhook_pending")     // endpoint id 0 order key 0 seq (8) -> delivery id
-	bucketDlvSeq      = []byte("webhook_seq")         // endpoint id 0 order key -> last seq (8)
+	bucketDlvPending  = []byte("webhook_pending")      // endpoint id 0 order key 0 seq (8) -> delivery id
+	bucketDlvSeq      = []byte("webhook_seq")          // endpoint id 0 order key -> last seq (8)
 	keyFannedOut      = []byte("fanned_out")
 )
 
@@ -406,4 +406,5 @@ func (s *Store) ReplayDelivery(_ context.Context, tenantID, id string, now time.
 	}
 	return d, nil
 }
+
 var _ server.WebhookStore = (*Store)(nil)
