@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"context"
+	"time"
 
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 	"github.com/seatd/seatd/server"
@@ -18,7 +19,7 @@ func endpointToProto(ep server.Endpoint) *seatdv1.WebhookEndpoint {
 		Disabled: ep.Disabled, DisabledReason: ep.DisabledReason, FailingSince: ts(ep.FailingSince),
 		CreatedAt: ts(ep.CreatedAt), UpdatedAt: ts(ep.UpdatedAt),
 	}
-	if len(ep.Secrets) > 1 {
+	if ep.PreviousUntil.After(time.Now()) {
 		out.PreviousSecretUntil = ts(ep.PreviousUntil)
 	}
 	for _, t := range ep.Types {
