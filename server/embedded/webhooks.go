@@ -284,13 +284,13 @@ func (s *Store) DueDeliveries(_ context.Context, now time.Time, limit int) ([]se
 	err := s.view(func(tx *bolt.Tx) error {
 		deliveries := tx.Bucket(bucketDeliveries)
 		c := tx.Bucket(bucketDlvPending).Cursor()
-		var line []byte // endpoint 0 order key 0 of the line whose head was seen
-		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
-			head := k[:len(k)-8]
-			if line != nil && bytes.Equal(head, line) {
-				continue // behind its line's first pending delivery
-			}
-			line = bytes.Clone(head)
+		// Each line (endpoint 0 order key 0) is read to its first key
+		// only: the next line starts past every key of this one (its last
+		// separator, a NUL, plus one), so a backlog behind a retried head
+		// costs nothing here.
+		for k, v := c.First(); k != nil && len(out) < limit; {
+			next := bytes.Clone(k[:len(k)-8])
+			next[len(next)-1] = 1
 			d, err := decode[server.Delivery](deliveries.Get(v))
 			if err != nil {
 				return err
@@ -298,6 +298,7 @@ func (s *Store) DueDeliveries(_ context.Context, now time.Time, limit int) ([]se
 			if !d.NextAt.After(now) {
 				out = append(out, d)
 			}
+			k, v = c.Seek(next)
 		}
 		return nil
 	})
