@@ -276,11 +276,19 @@ func scanDelivery(row pgx.Row) (server.Delivery, error) {
 const deliveryFrom = ` FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.event_seq `
 
 func (pg *Postgres) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]server.Delivery, error) {
-	rows, _ := pg.pool.Query(ctx, `SELECT `+eventCols+`, `+deliveryCols+deliveryFrom+`
-		WHERE d.id IN (
-			SELECT DISTINCT ON (endpoint_id, order_key) id FROM webhook_deliveries
-			WHERE state = 'pending' ORDER BY endpoint_id, order_key, seq
-		) AND d.next_at <= $1 ORDER BY d.next_at, d.id LIMIT $2`, now, limit)
+	// The heads of the lines by a skip scan of the pending index: one
+	// probe per (endpoint, order key), whatever waits behind each head.
+	rows, _ := pg.pool.Query(ctx, `WITH RECURSIVE heads AS (
+			(SELECT endpoint_id, order_key, id FROM webhook_deliveries WHERE state = 'pending'
+				ORDER BY endpoint_id, order_key, seq LIMIT 1)
+			UNION ALL
+			SELECT n.endpoint_id, n.order_key, n.id FROM heads h, LATERAL (
+				SELECT endpoint_id, order_key, id FROM webhook_deliveries d
+				WHERE d.state = 'pending' AND (d.endpoint_id, d.order_key) > (h.endpoint_id, h.order_key)
+				ORDER BY endpoint_id, order_key, seq LIMIT 1) n
+		)
+		SELECT `+eventCols+`, `+deliveryCols+deliveryFrom+`
+		WHERE d.id IN (SELECT id FROM heads) AND d.next_at <= $1 ORDER BY d.next_at, d.id LIMIT $2`, now, limit)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Delivery, error) { return scanDelivery(r) })
 	if err != nil {
 		return nil, pg.fail("due deliveries", err)
