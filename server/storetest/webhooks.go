@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,6 +204,69 @@ func testWebhooks(t *testing.T, newBackend Backend) {
 		_, err = s.RevokeAPIKey(t.Context(), key.ID)
 		require.NoError(t, err)
 		require.Equal(t, append(before, "lease.expired "+r.Lease.ID, "apikey.revoked "+key.ID), named(eventsOf(t, hooks, tn.ID)))
+	})
+
+	// The chaos property's kernel: revocations racing each other and two
+	// cleaners racing them leave every revoked or expired lease of the
+	// record with exactly one event of its end, and no other.
+	w.run("EveryEndedLeaseHasExactlyOneEvent", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		hooks := webhooksOf(t, s)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(20), leaseTTL(lapsingTTL(s))))
+		var leases []server.Lease
+		for i := range 12 {
+			r, _ := acquire(t, s, lic, fmt.Sprintf("c-%d", i), nil)
+			leases = append(leases, r.Lease)
+		}
+		var wg sync.WaitGroup
+		revoke := func(ls []server.Lease) {
+			for _, l := range ls {
+				wg.Go(func() { _, _ = s.Revoke(t.Context(), tn.ID, l.ID) })
+				wg.Go(func() { _, _ = s.Revoke(t.Context(), tn.ID, l.ID) })
+			}
+		}
+		revoke(leases[:4])
+		wg.Wait()
+		passDeadlines(t, s, leases...)
+		revoke(leases[4:7]) // past their deadlines: racing the cleaners
+		for range 2 {
+			wg.Go(func() {
+				refs, err := s.DueLeases(t.Context(), nil, 100)
+				if err == nil {
+					_, _ = s.ExpireLeases(t.Context(), refs)
+				}
+			})
+		}
+		wg.Wait()
+		refs, err := s.DueLeases(t.Context(), nil, 100)
+		require.NoError(t, err)
+		_, err = s.ExpireLeases(t.Context(), refs)
+		require.NoError(t, err)
+
+		ended := map[string]server.LeaseState{}
+		for _, st := range []server.LeaseState{server.LeaseRevoked, server.LeaseExpired} {
+			ls, _, err := s.ListLeases(t.Context(), tn.ID, lic.ID, st, server.Page{Size: 100})
+			require.NoError(t, err)
+			for _, l := range ls {
+				ended[l.ID] = st
+			}
+		}
+		require.Len(t, ended, len(leases), "every lease ended")
+		events := map[string][]server.EventType{}
+		for _, e := range eventsOf(t, hooks, tn.ID) {
+			if e.Type == server.EventLeaseRevoked || e.Type == server.EventLeaseExpired {
+				events[e.SubjectID] = append(events[e.SubjectID], e.Type)
+			}
+		}
+		require.Len(t, events, len(ended), "no event of a lease that did not end")
+		for id, st := range ended {
+			want := server.EventLeaseRevoked
+			if st == server.LeaseExpired {
+				want = server.EventLeaseExpired
+			}
+			require.Equal(t, []server.EventType{want}, events[id], "lease %s ended %s", id, st)
+		}
 	})
 
 	w.run("AppendEventDedupes", func(t *testing.T) {
