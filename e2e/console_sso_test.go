@@ -66,6 +66,7 @@ issuers:
 
 	idp.QueueUser(&mockoidc.MockUser{Subject: "u-ada", Email: "ada@acme.example", Groups: []string{"lic-admins"}})
 	b := newBrowser(t, 1280, 860)
+	b.allow("/v1/admin/tenants", http.StatusForbidden) // can.js: is this session the operator's?
 	b.allow("/v1/admin/cleanup", http.StatusForbidden) // the cleanup status is the operator's
 	b.run("open the console", chromedp.Navigate(p.url("/ui/")), chromedp.WaitVisible(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)))
 	b.requireLabelled("sign-in with single sign-on")

@@ -78,6 +78,8 @@ const (
 	ReasonGroupInUse               = "GROUP_IN_USE"                // a group that policies name cannot be deleted, nor change kind
 	ReasonLicenseFileLocked        = "LICENSE_FILE_LOCKED"         // licenses and grants come only from the license file
 	ReasonLicenseFileRefused       = "LICENSE_FILE_REFUSED"        // a license file seatd will not serve (metadata cause says why)
+	ReasonEndpointNotFound         = "WEBHOOK_ENDPOINT_NOT_FOUND"  // the tenant has no webhook endpoint of that id
+	ReasonDeliveryNotFound         = "WEBHOOK_DELIVERY_NOT_FOUND"  // the tenant has no webhook delivery of that id
 	ReasonLicenseFileNotConfigured = "LICENSE_FILE_NOT_CONFIGURED" // a license-file call on a seatd without --license-file
 )
 

@@ -133,6 +133,7 @@ vendor and site work on files only: license files for air-gapped sites.`,
 		licenseFileCmd(g),
 		vendorCmd(g),
 		siteCmd(g),
+		webhooksCmd(g),
 	)
 	return root
 }

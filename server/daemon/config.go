@@ -23,7 +23,27 @@ import (
 	"github.com/seatd/seatd/server/retention"
 	"github.com/seatd/seatd/server/signing"
 	"github.com/seatd/seatd/server/sso"
+	"github.com/seatd/seatd/server/webhooks"
 )
+
+// webhookExpiring parses --webhook-expiring-before.
+func (c *Config) webhookExpiring() ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(c.WebhookExpiring, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("--webhook-expiring-before: %q is not a positive duration", f)
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 || len(out) > 10 {
+		return nil, errors.New("--webhook-expiring-before must name 1 to 10 durations")
+	}
+	return out, nil
+}
 
 // Config is everything seatd can be told. Every flag has an environment
 // variable (SEATD_ + the flag name in upper snake case); a flag given on the
@@ -57,6 +77,17 @@ type Config struct {
 
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
+
+	// Webhooks (server/webhooks, docs/concepts/webhooks.md).
+	WebhookAllowPrivate  bool
+	WebhookTimeout       time.Duration
+	WebhookRetryFor      time.Duration
+	WebhookDisableAfter  time.Duration
+	WebhookConcurrency   int
+	WebhookWindow        time.Duration
+	WebhookPeakShare     int
+	WebhookExpiring      string // comma-separated durations
+	WebhookExpiringEvery time.Duration
 
 	// Readiness (readiness.go): how often the store is asked whether it
 	// can write, and (embedded) how long a refused write counts.
@@ -167,6 +198,15 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.IntVar(&c.CleanupConcurrency, "cleanup-concurrency", cleanup.DefaultConcurrency, "cleanup batches in flight at once")
 	fs.DurationVar(&c.CleanupSoftLimit, "cleanup-soft-limit", cleanup.DefaultSoftLimit, "a pass takes no new batch after this long")
 	fs.DurationVar(&c.CleanupHardLimit, "cleanup-hard-limit", cleanup.DefaultHardLimit, "a pass is cancelled after this long")
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private-addresses", false, "let webhook endpoints be loopback, link-local or private addresses, and plain http (tests, closed networks); off, such a destination is refused when the endpoint is created and when its address is dialled")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", webhooks.DefaultTimeout, "how long one webhook request may take, from the dial to the end of the answer")
+	fs.DurationVar(&c.WebhookRetryFor, "webhook-retry-for", webhooks.DefaultRetryFor, "a webhook delivery is retried (exponential backoff with jitter) for this long after its event, then marked failed")
+	fs.DurationVar(&c.WebhookDisableAfter, "webhook-disable-after", webhooks.DefaultDisableAfter, "a webhook endpoint whose every delivery failed for this long is disabled (event webhook_endpoint.disabled, seatd_webhook_endpoints_disabled_total)")
+	fs.IntVar(&c.WebhookConcurrency, "webhook-concurrency", webhooks.DefaultConcurrency, "webhook requests in flight at once")
+	fs.DurationVar(&c.WebhookWindow, "webhook-signal-window", webhooks.DefaultSignalWindow, "at most one license.exhausted and one license.peak event per license (or feature) per this long")
+	fs.IntVar(&c.WebhookPeakShare, "webhook-peak-share", webhooks.DefaultPeakShare, "license.peak: a grant that brings a pool's use to this percent of its seat limit or more (1-100)")
+	fs.StringVar(&c.WebhookExpiring, "webhook-expiring-before", "720h,168h,24h", "license.expiring: how long before a license's or a grant's expiry it is sent, once per threshold (comma-separated durations)")
+	fs.DurationVar(&c.WebhookExpiringEvery, "webhook-expiring-interval", 10*time.Minute, "how often the deliverer looks for licenses and grants near their expiry")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on shutdown, how long to stay up reporting not-ready before closing")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "on shutdown, how long in-flight calls may take before they are cut")
 	fs.DurationVar(&c.ReadinessInterval, "readiness-interval", 5*time.Second, "how often readiness (gRPC health, /readyz) asks the store whether it can write: embedded, the last commit or an empty one when idle; distributed, a ping of PostgreSQL and Redis")
@@ -322,6 +362,20 @@ func (c *Config) validate() error {
 		return errors.New("--cleanup-soft-limit must be positive and at most --cleanup-hard-limit")
 	case c.DrainDelay < 0:
 		return errors.New("--drain-delay must not be negative")
+	case c.WebhookTimeout < 100*time.Millisecond || c.WebhookTimeout > 5*time.Minute:
+		return errors.New("--webhook-timeout must be between 100ms and 5m")
+	case c.WebhookRetryFor <= 0:
+		return errors.New("--webhook-retry-for must be positive")
+	case c.WebhookDisableAfter < time.Minute:
+		return errors.New("--webhook-disable-after must be at least 1m")
+	case c.WebhookConcurrency < 1 || c.WebhookConcurrency > 1000:
+		return errors.New("--webhook-concurrency must be between 1 and 1000")
+	case c.WebhookWindow < time.Second:
+		return errors.New("--webhook-signal-window must be at least 1s")
+	case c.WebhookPeakShare < 1 || c.WebhookPeakShare > 100:
+		return errors.New("--webhook-peak-share must be between 1 and 100")
+	case c.WebhookExpiringEvery < time.Second:
+		return errors.New("--webhook-expiring-interval must be at least 1s")
 	case c.LogRepeatInterval < 0:
 		return errors.New("--log-repeat-interval must not be negative (0: no throttling)")
 	case c.ShutdownTimeout <= 0:
@@ -420,6 +474,9 @@ func (c *Config) validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return errors.New("--log-format must be text or json")
+	}
+	if _, err := c.webhookExpiring(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/seatd/seatd/server/service"
 	"github.com/seatd/seatd/server/signing"
 	"github.com/seatd/seatd/server/waitqueue"
+	"github.com/seatd/seatd/server/webhooks"
 )
 
 // Main runs seatd with the given arguments until ctx ends (a signal), and
@@ -93,6 +94,9 @@ type Daemon struct {
 	log       *slog.Logger
 	store     server.Store
 	scheduler *cleanup.Scheduler
+	// deliverer sends webhooks: with the scheduler, on the cleanup leader
+	// (ARCHITECTURE.md: one deliverer at a time).
+	deliverer *webhooks.Deliverer
 	elector   *leader.Elector       // nil in embedded mode: one node always leads
 	rdb       redis.UniversalClient // distributed mode: the one client of the store, wait queues and revocation news
 	notifier  *notify.Redis
@@ -226,6 +230,22 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		BatchSize: cfg.RetentionBatch, Interval: cfg.RetentionInterval,
 	}, d.log, metrics.Retention{M: m})
 	d.scheduler = &cleanup.Scheduler{Cleaner: cleaner, Interval: cfg.CleanupInterval, AfterPass: pruner.Tick}
+	expiring, err := cfg.webhookExpiring()
+	if err != nil {
+		return nil, err
+	}
+	signals := webhooks.NewSignals(webhooks.SignalConfig{
+		Store: d.store, Logger: d.log, Window: cfg.WebhookWindow, PeakShare: cfg.WebhookPeakShare, ExpiringBefore: expiring,
+	})
+	if hooks, ok := d.store.(server.WebhookStore); ok {
+		d.deliverer = webhooks.New(webhooks.Config{
+			Store:  hooks,
+			Client: webhooks.NewClient(webhooks.ClientOptions{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.WebhookAllowPrivate}),
+			Logger: d.log, Metrics: metrics.Webhooks{M: m},
+			RetryFor: cfg.WebhookRetryFor, DisableAfter: cfg.WebhookDisableAfter, Concurrency: cfg.WebhookConcurrency,
+			Expiring: signals.SweepExpiring, ExpiringEvery: cfg.WebhookExpiringEvery,
+		})
+	}
 	m.CountActiveSeatsAtScrape(cleaner.CountActive)
 	var leadership cleanup.Leadership = cleanup.Solo{ID: cfg.InstanceID}
 	if cfg.Distributed() {
@@ -236,8 +256,10 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 			OnElected: func(ctx context.Context) {
 				m.Leader.Set(1)
 				d.scheduler.Start(ctx)
+				d.startDeliverer(ctx)
 			},
 			OnDemoted: func() {
+				d.stopDeliverer()
 				d.scheduler.Stop()
 				m.Leader.Set(0)
 			},
@@ -273,6 +295,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		FirstMessageTimeout: cfg.FirstMessageTimeout, StreamIdleTimeout: cfg.StreamIdleTimeout, Network: network,
 		FailedLookups: failedLookups, UnauthenticatedCalls: unauthenticatedCalls, Quotas: quotas,
 		Issuer: issuer, LicenseFile: licenseFile, Tokens: tokens,
+		Webhooks: service.WebhookOptions{Signals: signals, AllowPrivate: cfg.WebhookAllowPrivate},
 	})
 	panicked := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)
@@ -346,6 +369,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 	} else {
 		m.Leader.Set(1)
 		d.scheduler.Start(context.WithoutCancel(ctx))
+		d.startDeliverer(context.WithoutCancel(ctx))
 	}
 
 	d.ready.setServing(true)
@@ -431,7 +455,20 @@ func (d *Daemon) stopCleanup() {
 	if d.elector != nil {
 		d.elector.Stop()
 	}
+	d.stopDeliverer()
 	d.scheduler.Stop()
+}
+
+func (d *Daemon) startDeliverer(ctx context.Context) {
+	if d.deliverer != nil {
+		d.deliverer.Start(ctx)
+	}
+}
+
+func (d *Daemon) stopDeliverer() {
+	if d.deliverer != nil {
+		d.deliverer.Stop()
+	}
 }
 
 // closeAll releases what Start opened; safe after a partial Start.

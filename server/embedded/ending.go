@@ -57,7 +57,17 @@ func (s *Store) finish(r ref, st server.LeaseState, now time.Time) ending {
 	sl.rev++
 	l := expand(&sl, text, lic.ID, lic.TenantID)
 	l.State, l.EndedAt = st, now
+	var event *server.Event
+	switch st {
+	case server.LeaseRevoked:
+		e := server.EventOfLease(server.EventLeaseRevoked, &l, now)
+		event = &e
+	case server.LeaseExpired:
+		e := server.EventOfLease(server.EventLeaseExpired, &l, now)
+		event = &e
+	}
 	return ending{
+		event:  event,
 		lease:  l,
 		key:    activeKey(lic.ID, sl.acquired, l.ID),
 		rev:    sl.rev,

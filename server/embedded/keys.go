@@ -38,10 +38,10 @@ var (
 	bucketReturned    = []byte("returned_certs") // leaseID -> ReturnedCertificate (returned.go)
 	bucketGrants      = []byte("grants")         // grantID -> grantRecord (grants.go)
 	bucketGroups      = []byte("groups")         // tenantID 0 name -> Group (policy.go)
-	addedBuckets      = []addedBucket{
+	addedBuckets      = append([]addedBucket{
 		{bucketUsageTenant, fillUsageTenant}, {bucketSeatEvents, nil}, {bucketSigningKeys, nil}, {bucketReturned, nil},
 		{bucketGrants, nil}, {bucketGroups, nil},
-	}
+	}, webhookBuckets...)
 
 	// Schema 1 kept the ids of the active leases here (leaseID -> ""),
 	// their records in bucketLeases; schema 2 moved them (migrate.go).

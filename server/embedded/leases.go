@@ -139,9 +139,20 @@ func (s *Store) grant(lic *license, req server.AcquireRequest, dedupe, reservati
 	sl, text := compact(&l, 1)
 	r := s.idx.add(lic, sl, text)
 	w := s.idx.activeWrite(r)
+	var borrowed *server.Event
+	if l.Borrowed {
+		bl := s.idx.lease(r)
+		e := server.EventOfLease(server.EventLeaseBorrowed, &bl, now)
+		borrowed = &e
+	}
 	err := s.writeBusy(append(displaced, r), func(tx *bolt.Tx) error {
 		for _, end := range ends {
 			if _, err := endLease(tx, end); err != nil {
+				return err
+			}
+		}
+		if borrowed != nil {
+			if err := putEvent(tx, *borrowed); err != nil {
 				return err
 			}
 		}

@@ -30,11 +30,15 @@ func (s *Store) CreateLicense(_ context.Context, l server.License) (server.Licen
 	lic.creating = true
 	s.idx.addLicense(lic)
 
+	created := server.EventOfLicense(server.EventLicenseCreated, &l, l.CreatedAt)
 	var err error
 	s.unlocked(func() {
 		err = s.commit.write(func(tx *bolt.Tx) error {
 			if tx.Bucket(bucketTenants).Get([]byte(l.TenantID)) == nil {
 				return server.ErrTenantNotFound
+			}
+			if err := putEvent(tx, created); err != nil {
+				return err
 			}
 			return putAll(
 				put{tx.Bucket(bucketLicenses), []byte(l.ID), encode(licenseToStore(l, false))},
@@ -130,7 +134,11 @@ func (s *Store) UpdateLicense(_ context.Context, tenantID, id string, update fun
 			return
 		}
 		next = normalize(next)
+		updated := server.EventOfLicense(server.EventLicenseUpdated, &next, next.UpdatedAt)
 		err = s.commit.write(func(tx *bolt.Tx) error {
+			if err := putEvent(tx, updated); err != nil {
+				return err
+			}
 			return tx.Bucket(bucketLicenses).Put([]byte(id), encode(licenseToStore(next, false)))
 		})
 		if err != nil {
@@ -159,7 +167,11 @@ func (s *Store) DeleteLicense(_ context.Context, tenantID, id string) (int, erro
 	for i, p := range lic.grants {
 		grants[i] = grantRecord{Grant: p.grant, Deleted: true}
 	}
+	deleted := server.EventOfLicense(server.EventLicenseDeleted, &lic.lic, s.now())
 	revoked, err := s.revokeAll(lic.pools(), "license deleted", func(tx *bolt.Tx) error {
+		if err := putEvent(tx, deleted); err != nil {
+			return err
+		}
 		for _, g := range grants {
 			if err := tx.Bucket(bucketGrants).Put([]byte(g.ID), encode(g)); err != nil {
 				return err

@@ -99,6 +99,9 @@ func (s *Store) RevokeAPIKey(_ context.Context, id string) (server.APIKey, error
 			return err
 		}
 		k.RevokedAt = s.now()
+		if err := putEvent(tx, server.EventOfAPIKey(&k)); err != nil {
+			return err
+		}
 		return b.Put([]byte(id), encode(k))
 	})
 	if err != nil {

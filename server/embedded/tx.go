@@ -82,6 +82,7 @@ type ending struct {
 	usage   server.UsageEvent
 	cleanup *server.CleanupEvent // expiries only
 	audit   *server.AuditEntry
+	event   *server.Event // lease.revoked, lease.expired: the outbox's (invariant 14)
 }
 
 // endLease moves a lease from the active records to the history with its
@@ -112,6 +113,11 @@ func endLease(tx *bolt.Tx, end ending) (bool, error) {
 	}
 	if err := putAll(puts...); err != nil {
 		return false, err
+	}
+	if e := end.event; e != nil {
+		if err := putEvent(tx, *e); err != nil {
+			return false, err
+		}
 	}
 	return true, active.Delete(end.key)
 }

@@ -45,6 +45,16 @@ var methodRoles = map[string]server.Role{
 	"RevokeApiKey":       server.RoleAdmin,
 	"RotateSigningKey":   server.RoleAdmin,
 	"ListAuditEvents":    server.RoleAdmin, // names people (subject, email)
+	// webhooks: their URLs and delivery logs are an admin's (a secret is
+	// answered once, at creation and rotation)
+	"CreateWebhookEndpoint":      server.RoleAdmin,
+	"ListWebhookEndpoints":       server.RoleAdmin,
+	"GetWebhookEndpoint":         server.RoleAdmin,
+	"DeleteWebhookEndpoint":      server.RoleAdmin,
+	"SetWebhookEndpointDisabled": server.RoleAdmin,
+	"RotateWebhookSecret":        server.RoleAdmin,
+	"ListWebhookDeliveries":      server.RoleAdmin,
+	"ReplayWebhookDelivery":      server.RoleAdmin,
 
 	// the operator: above tenants. A cleanup pass and its status span every
 	// tenant (its counts are other tenants' leases too), as do tenants and

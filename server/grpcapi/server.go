@@ -38,6 +38,9 @@ type Server struct {
 
 // Config wires a Server.
 type Config struct {
+	// Webhooks wire the webhooks' use cases (service.WebhookOptions).
+	Webhooks service.WebhookOptions
+
 	Store       server.Store
 	Cleaner     *cleanup.Cleaner
 	Scheduler   *cleanup.Scheduler // may be nil (no scheduled passes)
@@ -118,7 +121,7 @@ func New(cfg Config) *Server {
 		Logger: log, Metrics: cfg.Metrics,
 		WaitQueue: cfg.WaitQueue, Hub: cfg.Hub, Revocations: cfg.Revocations,
 		WaitHold: cfg.WaitHold, WaitPoll: cfg.WaitPoll, Quotas: cfg.Quotas, Issuer: cfg.Issuer,
-		LicenseFile: cfg.LicenseFile,
+		LicenseFile: cfg.LicenseFile, Webhooks: cfg.Webhooks,
 	})
 	network := cfg.Network
 	if network == nil {

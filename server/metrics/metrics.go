@@ -38,6 +38,10 @@ type Metrics struct {
 	RecordsPruned         *prometheus.CounterVec // kind; retention
 	PruneFailures         *prometheus.CounterVec // kind; retention batches that failed
 	Ready                 prometheus.Gauge       // what /readyz says
+	// Webhooks (server/webhooks): attempts by result (delivered, retried,
+	// failed) and endpoints disabled for failing continuously.
+	WebhookAttempts          *prometheus.CounterVec
+	WebhookEndpointsDisabled prometheus.Counter
 
 	activeSeats *scrapeGauge
 }
@@ -97,8 +101,17 @@ func New(reg prometheus.Registerer) *Metrics {
 	m.Ready = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "seatd_ready", Help: "1 while this instance reports ready (gRPC health SERVING, /readyz 200); 0 while starting, draining, or while its store cannot write (/readyz and the log say why).",
 	})
+	m.WebhookAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seatd_webhook_attempts_total", Help: "Webhook delivery attempts by result: delivered, retried (failed, tried again later), failed (its retry window over).",
+	}, []string{"result"})
+	m.WebhookEndpointsDisabled = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seatd_webhook_endpoints_disabled_total", Help: "Webhook endpoints disabled because every delivery to them failed for --webhook-disable-after.",
+	})
+	for _, r := range []string{"delivered", "retried", "failed"} {
+		m.WebhookAttempts.WithLabelValues(r)
+	}
 	m.activeSeats = &scrapeGauge{Gauge: m.ActiveSeats}
-	reg.MustRegister(m.ZombiesCleaned, m.CleanupDuration, m.CleanupRuns, m.CleanupErrors, m.CleanupScanned,
+	reg.MustRegister(m.WebhookAttempts, m.WebhookEndpointsDisabled, m.ZombiesCleaned, m.CleanupDuration, m.CleanupRuns, m.CleanupErrors, m.CleanupScanned,
 		m.CleanupExpired, m.Leader, m.LeaderElectionFailing, m.LeaderElectionErrors, m.activeSeats, m.Acquisitions, m.WaitTries, m.Heartbeats, m.Releases,
 		m.RecordsPruned, m.PruneFailures, m.Ready)
 	return m

@@ -51,21 +51,23 @@ func TestNewRegistersEveryMetric(t *testing.T) {
 	m.Leader.Set(1)
 
 	want := map[string]string{
-		"seatd_zombies_cleaned_total":        "COUNTER",
-		"seatd_cleanup_duration_seconds":     "HISTOGRAM",
-		"seatd_cleanup_runs_total":           "COUNTER",
-		"seatd_cleanup_errors_total":         "COUNTER",
-		"seatd_cleanup_last_scanned":         "GAUGE",
-		"seatd_cleanup_last_expired":         "GAUGE",
-		"seatd_leader":                       "GAUGE",
-		"seatd_leader_election_failing":      "GAUGE",
-		"seatd_leader_election_errors_total": "COUNTER",
-		"seatd_active_seats":                 "GAUGE",
-		"seatd_acquisitions_total":           "COUNTER",
-		"seatd_wait_tries_exhausted_total":   "COUNTER",
-		"seatd_heartbeats_total":             "COUNTER",
-		"seatd_releases_total":               "COUNTER",
-		"seatd_ready":                        "GAUGE",
+		"seatd_zombies_cleaned_total":            "COUNTER",
+		"seatd_cleanup_duration_seconds":         "HISTOGRAM",
+		"seatd_cleanup_runs_total":               "COUNTER",
+		"seatd_cleanup_errors_total":             "COUNTER",
+		"seatd_cleanup_last_scanned":             "GAUGE",
+		"seatd_cleanup_last_expired":             "GAUGE",
+		"seatd_leader":                           "GAUGE",
+		"seatd_leader_election_failing":          "GAUGE",
+		"seatd_leader_election_errors_total":     "COUNTER",
+		"seatd_active_seats":                     "GAUGE",
+		"seatd_acquisitions_total":               "COUNTER",
+		"seatd_wait_tries_exhausted_total":       "COUNTER",
+		"seatd_heartbeats_total":                 "COUNTER",
+		"seatd_releases_total":                   "COUNTER",
+		"seatd_ready":                            "GAUGE",
+		"seatd_webhook_attempts_total":           "COUNTER",
+		"seatd_webhook_endpoints_disabled_total": "COUNTER",
 	}
 	got := gather(t, reg)
 	require.Len(t, got, len(want))

@@ -93,6 +93,7 @@ func (s *Service) acquire(ctx context.Context, req SeatRequest) (Grant, error) {
 	if err != nil {
 		return Grant{AcquireResult: res, Token: token}, err
 	}
+	s.signals.Granted(&res) // license.peak: a comparison unless the pool is near its limit
 	b := signing.Binding{KeyHash: signing.LicenseKeyHash(req.LicenseKey), Nonce: req.Nonce}
 	if res.Grant != nil {
 		b.GrantExpiresAt, b.GrantVersion = res.Grant.ExpiresAt, res.Grant.Version

@@ -17,6 +17,7 @@ import (
 	"github.com/seatd/seatd/server/notify"
 	"github.com/seatd/seatd/server/signing"
 	"github.com/seatd/seatd/server/waitqueue"
+	"github.com/seatd/seatd/server/webhooks"
 )
 
 // Service runs the use cases. All methods are safe for concurrent use.
@@ -41,6 +42,9 @@ type Service struct {
 	quotaLocks *quotaLocks
 
 	licenseFile LicenseFile // locked mode (licensefile.go); nil: none
+
+	webhookOpts WebhookOptions // webhooks.go
+	signals     *webhooks.Signals
 
 	issuer  *signing.Issuer // lease certificates and the tenants' keys (signingkeys.go)
 	keyHash keyHashes       // the license_key_sha256 claim of a license (signingkeys.go)
@@ -87,6 +91,9 @@ type Config struct {
 
 	// LicenseFile, when set, runs locked mode (licensefile.go).
 	LicenseFile LicenseFile
+
+	// Webhooks: the events of no change and the endpoints' rules (webhooks.go).
+	Webhooks WebhookOptions
 }
 
 // Defaults for WaitForSeat.
@@ -129,6 +136,7 @@ func New(cfg Config) *Service {
 		queue: queue, revocations: revocations, hub: hub,
 		waitHold: cmp.Or(cfg.WaitHold, DefaultWaitHold), waitPoll: cmp.Or(cfg.WaitPoll, DefaultWaitPoll),
 		quotas: cfg.Quotas, quotaLocks: newQuotaLocks(), issuer: issuer, licenseFile: cfg.LicenseFile,
+		webhookOpts: cfg.Webhooks, signals: cfg.Webhooks.Signals,
 		shutdown: make(chan struct{}),
 	}
 }

@@ -68,7 +68,7 @@ func (s *Service) UsageReport(ctx context.Context, q server.UsageQuery) (server.
 func (s *Service) AcquireSeat(ctx context.Context, req SeatRequest) (Grant, error) {
 	g, err := s.Acquire(ctx, req)
 	if reason := server.ErrorReason(err); reason == server.ReasonSeatsExhausted || server.IsPolicyRefusal(reason) {
-		s.recordSeatEvent(ctx, req, server.SeatDenied, 0, reason)
+		s.recordSeatEvent(ctx, req, server.SeatDenied, 0, reason, err)
 	}
 	return g, err
 }
@@ -81,9 +81,9 @@ func (s *Service) WaitForSeatCounted(ctx context.Context, req SeatRequest, resum
 	g, err := s.WaitForSeat(ctx, req, resume, moved)
 	switch reason := server.ErrorReason(err); {
 	case err == nil && !g.Existing:
-		s.recordSeatEvent(ctx, req, server.SeatWaited, max(0, s.now().Sub(start)), "")
+		s.recordSeatEvent(ctx, req, server.SeatWaited, max(0, s.now().Sub(start)), "", nil)
 	case server.IsPolicyRefusal(reason):
-		s.recordSeatEvent(ctx, req, server.SeatDenied, 0, reason)
+		s.recordSeatEvent(ctx, req, server.SeatDenied, 0, reason, err)
 	}
 	return g, err
 }
@@ -91,12 +91,17 @@ func (s *Service) WaitForSeatCounted(ctx context.Context, req SeatRequest, resum
 // recordSeatEvent stores a denial (with its reason) or a wait of req, on
 // the license its key opens and the feature it asked for (the usage
 // report's row: a license's base pool, or one feature of it). A failure is
-// logged: the call it counts is answered as it would be anyway.
-func (s *Service) recordSeatEvent(ctx context.Context, req SeatRequest, kind server.SeatEventKind, wait time.Duration, reason string) {
+// logged: the call it counts is answered as it would be anyway. A refusal
+// for want of a seat (cause) is also told to the webhooks' Signals
+// (license.exhausted, at most once per window).
+func (s *Service) recordSeatEvent(ctx context.Context, req SeatRequest, kind server.SeatEventKind, wait time.Duration, reason string, cause error) {
 	// Recorded even if the caller has gone away meanwhile.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), seatEventTimeout)
 	defer cancel()
 	lic, err := s.store.LicenseByKey(ctx, req.LicenseKey)
+	if err == nil && cause != nil {
+		s.signals.Exhausted(&lic, req.Feature, cause)
+	}
 	if err == nil {
 		err = s.store.RecordSeatEvent(ctx, server.SeatEvent{
 			ID: server.NewID("sev_"), TenantID: lic.TenantID, LicenseID: lic.ID, Kind: kind, At: s.now(), Wait: wait,

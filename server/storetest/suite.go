@@ -65,6 +65,7 @@ func RunWith(t *testing.T, newBackend Backend, o Options) {
 		{"Retention", testRetention},
 		{"Features", testFeatures},       // invariant 12: each grant a pool of its own
 		{"LicenseFile", testLicenseFile}, // invariant 15: the file in force never goes back
+		{"Webhooks", testWebhooks},       // invariant 14: an event for every change, and only for a change
 	}
 	if !o.NoPolicy {
 		groups = append(groups, struct {

@@ -4556,6 +4556,1141 @@ func (x *ExportUsageResponse) GetRows() []*UsageExportRow {
 	return nil
 }
 
+// WebhookEndpoint is a receiver of a tenant's events. Its secret is
+// answered only by CreateWebhookEndpoint and RotateWebhookSecret.
+type WebhookEndpoint struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	TenantId string                 `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Url      string                 `protobuf:"bytes,3,opt,name=url,proto3" json:"url,omitempty"`
+	// The event types it is sent (license.created, lease.expired, ...);
+	// empty: every type.
+	Types       []string `protobuf:"bytes,4,rep,name=types,proto3" json:"types,omitempty"`
+	Description string   `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	// Disabled: sent nothing (disabled_reason says why when seatd disabled
+	// it for failing continuously).
+	Disabled       bool   `protobuf:"varint,6,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	DisabledReason string `protobuf:"bytes,7,opt,name=disabled_reason,json=disabledReason,proto3" json:"disabled_reason,omitempty"`
+	// While a rotated secret still signs: until then.
+	PreviousSecretUntil *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=previous_secret_until,json=previousSecretUntil,proto3" json:"previous_secret_until,omitempty"`
+	// The first failed attempt of its current run of failures.
+	FailingSince  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=failing_since,json=failingSince,proto3" json:"failing_since,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookEndpoint) Reset() {
+	*x = WebhookEndpoint{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookEndpoint) ProtoMessage() {}
+
+func (x *WebhookEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookEndpoint.ProtoReflect.Descriptor instead.
+func (*WebhookEndpoint) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *WebhookEndpoint) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WebhookEndpoint) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *WebhookEndpoint) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookEndpoint) GetTypes() []string {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+func (x *WebhookEndpoint) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *WebhookEndpoint) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
+}
+
+func (x *WebhookEndpoint) GetDisabledReason() string {
+	if x != nil {
+		return x.DisabledReason
+	}
+	return ""
+}
+
+func (x *WebhookEndpoint) GetPreviousSecretUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PreviousSecretUntil
+	}
+	return nil
+}
+
+func (x *WebhookEndpoint) GetFailingSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FailingSince
+	}
+	return nil
+}
+
+func (x *WebhookEndpoint) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *WebhookEndpoint) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// WebhookDelivery is one event on its way to one endpoint, with its last
+// attempt.
+type WebhookDelivery struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	EndpointId string                 `protobuf:"bytes,2,opt,name=endpoint_id,json=endpointId,proto3" json:"endpoint_id,omitempty"`
+	EventId    string                 `protobuf:"bytes,3,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	EventType  string                 `protobuf:"bytes,4,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"`
+	// The payload's sequence: per endpoint and license (or subject).
+	Sequence int64 `protobuf:"varint,5,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// pending, delivered or failed.
+	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	Attempts      int32                  `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	NextAttemptAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`
+	LastStatus    int32                  `protobuf:"varint,10,opt,name=last_status,json=lastStatus,proto3" json:"last_status,omitempty"`
+	LastError     string                 `protobuf:"bytes,11,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	LastLatency   *durationpb.Duration   `protobuf:"bytes,12,opt,name=last_latency,json=lastLatency,proto3" json:"last_latency,omitempty"`
+	LastAttemptAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=last_attempt_at,json=lastAttemptAt,proto3" json:"last_attempt_at,omitempty"`
+	// The body sent (the event's JSON payload).
+	Payload       string `protobuf:"bytes,14,opt,name=payload,proto3" json:"payload,omitempty"`
+	LicenseId     string `protobuf:"bytes,15,opt,name=license_id,json=licenseId,proto3" json:"license_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *WebhookDelivery) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetEndpointId() string {
+	if x != nil {
+		return x.EndpointId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetEventType() string {
+	if x != nil {
+		return x.EventType
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetSequence() int64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetNextAttemptAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetLastStatus() int32 {
+	if x != nil {
+		return x.LastStatus
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetLastLatency() *durationpb.Duration {
+	if x != nil {
+		return x.LastLatency
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetLastAttemptAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastAttemptAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetPayload() string {
+	if x != nil {
+		return x.Payload
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetLicenseId() string {
+	if x != nil {
+		return x.LicenseId
+	}
+	return ""
+}
+
+type CreateWebhookEndpointRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	TenantId    string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Url         string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Types       []string               `protobuf:"bytes,3,rep,name=types,proto3" json:"types,omitempty"`
+	Description string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// Empty: seatd makes one.
+	Secret        string `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWebhookEndpointRequest) Reset() {
+	*x = CreateWebhookEndpointRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWebhookEndpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWebhookEndpointRequest) ProtoMessage() {}
+
+func (x *CreateWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWebhookEndpointRequest.ProtoReflect.Descriptor instead.
+func (*CreateWebhookEndpointRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *CreateWebhookEndpointRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *CreateWebhookEndpointRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *CreateWebhookEndpointRequest) GetTypes() []string {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+func (x *CreateWebhookEndpointRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CreateWebhookEndpointRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type CreateWebhookEndpointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Endpoint      *WebhookEndpoint       `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Secret        string                 `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWebhookEndpointResponse) Reset() {
+	*x = CreateWebhookEndpointResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWebhookEndpointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWebhookEndpointResponse) ProtoMessage() {}
+
+func (x *CreateWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWebhookEndpointResponse.ProtoReflect.Descriptor instead.
+func (*CreateWebhookEndpointResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *CreateWebhookEndpointResponse) GetEndpoint() *WebhookEndpoint {
+	if x != nil {
+		return x.Endpoint
+	}
+	return nil
+}
+
+func (x *CreateWebhookEndpointResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type ListWebhookEndpointsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookEndpointsRequest) Reset() {
+	*x = ListWebhookEndpointsRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookEndpointsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookEndpointsRequest) ProtoMessage() {}
+
+func (x *ListWebhookEndpointsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookEndpointsRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookEndpointsRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *ListWebhookEndpointsRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+type ListWebhookEndpointsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Endpoints     []*WebhookEndpoint     `protobuf:"bytes,1,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookEndpointsResponse) Reset() {
+	*x = ListWebhookEndpointsResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookEndpointsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookEndpointsResponse) ProtoMessage() {}
+
+func (x *ListWebhookEndpointsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookEndpointsResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookEndpointsResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *ListWebhookEndpointsResponse) GetEndpoints() []*WebhookEndpoint {
+	if x != nil {
+		return x.Endpoints
+	}
+	return nil
+}
+
+type GetWebhookEndpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWebhookEndpointRequest) Reset() {
+	*x = GetWebhookEndpointRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWebhookEndpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWebhookEndpointRequest) ProtoMessage() {}
+
+func (x *GetWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWebhookEndpointRequest.ProtoReflect.Descriptor instead.
+func (*GetWebhookEndpointRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *GetWebhookEndpointRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *GetWebhookEndpointRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type GetWebhookEndpointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Endpoint      *WebhookEndpoint       `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWebhookEndpointResponse) Reset() {
+	*x = GetWebhookEndpointResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWebhookEndpointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWebhookEndpointResponse) ProtoMessage() {}
+
+func (x *GetWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWebhookEndpointResponse.ProtoReflect.Descriptor instead.
+func (*GetWebhookEndpointResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *GetWebhookEndpointResponse) GetEndpoint() *WebhookEndpoint {
+	if x != nil {
+		return x.Endpoint
+	}
+	return nil
+}
+
+type DeleteWebhookEndpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWebhookEndpointRequest) Reset() {
+	*x = DeleteWebhookEndpointRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWebhookEndpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWebhookEndpointRequest) ProtoMessage() {}
+
+func (x *DeleteWebhookEndpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWebhookEndpointRequest.ProtoReflect.Descriptor instead.
+func (*DeleteWebhookEndpointRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *DeleteWebhookEndpointRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *DeleteWebhookEndpointRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteWebhookEndpointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWebhookEndpointResponse) Reset() {
+	*x = DeleteWebhookEndpointResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWebhookEndpointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWebhookEndpointResponse) ProtoMessage() {}
+
+func (x *DeleteWebhookEndpointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWebhookEndpointResponse.ProtoReflect.Descriptor instead.
+func (*DeleteWebhookEndpointResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{83}
+}
+
+type SetWebhookEndpointDisabledRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Disabled      bool                   `protobuf:"varint,3,opt,name=disabled,proto3" json:"disabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetWebhookEndpointDisabledRequest) Reset() {
+	*x = SetWebhookEndpointDisabledRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetWebhookEndpointDisabledRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetWebhookEndpointDisabledRequest) ProtoMessage() {}
+
+func (x *SetWebhookEndpointDisabledRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetWebhookEndpointDisabledRequest.ProtoReflect.Descriptor instead.
+func (*SetWebhookEndpointDisabledRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *SetWebhookEndpointDisabledRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *SetWebhookEndpointDisabledRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SetWebhookEndpointDisabledRequest) GetDisabled() bool {
+	if x != nil {
+		return x.Disabled
+	}
+	return false
+}
+
+type SetWebhookEndpointDisabledResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Endpoint      *WebhookEndpoint       `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetWebhookEndpointDisabledResponse) Reset() {
+	*x = SetWebhookEndpointDisabledResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetWebhookEndpointDisabledResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetWebhookEndpointDisabledResponse) ProtoMessage() {}
+
+func (x *SetWebhookEndpointDisabledResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetWebhookEndpointDisabledResponse.ProtoReflect.Descriptor instead.
+func (*SetWebhookEndpointDisabledResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *SetWebhookEndpointDisabledResponse) GetEndpoint() *WebhookEndpoint {
+	if x != nil {
+		return x.Endpoint
+	}
+	return nil
+}
+
+type RotateWebhookSecretRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Id       string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// Empty: seatd makes one.
+	Secret        string               `protobuf:"bytes,3,opt,name=secret,proto3" json:"secret,omitempty"`
+	KeepPrevious  *durationpb.Duration `protobuf:"bytes,4,opt,name=keep_previous,json=keepPrevious,proto3" json:"keep_previous,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateWebhookSecretRequest) Reset() {
+	*x = RotateWebhookSecretRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateWebhookSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateWebhookSecretRequest) ProtoMessage() {}
+
+func (x *RotateWebhookSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateWebhookSecretRequest.ProtoReflect.Descriptor instead.
+func (*RotateWebhookSecretRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *RotateWebhookSecretRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *RotateWebhookSecretRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RotateWebhookSecretRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *RotateWebhookSecretRequest) GetKeepPrevious() *durationpb.Duration {
+	if x != nil {
+		return x.KeepPrevious
+	}
+	return nil
+}
+
+type RotateWebhookSecretResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Endpoint      *WebhookEndpoint       `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Secret        string                 `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateWebhookSecretResponse) Reset() {
+	*x = RotateWebhookSecretResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateWebhookSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateWebhookSecretResponse) ProtoMessage() {}
+
+func (x *RotateWebhookSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateWebhookSecretResponse.ProtoReflect.Descriptor instead.
+func (*RotateWebhookSecretResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *RotateWebhookSecretResponse) GetEndpoint() *WebhookEndpoint {
+	if x != nil {
+		return x.Endpoint
+	}
+	return nil
+}
+
+func (x *RotateWebhookSecretResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type ListWebhookDeliveriesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	EndpointId    string                 `protobuf:"bytes,2,opt,name=endpoint_id,json=endpointId,proto3" json:"endpoint_id,omitempty"`
+	PageSize      int32                  `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string                 `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesRequest) Reset() {
+	*x = ListWebhookDeliveriesRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *ListWebhookDeliveriesRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ListWebhookDeliveriesRequest) GetEndpointId() string {
+	if x != nil {
+		return x.EndpointId
+	}
+	return ""
+}
+
+func (x *ListWebhookDeliveriesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListWebhookDeliveriesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListWebhookDeliveriesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deliveries    []*WebhookDelivery     `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesResponse) Reset() {
+	*x = ListWebhookDeliveriesResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+func (x *ListWebhookDeliveriesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type ReplayWebhookDeliveryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TenantId      string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayWebhookDeliveryRequest) Reset() {
+	*x = ReplayWebhookDeliveryRequest{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayWebhookDeliveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayWebhookDeliveryRequest) ProtoMessage() {}
+
+func (x *ReplayWebhookDeliveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayWebhookDeliveryRequest.ProtoReflect.Descriptor instead.
+func (*ReplayWebhookDeliveryRequest) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *ReplayWebhookDeliveryRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ReplayWebhookDeliveryRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ReplayWebhookDeliveryResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Delivery      *WebhookDelivery       `protobuf:"bytes,1,opt,name=delivery,proto3" json:"delivery,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayWebhookDeliveryResponse) Reset() {
+	*x = ReplayWebhookDeliveryResponse{}
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayWebhookDeliveryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayWebhookDeliveryResponse) ProtoMessage() {}
+
+func (x *ReplayWebhookDeliveryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_seatd_v1_admin_service_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayWebhookDeliveryResponse.ProtoReflect.Descriptor instead.
+func (*ReplayWebhookDeliveryResponse) Descriptor() ([]byte, []int) {
+	return file_seatd_v1_admin_service_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *ReplayWebhookDeliveryResponse) GetDelivery() *WebhookDelivery {
+	if x != nil {
+		return x.Delivery
+	}
+	return nil
+}
+
 var File_seatd_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_seatd_v1_admin_service_proto_rawDesc = "" +
@@ -4907,11 +6042,102 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"period_end\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tperiodEnd\x129\n" +
 	"\n" +
 	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12,\n" +
-	"\x04rows\x18\a \x03(\v2\x18.seatd.v1.UsageExportRowR\x04rows*X\n" +
+	"\x04rows\x18\a \x03(\v2\x18.seatd.v1.UsageExportRowR\x04rows\"\xd4\x03\n" +
+	"\x0fWebhookEndpoint\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x10\n" +
+	"\x03url\x18\x03 \x01(\tR\x03url\x12\x14\n" +
+	"\x05types\x18\x04 \x03(\tR\x05types\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12\x1a\n" +
+	"\bdisabled\x18\x06 \x01(\bR\bdisabled\x12'\n" +
+	"\x0fdisabled_reason\x18\a \x01(\tR\x0edisabledReason\x12N\n" +
+	"\x15previous_secret_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x13previousSecretUntil\x12?\n" +
+	"\rfailing_since\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\ffailingSince\x129\n" +
+	"\n" +
+	"created_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xc4\x04\n" +
+	"\x0fWebhookDelivery\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vendpoint_id\x18\x02 \x01(\tR\n" +
+	"endpointId\x12\x19\n" +
+	"\bevent_id\x18\x03 \x01(\tR\aeventId\x12\x1d\n" +
+	"\n" +
+	"event_type\x18\x04 \x01(\tR\teventType\x12\x1a\n" +
+	"\bsequence\x18\x05 \x01(\x03R\bsequence\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12\x1a\n" +
+	"\battempts\x18\a \x01(\x05R\battempts\x129\n" +
+	"\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12B\n" +
+	"\x0fnext_attempt_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\x12\x1f\n" +
+	"\vlast_status\x18\n" +
+	" \x01(\x05R\n" +
+	"lastStatus\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\v \x01(\tR\tlastError\x12<\n" +
+	"\flast_latency\x18\f \x01(\v2\x19.google.protobuf.DurationR\vlastLatency\x12B\n" +
+	"\x0flast_attempt_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\rlastAttemptAt\x12\x18\n" +
+	"\apayload\x18\x0e \x01(\tR\apayload\x12\x1d\n" +
+	"\n" +
+	"license_id\x18\x0f \x01(\tR\tlicenseId\"\x9d\x01\n" +
+	"\x1cCreateWebhookEndpointRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x14\n" +
+	"\x05types\x18\x03 \x03(\tR\x05types\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x16\n" +
+	"\x06secret\x18\x05 \x01(\tR\x06secret\"n\n" +
+	"\x1dCreateWebhookEndpointResponse\x125\n" +
+	"\bendpoint\x18\x01 \x01(\v2\x19.seatd.v1.WebhookEndpointR\bendpoint\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\":\n" +
+	"\x1bListWebhookEndpointsRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\"W\n" +
+	"\x1cListWebhookEndpointsResponse\x127\n" +
+	"\tendpoints\x18\x01 \x03(\v2\x19.seatd.v1.WebhookEndpointR\tendpoints\"H\n" +
+	"\x19GetWebhookEndpointRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"S\n" +
+	"\x1aGetWebhookEndpointResponse\x125\n" +
+	"\bendpoint\x18\x01 \x01(\v2\x19.seatd.v1.WebhookEndpointR\bendpoint\"K\n" +
+	"\x1cDeleteWebhookEndpointRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\x1f\n" +
+	"\x1dDeleteWebhookEndpointResponse\"l\n" +
+	"!SetWebhookEndpointDisabledRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1a\n" +
+	"\bdisabled\x18\x03 \x01(\bR\bdisabled\"[\n" +
+	"\"SetWebhookEndpointDisabledResponse\x125\n" +
+	"\bendpoint\x18\x01 \x01(\v2\x19.seatd.v1.WebhookEndpointR\bendpoint\"\xa1\x01\n" +
+	"\x1aRotateWebhookSecretRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
+	"\x06secret\x18\x03 \x01(\tR\x06secret\x12>\n" +
+	"\rkeep_previous\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\fkeepPrevious\"l\n" +
+	"\x1bRotateWebhookSecretResponse\x125\n" +
+	"\bendpoint\x18\x01 \x01(\v2\x19.seatd.v1.WebhookEndpointR\bendpoint\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x98\x01\n" +
+	"\x1cListWebhookDeliveriesRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x1f\n" +
+	"\vendpoint_id\x18\x02 \x01(\tR\n" +
+	"endpointId\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\x82\x01\n" +
+	"\x1dListWebhookDeliveriesResponse\x129\n" +
+	"\n" +
+	"deliveries\x18\x01 \x03(\v2\x19.seatd.v1.WebhookDeliveryR\n" +
+	"deliveries\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"K\n" +
+	"\x1cReplayWebhookDeliveryRequest\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"V\n" +
+	"\x1dReplayWebhookDeliveryResponse\x125\n" +
+	"\bdelivery\x18\x01 \x01(\v2\x19.seatd.v1.WebhookDeliveryR\bdelivery*X\n" +
 	"\vUsageBucket\x12\x1c\n" +
 	"\x18USAGE_BUCKET_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11USAGE_BUCKET_HOUR\x10\x01\x12\x14\n" +
-	"\x10USAGE_BUCKET_DAY\x10\x022\xef\x14\n" +
+	"\x10USAGE_BUCKET_DAY\x10\x022\xbc\x1b\n" +
 	"\fAdminService\x12P\n" +
 	"\rCreateLicense\x12\x1e.seatd.v1.CreateLicenseRequest\x1a\x1f.seatd.v1.CreateLicenseResponse\x12G\n" +
 	"\n" +
@@ -4947,7 +6173,15 @@ const file_seatd_v1_admin_service_proto_rawDesc = "" +
 	"\x10RotateSigningKey\x12!.seatd.v1.RotateSigningKeyRequest\x1a\".seatd.v1.RotateSigningKeyResponse\x12S\n" +
 	"\x0eGetLicenseFile\x12\x1f.seatd.v1.GetLicenseFileRequest\x1a .seatd.v1.GetLicenseFileResponse\x12\\\n" +
 	"\x11ReloadLicenseFile\x12\".seatd.v1.ReloadLicenseFileRequest\x1a#.seatd.v1.ReloadLicenseFileResponse\x12J\n" +
-	"\vExportUsage\x12\x1c.seatd.v1.ExportUsageRequest\x1a\x1d.seatd.v1.ExportUsageResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
+	"\vExportUsage\x12\x1c.seatd.v1.ExportUsageRequest\x1a\x1d.seatd.v1.ExportUsageResponse\x12h\n" +
+	"\x15CreateWebhookEndpoint\x12&.seatd.v1.CreateWebhookEndpointRequest\x1a'.seatd.v1.CreateWebhookEndpointResponse\x12e\n" +
+	"\x14ListWebhookEndpoints\x12%.seatd.v1.ListWebhookEndpointsRequest\x1a&.seatd.v1.ListWebhookEndpointsResponse\x12_\n" +
+	"\x12GetWebhookEndpoint\x12#.seatd.v1.GetWebhookEndpointRequest\x1a$.seatd.v1.GetWebhookEndpointResponse\x12h\n" +
+	"\x15DeleteWebhookEndpoint\x12&.seatd.v1.DeleteWebhookEndpointRequest\x1a'.seatd.v1.DeleteWebhookEndpointResponse\x12w\n" +
+	"\x1aSetWebhookEndpointDisabled\x12+.seatd.v1.SetWebhookEndpointDisabledRequest\x1a,.seatd.v1.SetWebhookEndpointDisabledResponse\x12b\n" +
+	"\x13RotateWebhookSecret\x12$.seatd.v1.RotateWebhookSecretRequest\x1a%.seatd.v1.RotateWebhookSecretResponse\x12h\n" +
+	"\x15ListWebhookDeliveries\x12&.seatd.v1.ListWebhookDeliveriesRequest\x1a'.seatd.v1.ListWebhookDeliveriesResponse\x12h\n" +
+	"\x15ReplayWebhookDelivery\x12&.seatd.v1.ReplayWebhookDeliveryRequest\x1a'.seatd.v1.ReplayWebhookDeliveryResponseB-Z+github.com/seatd/seatd/gen/seatd/v1;seatdv1b\x06proto3"
 
 var (
 	file_seatd_v1_admin_service_proto_rawDescOnce sync.Once
@@ -4962,249 +6196,299 @@ func file_seatd_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_seatd_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_seatd_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 94)
 var file_seatd_v1_admin_service_proto_goTypes = []any{
-	(UsageBucket)(0),                   // 0: seatd.v1.UsageBucket
-	(*CreateLicenseRequest)(nil),       // 1: seatd.v1.CreateLicenseRequest
-	(*CreateLicenseResponse)(nil),      // 2: seatd.v1.CreateLicenseResponse
-	(*GetLicenseRequest)(nil),          // 3: seatd.v1.GetLicenseRequest
-	(*GetLicenseResponse)(nil),         // 4: seatd.v1.GetLicenseResponse
-	(*ListLicensesRequest)(nil),        // 5: seatd.v1.ListLicensesRequest
-	(*ListLicensesResponse)(nil),       // 6: seatd.v1.ListLicensesResponse
-	(*UpdateLicenseRequest)(nil),       // 7: seatd.v1.UpdateLicenseRequest
-	(*UpdateLicenseResponse)(nil),      // 8: seatd.v1.UpdateLicenseResponse
-	(*DeleteLicenseRequest)(nil),       // 9: seatd.v1.DeleteLicenseRequest
-	(*DeleteLicenseResponse)(nil),      // 10: seatd.v1.DeleteLicenseResponse
-	(*CreateFeatureGrantRequest)(nil),  // 11: seatd.v1.CreateFeatureGrantRequest
-	(*CreateFeatureGrantResponse)(nil), // 12: seatd.v1.CreateFeatureGrantResponse
-	(*UpdateFeatureGrantRequest)(nil),  // 13: seatd.v1.UpdateFeatureGrantRequest
-	(*UpdateFeatureGrantResponse)(nil), // 14: seatd.v1.UpdateFeatureGrantResponse
-	(*DeleteFeatureGrantRequest)(nil),  // 15: seatd.v1.DeleteFeatureGrantRequest
-	(*DeleteFeatureGrantResponse)(nil), // 16: seatd.v1.DeleteFeatureGrantResponse
-	(*ListLeasesRequest)(nil),          // 17: seatd.v1.ListLeasesRequest
-	(*ListLeasesResponse)(nil),         // 18: seatd.v1.ListLeasesResponse
-	(*RevokeLeaseRequest)(nil),         // 19: seatd.v1.RevokeLeaseRequest
-	(*RevokeLeaseResponse)(nil),        // 20: seatd.v1.RevokeLeaseResponse
-	(*CleanupRequest)(nil),             // 21: seatd.v1.CleanupRequest
-	(*CleanupRun)(nil),                 // 22: seatd.v1.CleanupRun
-	(*CleanupResponse)(nil),            // 23: seatd.v1.CleanupResponse
-	(*GetCleanupStatusRequest)(nil),    // 24: seatd.v1.GetCleanupStatusRequest
-	(*GetCleanupStatusResponse)(nil),   // 25: seatd.v1.GetCleanupStatusResponse
-	(*GetZombieReportRequest)(nil),     // 26: seatd.v1.GetZombieReportRequest
-	(*ZombieDay)(nil),                  // 27: seatd.v1.ZombieDay
-	(*LicenseZombies)(nil),             // 28: seatd.v1.LicenseZombies
-	(*GetZombieReportResponse)(nil),    // 29: seatd.v1.GetZombieReportResponse
-	(*CreateTenantRequest)(nil),        // 30: seatd.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),       // 31: seatd.v1.CreateTenantResponse
-	(*ListTenantsRequest)(nil),         // 32: seatd.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),        // 33: seatd.v1.ListTenantsResponse
-	(*CreateApiKeyRequest)(nil),        // 34: seatd.v1.CreateApiKeyRequest
-	(*CreateApiKeyResponse)(nil),       // 35: seatd.v1.CreateApiKeyResponse
-	(*ListApiKeysRequest)(nil),         // 36: seatd.v1.ListApiKeysRequest
-	(*ListApiKeysResponse)(nil),        // 37: seatd.v1.ListApiKeysResponse
-	(*RevokeApiKeyRequest)(nil),        // 38: seatd.v1.RevokeApiKeyRequest
-	(*RevokeApiKeyResponse)(nil),       // 39: seatd.v1.RevokeApiKeyResponse
-	(*ListUsageEventsRequest)(nil),     // 40: seatd.v1.ListUsageEventsRequest
-	(*UsageEvent)(nil),                 // 41: seatd.v1.UsageEvent
-	(*ListUsageEventsResponse)(nil),    // 42: seatd.v1.ListUsageEventsResponse
-	(*ListCleanupEventsRequest)(nil),   // 43: seatd.v1.ListCleanupEventsRequest
-	(*CleanupEvent)(nil),               // 44: seatd.v1.CleanupEvent
-	(*ListCleanupEventsResponse)(nil),  // 45: seatd.v1.ListCleanupEventsResponse
-	(*ListAuditEventsRequest)(nil),     // 46: seatd.v1.ListAuditEventsRequest
-	(*AuditEvent)(nil),                 // 47: seatd.v1.AuditEvent
-	(*ListAuditEventsResponse)(nil),    // 48: seatd.v1.ListAuditEventsResponse
-	(*GetUsageReportRequest)(nil),      // 49: seatd.v1.GetUsageReportRequest
-	(*UsageReportRow)(nil),             // 50: seatd.v1.UsageReportRow
-	(*UserUsage)(nil),                  // 51: seatd.v1.UserUsage
-	(*GetUsageReportResponse)(nil),     // 52: seatd.v1.GetUsageReportResponse
-	(*ListSigningKeysRequest)(nil),     // 53: seatd.v1.ListSigningKeysRequest
-	(*ListSigningKeysResponse)(nil),    // 54: seatd.v1.ListSigningKeysResponse
-	(*RotateSigningKeyRequest)(nil),    // 55: seatd.v1.RotateSigningKeyRequest
-	(*RotateSigningKeyResponse)(nil),   // 56: seatd.v1.RotateSigningKeyResponse
-	(*GetLicensePolicyRequest)(nil),    // 57: seatd.v1.GetLicensePolicyRequest
-	(*GetLicensePolicyResponse)(nil),   // 58: seatd.v1.GetLicensePolicyResponse
-	(*SetLicensePolicyRequest)(nil),    // 59: seatd.v1.SetLicensePolicyRequest
-	(*SetLicensePolicyResponse)(nil),   // 60: seatd.v1.SetLicensePolicyResponse
-	(*ListGroupsRequest)(nil),          // 61: seatd.v1.ListGroupsRequest
-	(*ListGroupsResponse)(nil),         // 62: seatd.v1.ListGroupsResponse
-	(*PutGroupRequest)(nil),            // 63: seatd.v1.PutGroupRequest
-	(*PutGroupResponse)(nil),           // 64: seatd.v1.PutGroupResponse
-	(*DeleteGroupRequest)(nil),         // 65: seatd.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),        // 66: seatd.v1.DeleteGroupResponse
-	(*LicenseFile)(nil),                // 67: seatd.v1.LicenseFile
-	(*GetLicenseFileRequest)(nil),      // 68: seatd.v1.GetLicenseFileRequest
-	(*GetLicenseFileResponse)(nil),     // 69: seatd.v1.GetLicenseFileResponse
-	(*ReloadLicenseFileRequest)(nil),   // 70: seatd.v1.ReloadLicenseFileRequest
-	(*ReloadLicenseFileResponse)(nil),  // 71: seatd.v1.ReloadLicenseFileResponse
-	(*ExportUsageRequest)(nil),         // 72: seatd.v1.ExportUsageRequest
-	(*UsageExportRow)(nil),             // 73: seatd.v1.UsageExportRow
-	(*ExportUsageResponse)(nil),        // 74: seatd.v1.ExportUsageResponse
-	nil,                                // 75: seatd.v1.AuditEvent.DetailsEntry
-	nil,                                // 76: seatd.v1.UsageReportRow.DenialsByReasonEntry
-	(*License)(nil),                    // 77: seatd.v1.License
-	(*fieldmaskpb.FieldMask)(nil),      // 78: google.protobuf.FieldMask
-	(*FeatureGrant)(nil),               // 79: seatd.v1.FeatureGrant
-	(LeaseState)(0),                    // 80: seatd.v1.LeaseState
-	(*Lease)(nil),                      // 81: seatd.v1.Lease
-	(*timestamppb.Timestamp)(nil),      // 82: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 83: google.protobuf.Duration
-	(*Tenant)(nil),                     // 84: seatd.v1.Tenant
-	(*ApiKey)(nil),                     // 85: seatd.v1.ApiKey
-	(*SigningKey)(nil),                 // 86: seatd.v1.SigningKey
-	(*LicensePolicy)(nil),              // 87: seatd.v1.LicensePolicy
-	(*IdentityGroup)(nil),              // 88: seatd.v1.IdentityGroup
+	(UsageBucket)(0),                           // 0: seatd.v1.UsageBucket
+	(*CreateLicenseRequest)(nil),               // 1: seatd.v1.CreateLicenseRequest
+	(*CreateLicenseResponse)(nil),              // 2: seatd.v1.CreateLicenseResponse
+	(*GetLicenseRequest)(nil),                  // 3: seatd.v1.GetLicenseRequest
+	(*GetLicenseResponse)(nil),                 // 4: seatd.v1.GetLicenseResponse
+	(*ListLicensesRequest)(nil),                // 5: seatd.v1.ListLicensesRequest
+	(*ListLicensesResponse)(nil),               // 6: seatd.v1.ListLicensesResponse
+	(*UpdateLicenseRequest)(nil),               // 7: seatd.v1.UpdateLicenseRequest
+	(*UpdateLicenseResponse)(nil),              // 8: seatd.v1.UpdateLicenseResponse
+	(*DeleteLicenseRequest)(nil),               // 9: seatd.v1.DeleteLicenseRequest
+	(*DeleteLicenseResponse)(nil),              // 10: seatd.v1.DeleteLicenseResponse
+	(*CreateFeatureGrantRequest)(nil),          // 11: seatd.v1.CreateFeatureGrantRequest
+	(*CreateFeatureGrantResponse)(nil),         // 12: seatd.v1.CreateFeatureGrantResponse
+	(*UpdateFeatureGrantRequest)(nil),          // 13: seatd.v1.UpdateFeatureGrantRequest
+	(*UpdateFeatureGrantResponse)(nil),         // 14: seatd.v1.UpdateFeatureGrantResponse
+	(*DeleteFeatureGrantRequest)(nil),          // 15: seatd.v1.DeleteFeatureGrantRequest
+	(*DeleteFeatureGrantResponse)(nil),         // 16: seatd.v1.DeleteFeatureGrantResponse
+	(*ListLeasesRequest)(nil),                  // 17: seatd.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),                 // 18: seatd.v1.ListLeasesResponse
+	(*RevokeLeaseRequest)(nil),                 // 19: seatd.v1.RevokeLeaseRequest
+	(*RevokeLeaseResponse)(nil),                // 20: seatd.v1.RevokeLeaseResponse
+	(*CleanupRequest)(nil),                     // 21: seatd.v1.CleanupRequest
+	(*CleanupRun)(nil),                         // 22: seatd.v1.CleanupRun
+	(*CleanupResponse)(nil),                    // 23: seatd.v1.CleanupResponse
+	(*GetCleanupStatusRequest)(nil),            // 24: seatd.v1.GetCleanupStatusRequest
+	(*GetCleanupStatusResponse)(nil),           // 25: seatd.v1.GetCleanupStatusResponse
+	(*GetZombieReportRequest)(nil),             // 26: seatd.v1.GetZombieReportRequest
+	(*ZombieDay)(nil),                          // 27: seatd.v1.ZombieDay
+	(*LicenseZombies)(nil),                     // 28: seatd.v1.LicenseZombies
+	(*GetZombieReportResponse)(nil),            // 29: seatd.v1.GetZombieReportResponse
+	(*CreateTenantRequest)(nil),                // 30: seatd.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),               // 31: seatd.v1.CreateTenantResponse
+	(*ListTenantsRequest)(nil),                 // 32: seatd.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),                // 33: seatd.v1.ListTenantsResponse
+	(*CreateApiKeyRequest)(nil),                // 34: seatd.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),               // 35: seatd.v1.CreateApiKeyResponse
+	(*ListApiKeysRequest)(nil),                 // 36: seatd.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),                // 37: seatd.v1.ListApiKeysResponse
+	(*RevokeApiKeyRequest)(nil),                // 38: seatd.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),               // 39: seatd.v1.RevokeApiKeyResponse
+	(*ListUsageEventsRequest)(nil),             // 40: seatd.v1.ListUsageEventsRequest
+	(*UsageEvent)(nil),                         // 41: seatd.v1.UsageEvent
+	(*ListUsageEventsResponse)(nil),            // 42: seatd.v1.ListUsageEventsResponse
+	(*ListCleanupEventsRequest)(nil),           // 43: seatd.v1.ListCleanupEventsRequest
+	(*CleanupEvent)(nil),                       // 44: seatd.v1.CleanupEvent
+	(*ListCleanupEventsResponse)(nil),          // 45: seatd.v1.ListCleanupEventsResponse
+	(*ListAuditEventsRequest)(nil),             // 46: seatd.v1.ListAuditEventsRequest
+	(*AuditEvent)(nil),                         // 47: seatd.v1.AuditEvent
+	(*ListAuditEventsResponse)(nil),            // 48: seatd.v1.ListAuditEventsResponse
+	(*GetUsageReportRequest)(nil),              // 49: seatd.v1.GetUsageReportRequest
+	(*UsageReportRow)(nil),                     // 50: seatd.v1.UsageReportRow
+	(*UserUsage)(nil),                          // 51: seatd.v1.UserUsage
+	(*GetUsageReportResponse)(nil),             // 52: seatd.v1.GetUsageReportResponse
+	(*ListSigningKeysRequest)(nil),             // 53: seatd.v1.ListSigningKeysRequest
+	(*ListSigningKeysResponse)(nil),            // 54: seatd.v1.ListSigningKeysResponse
+	(*RotateSigningKeyRequest)(nil),            // 55: seatd.v1.RotateSigningKeyRequest
+	(*RotateSigningKeyResponse)(nil),           // 56: seatd.v1.RotateSigningKeyResponse
+	(*GetLicensePolicyRequest)(nil),            // 57: seatd.v1.GetLicensePolicyRequest
+	(*GetLicensePolicyResponse)(nil),           // 58: seatd.v1.GetLicensePolicyResponse
+	(*SetLicensePolicyRequest)(nil),            // 59: seatd.v1.SetLicensePolicyRequest
+	(*SetLicensePolicyResponse)(nil),           // 60: seatd.v1.SetLicensePolicyResponse
+	(*ListGroupsRequest)(nil),                  // 61: seatd.v1.ListGroupsRequest
+	(*ListGroupsResponse)(nil),                 // 62: seatd.v1.ListGroupsResponse
+	(*PutGroupRequest)(nil),                    // 63: seatd.v1.PutGroupRequest
+	(*PutGroupResponse)(nil),                   // 64: seatd.v1.PutGroupResponse
+	(*DeleteGroupRequest)(nil),                 // 65: seatd.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),                // 66: seatd.v1.DeleteGroupResponse
+	(*LicenseFile)(nil),                        // 67: seatd.v1.LicenseFile
+	(*GetLicenseFileRequest)(nil),              // 68: seatd.v1.GetLicenseFileRequest
+	(*GetLicenseFileResponse)(nil),             // 69: seatd.v1.GetLicenseFileResponse
+	(*ReloadLicenseFileRequest)(nil),           // 70: seatd.v1.ReloadLicenseFileRequest
+	(*ReloadLicenseFileResponse)(nil),          // 71: seatd.v1.ReloadLicenseFileResponse
+	(*ExportUsageRequest)(nil),                 // 72: seatd.v1.ExportUsageRequest
+	(*UsageExportRow)(nil),                     // 73: seatd.v1.UsageExportRow
+	(*ExportUsageResponse)(nil),                // 74: seatd.v1.ExportUsageResponse
+	(*WebhookEndpoint)(nil),                    // 75: seatd.v1.WebhookEndpoint
+	(*WebhookDelivery)(nil),                    // 76: seatd.v1.WebhookDelivery
+	(*CreateWebhookEndpointRequest)(nil),       // 77: seatd.v1.CreateWebhookEndpointRequest
+	(*CreateWebhookEndpointResponse)(nil),      // 78: seatd.v1.CreateWebhookEndpointResponse
+	(*ListWebhookEndpointsRequest)(nil),        // 79: seatd.v1.ListWebhookEndpointsRequest
+	(*ListWebhookEndpointsResponse)(nil),       // 80: seatd.v1.ListWebhookEndpointsResponse
+	(*GetWebhookEndpointRequest)(nil),          // 81: seatd.v1.GetWebhookEndpointRequest
+	(*GetWebhookEndpointResponse)(nil),         // 82: seatd.v1.GetWebhookEndpointResponse
+	(*DeleteWebhookEndpointRequest)(nil),       // 83: seatd.v1.DeleteWebhookEndpointRequest
+	(*DeleteWebhookEndpointResponse)(nil),      // 84: seatd.v1.DeleteWebhookEndpointResponse
+	(*SetWebhookEndpointDisabledRequest)(nil),  // 85: seatd.v1.SetWebhookEndpointDisabledRequest
+	(*SetWebhookEndpointDisabledResponse)(nil), // 86: seatd.v1.SetWebhookEndpointDisabledResponse
+	(*RotateWebhookSecretRequest)(nil),         // 87: seatd.v1.RotateWebhookSecretRequest
+	(*RotateWebhookSecretResponse)(nil),        // 88: seatd.v1.RotateWebhookSecretResponse
+	(*ListWebhookDeliveriesRequest)(nil),       // 89: seatd.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil),      // 90: seatd.v1.ListWebhookDeliveriesResponse
+	(*ReplayWebhookDeliveryRequest)(nil),       // 91: seatd.v1.ReplayWebhookDeliveryRequest
+	(*ReplayWebhookDeliveryResponse)(nil),      // 92: seatd.v1.ReplayWebhookDeliveryResponse
+	nil,                                        // 93: seatd.v1.AuditEvent.DetailsEntry
+	nil,                                        // 94: seatd.v1.UsageReportRow.DenialsByReasonEntry
+	(*License)(nil),                            // 95: seatd.v1.License
+	(*fieldmaskpb.FieldMask)(nil),              // 96: google.protobuf.FieldMask
+	(*FeatureGrant)(nil),                       // 97: seatd.v1.FeatureGrant
+	(LeaseState)(0),                            // 98: seatd.v1.LeaseState
+	(*Lease)(nil),                              // 99: seatd.v1.Lease
+	(*timestamppb.Timestamp)(nil),              // 100: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                // 101: google.protobuf.Duration
+	(*Tenant)(nil),                             // 102: seatd.v1.Tenant
+	(*ApiKey)(nil),                             // 103: seatd.v1.ApiKey
+	(*SigningKey)(nil),                         // 104: seatd.v1.SigningKey
+	(*LicensePolicy)(nil),                      // 105: seatd.v1.LicensePolicy
+	(*IdentityGroup)(nil),                      // 106: seatd.v1.IdentityGroup
 }
 var file_seatd_v1_admin_service_proto_depIdxs = []int32{
-	77,  // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
-	77,  // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
-	77,  // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
-	77,  // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
-	77,  // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
-	78,  // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
-	77,  // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
-	79,  // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	79,  // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	79,  // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
-	78,  // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
-	79,  // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
-	80,  // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
-	81,  // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
-	81,  // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
-	82,  // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
-	83,  // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
+	95,  // 0: seatd.v1.CreateLicenseRequest.license:type_name -> seatd.v1.License
+	95,  // 1: seatd.v1.CreateLicenseResponse.license:type_name -> seatd.v1.License
+	95,  // 2: seatd.v1.GetLicenseResponse.license:type_name -> seatd.v1.License
+	95,  // 3: seatd.v1.ListLicensesResponse.licenses:type_name -> seatd.v1.License
+	95,  // 4: seatd.v1.UpdateLicenseRequest.license:type_name -> seatd.v1.License
+	96,  // 5: seatd.v1.UpdateLicenseRequest.update_mask:type_name -> google.protobuf.FieldMask
+	95,  // 6: seatd.v1.UpdateLicenseResponse.license:type_name -> seatd.v1.License
+	97,  // 7: seatd.v1.CreateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	97,  // 8: seatd.v1.CreateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	97,  // 9: seatd.v1.UpdateFeatureGrantRequest.grant:type_name -> seatd.v1.FeatureGrant
+	96,  // 10: seatd.v1.UpdateFeatureGrantRequest.update_mask:type_name -> google.protobuf.FieldMask
+	97,  // 11: seatd.v1.UpdateFeatureGrantResponse.grant:type_name -> seatd.v1.FeatureGrant
+	98,  // 12: seatd.v1.ListLeasesRequest.state:type_name -> seatd.v1.LeaseState
+	99,  // 13: seatd.v1.ListLeasesResponse.leases:type_name -> seatd.v1.Lease
+	99,  // 14: seatd.v1.RevokeLeaseResponse.lease:type_name -> seatd.v1.Lease
+	100, // 15: seatd.v1.CleanupRun.started_at:type_name -> google.protobuf.Timestamp
+	101, // 16: seatd.v1.CleanupRun.duration:type_name -> google.protobuf.Duration
 	22,  // 17: seatd.v1.CleanupResponse.run:type_name -> seatd.v1.CleanupRun
 	22,  // 18: seatd.v1.GetCleanupStatusResponse.last_run:type_name -> seatd.v1.CleanupRun
-	82,  // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
-	83,  // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
-	82,  // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	82,  // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
-	82,  // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	82,  // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	100, // 19: seatd.v1.GetCleanupStatusResponse.next_run_at:type_name -> google.protobuf.Timestamp
+	101, // 20: seatd.v1.GetCleanupStatusResponse.interval:type_name -> google.protobuf.Duration
+	100, // 21: seatd.v1.GetZombieReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	100, // 22: seatd.v1.GetZombieReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	100, // 23: seatd.v1.GetZombieReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	100, // 24: seatd.v1.GetZombieReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	27,  // 25: seatd.v1.GetZombieReportResponse.days:type_name -> seatd.v1.ZombieDay
 	28,  // 26: seatd.v1.GetZombieReportResponse.top_licenses:type_name -> seatd.v1.LicenseZombies
-	84,  // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
-	84,  // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
-	84,  // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
-	85,  // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	85,  // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
-	85,  // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
-	82,  // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	82,  // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	80,  // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
-	82,  // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
-	82,  // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
-	83,  // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
+	102, // 27: seatd.v1.CreateTenantRequest.tenant:type_name -> seatd.v1.Tenant
+	102, // 28: seatd.v1.CreateTenantResponse.tenant:type_name -> seatd.v1.Tenant
+	102, // 29: seatd.v1.ListTenantsResponse.tenants:type_name -> seatd.v1.Tenant
+	103, // 30: seatd.v1.CreateApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	103, // 31: seatd.v1.ListApiKeysResponse.api_keys:type_name -> seatd.v1.ApiKey
+	103, // 32: seatd.v1.RevokeApiKeyResponse.api_key:type_name -> seatd.v1.ApiKey
+	100, // 33: seatd.v1.ListUsageEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	100, // 34: seatd.v1.ListUsageEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	98,  // 35: seatd.v1.UsageEvent.end_state:type_name -> seatd.v1.LeaseState
+	100, // 36: seatd.v1.UsageEvent.started_at:type_name -> google.protobuf.Timestamp
+	100, // 37: seatd.v1.UsageEvent.ended_at:type_name -> google.protobuf.Timestamp
+	101, // 38: seatd.v1.UsageEvent.duration:type_name -> google.protobuf.Duration
 	41,  // 39: seatd.v1.ListUsageEventsResponse.usage_events:type_name -> seatd.v1.UsageEvent
-	82,  // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	82,  // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	82,  // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
-	82,  // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
-	82,  // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
+	100, // 40: seatd.v1.ListCleanupEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	100, // 41: seatd.v1.ListCleanupEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	100, // 42: seatd.v1.CleanupEvent.last_heartbeat_at:type_name -> google.protobuf.Timestamp
+	100, // 43: seatd.v1.CleanupEvent.expires_at:type_name -> google.protobuf.Timestamp
+	100, // 44: seatd.v1.CleanupEvent.cleaned_at:type_name -> google.protobuf.Timestamp
 	44,  // 45: seatd.v1.ListCleanupEventsResponse.cleanup_events:type_name -> seatd.v1.CleanupEvent
-	82,  // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
-	82,  // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
-	75,  // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
-	82,  // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
+	100, // 46: seatd.v1.ListAuditEventsRequest.start_time:type_name -> google.protobuf.Timestamp
+	100, // 47: seatd.v1.ListAuditEventsRequest.end_time:type_name -> google.protobuf.Timestamp
+	93,  // 48: seatd.v1.AuditEvent.details:type_name -> seatd.v1.AuditEvent.DetailsEntry
+	100, // 49: seatd.v1.AuditEvent.at:type_name -> google.protobuf.Timestamp
 	47,  // 50: seatd.v1.ListAuditEventsResponse.audit_events:type_name -> seatd.v1.AuditEvent
-	82,  // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
-	82,  // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
+	100, // 51: seatd.v1.GetUsageReportRequest.start_time:type_name -> google.protobuf.Timestamp
+	100, // 52: seatd.v1.GetUsageReportRequest.end_time:type_name -> google.protobuf.Timestamp
 	0,   // 53: seatd.v1.GetUsageReportRequest.bucket:type_name -> seatd.v1.UsageBucket
-	82,  // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
-	83,  // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
-	76,  // 56: seatd.v1.UsageReportRow.denials_by_reason:type_name -> seatd.v1.UsageReportRow.DenialsByReasonEntry
-	82,  // 57: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
-	82,  // 58: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
+	100, // 54: seatd.v1.UsageReportRow.bucket_start:type_name -> google.protobuf.Timestamp
+	101, // 55: seatd.v1.UsageReportRow.mean_queue_wait:type_name -> google.protobuf.Duration
+	94,  // 56: seatd.v1.UsageReportRow.denials_by_reason:type_name -> seatd.v1.UsageReportRow.DenialsByReasonEntry
+	100, // 57: seatd.v1.GetUsageReportResponse.start_time:type_name -> google.protobuf.Timestamp
+	100, // 58: seatd.v1.GetUsageReportResponse.end_time:type_name -> google.protobuf.Timestamp
 	0,   // 59: seatd.v1.GetUsageReportResponse.bucket:type_name -> seatd.v1.UsageBucket
 	50,  // 60: seatd.v1.GetUsageReportResponse.rows:type_name -> seatd.v1.UsageReportRow
 	51,  // 61: seatd.v1.GetUsageReportResponse.users:type_name -> seatd.v1.UserUsage
-	86,  // 62: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
-	86,  // 63: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
-	87,  // 64: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	87,  // 65: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
-	87,  // 66: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
-	88,  // 67: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
-	88,  // 68: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
-	88,  // 69: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
-	82,  // 70: seatd.v1.LicenseFile.issued_at:type_name -> google.protobuf.Timestamp
-	82,  // 71: seatd.v1.LicenseFile.not_after:type_name -> google.protobuf.Timestamp
-	82,  // 72: seatd.v1.LicenseFile.in_force_since:type_name -> google.protobuf.Timestamp
+	104, // 62: seatd.v1.ListSigningKeysResponse.signing_keys:type_name -> seatd.v1.SigningKey
+	104, // 63: seatd.v1.RotateSigningKeyResponse.signing_key:type_name -> seatd.v1.SigningKey
+	105, // 64: seatd.v1.GetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	105, // 65: seatd.v1.SetLicensePolicyRequest.policy:type_name -> seatd.v1.LicensePolicy
+	105, // 66: seatd.v1.SetLicensePolicyResponse.policy:type_name -> seatd.v1.LicensePolicy
+	106, // 67: seatd.v1.ListGroupsResponse.groups:type_name -> seatd.v1.IdentityGroup
+	106, // 68: seatd.v1.PutGroupRequest.group:type_name -> seatd.v1.IdentityGroup
+	106, // 69: seatd.v1.PutGroupResponse.group:type_name -> seatd.v1.IdentityGroup
+	100, // 70: seatd.v1.LicenseFile.issued_at:type_name -> google.protobuf.Timestamp
+	100, // 71: seatd.v1.LicenseFile.not_after:type_name -> google.protobuf.Timestamp
+	100, // 72: seatd.v1.LicenseFile.in_force_since:type_name -> google.protobuf.Timestamp
 	67,  // 73: seatd.v1.GetLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
 	67,  // 74: seatd.v1.ReloadLicenseFileResponse.license_file:type_name -> seatd.v1.LicenseFile
-	82,  // 75: seatd.v1.ExportUsageRequest.start_time:type_name -> google.protobuf.Timestamp
-	82,  // 76: seatd.v1.ExportUsageRequest.end_time:type_name -> google.protobuf.Timestamp
-	82,  // 77: seatd.v1.ExportUsageResponse.period_start:type_name -> google.protobuf.Timestamp
-	82,  // 78: seatd.v1.ExportUsageResponse.period_end:type_name -> google.protobuf.Timestamp
-	82,  // 79: seatd.v1.ExportUsageResponse.created_at:type_name -> google.protobuf.Timestamp
+	100, // 75: seatd.v1.ExportUsageRequest.start_time:type_name -> google.protobuf.Timestamp
+	100, // 76: seatd.v1.ExportUsageRequest.end_time:type_name -> google.protobuf.Timestamp
+	100, // 77: seatd.v1.ExportUsageResponse.period_start:type_name -> google.protobuf.Timestamp
+	100, // 78: seatd.v1.ExportUsageResponse.period_end:type_name -> google.protobuf.Timestamp
+	100, // 79: seatd.v1.ExportUsageResponse.created_at:type_name -> google.protobuf.Timestamp
 	73,  // 80: seatd.v1.ExportUsageResponse.rows:type_name -> seatd.v1.UsageExportRow
-	1,   // 81: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
-	3,   // 82: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
-	5,   // 83: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
-	7,   // 84: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
-	9,   // 85: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
-	11,  // 86: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
-	13,  // 87: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
-	15,  // 88: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
-	57,  // 89: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
-	59,  // 90: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
-	61,  // 91: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
-	63,  // 92: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
-	65,  // 93: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
-	17,  // 94: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
-	19,  // 95: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
-	21,  // 96: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
-	24,  // 97: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
-	26,  // 98: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
-	30,  // 99: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
-	32,  // 100: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
-	34,  // 101: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
-	36,  // 102: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
-	38,  // 103: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
-	40,  // 104: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
-	43,  // 105: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
-	46,  // 106: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
-	49,  // 107: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
-	53,  // 108: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
-	55,  // 109: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
-	68,  // 110: seatd.v1.AdminService.GetLicenseFile:input_type -> seatd.v1.GetLicenseFileRequest
-	70,  // 111: seatd.v1.AdminService.ReloadLicenseFile:input_type -> seatd.v1.ReloadLicenseFileRequest
-	72,  // 112: seatd.v1.AdminService.ExportUsage:input_type -> seatd.v1.ExportUsageRequest
-	2,   // 113: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
-	4,   // 114: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
-	6,   // 115: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
-	8,   // 116: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
-	10,  // 117: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
-	12,  // 118: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
-	14,  // 119: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
-	16,  // 120: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
-	58,  // 121: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
-	60,  // 122: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
-	62,  // 123: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
-	64,  // 124: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
-	66,  // 125: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
-	18,  // 126: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
-	20,  // 127: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
-	23,  // 128: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
-	25,  // 129: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
-	29,  // 130: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
-	31,  // 131: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
-	33,  // 132: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
-	35,  // 133: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
-	37,  // 134: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
-	39,  // 135: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
-	42,  // 136: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
-	45,  // 137: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
-	48,  // 138: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
-	52,  // 139: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
-	54,  // 140: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
-	56,  // 141: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
-	69,  // 142: seatd.v1.AdminService.GetLicenseFile:output_type -> seatd.v1.GetLicenseFileResponse
-	71,  // 143: seatd.v1.AdminService.ReloadLicenseFile:output_type -> seatd.v1.ReloadLicenseFileResponse
-	74,  // 144: seatd.v1.AdminService.ExportUsage:output_type -> seatd.v1.ExportUsageResponse
-	113, // [113:145] is the sub-list for method output_type
-	81,  // [81:113] is the sub-list for method input_type
-	81,  // [81:81] is the sub-list for extension type_name
-	81,  // [81:81] is the sub-list for extension extendee
-	0,   // [0:81] is the sub-list for field type_name
+	100, // 81: seatd.v1.WebhookEndpoint.previous_secret_until:type_name -> google.protobuf.Timestamp
+	100, // 82: seatd.v1.WebhookEndpoint.failing_since:type_name -> google.protobuf.Timestamp
+	100, // 83: seatd.v1.WebhookEndpoint.created_at:type_name -> google.protobuf.Timestamp
+	100, // 84: seatd.v1.WebhookEndpoint.updated_at:type_name -> google.protobuf.Timestamp
+	100, // 85: seatd.v1.WebhookDelivery.created_at:type_name -> google.protobuf.Timestamp
+	100, // 86: seatd.v1.WebhookDelivery.next_attempt_at:type_name -> google.protobuf.Timestamp
+	101, // 87: seatd.v1.WebhookDelivery.last_latency:type_name -> google.protobuf.Duration
+	100, // 88: seatd.v1.WebhookDelivery.last_attempt_at:type_name -> google.protobuf.Timestamp
+	75,  // 89: seatd.v1.CreateWebhookEndpointResponse.endpoint:type_name -> seatd.v1.WebhookEndpoint
+	75,  // 90: seatd.v1.ListWebhookEndpointsResponse.endpoints:type_name -> seatd.v1.WebhookEndpoint
+	75,  // 91: seatd.v1.GetWebhookEndpointResponse.endpoint:type_name -> seatd.v1.WebhookEndpoint
+	75,  // 92: seatd.v1.SetWebhookEndpointDisabledResponse.endpoint:type_name -> seatd.v1.WebhookEndpoint
+	101, // 93: seatd.v1.RotateWebhookSecretRequest.keep_previous:type_name -> google.protobuf.Duration
+	75,  // 94: seatd.v1.RotateWebhookSecretResponse.endpoint:type_name -> seatd.v1.WebhookEndpoint
+	76,  // 95: seatd.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> seatd.v1.WebhookDelivery
+	76,  // 96: seatd.v1.ReplayWebhookDeliveryResponse.delivery:type_name -> seatd.v1.WebhookDelivery
+	1,   // 97: seatd.v1.AdminService.CreateLicense:input_type -> seatd.v1.CreateLicenseRequest
+	3,   // 98: seatd.v1.AdminService.GetLicense:input_type -> seatd.v1.GetLicenseRequest
+	5,   // 99: seatd.v1.AdminService.ListLicenses:input_type -> seatd.v1.ListLicensesRequest
+	7,   // 100: seatd.v1.AdminService.UpdateLicense:input_type -> seatd.v1.UpdateLicenseRequest
+	9,   // 101: seatd.v1.AdminService.DeleteLicense:input_type -> seatd.v1.DeleteLicenseRequest
+	11,  // 102: seatd.v1.AdminService.CreateFeatureGrant:input_type -> seatd.v1.CreateFeatureGrantRequest
+	13,  // 103: seatd.v1.AdminService.UpdateFeatureGrant:input_type -> seatd.v1.UpdateFeatureGrantRequest
+	15,  // 104: seatd.v1.AdminService.DeleteFeatureGrant:input_type -> seatd.v1.DeleteFeatureGrantRequest
+	57,  // 105: seatd.v1.AdminService.GetLicensePolicy:input_type -> seatd.v1.GetLicensePolicyRequest
+	59,  // 106: seatd.v1.AdminService.SetLicensePolicy:input_type -> seatd.v1.SetLicensePolicyRequest
+	61,  // 107: seatd.v1.AdminService.ListGroups:input_type -> seatd.v1.ListGroupsRequest
+	63,  // 108: seatd.v1.AdminService.PutGroup:input_type -> seatd.v1.PutGroupRequest
+	65,  // 109: seatd.v1.AdminService.DeleteGroup:input_type -> seatd.v1.DeleteGroupRequest
+	17,  // 110: seatd.v1.AdminService.ListLeases:input_type -> seatd.v1.ListLeasesRequest
+	19,  // 111: seatd.v1.AdminService.RevokeLease:input_type -> seatd.v1.RevokeLeaseRequest
+	21,  // 112: seatd.v1.AdminService.Cleanup:input_type -> seatd.v1.CleanupRequest
+	24,  // 113: seatd.v1.AdminService.GetCleanupStatus:input_type -> seatd.v1.GetCleanupStatusRequest
+	26,  // 114: seatd.v1.AdminService.GetZombieReport:input_type -> seatd.v1.GetZombieReportRequest
+	30,  // 115: seatd.v1.AdminService.CreateTenant:input_type -> seatd.v1.CreateTenantRequest
+	32,  // 116: seatd.v1.AdminService.ListTenants:input_type -> seatd.v1.ListTenantsRequest
+	34,  // 117: seatd.v1.AdminService.CreateApiKey:input_type -> seatd.v1.CreateApiKeyRequest
+	36,  // 118: seatd.v1.AdminService.ListApiKeys:input_type -> seatd.v1.ListApiKeysRequest
+	38,  // 119: seatd.v1.AdminService.RevokeApiKey:input_type -> seatd.v1.RevokeApiKeyRequest
+	40,  // 120: seatd.v1.AdminService.ListUsageEvents:input_type -> seatd.v1.ListUsageEventsRequest
+	43,  // 121: seatd.v1.AdminService.ListCleanupEvents:input_type -> seatd.v1.ListCleanupEventsRequest
+	46,  // 122: seatd.v1.AdminService.ListAuditEvents:input_type -> seatd.v1.ListAuditEventsRequest
+	49,  // 123: seatd.v1.AdminService.GetUsageReport:input_type -> seatd.v1.GetUsageReportRequest
+	53,  // 124: seatd.v1.AdminService.ListSigningKeys:input_type -> seatd.v1.ListSigningKeysRequest
+	55,  // 125: seatd.v1.AdminService.RotateSigningKey:input_type -> seatd.v1.RotateSigningKeyRequest
+	68,  // 126: seatd.v1.AdminService.GetLicenseFile:input_type -> seatd.v1.GetLicenseFileRequest
+	70,  // 127: seatd.v1.AdminService.ReloadLicenseFile:input_type -> seatd.v1.ReloadLicenseFileRequest
+	72,  // 128: seatd.v1.AdminService.ExportUsage:input_type -> seatd.v1.ExportUsageRequest
+	77,  // 129: seatd.v1.AdminService.CreateWebhookEndpoint:input_type -> seatd.v1.CreateWebhookEndpointRequest
+	79,  // 130: seatd.v1.AdminService.ListWebhookEndpoints:input_type -> seatd.v1.ListWebhookEndpointsRequest
+	81,  // 131: seatd.v1.AdminService.GetWebhookEndpoint:input_type -> seatd.v1.GetWebhookEndpointRequest
+	83,  // 132: seatd.v1.AdminService.DeleteWebhookEndpoint:input_type -> seatd.v1.DeleteWebhookEndpointRequest
+	85,  // 133: seatd.v1.AdminService.SetWebhookEndpointDisabled:input_type -> seatd.v1.SetWebhookEndpointDisabledRequest
+	87,  // 134: seatd.v1.AdminService.RotateWebhookSecret:input_type -> seatd.v1.RotateWebhookSecretRequest
+	89,  // 135: seatd.v1.AdminService.ListWebhookDeliveries:input_type -> seatd.v1.ListWebhookDeliveriesRequest
+	91,  // 136: seatd.v1.AdminService.ReplayWebhookDelivery:input_type -> seatd.v1.ReplayWebhookDeliveryRequest
+	2,   // 137: seatd.v1.AdminService.CreateLicense:output_type -> seatd.v1.CreateLicenseResponse
+	4,   // 138: seatd.v1.AdminService.GetLicense:output_type -> seatd.v1.GetLicenseResponse
+	6,   // 139: seatd.v1.AdminService.ListLicenses:output_type -> seatd.v1.ListLicensesResponse
+	8,   // 140: seatd.v1.AdminService.UpdateLicense:output_type -> seatd.v1.UpdateLicenseResponse
+	10,  // 141: seatd.v1.AdminService.DeleteLicense:output_type -> seatd.v1.DeleteLicenseResponse
+	12,  // 142: seatd.v1.AdminService.CreateFeatureGrant:output_type -> seatd.v1.CreateFeatureGrantResponse
+	14,  // 143: seatd.v1.AdminService.UpdateFeatureGrant:output_type -> seatd.v1.UpdateFeatureGrantResponse
+	16,  // 144: seatd.v1.AdminService.DeleteFeatureGrant:output_type -> seatd.v1.DeleteFeatureGrantResponse
+	58,  // 145: seatd.v1.AdminService.GetLicensePolicy:output_type -> seatd.v1.GetLicensePolicyResponse
+	60,  // 146: seatd.v1.AdminService.SetLicensePolicy:output_type -> seatd.v1.SetLicensePolicyResponse
+	62,  // 147: seatd.v1.AdminService.ListGroups:output_type -> seatd.v1.ListGroupsResponse
+	64,  // 148: seatd.v1.AdminService.PutGroup:output_type -> seatd.v1.PutGroupResponse
+	66,  // 149: seatd.v1.AdminService.DeleteGroup:output_type -> seatd.v1.DeleteGroupResponse
+	18,  // 150: seatd.v1.AdminService.ListLeases:output_type -> seatd.v1.ListLeasesResponse
+	20,  // 151: seatd.v1.AdminService.RevokeLease:output_type -> seatd.v1.RevokeLeaseResponse
+	23,  // 152: seatd.v1.AdminService.Cleanup:output_type -> seatd.v1.CleanupResponse
+	25,  // 153: seatd.v1.AdminService.GetCleanupStatus:output_type -> seatd.v1.GetCleanupStatusResponse
+	29,  // 154: seatd.v1.AdminService.GetZombieReport:output_type -> seatd.v1.GetZombieReportResponse
+	31,  // 155: seatd.v1.AdminService.CreateTenant:output_type -> seatd.v1.CreateTenantResponse
+	33,  // 156: seatd.v1.AdminService.ListTenants:output_type -> seatd.v1.ListTenantsResponse
+	35,  // 157: seatd.v1.AdminService.CreateApiKey:output_type -> seatd.v1.CreateApiKeyResponse
+	37,  // 158: seatd.v1.AdminService.ListApiKeys:output_type -> seatd.v1.ListApiKeysResponse
+	39,  // 159: seatd.v1.AdminService.RevokeApiKey:output_type -> seatd.v1.RevokeApiKeyResponse
+	42,  // 160: seatd.v1.AdminService.ListUsageEvents:output_type -> seatd.v1.ListUsageEventsResponse
+	45,  // 161: seatd.v1.AdminService.ListCleanupEvents:output_type -> seatd.v1.ListCleanupEventsResponse
+	48,  // 162: seatd.v1.AdminService.ListAuditEvents:output_type -> seatd.v1.ListAuditEventsResponse
+	52,  // 163: seatd.v1.AdminService.GetUsageReport:output_type -> seatd.v1.GetUsageReportResponse
+	54,  // 164: seatd.v1.AdminService.ListSigningKeys:output_type -> seatd.v1.ListSigningKeysResponse
+	56,  // 165: seatd.v1.AdminService.RotateSigningKey:output_type -> seatd.v1.RotateSigningKeyResponse
+	69,  // 166: seatd.v1.AdminService.GetLicenseFile:output_type -> seatd.v1.GetLicenseFileResponse
+	71,  // 167: seatd.v1.AdminService.ReloadLicenseFile:output_type -> seatd.v1.ReloadLicenseFileResponse
+	74,  // 168: seatd.v1.AdminService.ExportUsage:output_type -> seatd.v1.ExportUsageResponse
+	78,  // 169: seatd.v1.AdminService.CreateWebhookEndpoint:output_type -> seatd.v1.CreateWebhookEndpointResponse
+	80,  // 170: seatd.v1.AdminService.ListWebhookEndpoints:output_type -> seatd.v1.ListWebhookEndpointsResponse
+	82,  // 171: seatd.v1.AdminService.GetWebhookEndpoint:output_type -> seatd.v1.GetWebhookEndpointResponse
+	84,  // 172: seatd.v1.AdminService.DeleteWebhookEndpoint:output_type -> seatd.v1.DeleteWebhookEndpointResponse
+	86,  // 173: seatd.v1.AdminService.SetWebhookEndpointDisabled:output_type -> seatd.v1.SetWebhookEndpointDisabledResponse
+	88,  // 174: seatd.v1.AdminService.RotateWebhookSecret:output_type -> seatd.v1.RotateWebhookSecretResponse
+	90,  // 175: seatd.v1.AdminService.ListWebhookDeliveries:output_type -> seatd.v1.ListWebhookDeliveriesResponse
+	92,  // 176: seatd.v1.AdminService.ReplayWebhookDelivery:output_type -> seatd.v1.ReplayWebhookDeliveryResponse
+	137, // [137:177] is the sub-list for method output_type
+	97,  // [97:137] is the sub-list for method input_type
+	97,  // [97:97] is the sub-list for extension type_name
+	97,  // [97:97] is the sub-list for extension extendee
+	0,   // [0:97] is the sub-list for field type_name
 }
 
 func init() { file_seatd_v1_admin_service_proto_init() }
@@ -5219,7 +6503,7 @@ func file_seatd_v1_admin_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seatd_v1_admin_service_proto_rawDesc), len(file_seatd_v1_admin_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   76,
+			NumMessages:   94,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

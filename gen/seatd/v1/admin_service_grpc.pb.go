@@ -19,38 +19,46 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_CreateLicense_FullMethodName      = "/seatd.v1.AdminService/CreateLicense"
-	AdminService_GetLicense_FullMethodName         = "/seatd.v1.AdminService/GetLicense"
-	AdminService_ListLicenses_FullMethodName       = "/seatd.v1.AdminService/ListLicenses"
-	AdminService_UpdateLicense_FullMethodName      = "/seatd.v1.AdminService/UpdateLicense"
-	AdminService_DeleteLicense_FullMethodName      = "/seatd.v1.AdminService/DeleteLicense"
-	AdminService_CreateFeatureGrant_FullMethodName = "/seatd.v1.AdminService/CreateFeatureGrant"
-	AdminService_UpdateFeatureGrant_FullMethodName = "/seatd.v1.AdminService/UpdateFeatureGrant"
-	AdminService_DeleteFeatureGrant_FullMethodName = "/seatd.v1.AdminService/DeleteFeatureGrant"
-	AdminService_GetLicensePolicy_FullMethodName   = "/seatd.v1.AdminService/GetLicensePolicy"
-	AdminService_SetLicensePolicy_FullMethodName   = "/seatd.v1.AdminService/SetLicensePolicy"
-	AdminService_ListGroups_FullMethodName         = "/seatd.v1.AdminService/ListGroups"
-	AdminService_PutGroup_FullMethodName           = "/seatd.v1.AdminService/PutGroup"
-	AdminService_DeleteGroup_FullMethodName        = "/seatd.v1.AdminService/DeleteGroup"
-	AdminService_ListLeases_FullMethodName         = "/seatd.v1.AdminService/ListLeases"
-	AdminService_RevokeLease_FullMethodName        = "/seatd.v1.AdminService/RevokeLease"
-	AdminService_Cleanup_FullMethodName            = "/seatd.v1.AdminService/Cleanup"
-	AdminService_GetCleanupStatus_FullMethodName   = "/seatd.v1.AdminService/GetCleanupStatus"
-	AdminService_GetZombieReport_FullMethodName    = "/seatd.v1.AdminService/GetZombieReport"
-	AdminService_CreateTenant_FullMethodName       = "/seatd.v1.AdminService/CreateTenant"
-	AdminService_ListTenants_FullMethodName        = "/seatd.v1.AdminService/ListTenants"
-	AdminService_CreateApiKey_FullMethodName       = "/seatd.v1.AdminService/CreateApiKey"
-	AdminService_ListApiKeys_FullMethodName        = "/seatd.v1.AdminService/ListApiKeys"
-	AdminService_RevokeApiKey_FullMethodName       = "/seatd.v1.AdminService/RevokeApiKey"
-	AdminService_ListUsageEvents_FullMethodName    = "/seatd.v1.AdminService/ListUsageEvents"
-	AdminService_ListCleanupEvents_FullMethodName  = "/seatd.v1.AdminService/ListCleanupEvents"
-	AdminService_ListAuditEvents_FullMethodName    = "/seatd.v1.AdminService/ListAuditEvents"
-	AdminService_GetUsageReport_FullMethodName     = "/seatd.v1.AdminService/GetUsageReport"
-	AdminService_ListSigningKeys_FullMethodName    = "/seatd.v1.AdminService/ListSigningKeys"
-	AdminService_RotateSigningKey_FullMethodName   = "/seatd.v1.AdminService/RotateSigningKey"
-	AdminService_GetLicenseFile_FullMethodName     = "/seatd.v1.AdminService/GetLicenseFile"
-	AdminService_ReloadLicenseFile_FullMethodName  = "/seatd.v1.AdminService/ReloadLicenseFile"
-	AdminService_ExportUsage_FullMethodName        = "/seatd.v1.AdminService/ExportUsage"
+	AdminService_CreateLicense_FullMethodName              = "/seatd.v1.AdminService/CreateLicense"
+	AdminService_GetLicense_FullMethodName                 = "/seatd.v1.AdminService/GetLicense"
+	AdminService_ListLicenses_FullMethodName               = "/seatd.v1.AdminService/ListLicenses"
+	AdminService_UpdateLicense_FullMethodName              = "/seatd.v1.AdminService/UpdateLicense"
+	AdminService_DeleteLicense_FullMethodName              = "/seatd.v1.AdminService/DeleteLicense"
+	AdminService_CreateFeatureGrant_FullMethodName         = "/seatd.v1.AdminService/CreateFeatureGrant"
+	AdminService_UpdateFeatureGrant_FullMethodName         = "/seatd.v1.AdminService/UpdateFeatureGrant"
+	AdminService_DeleteFeatureGrant_FullMethodName         = "/seatd.v1.AdminService/DeleteFeatureGrant"
+	AdminService_GetLicensePolicy_FullMethodName           = "/seatd.v1.AdminService/GetLicensePolicy"
+	AdminService_SetLicensePolicy_FullMethodName           = "/seatd.v1.AdminService/SetLicensePolicy"
+	AdminService_ListGroups_FullMethodName                 = "/seatd.v1.AdminService/ListGroups"
+	AdminService_PutGroup_FullMethodName                   = "/seatd.v1.AdminService/PutGroup"
+	AdminService_DeleteGroup_FullMethodName                = "/seatd.v1.AdminService/DeleteGroup"
+	AdminService_ListLeases_FullMethodName                 = "/seatd.v1.AdminService/ListLeases"
+	AdminService_RevokeLease_FullMethodName                = "/seatd.v1.AdminService/RevokeLease"
+	AdminService_Cleanup_FullMethodName                    = "/seatd.v1.AdminService/Cleanup"
+	AdminService_GetCleanupStatus_FullMethodName           = "/seatd.v1.AdminService/GetCleanupStatus"
+	AdminService_GetZombieReport_FullMethodName            = "/seatd.v1.AdminService/GetZombieReport"
+	AdminService_CreateTenant_FullMethodName               = "/seatd.v1.AdminService/CreateTenant"
+	AdminService_ListTenants_FullMethodName                = "/seatd.v1.AdminService/ListTenants"
+	AdminService_CreateApiKey_FullMethodName               = "/seatd.v1.AdminService/CreateApiKey"
+	AdminService_ListApiKeys_FullMethodName                = "/seatd.v1.AdminService/ListApiKeys"
+	AdminService_RevokeApiKey_FullMethodName               = "/seatd.v1.AdminService/RevokeApiKey"
+	AdminService_ListUsageEvents_FullMethodName            = "/seatd.v1.AdminService/ListUsageEvents"
+	AdminService_ListCleanupEvents_FullMethodName          = "/seatd.v1.AdminService/ListCleanupEvents"
+	AdminService_ListAuditEvents_FullMethodName            = "/seatd.v1.AdminService/ListAuditEvents"
+	AdminService_GetUsageReport_FullMethodName             = "/seatd.v1.AdminService/GetUsageReport"
+	AdminService_ListSigningKeys_FullMethodName            = "/seatd.v1.AdminService/ListSigningKeys"
+	AdminService_RotateSigningKey_FullMethodName           = "/seatd.v1.AdminService/RotateSigningKey"
+	AdminService_GetLicenseFile_FullMethodName             = "/seatd.v1.AdminService/GetLicenseFile"
+	AdminService_ReloadLicenseFile_FullMethodName          = "/seatd.v1.AdminService/ReloadLicenseFile"
+	AdminService_ExportUsage_FullMethodName                = "/seatd.v1.AdminService/ExportUsage"
+	AdminService_CreateWebhookEndpoint_FullMethodName      = "/seatd.v1.AdminService/CreateWebhookEndpoint"
+	AdminService_ListWebhookEndpoints_FullMethodName       = "/seatd.v1.AdminService/ListWebhookEndpoints"
+	AdminService_GetWebhookEndpoint_FullMethodName         = "/seatd.v1.AdminService/GetWebhookEndpoint"
+	AdminService_DeleteWebhookEndpoint_FullMethodName      = "/seatd.v1.AdminService/DeleteWebhookEndpoint"
+	AdminService_SetWebhookEndpointDisabled_FullMethodName = "/seatd.v1.AdminService/SetWebhookEndpointDisabled"
+	AdminService_RotateWebhookSecret_FullMethodName        = "/seatd.v1.AdminService/RotateWebhookSecret"
+	AdminService_ListWebhookDeliveries_FullMethodName      = "/seatd.v1.AdminService/ListWebhookDeliveries"
+	AdminService_ReplayWebhookDelivery_FullMethodName      = "/seatd.v1.AdminService/ReplayWebhookDelivery"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -169,6 +177,34 @@ type AdminServiceClient interface {
 	// vendor verify-usage`). FAILED_PRECONDITION LICENSE_FILE_NOT_CONFIGURED
 	// on a seatd without --license-file.
 	ExportUsage(ctx context.Context, in *ExportUsageRequest, opts ...grpc.CallOption) (*ExportUsageResponse, error)
+	// Webhooks (docs/concepts/webhooks.md): a tenant's endpoints, each sent
+	// the tenant's events of the types it names (every type when none), as
+	// Standard Webhooks requests signed with its secret. Audited.
+	//
+	// CreateWebhookEndpoint registers an endpoint and answers its secret
+	// ("whsec_" + base64; made unless given), the only answer that shows
+	// it. The URL must be https and not point at a loopback, link-local or
+	// private address, unless seatd runs with
+	// --webhook-allow-private-addresses (INVALID_ARGUMENT naming
+	// endpoint.url).
+	CreateWebhookEndpoint(ctx context.Context, in *CreateWebhookEndpointRequest, opts ...grpc.CallOption) (*CreateWebhookEndpointResponse, error)
+	// ListWebhookEndpoints lists the tenant's endpoints (never their secrets).
+	ListWebhookEndpoints(ctx context.Context, in *ListWebhookEndpointsRequest, opts ...grpc.CallOption) (*ListWebhookEndpointsResponse, error)
+	GetWebhookEndpoint(ctx context.Context, in *GetWebhookEndpointRequest, opts ...grpc.CallOption) (*GetWebhookEndpointResponse, error)
+	// DeleteWebhookEndpoint removes an endpoint and its delivery log.
+	DeleteWebhookEndpoint(ctx context.Context, in *DeleteWebhookEndpointRequest, opts ...grpc.CallOption) (*DeleteWebhookEndpointResponse, error)
+	// SetWebhookEndpointDisabled disables an endpoint (its deliveries wait),
+	// or enables it again, its run of failures forgotten.
+	SetWebhookEndpointDisabled(ctx context.Context, in *SetWebhookEndpointDisabledRequest, opts ...grpc.CallOption) (*SetWebhookEndpointDisabledResponse, error)
+	// RotateWebhookSecret gives an endpoint a new secret and answers it; the
+	// previous one signs beside it (two signatures per request) for
+	// keep_previous (default 24 h, at most 168 h).
+	RotateWebhookSecret(ctx context.Context, in *RotateWebhookSecretRequest, opts ...grpc.CallOption) (*RotateWebhookSecretResponse, error)
+	// ListWebhookDeliveries is an endpoint's delivery log, newest first.
+	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
+	// ReplayWebhookDelivery sends a delivery again, delivered or failed:
+	// the same event, id and sequence.
+	ReplayWebhookDelivery(ctx context.Context, in *ReplayWebhookDeliveryRequest, opts ...grpc.CallOption) (*ReplayWebhookDeliveryResponse, error)
 }
 
 type adminServiceClient struct {
@@ -499,6 +535,86 @@ func (c *adminServiceClient) ExportUsage(ctx context.Context, in *ExportUsageReq
 	return out, nil
 }
 
+func (c *adminServiceClient) CreateWebhookEndpoint(ctx context.Context, in *CreateWebhookEndpointRequest, opts ...grpc.CallOption) (*CreateWebhookEndpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateWebhookEndpointResponse)
+	err := c.cc.Invoke(ctx, AdminService_CreateWebhookEndpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListWebhookEndpoints(ctx context.Context, in *ListWebhookEndpointsRequest, opts ...grpc.CallOption) (*ListWebhookEndpointsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookEndpointsResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListWebhookEndpoints_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) GetWebhookEndpoint(ctx context.Context, in *GetWebhookEndpointRequest, opts ...grpc.CallOption) (*GetWebhookEndpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWebhookEndpointResponse)
+	err := c.cc.Invoke(ctx, AdminService_GetWebhookEndpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteWebhookEndpoint(ctx context.Context, in *DeleteWebhookEndpointRequest, opts ...grpc.CallOption) (*DeleteWebhookEndpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteWebhookEndpointResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteWebhookEndpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) SetWebhookEndpointDisabled(ctx context.Context, in *SetWebhookEndpointDisabledRequest, opts ...grpc.CallOption) (*SetWebhookEndpointDisabledResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetWebhookEndpointDisabledResponse)
+	err := c.cc.Invoke(ctx, AdminService_SetWebhookEndpointDisabled_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RotateWebhookSecret(ctx context.Context, in *RotateWebhookSecretRequest, opts ...grpc.CallOption) (*RotateWebhookSecretResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RotateWebhookSecretResponse)
+	err := c.cc.Invoke(ctx, AdminService_RotateWebhookSecret_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookDeliveriesResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListWebhookDeliveries_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) ReplayWebhookDelivery(ctx context.Context, in *ReplayWebhookDeliveryRequest, opts ...grpc.CallOption) (*ReplayWebhookDeliveryResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReplayWebhookDeliveryResponse)
+	err := c.cc.Invoke(ctx, AdminService_ReplayWebhookDelivery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -615,6 +731,34 @@ type AdminServiceServer interface {
 	// vendor verify-usage`). FAILED_PRECONDITION LICENSE_FILE_NOT_CONFIGURED
 	// on a seatd without --license-file.
 	ExportUsage(context.Context, *ExportUsageRequest) (*ExportUsageResponse, error)
+	// Webhooks (docs/concepts/webhooks.md): a tenant's endpoints, each sent
+	// the tenant's events of the types it names (every type when none), as
+	// Standard Webhooks requests signed with its secret. Audited.
+	//
+	// CreateWebhookEndpoint registers an endpoint and answers its secret
+	// ("whsec_" + base64; made unless given), the only answer that shows
+	// it. The URL must be https and not point at a loopback, link-local or
+	// private address, unless seatd runs with
+	// --webhook-allow-private-addresses (INVALID_ARGUMENT naming
+	// endpoint.url).
+	CreateWebhookEndpoint(context.Context, *CreateWebhookEndpointRequest) (*CreateWebhookEndpointResponse, error)
+	// ListWebhookEndpoints lists the tenant's endpoints (never their secrets).
+	ListWebhookEndpoints(context.Context, *ListWebhookEndpointsRequest) (*ListWebhookEndpointsResponse, error)
+	GetWebhookEndpoint(context.Context, *GetWebhookEndpointRequest) (*GetWebhookEndpointResponse, error)
+	// DeleteWebhookEndpoint removes an endpoint and its delivery log.
+	DeleteWebhookEndpoint(context.Context, *DeleteWebhookEndpointRequest) (*DeleteWebhookEndpointResponse, error)
+	// SetWebhookEndpointDisabled disables an endpoint (its deliveries wait),
+	// or enables it again, its run of failures forgotten.
+	SetWebhookEndpointDisabled(context.Context, *SetWebhookEndpointDisabledRequest) (*SetWebhookEndpointDisabledResponse, error)
+	// RotateWebhookSecret gives an endpoint a new secret and answers it; the
+	// previous one signs beside it (two signatures per request) for
+	// keep_previous (default 24 h, at most 168 h).
+	RotateWebhookSecret(context.Context, *RotateWebhookSecretRequest) (*RotateWebhookSecretResponse, error)
+	// ListWebhookDeliveries is an endpoint's delivery log, newest first.
+	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
+	// ReplayWebhookDelivery sends a delivery again, delivered or failed:
+	// the same event, id and sequence.
+	ReplayWebhookDelivery(context.Context, *ReplayWebhookDeliveryRequest) (*ReplayWebhookDeliveryResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -720,6 +864,30 @@ func (UnimplementedAdminServiceServer) ReloadLicenseFile(context.Context, *Reloa
 }
 func (UnimplementedAdminServiceServer) ExportUsage(context.Context, *ExportUsageRequest) (*ExportUsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExportUsage not implemented")
+}
+func (UnimplementedAdminServiceServer) CreateWebhookEndpoint(context.Context, *CreateWebhookEndpointRequest) (*CreateWebhookEndpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateWebhookEndpoint not implemented")
+}
+func (UnimplementedAdminServiceServer) ListWebhookEndpoints(context.Context, *ListWebhookEndpointsRequest) (*ListWebhookEndpointsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebhookEndpoints not implemented")
+}
+func (UnimplementedAdminServiceServer) GetWebhookEndpoint(context.Context, *GetWebhookEndpointRequest) (*GetWebhookEndpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWebhookEndpoint not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteWebhookEndpoint(context.Context, *DeleteWebhookEndpointRequest) (*DeleteWebhookEndpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteWebhookEndpoint not implemented")
+}
+func (UnimplementedAdminServiceServer) SetWebhookEndpointDisabled(context.Context, *SetWebhookEndpointDisabledRequest) (*SetWebhookEndpointDisabledResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetWebhookEndpointDisabled not implemented")
+}
+func (UnimplementedAdminServiceServer) RotateWebhookSecret(context.Context, *RotateWebhookSecretRequest) (*RotateWebhookSecretResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RotateWebhookSecret not implemented")
+}
+func (UnimplementedAdminServiceServer) ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebhookDeliveries not implemented")
+}
+func (UnimplementedAdminServiceServer) ReplayWebhookDelivery(context.Context, *ReplayWebhookDeliveryRequest) (*ReplayWebhookDeliveryResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReplayWebhookDelivery not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -1318,6 +1486,150 @@ func _AdminService_ExportUsage_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_CreateWebhookEndpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateWebhookEndpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).CreateWebhookEndpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_CreateWebhookEndpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).CreateWebhookEndpoint(ctx, req.(*CreateWebhookEndpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListWebhookEndpoints_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookEndpointsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListWebhookEndpoints(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListWebhookEndpoints_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListWebhookEndpoints(ctx, req.(*ListWebhookEndpointsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_GetWebhookEndpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWebhookEndpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).GetWebhookEndpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_GetWebhookEndpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).GetWebhookEndpoint(ctx, req.(*GetWebhookEndpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteWebhookEndpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteWebhookEndpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteWebhookEndpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteWebhookEndpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteWebhookEndpoint(ctx, req.(*DeleteWebhookEndpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_SetWebhookEndpointDisabled_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetWebhookEndpointDisabledRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).SetWebhookEndpointDisabled(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_SetWebhookEndpointDisabled_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).SetWebhookEndpointDisabled(ctx, req.(*SetWebhookEndpointDisabledRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RotateWebhookSecret_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RotateWebhookSecretRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RotateWebhookSecret(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RotateWebhookSecret_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RotateWebhookSecret(ctx, req.(*RotateWebhookSecretRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ListWebhookDeliveries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookDeliveriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListWebhookDeliveries(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListWebhookDeliveries_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListWebhookDeliveries(ctx, req.(*ListWebhookDeliveriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_ReplayWebhookDelivery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReplayWebhookDeliveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ReplayWebhookDelivery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ReplayWebhookDelivery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ReplayWebhookDelivery(ctx, req.(*ReplayWebhookDeliveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1452,6 +1764,38 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExportUsage",
 			Handler:    _AdminService_ExportUsage_Handler,
+		},
+		{
+			MethodName: "CreateWebhookEndpoint",
+			Handler:    _AdminService_CreateWebhookEndpoint_Handler,
+		},
+		{
+			MethodName: "ListWebhookEndpoints",
+			Handler:    _AdminService_ListWebhookEndpoints_Handler,
+		},
+		{
+			MethodName: "GetWebhookEndpoint",
+			Handler:    _AdminService_GetWebhookEndpoint_Handler,
+		},
+		{
+			MethodName: "DeleteWebhookEndpoint",
+			Handler:    _AdminService_DeleteWebhookEndpoint_Handler,
+		},
+		{
+			MethodName: "SetWebhookEndpointDisabled",
+			Handler:    _AdminService_SetWebhookEndpointDisabled_Handler,
+		},
+		{
+			MethodName: "RotateWebhookSecret",
+			Handler:    _AdminService_RotateWebhookSecret_Handler,
+		},
+		{
+			MethodName: "ListWebhookDeliveries",
+			Handler:    _AdminService_ListWebhookDeliveries_Handler,
+		},
+		{
+			MethodName: "ReplayWebhookDelivery",
+			Handler:    _AdminService_ReplayWebhookDelivery_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -60,19 +60,26 @@ func (pg *Postgres) InsertSession(ctx context.Context, l *server.Lease, epoch, v
 // KEY SHARE): a delete or a rebuild holding it FOR UPDATE makes the insert
 // wait, and then the re-checked row no longer matches, so nothing is
 // recorded.
-const insertOneSQL = `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
+//
+// A borrowed lease's lease.borrowed event is inserted by the same
+// statement (invariant 14); other leases write none.
+var insertOneSQL = `WITH ins AS (INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
 		fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
 		last_heartbeat_at, expires_at, borrowed, feature, version, reservation)
 	SELECT $1, l.id, l.tenant_id, $3, 0, $4, $5, $6, $7::jsonb, $8, $9, 'active', $10, $10, $11, $14, $15, $16, $17
 	FROM licenses l WHERE l.id = $2 AND l.deleted_at IS NULL AND l.live_epoch = $12 AND l.version = $13
-	FOR KEY SHARE`
+	FOR KEY SHARE
+	RETURNING ` + "*" + `), event AS (
+		` + borrowedEventSQL + `
+	)
+	SELECT id FROM ins`
 
 // insertManySQL is insertOneSQL for many leases: the same conditions and
 // lock, per row. It returns the ids it inserted. It skips (SKIP LOCKED)
 // the licenses whose row a delete or a rebuild holds, instead of waiting:
 // their rows are then inserted alone, waiting as they would have, and the
 // other licenses of the group are not held up.
-const insertManySQL = `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
+var insertManySQL = `WITH ins AS (INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
 		fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
 		last_heartbeat_at, expires_at, borrowed, feature, version, reservation)
 	SELECT v.id, l.id, l.tenant_id, v.token_hash, 0, v.fp, v.usr, v.host, v.md::jsonb, v.idem, v.dk,
@@ -85,7 +92,14 @@ const insertManySQL = `INSERT INTO sessions (id, license_id, tenant_id, token_ha
 	JOIN licenses l ON l.id = v.lic
 	WHERE l.deleted_at IS NULL AND l.live_epoch = v.epoch AND l.version = v.version
 	FOR KEY SHARE OF l SKIP LOCKED
-	RETURNING id`
+	RETURNING *
+	), event AS (
+		` + borrowedEventSQL + `
+	)
+	SELECT id FROM ins`
+
+// borrowedEventSQL writes the lease.borrowed events of the rows of ins.
+var borrowedEventSQL = sqlLeaseEvent(server.EventLeaseBorrowed, "ins", "borrowed", "acquired_at")
 
 func (pg *Postgres) insertOne(ctx context.Context, n newSession) (bool, error) {
 	l := n.lease
@@ -94,14 +108,15 @@ func (pg *Postgres) insertOne(ctx context.Context, n newSession) (bool, error) {
 		return false, notSent(err)
 	}
 	defer conn.Release()
-	tag, err := conn.Exec(ctx, insertOneSQL,
+	rows, _ := conn.Query(ctx, insertOneSQL,
 		l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname, jsonMap(l.Metadata),
 		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, n.epoch, n.version, l.Borrowed, l.Feature, l.Version,
 		[]byte(l.Reservation))
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return false, err
 	}
-	return tag.RowsAffected() == 1, nil
+	return len(ids) == 1, nil
 }
 
 func (pg *Postgres) runInserts(batch []*groupcommit.Call[newSession, bool]) {

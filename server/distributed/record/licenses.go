@@ -18,14 +18,18 @@ import (
 func (pg *Postgres) CreateLicense(ctx context.Context, l server.License) (server.License, error) {
 	l = normalizeLicense(l)
 	l.Policy = nil // SetPolicy sets it, against the tenant's groups
-	_, err := pg.pool.Exec(ctx, `INSERT INTO licenses (id, tenant_id, key, name, seats, overdraft, lease_ttl_us,
+	created := server.EventOfLicense(server.EventLicenseCreated, &l, l.CreatedAt)
+	// The license and its event in one statement (invariant 14).
+	_, err := pg.pool.Exec(ctx, `WITH lic AS (INSERT INTO licenses (id, tenant_id, key, name, seats, overdraft, lease_ttl_us,
 		revival_window_us, leasing_strategy, active, expires_at, metadata, created_at, updated_at,
 		max_borrow_us, max_borrowed_seats, allow_early_return)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, $17)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, $15, $16, $17) RETURNING id)
+		INSERT INTO webhook_events (id, type, at, tenant_id, license_id, subject_id, data)
+		SELECT $18, $19, $13, $2, id, id, $20::jsonb FROM lic`,
 		l.ID, l.TenantID, l.Key, l.Name, l.Seats, l.Overdraft, l.LeaseTTL.Microseconds(),
 		l.RevivalWindow.Microseconds(), string(l.LeasingStrategy), l.Active, optTime(l.ExpiresAt),
 		jsonMap(l.Metadata), l.CreatedAt, l.UpdatedAt, l.MaxBorrowDuration.Microseconds(), l.MaxBorrowedSeats,
-		l.AllowEarlyReturn)
+		l.AllowEarlyReturn, created.ID, string(created.Type), string(created.Data))
 	if pe := pgError(err); pe != nil {
 		switch {
 		case pe.Code == pgForeignKeyViolation:
@@ -237,6 +241,10 @@ func (pg *Postgres) UpdateLicense(ctx context.Context, tenantID, id string, upda
 		if err != nil {
 			return err
 		}
+		updated := server.EventOfLicense(server.EventLicenseUpdated, &next.License, next.UpdatedAt)
+		if _, err = insertEvent(ctx, tx, updated); err != nil {
+			return err
+		}
 		if pools, err = inheritSettings(ctx, tx, id); err != nil {
 			return err
 		}
@@ -346,8 +354,12 @@ func (pg *Postgres) DeleteLicense(ctx context.Context, tenantID, id string, now 
 			pools[i].Version++
 			pools[i].Deleted = true
 		}
-		revoked, err = deletePools(ctx, tx, ids, now, live, "license deleted")
+		if revoked, err = deletePools(ctx, tx, ids, now, live, "license deleted"); err != nil {
+			return err
+		}
 		lic.Version++
+		// After its leases' lease.revoked events, as the embedded store writes them.
+		_, err = insertEvent(ctx, tx, server.EventOfLicense(server.EventLicenseDeleted, &lic.License, now))
 		return err
 	})
 	return revoked, lic, pools, err
@@ -421,7 +433,9 @@ func deletePools(ctx context.Context, tx pgx.Tx, ids []string, now time.Time, li
 				last_heartbeat_at = GREATEST(s.last_heartbeat_at, (SELECT hb FROM live WHERE live.id = s.id)),
 				expires_at = COALESCE((SELECT dl FROM live WHERE live.id = s.id), s.expires_at)
 			FROM locked WHERE s.id = locked.id AND s.state = 'active'
-			RETURNING s.id, s.license_id, s.tenant_id, s.acquired_at, s.ended_at, s.expires_at
+			RETURNING `+sessionCols("s")+`
+		), event AS (
+			`+sqlLeaseEvent(server.EventLeaseRevoked, "ended", "true", "ended_at")+`
 		), usage AS (
 			INSERT INTO usage_events (lease_id, license_id, tenant_id, end_state, started_at, ended_at, duration_us)
 			SELECT id, license_id, tenant_id, 'revoked', acquired_at, `+sqlSeatHeldUntil+`, `+sqlDurationUS(sqlSeatHeldUntil, "acquired_at")+`

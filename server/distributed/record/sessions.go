@@ -115,6 +115,8 @@ func (pg *Postgres) EndLease(ctx context.Context, leaseID string, state server.L
 			SELECT id, tenant_id, license_id, expires_at, ended_at FROM ended
 			WHERE state = 'released' AND borrowed AND expires_at > ended_at
 			ON CONFLICT (lease_id) DO NOTHING
+		), event AS (
+			`+sqlLeaseEvent(server.EventLeaseRevoked, "ended", "state = 'revoked'", "ended_at")+`
 		)
 		SELECT `+sessionCols("")+` FROM ended`, leaseID, string(state), now, hb, deadline))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -221,6 +223,8 @@ func (pg *Postgres) ExpireSessions(ctx context.Context, exps []Expiry) ([]server
 			SELECT `+sqlAuditID+`, tenant_id, 'system', 'lease.expire', 'lease', id,
 				jsonb_build_object('license_id', license_id), ended_at
 			FROM ended WHERE state = 'expired'
+		), event AS (
+			`+sqlLeaseEvent(server.EventLeaseExpired, "ended", "state = 'expired'", "ended_at")+`
 		)
 		SELECT `+sessionCols("")+` FROM ended`, ids, hbs, dls, nows, lingering)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (server.Lease, error) {

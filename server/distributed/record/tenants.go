@@ -118,8 +118,21 @@ func (pg *Postgres) ListAPIKeys(ctx context.Context, tenantID string, p server.P
 }
 
 func (pg *Postgres) RevokeAPIKey(ctx context.Context, id string) (server.APIKey, error) {
-	k, err := scanAPIKey(pg.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, date_trunc('microseconds', clock_timestamp()))
-		WHERE id = $1 RETURNING `+apiKeyCols, id))
+	// The first revocation writes its event (EventOfAPIKey's data) in the
+	// same statement; a repeated one changes nothing.
+	k, err := scanAPIKey(pg.pool.QueryRow(ctx, `WITH cur AS (
+			SELECT id, revoked_at FROM api_keys WHERE id = $1 FOR UPDATE
+		), revoked AS (
+			UPDATE api_keys k SET revoked_at = COALESCE(k.revoked_at, date_trunc('microseconds', clock_timestamp()))
+			FROM cur WHERE k.id = cur.id RETURNING k.*, cur.revoked_at IS NULL AS first
+		), event AS (
+			INSERT INTO webhook_events (id, type, at, tenant_id, license_id, subject_id, data)
+			SELECT `+sqlEventID+`, '`+string(server.EventAPIKeyRevoked)+`', revoked_at, tenant_id, '', id,
+				jsonb_build_object('api_key', jsonb_strip_nulls(jsonb_build_object('id', id, 'name', NULLIF(name, ''),
+					'revoked_at', revoked_at)))
+			FROM revoked WHERE first
+		)
+		SELECT `+apiKeyCols+` FROM revoked`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return server.APIKey{}, server.ErrAPIKeyNotFound
 	}

@@ -146,6 +146,28 @@ class CreateTenantResponse(_message.Message):
     tenant: _resources_pb2.Tenant
     def __init__(self, tenant: _Optional[_Union[_resources_pb2.Tenant, _Mapping]] = ...) -> None: ...
 
+class CreateWebhookEndpointRequest(_message.Message):
+    __slots__ = ["description", "secret", "tenant_id", "types", "url"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    secret: str
+    tenant_id: str
+    types: _containers.RepeatedScalarFieldContainer[str]
+    url: str
+    def __init__(self, tenant_id: _Optional[str] = ..., url: _Optional[str] = ..., types: _Optional[_Iterable[str]] = ..., description: _Optional[str] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class CreateWebhookEndpointResponse(_message.Message):
+    __slots__ = ["endpoint", "secret"]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    endpoint: WebhookEndpoint
+    secret: str
+    def __init__(self, endpoint: _Optional[_Union[WebhookEndpoint, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
 class DeleteFeatureGrantRequest(_message.Message):
     __slots__ = ["grant_id", "license_id", "tenant_id"]
     GRANT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -187,6 +209,18 @@ class DeleteLicenseResponse(_message.Message):
     REVOKED_LEASES_FIELD_NUMBER: _ClassVar[int]
     revoked_leases: int
     def __init__(self, revoked_leases: _Optional[int] = ...) -> None: ...
+
+class DeleteWebhookEndpointRequest(_message.Message):
+    __slots__ = ["id", "tenant_id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class DeleteWebhookEndpointResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
 
 class ExportUsageRequest(_message.Message):
     __slots__ = ["end_time", "start_time"]
@@ -303,6 +337,20 @@ class GetUsageReportResponse(_message.Message):
     start_time: _timestamp_pb2.Timestamp
     users: _containers.RepeatedCompositeFieldContainer[UserUsage]
     def __init__(self, start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., bucket: _Optional[_Union[UsageBucket, str]] = ..., rows: _Optional[_Iterable[_Union[UsageReportRow, _Mapping]]] = ..., users: _Optional[_Iterable[_Union[UserUsage, _Mapping]]] = ...) -> None: ...
+
+class GetWebhookEndpointRequest(_message.Message):
+    __slots__ = ["id", "tenant_id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class GetWebhookEndpointResponse(_message.Message):
+    __slots__ = ["endpoint"]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    endpoint: WebhookEndpoint
+    def __init__(self, endpoint: _Optional[_Union[WebhookEndpoint, _Mapping]] = ...) -> None: ...
 
 class GetZombieReportRequest(_message.Message):
     __slots__ = ["end_time", "feature", "start_time", "tenant_id", "top_limit"]
@@ -542,6 +590,38 @@ class ListUsageEventsResponse(_message.Message):
     usage_events: _containers.RepeatedCompositeFieldContainer[UsageEvent]
     def __init__(self, usage_events: _Optional[_Iterable[_Union[UsageEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ListWebhookDeliveriesRequest(_message.Message):
+    __slots__ = ["endpoint_id", "page_size", "page_token", "tenant_id"]
+    ENDPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    endpoint_id: str
+    page_size: int
+    page_token: str
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., endpoint_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListWebhookDeliveriesResponse(_message.Message):
+    __slots__ = ["deliveries", "next_page_token"]
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    deliveries: _containers.RepeatedCompositeFieldContainer[WebhookDelivery]
+    next_page_token: str
+    def __init__(self, deliveries: _Optional[_Iterable[_Union[WebhookDelivery, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListWebhookEndpointsRequest(_message.Message):
+    __slots__ = ["tenant_id"]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class ListWebhookEndpointsResponse(_message.Message):
+    __slots__ = ["endpoints"]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    endpoints: _containers.RepeatedCompositeFieldContainer[WebhookEndpoint]
+    def __init__(self, endpoints: _Optional[_Iterable[_Union[WebhookEndpoint, _Mapping]]] = ...) -> None: ...
+
 class PutGroupRequest(_message.Message):
     __slots__ = ["group", "tenant_id"]
     GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -567,6 +647,20 @@ class ReloadLicenseFileResponse(_message.Message):
     changed: bool
     license_file: LicenseFile
     def __init__(self, license_file: _Optional[_Union[LicenseFile, _Mapping]] = ..., changed: bool = ...) -> None: ...
+
+class ReplayWebhookDeliveryRequest(_message.Message):
+    __slots__ = ["id", "tenant_id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class ReplayWebhookDeliveryResponse(_message.Message):
+    __slots__ = ["delivery"]
+    DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    delivery: WebhookDelivery
+    def __init__(self, delivery: _Optional[_Union[WebhookDelivery, _Mapping]] = ...) -> None: ...
 
 class RevokeApiKeyRequest(_message.Message):
     __slots__ = ["api_key_id"]
@@ -608,6 +702,26 @@ class RotateSigningKeyResponse(_message.Message):
     signing_key: _resources_pb2.SigningKey
     def __init__(self, signing_key: _Optional[_Union[_resources_pb2.SigningKey, _Mapping]] = ...) -> None: ...
 
+class RotateWebhookSecretRequest(_message.Message):
+    __slots__ = ["id", "keep_previous", "secret", "tenant_id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KEEP_PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    keep_previous: _duration_pb2.Duration
+    secret: str
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., id: _Optional[str] = ..., secret: _Optional[str] = ..., keep_previous: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class RotateWebhookSecretResponse(_message.Message):
+    __slots__ = ["endpoint", "secret"]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    endpoint: WebhookEndpoint
+    secret: str
+    def __init__(self, endpoint: _Optional[_Union[WebhookEndpoint, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
 class SetLicensePolicyRequest(_message.Message):
     __slots__ = ["license_id", "policy", "tenant_id"]
     LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -623,6 +737,22 @@ class SetLicensePolicyResponse(_message.Message):
     POLICY_FIELD_NUMBER: _ClassVar[int]
     policy: _resources_pb2.LicensePolicy
     def __init__(self, policy: _Optional[_Union[_resources_pb2.LicensePolicy, _Mapping]] = ...) -> None: ...
+
+class SetWebhookEndpointDisabledRequest(_message.Message):
+    __slots__ = ["disabled", "id", "tenant_id"]
+    DISABLED_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    disabled: bool
+    id: str
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ..., id: _Optional[str] = ..., disabled: bool = ...) -> None: ...
+
+class SetWebhookEndpointDisabledResponse(_message.Message):
+    __slots__ = ["endpoint"]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    endpoint: WebhookEndpoint
+    def __init__(self, endpoint: _Optional[_Union[WebhookEndpoint, _Mapping]] = ...) -> None: ...
 
 class UpdateFeatureGrantRequest(_message.Message):
     __slots__ = ["grant", "license_id", "tenant_id", "update_mask"]
@@ -734,6 +864,66 @@ class UserUsage(_message.Message):
     sessions: int
     user: str
     def __init__(self, user: _Optional[str] = ..., seat_hours: _Optional[float] = ..., sessions: _Optional[int] = ...) -> None: ...
+
+class WebhookDelivery(_message.Message):
+    __slots__ = ["attempts", "created_at", "endpoint_id", "event_id", "event_type", "id", "last_attempt_at", "last_error", "last_latency", "last_status", "license_id", "next_attempt_at", "payload", "sequence", "state"]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    LAST_LATENCY_FIELD_NUMBER: _ClassVar[int]
+    LAST_STATUS_FIELD_NUMBER: _ClassVar[int]
+    LICENSE_ID_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    attempts: int
+    created_at: _timestamp_pb2.Timestamp
+    endpoint_id: str
+    event_id: str
+    event_type: str
+    id: str
+    last_attempt_at: _timestamp_pb2.Timestamp
+    last_error: str
+    last_latency: _duration_pb2.Duration
+    last_status: int
+    license_id: str
+    next_attempt_at: _timestamp_pb2.Timestamp
+    payload: str
+    sequence: int
+    state: str
+    def __init__(self, id: _Optional[str] = ..., endpoint_id: _Optional[str] = ..., event_id: _Optional[str] = ..., event_type: _Optional[str] = ..., sequence: _Optional[int] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_status: _Optional[int] = ..., last_error: _Optional[str] = ..., last_latency: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., last_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., payload: _Optional[str] = ..., license_id: _Optional[str] = ...) -> None: ...
+
+class WebhookEndpoint(_message.Message):
+    __slots__ = ["created_at", "description", "disabled", "disabled_reason", "failing_since", "id", "previous_secret_until", "tenant_id", "types", "updated_at", "url"]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_REASON_FIELD_NUMBER: _ClassVar[int]
+    FAILING_SINCE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_SECRET_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    created_at: _timestamp_pb2.Timestamp
+    description: str
+    disabled: bool
+    disabled_reason: str
+    failing_since: _timestamp_pb2.Timestamp
+    id: str
+    previous_secret_until: _timestamp_pb2.Timestamp
+    tenant_id: str
+    types: _containers.RepeatedScalarFieldContainer[str]
+    updated_at: _timestamp_pb2.Timestamp
+    url: str
+    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., url: _Optional[str] = ..., types: _Optional[_Iterable[str]] = ..., description: _Optional[str] = ..., disabled: bool = ..., disabled_reason: _Optional[str] = ..., previous_secret_until: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., failing_since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ZombieDay(_message.Message):
     __slots__ = ["affected_licenses", "date", "zombies_cleaned"]

@@ -181,6 +181,46 @@ class AdminServiceStub(object):
                 request_serializer=seatd_dot_v1_dot_admin__service__pb2.ExportUsageRequest.SerializeToString,
                 response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ExportUsageResponse.FromString,
                 )
+        self.CreateWebhookEndpoint = channel.unary_unary(
+                '/seatd.v1.AdminService/CreateWebhookEndpoint',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.CreateWebhookEndpointRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.CreateWebhookEndpointResponse.FromString,
+                )
+        self.ListWebhookEndpoints = channel.unary_unary(
+                '/seatd.v1.AdminService/ListWebhookEndpoints',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListWebhookEndpointsRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListWebhookEndpointsResponse.FromString,
+                )
+        self.GetWebhookEndpoint = channel.unary_unary(
+                '/seatd.v1.AdminService/GetWebhookEndpoint',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.GetWebhookEndpointRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetWebhookEndpointResponse.FromString,
+                )
+        self.DeleteWebhookEndpoint = channel.unary_unary(
+                '/seatd.v1.AdminService/DeleteWebhookEndpoint',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteWebhookEndpointRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteWebhookEndpointResponse.FromString,
+                )
+        self.SetWebhookEndpointDisabled = channel.unary_unary(
+                '/seatd.v1.AdminService/SetWebhookEndpointDisabled',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.SetWebhookEndpointDisabledRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.SetWebhookEndpointDisabledResponse.FromString,
+                )
+        self.RotateWebhookSecret = channel.unary_unary(
+                '/seatd.v1.AdminService/RotateWebhookSecret',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.RotateWebhookSecretRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.RotateWebhookSecretResponse.FromString,
+                )
+        self.ListWebhookDeliveries = channel.unary_unary(
+                '/seatd.v1.AdminService/ListWebhookDeliveries',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesResponse.FromString,
+                )
+        self.ReplayWebhookDelivery = channel.unary_unary(
+                '/seatd.v1.AdminService/ReplayWebhookDelivery',
+                request_serializer=seatd_dot_v1_dot_admin__service__pb2.ReplayWebhookDeliveryRequest.SerializeToString,
+                response_deserializer=seatd_dot_v1_dot_admin__service__pb2.ReplayWebhookDeliveryResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
@@ -457,6 +497,74 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateWebhookEndpoint(self, request, context):
+        """Webhooks (docs/concepts/webhooks.md): a tenant's endpoints, each sent
+        the tenant's events of the types it names (every type when none), as
+        Standard Webhooks requests signed with its secret. Audited.
+
+        CreateWebhookEndpoint registers an endpoint and answers its secret
+        ("whsec_" + base64; made unless given), the only answer that shows
+        it. The URL must be https and not point at a loopback, link-local or
+        private address, unless seatd runs with
+        --webhook-allow-private-addresses (INVALID_ARGUMENT naming
+        endpoint.url).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWebhookEndpoints(self, request, context):
+        """ListWebhookEndpoints lists the tenant's endpoints (never their secrets).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetWebhookEndpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteWebhookEndpoint(self, request, context):
+        """DeleteWebhookEndpoint removes an endpoint and its delivery log.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetWebhookEndpointDisabled(self, request, context):
+        """SetWebhookEndpointDisabled disables an endpoint (its deliveries wait),
+        or enables it again, its run of failures forgotten.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RotateWebhookSecret(self, request, context):
+        """RotateWebhookSecret gives an endpoint a new secret and answers it; the
+        previous one signs beside it (two signatures per request) for
+        keep_previous (default 24 h, at most 168 h).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWebhookDeliveries(self, request, context):
+        """ListWebhookDeliveries is an endpoint's delivery log, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplayWebhookDelivery(self, request, context):
+        """ReplayWebhookDelivery sends a delivery again, delivered or failed:
+        the same event, id and sequence.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -619,6 +727,46 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ExportUsage,
                     request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ExportUsageRequest.FromString,
                     response_serializer=seatd_dot_v1_dot_admin__service__pb2.ExportUsageResponse.SerializeToString,
+            ),
+            'CreateWebhookEndpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateWebhookEndpoint,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.CreateWebhookEndpointRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.CreateWebhookEndpointResponse.SerializeToString,
+            ),
+            'ListWebhookEndpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhookEndpoints,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListWebhookEndpointsRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ListWebhookEndpointsResponse.SerializeToString,
+            ),
+            'GetWebhookEndpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetWebhookEndpoint,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.GetWebhookEndpointRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.GetWebhookEndpointResponse.SerializeToString,
+            ),
+            'DeleteWebhookEndpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteWebhookEndpoint,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.DeleteWebhookEndpointRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.DeleteWebhookEndpointResponse.SerializeToString,
+            ),
+            'SetWebhookEndpointDisabled': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetWebhookEndpointDisabled,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.SetWebhookEndpointDisabledRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.SetWebhookEndpointDisabledResponse.SerializeToString,
+            ),
+            'RotateWebhookSecret': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateWebhookSecret,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.RotateWebhookSecretRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.RotateWebhookSecretResponse.SerializeToString,
+            ),
+            'ListWebhookDeliveries': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhookDeliveries,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesResponse.SerializeToString,
+            ),
+            'ReplayWebhookDelivery': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplayWebhookDelivery,
+                    request_deserializer=seatd_dot_v1_dot_admin__service__pb2.ReplayWebhookDeliveryRequest.FromString,
+                    response_serializer=seatd_dot_v1_dot_admin__service__pb2.ReplayWebhookDeliveryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1178,5 +1326,141 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ExportUsage',
             seatd_dot_v1_dot_admin__service__pb2.ExportUsageRequest.SerializeToString,
             seatd_dot_v1_dot_admin__service__pb2.ExportUsageResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateWebhookEndpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/CreateWebhookEndpoint',
+            seatd_dot_v1_dot_admin__service__pb2.CreateWebhookEndpointRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.CreateWebhookEndpointResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListWebhookEndpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ListWebhookEndpoints',
+            seatd_dot_v1_dot_admin__service__pb2.ListWebhookEndpointsRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ListWebhookEndpointsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetWebhookEndpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/GetWebhookEndpoint',
+            seatd_dot_v1_dot_admin__service__pb2.GetWebhookEndpointRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.GetWebhookEndpointResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteWebhookEndpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/DeleteWebhookEndpoint',
+            seatd_dot_v1_dot_admin__service__pb2.DeleteWebhookEndpointRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.DeleteWebhookEndpointResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetWebhookEndpointDisabled(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/SetWebhookEndpointDisabled',
+            seatd_dot_v1_dot_admin__service__pb2.SetWebhookEndpointDisabledRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.SetWebhookEndpointDisabledResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RotateWebhookSecret(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/RotateWebhookSecret',
+            seatd_dot_v1_dot_admin__service__pb2.RotateWebhookSecretRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.RotateWebhookSecretResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListWebhookDeliveries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ListWebhookDeliveries',
+            seatd_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ListWebhookDeliveriesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReplayWebhookDelivery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/seatd.v1.AdminService/ReplayWebhookDelivery',
+            seatd_dot_v1_dot_admin__service__pb2.ReplayWebhookDeliveryRequest.SerializeToString,
+            seatd_dot_v1_dot_admin__service__pb2.ReplayWebhookDeliveryResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
