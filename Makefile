@@ -24,7 +24,7 @@ SEATD_LDFLAGS = -X github.com/seatd/seatd/server/daemon.version=$(shell git desc
 RELEASE_TARGETS ?= linux/amd64,linux/arm64,darwin/arm64,windows/amd64
 DIST  ?= dist
 
-.PHONY: help build run install image image/name test/compose generate verify-generate docs docs/generate docs/check lint vet licenses licenses/check release test test/helm preflight check/python python/wheel test/python check/node node/pack test/node fuzz bench bench/go bench/cleanup bench/queue bench/scale tools tools/run services mutate chaos clean
+.PHONY: help build run install image image/name test/compose generate verify-generate docs docs/generate docs/check lint vet licenses licenses/check release test test/helm preflight check/python python/wheel test/python check/node node/pack test/node check/cpp cpp/build test/cpp test/cpp-tsan fuzz bench bench/go bench/cleanup bench/queue bench/scale tools tools/run services mutate chaos clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z/_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -149,6 +149,7 @@ test: preflight ## Everything: vet, unit, conformance and end-to-end tests, with
 	$(MAKE) --no-print-directory test/helm
 	$(MAKE) --no-print-directory test/python
 	$(MAKE) --no-print-directory test/node
+	$(MAKE) --no-print-directory test/cpp
 
 # A Go module of its own (deploy/helm/go.mod): Helm and the Kubernetes client
 # libraries stay out of seatd's go.mod. Cold (an empty build cache) it takes
@@ -177,6 +178,41 @@ test/python: python/wheel build services ## The Python client's tests against re
 	$(PYBUILD)/venv/bin/python -m pip install --quiet --no-index --disable-pip-version-check $(PYBUILD)/dist/seatd-*.whl
 	cd $(PYBUILD) && SEATD_BIN=$(BIN)/seatd SEATD_PY_INSTALLED=1 venv/bin/python -B -m unittest discover \
 	  -s $(CURDIR)/client/python/tests -t $(CURDIR)/client/python/tests -v
+
+check/cpp: ## Stop at once, saying what to apt-get install, if the C++ client cannot be built (CMake, g++, gRPC C++, protobuf, OpenSSL, GoogleTest)
+	@client/cpp/check-deps.sh
+
+# The C++ client (client/cpp) is built once under AddressSanitizer (with
+# LeakSanitizer) and its whole GoogleTest suite runs against real seatd,
+# embedded and distributed, and the C API from a C program. SEATD_TEST_SLOWDOWN
+# widens the tests' deadlines for the sanitizer's slower code. The build is
+# then installed into a staging prefix and the examples are built against
+# it, with find_package (CMake) and with pkg-config. test/cpp-tsan is the
+# ThreadSanitizer build: not yet in make test, and not passing (Debian's
+# protobuf, gRPC and Abseil are not built with TSan, and crash with code
+# that is: docs/clients/cpp.md#tests).
+CPPBUILD := $(CURDIR)/.build/cpp
+CPP_JOBS ?= 2
+cpp/build: check/cpp
+	cmake -S client/cpp -B $(CPPBUILD)/address -DSEATD_SANITIZER=address -DSEATD_BUILD_EXAMPLES=OFF >/dev/null
+	cmake --build $(CPPBUILD)/address -j$(CPP_JOBS)
+
+test/cpp: cpp/build build services ## The C++ client's tests (client/cpp, GoogleTest) against real seatd, embedded and distributed, under ASan; cmake --install checked with find_package and pkg-config
+	cd $(CPPBUILD)/address && SEATD_BIN=$(BIN)/seatd SEATD_TEST_SLOWDOWN=2 \
+	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/client/cpp/tests/lsan.supp ./seatd-tests
+	rm -rf $(CPPBUILD)/stage $(CPPBUILD)/consumer
+	cmake --install $(CPPBUILD)/address --prefix $(CPPBUILD)/stage >/dev/null
+	cmake -S client/cpp/tests/consumer -B $(CPPBUILD)/consumer -DCMAKE_PREFIX_PATH=$(CPPBUILD)/stage >/dev/null
+	cmake --build $(CPPBUILD)/consumer
+	PKG_CONFIG_PATH=$(CPPBUILD)/stage/lib/pkgconfig cc -fsanitize=address -o $(CPPBUILD)/consumer/example-c-pkgconfig \
+	  client/cpp/examples/acquire.c $$(PKG_CONFIG_PATH=$(CPPBUILD)/stage/lib/pkgconfig pkg-config --cflags --libs seatd)
+	@echo "test/cpp: the C++ client passed under ASan; find_package(seatd) and pkg-config seatd build the examples"
+
+test/cpp-tsan: check/cpp build services ## The C++ client's tests under ThreadSanitizer (not yet passing: Debian's protobuf and Abseil are uninstrumented)
+	cmake -S client/cpp -B $(CPPBUILD)/thread -DSEATD_SANITIZER=thread -DSEATD_BUILD_EXAMPLES=OFF >/dev/null
+	cmake --build $(CPPBUILD)/thread -j$(CPP_JOBS)
+	cd $(CPPBUILD)/thread && SEATD_BIN=$(BIN)/seatd SEATD_TEST_SLOWDOWN=3 \
+	  TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/client/cpp/tests/tsan.supp" ./seatd-tests
 
 check/node: ## Stop at once, saying what to install, if the TypeScript client's tests cannot run (Node >= 20, npm, openssl)
 	@command -v node >/dev/null && command -v npm >/dev/null && node -e 'process.exit(parseInt(process.versions.node) < 20 ? 1 : 0)' || \
@@ -225,4 +261,4 @@ mutate: services ## Mutation testing before a release (hours): gremlins over the
 	scripts/mutate.sh
 
 clean:
-	rm -rf $(BIN) $(PYBUILD) $(CURDIR)/.build/node client/python/build client/python/seatd.egg-info
+	rm -rf $(BIN) $(PYBUILD) $(CURDIR)/.build/node $(CURDIR)/.build/cpp client/python/build client/python/seatd.egg-info

@@ -6,7 +6,9 @@
 # systemd-analyze and buildah (the install and image tests, deploy/), the
 # Python client's packages and what builds and installs its wheel (python3-build,
 # -setuptools, -wheel, -venv: client/python/check-deps.sh) and the TypeScript
-# client's Node.js >= 20, npm and openssl (the same rule as `make check/node`).
+# client's Node.js >= 20, npm and openssl (the same rule as `make check/node`),
+# and what builds and tests the C++ client (CMake, g++, gRPC C++, protobuf,
+# OpenSSL's headers, GoogleTest: client/cpp/check-deps.sh).
 #
 # What is missing is installed when it can be (root and apt-get, as .ci/run
 # does); otherwise the script stops listing every missing piece with the
@@ -100,6 +102,17 @@ check() {
       other+=("Python client: $py")
     fi
   fi
+  local cpp
+  if ! cpp=$(client/cpp/check-deps.sh 2>&1); then
+    local cpkgs
+    cpkgs=$(sed -n 's/^ *sudo apt-get install -y //p' <<<"$cpp")
+    if [[ -n $cpkgs ]]; then
+      # shellcheck disable=SC2086 # a list of package names
+      add_apt $cpkgs
+    else
+      other+=("C++ client: $cpp")
+    fi
+  fi
   command -v openssl >/dev/null || add_apt openssl
   # The README's quickstart, run by e2e/walkthrough_test.go.
   command -v curl >/dev/null || add_apt curl
@@ -154,4 +167,4 @@ if $docs_only; then
   echo "preflight: mkdocs and mkdocs-material are here"
   exit 0
 fi
-echo "preflight: Go, PostgreSQL, PgBouncer, Redis, promtool, Chromium, systemd-analyze, buildah, curl, jq, the Python and TypeScript clients' dependencies are all here"
+echo "preflight: Go, PostgreSQL, PgBouncer, Redis, promtool, Chromium, systemd-analyze, buildah, curl, jq, the Python, TypeScript and C++ clients' dependencies are all here"
