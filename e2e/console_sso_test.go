@@ -35,7 +35,7 @@ func ssoIdP(t *testing.T) *mockoidc.MockOIDC {
 // sees the tenant's licenses under the session, is refused a call that
 // changes state without the session's CSRF token, signs out; then a
 // person with no mapped role is sent back to the sign-in page with the
-// reason.
+// reason, and a viewer is offered only what a viewer may do.
 func TestConsoleSingleSignOn(t *testing.T) {
 	t.Parallel()
 	idp := ssoIdP(t)
@@ -56,6 +56,7 @@ issuers:
     scopes: [openid, email, groups]
     roles:
       lic-admins: admin
+      lic-viewers: viewer
 `, addr, idp.Issuer(), idp.ClientID, secret)), 0o600))
 	p := start(t, options{args: []string{"--http-addr", addr, "--sso-config", conf}})
 	p.do(t, "POST", "/v1/admin/tenants", p.OperatorKey, map[string]any{"id": "acme"}).requireCode(t, http.StatusOK)
@@ -106,6 +107,18 @@ issuers:
 		chromedp.WaitVisible(chromedp.CSS(`#signin-status .error`)))
 	b.waitFor("the refusal", `document.body.innerText.includes('ROLE_NOT_MAPPED')`)
 	b.screenshot("signin-refused")
+
+	// A viewer sees the tenant's licenses and is offered nothing it may
+	// not do (can.js): no new license, no audit log.
+	idp.QueueUser(&mockoidc.MockUser{Subject: "u-vic", Email: "vic@acme.example", Groups: []string{"lic-viewers"}})
+	b.run("sign in as a viewer", chromedp.Click(chromedp.CSS(`#sso-signin a[data-issuer="acme-idp"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#signout`)))
+	b.waitFor("the tenant's license", `document.body.innerText.includes('ACME CAD')`)
+	require.Contains(t, eval[string](b, `document.getElementById('signout').textContent`), "(viewer)")
+	require.False(t, eval[bool](b, `document.getElementById('license-new') !== null`), "a viewer is offered a new license")
+	require.False(t, eval[bool](b, `[...document.querySelectorAll('nav a[data-action="audit.read"]')].some((a) => !a.parentElement.hidden)`),
+		"a viewer is offered the audit log")
+	b.screenshot("overview-viewer")
 	b.requireClean()
 
 	// The sign-in page on a phone: the issuer's button fits (a subtest:
