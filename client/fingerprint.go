@@ -135,7 +135,7 @@ func readSmall(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a close error loses nothing
 	return io.ReadAll(io.LimitReader(f, 4096))
 }
 
