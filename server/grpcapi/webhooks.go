@@ -98,11 +98,7 @@ func (h *adminService) GetWebhookEndpoint(ctx context.Context, req *seatdv1.GetW
 }
 
 func (h *adminService) DeleteWebhookEndpoint(ctx context.Context, req *seatdv1.DeleteWebhookEndpointRequest) (*seatdv1.DeleteWebhookEndpointResponse, error) {
-	p := principalFrom(ctx)
-	tenant, err := p.tenant(req.GetTenantId())
-	if err == nil {
-		err = webhookID("id", req.GetId())
-	}
+	p, tenant, err := endpointOf(ctx, req.GetTenantId(), req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -113,11 +109,7 @@ func (h *adminService) DeleteWebhookEndpoint(ctx context.Context, req *seatdv1.D
 }
 
 func (h *adminService) SetWebhookEndpointDisabled(ctx context.Context, req *seatdv1.SetWebhookEndpointDisabledRequest) (*seatdv1.SetWebhookEndpointDisabledResponse, error) {
-	p := principalFrom(ctx)
-	tenant, err := p.tenant(req.GetTenantId())
-	if err == nil {
-		err = webhookID("id", req.GetId())
-	}
+	p, tenant, err := endpointOf(ctx, req.GetTenantId(), req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +121,7 @@ func (h *adminService) SetWebhookEndpointDisabled(ctx context.Context, req *seat
 }
 
 func (h *adminService) RotateWebhookSecret(ctx context.Context, req *seatdv1.RotateWebhookSecretRequest) (*seatdv1.RotateWebhookSecretResponse, error) {
-	p := principalFrom(ctx)
-	tenant, err := p.tenant(req.GetTenantId())
-	if err == nil {
-		err = webhookID("id", req.GetId())
-	}
+	p, tenant, err := endpointOf(ctx, req.GetTenantId(), req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -171,11 +159,7 @@ func (h *adminService) ListWebhookDeliveries(ctx context.Context, req *seatdv1.L
 }
 
 func (h *adminService) ReplayWebhookDelivery(ctx context.Context, req *seatdv1.ReplayWebhookDeliveryRequest) (*seatdv1.ReplayWebhookDeliveryResponse, error) {
-	p := principalFrom(ctx)
-	tenant, err := p.tenant(req.GetTenantId())
-	if err == nil {
-		err = webhookID("id", req.GetId())
-	}
+	p, tenant, err := endpointOf(ctx, req.GetTenantId(), req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -184,4 +168,15 @@ func (h *adminService) ReplayWebhookDelivery(ctx context.Context, req *seatdv1.R
 		return nil, err
 	}
 	return &seatdv1.ReplayWebhookDeliveryResponse{Delivery: deliveryToProto(d)}, nil
+}
+
+// endpointOf is the caller, its tenant and a checked endpoint id, for the
+// calls on one endpoint.
+func endpointOf(ctx context.Context, tenantID, id string) (Principal, string, error) {
+	p := principalFrom(ctx)
+	tenant, err := p.tenant(tenantID)
+	if err == nil {
+		err = webhookID("id", id)
+	}
+	return p, tenant, err
 }
