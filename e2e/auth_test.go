@@ -155,7 +155,8 @@ func TestAuthAndTenants(t *testing.T) {
 	t.Run("api key limits", func(t *testing.T) {
 		_, err := admin.CreateTenant(acme, &seatdv1.CreateTenantRequest{Tenant: &seatdv1.Tenant{Id: "evil"}})
 		requireStatus(t, err, codes.PermissionDenied, "PERMISSION_DENIED")
-		_, err = admin.CreateApiKey(acme, &seatdv1.CreateApiKeyRequest{TenantId: "acme"})
+		// A tenant admin's key makes keys of its own tenant only (roles).
+		_, err = admin.CreateApiKey(acme, &seatdv1.CreateApiKeyRequest{TenantId: "globex"})
 		requireStatus(t, err, codes.PermissionDenied, "PERMISSION_DENIED")
 		_, err = admin.ListTenants(acme, &seatdv1.ListTenantsRequest{})
 		requireStatus(t, err, codes.PermissionDenied, "PERMISSION_DENIED")
@@ -214,8 +215,9 @@ func TestAuthAndTenants(t *testing.T) {
 	})
 
 	t.Run("revoked api key", func(t *testing.T) {
+		// To another tenant's admin, acme's key does not exist.
 		_, err := admin.RevokeApiKey(globex, &seatdv1.RevokeApiKeyRequest{ApiKeyId: acmeKey.GetApiKey().GetId()})
-		requireStatus(t, err, codes.PermissionDenied, "PERMISSION_DENIED")
+		requireStatus(t, err, codes.NotFound, "API_KEY_NOT_FOUND")
 		_, err = admin.ListLicenses(acme, &seatdv1.ListLicensesRequest{})
 		require.NoError(t, err, "globex could not revoke acme's key")
 

@@ -138,14 +138,22 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 	}
 	r.mu.Unlock()
 
-	// The delivery log says so.
-	log, err := again.admin().ListWebhookDeliveries(again.asOperator(ctx), &seatdv1.ListWebhookDeliveriesRequest{EndpointId: created.GetEndpoint().GetId()})
-	require.NoError(t, err)
-	require.Len(t, log.GetDeliveries(), len(lics)+1)
-	for _, d := range log.GetDeliveries() {
-		require.Equal(t, "delivered", d.GetState(), d.GetId())
-		require.EqualValues(t, 204, d.GetLastStatus())
-	}
+	// The delivery log says so, once the deliverer has written down the
+	// answers the receiver has already given.
+	waitUntil(t, eventTimeout, "every delivery logged as delivered", func() (bool, string) {
+		log, err := again.admin().ListWebhookDeliveries(again.asOperator(ctx), &seatdv1.ListWebhookDeliveriesRequest{EndpointId: created.GetEndpoint().GetId()})
+		require.NoError(t, err)
+		if len(log.GetDeliveries()) != len(lics)+1 {
+			return false, fmt.Sprintf("%d deliveries", len(log.GetDeliveries()))
+		}
+		for _, d := range log.GetDeliveries() {
+			if d.GetState() != "delivered" {
+				return false, d.GetId() + " " + d.GetState()
+			}
+			require.EqualValues(t, 204, d.GetLastStatus())
+		}
+		return true, ""
+	})
 	again.stopOK()
 }
 
