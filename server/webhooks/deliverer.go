@@ -134,6 +134,9 @@ func (d *Deliverer) run(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.WarnContext(ctx, "webhooks: delivery step failed; retried", "err", err)
 		}
+		if ctx.Err() != nil {
+			return // stopping: a delivery cut short is left for the next deliverer
+		}
 		if n > 0 && err == nil {
 			continue // more may be waiting right behind
 		}

@@ -394,3 +394,40 @@ func TestStopLeavesNothingHalfDone(t *testing.T) {
 	b.d.Stop()
 	b.d.Stop()
 }
+
+// TestStopDuringADeliveryReturns stops the deliverer while a receiver
+// holds a delivery: the delivery is left for the next deliverer, and Stop
+// returns (a step whose delivery was cut short by the stop once looped on
+// the same delivery for ever).
+func TestStopDuringADeliveryReturns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *webhooks.Config) { c.Interval = 10 * time.Millisecond })
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.ReadAll(req.Body)
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select { // held until the deliverer gives up on it, or the test ends
+		case <-req.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(held.Close)
+	t.Cleanup(func() { close(release) }) // first: Close waits for the handler
+	b.endpoint(t, held.URL)
+	b.license(t)
+	b.d.Start(context.Background())
+	<-arrived
+	stopped := make(chan struct{})
+	go func() {
+		b.d.Stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-t.Context().Done():
+		t.Fatal("Stop did not return while a delivery was in flight")
+	}
+}
