@@ -38,12 +38,12 @@ type OutboxEvent struct {
 
 // HookSummary counts what the receiver got, for the campaign's summary.
 type HookSummary struct {
-	Requests   int            // requests taken (duplicates included)
-	Distinct   int            // distinct event ids
-	Duplicates int            // requests of an id taken before
-	ByType     map[string]int // distinct ids by type
-	Outbox     int            // events in the outbox
-	EndedLeases int           // leases the record says expired or were revoked
+	Requests    int            // requests taken (duplicates included)
+	Distinct    int            // distinct event ids
+	Duplicates  int            // requests of an id taken before
+	ByType      map[string]int // distinct ids by type
+	Outbox      int            // events in the outbox
+	EndedLeases int            // leases the record says expired or were revoked
 }
 
 // Lease end events and the state each reports.
