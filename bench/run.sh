@@ -32,7 +32,14 @@
 # caller), measured right after the base rows and each slice paired with a
 # gRPC health slice as they are; each row shows "REST/gRPC", the ratio of
 # its "vs gRPC" to its gRPC namesake's, and the summary line the p99s.
-# Knobs: BENCH_REST (1; 0 leaves the REST rows out), BENCH_DURATION (per phase, default 10s), BENCH_SLICES (5), BENCH_CONCURRENCY (64),
+# hooks-acquire, hooks-heartbeat, hooks-release (issue 29, BENCH_WEBHOOKS=n):
+# the same three operations on the same seatd after n webhook endpoints
+# subscribed to every event were registered on a receiver on loopback (run by
+# bench/load -webhooks n; seatd runs with --webhook-allow-private-addresses),
+# measured after the base rows (a license of their own) and each beside its
+# base row as the feature rows are ("NN% of base"), with the target line
+# (within 5% of the rows without endpoints) and the requests the receiver took.
+# Knobs: BENCH_WEBHOOKS (0; e.g. 3 adds the webhook rows), BENCH_REST (1; 0 leaves the REST rows out), BENCH_DURATION (per phase, default 10s), BENCH_SLICES (5), BENCH_CONCURRENCY (64),
 # BENCH_MODES ("embedded distributed"), BENCH_FEATURES (1; 0 leaves the feature
 # rows out), BENCH_POLICY (1; 0 leaves the policy rows out), BENCH_COVERING (50: how many of the 50 grants cover the request;
 # the others are of other features), BENCH_SEATD and BENCH_LOAD (a seatd and a load binary to use
@@ -53,6 +60,10 @@ POLICY_OPS=
 [[ "${BENCH_POLICY:-1}" == 0 ]] || POLICY_OPS=,policy-acquire,policy-heartbeat
 REST_OPS=
 [[ "${BENCH_REST:-1}" == 0 ]] || REST_OPS=,rest-health,rest-acquire,rest-heartbeat,rest-release
+HOOKS=${BENCH_WEBHOOKS:-0}
+[[ "$HOOKS" =~ ^[0-9]+$ ]] || { echo "bench: BENCH_WEBHOOKS must be a number of endpoints (got '$HOOKS')" >&2; exit 2; }
+HOOK_ARGS=()
+[[ "$HOOKS" == 0 ]] || HOOK_ARGS=(--webhook-allow-private-addresses)
 PG_URL=${SEATD_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 REDIS_URL=${SEATD_TEST_REDIS_URL:-redis://127.0.0.1:6379/0}
 # A schema and key prefix of its own (seatd_bench_PID, seatd-bench-PID:): two runs
@@ -83,7 +94,7 @@ LOAD=${BENCH_LOAD:-bin/load}
 start_seatd() {
   local log="$work/$1.log"; shift
   "$SEATD" --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --operator-key "$OP" \
-    --drain-delay 0s --unauthenticated-call-rate 0 --tenant-max-seats 0 "$@" >"$log" 2>&1 &
+    --drain-delay 0s --unauthenticated-call-rate 0 --tenant-max-seats 0 "${HOOK_ARGS[@]}" "$@" >"$log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 300); do
     if grep -q 'seatd serving' "$log" 2>/dev/null; then
@@ -103,11 +114,20 @@ run_load() { # label addr [ops]
   "$LOAD" -target "$2" -operator-key "$OP" -c "$C" -d "$D" -slices "$SLICES" -tsv -label "$1" "${covering[@]}" "${rest[@]}" \
     -ops "${3:-health,acquire,heartbeat,release}$REST_OPS$FEATURE_OPS$POLICY_OPS" >>"$results"
 }
+# run_hooks label addr: the base operations again, on a license of their own,
+# after registering $HOOKS webhook endpoints (labelled "<mode>+hooks").
+run_hooks() {
+  [[ "$HOOKS" != 0 ]] || return 0
+  echo "bench: $1 with $HOOKS webhook endpoints subscribed to every event" >&2
+  "$LOAD" -target "$2" -operator-key "$OP" -c "$C" -d "$D" -slices "$SLICES" -tsv -label "$1+hooks" \
+    -webhooks "$HOOKS" -ops health,acquire,heartbeat,release >>"$results"
+}
 
 if [[ " $MODES " == *" embedded "* ]]; then
   echo "bench: embedded, $C callers, $D per phase" >&2
   start_seatd embedded --data-dir "$work/data"
   run_load embedded "$ADDR"
+  run_hooks embedded "$ADDR"
   kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 fi
 
@@ -130,6 +150,7 @@ if [[ " $MODES " == *" distributed "* ]] && "$SEATD" -h 2>&1 | grep -- '--postgr
   start_seatd distributed --postgres-url "${PG_URL}${sep}search_path=seatd_bench_$$" \
     --redis-url "$REDIS_URL" --redis-key-prefix seatd-bench-$$: "${ceiling[@]}"
   run_load distributed "$ADDR" "$ops"
+  run_hooks distributed "$ADDR"
   kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 fi
 
@@ -154,7 +175,7 @@ fi
 echo
 echo "seatd benchmark: $C concurrent callers, $D per phase, $(nproc) cores ($(uname -m)), load generator on the same machine"
 echo
-awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" -v covering="${BENCH_COVERING:-50}" '
+awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" -v covering="${BENCH_COVERING:-50}" -v hooks="$HOOKS" '
   { rps[$1,$2]=$3; p50[$1,$2]=$4; p99[$1,$2]=$5; err[$1,$2]=$7; pceil[$1,$2]=$8; ratio[$1,$2]=$9; modes[$1]=1 }
   # vs: an operation over the gRPC ceiling (the median of its paired slices)
   function vs(m, o) { return ratio[m,o] > 0 ? ratio[m,o] : rps[m,o]/rps[m,"health"] }
@@ -203,6 +224,15 @@ awk -F'\t' -v redis="$redis_rps" -v pg="$pg_tps" -v covering="${BENCH_COVERING:-
         row(m, fo, sprintf("%.0f%% of base", fr))
         fline = fline sprintf(" %s %.0f%% (%s)", o, fr, (fr >= 90 ? "met" : "NOT met"))
       }
+      hline = ""
+      for (j = 1; j <= 3; j++) {
+        o = ops[j]; mh = m "+hooks"
+        if (!((mh, o) in rps)) continue
+        hr = 100 * vs(mh, o) / vs(m, o)
+        printf "%-12s %-17s %10.0f %9.2f %9.2f %7d %11.0f%% %14s\n", m, "hooks-" o, rps[mh,o], p50[mh,o], p99[mh,o], err[mh,o], 100*vs(mh, o), sprintf("%.1f%% of base", hr)
+        hline = hline sprintf(" %s %.1f%% (%s)", o, hr, (hr >= 95 ? "met" : "NOT met"))
+      }
+      if (hline != "") features = features sprintf("%s with %d webhook endpoints subscribed to every event vs none (target within 5%%):%s\n", m, hooks, hline)
       if (fline != "") features = features sprintf("%s feature of a license with 50 grants (%d of them covering) vs the base pool (target >= 90%%):%s\n", m, covering, fline)
       pline = ""
       for (j = 1; j <= 2; j++) {

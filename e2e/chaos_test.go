@@ -99,6 +99,8 @@ var instanceArgs = []string{
 	"--cleanup-interval", "30s",
 	"--leader-ping-interval", "300ms", "--leader-retry-interval", "500ms",
 	"--wait-hold", chaosWaitHold.String(), "--shutdown-timeout", "5s",
+	// The webhook receiver is on loopback (chaos_webhooks_test.go).
+	"--webhook-allow-private-addresses",
 }
 
 type campaign struct {
@@ -129,6 +131,13 @@ type campaign struct {
 	ops      map[string]int
 	opsMu    sync.Mutex
 	stopped  atomic.Bool
+
+	// The webhook receiver, the tenant its endpoint is of, and what the
+	// drain after the campaign left unsettled (chaos_webhooks_test.go).
+	hooks     *chaosReceiver
+	tenant    string
+	unsettled []string
+	drained   time.Duration
 }
 
 func newCampaign(t *testing.T, seed uint64) *campaign {
@@ -143,6 +152,10 @@ func newCampaign(t *testing.T, seed uint64) *campaign {
 		c.names = append(c.names, fmt.Sprintf("%s-%d", base, i))
 		c.procs = append(c.procs, c.b.startSeatd(t, c.names[i], instanceArgs...))
 	}
+	// Every event of the campaign's tenant goes to the receiver: its
+	// endpoint is made before anything reports one.
+	c.hooks = newChaosReceiver(t, seed)
+	c.tenant = c.hooks.register(t, c.procs[0])
 	for i, seats := range []int32{2, 5, 10} {
 		ttl := time.Duration(8+c.intn(5)) * time.Second
 		lic := newLicense(t, c.procs[0], seats, ttl, fmt.Sprintf("chaos-%d", i))
@@ -776,6 +789,9 @@ func (c *campaign) heal() {
 		}
 		require.NoError(t, err, "cleanup after the campaign")
 	}
+	// The cleanup's lease.expired events, and every delivery still
+	// retrying, reach the receiver before the seatds stop.
+	c.unsettled, c.drained = c.drainWebhooks()
 	stopAllOK(t, procs...)
 }
 
@@ -821,6 +837,7 @@ func (c *campaign) verdict(want chaos.Minimums) {
 	for _, k := range faultKinds {
 		fmt.Fprintf(&summary, "  fault %-22s %d\n", k, c.faults[k])
 	}
+	violations = append(violations, c.webhookVerdict(db, recs, &summary)...)
 	fmt.Fprintf(&summary, "  violations %d", len(violations))
 	t.Log(summary.String())
 	for _, s := range want.Shortfalls(ops, c.faults) {

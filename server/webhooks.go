@@ -72,6 +72,34 @@ type EventData struct {
 	APIKey   *EventAPIKey   `json:"api_key,omitempty"`
 	Seats    *EventSeats    `json:"seats,omitempty"`
 	Endpoint *EventEndpoint `json:"endpoint,omitempty"`
+	// Change says what a license.updated event reports: the license's
+	// own settings (ChangeSettings), one of its feature grants (Grant
+	// names it) or its site policy.
+	Change LicenseChange `json:"change,omitempty"`
+	Grant  *EventGrant   `json:"grant,omitempty"`
+}
+
+// LicenseChange is what changed of a license (license.updated).
+type LicenseChange string
+
+const (
+	ChangeSettings     LicenseChange = "settings"      // UpdateLicense
+	ChangeGrantCreated LicenseChange = "grant.created" // CreateGrant
+	ChangeGrantUpdated LicenseChange = "grant.updated" // UpdateGrant
+	ChangeGrantDeleted LicenseChange = "grant.deleted" // DeleteGrant (its leases' lease.revoked before)
+	ChangePolicy       LicenseChange = "policy"        // SetPolicy
+)
+
+// EventGrant is a feature grant as a license.updated event shows it: as
+// created or updated, or as it was when deleted.
+type EventGrant struct {
+	ID        string    `json:"id"`
+	Feature   string    `json:"feature"`
+	Version   string    `json:"version,omitempty"`
+	Seats     int       `json:"seats"`
+	Overdraft int       `json:"overdraft,omitempty"`
+	StartsAt  time.Time `json:"starts_at,omitzero"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // EventLicense is a license as an event shows it.
@@ -85,6 +113,8 @@ type EventLicense struct {
 	// GrantID and Feature: a grant's expiry (license.expiring).
 	GrantID string `json:"grant_id,omitempty"`
 	Feature string `json:"feature,omitempty"`
+	// PolicyRules: the rules of its site policy (0: none).
+	PolicyRules int `json:"policy_rules,omitempty"`
 }
 
 // EventLease is a lease as an event shows it.
@@ -145,9 +175,25 @@ func EventOfLicense(t EventType, l *License, at time.Time) Event {
 	return newEvent(t, at, l.TenantID, l.ID, l.ID, EventData{License: LicenseOfEvent(l)})
 }
 
+// EventOfLicenseChange is the license.updated event of a change of l:
+// l is the license after it; g the grant created, updated (as it is now)
+// or deleted (as it was), nil for ChangeSettings and ChangePolicy.
+func EventOfLicenseChange(c LicenseChange, l *License, g *Grant, at time.Time) Event {
+	d := EventData{License: LicenseOfEvent(l), Change: c}
+	if g != nil {
+		d.Grant = &EventGrant{ID: g.ID, Feature: g.Feature, Version: g.Version, Seats: g.Seats,
+			Overdraft: g.Overdraft, StartsAt: g.StartsAt, ExpiresAt: g.ExpiresAt}
+	}
+	return newEvent(EventLicenseUpdated, at, l.TenantID, l.ID, l.ID, d)
+}
+
 // LicenseOfEvent is l as an event shows it.
 func LicenseOfEvent(l *License) *EventLicense {
-	return &EventLicense{ID: l.ID, Name: l.Name, Seats: l.Seats, Overdraft: l.Overdraft, Active: l.Active, ExpiresAt: l.ExpiresAt}
+	e := &EventLicense{ID: l.ID, Name: l.Name, Seats: l.Seats, Overdraft: l.Overdraft, Active: l.Active, ExpiresAt: l.ExpiresAt}
+	if l.Policy != nil {
+		e.PolicyRules = len(l.Policy.Rules)
+	}
+	return e
 }
 
 // EventOfAPIKey is an API key's revoked event.

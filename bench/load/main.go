@@ -52,6 +52,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	waiters := flag.Int("waiters", 0, "before the phases, queue this many WaitForSeat callers on each of -waiter-licenses full licenses, and keep them waiting throughout")
 	waiterLicenses := flag.Int("waiter-licenses", 3, "with -waiters: how many full licenses they wait on")
+	hooks := flag.Int("webhooks", 0, "before the phases, register this many webhook endpoints subscribed to every event, all on a receiver on loopback that this process runs (seatd needs --webhook-allow-private-addresses)")
 	flag.Parse()
 
 	if *cpuProfile != "" {
@@ -75,6 +76,14 @@ func main() {
 	}
 	if *waiters > 0 {
 		stop, err := queueWaiters(*target, *opKey, *waiters, *waiterLicenses)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
+	if *hooks > 0 {
+		stop, err := startWebhooks(*target, *opKey, *hooks)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "load:", err)
 			os.Exit(1)

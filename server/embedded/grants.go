@@ -48,7 +48,8 @@ func (s *Store) CreateGrant(_ context.Context, g server.Grant) (server.Grant, er
 		return server.Grant{}, server.AlreadyExists("grant.id", "feature grant")
 	}
 	defer s.hold(lic)()
-	if err := s.writeGrant("create grant", grantRecord{Grant: g}); err != nil {
+	created := server.EventOfLicenseChange(server.ChangeGrantCreated, &lic.lic, &g, g.UpdatedAt)
+	if err := s.writeGrant("create grant", grantRecord{Grant: g}, created); err != nil {
 		return server.Grant{}, err
 	}
 	p := s.idx.newPool(lic, g)
@@ -83,7 +84,8 @@ func (s *Store) UpdateGrant(_ context.Context, tenantID, licenseID, grantID stri
 	if err := lic.lic.Policy.CheckChange(&lic.lic, withGrant(&lic.lic, cur.ID, &next)); err != nil {
 		return server.Grant{}, err
 	}
-	if err := s.writeGrant("update grant", grantRecord{Grant: next}); err != nil {
+	updated := server.EventOfLicenseChange(server.ChangeGrantUpdated, &lic.lic, &next, next.UpdatedAt)
+	if err := s.writeGrant("update grant", grantRecord{Grant: next}, updated); err != nil {
 		return server.Grant{}, err
 	}
 	p.grant = next
@@ -106,7 +108,12 @@ func (s *Store) DeleteGrant(_ context.Context, tenantID, licenseID, grantID stri
 		return 0, err
 	}
 	rec := grantRecord{Grant: p.grant, Deleted: true}
+	// After its leases' lease.revoked events (revokeAll writes those first).
+	deleted := server.EventOfLicenseChange(server.ChangeGrantDeleted, &lic.lic, &rec.Grant, s.now())
 	revoked, err := s.revokeAll([]*license{p}, "grant deleted", func(tx *bolt.Tx) error {
+		if err := putEvent(tx, deleted); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketGrants).Put([]byte(rec.ID), encode(rec))
 	})
 	if err != nil {
@@ -135,11 +142,15 @@ func withGrant(l *server.License, id string, g *server.Grant) *server.License {
 	return &c
 }
 
-// writeGrant stores a grant's record, with s.mu released.
-func (s *Store) writeGrant(op string, rec grantRecord) error {
+// writeGrant stores a grant's record and its license.updated event e in
+// one transaction, with s.mu released.
+func (s *Store) writeGrant(op string, rec grantRecord, e server.Event) error {
 	var err error
 	s.unlocked(func() {
 		err = s.commit.write(func(tx *bolt.Tx) error {
+			if err := putEvent(tx, e); err != nil {
+				return err
+			}
 			return tx.Bucket(bucketGrants).Put([]byte(rec.ID), encode(rec))
 		})
 	})

@@ -134,7 +134,7 @@ func (s *Store) UpdateLicense(_ context.Context, tenantID, id string, update fun
 			return
 		}
 		next = normalize(next)
-		updated := server.EventOfLicense(server.EventLicenseUpdated, &next, next.UpdatedAt)
+		updated := server.EventOfLicenseChange(server.ChangeSettings, &next, nil, next.UpdatedAt)
 		err = s.commit.write(func(tx *bolt.Tx) error {
 			if err := putEvent(tx, updated); err != nil {
 				return err

@@ -598,7 +598,8 @@ func (s *Store) SetPolicy(_ context.Context, tenantID, licenseID string, p *serv
 	l := cloneLicense(lic.lic)
 	l.Policy, l.UpdatedAt = next, s.now()
 	l = normalize(l)
-	if err := s.writeLicenses("set policy", []server.License{l}, nil); err != nil {
+	updated := server.EventOfLicenseChange(server.ChangePolicy, &l, nil, l.UpdatedAt)
+	if err := s.writeLicenses("set policy", []server.License{l}, nil, updated); err != nil {
 		return server.License{}, err
 	}
 	s.applyPolicy(lic, l.Policy, l.UpdatedAt)
@@ -622,11 +623,17 @@ func (s *Store) applyPolicy(lic *license, p *server.Policy, updated time.Time) {
 }
 
 // writeLicenses stores license records (with s.mu released), and the
-// group g too when not nil, in one transaction; the tenant must exist.
-func (s *Store) writeLicenses(op string, ls []server.License, g *server.Group) error {
+// group g too when not nil, and the events, in one transaction; the
+// tenant must exist.
+func (s *Store) writeLicenses(op string, ls []server.License, g *server.Group, events ...server.Event) error {
 	var err error
 	s.unlocked(func() {
 		err = s.commit.write(func(tx *bolt.Tx) error {
+			for _, e := range events {
+				if err := putEvent(tx, e); err != nil {
+					return err
+				}
+			}
 			if g != nil {
 				if tx.Bucket(bucketTenants).Get([]byte(g.TenantID)) == nil {
 					return server.ErrTenantNotFound

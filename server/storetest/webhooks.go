@@ -150,6 +150,7 @@ func testWebhooks(t *testing.T, newBackend Backend) {
 				require.WithinDuration(t, bor.Lease.ExpiresAt, d.Lease.ExpiresAt, timeSlack)
 			case server.EventLicenseUpdated:
 				require.Equal(t, 6, d.License.Seats, "the license as updated")
+				require.Equal(t, server.ChangeSettings, d.Change, "UpdateLicense changed its settings")
 			case server.EventLicenseCreated, server.EventLicenseDeleted:
 				require.NotNil(t, d.License)
 				require.Equal(t, e.SubjectID, d.License.ID)
@@ -267,6 +268,76 @@ func testWebhooks(t *testing.T, newBackend Backend) {
 			}
 			require.Equal(t, []server.EventType{want}, events[id], "lease %s ended %s", id, st)
 		}
+	})
+
+	// Issue 29: a change of a license's feature grants or of its site
+	// policy is a license.updated event too, saying what changed, written
+	// with the change (none for a change refused or failed).
+	w.run("GrantAndPolicyChangesAreLicenseUpdated", func(t *testing.T) {
+		s := openStore(t, newBackend)
+		hooks := webhooksOf(t, s)
+		fs := faultsOf(t, s)
+		tn := newTenant(t, s)
+		lic := newLicense(t, s, tn.ID, with(seats(5), leaseTTL(3*longTTL)))
+		g := newGrant(t, s, lic, "render", grantWith(grantSeats(2), grantVersion("2025")))
+		_, err := s.UpdateGrant(t.Context(), tn.ID, lic.ID, g.ID, func(g *server.Grant) error { g.Seats = 3; return nil })
+		require.NoError(t, err)
+		held, _ := acquireFeature(t, s, lic, g, "render-1", "", nil)
+		_, err = s.UpdateGrant(t.Context(), tn.ID, lic.ID, g.ID, func(*server.Grant) error { return server.Invalid("grant.seats", "no") })
+		require.Error(t, err, "a change the caller refused")
+		rule := maxRule("", 2, userS("ann"))
+		setPolicy(t, s, lic, rule)
+		withFault(t, fs, FaultRecord, func() {
+			_, err := s.CreateGrant(t.Context(), grantFor(lic, "sim", nil))
+			require.Error(t, err, "CreateGrant")
+			_, err = s.UpdateGrant(t.Context(), tn.ID, lic.ID, g.ID, func(g *server.Grant) error { g.Seats = 4; return nil })
+			require.Error(t, err, "UpdateGrant")
+			_, err = s.DeleteGrant(t.Context(), tn.ID, lic.ID, g.ID)
+			require.Error(t, err, "DeleteGrant")
+			_, err = s.SetPolicy(t.Context(), tn.ID, lic.ID, nil)
+			require.Error(t, err, "SetPolicy")
+		})
+		n, err := s.DeleteGrant(t.Context(), tn.ID, lic.ID, g.ID)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		_, err = s.SetPolicy(t.Context(), tn.ID, lic.ID, nil)
+		require.NoError(t, err)
+
+		es := eventsOf(t, hooks, tn.ID)
+		updated := "license.updated " + lic.ID
+		require.Equal(t, []string{"license.created " + lic.ID, updated, updated, updated,
+			"lease.revoked " + held.Lease.ID, updated, updated}, named(es),
+			"one event per change, the grant's leases revoked before its deletion's")
+		type change struct {
+			Change      server.LicenseChange
+			Grant       string
+			GrantSeats  int
+			PolicyRules int
+		}
+		var got []change
+		for _, e := range es {
+			if e.Type != server.EventLicenseUpdated {
+				continue
+			}
+			d := eventData(t, e)
+			require.NotNil(t, d.License)
+			require.Equal(t, lic.ID, d.License.ID)
+			require.Equal(t, 5, d.License.Seats, "the license as it is")
+			c := change{Change: d.Change, PolicyRules: d.License.PolicyRules}
+			if d.Grant != nil {
+				c.Grant, c.GrantSeats = d.Grant.ID, d.Grant.Seats
+				require.Equal(t, "render", d.Grant.Feature)
+				require.Equal(t, "2025", d.Grant.Version)
+			}
+			got = append(got, c)
+		}
+		require.Equal(t, []change{
+			{Change: server.ChangeGrantCreated, Grant: g.ID, GrantSeats: 2},
+			{Change: server.ChangeGrantUpdated, Grant: g.ID, GrantSeats: 3},
+			{Change: server.ChangePolicy, PolicyRules: 1},
+			{Change: server.ChangeGrantDeleted, Grant: g.ID, GrantSeats: 3, PolicyRules: 1},
+			{Change: server.ChangePolicy},
+		}, got)
 	})
 
 	w.run("AppendEventDedupes", func(t *testing.T) {

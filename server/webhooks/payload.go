@@ -64,6 +64,9 @@ func normalize(d *server.EventData) {
 		l.AcquiredAt, l.LastHeartbeatAt = canonical(l.AcquiredAt), canonical(l.LastHeartbeatAt)
 		l.ExpiresAt, l.EndedAt = canonical(l.ExpiresAt), canonical(l.EndedAt)
 	}
+	if g := d.Grant; g != nil {
+		g.StartsAt, g.ExpiresAt = canonical(g.StartsAt), canonical(g.ExpiresAt)
+	}
 	if k := d.APIKey; k != nil {
 		k.RevokedAt = canonical(k.RevokedAt)
 	}

@@ -62,24 +62,35 @@ func (pg *Postgres) InsertSession(ctx context.Context, l *server.Lease, epoch, v
 // recorded.
 //
 // A borrowed lease's lease.borrowed event is inserted by the same
-// statement (invariant 14); other leases write none.
-var insertOneSQL = `WITH ins AS (INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
+// statement (invariant 14): insertOneBorrowedSQL, the insert as a CTE
+// with the event's beside it. Other leases write no event and take the
+// plain insert, so that the seat path pays nothing for webhooks (the CTE
+// form costs even with no row to write: the outbox table and its indexes
+// opened, every column returned).
+var (
+	insertOneSQL         = insertOneRows + ` RETURNING id`
+	insertOneBorrowedSQL = withBorrowedEvents(insertOneRows)
+)
+
+const insertOneRows = `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
 		fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
 		last_heartbeat_at, expires_at, borrowed, feature, version, reservation)
 	SELECT $1, l.id, l.tenant_id, $3, 0, $4, $5, $6, $7::jsonb, $8, $9, 'active', $10, $10, $11, $14, $15, $16, $17
 	FROM licenses l WHERE l.id = $2 AND l.deleted_at IS NULL AND l.live_epoch = $12 AND l.version = $13
-	FOR KEY SHARE
-	RETURNING ` + "*" + `), event AS (
-		` + borrowedEventSQL + `
-	)
-	SELECT id FROM ins`
+	FOR KEY SHARE`
 
 // insertManySQL is insertOneSQL for many leases: the same conditions and
 // lock, per row. It returns the ids it inserted. It skips (SKIP LOCKED)
 // the licenses whose row a delete or a rebuild holds, instead of waiting:
 // their rows are then inserted alone, waiting as they would have, and the
-// other licenses of the group are not held up.
-var insertManySQL = `WITH ins AS (INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
+// other licenses of the group are not held up. insertManyBorrowedSQL, for
+// a group with a borrowed lease, writes their lease.borrowed events too.
+var (
+	insertManySQL         = insertManyRows + ` RETURNING id`
+	insertManyBorrowedSQL = withBorrowedEvents(insertManyRows)
+)
+
+const insertManyRows = `INSERT INTO sessions (id, license_id, tenant_id, token_hash, token_seq,
 		fingerprint, "user", hostname, metadata, idempotency_key, dedupe_key, state, acquired_at,
 		last_heartbeat_at, expires_at, borrowed, feature, version, reservation)
 	SELECT v.id, l.id, l.tenant_id, v.token_hash, 0, v.fp, v.usr, v.host, v.md::jsonb, v.idem, v.dk,
@@ -91,12 +102,18 @@ var insertManySQL = `WITH ins AS (INSERT INTO sessions (id, license_id, tenant_i
 			reservation)
 	JOIN licenses l ON l.id = v.lic
 	WHERE l.deleted_at IS NULL AND l.live_epoch = v.epoch AND l.version = v.version
-	FOR KEY SHARE OF l SKIP LOCKED
-	RETURNING *
-	), event AS (
+	FOR KEY SHARE OF l SKIP LOCKED`
+
+// withBorrowedEvents is an insert of sessions as a CTE (ins) beside the
+// insert of the lease.borrowed events of its borrowed rows; it returns
+// the ids inserted.
+func withBorrowedEvents(insert string) string {
+	return `WITH ins AS (` + insert + `
+	RETURNING *), event AS (
 		` + borrowedEventSQL + `
 	)
 	SELECT id FROM ins`
+}
 
 // borrowedEventSQL writes the lease.borrowed events of the rows of ins.
 var borrowedEventSQL = sqlLeaseEvent(server.EventLeaseBorrowed, "ins", "borrowed", "acquired_at")
@@ -108,7 +125,11 @@ func (pg *Postgres) insertOne(ctx context.Context, n newSession) (bool, error) {
 		return false, notSent(err)
 	}
 	defer conn.Release()
-	rows, _ := conn.Query(ctx, insertOneSQL,
+	sql := insertOneSQL
+	if l.Borrowed {
+		sql = insertOneBorrowedSQL
+	}
+	rows, _ := conn.Query(ctx, sql,
 		l.ID, l.LicenseID, l.TokenHash, l.Fingerprint, l.User, l.Hostname, jsonMap(l.Metadata),
 		l.IdempotencyKey, l.DedupeKey, l.AcquiredAt, l.ExpiresAt, n.epoch, n.version, l.Borrowed, l.Feature, l.Version,
 		[]byte(l.Reservation))
@@ -159,7 +180,11 @@ func (pg *Postgres) runInserts(batch []*groupcommit.Call[newSession, bool]) {
 		}
 		return
 	}
-	rows, _ := conn.Query(ctx, insertManySQL, ids, lics, toks, fps, users, hosts, mds, idems, dks, acqs, exps, epochs, versions, borrowed, features, fversions,
+	sql := insertManySQL
+	if slices.Contains(borrowed, true) {
+		sql = insertManyBorrowedSQL
+	}
+	rows, _ := conn.Query(ctx, sql, ids, lics, toks, fps, users, hosts, mds, idems, dks, acqs, exps, epochs, versions, borrowed, features, fversions,
 		reservations)
 	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	conn.Release()

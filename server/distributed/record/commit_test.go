@@ -263,3 +263,54 @@ func TestGroupsDoNotWaitForOthersLocks(t *testing.T) {
 		require.Equal(t, held[i].id, outs[i].ID)
 	}
 }
+
+// TestInsertsWriteTheBorrowedEventsOnly: a borrowed lease's insert writes
+// its lease.borrowed event in the same statement, alone or in a group,
+// and the other leases' inserts (the plain statement, without the event's
+// CTE) write none.
+func TestInsertsWriteTheBorrowedEventsOnly(t *testing.T) {
+	t.Parallel()
+	r := openRecord(t)
+	tn := r.tenant(t)
+	lic := r.license(t, tn.ID)
+	row, err := r.pg.License(t.Context(), lic.ID)
+	require.NoError(t, err)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	lease := func(borrowed bool) *server.Lease {
+		id := server.NewID(server.PrefixLeaseID)
+		return &server.Lease{ID: id, LicenseID: lic.ID, TenantID: tn.ID, TokenHash: "h", Fingerprint: id,
+			State: server.LeaseActive, AcquiredAt: now, LastHeartbeatAt: now, ExpiresAt: now.Add(time.Hour), Borrowed: borrowed}
+	}
+	var borrowed, all []string
+	group := func(kinds ...bool) {
+		var calls []*groupcommit.Call[newSession, bool]
+		for _, b := range kinds {
+			l := lease(b)
+			all = append(all, l.ID)
+			if b {
+				borrowed = append(borrowed, l.ID)
+			}
+			calls = append(calls, &groupcommit.Call[newSession, bool]{Ctx: t.Context(), Req: newSession{l, row.Epoch, row.Version}})
+		}
+		r.pg.runInserts(calls)
+		for _, c := range calls {
+			require.NoError(t, c.Err)
+			require.True(t, c.Res)
+		}
+	}
+	group(false)               // alone, plain
+	group(true)                // alone, borrowed
+	group(false, false, false) // a group without a borrow
+	group(false, true, false, true)
+
+	var n int
+	require.NoError(t, r.admin.QueryRow(t.Context(), `SELECT count(*) FROM `+r.schema+`.sessions WHERE id = ANY($1)`, all).Scan(&n))
+	require.Equal(t, len(all), n, "every lease recorded")
+	rows, err := r.admin.Query(t.Context(), `SELECT subject_id FROM `+r.schema+`.webhook_events WHERE type = 'lease.borrowed' ORDER BY subject_id`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.ElementsMatch(t, borrowed, got, "one lease.borrowed per borrowed lease, none for the others")
+	require.NoError(t, r.admin.QueryRow(t.Context(), `SELECT count(*) FROM `+r.schema+`.webhook_events WHERE type <> 'license.created'`).Scan(&n))
+	require.Equal(t, len(borrowed), n, "no other event")
+}

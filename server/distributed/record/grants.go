@@ -41,7 +41,11 @@ func (pg *Postgres) CreateGrant(ctx context.Context, g server.Grant) (pool, lic 
 		if err != nil {
 			return err
 		}
-		lic, err = bumpLicense(ctx, tx, g.LicenseID)
+		if lic, err = bumpLicense(ctx, tx, g.LicenseID); err != nil {
+			return err
+		}
+		created := pool.Grant()
+		_, err = insertEvent(ctx, tx, server.EventOfLicenseChange(server.ChangeGrantCreated, &lic.License, &created, pool.UpdatedAt))
 		return err
 	})
 	if server.ErrorReason(err) == server.ReasonLicenseNotFound {
@@ -98,7 +102,11 @@ func (pg *Postgres) UpdateGrant(ctx context.Context, tenantID, licenseID, grantI
 		if err != nil {
 			return err
 		}
-		lic, err = bumpLicense(ctx, tx, licenseID)
+		if lic, err = bumpLicense(ctx, tx, licenseID); err != nil {
+			return err
+		}
+		updated := pool.Grant()
+		_, err = insertEvent(ctx, tx, server.EventOfLicenseChange(server.ChangeGrantUpdated, &lic.License, &updated, pool.UpdatedAt))
 		return err
 	})
 	if updateErr != nil {

@@ -241,7 +241,7 @@ func (pg *Postgres) UpdateLicense(ctx context.Context, tenantID, id string, upda
 		if err != nil {
 			return err
 		}
-		updated := server.EventOfLicense(server.EventLicenseUpdated, &next.License, next.UpdatedAt)
+		updated := server.EventOfLicenseChange(server.ChangeSettings, &next.License, nil, next.UpdatedAt)
 		if _, err = insertEvent(ctx, tx, updated); err != nil {
 			return err
 		}
@@ -394,7 +394,12 @@ func (pg *Postgres) DeleteGrant(ctx context.Context, tenantID, licenseID, grantI
 		}
 		pool.Version++
 		pool.Deleted = true
-		lic, err = bumpLicense(ctx, tx, licenseID)
+		if lic, err = bumpLicense(ctx, tx, licenseID); err != nil {
+			return err
+		}
+		// After its leases' lease.revoked events (deletePools writes those).
+		deleted := pool.Grant()
+		_, err = insertEvent(ctx, tx, server.EventOfLicenseChange(server.ChangeGrantDeleted, &lic.License, &deleted, now))
 		return err
 	})
 	if refused != nil {

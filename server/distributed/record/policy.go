@@ -167,7 +167,10 @@ func (pg *Postgres) SetPolicy(ctx context.Context, tenantID, licenseID string, p
 			return err
 		}
 		lic.Grants = cur.Grants
-		pools, err = bumpGrants(ctx, tx, licenseID, gen, next)
+		if pools, err = bumpGrants(ctx, tx, licenseID, gen, next); err != nil {
+			return err
+		}
+		_, err = insertEvent(ctx, tx, server.EventOfLicenseChange(server.ChangePolicy, &lic.License, nil, lic.UpdatedAt))
 		return err
 	})
 	switch {
