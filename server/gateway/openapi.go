@@ -14,7 +14,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/seatd/seatd/gen/openapi"
-	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/webhooks"
 )
 
@@ -85,8 +84,10 @@ func openAPIDocument() ([]byte, error) {
 		definitions = map[string]any{}
 		doc["definitions"] = definitions
 	}
-	// The webhooks' payloads: no call answers them, seatd sends them
-	// (the 3.1 document names them under webhooks, openAPI31Document).
+	// The webhooks' payloads: no call answers them, seatd sends them. Not
+	// under the 3.1 document's webhooks: a generator that prunes the
+	// schemas no path uses (oapi-codegen's default) would then make
+	// request types of schemas it dropped.
 	maps.Copy(definitions, webhooks.PayloadSchemas())
 	for p, item := range httpOnlyPaths {
 		if _, taken := paths[p]; !taken {
@@ -236,40 +237,10 @@ func openAPI31Document(v2 []byte) ([]byte, error) {
 	for _, s := range doc3.Components.Schemas {
 		notNullable(s, seen)
 	}
-	doc3.Webhooks = webhookItems(doc3.Components.Schemas)
 	if err := doc3.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("the openapi 3.1 document: %w", err)
 	}
 	return json.MarshalIndent(doc3, "", "  ")
-}
-
-// webhookItems are the 3.1 document's webhooks: one POST per event type,
-// its body the type's payload schema (webhooks.PayloadSchemas).
-func webhookItems(schemas openapi3.Schemas) map[string]*openapi3.PathItem {
-	items := map[string]*openapi3.PathItem{}
-	for _, t := range server.EventTypes {
-		name := webhooks.SchemaName(t)
-		responses := openapi3.NewResponses(openapi3.WithStatus(200, &openapi3.ResponseRef{Value: openapi3.NewResponse().
-			WithDescription("Any 2xx answer delivers; anything else (a redirect too), a TLS error or a timeout is a failed attempt, retried.")}))
-		items[string(t)] = &openapi3.PathItem{Post: &openapi3.Operation{
-			OperationID: name, Tags: []string{"Webhooks"},
-			Summary:     "Event " + string(t) + ", sent to the endpoints that want it",
-			Parameters: openapi3.Parameters{
-				headerParam("webhook-id", "The event's id (the body's id): the same in every delivery of the event."),
-				headerParam("webhook-timestamp", "When the request was signed, in Unix seconds."),
-				headerParam("webhook-signature", "v1,<base64 HMAC-SHA256 of id.timestamp.body> for each active secret, space-separated (Standard Webhooks)."),
-			},
-			RequestBody: &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).
-				WithJSONSchemaRef(openapi3.NewSchemaRef("#/components/schemas/"+name, schemas[name].Value))},
-			Responses: responses,
-		}}
-	}
-	return items
-}
-
-func headerParam(name, desc string) *openapi3.ParameterRef {
-	return &openapi3.ParameterRef{Value: openapi3.NewHeaderParameter(name).WithRequired(true).
-		WithDescription(desc).WithSchema(openapi3.NewStringSchema())}
 }
 
 func notNullable(ref *openapi3.SchemaRef, seen map[*openapi3.Schema]bool) {

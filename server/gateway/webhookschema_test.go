@@ -59,8 +59,8 @@ func samplePayloads(t *testing.T) map[server.EventType][]byte {
 	return out
 }
 
-// TestPayloadsMatchTheirSchema: the served OpenAPI 3.1 document names a
-// webhook and a schema for every event type, and what seatd sends for
+// TestPayloadsMatchTheirSchema: the served OpenAPI 3.1 document has a
+// schema for every event type, and what seatd sends for
 // each validates against its schema, which is closed (an undocumented
 // field fails) and names its type (another type's payload fails).
 func TestPayloadsMatchTheirSchema(t *testing.T) {
@@ -77,9 +77,6 @@ func TestPayloadsMatchTheirSchema(t *testing.T) {
 		name := webhooks.SchemaName(typ)
 		ref := doc.Components.Schemas[name]
 		require.NotNil(t, ref, "components.schemas.%s", name)
-		item := doc.Webhooks[string(typ)]
-		require.NotNil(t, item, "webhooks.%s", typ)
-		require.Equal(t, "#/components/schemas/"+name, item.Post.RequestBody.Value.Content.Get("application/json").Schema.Ref)
 
 		var body map[string]any
 		require.NoError(t, json.Unmarshal(samples[typ], &body))
