@@ -50,11 +50,16 @@ var pruneSQL = map[server.RecordKind]string{
 		)
 		SELECT count(*) FROM gone`,
 	// Events fanned out before $1 that no delivery references any more
-	// (a pending one keeps its event): the deliveries go first.
-	server.RecordWebhookEvents: `DELETE FROM webhook_events WHERE seq IN (
+	// (a pending one keeps its event): the deliveries go first. In a CTE,
+	// so that the planner deletes by the primary key what the index on at
+	// (and one probe of the deliveries' index each) found, rather than
+	// hashing the whole table (EXPLAIN ANALYZE, 100,000 events).
+	server.RecordWebhookEvents: `WITH doomed AS (
 			SELECT seq FROM webhook_events e WHERE fanned_out AND at < $1
 				AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_seq = e.seq)
-			ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+			ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED
+		)
+		DELETE FROM webhook_events WHERE seq IN (SELECT seq FROM doomed)`,
 }
 
 // PruneRecords removes at most limit records of kind older than before
