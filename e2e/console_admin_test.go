@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +28,9 @@ import (
 // TTL entered and shown in minutes, borrowing, expiry), add a feature
 // grant, set a site policy (a refused rule first, its error on that
 // rule's field), create a tenant and an API key (its secret shown once,
-// and working), revoke the key, page through the audit log, download the
+// and working), revoke the key, add a webhook endpoint (its secret shown
+// once, its description shown as text), see a delivery in its log and
+// replay it, disable, enable and delete it, page through the audit log, download the
 // usage report as CSV and delete the license after a confirmation. It
 // saves a screenshot of every page.
 func TestConsoleForADaysWork(t *testing.T) {
@@ -41,7 +46,7 @@ func TestConsoleForADaysWork(t *testing.T) {
 }
 
 func consoleDay(t *testing.T, width, height int64) {
-	p := start(t, options{})
+	p := start(t, options{args: []string{"--webhook-allow-private-addresses"}}) // the receiver is on loopback
 	b := newBrowser(t, width, height)
 	narrow := width < 600
 	fits := func(page string) {
@@ -193,6 +198,8 @@ func consoleDay(t *testing.T, width, height int64) {
 	require.NotContains(t, eval[string](b, `document.getElementById('api-keys').innerText`), secret, "the secret is not listed")
 	p.do(t, "GET", "/v1/admin/licenses?pageSize=1", secret, nil).requireCode(t, http.StatusUnauthorized)
 
+	consoleWebhooks(t, p, b, fits)
+
 	// The audit log, a page at a time: 30 group changes make two pages
 	// of 25 for the default tenant.
 	for i := range 30 {
@@ -286,6 +293,91 @@ func consoleDay(t *testing.T, width, height int64) {
 	p.do(t, "GET", "/v1/admin/licenses/"+licID, p.OperatorKey, nil).requireCode(t, http.StatusNotFound)
 	fits("overview")
 	b.screenshot("overview-deleted")
+}
+
+// consoleWebhooks adds a webhook endpoint in the console (its secret shown
+// once, and what the API answers shown as text, never markup), sees a
+// license change delivered in its log, replays it (the receiver gets the
+// same webhook-id again), disables and enables it and deletes it after a
+// confirmation, each step checked through the API.
+func consoleWebhooks(t *testing.T, p *proc, b *browser, fits func(string)) {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string]int{} // webhook-id -> requests
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		got[r.Header.Get("webhook-id")]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	received := func(id string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return got[id]
+	}
+
+	const markup = `<img src=x onerror="document.title='owned'"> billing`
+	b.run("open webhooks", chromedp.Click(chromedp.CSS(`#nav a[data-page="webhooks"]`)))
+	b.waitFor("the form", `document.getElementById('webhook-url') !== null && document.querySelector('#webhooks .empty') !== null`)
+	b.run("add an endpoint", chromedp.SetValue(chromedp.CSS("#webhook-url"), receiver.URL+"/hooks"),
+		chromedp.SetValue(chromedp.CSS("#webhook-types"), "license.created, license.updated"),
+		chromedp.SetValue(chromedp.CSS("#webhook-description"), markup),
+		chromedp.Click(chromedp.CSS("#webhook-create")))
+	secret := pollFor[string](b, "the secret", `(document.getElementById('webhook-secret') || {}).value`)
+	require.Regexp(t, `^whsec_`, secret)
+	epID := pollFor[string](b, "the endpoint's row", `(document.querySelector('#webhooks tr[data-endpoint-id]') || {dataset: {}}).dataset.endpointId`)
+	eps := p.do(t, "GET", "/v1/admin/webhooks", p.OperatorKey, nil).requireCode(t, http.StatusOK).JSON["endpoints"].([]any)
+	require.Len(t, eps, 1)
+	ep := eps[0].(map[string]any)
+	require.Equal(t, epID, ep["id"])
+	require.Equal(t, []any{"license.created", "license.updated"}, ep["types"])
+	require.Equal(t, markup, ep["description"])
+	require.Equal(t, markup, eval[string](b, `document.querySelector('#webhooks tr[data-endpoint-id] td:nth-of-type(2)').textContent`), "the description, as text")
+	require.Zero(t, eval[int](b, `document.querySelectorAll('#main img').length`), "no markup from the API")
+	require.NotContains(t, eval[string](b, `document.getElementById('webhooks').innerText`), secret, "the list never shows the secret")
+	b.requireLabelled("webhooks")
+	fits("webhooks")
+	b.screenshot("webhook-created")
+
+	// A license created: delivered, and in the log.
+	lic := consoleLicense(t, p, map[string]any{"name": "Hooked", "seats": 1}).str(t, "id")
+	b.run("open its log", chromedp.Click(chromedp.CSS(`#webhooks tr[data-endpoint-id] button[aria-label^="Delivery log"]`)))
+	b.waitFor("the log", `document.getElementById('webhook-log-reload') !== null`)
+	var eventID string
+	eventually(t, eventTimeout, "the delivery of license.created in the log", func() bool {
+		b.run("reload the log", chromedp.Click(chromedp.CSS("#webhook-log-reload")))
+		b.waitFor("the log loaded", `document.querySelector('#webhook-deliveries .loading') === null`)
+		eventID = eval[string](b, `(() => { const r = document.querySelector('#webhook-deliveries tr[data-state="delivered"][data-event-type="license.created"]'); return r ? r.querySelector('.event-id').textContent : ''; })()`)
+		return eventID != ""
+	})
+	require.Equal(t, 1, received(eventID), "the receiver got it")
+	ds := p.do(t, "GET", "/v1/admin/webhooks/"+epID+"/deliveries", p.OperatorKey, nil).requireCode(t, http.StatusOK).JSON["deliveries"].([]any)
+	require.Len(t, ds, 1)
+	require.Contains(t, ds[0].(map[string]any)["payload"], lic)
+	require.Equal(t, eventID, ds[0].(map[string]any)["eventId"])
+	fits("webhook log")
+	b.screenshot("webhook-delivered")
+
+	// Replayed: the same event id again.
+	b.run("replay it", chromedp.Click(chromedp.CSS(`#webhook-deliveries tr[data-state="delivered"] button`)))
+	b.waitFor("the replay said", `(document.querySelector('#webhook-log-status .ok') || {}).textContent === 'license.created `+eventID+` is sent again.'`)
+	eventually(t, eventTimeout, "the replay received", func() bool { return received(eventID) == 2 })
+
+	// Disabled, enabled, deleted.
+	b.run("disable it", chromedp.Click(chromedp.CSS(`#webhooks tr[data-endpoint-id] button[aria-label^="Disable"]`)))
+	b.waitFor("disabled", `(document.querySelector('#webhooks tr[data-endpoint-id]') || {dataset: {}}).dataset.state === 'disabled'`)
+	require.Equal(t, true, p.do(t, "GET", "/v1/admin/webhooks/"+epID, p.OperatorKey, nil).requireCode(t, http.StatusOK).JSON["endpoint"].(map[string]any)["disabled"])
+	b.run("enable it", chromedp.Click(chromedp.CSS(`#webhooks tr[data-endpoint-id] button[aria-label^="Enable"]`)))
+	b.waitFor("enabled", `(document.querySelector('#webhooks tr[data-endpoint-id]') || {dataset: {}}).dataset.state === 'enabled'`)
+	b.run("delete it", chromedp.Click(chromedp.CSS(`#webhooks tr[data-endpoint-id] button[aria-label^="Delete"]`)))
+	b.waitFor("the confirmation", `document.querySelector('#webhook-delete-dialog[open]') !== null`)
+	require.Equal(t, "Cancel", eval[string](b, `document.activeElement.textContent`), "the safe choice has the focus")
+	b.run("confirm", chromedp.Click(chromedp.CSS("#webhook-delete-dialog-confirm")))
+	b.waitFor("gone", `document.querySelector('#webhooks tr[data-endpoint-id]') === null && document.getElementById('webhook-log').hidden`)
+	require.Empty(t, p.do(t, "GET", "/v1/admin/webhooks", p.OperatorKey, nil).requireCode(t, http.StatusOK).JSON["endpoints"])
+	require.NotEqual(t, "owned", eval[string](b, `document.title`))
 }
 
 // headingShortID is the short id in the license page's heading.

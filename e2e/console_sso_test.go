@@ -118,6 +118,8 @@ issuers:
 	require.False(t, eval[bool](b, `document.getElementById('license-new') !== null`), "a viewer is offered a new license")
 	require.False(t, eval[bool](b, `[...document.querySelectorAll('nav a[data-action="audit.read"]')].some((a) => !a.parentElement.hidden)`),
 		"a viewer is offered the audit log")
+	require.False(t, eval[bool](b, `[...document.querySelectorAll('nav a[data-action="webhook.read"]')].some((a) => !a.parentElement.hidden)`),
+		"a viewer is offered webhooks (an admin's)")
 	b.screenshot("overview-viewer")
 	b.requireClean()
 

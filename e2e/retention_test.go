@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -48,4 +51,47 @@ func TestRetentionPrunesOldHistory(t *testing.T) {
 	require.Equal(t, kept.GetLease().GetId(), leases.GetLeases()[0].GetId())
 	_, err = p.heartbeats().Heartbeat(ctx, &seatdv1.HeartbeatRequest{LeaseId: kept.GetLease().GetId(), LeaseToken: kept.GetLeaseToken()})
 	require.NoError(t, err, "the active lease still heartbeats")
+}
+
+// TestWebhookRetention: with --retain-webhook-events (and the thresholds
+// it must outlast) at a second, the cleanup leader removes a delivered
+// delivery and its event, counted on /metrics; the endpoint stays.
+func TestWebhookRetention(t *testing.T) {
+	t.Parallel()
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	p := start(t, options{args: []string{
+		"--cleanup-interval", "1s", "--retention-interval", "1s", "--webhook-allow-private-addresses",
+		"--retain-webhook-events", "1s", "--webhook-expiring-before", "1s", "--webhook-signal-window", "1s",
+	}})
+	ctx := testContext(t)
+	op := p.asOperator(ctx)
+	ep, err := p.admin().CreateWebhookEndpoint(op, &seatdv1.CreateWebhookEndpointRequest{Url: receiver.URL, Types: []string{"license.created"}})
+	require.NoError(t, err)
+	_, err = p.admin().CreateLicense(op, &seatdv1.CreateLicenseRequest{License: &seatdv1.License{Name: "hooked", Seats: 1}})
+	require.NoError(t, err)
+	deliveries := func() []*seatdv1.WebhookDelivery {
+		t.Helper()
+		ds, err := p.admin().ListWebhookDeliveries(op, &seatdv1.ListWebhookDeliveriesRequest{EndpointId: ep.GetEndpoint().GetId()})
+		require.NoError(t, err)
+		return ds.GetDeliveries()
+	}
+	pruned := func(kind string) float64 {
+		v, _ := p.metricValue(t, `seatd_records_pruned_total{kind="`+kind+`"}`)
+		return v
+	}
+	// Delivered first (the log shows it), then removed with its event.
+	eventually(t, time.Minute, "the delivery delivered", func() bool {
+		ds := deliveries()
+		return len(ds) == 1 && ds[0].GetState() == "delivered"
+	})
+	eventually(t, time.Minute, "the delivery and its event pruned", func() bool {
+		return pruned("webhook_deliveries") >= 1 && pruned("webhook_events") >= 1
+	})
+	require.Empty(t, deliveries(), "the delivery log is empty")
+	_, err = p.admin().GetWebhookEndpoint(op, &seatdv1.GetWebhookEndpointRequest{Id: ep.GetEndpoint().GetId()})
+	require.NoError(t, err, "the endpoint stays")
 }

@@ -80,6 +80,7 @@ const (
 	ReasonLicenseFileRefused       = "LICENSE_FILE_REFUSED"        // a license file seatd will not serve (metadata cause says why)
 	ReasonEndpointNotFound         = "WEBHOOK_ENDPOINT_NOT_FOUND"  // the tenant has no webhook endpoint of that id
 	ReasonDeliveryNotFound         = "WEBHOOK_DELIVERY_NOT_FOUND"  // the tenant has no webhook delivery of that id
+	ReasonEndpointLimit            = "WEBHOOK_ENDPOINT_LIMIT"      // the tenant has --tenant-max-webhook-endpoints endpoints: delete one first
 	ReasonLicenseFileNotConfigured = "LICENSE_FILE_NOT_CONFIGURED" // a license-file call on a seatd without --license-file
 )
 

@@ -19,10 +19,21 @@ const (
 	// returned borrowed certificates, by the certificate's exp (kept a
 	// while after it for products whose clocks run late).
 	RecordReturnedCertificates RecordKind = "returned_certificates"
+	// RecordWebhookDeliveries: webhook deliveries (the delivery log) that
+	// are delivered or failed, by the later of when they were made and
+	// their last attempt; a pending one (still retrying) is never removed.
+	RecordWebhookDeliveries RecordKind = "webhook_deliveries"
+	// RecordWebhookEvents: outbox events, by At, once fanned out and with
+	// no delivery left (RecordWebhookDeliveries runs first); an event not
+	// yet fanned out is never removed. Its dedupe key goes with it.
+	RecordWebhookEvents RecordKind = "webhook_events"
 )
 
 // RecordKinds are every kind, in the order a retention pass prunes them.
-var RecordKinds = []RecordKind{RecordLeases, RecordCleanupEvents, RecordSeatEvents, RecordAudit, RecordReturnedCertificates}
+var RecordKinds = []RecordKind{
+	RecordLeases, RecordCleanupEvents, RecordSeatEvents, RecordAudit, RecordReturnedCertificates,
+	RecordWebhookDeliveries, RecordWebhookEvents,
+}
 
 // Valid reports whether k is one of RecordKinds.
 func (k RecordKind) Valid() bool {

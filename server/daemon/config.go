@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/seatd/seatd/server/internal/logthrottle"
 	"github.com/seatd/seatd/server/leader"
 	"github.com/seatd/seatd/server/retention"
+	"github.com/seatd/seatd/server/service"
 	"github.com/seatd/seatd/server/signing"
 	"github.com/seatd/seatd/server/sso"
 	"github.com/seatd/seatd/server/webhooks"
@@ -68,12 +70,15 @@ type Config struct {
 	RetainLeases, RetainCleanupEvents, RetainSeatEvents, RetainAudit time.Duration
 	// RetainReturned: how long after its exp a returned certificate stays
 	// on the tenant's signed list (docs/concepts/borrowing.md).
-	RetainReturned     time.Duration
-	RetentionBatch     int
-	RetentionInterval  time.Duration
-	CleanupConcurrency int
-	CleanupSoftLimit   time.Duration
-	CleanupHardLimit   time.Duration
+	RetainReturned time.Duration
+	// RetainWebhookEvents: delivered and failed webhook deliveries and
+	// the events fanned out (0: forever).
+	RetainWebhookEvents time.Duration
+	RetentionBatch      int
+	RetentionInterval   time.Duration
+	CleanupConcurrency  int
+	CleanupSoftLimit    time.Duration
+	CleanupHardLimit    time.Duration
 
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
@@ -88,6 +93,8 @@ type Config struct {
 	WebhookPeakShare     int
 	WebhookExpiring      string // comma-separated durations
 	WebhookExpiringEvery time.Duration
+	// TenantMaxWebhookEndpoints bounds each tenant's endpoints.
+	TenantMaxWebhookEndpoints int
 
 	// Readiness (readiness.go): how often the store is asked whether it
 	// can write, and (embedded) how long a refused write counts.
@@ -193,6 +200,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.RetainSeatEvents, "retain-seat-events", retention.DefaultKeep, "the usage report's denials and waits are removed after this long; 0: keep forever")
 	fs.DurationVar(&c.RetainAudit, "retain-audit", retention.DefaultKeep, "audit entries are removed after this long; 0: keep forever")
 	fs.DurationVar(&c.RetainReturned, "retain-returned-certificates", DefaultRetainReturned, "a borrowed certificate returned early stays on the signed list of returned certificates this long after it expires (for products whose clocks run late); at least 1s")
+	fs.DurationVar(&c.RetainWebhookEvents, "retain-webhook-events", retention.DefaultKeepWebhooks, "delivered and failed webhook deliveries (the delivery log) and their events are removed this long after the event and the last attempt; one still retrying, or not yet fanned out, never. 0 (keep forever) or at least the largest --webhook-expiring-before and --webhook-signal-window (an event's dedupe key goes with it)")
 	fs.IntVar(&c.RetentionBatch, "retention-batch", retention.DefaultBatchSize, "records removed per retention transaction")
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", retention.DefaultInterval, "how often the cleanup leader removes history older than the --retain-* ages (after a cleanup pass)")
 	fs.IntVar(&c.CleanupConcurrency, "cleanup-concurrency", cleanup.DefaultConcurrency, "cleanup batches in flight at once")
@@ -206,6 +214,7 @@ func (c *Config) flagSet() *flag.FlagSet {
 	fs.DurationVar(&c.WebhookWindow, "webhook-signal-window", webhooks.DefaultSignalWindow, "at most one license.exhausted and one license.peak event per license (or feature) per this long")
 	fs.IntVar(&c.WebhookPeakShare, "webhook-peak-share", webhooks.DefaultPeakShare, "license.peak: a grant that brings a pool's use to this percent of its seat limit or more (1-100)")
 	fs.StringVar(&c.WebhookExpiring, "webhook-expiring-before", "720h,168h,24h", "license.expiring: how long before a license's or a grant's expiry it is sent, once per threshold (comma-separated durations)")
+	fs.IntVar(&c.TenantMaxWebhookEndpoints, "tenant-max-webhook-endpoints", service.DefaultMaxWebhookEndpoints, "webhook endpoints per tenant (1-1000); more get RESOURCE_EXHAUSTED WEBHOOK_ENDPOINT_LIMIT")
 	fs.DurationVar(&c.WebhookExpiringEvery, "webhook-expiring-interval", 10*time.Minute, "how often the deliverer looks for licenses and grants near their expiry")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "on shutdown, how long to stay up reporting not-ready before closing")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "on shutdown, how long in-flight calls may take before they are cut")
@@ -376,6 +385,8 @@ func (c *Config) validate() error {
 		return errors.New("--webhook-peak-share must be between 1 and 100")
 	case c.WebhookExpiringEvery < time.Second:
 		return errors.New("--webhook-expiring-interval must be at least 1s")
+	case c.TenantMaxWebhookEndpoints < 1 || c.TenantMaxWebhookEndpoints > 1000:
+		return errors.New("--tenant-max-webhook-endpoints must be between 1 and 1000")
 	case c.LogRepeatInterval < 0:
 		return errors.New("--log-repeat-interval must not be negative (0: no throttling)")
 	case c.ShutdownTimeout <= 0:
@@ -475,8 +486,25 @@ func (c *Config) validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return errors.New("--log-format must be text or json")
 	}
-	if _, err := c.webhookExpiring(); err != nil {
+	expiring, err := c.webhookExpiring()
+	if err != nil {
 		return err
+	}
+	return c.checkWebhookRetention(expiring)
+}
+
+// checkWebhookRetention: an event's dedupe key (license.expiring,
+// .exhausted, .peak) is removed with it, so --retain-webhook-events must
+// outlast the time the same key can be written again: the largest
+// threshold before an expiry (the key is of that expiry, past then) and the
+// signal window (the key is of that window).
+func (c *Config) checkWebhookRetention(expiring []time.Duration) error {
+	if c.RetainWebhookEvents == 0 {
+		return nil
+	}
+	need := max(slices.Max(expiring), c.WebhookWindow)
+	if c.RetainWebhookEvents < need {
+		return fmt.Errorf("--retain-webhook-events must be 0 (keep forever) or at least %s (the largest --webhook-expiring-before and --webhook-signal-window)", need)
 	}
 	return nil
 }

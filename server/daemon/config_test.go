@@ -34,6 +34,8 @@ func TestParseConfig(t *testing.T) {
 			require.Equal(t, 20, c.CleanupConcurrency)
 			require.Equal(t, 50*time.Second, c.CleanupSoftLimit)
 			require.Equal(t, 55*time.Second, c.CleanupHardLimit)
+			require.Equal(t, 31*24*time.Hour, c.RetainWebhookEvents)
+			require.Equal(t, 20, c.TenantMaxWebhookEndpoints)
 		}},
 		{name: "env fills unset flags", env: map[string]string{"SEATD_GRPC_ADDR": ":9000", "SEATD_CLEANUP_INTERVAL": "5s"},
 			check: func(t *testing.T, c Config) {
@@ -54,6 +56,13 @@ func TestParseConfig(t *testing.T) {
 			wantErr: "distributed mode needs --operator-key"},
 		{name: "interval too short", args: []string{"--cleanup-interval=10ms"}, wantErr: "--cleanup-interval"},
 		{name: "negative retention", args: []string{"--retain-audit=-1h"}, wantErr: "--retain-audit"},
+		{name: "webhook retention shorter than an expiring threshold", args: []string{"--retain-webhook-events=100h"}, wantErr: "--retain-webhook-events must be 0 (keep forever) or at least 720h0m0s"},
+		{name: "webhook retention shorter than the signal window", args: []string{"--retain-webhook-events=2h", "--webhook-expiring-before=1h", "--webhook-signal-window=3h"}, wantErr: "at least 3h0m0s"},
+		{name: "webhook retention of the thresholds", args: []string{"--retain-webhook-events=2h", "--webhook-expiring-before=2h,1h", "--webhook-signal-window=1h"},
+			check: func(t *testing.T, c Config) { require.Equal(t, 2*time.Hour, c.RetainWebhookEvents) }},
+		{name: "webhook retention off", args: []string{"--retain-webhook-events=0"},
+			check: func(t *testing.T, c Config) { require.Zero(t, c.RetainWebhookEvents) }},
+		{name: "no webhook endpoints", args: []string{"--tenant-max-webhook-endpoints=0"}, wantErr: "--tenant-max-webhook-endpoints"},
 		{name: "retention batch too large", args: []string{"--retention-batch=20000"}, wantErr: "--retention-batch"},
 		{name: "retention interval too short", args: []string{"--retention-interval=10ms"}, wantErr: "--retention-interval"},
 		{name: "soft above hard", args: []string{"--cleanup-soft-limit=60s", "--cleanup-hard-limit=55s"}, wantErr: "--cleanup-soft-limit"},

@@ -226,6 +226,7 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 			server.RecordLeases: cfg.RetainLeases, server.RecordCleanupEvents: cfg.RetainCleanupEvents,
 			server.RecordSeatEvents: cfg.RetainSeatEvents, server.RecordAudit: cfg.RetainAudit,
 			server.RecordReturnedCertificates: cfg.RetainReturned,
+			server.RecordWebhookDeliveries:    cfg.RetainWebhookEvents, server.RecordWebhookEvents: cfg.RetainWebhookEvents,
 		},
 		BatchSize: cfg.RetentionBatch, Interval: cfg.RetentionInterval,
 	}, d.log, metrics.Retention{M: m})
@@ -295,7 +296,9 @@ func Start(ctx context.Context, cfg Config, logOut io.Writer) (_ *Daemon, err er
 		FirstMessageTimeout: cfg.FirstMessageTimeout, StreamIdleTimeout: cfg.StreamIdleTimeout, Network: network,
 		FailedLookups: failedLookups, UnauthenticatedCalls: unauthenticatedCalls, Quotas: quotas,
 		Issuer: issuer, LicenseFile: licenseFile, Tokens: tokens,
-		Webhooks: service.WebhookOptions{Signals: signals, AllowPrivate: cfg.WebhookAllowPrivate},
+		Webhooks: service.WebhookOptions{
+			Signals: signals, AllowPrivate: cfg.WebhookAllowPrivate, MaxEndpoints: cfg.TenantMaxWebhookEndpoints,
+		},
 	})
 	panicked := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		d.log.ErrorContext(ctx, "panic in handler", "panic", p)

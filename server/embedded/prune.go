@@ -30,6 +30,10 @@ func (s *Store) PruneRecords(_ context.Context, kind server.RecordKind, before t
 		prune = func(tx *bolt.Tx, before time.Time, limit int) (int, error) {
 			return pruneByTime(tx, scopesOf(tx, bucketTenants), writable(tx, bucketAudit), before, limit)
 		}
+	case server.RecordWebhookDeliveries:
+		prune = pruneDeliveries
+	case server.RecordWebhookEvents:
+		prune = pruneEvents
 	case server.RecordReturnedCertificates:
 		if limit <= 0 {
 			return 0, nil

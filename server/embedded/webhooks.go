@@ -409,3 +409,74 @@ func (s *Store) ReplayDelivery(_ context.Context, tenantID, id string, now time.
 }
 
 var _ server.WebhookStore = (*Store)(nil)
+
+// pruneDeliveries removes delivered and failed deliveries made and last
+// tried before before (server.RecordWebhookDeliveries), endpoint by
+// endpoint, oldest first. A pending one is never removed; the line's last
+// sequence (bucketDlvSeq) stays, so that the next delivery of its line
+// still takes the next number.
+func pruneDeliveries(tx *bolt.Tx, before time.Time, limit int) (int, error) {
+	deliveries, byEndpoint := writable(tx, bucketDeliveries), writable(tx, bucketDlvEndpoint)
+	n := 0
+	for _, ep := range scopesOf(tx, bucketEndpoints) {
+		pfx := prefix(string(ep))
+		end := timeKey(string(ep), before, "")
+		var doomed [][]byte
+		c := byEndpoint.Cursor()
+		for k, _ := c.Seek(pfx); k != nil && n+len(doomed) < limit && bytes.Compare(k, end) < 0; k, _ = c.Next() {
+			id := k[len(pfx)+8:]
+			d, err := decode[server.Delivery](deliveries.Get(id))
+			if err != nil {
+				return 0, err
+			}
+			if d.State == server.DeliveryPending || !d.LastAt.Before(before) {
+				continue // still retrying, or tried (replayed) since
+			}
+			doomed = append(doomed, bytes.Clone(k))
+		}
+		for _, k := range doomed {
+			if err := deleteAll(del{deliveries, k[len(pfx)+8:]}, del{byEndpoint, k}); err != nil {
+				return 0, err
+			}
+		}
+		n += len(doomed)
+		if n == limit {
+			break
+		}
+	}
+	return n, nil
+}
+
+// pruneEvents removes outbox events of before before that are fanned out
+// (server.RecordWebhookEvents), in the order they were written, with
+// their dedupe keys. A delivery keeps a copy of its event, so a pending
+// one still sends it. The scan stops at the first event too young or not
+// fanned out: events are written at their time, so one a little older
+// behind it (a clock step) goes at a later pass.
+func pruneEvents(tx *bolt.Tx, before time.Time, limit int) (int, error) {
+	events, dedupe := writable(tx, bucketEvents), writable(tx, bucketEventDedupe)
+	fanned := bytesUint64(tx.Bucket(bucketHookMeta).Get(keyFannedOut))
+	var doomed []server.Event
+	c := events.Cursor()
+	for k, v := c.First(); k != nil && len(doomed) < limit && bytesUint64(k) <= fanned; k, v = c.Next() {
+		e, err := decode[server.Event](v)
+		if err != nil {
+			return 0, err
+		}
+		if !e.At.Before(before) {
+			break
+		}
+		e.Seq = int64(bytesUint64(k))
+		doomed = append(doomed, e)
+	}
+	for _, e := range doomed {
+		ds := []del{{events, uint64Bytes(uint64(e.Seq))}}
+		if e.DedupeKey != "" && bytesUint64(dedupe.Get([]byte(e.DedupeKey))) == uint64(e.Seq) {
+			ds = append(ds, del{dedupe, []byte(e.DedupeKey)})
+		}
+		if err := deleteAll(ds...); err != nil {
+			return 0, err
+		}
+	}
+	return len(doomed), nil
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/seatd/seatd/gen/openapi"
+	"github.com/seatd/seatd/server/webhooks"
 )
 
 // OpenAPI31Path is where seatd serves its OpenAPI 3.1 document; the Swagger
@@ -79,6 +80,15 @@ func openAPIDocument() ([]byte, error) {
 	completeOperations(paths)
 	definitions, _ := doc["definitions"].(map[string]any)
 	optionalTimes(definitions)
+	if definitions == nil {
+		definitions = map[string]any{}
+		doc["definitions"] = definitions
+	}
+	// The webhooks' payloads: no call answers them, seatd sends them. Not
+	// under the 3.1 document's webhooks: a generator that prunes the
+	// schemas no path uses (oapi-codegen's default) would then make
+	// request types of schemas it dropped.
+	maps.Copy(definitions, webhooks.PayloadSchemas())
 	for p, item := range httpOnlyPaths {
 		if _, taken := paths[p]; !taken {
 			paths[p] = item

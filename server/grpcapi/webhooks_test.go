@@ -100,3 +100,33 @@ func TestWebhookEndpointsOverTheAPI(t *testing.T) {
 	require.NotContains(t, audit.String(), created.GetSecret(), "no secret in the audit log")
 	require.NotContains(t, e.logs.String(), created.GetSecret(), "nor in the log")
 }
+
+// TestWebhookEndpointLimit: a tenant at its --tenant-max-webhook-endpoints
+// is refused another with a reason of its own, naming the limit; the
+// other tenants are not, and deleting one makes room.
+func TestWebhookEndpointLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, func(c *Config) { c.Webhooks.MaxEndpoints = 2 })
+	acme := e.apiKey(t, "acme")
+	globex := e.apiKey(t, "globex")
+	create := func(key string) (*seatdv1.CreateWebhookEndpointResponse, error) {
+		return e.admin.CreateWebhookEndpoint(as(t, key), &seatdv1.CreateWebhookEndpointRequest{Url: "https://hooks.example.com/seatd"})
+	}
+	first, err := create(acme)
+	require.NoError(t, err)
+	_, err = create(acme)
+	require.NoError(t, err)
+	_, err = create(acme)
+	st := requireStatus(t, err, codes.ResourceExhausted, server.ReasonEndpointLimit)
+	require.Equal(t, "2", errorInfo(st).GetMetadata()["limit"])
+	require.Contains(t, st.Message(), "2 webhook endpoints")
+	list, err := e.admin.ListWebhookEndpoints(as(t, acme), &seatdv1.ListWebhookEndpointsRequest{})
+	require.NoError(t, err)
+	require.Len(t, list.GetEndpoints(), 2, "nothing created by the refused call")
+	_, err = create(globex)
+	require.NoError(t, err, "the limit is per tenant")
+	_, err = e.admin.DeleteWebhookEndpoint(as(t, acme), &seatdv1.DeleteWebhookEndpointRequest{Id: first.GetEndpoint().GetId()})
+	require.NoError(t, err)
+	_, err = create(acme)
+	require.NoError(t, err, "room again")
+}

@@ -92,7 +92,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "seatd_releases_total", Help: "ReleaseSeat calls by result.",
 		}, []string{"result"}),
 		RecordsPruned: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seatd_records_pruned_total", Help: "History removed by retention, by kind (leases, cleanup_events, seat_events, audit).",
+			Name: "seatd_records_pruned_total", Help: "History removed by retention, by kind (leases, cleanup_events, seat_events, audit, returned_certificates, webhook_deliveries, webhook_events).",
 		}, []string{"kind"}),
 		PruneFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seatd_retention_failures_total", Help: "Retention batches that failed, by kind (nothing of that batch was removed; retried next pass).",

@@ -19,9 +19,14 @@ const (
 	// DefaultKeep keeps a little over a year of every kind, so that a
 	// yearly usage report (and the zombie report over the same window)
 	// still finds every lease and event.
-	DefaultKeep      = 366 * 24 * time.Hour
-	DefaultBatchSize = 1000
-	DefaultInterval  = time.Hour
+	DefaultKeep = 366 * 24 * time.Hour
+	// DefaultKeepWebhooks keeps the webhooks' delivery log and events 31
+	// days: a month to look back on, and longer than the largest default
+	// license.expiring threshold (720h), which their dedupe keys must
+	// outlast.
+	DefaultKeepWebhooks = 31 * 24 * time.Hour
+	DefaultBatchSize    = 1000
+	DefaultInterval     = time.Hour
 	// DefaultPassLimit bounds one pass; the rest waits for the next one.
 	DefaultPassLimit = 30 * time.Second
 )

@@ -1,8 +1,11 @@
 package service
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/seatd/seatd/server"
@@ -17,15 +20,28 @@ type WebhookOptions struct {
 	// AllowPrivate: endpoints may be loopback, link-local or private
 	// addresses and plain http (--webhook-allow-private-addresses).
 	AllowPrivate bool
+	// MaxEndpoints bounds each tenant's endpoints
+	// (--tenant-max-webhook-endpoints); 0: DefaultMaxWebhookEndpoints.
+	MaxEndpoints int
 }
 
 // Bounds of the webhooks' admin calls.
 const (
-	MaxWebhookEndpoints      = 20             // per tenant
-	MaxWebhookDescription    = 200            // characters
-	DefaultSecretRotationFor = 24 * time.Hour // the old secret still signs this long after a rotation
-	MaxSecretRotationFor     = 7 * 24 * time.Hour
+	DefaultMaxWebhookEndpoints = 20             // per tenant (--tenant-max-webhook-endpoints)
+	MaxWebhookDescription      = 200            // characters
+	DefaultSecretRotationFor   = 24 * time.Hour // the old secret still signs this long after a rotation
+	MaxSecretRotationFor       = 7 * 24 * time.Hour
 )
+
+// endpointLimit is the refusal of an endpoint past the tenant's limit:
+// RESOURCE_EXHAUSTED WEBHOOK_ENDPOINT_LIMIT, with the quota's metadata.
+func endpointLimit(limit int) error {
+	return &server.Error{
+		Code: server.EEXHAUSTED, Reason: server.ReasonEndpointLimit,
+		Message:  fmt.Sprintf("the tenant has %d webhook endpoints, its limit: delete one first", limit),
+		Metadata: map[string]string{"quota": "webhook_endpoints", "limit": strconv.Itoa(limit)},
+	}
+}
 
 // WebhookEndpointInput is what an admin gives for a new endpoint.
 type WebhookEndpointInput struct {
@@ -97,8 +113,8 @@ func (s *Service) CreateWebhookEndpoint(ctx context.Context, actor, tenant strin
 	if err != nil {
 		return server.Endpoint{}, err
 	}
-	if len(have) >= MaxWebhookEndpoints {
-		return server.Endpoint{}, quotaExceeded("webhook_endpoints", MaxWebhookEndpoints)
+	if limit := cmp.Or(s.webhookOpts.MaxEndpoints, DefaultMaxWebhookEndpoints); len(have) >= limit {
+		return server.Endpoint{}, endpointLimit(limit)
 	}
 	now := s.now()
 	ep, err := hooks.CreateEndpoint(ctx, server.Endpoint{

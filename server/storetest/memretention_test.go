@@ -40,6 +40,8 @@ func (s *memStore) PruneRecords(_ context.Context, kind server.RecordKind, befor
 		s.d.Seats = slices.DeleteFunc(s.d.Seats, func(e server.SeatEvent) bool { return take(e.At.Before(before)) })
 	case server.RecordAudit:
 		s.d.Audit = slices.DeleteFunc(s.d.Audit, func(e server.AuditEntry) bool { return take(e.At.Before(before)) })
+	case server.RecordWebhookDeliveries, server.RecordWebhookEvents:
+		// No outbox (Options.NoWebhooks): nothing to remove.
 	case server.RecordReturnedCertificates:
 		for id, rc := range s.d.Returned {
 			if take(rc.ExpiresAt.Before(before)) {

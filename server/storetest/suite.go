@@ -73,7 +73,11 @@ func RunWith(t *testing.T, newBackend Backend, o Options) {
 		groups = append(groups, struct {
 			name string
 			run  func(*testing.T, Backend)
-		}{"Webhooks", testWebhooks}) // invariant 14: an event for every change, and only for a change
+		}{"Webhooks", testWebhooks}, // invariant 14: an event for every change, and only for a change
+			struct {
+				name string
+				run  func(*testing.T, Backend)
+			}{"WebhookRetention", testWebhookRetention})
 	}
 	if !o.NoPolicy {
 		groups = append(groups, struct {

@@ -514,6 +514,126 @@ func testWebhooks(t *testing.T, newBackend Backend) {
 	})
 }
 
+// testWebhookRetention: retention removes delivered and failed deliveries
+// and the events fanned out before the cutoff, never a delivery still
+// pending (nor what it sends) nor an event not yet fanned out, and a
+// line's next delivery still takes the next sequence number.
+func testWebhookRetention(t *testing.T, newBackend Backend) {
+	s := openStore(t, newBackend)
+	hooks := webhooksOf(t, s)
+	tn := newTenant(t, s)
+	old := now().Add(-48 * time.Hour)
+	ep, err := hooks.CreateEndpoint(t.Context(), server.Endpoint{
+		ID: server.NewID("whe_"), TenantID: tn.ID, URL: "https://hooks.example.com/retention",
+		Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, CreatedAt: old, UpdatedAt: old,
+	})
+	require.NoError(t, err)
+	prune := func(kind server.RecordKind, before time.Time, limit int) int {
+		t.Helper()
+		n, err := s.PruneRecords(t.Context(), kind, before, limit)
+		require.NoError(t, err, "prune %s", kind)
+		return n
+	}
+	appendAt := func(i int, at time.Time, dedupe string) server.Event {
+		t.Helper()
+		lic := fmt.Sprintf("lic_retention%d", i)
+		e := server.NewEvent(server.EventLicensePeak, at, tn.ID, lic, lic, dedupe,
+			server.EventData{Seats: &server.EventSeats{PoolID: lic, Limit: 10, InUse: 9, Share: 90}})
+		written, err := hooks.AppendEvent(t.Context(), e)
+		require.NoError(t, err)
+		require.True(t, written)
+		return e
+	}
+	fanOut := func(at time.Time) {
+		t.Helper()
+		for {
+			n, err := hooks.FanOut(t.Context(), at, 50)
+			require.NoError(t, err)
+			if n == 0 {
+				return
+			}
+		}
+	}
+	// e1 delivered, e2 failed, e3 still retrying, e4 delivered then
+	// replayed and delivered again now; e5 not yet fanned out.
+	e1 := appendAt(1, old, "peak:lic_retention1:1")
+	e2 := appendAt(2, old.Add(time.Second), "")
+	e3 := appendAt(3, old.Add(2*time.Second), "")
+	e4 := appendAt(4, old.Add(3*time.Second), "")
+	fanOut(old)
+	e5 := appendAt(5, old.Add(4*time.Second), "")
+	due, err := hooks.DueDeliveries(t.Context(), old, 100)
+	require.NoError(t, err)
+	require.Len(t, due, 4)
+	byEvent := map[string]server.Delivery{}
+	for _, d := range due {
+		byEvent[d.Event.ID] = d
+	}
+	attempt := func(e server.Event, at time.Time, next server.DeliveryState, nextAt time.Time) {
+		t.Helper()
+		_, err := hooks.RecordAttempt(t.Context(), byEvent[e.ID].ID, server.Attempt{At: at, Status: 500, Next: next, NextAt: nextAt})
+		require.NoError(t, err)
+	}
+	attempt(e1, old, server.DeliveryDelivered, time.Time{})
+	attempt(e2, old, server.DeliveryFailed, time.Time{})
+	attempt(e3, old, server.DeliveryPending, now().Add(time.Hour))
+	attempt(e4, old, server.DeliveryDelivered, time.Time{})
+	_, err = hooks.ReplayDelivery(t.Context(), tn.ID, byEvent[e4.ID].ID, now())
+	require.NoError(t, err)
+	attempt(e4, now(), server.DeliveryDelivered, time.Time{})
+
+	for _, kind := range []server.RecordKind{server.RecordWebhookDeliveries, server.RecordWebhookEvents} {
+		require.Zero(t, prune(kind, old.Add(-time.Hour), 100), "%s: a cutoff before everything removes nothing", kind)
+	}
+	cutoff := old.Add(time.Hour)
+	require.Equal(t, 1, prune(server.RecordWebhookDeliveries, cutoff, 1), "a full batch")
+	require.Equal(t, 1, prune(server.RecordWebhookDeliveries, cutoff, 100), "the rest: a short batch")
+	require.Zero(t, prune(server.RecordWebhookDeliveries, cutoff, 100), "nothing left")
+	require.NotZero(t, prune(server.RecordWebhookEvents, cutoff, 100))
+	prune(server.RecordWebhookEvents, cutoff, 100)
+
+	list, _, err := hooks.ListDeliveries(t.Context(), tn.ID, ep.ID, server.Page{})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{byEvent[e3.ID].ID, byEvent[e4.ID].ID}, ids(list),
+		"the delivered and the failed one are gone; the pending one and the one tried since stay")
+	for _, e := range []server.Event{e1, e2} {
+		_, err := hooks.GetDelivery(t.Context(), tn.ID, byEvent[e.ID].ID)
+		require.ErrorIs(t, err, server.ErrDeliveryNotFound)
+	}
+	left := map[string]bool{}
+	for _, e := range eventsOf(t, hooks, tn.ID) {
+		left[e.ID] = true
+	}
+	require.False(t, left[e1.ID] || left[e2.ID], "their events went with them")
+	require.True(t, left[e5.ID], "an event not yet fanned out is never removed")
+
+	// The pending one still sends its event, whole.
+	due, err = hooks.DueDeliveries(t.Context(), now().Add(2*time.Hour), 100)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	require.Equal(t, byEvent[e3.ID].ID, due[0].ID)
+	require.Equal(t, e3.ID, due[0].Event.ID)
+	require.JSONEq(t, string(e3.Data), string(due[0].Event.Data))
+
+	// The next event of e1's line (license) takes the next number.
+	e6 := appendAt(1, now(), "")
+	fanOut(now())
+	list, _, err = hooks.ListDeliveries(t.Context(), tn.ID, ep.ID, server.Page{})
+	require.NoError(t, err)
+	seqs := map[string]int64{}
+	for _, d := range list {
+		seqs[d.Event.ID] = d.Seq
+	}
+	require.Equal(t, int64(2), seqs[e6.ID], "a line's sequence never goes back")
+	require.Equal(t, int64(1), seqs[e5.ID])
+
+	// A removed event's dedupe key goes with it (--retain-webhook-events
+	// is at least as long as a key can recur: daemon config).
+	written, err := hooks.AppendEvent(t.Context(), server.NewEvent(server.EventLicensePeak, now(), tn.ID, "lic_retention1", "lic_retention1", e1.DedupeKey, server.EventData{}))
+	require.NoError(t, err)
+	require.True(t, written)
+}
+
 func ids(ds []server.Delivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {

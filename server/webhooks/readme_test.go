@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/webhooks"
 )
 
@@ -104,5 +105,72 @@ func TestREADMEReceiverVerifiesADelivery(t *testing.T) {
 	require.Len(t, verdicts, len(cases), "%s", out)
 	for i, c := range cases {
 		require.Equal(t, c.want, verdicts[i], c.name)
+	}
+}
+
+// TestREADMEPayloadTablesMatchTheSchema: the README's tables of what each
+// event type's data holds, and of each object's fields (required, or
+// marked ? when absent if empty), say what PayloadSchemas says.
+func TestREADMEPayloadTablesMatchTheSchema(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Webhooks\n")
+	require.True(t, ok)
+	section, _, _ = strings.Cut(section, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| (`[^|]*) \\| ([^|]*) \\|$")
+	code := regexp.MustCompile("`([^`]*)`")
+	names := func(cell string) []string {
+		var out []string
+		for _, m := range code.FindAllStringSubmatch(cell, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	defs := webhooks.PayloadSchemas()
+	members := func(def any, key string) (required, all []string) {
+		d := def.(map[string]any)
+		if key != "" {
+			d = d["properties"].(map[string]any)[key].(map[string]any)
+		}
+		req, _ := d["required"].([]string)
+		for name := range d["properties"].(map[string]any) {
+			all = append(all, name)
+		}
+		return req, all
+	}
+	objects := map[string]string{"license": "WebhookLicense", "lease": "WebhookLease", "api_key": "WebhookAPIKey", "seats": "WebhookSeats", "endpoint": "WebhookEndpointRef", "grant": "WebhookGrant"}
+	typesSeen := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		left, right := names(m[1]), m[2]
+		if def, isObject := objects[left[0]]; isObject && len(left) == 1 { // an object's row; else a row of event types
+			var req, opt []string
+			for _, f := range names(right) {
+				if name, optional := strings.CutSuffix(f, "?"); optional {
+					opt = append(opt, name)
+				} else {
+					req = append(req, f)
+				}
+			}
+			wantReq, all := members(defs[def], "")
+			require.ElementsMatch(t, wantReq, req, "README: the required fields of %s", left[0])
+			require.ElementsMatch(t, all, append(req, opt...), "README: the fields of %s", left[0])
+			continue
+		}
+		for _, typ := range left {
+			typesSeen[typ] = true
+			def, ok := defs[webhooks.SchemaName(server.EventType(typ))]
+			require.True(t, ok, "README names an event type %q seatd does not send", typ)
+			req, _ := members(def, "data")
+			var data []string
+			for _, n := range names(right) {
+				if _, isObject := objects[n]; isObject {
+					data = append(data, n)
+				}
+			}
+			require.ElementsMatch(t, req, data, "README: the data of %s", typ)
+		}
+	}
+	for _, typ := range server.EventTypes {
+		require.True(t, typesSeen[string(typ)], "README's table has no row for %s", typ)
 	}
 }

@@ -236,8 +236,10 @@ func (pg *Postgres) FanOut(ctx context.Context, now time.Time, limit int) (int, 
 			), ins AS (
 				INSERT INTO webhook_deliveries (id, endpoint_id, tenant_id, event_seq, order_key, seq, state, created_at, next_at)
 				SELECT 'dlv_' || encode(substr(uuid_send(gen_random_uuid()), 1, 12), 'hex'), p.endpoint_id, p.tenant_id,
-					p.seq, p.okey, p.n + COALESCE((SELECT max(d.seq) FROM webhook_deliveries d
-						WHERE d.endpoint_id = p.endpoint_id AND d.order_key = p.okey), 0), 'pending', $1, $1
+					p.seq, p.okey, p.n + GREATEST(COALESCE((SELECT max(d.seq) FROM webhook_deliveries d
+						WHERE d.endpoint_id = p.endpoint_id AND d.order_key = p.okey), 0),
+						COALESCE((SELECT f.last_seq FROM webhook_delivery_seqs f
+						WHERE f.endpoint_id = p.endpoint_id AND f.order_key = p.okey), 0)), 'pending', $1, $1
 				FROM pairs p
 				ON CONFLICT (endpoint_id, event_seq) DO NOTHING
 			), marked AS (

@@ -137,5 +137,16 @@ export const listApiKeys = (tenantId, signal) =>
 export const createApiKey = (tenantId, name) => api('POST', `/v1/admin/tenants/${enc(tenantId)}/api-keys`, {body: {name}});
 export const revokeApiKey = (id) => api('POST', `/v1/admin/api-keys/${enc(id)}:revoke`, {body: {}});
 
+// Webhooks (an admin's): a tenant's endpoints (tenantId '' is the
+// caller's own tenant), their delivery log and replays.
+export const listWebhooks = (tenantId, signal) => api('GET', query('/v1/admin/webhooks', {tenantId}), {signal});
+export const createWebhook = (fields) => api('POST', '/v1/admin/webhooks', {body: fields});
+export const deleteWebhook = (tenantId, id) => api('DELETE', query(`/v1/admin/webhooks/${enc(id)}`, {tenantId}));
+export const setWebhookDisabled = (tenantId, id, disabled) =>
+  api('POST', `/v1/admin/webhooks/${enc(id)}:setDisabled`, {body: {tenantId, disabled}});
+export const webhookDeliveries = (tenantId, id, params, signal) =>
+  api('GET', query(`/v1/admin/webhooks/${enc(id)}/deliveries`, {tenantId, ...params}), {signal});
+export const replayDelivery = (tenantId, id) => api('POST', `/v1/admin/webhook-deliveries/${enc(id)}:replay`, {body: {tenantId}});
+
 // The audit log, a page at a time (params: tenantId, pageSize, pageToken).
 export const auditEvents = (params, signal) => api('GET', query('/v1/admin/audit-events', params), {signal});

@@ -24,6 +24,12 @@ export const ACTIONS = {
   'policy.set': 'manager',
   'lease.revoke': 'manager',
   'audit.read': 'admin',
+  // webhooks: every call is an admin's (server/grpcapi/authz.go)
+  'webhook.read': 'admin',
+  'webhook.create': 'admin',
+  'webhook.edit': 'admin',
+  'webhook.delete': 'admin',
+  'webhook.replay': 'admin',
   'usage.export': 'viewer',
   'tenant.read': 'operator',
   'tenant.create': 'operator',

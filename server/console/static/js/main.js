@@ -15,6 +15,7 @@ import * as zombies from './pages/zombies.js';
 import * as newLicense from './pages/newlicense.js';
 import * as tenants from './pages/tenants.js';
 import * as audit from './pages/audit.js';
+import * as webhooks from './pages/webhooks.js';
 
 const routes = [
   {pattern: /^\/$/, page: overview, nav: 'overview'},
@@ -23,6 +24,7 @@ const routes = [
   {pattern: /^\/usage(?:\/([^/]+))?$/, page: usage, nav: 'usage'},
   {pattern: /^\/zombies$/, page: zombies, nav: 'zombies'},
   {pattern: /^\/audit$/, page: audit, nav: 'audit', action: 'audit.read'},
+  {pattern: /^\/webhooks$/, page: webhooks, nav: 'webhooks', action: 'webhook.read'},
   {pattern: /^\/tenants$/, page: tenants, nav: 'tenants', action: 'tenant.read'},
   {pattern: /^\/tenants\/([^/]+)$/, page: tenants, nav: 'tenants', action: 'tenant.read'},
 ];
