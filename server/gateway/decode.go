@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -58,15 +59,23 @@ func (m namingMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 
 // Marshal writes v as JSONPb.Marshal does, with one buffer less: JSONPb
 // lets protojson grow a buffer of its own by appending, then copies it
-// into a bytes.Buffer; here protojson appends into a pooled buffer and the
-// answer is one copy of the exact size.
+// into a bytes.Buffer; here the answer is written into a pooled buffer
+// (by appendJSON, protojson's bytes at a fraction of its cost, or by
+// protojson) and copied once at its size.
 func (m namingMarshaler) Marshal(v any) ([]byte, error) {
 	msg, ok := v.(proto.Message)
 	if !ok || m.Indent != "" {
 		return m.JSONPb.Marshal(v)
 	}
 	bp := marshalBuffers.Get().(*[]byte)
-	b, err := m.MarshalOptions.MarshalAppend((*bp)[:0], msg)
+	b, fast := []byte(nil), false
+	if m.MarshalOptions == fastJSONOptions {
+		b, fast = appendJSON((*bp)[:0], msg.ProtoReflect())
+	}
+	var err error
+	if !fast {
+		b, err = m.MarshalAppend((*bp)[:0], msg)
+	}
 	var out []byte
 	if err == nil {
 		out = bytes.Clone(b)
@@ -77,6 +86,9 @@ func (m namingMarshaler) Marshal(v any) ([]byte, error) {
 	}
 	return out, err
 }
+
+// fastJSONOptions are the options appendJSON writes as (the gateway's).
+var fastJSONOptions = protojson.MarshalOptions{EmitDefaultValues: true}
 
 // marshalBuffers are Marshal's buffers; one that grew past
 // maxPooledAnswer (a large admin list) is left to the collector.
