@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"sync"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
@@ -33,6 +34,13 @@ func (m namingMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 			// means "remove it". The handlers refuse a missing field.
 			return io.EOF
 		}
+		if msg, ok := v.(proto.Message); ok && m.UnmarshalOptions.Unmarshal(body, msg) == nil {
+			// The whole body is one message that decodes: what JSONPb's
+			// decoder (encoding/json's scan for the first value, then the
+			// same protojson) would give, at half the cost. Anything else
+			// takes JSONPb's path, for its answer and its error.
+			return nil
+		}
 		err = m.JSONPb.NewDecoder(bytes.NewReader(body)).Decode(v)
 		if err == nil {
 			return nil
@@ -47,6 +55,34 @@ func (m namingMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		return err
 	})
 }
+
+// Marshal writes v as JSONPb.Marshal does, with one buffer less: JSONPb
+// lets protojson grow a buffer of its own by appending, then copies it
+// into a bytes.Buffer; here protojson appends into a pooled buffer and the
+// answer is copied once at its size.
+func (m namingMarshaler) Marshal(v any) ([]byte, error) {
+	msg, ok := v.(proto.Message)
+	if !ok || m.Indent != "" {
+		return m.JSONPb.Marshal(v)
+	}
+	bp := marshalBuffers.Get().(*[]byte)
+	b, err := m.MarshalAppend((*bp)[:0], msg)
+	var out []byte
+	if err == nil {
+		out = bytes.Clone(b)
+	}
+	if cap(b) <= maxPooledAnswer {
+		*bp = b[:0]
+		marshalBuffers.Put(bp)
+	}
+	return out, err
+}
+
+// marshalBuffers are Marshal's buffers; one that grew past
+// maxPooledAnswer (a large admin list) is left to the collector.
+var marshalBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooledAnswer = 64 << 10
 
 // maxNamedBody bounds the bodies whose bad field is looked for: the look
 // decodes each top-level field again, before authentication, so a large

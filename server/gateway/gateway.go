@@ -231,6 +231,9 @@ func notUTF8(r *http.Request) string {
 	if !utf8.ValidString(r.URL.Path) {
 		return "path"
 	}
+	if r.URL.RawQuery == "" {
+		return ""
+	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return "" // grpc-gateway answers a query that does not parse

@@ -27,18 +27,20 @@ func WithRESTClient(ctx context.Context, addr string) context.Context {
 // (one host's usual allocation), so that a host cannot get a fresh bucket
 // per address of its own prefix.
 func clientAddr(ctx context.Context) string {
-	// Only a call made through an inprocgrpc channel has a client context:
-	// the key is that package's, and a network call has none.
+	// Only a stream through InProcess's inprocgrpc channel has a client
+	// context: the key is that package's, and a network call has none.
 	if cc := inprocgrpc.ClientContext(ctx); cc != nil {
 		if addr, ok := cc.Value(restClientKey{}).(string); ok {
 			return AddrKey(addr)
 		}
-		return "seatd-in-process"
+		return inProcessClient
 	}
 	p, ok := peer.FromContext(ctx)
 	if !ok || p.Addr == nil {
 		return "unknown"
 	}
+	// A unary call through InProcess's direct path: its peer is the REST
+	// client's address (restAddr), a type no network peer has.
 	return AddrKey(p.Addr.String())
 }
 
