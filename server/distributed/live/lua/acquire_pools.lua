@@ -53,7 +53,8 @@
 --       decision ('' none: the license has no policy), JSON:
 --       [scope, user, host (lower case), refused (0/1), [pool of each
 --       KEYS pool: '' or the grant's id after the dot], [[tag 'u'|'h',
---       limit, [names] (a group's: its JSON as a string)] per cap],
+--       limit, [names] (a group's: its JSON as a string, or 0 when the
+--       caller left its members out: policy.lua count_names)] per cap],
 --       [[key, seats, member (0/1)] per
 --       reservation], the policy has rules of the scope (0/1): a lease
 --       is handed back only to its own user and host].
@@ -69,7 +70,9 @@
 -- previous first deadline of pool i, dedupe key, limit, displaced {pool,
 -- id, pool, id ...}, policy, replaced {pool, id, last_hb, deadline} (the
 -- live lease a grant took the place of, now expiring, or {})}, status as acquire.lua's, or 'UNUSABLE', or
--- 'POLICYREFUSED'; i is the pool judged (0: none). A borrow refusal gives
+-- 'POLICYREFUSED', or 'NEEDNAMES' (the decision left out the members
+-- of a group whose count needs them: nothing written, ask again with
+-- them); i is the pool judged (0: none). A borrow refusal gives
 -- the time it was judged at in place of acquired (acquire.lua). policy is
 -- for a grant the index (from 1) of the reservation whose seat it took (0
 -- a shared seat), for POLICYREFUSED {cap counts, reservation counts} of
