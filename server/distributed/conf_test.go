@@ -49,7 +49,10 @@ func TestFailedSettingsPushIsRetried(t *testing.T) {
 		_, seats := liveConf(t, s, lic.ID)
 		return seats == "1"
 	}, 5*time.Second, 20*time.Millisecond, "the flush loop pushes the settings once Redis answers")
-	require.Zero(t, s.BackgroundStats().SettingsCopiesBehind)
+	// The loop takes the license off its list just after the push lands:
+	// the settings can be seen in Redis a moment before.
+	require.Eventually(t, func() bool { return s.BackgroundStats().SettingsCopiesBehind == 0 }, 5*time.Second,
+		10*time.Millisecond, "/metrics shows no copy waiting once it landed")
 	_, _, err = tryAcq(t.Context(), s, lic.Key, "b")
 	requireCode(t, err, server.EEXHAUSTED, server.ReasonSeatsExhausted, "the new limit of 1 holds")
 }

@@ -101,7 +101,12 @@
 // keys in any pool too) and borrow checks (a borrow must end by the
 // pool's expiry, conf 'exp'); else the sums over the usable pools
 // (EXHAUSTED), or why none is usable (inactive, not started: conf
-// 'starts', expired). A request no grant covers is judged on the
+// 'starts', expired). Every pool is checked once a run (live state,
+// deleted, strategy, and whether its key hashes hold anything: a pool
+// without keys is not looked up), but a pool's settings are read, and it
+// is judged usable, only when an acquisition looks at it: as far down
+// the pick order as the pick goes, and the pool of a live lease of its
+// keys; the reply carries the settings of those pools only. A request no grant covers is judged on the
 // license's live state first (usable.lua, at Redis TIME: inactive or
 // expired says so; only that refused path pays the round trip). The grant is recorded as any (insert checks
 // the pool row's epoch and version). Base-pool calls are unchanged
@@ -129,7 +134,11 @@
 // over the usable pools that may grant, counting from the policy index
 // ({lic}:v2:pol:index: who holds each live lease of the scope, and the
 // reservation it took) the leases of every grant of the feature; a grant
-// adds its holder's members, Lease.Reservation is recorded with the lease
+// adds its holder's members (a cap of a group as a whole is judged on
+// the scope's holders of its kind, one ZLEXCOUNT, and the decision leaves
+// the group's members out until that bound reaches the cap: the script
+// then answers NEEDNAMES, writing nothing, and the license version's
+// decisions carry them from then on), Lease.Reservation is recorded with the lease
 // (sessions.reservation), and a refusal's counts come back so that
 // server.Judge gives the embedded store's error. A grant also ends the
 // lapsed leases that, back, would break its caps or reservations

@@ -6,8 +6,10 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -26,15 +28,34 @@ import (
 //
 // Like `make bench`, it takes seats on one large license. The feature-*
 // rows do the same on a feature of that license, which holds 50 grants
-// (one of them covers the feature asked): issue 26 wants each within 10 %
-// of its base row.
+// (HOTPATH_COVERING of them, default 1, cover the feature asked; with more
+// than one, the first min(5, covering-1) in pick order are full, as
+// bench/load lays them out): issue 26 wants each within 10 % of its base
+// row. The policy-* rows do the same on the base pool of another license
+// of the same shape with a site policy of 10 groups x 100 members, a
+// reservation, a cap of each member and a cap of each group as a whole
+// (issue 27, as bench/load's policyPool), its callers the members in turn.
+//
+// Besides the time, each row reports the CPU per call, and the Redis
+// commands per call (redis-calls/op: those scripts run, counted by INFO
+// commandstats, the scripts themselves and INFO not counted) and the
+// microseconds Redis spent in scripts per call (script-µs/op): with a
+// Redis of its own (SEATD_TEST_REDIS_URL), the calls are exact whatever
+// the load of the machine (HOTPATH_CMDSTATS=1 logs them by command).
 //
 // The sub-benchmarks named ...-rpc run every call on a new goroutine, as
 // the gRPC server does for each RPC: a new goroutine starts on a small
 // stack, so they show the cost of growing it, which the plain ones (each
 // caller keeps its goroutine, and its grown stack) do not.
 func BenchmarkHotPath(b *testing.B) {
-	const callers = 64
+	callers := 64 // HOTPATH_CALLERS: 1 gives every script run one call (no batching)
+	if v := os.Getenv("HOTPATH_CALLERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("HOTPATH_CALLERS=%q: want a positive number", v)
+		}
+		callers = n
+	}
 	ctx := context.Background()
 	pg, err := pgxpool.New(ctx, testPostgresURL())
 	if err != nil {
@@ -80,15 +101,21 @@ func BenchmarkHotPath(b *testing.B) {
 	var (
 		leases  = make(chan held, 1_000_000)
 		seq     atomic.Int64
-		feature string // the feature the rows ask for ("": the base pool)
+		feature string   // the feature the rows ask for ("": the base pool)
+		key     = lic.Key // the license they ask
+		users   []string // the users they ask as, in turn (none: no user)
 	)
 	take := func() (held, error) {
 		n := seq.Add(1)
 		tok := server.HashSecret(fmt.Sprint(n))
-		r, err := s.Acquire(ctx, server.AcquireRequest{
-			LicenseKey: lic.Key, Fingerprint: fmt.Sprintf("bench-%d", n),
+		req := server.AcquireRequest{
+			LicenseKey: key, Fingerprint: fmt.Sprintf("bench-%d", n),
 			LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: tok, Feature: feature,
-		})
+		}
+		if len(users) > 0 {
+			req.User = users[n%int64(len(users))]
+		}
+		r, err := s.Acquire(ctx, req)
 		return held{r.Lease.ID, tok}, err
 	}
 	acquire := func() error {
@@ -108,6 +135,15 @@ func BenchmarkHotPath(b *testing.B) {
 		_, err = s.Release(ctx, l.id, l.tokenHash)
 		return err
 	}
+	// serial runs op one call at a time (fewer callers than GOMAXPROCS).
+	var serialMu sync.Mutex
+	serial := func(op func() error) func() error {
+		return func() error {
+			serialMu.Lock()
+			defer serialMu.Unlock()
+			return op()
+		}
+	}
 	// run reports, besides the time, the CPU this process, Redis and the
 	// store's PostgreSQL backends spent per call (Redis's is meaningful
 	// only if nothing else uses it; PostgreSQL's is its backends' own,
@@ -117,7 +153,12 @@ func BenchmarkHotPath(b *testing.B) {
 	run := func(b *testing.B, op func() error) {
 		b.ReportAllocs()
 		b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
+		if callers < runtime.GOMAXPROCS(0) {
+			b.SetParallelism(1)
+			op = serial(op)
+		}
 		cpu0, redis0, pg0 := processCPU(), redisCPU(ctx, s), postgresCPU(ctx, pg, schema)
+		calls0, script0, by0 := redisCommands(ctx, s)
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -131,6 +172,19 @@ func BenchmarkHotPath(b *testing.B) {
 		b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		b.ReportMetric(float64((redisCPU(ctx, s)-redis0).Microseconds())/float64(b.N), "redis-µs/op")
 		b.ReportMetric(float64(postgresCPU(ctx, pg, schema).sub(pg0).Microseconds())/float64(b.N), "pg-µs/op")
+		calls, script, by := redisCommands(ctx, s)
+		b.ReportMetric(float64(calls-calls0)/float64(b.N), "redis-calls/op")
+		if os.Getenv("HOTPATH_CMDSTATS") != "" {
+			var per []string
+			for name, n := range by {
+				if d := n - by0[name]; d > 0 {
+					per = append(per, fmt.Sprintf("%s %.2f", name, float64(d)/float64(b.N)))
+				}
+			}
+			slices.Sort(per)
+			b.Logf("Redis commands per call: %s", strings.Join(per, ", "))
+		}
+		b.ReportMetric((script-script0)/float64(b.N), "script-µs/op")
 	}
 	// rpc runs op on a goroutine of its own, as an RPC is.
 	rpc := func(op func() error) func() error {
@@ -150,7 +204,7 @@ func BenchmarkHotPath(b *testing.B) {
 		}
 		var next atomic.Int64
 		run(b, wrap(func() error {
-			l := mine[next.Add(1)%callers]
+			l := mine[next.Add(1)%int64(callers)]
 			_, err := s.Heartbeat(ctx, l.id, l.tokenHash)
 			return err
 		}))
@@ -168,19 +222,31 @@ func BenchmarkHotPath(b *testing.B) {
 		}))
 	}
 	same := func(op func() error) func() error { return op }
-	// features gives the license its 50 grants (one of feature "render"),
-	// then lets PostgreSQL prune the row versions their creation left on
-	// the license's row, as autovacuum does in a steady state: the base
-	// rows above ran without them.
+	// features gives the license its 50 grants (covering of them of
+	// feature "render", the first full ones in pick order filled), then
+	// lets PostgreSQL prune the row versions their creation left on the
+	// license's row, as autovacuum does in a steady state: the base rows
+	// above ran without them.
 	features := func(b *testing.B) {
-		for i := range 50 {
-			f := fmt.Sprintf("f%d", i)
-			if i == 0 {
-				f = "render"
+		covering := 1
+		if v := os.Getenv("HOTPATH_COVERING"); v != "" {
+			if covering, err = strconv.Atoi(v); err != nil || covering < 1 || covering > 50 {
+				b.Fatalf("HOTPATH_COVERING=%q: want 1..50", v)
 			}
-			_, err := s.CreateGrant(ctx, server.Grant{ID: server.NewGrantID(lic.ID), LicenseID: lic.ID, TenantID: tn.ID,
-				Feature: f, Version: "2025", Seats: 10_000_000, CreatedAt: at, UpdatedAt: at})
-			if err != nil {
+		}
+		full := min(5, covering-1)
+		for i := range 50 {
+			g := server.Grant{ID: server.NewGrantID(lic.ID), LicenseID: lic.ID, TenantID: tn.ID,
+				Feature: "render", Version: strconv.Itoa(2001 + i), Seats: 10_000_000,
+				// pick order: first to expire (the last covering first)
+				ExpiresAt: at.Add(time.Duration(100-i) * 24 * time.Hour), CreatedAt: at, UpdatedAt: at}
+			switch {
+			case i >= covering:
+				g.Feature = fmt.Sprintf("f%d", i)
+			case i >= covering-full:
+				g.Seats = 1
+			}
+			if _, err := s.CreateGrant(ctx, g); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -188,6 +254,49 @@ func BenchmarkHotPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		feature = "render"
+		for range full {
+			if _, err := take(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// policy switches the rows to the base pool of a license like lic with
+	// a site policy of 10 groups of 100 users: each group has 10 seats
+	// reserved, each member a cap of 100,000 seats and the group as a
+	// whole one of 1,000,000 (none bites).
+	policy := func(b *testing.B) {
+		plic, err := s.CreateLicense(ctx, server.License{
+			ID: server.NewID(server.PrefixLicenseID), TenantID: tn.ID, Key: server.NewSecret(server.PrefixLicenseKey),
+			Name: "bench policy", Seats: 10_000_000, LeaseTTL: time.Hour, LeasingStrategy: server.PerFingerprint, Active: true,
+			CreatedAt: at, UpdatedAt: at,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := &server.Policy{UpdatedAt: at}
+		users = users[:0]
+		for g := range 10 {
+			grp := server.Group{TenantID: tn.ID, Name: fmt.Sprintf("g%d", g), Kind: server.SubjectGroup, CreatedAt: at, UpdatedAt: at}
+			for m := range 100 {
+				grp.Members = append(grp.Members, fmt.Sprintf("user-%d-%d", g, m))
+			}
+			users = append(users, grp.Members...)
+			if _, err := s.PutGroup(ctx, grp); err != nil {
+				b.Fatal(err)
+			}
+			sub := server.Subject{Kind: server.SubjectGroup, Name: grp.Name}
+			p.Rules = append(p.Rules,
+				server.PolicyRule{Kind: server.RuleReserve, Count: 10, Subject: sub},
+				server.PolicyRule{Kind: server.RuleMax, Count: 100_000, Subject: sub, EachMember: true},
+				server.PolicyRule{Kind: server.RuleMax, Count: 1_000_000, Subject: sub})
+		}
+		if _, err := s.SetPolicy(ctx, tn.ID, plic.ID, p); err != nil {
+			b.Fatal(err)
+		}
+		feature, key = "", plic.Key
+		for len(leases) > 0 { // the rows above's
+			<-leases
+		}
 	}
 	b.Run("acquire", func(b *testing.B) { run(b, acquire) })
 	b.Run("acquire-rpc", func(b *testing.B) { run(b, rpc(acquire)) })
@@ -217,6 +326,49 @@ func BenchmarkHotPath(b *testing.B) {
 		}
 		release(b, same)
 	})
+	b.Run("policy-acquire", func(b *testing.B) {
+		if len(users) == 0 {
+			policy(b)
+		}
+		run(b, acquire)
+	})
+	b.Run("policy-heartbeat", func(b *testing.B) {
+		if len(users) == 0 {
+			policy(b)
+		}
+		heartbeat(b, same)
+	})
+}
+
+// redisCommands reads INFO commandstats: the commands Redis ran but
+// scripts (EVAL*, counted by the commands they run) and INFO, and the
+// microseconds it spent in scripts.
+func redisCommands(ctx context.Context, s *Store) (calls int64, scriptUS float64, by map[string]int64) {
+	by = map[string]int64{}
+	for _, line := range strings.Split(s.rdb.Info(ctx, "commandstats").Val(), "\r\n") {
+		name, v, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || name == "info" {
+			continue
+		}
+		var n int64
+		var us float64
+		for _, f := range strings.Split(v, ",") {
+			k, x, _ := strings.Cut(f, "=")
+			switch k {
+			case "calls":
+				n, _ = strconv.ParseInt(x, 10, 64)
+			case "usec":
+				us, _ = strconv.ParseFloat(x, 64)
+			}
+		}
+		by[name] = n
+		if strings.HasPrefix(name, "eval") {
+			scriptUS += us
+		} else {
+			calls += n
+		}
+	}
+	return calls, scriptUS, by
 }
 
 func processCPU() time.Duration {

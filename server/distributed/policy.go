@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/seatd/seatd/server"
 	"github.com/seatd/seatd/server/distributed/live"
@@ -113,6 +114,10 @@ type licensePolicy struct {
 	// members are the members of each group the policy names, encoded for
 	// a cap of the group as a whole (a host group's lower-cased).
 	members map[string]live.Names
+	// groupsWanted: acquire_pools.lua has asked for the members of a
+	// group capped as a whole (live.Judgement.GroupsWanted): the
+	// decisions of this license version carry them from then on.
+	groupsWanted atomic.Bool
 }
 
 // newLicensePolicy compiles p (nil: no policy).
@@ -155,6 +160,9 @@ func (lp *licensePolicy) judgement(feature string, req *server.AcquireRequest) (
 			jc.Group, jc.Names = true, lp.members[c.Subject.Name]
 		default:
 			jc.Group, jc.Host, jc.Names = true, true, lp.members[c.Subject.Name]
+		}
+		if jc.Group {
+			j.GroupsWanted = &lp.groupsWanted
 		}
 		j.Caps[i] = jc
 	}

@@ -584,3 +584,42 @@ func mustLease(t *testing.T, s *Store, tenantID, id string) server.Lease {
 	require.NoError(t, err)
 	return l
 }
+
+// TestGroupMembersSentOnlyWhenTheCountNeedsThem: a decision leaves out the
+// members of a group capped as a whole while the scope's holders (of any
+// group) are fewer than the cap: acquire_pools.lua judges the cap on that
+// bound alone. Once they reach it, the script asks for the members
+// (nothing written), the acquisition is judged again with them, and the
+// license's decisions carry them from then on: the cap counts the group's
+// members only.
+func TestGroupMembersSentOnlyWhenTheCountNeedsThem(t *testing.T) {
+	t.Parallel()
+	_, s, tn := openStore(t, nil)
+	lic := mkLicense(t, s, tn.ID, 10, time.Hour)
+	mkGroup(t, s, tn.ID, "night", server.SubjectGroup, "ann", "bob", "carl")
+	setPolicy(t, s, lic, server.PolicyRule{Kind: server.RuleMax, Count: 2, Subject: groupSubject("night")})
+	ctx := t.Context()
+	wanted := func() bool {
+		t.Helper()
+		lg, ok := s.licenseGrants.Get(lic.ID)
+		require.True(t, ok)
+		return lg.policy.groupsWanted.Load()
+	}
+
+	_, _, err := tryAs(ctx, s, lic.Key, "a1", "ann", "h", "", "")
+	require.NoError(t, err)
+	require.False(t, wanted(), "1 holder, under the cap of 2: the members were not needed")
+	_, _, err = tryAs(ctx, s, lic.Key, "z1", "zed", "h", "", "")
+	require.NoError(t, err, "zed is not of the group")
+	require.False(t, wanted())
+
+	b, _, err := tryAs(ctx, s, lic.Key, "b1", "bob", "h", "", "")
+	require.NoError(t, err, "2 holders, but only ann of the group: bob is granted")
+	require.NotEmpty(t, b.Lease.ID)
+	require.True(t, wanted(), "the holders reached the cap: the script asked for the members")
+
+	_, _, err = tryAs(ctx, s, lic.Key, "c1", "carl", "h", "", "")
+	requirePolicyRefusal(t, err, server.EEXHAUSTED, server.ReasonGroupLimit, 0, "ann and bob hold the group's 2")
+	_, _, err = tryAs(ctx, s, lic.Key, "z2", "zed", "h2", "", "")
+	require.NoError(t, err, "the group's cap is not zed's")
+}

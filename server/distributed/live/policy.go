@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/seatd/seatd/server"
 )
@@ -38,7 +39,21 @@ type Judgement struct {
 	// the acquisition's keys is handed back only to its own user and host
 	// (server.LeaseStore's policy section); another's grant replaces it.
 	OwnHandBack bool
+	// GroupsWanted, if not nil, says whether acquire_pools.lua wants the
+	// members of the groups capped as a whole: until it is set they are
+	// left out (a group of 100 members is most of a decision, and the
+	// script needs them only once the scope's holders of the cap's kind
+	// reach its limit: it answers StatusNeedNames, AcquirePoolSet sets it
+	// and asks again with them, and from then on they are sent). One flag
+	// per license version (the caller's): nil sends them always.
+	GroupsWanted *atomic.Bool
 }
+
+// StatusNeedNames is acquire_pools.lua's answer to an acquisition whose
+// decision left a group's members out when its count needed them
+// (Judgement.GroupsWanted): nothing was written; AcquirePoolSet asks
+// again with them.
+const StatusNeedNames Status = "NEEDNAMES"
 
 // JudgedCap is a cap of a Judgement.
 type JudgedCap struct {
@@ -71,8 +86,11 @@ func EncodeNames(names ...string) Names {
 }
 
 // encode is the decision as acquire_pools.lua decodes it (JSON): [scope,
-// user, host, refused, pool names, caps, reservations, own hand-back].
-func (j *Judgement) encode(poolNames []byte) []byte {
+// user, host, refused, pool names, caps, reservations, own hand-back]. A
+// cap's names are a list, or for a group capped as a whole its members'
+// list as a string, or, when withhold, the number of its members
+// (policy.lua count_names: the script asks for them if it needs them).
+func (j *Judgement) encode(poolNames []byte, withhold bool) []byte {
 	b := make([]byte, 0, 128+len(poolNames))
 	b = append(b, '[')
 	b = appendJSONString(b, j.Scope)
@@ -101,6 +119,8 @@ func (j *Judgement) encode(poolNames []byte) []byte {
 		switch {
 		case len(c.Names) == 0:
 			b = append(b, "[]"...)
+		case c.Group && withhold:
+			b = append(b, '0')
 		case c.Group:
 			// A group's members, as a string the script decodes only
 			// when the count needs them (policy.lua count_names): most
@@ -288,7 +308,7 @@ func (rs *Redis) Revive(ctx context.Context, set *PoolSet, poolID, leaseID, toke
 	}
 	decision := ""
 	if j != nil {
-		decision = string(j.encode(set.names))
+		decision = string(j.encode(set.names, false))
 	}
 	res, err := scriptRevive.Run(ctx, rs.rdb, set.keys, strconv.FormatInt(set.version, 10), len(set.pools),
 		len(set.pools)+len(set.others), at, leaseKey(leaseID), tokenKey(tokenHash), decision).Slice()

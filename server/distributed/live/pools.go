@@ -132,14 +132,24 @@ func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.A
 	for _, st := range strategies {
 		args = append(args, string(st), server.DedupeKey(st, req.Fingerprint, req.User, req.Hostname))
 	}
+	withhold := j != nil && j.GroupsWanted != nil && !j.GroupsWanted.Load()
 	decision := ""
 	if j != nil {
-		decision = string(j.encode(set.names))
+		decision = string(j.encode(set.names, withhold))
 	}
 	args = append(args, decision)
 	r, err := rs.batches.Do(ctx, licReq{scriptAcquirePools, set.group, args, set.keys})
 	if err != nil {
 		return err
+	}
+	if withhold && r.mine != nil && Status(replyString(r.mine[0])) == StatusNeedNames {
+		// A group's members were left out, and its count needs them:
+		// from now on they are sent (the same decision, in a new step).
+		j.GroupsWanted.Store(true)
+		args[len(args)-1] = string(j.encode(set.names, false))
+		if r, err = rs.batches.Do(ctx, licReq{scriptAcquirePools, set.group, args, set.keys}); err != nil {
+			return err
+		}
 	}
 	*out = PoolAcquisition{}
 	poolOf := func(v any) string {
@@ -227,11 +237,17 @@ func (rs *Redis) AcquirePoolSet(ctx context.Context, set *PoolSet, req *server.A
 	if len(jsons) < i || len(epochs) < i || len(versions) < i {
 		return fmt.Errorf("acquire_pools.lua: unexpected reply %v", r.reply)
 	}
+	// The script gives the settings only of the pools an acquisition of
+	// the run looked at ("" for the others), the pool judged among them.
+	if e, ok := epochs[i-1].(string); ok && e == "" {
+		return fmt.Errorf("acquire_pools.lua: no settings of pool %d, which it judged: %v", i, r.reply)
+	}
 	a.Epoch, a.Version = replyInt(epochs[i-1]), replyInt(versions[i-1])
 	return rs.licenseOf(replyString(jsons[i-1]), &a.License)
 }
 
-// unusable reads why each pool may not grant, and when each starts.
+// unusable reads why each pool may not grant, and when each starts (the
+// script looked at every pool when none was usable).
 func unusable(r licRes, out *PoolAcquisition) {
 	bads, _ := r.shared(4).([]any)
 	starts, _ := r.shared(5).([]any)

@@ -167,3 +167,52 @@ func TestAcquirePoolsReplaysAKeylessBorrow(t *testing.T) {
 	require.Equal(t, 1, g.InUse, "the replay answers the grant: no second lease")
 	require.Equal(t, b.ID, g.License.ID, "the answer carries the granting pool's settings")
 }
+
+// TestAcquirePoolsLooksOnlyAsFarAsThePick: a pool's settings are read
+// (and judged usable) only when an acquisition looks at it: the pools
+// after the one that grants are checked (live state, deleted, strategy)
+// but not read, so a setting there that would break the judging of the
+// pool breaks nothing; a lease of the request's key in such a pool is
+// still handed back, and once every pool is needed, all are judged.
+func TestAcquirePoolsLooksOnlyAsFarAsThePick(t *testing.T) {
+	rs, rdb := openLive(t)
+	lic := server.License{ID: server.NewID(server.PrefixLicenseID), TenantID: "tn", Seats: 1, LeaseTTL: time.Hour,
+		LeasingStrategy: server.PerFingerprint, Active: true}
+	pool := func() server.License {
+		p := lic
+		p.ID, p.Seats, p.Feature = server.NewGrantID(lic.ID), 1, "render"
+		return p
+	}
+	a, b, c := pool(), pool(), pool()
+	buildPool(t, rs, lic)
+	buildPool(t, rs, a)
+	buildPool(t, rs, b)
+	buildPool(t, rs, c)
+	// C's expiry cannot be judged: judging C fails the script.
+	require.NoError(t, rdb.HSet(t.Context(), rs.Keys().RebuildKeys(c.ID)[0], "exp", "not a number").Err())
+
+	req := func(fp string) *server.AcquireRequest {
+		return &server.AcquireRequest{Fingerprint: fp, LeaseID: server.NewID(server.PrefixLeaseID), TokenHash: server.HashSecret(fp)}
+	}
+	pools := []string{a.ID, b.ID, c.ID}
+	var g PoolAcquisition
+	require.NoError(t, rs.AcquirePools(t.Context(), lic.ID, 1, pools, req("x"), &g))
+	require.Equal(t, StatusGranted, g.Status, "C is not looked at: A grants")
+	require.Equal(t, a.ID, g.PoolID)
+	require.Equal(t, a.ID, g.License.ID)
+	require.NoError(t, rs.AcquirePools(t.Context(), lic.ID, 1, pools, req("y"), &g))
+	require.Equal(t, StatusGranted, g.Status, "A is full: B grants, C is not looked at")
+	require.Equal(t, b.ID, g.PoolID)
+	require.Equal(t, b.ID, g.License.ID, "the answer carries the settings of the pool that granted")
+
+	// x's lease is in A, looked at first; y's in B: handed back from
+	// whichever pool holds it, in any order.
+	require.NoError(t, rs.AcquirePools(t.Context(), lic.ID, 1, []string{b.ID, a.ID, c.ID}, req("x"), &g))
+	require.Equal(t, StatusHandedBack, g.Status)
+	require.Equal(t, a.ID, g.PoolID)
+	require.Equal(t, a.ID, g.License.ID)
+
+	// A and B full: C is looked at, and its settings fail the script.
+	require.NoError(t, rs.AcquirePools(t.Context(), lic.ID, 1, pools, req("z"), &g))
+	require.Equal(t, StatusFailed, g.Status, "C is judged once A and B are full")
+}

@@ -53,7 +53,8 @@
 --       decision ('' none: the license has no policy), JSON:
 --       [scope, user, host (lower case), refused (0/1), [pool of each
 --       KEYS pool: '' or the grant's id after the dot], [[tag 'u'|'h',
---       limit, [names] (a group's: its JSON as a string)] per cap],
+--       limit, [names] (a group's: its JSON as a string, or 0 when the
+--       caller left its members out: policy.lua count_names)] per cap],
 --       [[key, seats, member (0/1)] per
 --       reservation], the policy has rules of the scope (0/1): a lease
 --       is handed back only to its own user and host].
@@ -62,12 +63,16 @@
 -- in Redis}} (the grants changed), {{'NOPOLICYINDEX', generation}}; else {'OK',
 -- {each pool's json, or '' when no acquisition of the run was judged in
 -- it}, {epoch}, {settings version}, {usable() status or ''}, {start
--- (µs)} (of the pools that may grant), then per acquisition 14 values:
+-- (µs)} (of the pools that may grant, up to the last one an acquisition
+-- of the run looked at; all four '' for a pool none looked at: see
+-- conf_of), then per acquisition 14 values:
 -- status, i, lease id, acquired, last_hb, deadline, token_seq, in use,
 -- previous first deadline of pool i, dedupe key, limit, displaced {pool,
 -- id, pool, id ...}, policy, replaced {pool, id, last_hb, deadline} (the
 -- live lease a grant took the place of, now expiring, or {})}, status as acquire.lua's, or 'UNUSABLE', or
--- 'POLICYREFUSED'; i is the pool judged (0: none). A borrow refusal gives
+-- 'POLICYREFUSED', or 'NEEDNAMES' (the decision left out the members
+-- of a group whose count needs them: nothing written, ask again with
+-- them); i is the pool judged (0: none). A borrow refusal gives
 -- the time it was judged at in place of acquired (acquire.lua). policy is
 -- for a grant the index (from 1) of the reservation whose seat it took (0
 -- a shared seat), for POLICYREFUSED {cap counts, reservation counts} of
@@ -79,7 +84,25 @@ local npools, nscope = tonumber(ARGV[2]), tonumber(ARGV[3])
 local LIC_CONF = KEYS[nscope * POOL_KEYS + 1]
 local K_IDX, K_MARK = KEYS[nscope * POOL_KEYS + 2], KEYS[nscope * POOL_KEYS + 3]
 
-local lic = redis.call('HMGET', LIC_CONF, 'epoch', 'deleted', 'version', 'policy')
+-- Every pool of the scope is checked at once (it has live state, it is
+-- not deleted, its leasing strategy: one HMGET of 3 fields a pool); the
+-- rest of a pool's settings, and whether it is usable, only when an
+-- acquisition looks at the pool (conf_of): as far down the pick order as
+-- the pick goes, and the pools of a live lease of its keys. A pool not
+-- looked at costs an acquisition its check and its key lookups alone
+-- (none in a pool without keys: keys_in).
+-- The license's own settings hash is read once: in full when the license
+-- is the pool (a license with a site policy: its base pool).
+local confs, strategies, keys_in = {}, {}, {} -- a pool's settings (once looked at); its strategy; below
+local lic
+if KEYS[1] == LIC_CONF then
+  use_pool(1)
+  local c = load_conf(ALL_BUT_JSON)
+  confs[1] = c
+  lic = c and {c.epoch, c.deleted and '1' or '0', c.version, c.policy} or {}
+else
+  lic = redis.call('HMGET', LIC_CONF, 'epoch', 'deleted', 'version', 'policy')
+end
 local missing = {}
 if not lic[1] then
   missing[1] = 0
@@ -90,16 +113,29 @@ elseif (lic[3] or '0') ~= ARGV[1] then
 end
 local policy_gen = lic[4] or ''
 
-local confs = {}
 for i = 1, nscope do
   use_pool(i)
-  local c = load_conf(ALL_BUT_JSON) -- the JSON only of the pools that grant (below)
-  if not c then
+  local exists, deleted
+  if K_CONF == LIC_CONF then
+    local c = i == 1 and confs[1] or load_conf(ALL_BUT_JSON)
+    confs[i] = c
+    exists, deleted, strategies[i] = c ~= nil, c and c.deleted, c and c.strategy
+  else
+    local v = redis.call('HMGET', K_CONF, 'epoch', 'deleted', 'strategy')
+    exists, deleted, strategies[i] = v[1] ~= nil and v[1] ~= false, v[2] == '1', v[3] or ''
+  end
+  if not exists then
     missing[#missing + 1] = i
-  elseif c.deleted then
+  elseif deleted then
     return {{'DELETED', i}}
   end
-  confs[i] = c
+  -- keys_in: the pool's dedupe or idempotency hash holds a key (Redis
+  -- drops an empty hash), or may since a grant of the run wrote one; the
+  -- pools after the one that grants are often empty. (One pool: its
+  -- lookups are as cheap as the check.)
+  if i <= npools then
+    keys_in[i] = npools == 1 or redis.call('EXISTS', K_DEDUPE, K_IDEM) > 0
+  end
 end
 if #missing > 0 then
   return {{'NOCONF', unpack(missing)}}
@@ -109,10 +145,27 @@ if policy_gen ~= '' and redis.call('GET', K_MARK) ~= policy_gen then
 end
 
 local now = now_us()
-local bads, starts = {}, {}
-for i = 1, npools do
-  bads[i] = usable(confs[i], now) or ''
-  starts[i] = confs[i].starts
+local bads = {}
+-- conf_of is the settings of pool i (of those that may grant), loaded the
+-- first time an acquisition of the run looks at the pool, with its
+-- usable() status (bad); the current pool (use_pool) stays as it was.
+local function conf_of(i)
+  local c = confs[i]
+  if not c or not bads[i] then
+    if not c then
+      local was = K_CONF
+      K_CONF = KEYS[(i - 1) * POOL_KEYS + 1]
+      c = load_conf(ALL_BUT_JSON)
+      K_CONF = was
+      confs[i] = c
+    end
+    bads[i] = usable(c, now) or ''
+  end
+  return c
+end
+local function bad(i)
+  conf_of(i)
+  return bads[i]
 end
 
 -- count_of is the number of live leases of pool i (the current pool):
@@ -144,13 +197,13 @@ local function acquire(b)
   end
 
   -- dedupe_of is the acquisition's dedupe key under a pool's strategy.
-  local function dedupe_of(conf)
+  local function dedupe_of(strategy)
     if borrowing then
       return ''
     end
     local dk, fallback = nil, ''
     for j = b + 4, b + 11, 2 do
-      if ARGV[j] == conf.strategy then
+      if ARGV[j] == strategy then
         dk = ARGV[j + 1]
       end
       if ARGV[j] == 'fingerprint' then
@@ -182,16 +235,17 @@ local function acquire(b)
     if P then
       k = taken(P, i, id)
     end
-    return reply('NEW', i, r, id, count_of(i), first_deadline(), confs[i].seats + confs[i].overdraft, waiting, k)
+    local conf = conf_of(i)
+    return reply('NEW', i, r, id, count_of(i), first_deadline(), conf.seats + conf.overdraft, waiting, k)
   end
   local function is_replay(i, lid, r)
-    return lid == id and bads[i] == '' and r[TOK] == tok and r[SEQ] == 0
+    return lid == id and r[TOK] == tok and r[SEQ] == 0 and bad(i) == ''
   end
 
   -- hand_back renews the live lease lid of pool i (acquire.lua's EXISTING).
   local function hand_back(i, lid, r)
     use_pool(i)
-    local conf = confs[i]
+    local conf = conf_of(i)
     local was = first_deadline()
     r[TOK] = tok
     r[HB] = now
@@ -213,7 +267,7 @@ local function acquire(b)
 
   local dks, any_key = {}, idem ~= ''
   for i = 1, npools do
-    dks[i] = dedupe_of(confs[i])
+    dks[i] = dedupe_of(strategies[i])
     any_key = any_key or dks[i] ~= ''
   end
 
@@ -233,13 +287,14 @@ local function acquire(b)
 
   -- 2. The live lease of the idempotency key, else of the dedupe key, in
   -- any usable pool (each pool's two keys read once: 2 calls a pool, the
-  -- bulk of a feature's acquisition). keyed notes the lapsed leases of
-  -- this acquisition's keys, pool, id, pool, id ...
+  -- bulk of a feature's acquisition; none in a pool whose two hashes are
+  -- empty, keys_in). keyed notes the lapsed leases of this acquisition's
+  -- keys, pool, id, pool, id ...
   local keyed, noted = {}, {}
   local by_idem, by_dedupe -- {pool, id, record} of the first usable live lease of each key
   for i = 1, npools do
     use_pool(i)
-    for k = 1, 2 do
+    for k = 1, keys_in[i] and 2 or 0 do
       local hash, key = K_IDEM, idem
       if k == 2 then
         hash, key = K_DEDUPE, dks[i]
@@ -256,7 +311,7 @@ local function acquire(b)
             keyed[#keyed + 1] = i
             keyed[#keyed + 1] = lid
           end
-        elseif (r[BOR] ~= nil) == borrowing and bads[i] == '' then
+        elseif (r[BOR] ~= nil) == borrowing and bad(i) == '' then
           if k == 1 and hands_back(P, i, lid, r) then
             return hand_back(i, lid, r)
           elseif k == 1 then
@@ -281,7 +336,7 @@ local function acquire(b)
   if P then
     local n, limit, any = 0, 0, false
     for i = 1, npools do
-      if bads[i] == '' then
+      if bad(i) == '' then
         any = true
         use_pool(i)
         local l = confs[i].seats + confs[i].overdraft
@@ -306,7 +361,7 @@ local function acquire(b)
   local sum_n, sum_limit, any_usable, exhausted, refusal = 0, 0, false, false, nil
   local pick, pick_n = nil, 0
   for i = 1, npools do
-    if bads[i] == '' then
+    if bad(i) == '' then
       any_usable = true
       use_pool(i)
       local conf = confs[i]
@@ -397,7 +452,8 @@ local function acquire(b)
     end
   end
   -- So do the lapsed leases in the way of the policy's caps and
-  -- reservations (policy.lua).
+  -- reservations (policy.lua), which judges all the pools that may grant
+  -- (the policy's judgement above has looked at them all).
   if P then
     policy_ends(P, take, i, npools, nscope, bads, confs, displaced)
   end
@@ -428,9 +484,11 @@ local function acquire(b)
   redis.call('ZADD', K_DL, fmt(r[DL]), id)
   if dk ~= '' then
     redis.call('HSET', K_DEDUPE, dk, id)
+    keys_in[i] = true
   end
   if idem ~= '' then
     redis.call('HSET', K_IDEM, idem, id)
+    keys_in[i] = true
   end
   if P then
     local m = index_members(P, i, id, take)
@@ -452,18 +510,18 @@ local function acquire(b)
 end
 
 -- The pools' settings (epoch, version), usable() statuses and starts,
--- once for all the acquisitions of the run; the license JSON only of the
--- pools that granted or handed back a lease in it ('' for the others).
-local epochs, versions = {}, {}
-for i = 1, npools do
-  epochs[i], versions[i] = confs[i].epoch, confs[i].version
-end
-local jsons = {}
-local out = {'OK', jsons, epochs, versions, bads, starts}
+-- once for all the acquisitions of the run, of the pools they looked at
+-- ('' for the others; every pool when one of them was UNUSABLE); the
+-- license JSON only of the pools that granted or handed back a lease in
+-- it ('' for the others).
+local epochs, versions, statuses, starts, jsons = {}, {}, {}, {}, {}
+local out = {'OK', jsons, epochs, versions, statuses, starts}
 local granted = {}
 for b = 1, #ARGV, ARGS_PER do
   local ok, r = pcall(acquire, b + 3)
-  if not ok then
+  if not ok and r == NEED_NAMES then
+    r = {'NEEDNAMES', 0, '', 0, 0, 0, 0, 0, -1, '', 0, {}, 0, {}}
+  elseif not ok then
     r = {'ERR', 0, tostring(type(r) == 'table' and r.err or r), 0, 0, 0, 0, 0, -1, '', 0, {}, 0, {}}
   end
   if r[2] > 0 then
@@ -473,8 +531,20 @@ for b = 1, #ARGV, ARGS_PER do
     out[#out + 1] = r[k]
   end
 end
+-- (Up to the last pool looked at: a reply of 5 values a pool of 50 costs
+-- the caller as much as the rest of it.)
+local looked = 0
 for i = 1, npools do
-  jsons[i] = ''
+  if bads[i] or granted[i] then
+    looked = i
+  end
+end
+for i = 1, looked do
+  epochs[i], versions[i], statuses[i], starts[i], jsons[i] = '', '', '', '', ''
+  local c = confs[i]
+  if c and bads[i] then
+    epochs[i], versions[i], statuses[i], starts[i] = c.epoch, c.version, bads[i], c.starts
+  end
   if granted[i] then
     use_pool(i)
     jsons[i] = redis.call('HGET', K_CONF, 'json') or ''

@@ -84,9 +84,22 @@ end
 -- Judgement encode) the number of all the scope's holders of the tag
 -- first, an upper bound, and only if it could reach below, a range read
 -- per name, or, for a group with more members than the scope has
--- holders, one read of all holders.
+-- holders, one read of all holders. A group's members left out of the
+-- decision (names: a number) are needed only past the upper bound: it
+-- then raises NEED_NAMES (the acquisition, which has written nothing,
+-- answers NEEDNAMES and its caller asks again with them).
+local NEED_NAMES = {'the decision left out the members of a group whose count needs them'}
 local function count_names(scope, tag, names, below)
   local lo = scope .. '\0' .. tag .. '\0'
+  if type(names) == 'number' then
+    -- A group's members left out (../policy.go Judgement GroupsWanted):
+    -- they are needed only once the upper bound reaches below.
+    local holders = redis.call('ZLEXCOUNT', P_IDX, '[' .. lo, '(' .. lo .. '\255')
+    if holders < below then
+      return holders
+    end
+    error(NEED_NAMES)
+  end
   if type(names) ~= 'string' and #names <= 1 then
     return names[1] and count_prefix(lo .. names[1] .. '\0', below) or 0
   end
@@ -275,6 +288,12 @@ local function policy_ends(P, take, from, npools, nscope, bads, confs, displaced
   local function each_under(c, f)
     local lo = P[1] .. '\0' .. c[1] .. '\0'
     local names = c[3]
+    if type(names) == 'number' then
+      -- A group's members left out: judge found the upper bound of its
+      -- count (every lease under it, lapsed ones too) under its limit,
+      -- so the cap refuses nothing (count_names).
+      return
+    end
     if type(names) == 'string' then
       names = cjson.decode(names)
     end
