@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,7 +138,7 @@ func (g *generator) errorSource() (map[string]*reason, error) {
 			case *ast.CallExpr:
 				fn := selName(x.Fun)
 				switch {
-				case fn == "Errorf" && len(x.Args) >= 3:
+				case fn == "Errorf" && len(x.Args) >= 3 && !isPkgCall(x.Fun, "status", "fmt"):
 					if r := reasonOf(x.Args[1]); r != nil {
 						r.files[names[i]] = true
 						if c := codeOf[selName(x.Args[0])]; c != "" {
@@ -292,6 +293,17 @@ func dedupe(s []string) []string {
 		}
 	}
 	return out
+}
+
+// isPkgCall: fun is a call of a function of one of the packages named
+// (status.Errorf is a gRPC status with no reason, not server.Errorf).
+func isPkgCall(fun ast.Expr, pkgs ...string) bool {
+	sel, ok := fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	id, ok := sel.X.(*ast.Ident)
+	return ok && slices.Contains(pkgs, id.Name)
 }
 
 // upperSnake turns a codes.Code's Go name into its proto name
