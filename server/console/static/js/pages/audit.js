@@ -2,8 +2,8 @@
 // as the API pages them (ListAuditEvents), a page at a time: Next follows
 // the API's page token, Previous goes back through the tokens seen. The
 // operator chooses the tenant.
-import {auditEvents, listTenants} from '../api.js';
-import {allows} from '../can.js';
+import {auditEvents} from '../api.js';
+import {offerTenants} from '../tenantpicker.js';
 import {h, replace, table, when} from '../dom.js';
 
 const PAGE_SIZE = 25;
@@ -54,17 +54,12 @@ export function render(main, _params, page) {
   tenant.addEventListener('change', () => { tokens = ['']; at = 0; load(); });
 
   (async () => {
-    if (allows('tenant.read')) {
-      try {
-        const answer = await listTenants({pageSize: 1000}, page.signal);
-        const ids = (answer.tenants || []).map((t) => t.id).filter((id) => id !== 'default');
-        tenant.append(...ids.map((id) => h('option', {value: id}, id)));
-        tenantField.hidden = false;
-      } catch (err) {
-        const box = page.failed(err);
-        if (box) replace(body, box);
-        return;
-      }
+    try {
+      await offerTenants(page, tenant, tenantField);
+    } catch (err) {
+      const box = page.failed(err);
+      if (box) replace(body, box);
+      return;
     }
     await load();
   })();

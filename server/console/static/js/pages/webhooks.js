@@ -4,9 +4,10 @@
 // first, a page at a time, and replaying a delivery (the same event, id
 // and sequence sent again). The operator chooses the tenant. Everything
 // the API answers is shown as text.
-import {createWebhook, deleteWebhook, listTenants, listWebhooks, replayDelivery, setWebhookDisabled, webhookDeliveries} from '../api.js';
+import {createWebhook, deleteWebhook, listWebhooks, replayDelivery, setWebhookDisabled, webhookDeliveries} from '../api.js';
 import {allows} from '../can.js';
 import {confirm, field, formStatus, saved, showError} from '../form.js';
+import {offerTenants} from '../tenantpicker.js';
 import {h, replace, seconds, table, when} from '../dom.js';
 
 const PAGE_SIZE = 25;
@@ -172,17 +173,12 @@ export function render(main, _params, page) {
   });
 
   (async () => {
-    if (allows('tenant.read')) {
-      try {
-        const answer = await listTenants({pageSize: 1000}, page.signal);
-        const ids = (answer.tenants || []).map((t) => t.id).filter((id) => id !== 'default');
-        tenant.append(...ids.map((id) => h('option', {value: id}, id)));
-        tenantField.hidden = false;
-      } catch (err) {
-        const box = page.failed(err);
-        if (box) replace(list, box);
-        return;
-      }
+    try {
+      await offerTenants(page, tenant, tenantField);
+    } catch (err) {
+      const box = page.failed(err);
+      if (box) replace(list, box);
+      return;
     }
     await load();
   })();

@@ -1,0 +1,16 @@
+// The operator's tenant picker (the audit log, webhooks): the operator
+// chooses a tenant; a tenant's own admin is offered none.
+import {listTenants} from './api.js';
+import {allows} from './can.js';
+import {h} from './dom.js';
+
+// offerTenants adds the tenants the operator may choose to select (whose
+// first option is the default tenant) and shows field; it does nothing for
+// a tenant's admin, and rejects as listTenants does.
+export async function offerTenants(page, select, field) {
+  if (!allows('tenant.read')) return;
+  const answer = await listTenants({pageSize: 1000}, page.signal);
+  const ids = (answer.tenants || []).map((t) => t.id).filter((id) => id !== 'default');
+  select.append(...ids.map((id) => h('option', {value: id}, id)));
+  field.hidden = false;
+}
