@@ -117,6 +117,14 @@ func (x *index) toDisplace(l *license, now int64, ending []ref) (rs []ref, ok bo
 	return rs, ok
 }
 
+// empty reports whether pool l has no active lease (live or lapsed): then
+// none of its keys is in the index either (add and remove file and hash a
+// lease together), and a feature's acquisition skips its lookups, most
+// of a license's 50 grants being empty ones.
+func (l *license) empty() bool {
+	return l.live.Len() == 0 && l.stale.Len() == 0
+}
+
 // inPool returns those of rs that are leases of pool l.
 func (x *index) inPool(l *license, rs []ref) []ref {
 	var out []ref

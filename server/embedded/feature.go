@@ -38,7 +38,7 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 	// any pool that may grant is handed back (or replaced, policy.go).
 	var replaced []ref
 	for _, p := range pools {
-		if p.lic.CheckUsable(now) != nil {
+		if p.empty() || p.lic.CheckUsable(now) != nil {
 			continue
 		}
 		if r, ok := s.idx.match(p, req.IdempotencyKey, dedupe, borrowing, ns); ok {
@@ -75,6 +75,9 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 	// grant: they could otherwise revive beside the new lease (invariant 4).
 	ending := slices.Clone(replaced)
 	for _, p := range pools {
+		if p.empty() {
+			continue
+		}
 		keyed, ok := s.idx.lapsed(p, req.IdempotencyKey, dedupe, borrowing, ns)
 		if !ok {
 			return res, true, nil

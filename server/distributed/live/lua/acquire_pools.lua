@@ -265,10 +265,19 @@ local function acquire(b)
     return reply('EXISTING', i, r, lid, n, was, conf.seats + conf.overdraft, {}, reclaimed)
   end
 
-  local dks, any_key = {}, idem ~= ''
+  -- dks is the acquisition's dedupe key in each pool: a pool's strategy
+  -- picks it (dedupe_of runs once a strategy, not once a pool: this
+  -- judges every acquisition of a run, and a run's pools may be 50).
+  local dks, by_strategy, any_key = {}, {}, idem ~= ''
   for i = 1, npools do
-    dks[i] = dedupe_of(strategies[i])
-    any_key = any_key or dks[i] ~= ''
+    local st = strategies[i]
+    local dk = by_strategy[st]
+    if not dk then
+      dk = dedupe_of(st)
+      by_strategy[st] = dk
+      any_key = any_key or dk ~= ''
+    end
+    dks[i] = dk
   end
 
   -- 1. A replay of this script answers its own grant. A replayed
@@ -293,31 +302,33 @@ local function acquire(b)
   local keyed, noted = {}, {}
   local by_idem, by_dedupe -- {pool, id, record} of the first usable live lease of each key
   for i = 1, npools do
-    use_pool(i)
-    for k = 1, keys_in[i] and 2 or 0 do
-      local hash, key = K_IDEM, idem
-      if k == 2 then
-        hash, key = K_DEDUPE, dks[i]
-      end
-      local lid = key ~= '' and redis.call('HGET', hash, key)
-      local r = lid and get_rec(K_LEASES, lid)
-      if r then
-        if is_replay(i, lid, r) then
-          return replay(i, r)
+    if keys_in[i] then
+      use_pool(i)
+      for k = 1, 2 do
+        local hash, key = K_IDEM, idem
+        if k == 2 then
+          hash, key = K_DEDUPE, dks[i]
         end
-        if r[DL] <= now then
-          if not noted[lid] then
-            noted[lid] = true
-            keyed[#keyed + 1] = i
-            keyed[#keyed + 1] = lid
+        local lid = key ~= '' and redis.call('HGET', hash, key)
+        local r = lid and get_rec(K_LEASES, lid)
+        if r then
+          if is_replay(i, lid, r) then
+            return replay(i, r)
           end
-        elseif (r[BOR] ~= nil) == borrowing and bad(i) == '' then
-          if k == 1 and hands_back(P, i, lid, r) then
-            return hand_back(i, lid, r)
-          elseif k == 1 then
-            by_idem = by_idem or {i, lid, r}
-          else
-            by_dedupe = by_dedupe or {i, lid, r}
+          if r[DL] <= now then
+            if not noted[lid] then
+              noted[lid] = true
+              keyed[#keyed + 1] = i
+              keyed[#keyed + 1] = lid
+            end
+          elseif (r[BOR] ~= nil) == borrowing and bad(i) == '' then
+            if k == 1 and hands_back(P, i, lid, r) then
+              return hand_back(i, lid, r)
+            elseif k == 1 then
+              by_idem = by_idem or {i, lid, r}
+            else
+              by_dedupe = by_dedupe or {i, lid, r}
+            end
           end
         end
       end
