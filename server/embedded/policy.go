@@ -42,6 +42,10 @@ type policyState struct {
 	// members are the members of each group the policy names, as compared
 	// (a host group's lower-cased), for the caps on a group as a whole.
 	members map[string]map[string]struct{}
+	// groupsOf are the groups each user (a user group's members) and
+	// each host (a host group's, lower-cased) is a member of: hold and
+	// unhold keep holders.inGroup with them.
+	groupsOfUser, groupsOfHost map[string][]string
 	// holders are the license's active leases by feature ("": the base
 	// pool), the whole feature (all its grants) together.
 	holders map[string]*holders
@@ -51,10 +55,30 @@ type policyState struct {
 // the host (lower-cased) and the reservation they count under.
 type holders struct {
 	users, hosts, reserved map[string][]ref
+	// inGroup is how many of these leases each group's members hold: a
+	// cap on a group as a whole reads its bound here (upper) instead of
+	// summing the lists of its members (100 map reads a call for a group
+	// of 100).
+	inGroup map[string]int
 }
 
 func newHolders() *holders {
-	return &holders{users: map[string][]ref{}, hosts: map[string][]ref{}, reserved: map[string][]ref{}}
+	return &holders{users: map[string][]ref{}, hosts: map[string][]ref{}, reserved: map[string][]ref{}, inGroup: map[string]int{}}
+}
+
+// countGroups adds d to inGroup for each group of ps the holder of a
+// lease (user, host lower-cased) is a member of.
+func (h *holders) countGroups(ps *policyState, user, host string, d int) {
+	if user != "" {
+		for _, g := range ps.groupsOfUser[user] {
+			h.inGroup[g] += d
+		}
+	}
+	if host != "" {
+		for _, g := range ps.groupsOfHost[host] {
+			h.inGroup[g] += d
+		}
+	}
 }
 
 // noHolders stands for a feature none of whose leases is active.
@@ -100,9 +124,11 @@ func (x *index) hold(l *license, r ref, t *leaseText) {
 		h = newHolders()
 		ps.holders[l.feature()] = h
 	}
+	host := strings.ToLower(t.hostname)
 	addRef(h.users, t.user, r)
-	addRef(h.hosts, strings.ToLower(t.hostname), r)
+	addRef(h.hosts, host, r)
 	addRef(h.reserved, t.reservation, r)
+	h.countGroups(ps, t.user, host, 1)
 }
 
 // unhold forgets a lease that hold filed.
@@ -115,8 +141,12 @@ func (x *index) unhold(l *license, r ref, t *leaseText) {
 	if h == nil {
 		return
 	}
+	host := strings.ToLower(t.hostname)
+	if slices.Contains(h.users[t.user], r) || slices.Contains(h.hosts[host], r) {
+		h.countGroups(ps, t.user, host, -1)
+	}
 	dropRef(h.users, t.user, r)
-	dropRef(h.hosts, strings.ToLower(t.hostname), r)
+	dropRef(h.hosts, host, r)
 	dropRef(h.reserved, t.reservation, r)
 }
 
@@ -142,15 +172,38 @@ func (x *index) setPolicy(lic *license) {
 	}
 	ps.compiled = server.Compile(p)
 	ps.members = make(map[string]map[string]struct{}, len(p.Groups))
+	ps.groupsOfUser, ps.groupsOfHost = map[string][]string{}, map[string][]string{}
 	for _, g := range p.Groups {
 		set := make(map[string]struct{}, len(g.Members))
+		of := ps.groupsOfUser
+		if g.Kind == server.SubjectHostGroup {
+			of = ps.groupsOfHost
+		}
 		for _, m := range g.Members {
 			if g.Kind == server.SubjectHostGroup {
 				m = strings.ToLower(m)
 			}
-			set[m] = struct{}{}
+			if _, dup := set[m]; !dup {
+				set[m] = struct{}{}
+				of[m] = append(of[m], g.Name)
+			}
 		}
 		ps.members[g.Name] = set
+	}
+	// The groups' counts, for the groups as they are now (the leases
+	// filed above, before they were known, or under the old policy).
+	for _, h := range ps.holders {
+		clear(h.inGroup)
+		for u, rs := range h.users {
+			for _, g := range ps.groupsOfUser[u] {
+				h.inGroup[g] += len(rs)
+			}
+		}
+		for host, rs := range h.hosts {
+			for _, g := range ps.groupsOfHost[host] {
+				h.inGroup[g] += len(rs)
+			}
+		}
 	}
 }
 
@@ -249,6 +302,9 @@ func (ps *policyState) under(h *holders, k server.Cap, id server.Identity, host 
 // upper is how many leases of h are under cap k of id, whether they
 // count or not: a bound of under's count, from the sizes of the lists.
 func (ps *policyState) upper(h *holders, k server.Cap, id server.Identity, host string) int {
+	if !k.EachMember && (k.Subject.Kind == server.SubjectGroup || k.Subject.Kind == server.SubjectHostGroup) {
+		return h.inGroup[k.Subject.Name]
+	}
 	n := 0
 	ps.lists(h, k, id, host, func(rs []ref) bool {
 		n += len(rs)

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -64,6 +65,38 @@ func (b *bundle) holdersOf(l server.License) map[string]map[string][]string {
 	return out
 }
 
+// requireGroupCounts checks the count of leases each group's members
+// hold (holders.inGroup, the bound a cap on a group as a whole reads)
+// against the lists it stands for: the sum over the group's members.
+func (b *bundle) requireGroupCounts(t testing.TB, l server.License) {
+	t.Helper()
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	ps := b.s.idx.licenses[l.ID].policy
+	if ps == nil {
+		return
+	}
+	for feature, h := range ps.holders {
+		want := map[string]int{}
+		for g, members := range ps.members {
+			for m := range members {
+				if slices.Contains(ps.groupsOfUser[m], g) {
+					want[g] += len(h.users[m])
+				}
+				if slices.Contains(ps.groupsOfHost[m], g) {
+					want[g] += len(h.hosts[m])
+				}
+			}
+			if want[g] == 0 {
+				delete(want, g)
+			}
+		}
+		got := maps.Clone(h.inGroup)
+		maps.DeleteFunc(got, func(_ string, n int) bool { return n == 0 })
+		require.Equal(t, want, got, "feature %q: leases held by each group's members", feature)
+	}
+}
+
 func (b *bundle) compiled(l server.License) *server.CompiledPolicy {
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
@@ -108,9 +141,13 @@ func TestPolicyHoldersFollowTheLeases(t *testing.T) {
 		"render": {"u:bob": ids(r1.Lease.ID, r2.Lease.ID), "h:ws2": {r1.Lease.ID}},
 	}
 	require.Equal(t, want, b.holdersOf(l))
+	b.requireGroupCounts(t, l)
+	b.putGroup(t, "night", "ann", "bob") // the counts follow the group
+	b.requireGroupCounts(t, l)
 
 	b.reopen(t)
 	require.Equal(t, want, b.holdersOf(l), "built again at Open")
+	b.requireGroupCounts(t, l)
 
 	_, err = b.s.Release(t.Context(), reserved.Lease.ID, tokR)
 	require.NoError(t, err)
@@ -119,6 +156,7 @@ func TestPolicyHoldersFollowTheLeases(t *testing.T) {
 	_, err = b.s.Release(t.Context(), r1.Lease.ID, tok1)
 	require.NoError(t, err)
 	require.Equal(t, map[string]map[string][]string{"render": {"u:bob": {r2.Lease.ID}}}, b.holdersOf(l))
+	b.requireGroupCounts(t, l)
 	// A grant a rule names cannot go: the rule first.
 	b.setPolicy(t, l, server.PolicyRule{Kind: server.RuleReserve, Count: 1, Subject: server.Subject{Kind: server.SubjectGroup, Name: "night"}})
 	_, err = b.s.DeleteGrant(t.Context(), b.tenant, l.ID, g.ID)
@@ -262,6 +300,7 @@ func TestPolicyAndGroupWritesRaceAcquisitions(t *testing.T) {
 		byName[g.Name] = g
 	}
 	for _, l := range lics {
+		b.requireGroupCounts(t, l)
 		got, err := b.s.GetLicense(ctx, b.tenant, l.ID)
 		require.NoError(t, err)
 		if got.Policy == nil {
