@@ -416,8 +416,8 @@ func (s *Store) poolCounts(pools []*license, c *counting) (n, limit int, usable 
 // them is being written: wait.
 func (s *Store) policyEnds(lic *license, feature string, id server.Identity, pools []*license, from *license, v server.Verdict, now int64, gone []ref) (ends []ref, ok bool) {
 	ps := lic.policy
-	if ps == nil {
-		return nil, true
+	if ps == nil || !s.idx.anyLapsed(lic, feature, now) {
+		return nil, true // nothing lapsed: judged with the lapsed leases, it grants as judged without
 	}
 	d := ps.compiled.Decide(feature, id)
 	if d.Refusal != nil || len(d.Caps) == 0 && len(d.Reservations) == 0 {
@@ -443,6 +443,29 @@ func (s *Store) policyEnds(lic *license, feature string, id server.Identity, poo
 		ends = append(ends, r)
 		c.gone = append(c.gone, r)
 	}
+}
+
+// anyLapsed reports whether a pool of the policy's scope of feature (the
+// license's base pool for "", else every grant of the feature, whose
+// leases its caps count together) holds a lease past its deadline that
+// is not ended yet: without one there is nothing in the way (policyEnds),
+// the usual case, which then costs no second judgment.
+func (x *index) anyLapsed(lic *license, feature string, now int64) bool {
+	if feature == "" {
+		x.partition(lic, now)
+		return lic.stale.Len() > 0
+	}
+	lo, _ := slices.BinarySearchFunc(lic.grants, feature, func(p *license, f string) int { return strings.Compare(p.grant.Feature, f) })
+	for _, p := range lic.grants[lo:] {
+		if p.grant.Feature != feature {
+			break
+		}
+		x.partition(p, now)
+		if p.stale.Len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // inTheWay picks the lapsed lease c counts that policyEnds ends next for
