@@ -12,11 +12,9 @@ import (
 )
 
 // The REST phases keep a connection per caller: conc callers making many
-// calls each open about conc connections, not one per call (net/http's
-// default idle pool keeps 2 per host, and the rest would be a TCP
-// handshake per call). A caller's next call can start before its
-// connection is back in the pool (net/http returns it from its read
-// loop), so a few more may be opened at the start.
+// calls each open at most about conc connections, not one per call (a
+// client that kept fewer idle would pay a TCP handshake per call, and
+// the row would measure that).
 func TestRESTClientReusesConnections(t *testing.T) {
 	t.Parallel()
 	var opened atomic.Int64
