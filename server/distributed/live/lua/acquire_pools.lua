@@ -359,8 +359,15 @@ local function acquire(b)
       end
     end
     if any then
+      -- Every lease a cap counts is a live lease of a pool of the scope:
+      -- their number bounds every cap's count (judge reads no cap under it).
+      local live = 0
+      for i = 1, nscope do
+        use_pool(i)
+        live = live + count_of(i)
+      end
       local refused
-      take, refused = judge(P, n, limit)
+      take, refused = judge(P, n, limit, live)
       if refused then
         return reply('POLICYREFUSED', 0, nil, '', n, -1, limit, {}, refused)
       end

@@ -135,23 +135,30 @@ end
 
 -- judge is server.Judge of decision P over n leases of limit: the
 -- reservation to take (0: a shared seat), or nil and the refusal's counts
--- {caps, reservations}. A count at its limit (n >= limit) answers 0: the
--- caller refuses that with its own count (acquire_pools.lua EXHAUSTED).
+-- {caps, reservations}. live, if given, is a bound of every cap's count
+-- (the live leases of the scope's pools): a cap whose limit it is under
+-- is not read, its count that bound. A count at its limit (n >= limit)
+-- answers 0: the caller refuses that with its own count (acquire_pools.lua
+-- EXHAUSTED).
 -- It reads no more than the verdict needs: a cap's count far under its
 -- limit is an upper bound (count_names), and while the seats free would
 -- outnumber every reservation's seats (n + reserved < limit) the
 -- reservations of others are not counted, nor the acquisition's own
 -- beyond knowing it has a seat free (both judge the same; a refusal's
 -- counts are always exact).
-local function judge(P, n, limit)
+local function judge(P, n, limit, live)
   if P[4] == 1 then
     return nil, {{}, {}}
   end
   local scope, caps = P[1], {}
   for k, c in ipairs(P[6]) do
-    caps[k] = count_names(scope, c[1], c[3], c[2])
-    if caps[k] >= c[2] then
-      return nil, {caps, {}}
+    if live and live < c[2] then
+      caps[k] = live
+    else
+      caps[k] = count_names(scope, c[1], c[3], c[2])
+      if caps[k] >= c[2] then
+        return nil, {caps, {}}
+      end
     end
   end
   local reserved = 0
