@@ -101,9 +101,9 @@ func BenchmarkHotPath(b *testing.B) {
 	var (
 		leases  = make(chan held, 1_000_000)
 		seq     atomic.Int64
-		feature string   // the feature the rows ask for ("": the base pool)
+		feature string    // the feature the rows ask for ("": the base pool)
 		key     = lic.Key // the license they ask
-		users   []string // the users they ask as, in turn (none: no user)
+		users   []string  // the users they ask as, in turn (none: no user)
 	)
 	take := func() (held, error) {
 		n := seq.Add(1)
