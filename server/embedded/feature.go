@@ -101,11 +101,34 @@ func (s *Store) acquireFeature(lic *license, req server.AcquireRequest, now time
 	return res, false, err
 }
 
+// coverKey is a request's feature and version, as covering memoizes them.
+type coverKey struct{ feature, version string }
+
+// maxCovered bounds a license's memo of covering: past it, answers are
+// computed and not kept (versions are the clients' to choose).
+const maxCovered = 256
+
 // covering returns the pools of the license's grants that may grant a
 // seat of feature at version ("": any), in pick order: the grants
 // License.GrantsFor returns, without copying them (lic.grants is in
-// server.SortGrants order: by feature, then pick order).
+// server.SortGrants order: by feature, then pick order). Its answer is
+// kept until the grants change (syncGrants) and shared: read-only.
 func (l *license) covering(feature, version string) []*license {
+	k := coverKey{feature, version}
+	if out, ok := l.covered[k]; ok {
+		return out
+	}
+	out := l.coveringNow(feature, version)
+	if l.covered == nil {
+		l.covered = map[coverKey][]*license{}
+	}
+	if len(l.covered) < maxCovered {
+		l.covered[k] = out
+	}
+	return out
+}
+
+func (l *license) coveringNow(feature, version string) []*license {
 	lo, _ := slices.BinarySearchFunc(l.grants, feature, func(p *license, f string) int { return strings.Compare(p.grant.Feature, f) })
 	hi := lo
 	for hi < len(l.grants) && l.grants[hi].grant.Feature == feature {

@@ -270,6 +270,7 @@ func (l *license) syncGrants(x *index) {
 		l.grants[i] = x.licenses[gs[i].ID]
 	}
 	l.lic.Grants = gs
+	clear(l.covered) // the grants or their order changed
 }
 
 // repool gives a license's grants its settings (after UpdateLicense).

@@ -34,6 +34,9 @@ type license struct {
 	// A license's grants: the undeleted ones in server.SortGrants order
 	// (lic.Grants lists them), and the deleted ones, whose history stays.
 	grants, former []*license
+	// covered memoizes covering (feature.go) until the grants change
+	// (syncGrants): the pools are read-only to its callers.
+	covered map[coverKey][]*license
 
 	// policy: a license's site policy as acquisitions judge it, nil
 	// without one (policy.go).
