@@ -128,22 +128,30 @@ func (l *license) covering(feature, version string) []*license {
 	return out
 }
 
+// coveringNow is covering computed anew.
 func (l *license) coveringNow(feature, version string) []*license {
-	lo, _ := slices.BinarySearchFunc(l.grants, feature, func(p *license, f string) int { return strings.Compare(p.grant.Feature, f) })
-	hi := lo
-	for hi < len(l.grants) && l.grants[hi].grant.Feature == feature {
-		hi++
-	}
+	ofFeature := l.grantsOf(feature)
 	var out []*license
-	for _, p := range l.grants[lo:hi] {
+	for _, p := range ofFeature {
 		if v := p.grant.Version; version == "" || v == "" || server.CompareVersions(version, v) <= 0 {
 			if out == nil {
-				out = make([]*license, 0, hi-lo)
+				out = make([]*license, 0, len(ofFeature))
 			}
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// grantsOf is the license's undeleted grants of feature, in pick order
+// (lic.grants is in server.SortGrants order: by feature, then pick order).
+func (l *license) grantsOf(feature string) []*license {
+	lo, _ := slices.BinarySearchFunc(l.grants, feature, func(p *license, f string) int { return strings.Compare(p.grant.Feature, f) })
+	hi := lo
+	for hi < len(l.grants) && l.grants[hi].grant.Feature == feature {
+		hi++
+	}
+	return l.grants[lo:hi]
 }
 
 // firstFree returns the first of the pools (pick order) that may grant

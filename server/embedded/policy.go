@@ -455,11 +455,7 @@ func (x *index) anyLapsed(lic *license, feature string, now int64) bool {
 		x.partition(lic, now)
 		return lic.stale.Len() > 0
 	}
-	lo, _ := slices.BinarySearchFunc(lic.grants, feature, func(p *license, f string) int { return strings.Compare(p.grant.Feature, f) })
-	for _, p := range lic.grants[lo:] {
-		if p.grant.Feature != feature {
-			break
-		}
+	for _, p := range lic.grantsOf(feature) {
 		x.partition(p, now)
 		if p.stale.Len() > 0 {
 			return true

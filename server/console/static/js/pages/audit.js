@@ -3,7 +3,7 @@
 // the API's page token, Previous goes back through the tokens seen. The
 // operator chooses the tenant.
 import {auditEvents} from '../api.js';
-import {offerTenants} from '../tenantpicker.js';
+import {startWithTenants} from '../tenantpicker.js';
 import {h, replace, table, when} from '../dom.js';
 
 const PAGE_SIZE = 25;
@@ -53,16 +53,7 @@ export function render(main, _params, page) {
   });
   tenant.addEventListener('change', () => { tokens = ['']; at = 0; load(); });
 
-  (async () => {
-    try {
-      await offerTenants(page, tenant, tenantField);
-    } catch (err) {
-      const box = page.failed(err);
-      if (box) replace(body, box);
-      return;
-    }
-    await load();
-  })();
+  startWithTenants(page, tenant, tenantField, body, load);
   return null;
 }
 

@@ -7,7 +7,7 @@
 import {createWebhook, deleteWebhook, listWebhooks, replayDelivery, setWebhookDisabled, webhookDeliveries} from '../api.js';
 import {allows} from '../can.js';
 import {confirm, field, formStatus, saved, showError} from '../form.js';
-import {offerTenants} from '../tenantpicker.js';
+import {startWithTenants} from '../tenantpicker.js';
 import {h, replace, seconds, table, when} from '../dom.js';
 
 const PAGE_SIZE = 25;
@@ -172,16 +172,7 @@ export function render(main, _params, page) {
     load();
   });
 
-  (async () => {
-    try {
-      await offerTenants(page, tenant, tenantField);
-    } catch (err) {
-      const box = page.failed(err);
-      if (box) replace(list, box);
-      return;
-    }
-    await load();
-  })();
+  startWithTenants(page, tenant, tenantField, list, load);
   return null;
 }
 
