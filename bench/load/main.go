@@ -52,7 +52,8 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the load generator to this file")
 	waiters := flag.Int("waiters", 0, "before the phases, queue this many WaitForSeat callers on each of -waiter-licenses full licenses, and keep them waiting throughout")
 	waiterLicenses := flag.Int("waiter-licenses", 3, "with -waiters: how many full licenses they wait on")
-	hooks := flag.Int("webhooks", 0, "before the phases, register this many webhook endpoints subscribed to every event, all on a receiver on loopback that this process runs (seatd needs --webhook-allow-private-addresses)")
+	hooks := flag.Int("webhooks", 0, "measure acquire, heartbeat and release with and without this many webhook endpoints subscribed to every event, all on a receiver on loopback that this process runs (seatd needs --webhook-allow-private-addresses): each phase in -webhook-rounds rounds of a slice with none and a slice with them, the order alternating; with -tsv, rows labelled <label>+ctl and <label>+hooks, and <label>+paired whose ratio is the median over the rounds of the second's over the first's")
+	hookRounds := flag.Int("webhook-rounds", 6, "with -webhooks: rounds per phase")
 	flag.Parse()
 
 	if *cpuProfile != "" {
@@ -82,15 +83,17 @@ func main() {
 		}
 		defer stop()
 	}
+	var hs *hookSwitch
 	if *hooks > 0 {
-		stop, err := startWebhooks(*target, *opKey, *hooks)
-		if err != nil {
+		var err error
+		if hs, err = newHookSwitch(*target, *opKey, *hooks); err != nil {
 			fmt.Fprintln(os.Stderr, "load:", err)
 			os.Exit(1)
 		}
-		defer stop()
+		defer hs.close()
 	}
-	if err := run(*target, *httpTarget, *opKey, *conc, *conns, *dur, max(*nslices, 1), strings.Split(*ops, ","), format, *label, *covering); err != nil {
+	o := options{slices: max(*nslices, 1), format: format, label: *label, covering: *covering, hooks: hs, hookRounds: max(*hookRounds, 1)}
+	if err := run(*target, *httpTarget, *opKey, *conc, *conns, *dur, strings.Split(*ops, ","), o); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -137,7 +140,17 @@ func (p *seatPool) requestAs(fp string, n int64) *seatdv1.AcquireSeatRequest {
 
 func (b *bench) conn(i int) *grpc.ClientConn { return b.conns[i%len(b.conns)] }
 
-func run(target, httpTarget, opKey string, conc, nconns int, dur time.Duration, nslices int, ops []string, format, label string, covering int) error {
+// options are run's knobs besides the target and the load's shape.
+type options struct {
+	slices        int
+	format, label string
+	covering      int
+	hooks         *hookSwitch // -webhooks: acquire, heartbeat and release measured with and without endpoints
+	hookRounds    int
+}
+
+func run(target, httpTarget, opKey string, conc, nconns int, dur time.Duration, ops []string, o options) error {
+	nslices, format, label, covering := o.slices, o.format, o.label, o.covering
 	b := &bench{opKey: opKey}
 	for range nconns {
 		c, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -238,22 +251,40 @@ func run(target, httpTarget, opKey string, conc, nconns int, dur time.Duration, 
 		default:
 			return fmt.Errorf("unknown op %q", op)
 		}
+		if o.hooks != nil && (op == "acquire" || op == "heartbeat" || op == "release") {
+			hr, err := measureHooks(ctx, op, conc, dur, o.hookRounds, call, health, o.hooks)
+			if err != nil {
+				return err
+			}
+			printResult(format, label+"+ctl", hr.ctl)
+			printResult(format, label+"+hooks", hr.hooks)
+			printResult(format, label+"+paired", loadgen.Result{Op: op, Ratio: hr.paired})
+			continue
+		}
 		var r loadgen.Result
 		if nslices > 1 && op != "health" {
 			r = loadgen.MeasurePaired(ctx, op, conc, dur, nslices, call, health)
 		} else {
 			r = loadgen.Summarize(op, loadgen.Measure(ctx, conc, dur, call))
 		}
-		switch format {
-		case "json":
-			_ = json.NewEncoder(os.Stdout).Encode(r)
-		case "tsv":
-			fmt.Printf("%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t%d\t%.0f\t%.4f\n", label, r.Op, r.RPS, r.P50ms, r.P99ms, r.Requests, r.Errors, r.CeilingRPS, r.Ratio)
-		default:
-			fmt.Printf("%-10s %8d req %6d err %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms\n", r.Op, r.Requests, r.Errors, r.RPS, r.P50ms, r.P99ms)
-		}
+		printResult(format, label, r)
 	}
 	return nil
+}
+
+func printResult(format, label string, r loadgen.Result) {
+	switch format {
+	case "json":
+		_ = json.NewEncoder(os.Stdout).Encode(r)
+	case "tsv":
+		fmt.Printf("%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t%d\t%.0f\t%.4f\n", label, r.Op, r.RPS, r.P50ms, r.P99ms, r.Requests, r.Errors, r.CeilingRPS, r.Ratio)
+	default:
+		op := r.Op
+		if label != "" {
+			op = label + " " + op
+		}
+		fmt.Printf("%-10s %8d req %6d err %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms\n", op, r.Requests, r.Errors, r.RPS, r.P50ms, r.P99ms)
+	}
 }
 
 func isPolicyOp(op string) bool {

@@ -14,66 +14,147 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/seatd/seatd/bench/internal/loadgen"
 	seatdv1 "github.com/seatd/seatd/gen/seatd/v1"
 )
 
-// startWebhooks (-webhooks n, issue 29): a webhook receiver on loopback,
-// answering 204 to every request, and n endpoints of it, each subscribed
-// to every event type of the operator's tenant, registered before the
-// phases (seatd must run with --webhook-allow-private-addresses). The
-// phases then measure the seat path of a seatd that writes an event for
-// each change into its outbox and delivers them. stop deletes the
-// endpoints (the same seatd then has none again: bench/run.sh measures a
-// second control after them), closes the receiver and says how many
-// requests it took.
-func startWebhooks(target, opKey string, n int) (stop func(), err error) {
+// hookSwitch (-webhooks n, issue 29) runs a webhook receiver on loopback,
+// answering 204 to every request, and registers n endpoints of it, each
+// subscribed to every event type of the operator's tenant, while it is on
+// (seatd must run with --webhook-allow-private-addresses).
+type hookSwitch struct {
+	n       int
+	srv     *http.Server
+	conn    *grpc.ClientConn
+	admin   seatdv1.AdminServiceClient
+	opKey   string
+	url     string
+	took    atomic.Int64
+	created []*seatdv1.WebhookEndpoint
+}
+
+func newHookSwitch(target, opKey string, n int) (*hookSwitch, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	var took atomic.Int64
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		took.Add(1)
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	h := &hookSwitch{n: n, conn: conn, admin: seatdv1.NewAdminServiceClient(conn), opKey: opKey, url: "http://" + ln.Addr().String()}
+	h.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		h.took.Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	})}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintln(os.Stderr, "load: webhook receiver:", err)
 		}
 	}()
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		_ = srv.Close()
-		return nil, err
-	}
-	admin := seatdv1.NewAdminServiceClient(conn)
-	adminCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+opKey), time.Minute)
-	}
-	var created []*seatdv1.WebhookEndpoint
-	stop = func() {
-		ctx, cancel := adminCtx()
-		defer cancel()
-		for _, e := range created {
-			if _, err := admin.DeleteWebhookEndpoint(ctx, &seatdv1.DeleteWebhookEndpointRequest{TenantId: e.GetTenantId(), Id: e.GetId()}); err != nil {
-				fmt.Fprintln(os.Stderr, "load: delete webhook endpoint:", err)
-			}
-		}
-		_ = conn.Close()
-		_ = srv.Close()
-		fmt.Fprintf(os.Stderr, "load: %d webhook endpoints on loopback took %d requests\n", n, took.Load())
-	}
-	ctx, cancel := adminCtx()
+	return h, nil
+}
+
+func (h *hookSwitch) adminCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+h.opKey), time.Minute)
+}
+
+// on registers the n endpoints.
+func (h *hookSwitch) on() error {
+	ctx, cancel := h.adminCtx()
 	defer cancel()
-	for i := range n {
-		resp, err := admin.CreateWebhookEndpoint(ctx, &seatdv1.CreateWebhookEndpointRequest{
-			Url: fmt.Sprintf("http://%s/hook-%d", ln.Addr(), i), Description: "make bench",
+	for i := range h.n {
+		resp, err := h.admin.CreateWebhookEndpoint(ctx, &seatdv1.CreateWebhookEndpointRequest{
+			Url: fmt.Sprintf("%s/hook-%d", h.url, i), Description: "make bench",
 		})
 		if err != nil {
-			stop()
-			return nil, fmt.Errorf("create webhook endpoint (seatd needs --webhook-allow-private-addresses): %w", err)
+			return fmt.Errorf("create webhook endpoint (seatd needs --webhook-allow-private-addresses): %w", err)
 		}
-		created = append(created, resp.GetEndpoint())
+		h.created = append(h.created, resp.GetEndpoint())
 	}
-	return stop, nil
+	return nil
+}
+
+// off deletes the endpoints on registered.
+func (h *hookSwitch) off() error {
+	ctx, cancel := h.adminCtx()
+	defer cancel()
+	for len(h.created) > 0 {
+		e := h.created[len(h.created)-1]
+		if _, err := h.admin.DeleteWebhookEndpoint(ctx, &seatdv1.DeleteWebhookEndpointRequest{TenantId: e.GetTenantId(), Id: e.GetId()}); err != nil {
+			return fmt.Errorf("delete webhook endpoint: %w", err)
+		}
+		h.created = h.created[:len(h.created)-1]
+	}
+	return nil
+}
+
+// close deletes any endpoint left, stops the receiver and says how many
+// requests it took.
+func (h *hookSwitch) close() {
+	if err := h.off(); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+	}
+	_ = h.conn.Close()
+	_ = h.srv.Close()
+	fmt.Fprintf(os.Stderr, "load: %d webhook endpoints on loopback took %d requests\n", h.n, h.took.Load())
+}
+
+// hooksResult is an operation measured with and without the endpoints.
+type hooksResult struct {
+	ctl, hooks loadgen.Result // each Ratio: the median of its slices over the health slice just before
+	paired     float64        // the median over the rounds of hooks' ratio over ctl's
+}
+
+// measureHooks measures an operation in rounds of two arms, one with no
+// endpoint (the control) and one with the endpoints on, each a health
+// slice and then a slice of the operation (as loadgen.MeasurePaired), the
+// arms' order alternating from round to round so that the machine's drift
+// favours neither. Both arms work on the same license, seconds apart: the
+// runs minutes apart that compared them before differed by up to 15 % on
+// this kind of machine with nothing changed.
+func measureHooks(ctx context.Context, op string, conc int, dur time.Duration, rounds int, call, health loadgen.Prepare, h *hookSwitch) (hooksResult, error) {
+	slice := dur / time.Duration(rounds)
+	var ctlOps, hookOps, ctlCeil, hookCeil []loadgen.Sample
+	var ctlRatios, hookRatios, pairs []float64
+	for r := range rounds {
+		var ratio [2]float64 // control, hooks
+		for k := range 2 {
+			withHooks := (k == 0) == (r%2 == 1)
+			if withHooks {
+				if err := h.on(); err != nil {
+					return hooksResult{}, err
+				}
+			}
+			c := loadgen.Measure(ctx, conc, slice, health)
+			o := loadgen.Measure(ctx, conc, slice, call)
+			if withHooks {
+				if err := h.off(); err != nil {
+					return hooksResult{}, err
+				}
+				hookCeil, hookOps = append(hookCeil, c), append(hookOps, o)
+				ratio[1] = o.RPS() / c.RPS()
+				hookRatios = append(hookRatios, ratio[1])
+			} else {
+				ctlCeil, ctlOps = append(ctlCeil, c), append(ctlOps, o)
+				ratio[0] = o.RPS() / c.RPS()
+				ctlRatios = append(ctlRatios, ratio[0])
+			}
+		}
+		pairs = append(pairs, ratio[1]/ratio[0])
+	}
+	fmt.Fprintf(os.Stderr, "load: %s with/without webhook endpoints, round by round:%s\n", op, fmtRatios(pairs))
+	res := hooksResult{ctl: loadgen.Summarize(op, ctlOps...), hooks: loadgen.Summarize(op, hookOps...), paired: loadgen.Median(pairs)}
+	res.ctl.CeilingRPS, res.ctl.Ratio = loadgen.Summarize("health", ctlCeil...).RPS, loadgen.Median(ctlRatios)
+	res.hooks.CeilingRPS, res.hooks.Ratio = loadgen.Summarize("health", hookCeil...).RPS, loadgen.Median(hookRatios)
+	return res, nil
+}
+
+func fmtRatios(xs []float64) string {
+	var b []byte
+	for _, x := range xs {
+		b = fmt.Appendf(b, " %.3f", x)
+	}
+	return string(b)
 }
