@@ -80,7 +80,10 @@ const insertOneRows = `INSERT INTO sessions (id, license_id, tenant_id, token_ha
 	FOR KEY SHARE`
 
 // insertManySQL is insertOneSQL for many leases: the same conditions and
-// lock, per row. It returns the ids it inserted. It skips (SKIP LOCKED)
+// lock, per row. The licenses are read by the group's own ids (ANY($2)):
+// joined on v.lic alone, PostgreSQL could scan every license and grant
+// row and unpack the group's arrays again for each of them
+// (TestGroupInsertReadsItsRowsOnce). It returns the ids it inserted. It skips (SKIP LOCKED)
 // the licenses whose row a delete or a rebuild holds, instead of waiting:
 // their rows are then inserted alone, waiting as they would have, and the
 // other licenses of the group are not held up. insertManyBorrowedSQL, for
@@ -101,7 +104,7 @@ const insertManyRows = `INSERT INTO sessions (id, license_id, tenant_id, token_h
 		AS v(id, lic, token_hash, fp, usr, host, md, idem, dk, acq, exp, epoch, version, borrowed, feature, fversion,
 			reservation)
 	JOIN licenses l ON l.id = v.lic
-	WHERE l.deleted_at IS NULL AND l.live_epoch = v.epoch AND l.version = v.version
+	WHERE l.id = ANY($2::text[]) AND l.deleted_at IS NULL AND l.live_epoch = v.epoch AND l.version = v.version
 	FOR KEY SHARE OF l SKIP LOCKED`
 
 // withBorrowedEvents is an insert of sessions as a CTE (ins) beside the
