@@ -122,8 +122,8 @@ run_load() { # label addr [ops]
 # their own, each in BENCH_WEBHOOK_ROUNDS rounds of two arms, one with no
 # endpoint and one with $HOOKS webhook endpoints registered (bench/load
 # -webhooks: registered before the arm's slices, deleted after them), each
-# arm a health slice and a slice of the operation, the arms' order
-# alternating; judged by the median over the rounds of the ratio of the two
+# arm a health slice and a slice of the operation, starting 2 s after the
+# last registration or deletion, the arms' order alternating; judged by the median over the rounds of the ratio of the two
 # arms. Runs minutes apart (the way this was measured first) differed by
 # up to 15 % with nothing changed on this kind of machine.
 run_hooks() {
