@@ -125,13 +125,16 @@ type hooksResult struct {
 // this kind of machine with nothing changed.
 func measureHooks(ctx context.Context, op string, conc int, dur time.Duration, rounds int, call, health loadgen.Prepare, h *hookSwitch) (hooksResult, error) {
 	slice := dur / time.Duration(rounds)
-	var ctlOps, hookOps, ctlCeil, hookCeil []loadgen.Sample
-	var ctlRatios, hookRatios, pairs []float64
+	// arms[0] is the control's, arms[1] the one with endpoints.
+	var arms [2]struct {
+		ops, ceil []loadgen.Sample
+		ratios    []float64 // each slice of the operation over the health slice before it
+	}
+	var pairs []float64
 	for r := range rounds {
-		var ratio [2]float64 // control, hooks
 		for k := range 2 {
-			withHooks := (k == 0) == (r%2 == 1)
-			if withHooks {
+			hooks := (k == 0) == (r%2 == 1)
+			if hooks {
 				if err := h.on(); err != nil {
 					return hooksResult{}, err
 				}
@@ -139,25 +142,24 @@ func measureHooks(ctx context.Context, op string, conc int, dur time.Duration, r
 			time.Sleep(settle)
 			c := loadgen.Measure(ctx, conc, slice, health)
 			o := loadgen.Measure(ctx, conc, slice, call)
-			if withHooks {
+			a := &arms[0]
+			if hooks {
 				if err := h.off(); err != nil {
 					return hooksResult{}, err
 				}
-				hookCeil, hookOps = append(hookCeil, c), append(hookOps, o)
-				ratio[1] = o.RPS() / c.RPS()
-				hookRatios = append(hookRatios, ratio[1])
-			} else {
-				ctlCeil, ctlOps = append(ctlCeil, c), append(ctlOps, o)
-				ratio[0] = o.RPS() / c.RPS()
-				ctlRatios = append(ctlRatios, ratio[0])
+				a = &arms[1]
 			}
+			a.ceil, a.ops, a.ratios = append(a.ceil, c), append(a.ops, o), append(a.ratios, o.RPS()/c.RPS())
 		}
-		pairs = append(pairs, ratio[1]/ratio[0])
+		pairs = append(pairs, arms[1].ratios[r]/arms[0].ratios[r])
 	}
 	fmt.Fprintf(os.Stderr, "load: %s with/without webhook endpoints, round by round:%s\n", op, fmtRatios(pairs))
-	res := hooksResult{ctl: loadgen.Summarize(op, ctlOps...), hooks: loadgen.Summarize(op, hookOps...), paired: loadgen.Median(pairs)}
-	res.ctl.CeilingRPS, res.ctl.Ratio = loadgen.Summarize("health", ctlCeil...).RPS, loadgen.Median(ctlRatios)
-	res.hooks.CeilingRPS, res.hooks.Ratio = loadgen.Summarize("health", hookCeil...).RPS, loadgen.Median(hookRatios)
+	summary := func(i int) loadgen.Result {
+		res := loadgen.Summarize(op, arms[i].ops...)
+		res.CeilingRPS, res.Ratio = loadgen.Summarize("health", arms[i].ceil...).RPS, loadgen.Median(arms[i].ratios)
+		return res
+	}
+	res := hooksResult{ctl: summary(0), hooks: summary(1), paired: loadgen.Median(pairs)}
 	return res, nil
 }
 
